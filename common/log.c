@@ -1,0 +1,57 @@
+/* log.c - stderr logger used by the process roles (see log.h). */
+#include "common/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+
+static char component[64] = "eddy";
+static int min_level = -1;
+
+void eddy_log_set_component(const char *name)
+{
+    snprintf(component, sizeof component, "%s", name);
+}
+
+void eddy_log_set_level(eddy_log_level_t level)
+{
+    min_level = (int)level;
+}
+
+static int configured_level(void)
+{
+    if (min_level >= 0)
+        return min_level;
+    const char *env = getenv("EDDY_LOG_LEVEL");
+    min_level = EDDY_LOG_INFO;
+    if (env) {
+        if (!strcasecmp(env, "debug")) min_level = EDDY_LOG_DEBUG;
+        else if (!strcasecmp(env, "warn")) min_level = EDDY_LOG_WARN;
+        else if (!strcasecmp(env, "error")) min_level = EDDY_LOG_ERROR;
+    }
+    return min_level;
+}
+
+void eddy_log(eddy_log_level_t level, const char *fmt, ...)
+{
+    if ((int)level < configured_level())
+        return;
+    static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char line[2048];
+    int n = snprintf(line, sizeof line, "%02d:%02d:%02d.%03ld %-5s [%s] ", tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, (long)(tv.tv_usec / 1000), names[level], component);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof line)
+        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", line);
+}

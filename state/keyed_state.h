@@ -1,0 +1,58 @@
+/* keyed_state.h - the heap keyed-state backend of one operator instance.
+ *
+ * State is a map key -> fixed-size value (value_size bytes, e.g. an int64
+ * count or an aggregate accumulator), partitioned by key group: one hash table
+ * per key group, so a key group can be serialised, dropped or loaded on its
+ * own when a rescale moves it. Keys are copied in; value pointers stay valid
+ * until the next insert into the same key group, drop or destroy.
+ *
+ * Serialised form of one key group (msgpack): [version=1, kg, value_size, n,
+ * key0 (bin), value0 (bin), key1, value1, ...]. The reader bounds-checks all
+ * of it and rejects a group that names a different kg or value size. */
+#ifndef EDDY_STATE_KEYED_STATE_H
+#define EDDY_STATE_KEYED_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct eddy_keyed_state eddy_keyed_state_t;
+
+/* Returns NULL only on allocation failure. max_key_groups is K. */
+eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_size);
+void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p);
+
+/* Value for key in key group kg (hash = eddy_key_hash(key)); inserts a zeroed
+ * value when absent and sets *created. NULL only on allocation failure. */
+void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                              const void *key, uint32_t key_len, bool *created);
+/* NULL when absent. */
+void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                           const void *key, uint32_t key_len);
+/* Returns true when a key was removed. */
+bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                             const void *key, uint32_t key_len);
+
+typedef void (*eddy_keyed_state_visit_fn)(void *ctx, const void *key, uint32_t key_len,
+                                          void *value);
+/* Visits every entry of key group kg (order unspecified). */
+void eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
+                              eddy_keyed_state_visit_fn visit, void *ctx);
+
+void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg);
+size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg);
+size_t eddy_keyed_state_keys(const eddy_keyed_state_t *self);
+/* Approximate heap bytes held (keys + values + table overhead). */
+size_t eddy_keyed_state_bytes(const eddy_keyed_state_t *self);
+size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self);
+
+/* Serialises key group kg into a malloc'd buffer the caller frees. */
+int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, char **out,
+                                 size_t *out_len, eddy_err_t *err);
+/* Replaces key group kg with the serialised data; on error the group is left empty. */
+int eddy_keyed_state_read_group(eddy_keyed_state_t *self, uint32_t kg, const void *data,
+                                size_t len, eddy_err_t *err);
+
+#endif

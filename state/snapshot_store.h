@@ -1,0 +1,47 @@
+/* snapshot_store.h - durable files of a checkpoint, one per (checkpoint,
+ * operator, key group) plus named blobs (source offsets, sink pending data).
+ *
+ * Layout under the root directory:
+ *   ROOT/JOB/chk-<ID>/<OPERATOR>/kg-<KG>.snap     keyed state of one key group
+ *   ROOT/JOB/chk-<ID>/<NAME>.blob                  any other named blob
+ * Every file is written to a temporary name, fsync'ed and renamed, so a
+ * reader sees either the whole file or none. Each file carries a header:
+ * magic "EDDYSNP1", payload length (u64 LE), xxhash64 of the payload (u64 LE).
+ * A short, long or corrupted file is reported as an error naming the file,
+ * never returned as data. Names (job, operator, blob) must be non-empty and
+ * may contain only [A-Za-z0-9._-]. */
+#ifndef EDDY_STATE_SNAPSHOT_STORE_H
+#define EDDY_STATE_SNAPSHOT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct eddy_snapshot_store eddy_snapshot_store_t;
+
+/* Creates root if needed. NULL with err on failure. */
+eddy_snapshot_store_t *eddy_snapshot_store_new(const char *root, eddy_err_t *err);
+void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p);
+const char *eddy_snapshot_store_root(const eddy_snapshot_store_t *self);
+
+int eddy_snapshot_store_write_group(eddy_snapshot_store_t *self, const char *job,
+                                    uint64_t checkpoint, const char *op, uint32_t kg,
+                                    const void *data, size_t len, eddy_err_t *err);
+/* Returns 0 and a malloc'd payload, or -1 (missing, truncated, checksum mismatch). */
+int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
+                                   uint64_t checkpoint, const char *op, uint32_t kg,
+                                   char **data, size_t *len, eddy_err_t *err);
+
+int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
+                                   uint64_t checkpoint, const char *name, const void *data,
+                                   size_t len, eddy_err_t *err);
+int eddy_snapshot_store_read_blob(eddy_snapshot_store_t *self, const char *job,
+                                  uint64_t checkpoint, const char *name, char **data,
+                                  size_t *len, eddy_err_t *err);
+
+/* Removes ROOT/JOB/chk-<ID> and everything in it (missing is not an error). */
+int eddy_snapshot_store_remove_checkpoint(eddy_snapshot_store_t *self, const char *job,
+                                          uint64_t checkpoint, eddy_err_t *err);
+
+#endif
