@@ -27,7 +27,15 @@ int eddy_err_wrap(eddy_err_t *err, const char *fmt, ...)
     va_end(ap);
     char old[sizeof err->msg];
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    size_t n = strlen(prefix);
+    if (n > sizeof err->msg - 3)
+        n = sizeof err->msg - 3;
+    memcpy(err->msg, prefix, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t room = sizeof err->msg - n - 3;
+    size_t old_len = strnlen(old, room);
+    memcpy(err->msg + n + 2, old, old_len);
+    err->msg[n + 2 + old_len] = '\0';
     return -1;
 }
 
