@@ -1,0 +1,174 @@
+/* wordcount.c - the wordcount job: source -> split -> keyBy(word) -> count -> sink.
+ *
+ * Words are tokens separated by spaces and tabs (lines by '\n'), kept as
+ * they are, so the result equals `tr -s ' \t' '\n' | sort | uniq -c`.
+ * With --output the counts are written at end of input as "word<TAB>count"
+ * lines in byte order; without it, a Flink-style changelog goes to stdout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/flags.h"
+#include "jobs/jobs.h"
+#include "jobs/wordcount.h"
+#include "worker/graph.h"
+#include "worker/operators.h"
+#include "worker/sources.h"
+
+typedef struct wordcount_config {
+    eddy_file_source_config_t file;
+    eddy_generator_config_t generator;
+    eddy_socket_source_config_t socket;
+    eddy_flat_map_config_t split;
+    eddy_aggregate_config_t count;
+    eddy_table_file_config_t output;
+} wordcount_config_t;
+
+static void split_words(const eddy_record_t *in, eddy_collector_t *out, const void *arg)
+{
+    (void)arg;
+    const char *p = in->data, *end = in->data + in->len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *w = p;
+        while (p < end && *p != ' ' && *p != '\t')
+            p++;
+        if (p > w) {
+            eddy_record_t rec = eddy_record_make(w, (uint32_t)(p - w), 1);
+            rec.timestamp = in->timestamp;
+            eddy_emit(out, &rec);
+        }
+    }
+}
+
+static uint32_t whole_record_key(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    return rec->len;
+}
+
+int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
+                         eddy_err_t *err)
+{
+    const char *colon = strrchr(text, ':');
+    uint64_t p;
+    if (!colon || colon == text || (size_t)(colon - text) >= host_size ||
+        eddy_parse_uint(colon + 1, &p) < 0 || p == 0 || p > 65535)
+        return eddy_err_set(err, "expected HOST:PORT, got '%s'", text);
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
+{
+    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL;
+    bool generate = false;
+    uint64_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
+    uint64_t lines = 1000000, vocabulary = 10000, words = 8, seed = 42;
+    double cost_us = 0;
+    eddy_flag_t flags[] = {
+        {"input", EDDY_FLAG_STRING, &input, "FILE", "read lines from FILE", false},
+        {"socket", EDDY_FLAG_STRING, &socket, "HOST:PORT", "read lines from a TCP server", false},
+        {"generate", EDDY_FLAG_BOOL, &generate, NULL, "generate deterministic lines", false},
+        {"lines", EDDY_FLAG_UINT, &lines, "N", "lines to generate, 0 = unbounded (1000000)", false},
+        {"vocabulary", EDDY_FLAG_UINT, &vocabulary, "N", "distinct generated words (10000)", false},
+        {"words-per-line", EDDY_FLAG_UINT, &words, "N", "generated words per line (8)", false},
+        {"seed", EDDY_FLAG_UINT, &seed, "N", "generator seed (42)", false},
+        {"output", EDDY_FLAG_STRING, &output, "FILE", "write final counts to FILE", false},
+        {"rate", EDDY_FLAG_STRING, &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)", false},
+        {"parallelism", EDDY_FLAG_UINT, &parallelism, "P", "parallelism of source and count (2)", false},
+        {"max-parallelism", EDDY_FLAG_UINT, &max_parallelism, "K", "key groups (128)", false},
+        {"cost-us", EDDY_FLAG_DOUBLE, &cost_us, "US", "simulated cost per counted word (0)", false},
+        {NULL, 0, NULL, NULL, NULL, false},
+    };
+    int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
+    if (rc == 1)
+        return eddy_err_set(err, "wordcount: --help is handled by the caller");
+    if (rc < 0)
+        return eddy_err_wrap(err, "wordcount");
+    int sources = (input != NULL) + (socket != NULL) + generate;
+    if (sources != 1)
+        return eddy_err_set(err, "wordcount needs exactly one of --input FILE, --socket HOST:PORT, --generate");
+    if (max_parallelism < 1 || max_parallelism > EDDY_MAX_KEY_GROUPS)
+        return eddy_err_set(err, "--max-parallelism must be 1..%u", EDDY_MAX_KEY_GROUPS);
+    if (parallelism < 1 || parallelism > max_parallelism)
+        return eddy_err_set(err, "--parallelism must be 1..%llu", (unsigned long long)max_parallelism);
+    if (generate && (vocabulary < 1 || words < 1 || words > 256))
+        return eddy_err_set(err, "--vocabulary must be >= 1 and --words-per-line 1..256");
+
+    wordcount_config_t *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return eddy_err_set(err, "out of memory");
+    g->config = cfg;
+    g->free_config = free;
+    g->max_parallelism = (uint32_t)max_parallelism;
+
+    const eddy_source_ops_t *source_ops;
+    const void *source_cfg;
+    uint32_t source_parallelism = (uint32_t)parallelism;
+    if (input) {
+        if (strlen(input) >= sizeof cfg->file.path)
+            return eddy_err_set(err, "--input path is too long");
+        strcpy(cfg->file.path, input);
+        source_ops = &eddy_file_source_ops;
+        source_cfg = &cfg->file;
+    } else if (socket) {
+        if (eddy_parse_host_port(socket, cfg->socket.host, sizeof cfg->socket.host,
+                                 &cfg->socket.port, err) < 0)
+            return eddy_err_wrap(err, "--socket");
+        source_ops = &eddy_socket_source_ops;
+        source_cfg = &cfg->socket;
+        source_parallelism = 1; /* one connection, one reader */
+    } else {
+        cfg->generator.lines = lines;
+        cfg->generator.vocabulary = (uint32_t)vocabulary;
+        cfg->generator.words_per_line = (uint32_t)words;
+        cfg->generator.seed = seed;
+        source_ops = &eddy_generator_source_ops;
+        source_cfg = &cfg->generator;
+    }
+    cfg->split.fn = split_words;
+    eddy_aggregate_sum_config(&cfg->count, output ? EDDY_EMIT_FINAL : EDDY_EMIT_CHANGELOG);
+    cfg->count.cost_us = cost_us;
+
+    int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
+    if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->split, err) < 0)
+        return -1;
+    if (rate && eddy_rate_parse(&g->stages[src].rate, rate, err) < 0)
+        return eddy_err_wrap(err, "--rate");
+    int count = eddy_graph_add_stage(g, "count", (uint32_t)parallelism, src, EDDY_EDGE_HASH,
+                                     whole_record_key, err);
+    if (count < 0 || eddy_graph_chain(g, count, &eddy_aggregate_ops, &cfg->count, err) < 0)
+        return -1;
+    int sink = eddy_graph_add_stage(g, "sink", 1, count, EDDY_EDGE_GLOBAL, NULL, err);
+    if (sink < 0)
+        return -1;
+    if (output) {
+        if (strlen(output) >= sizeof cfg->output.path)
+            return eddy_err_set(err, "--output path is too long");
+        strcpy(cfg->output.path, output);
+        return eddy_graph_chain(g, sink, &eddy_table_file_sink_ops, &cfg->output, err);
+    }
+    return eddy_graph_chain(g, sink, &eddy_changelog_sink_ops, NULL, err);
+}
+
+const eddy_job_def_t eddy_wordcount_job = {
+    .name = "wordcount",
+    .summary = "count words (space/tab separated) from a file, socket or generator",
+    .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
+             "  --words-per-line N --seed N]   where lines come from (exactly one)\n"
+             "  --output FILE                  final counts as word<TAB>count, byte order;\n"
+             "                                 without it a changelog (+I[w, 1]) on stdout\n"
+             "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
+             "  --parallelism P                source and count instances (default 2)\n"
+             "  --max-parallelism K            key groups (default 128)\n"
+             "  --cost-us US                   simulated per-word cost in count (demos)\n",
+    .build = build,
+};
+
+void eddy_jobs_register_builtin(void)
+{
+    eddy_job_register(&eddy_wordcount_job);
+}

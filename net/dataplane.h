@@ -1,0 +1,79 @@
+/* dataplane.h - codecs of the data-plane messages between operator instances.
+ *
+ * Every message names its channel: (job, epoch, source stage/instance,
+ * destination stage/instance). Messages of an older epoch are stale (the
+ * job was rescaled or restored meanwhile) and are dropped by the receiver.
+ *   DATA    [32, job, epoch, ss, si, ds, di, n, kind, value, ts, bytes, ...]
+ *           a batch: n records, four elements each
+ *   BARRIER [33, job, epoch, ss, si, ds, di, checkpoint]
+ *   EOS     [34, job, epoch, ss, si, ds, di]            end of this channel
+ *   CREDIT  [35, job, epoch, ss, si, ds, di, batches]   receiver -> sender
+ * Flow control is credit based (as Flink's): a sender may have at most its
+ * credit of DATA batches unconsumed per channel, so no queue and no ZeroMQ
+ * high-water mark is ever exceeded and nothing is dropped. */
+#ifndef EDDY_NET_DATAPLANE_H
+#define EDDY_NET_DATAPLANE_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/mpcodec.h"
+#include "net/record.h"
+
+typedef enum eddy_data_type {
+    EDDY_DATA_BATCH = 32,
+    EDDY_DATA_BARRIER = 33,
+    EDDY_DATA_EOS = 34,
+    EDDY_DATA_CREDIT = 35,
+} eddy_data_type_t;
+
+typedef struct eddy_channel_id {
+    uint32_t job, epoch;
+    uint32_t src_stage, src_instance;
+    uint32_t dst_stage, dst_instance;
+} eddy_channel_id_t;
+
+/* Builds one DATA batch. The count field is patched when the batch is
+ * finished, so records are appended without knowing the total up front. */
+typedef struct eddy_batch_writer {
+    msgpack_sbuffer buf;
+    msgpack_packer pk;
+    uint32_t records;
+    size_t count_offset;
+} eddy_batch_writer_t;
+
+void eddy_batch_writer_init(eddy_batch_writer_t *w);
+void eddy_batch_writer_free(eddy_batch_writer_t *w);
+void eddy_batch_writer_begin(eddy_batch_writer_t *w, const eddy_channel_id_t *ch);
+void eddy_batch_writer_add(eddy_batch_writer_t *w, const eddy_record_t *rec);
+static inline size_t eddy_batch_writer_bytes(const eddy_batch_writer_t *w) { return w->buf.size; }
+/* Returns the encoded batch (caller frees) and leaves the writer empty. */
+char *eddy_batch_writer_finish(eddy_batch_writer_t *w, size_t *len);
+
+/* Small messages. */
+char *eddy_barrier_encode(const eddy_channel_id_t *ch, uint64_t checkpoint, size_t *len);
+char *eddy_eos_encode(const eddy_channel_id_t *ch, size_t *len);
+char *eddy_credit_encode(const eddy_channel_id_t *ch, uint32_t batches, size_t *len);
+
+/* A decoded data-plane message. For DATA, records are read one by one with
+ * eddy_data_next_record; they point into the caller's buffer, which must
+ * outlive the reader. */
+typedef struct eddy_data_msg {
+    eddy_data_type_t type;
+    eddy_channel_id_t channel;
+    uint64_t checkpoint;  /* BARRIER */
+    uint32_t credit;      /* CREDIT */
+    uint32_t records;     /* DATA */
+    eddy_mpr_t reader;
+    bool reader_open;
+} eddy_data_msg_t;
+
+int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_err_t *err);
+/* 1 and *rec filled, 0 at the end, -1 on a malformed record (err filled). */
+int eddy_data_next_record(eddy_data_msg_t *msg, eddy_record_t *rec, eddy_err_t *err);
+void eddy_data_msg_close(eddy_data_msg_t *msg);
+
+#endif

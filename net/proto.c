@@ -1,0 +1,465 @@
+/* proto.c - encoder and decoder of every control-plane message (see proto.h).
+ *
+ * Each message type has a static encode_X/decode_X pair here, kept next to
+ * each other so a field added to one is visibly missing from the other. */
+#include "net/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/mpcodec.h"
+
+static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
+    [EDDY_MSG_REGISTER] = "REGISTER",     [EDDY_MSG_REGISTERED] = "REGISTERED",
+    [EDDY_MSG_HEARTBEAT] = "HEARTBEAT",   [EDDY_MSG_DEPLOY] = "DEPLOY",
+    [EDDY_MSG_DEPLOYED] = "DEPLOYED",     [EDDY_MSG_START] = "START",
+    [EDDY_MSG_TRIGGER] = "TRIGGER",       [EDDY_MSG_ACK] = "ACK",
+    [EDDY_MSG_COMPLETE] = "COMPLETE",     [EDDY_MSG_TASK_DONE] = "TASK_DONE",
+    [EDDY_MSG_TASK_FAILED] = "TASK_FAILED", [EDDY_MSG_RELEASE] = "RELEASE",
+    [EDDY_MSG_REQUEST] = "REQUEST",       [EDDY_MSG_REPLY] = "REPLY",
+};
+
+const char *eddy_msg_type_name(eddy_msg_type_t type)
+{
+    if (type <= 0 || type >= EDDY_MSG_TYPE_COUNT)
+        return "UNKNOWN";
+    return type_names[type];
+}
+
+char **eddy_strv_dup(uint32_t argc, char *const *argv)
+{
+    char **out = calloc(argc + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    for (uint32_t i = 0; i < argc; i++) {
+        out[i] = strdup(argv[i] ? argv[i] : "");
+        if (!out[i]) {
+            eddy_strv_free(i, out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+void eddy_strv_free(uint32_t argc, char **argv)
+{
+    if (!argv)
+        return;
+    for (uint32_t i = 0; i < argc; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+/* ---- string vectors ---------------------------------------------------- */
+
+static void encode_strv(eddy_mpw_t *w, uint32_t argc, char *const *argv)
+{
+    eddy_mpw_array(w, argc);
+    for (uint32_t i = 0; i < argc; i++)
+        eddy_mpw_str(w, argv[i]);
+}
+
+static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_ARGS, &si, &sc, &sn);
+    char **argv = calloc(n + 1, sizeof *argv);
+    for (uint32_t i = 0; argv && i < n; i++) {
+        argv[i] = eddy_mpr_strdup(r, EDDY_ARG_MAX);
+        if (!argv[i])
+            argv[i] = strdup("");
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+    *argc = argv ? n : 0;
+    return argv;
+}
+
+/* ---- per-message codecs ------------------------------------------------- */
+
+static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
+{
+    eddy_mpw_array(w, 13);
+    eddy_mpw_u64(w, m->job);
+    eddy_mpw_u64(w, m->epoch);
+    eddy_mpw_u64(w, m->stage);
+    eddy_mpw_u64(w, m->instance);
+    eddy_mpw_u64(w, m->records_in);
+    eddy_mpw_u64(w, m->records_out);
+    eddy_mpw_u64(w, m->busy_ns);
+    eddy_mpw_u64(w, m->idle_ns);
+    eddy_mpw_u64(w, m->blocked_ns);
+    eddy_mpw_u64(w, m->state_keys);
+    eddy_mpw_u64(w, m->state_bytes);
+    eddy_mpw_i64(w, m->position);
+    eddy_mpw_double(w, m->offered_rate);
+}
+
+static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    eddy_mpr_enter(r, 13, &si, &sc, &sn);
+    m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+    m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+    m->stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
+    m->instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+    m->records_in = eddy_mpr_u64(r, UINT64_MAX);
+    m->records_out = eddy_mpr_u64(r, UINT64_MAX);
+    m->busy_ns = eddy_mpr_u64(r, UINT64_MAX);
+    m->idle_ns = eddy_mpr_u64(r, UINT64_MAX);
+    m->blocked_ns = eddy_mpr_u64(r, UINT64_MAX);
+    m->state_keys = eddy_mpr_u64(r, UINT64_MAX);
+    m->state_bytes = eddy_mpr_u64(r, UINT64_MAX);
+    m->position = eddy_mpr_i64(r);
+    m->offered_rate = eddy_mpr_double(r);
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
+{
+    switch (m->type) {
+    case EDDY_MSG_REGISTER:
+        eddy_mpw_str(w, m->u.reg.name);
+        eddy_mpw_str(w, m->u.reg.data_endpoint);
+        eddy_mpw_i64(w, m->u.reg.pid);
+        eddy_mpw_str(w, m->u.reg.host);
+        break;
+    case EDDY_MSG_REGISTERED:
+        eddy_mpw_u64(w, m->u.registered.worker_id);
+        eddy_mpw_u64(w, m->u.registered.heartbeat_ms);
+        eddy_mpw_str(w, m->u.registered.error);
+        break;
+    case EDDY_MSG_HEARTBEAT:
+        eddy_mpw_u64(w, m->u.heartbeat.worker_id);
+        eddy_mpw_array(w, m->u.heartbeat.n_tasks);
+        for (uint32_t i = 0; i < m->u.heartbeat.n_tasks; i++)
+            encode_metrics(w, &m->u.heartbeat.tasks[i]);
+        break;
+    case EDDY_MSG_DEPLOY: {
+        const eddy_deploy_t *d = &m->u.deploy;
+        eddy_mpw_u64(w, d->job);
+        eddy_mpw_str(w, d->job_id);
+        eddy_mpw_str(w, d->job_name);
+        encode_strv(w, d->argc, d->argv);
+        eddy_mpw_u64(w, d->epoch);
+        eddy_mpw_u64(w, d->mode);
+        eddy_mpw_u64(w, d->restore_checkpoint);
+        eddy_mpw_str(w, d->snapshot_dir);
+        eddy_mpw_u64(w, d->max_parallelism);
+        eddy_mpw_array(w, d->n_stages);
+        for (uint32_t s = 0; s < d->n_stages; s++) {
+            eddy_mpw_array(w, d->stages[s].parallelism);
+            for (uint32_t i = 0; i < d->stages[s].parallelism; i++)
+                eddy_mpw_u64(w, d->stages[s].worker_of[i]);
+        }
+        eddy_mpw_array(w, d->n_workers * 2);
+        for (uint32_t i = 0; i < d->n_workers; i++) {
+            eddy_mpw_u64(w, d->workers[i].id);
+            eddy_mpw_str(w, d->workers[i].endpoint);
+        }
+        eddy_mpw_array(w, d->n_positions * 3);
+        for (uint32_t i = 0; i < d->n_positions; i++) {
+            eddy_mpw_u64(w, d->positions[i].stage);
+            eddy_mpw_u64(w, d->positions[i].instance);
+            eddy_mpw_i64(w, d->positions[i].position);
+        }
+        break;
+    }
+    case EDDY_MSG_DEPLOYED:
+        eddy_mpw_u64(w, m->u.deployed.job);
+        eddy_mpw_u64(w, m->u.deployed.epoch);
+        eddy_mpw_u64(w, m->u.deployed.bytes_loaded);
+        eddy_mpw_u64(w, m->u.deployed.groups_loaded);
+        eddy_mpw_str(w, m->u.deployed.error);
+        break;
+    case EDDY_MSG_START:
+        eddy_mpw_u64(w, m->u.start.job);
+        eddy_mpw_u64(w, m->u.start.epoch);
+        break;
+    case EDDY_MSG_TRIGGER:
+        eddy_mpw_u64(w, m->u.trigger.job);
+        eddy_mpw_u64(w, m->u.trigger.epoch);
+        eddy_mpw_u64(w, m->u.trigger.checkpoint);
+        eddy_mpw_bool(w, m->u.trigger.pause_after);
+        break;
+    case EDDY_MSG_ACK:
+        eddy_mpw_u64(w, m->u.ack.job);
+        eddy_mpw_u64(w, m->u.ack.epoch);
+        eddy_mpw_u64(w, m->u.ack.checkpoint);
+        eddy_mpw_u64(w, m->u.ack.stage);
+        eddy_mpw_u64(w, m->u.ack.instance);
+        eddy_mpw_i64(w, m->u.ack.position);
+        eddy_mpw_u64(w, m->u.ack.state_keys);
+        eddy_mpw_u64(w, m->u.ack.bytes_written);
+        eddy_mpw_u64(w, m->u.ack.files_written);
+        eddy_mpw_str(w, m->u.ack.error);
+        break;
+    case EDDY_MSG_COMPLETE:
+        eddy_mpw_u64(w, m->u.complete.job);
+        eddy_mpw_u64(w, m->u.complete.checkpoint);
+        break;
+    case EDDY_MSG_TASK_DONE:
+        eddy_mpw_u64(w, m->u.task_done.job);
+        eddy_mpw_u64(w, m->u.task_done.epoch);
+        eddy_mpw_u64(w, m->u.task_done.stage);
+        eddy_mpw_u64(w, m->u.task_done.instance);
+        break;
+    case EDDY_MSG_TASK_FAILED:
+        eddy_mpw_u64(w, m->u.task_failed.job);
+        eddy_mpw_u64(w, m->u.task_failed.epoch);
+        eddy_mpw_u64(w, m->u.task_failed.stage);
+        eddy_mpw_u64(w, m->u.task_failed.instance);
+        eddy_mpw_str(w, m->u.task_failed.error);
+        break;
+    case EDDY_MSG_RELEASE:
+        eddy_mpw_u64(w, m->u.release.job);
+        break;
+    case EDDY_MSG_REQUEST:
+        eddy_mpw_str(w, m->u.request.verb);
+        encode_strv(w, m->u.request.argc, m->u.request.argv);
+        break;
+    case EDDY_MSG_REPLY:
+        eddy_mpw_i64(w, m->u.reply.status);
+        eddy_mpw_str(w, m->u.reply.body ? m->u.reply.body : "");
+        break;
+    default:
+        break;
+    }
+}
+
+static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
+    [EDDY_MSG_REGISTER] = 4, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
+    [EDDY_MSG_DEPLOY] = 13,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
+    [EDDY_MSG_TRIGGER] = 4,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
+    [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
+    [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,
+};
+
+char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
+{
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    uint32_t fields = (msg->type > 0 && msg->type < EDDY_MSG_TYPE_COUNT) ? field_counts[msg->type] : 0;
+    eddy_mpw_array(&w, 1 + fields);
+    eddy_mpw_u64(&w, (uint64_t)msg->type);
+    encode_body(&w, msg);
+    return eddy_mpw_release(&w, len);
+}
+
+static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
+{
+    eddy_deploy_t *d = &m->u.deploy;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    d->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+    eddy_mpr_strcpy(r, d->job_id, sizeof d->job_id);
+    eddy_mpr_strcpy(r, d->job_name, sizeof d->job_name);
+    d->argv = decode_strv(r, &d->argc);
+    d->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+    d->mode = (uint32_t)eddy_mpr_u64(r, EDDY_DEPLOY_RESTORE);
+    d->restore_checkpoint = eddy_mpr_u64(r, UINT64_MAX);
+    eddy_mpr_strcpy(r, d->snapshot_dir, sizeof d->snapshot_dir);
+    d->max_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_STAGES, &si, &sc, &sn);
+    d->stages = calloc(n ? n : 1, sizeof *d->stages);
+    if (d->stages) {
+        d->n_stages = n;
+        for (uint32_t s = 0; s < n; s++) {
+            const msgpack_object *si2;
+            uint32_t sc2, sn2;
+            uint32_t p = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM, &si2, &sc2, &sn2);
+            d->stages[s].worker_of = calloc(p ? p : 1, sizeof(uint32_t));
+            if (d->stages[s].worker_of) {
+                d->stages[s].parallelism = p;
+                for (uint32_t i = 0; i < p; i++)
+                    d->stages[s].worker_of[i] = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+            } else {
+                r->ok = false;
+            }
+            eddy_mpr_leave(r, si2, sc2, sn2);
+        }
+    } else {
+        r->ok = false;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+
+    n = eddy_mpr_enter(r, EDDY_MAX_WORKERS * 2, &si, &sc, &sn);
+    if (n % 2)
+        r->ok = false;
+    d->workers = calloc(n / 2 ? n / 2 : 1, sizeof *d->workers);
+    if (d->workers) {
+        d->n_workers = n / 2;
+        for (uint32_t i = 0; i < n / 2; i++) {
+            d->workers[i].id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+            eddy_mpr_strcpy(r, d->workers[i].endpoint, sizeof d->workers[i].endpoint);
+        }
+    } else {
+        r->ok = false;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+
+    n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 3, &si, &sc, &sn);
+    if (n % 3)
+        r->ok = false;
+    d->positions = calloc(n / 3 ? n / 3 : 1, sizeof *d->positions);
+    if (d->positions) {
+        d->n_positions = n / 3;
+        for (uint32_t i = 0; i < n / 3; i++) {
+            d->positions[i].stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
+            d->positions[i].instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+            d->positions[i].position = eddy_mpr_i64(r);
+        }
+    } else {
+        r->ok = false;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
+{
+    switch (m->type) {
+    case EDDY_MSG_REGISTER:
+        eddy_mpr_strcpy(r, m->u.reg.name, sizeof m->u.reg.name);
+        eddy_mpr_strcpy(r, m->u.reg.data_endpoint, sizeof m->u.reg.data_endpoint);
+        m->u.reg.pid = eddy_mpr_i64(r);
+        eddy_mpr_strcpy(r, m->u.reg.host, sizeof m->u.reg.host);
+        break;
+    case EDDY_MSG_REGISTERED:
+        m->u.registered.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.registered.heartbeat_ms = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        eddy_mpr_strcpy(r, m->u.registered.error, sizeof m->u.registered.error);
+        break;
+    case EDDY_MSG_HEARTBEAT: {
+        m->u.heartbeat.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        const msgpack_object *si;
+        uint32_t sc, sn;
+        uint32_t n = eddy_mpr_enter(r, EDDY_MAX_TASK_METRICS, &si, &sc, &sn);
+        m->u.heartbeat.tasks = calloc(n ? n : 1, sizeof *m->u.heartbeat.tasks);
+        if (m->u.heartbeat.tasks) {
+            m->u.heartbeat.n_tasks = n;
+            for (uint32_t i = 0; i < n; i++)
+                decode_metrics(r, &m->u.heartbeat.tasks[i]);
+        } else {
+            r->ok = false;
+        }
+        eddy_mpr_leave(r, si, sc, sn);
+        break;
+    }
+    case EDDY_MSG_DEPLOY:
+        decode_deploy(r, m);
+        break;
+    case EDDY_MSG_DEPLOYED:
+        m->u.deployed.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.deployed.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.deployed.bytes_loaded = eddy_mpr_u64(r, UINT64_MAX);
+        m->u.deployed.groups_loaded = eddy_mpr_u64(r, UINT64_MAX);
+        eddy_mpr_strcpy(r, m->u.deployed.error, sizeof m->u.deployed.error);
+        break;
+    case EDDY_MSG_START:
+        m->u.start.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.start.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        break;
+    case EDDY_MSG_TRIGGER:
+        m->u.trigger.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.trigger.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.trigger.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
+        m->u.trigger.pause_after = eddy_mpr_bool(r);
+        break;
+    case EDDY_MSG_ACK:
+        m->u.ack.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.ack.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.ack.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
+        m->u.ack.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
+        m->u.ack.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        m->u.ack.position = eddy_mpr_i64(r);
+        m->u.ack.state_keys = eddy_mpr_u64(r, UINT64_MAX);
+        m->u.ack.bytes_written = eddy_mpr_u64(r, UINT64_MAX);
+        m->u.ack.files_written = eddy_mpr_u64(r, UINT64_MAX);
+        eddy_mpr_strcpy(r, m->u.ack.error, sizeof m->u.ack.error);
+        break;
+    case EDDY_MSG_COMPLETE:
+        m->u.complete.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.complete.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
+        break;
+    case EDDY_MSG_TASK_DONE:
+        m->u.task_done.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.task_done.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.task_done.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
+        m->u.task_done.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        break;
+    case EDDY_MSG_TASK_FAILED:
+        m->u.task_failed.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.task_failed.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.task_failed.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
+        m->u.task_failed.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        eddy_mpr_strcpy(r, m->u.task_failed.error, sizeof m->u.task_failed.error);
+        break;
+    case EDDY_MSG_RELEASE:
+        m->u.release.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        break;
+    case EDDY_MSG_REQUEST:
+        eddy_mpr_strcpy(r, m->u.request.verb, sizeof m->u.request.verb);
+        m->u.request.argv = decode_strv(r, &m->u.request.argc);
+        break;
+    case EDDY_MSG_REPLY:
+        m->u.reply.status = eddy_mpr_i64(r);
+        m->u.reply.body = eddy_mpr_strdup(r, EDDY_BODY_MAX);
+        break;
+    default:
+        break;
+    }
+}
+
+int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err)
+{
+    memset(msg, 0, sizeof *msg);
+    eddy_mpr_t r;
+    if (eddy_mpr_open(&r, data, len, err) < 0)
+        return -1;
+    uint64_t type = eddy_mpr_u64(&r, EDDY_MSG_TYPE_COUNT - 1);
+    if (!r.ok || type == 0) {
+        eddy_mpr_close(&r);
+        return eddy_err_set(err, "malformed message: unknown message type");
+    }
+    msg->type = (eddy_msg_type_t)type;
+    if (eddy_mpr_remaining(&r) != field_counts[type]) {
+        eddy_mpr_close(&r);
+        msg->type = 0;
+        return eddy_err_set(err, "malformed %s message: %u fields, expected %u",
+                            type_names[type], eddy_mpr_remaining(&r), field_counts[type]);
+    }
+    decode_body(&r, msg);
+    int rc = eddy_mpr_finish(&r, type_names[type], err);
+    eddy_mpr_close(&r);
+    if (rc < 0)
+        eddy_msg_clear(msg);
+    return rc;
+}
+
+void eddy_msg_clear(eddy_msg_t *msg)
+{
+    switch (msg->type) {
+    case EDDY_MSG_HEARTBEAT:
+        free(msg->u.heartbeat.tasks);
+        break;
+    case EDDY_MSG_DEPLOY:
+        eddy_strv_free(msg->u.deploy.argc, msg->u.deploy.argv);
+        for (uint32_t s = 0; msg->u.deploy.stages && s < msg->u.deploy.n_stages; s++)
+            free(msg->u.deploy.stages[s].worker_of);
+        free(msg->u.deploy.stages);
+        free(msg->u.deploy.workers);
+        free(msg->u.deploy.positions);
+        break;
+    case EDDY_MSG_REQUEST:
+        eddy_strv_free(msg->u.request.argc, msg->u.request.argv);
+        break;
+    case EDDY_MSG_REPLY:
+        free(msg->u.reply.body);
+        break;
+    default:
+        break;
+    }
+    memset(msg, 0, sizeof *msg);
+}

@@ -1,0 +1,175 @@
+/* proto.h - every control-plane message of eddy, one struct each, with one
+ * encoder (eddy_msg_encode) and one decoder (eddy_msg_decode).
+ *
+ * Wire form: a msgpack array whose first element is the message type and
+ * whose remaining elements are the struct's fields in declaration order.
+ * Control messages travel worker/client DEALER <-> coordinator ROUTER.
+ * The decoder validates every length against the limits below before
+ * copying, and frees everything it allocated when it fails. */
+#ifndef EDDY_NET_PROTO_H
+#define EDDY_NET_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
+#define EDDY_ENDPOINT_MAX 256     /* "tcp://host:port" (incl. NUL) */
+#define EDDY_ERROR_MAX 512        /* error strings (incl. NUL) */
+#define EDDY_MAX_ARGS 256
+#define EDDY_ARG_MAX 4096
+#define EDDY_MAX_STAGES 64
+#define EDDY_MAX_PARALLELISM 32768
+#define EDDY_MAX_WORKERS 4096
+#define EDDY_MAX_TASK_METRICS 65536
+#define EDDY_BODY_MAX (64u << 20)
+
+typedef enum eddy_msg_type {
+    EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
+    EDDY_MSG_REGISTERED,     /* coordinator -> worker */
+    EDDY_MSG_HEARTBEAT,      /* worker -> coordinator, carries task metrics */
+    EDDY_MSG_DEPLOY,         /* coordinator -> worker: the job's full placement */
+    EDDY_MSG_DEPLOYED,       /* worker -> coordinator */
+    EDDY_MSG_START,          /* coordinator -> worker: sources may run */
+    EDDY_MSG_TRIGGER,        /* coordinator -> worker: sources inject a barrier */
+    EDDY_MSG_ACK,            /* worker -> coordinator: a task snapshotted */
+    EDDY_MSG_COMPLETE,       /* coordinator -> worker: a checkpoint is complete */
+    EDDY_MSG_TASK_DONE,      /* worker -> coordinator: a task reached end of input */
+    EDDY_MSG_TASK_FAILED,    /* worker -> coordinator */
+    EDDY_MSG_RELEASE,        /* coordinator -> worker: drop the job's tasks */
+    EDDY_MSG_REQUEST,        /* client -> coordinator */
+    EDDY_MSG_REPLY,          /* coordinator -> client */
+    EDDY_MSG_TYPE_COUNT
+} eddy_msg_type_t;
+
+typedef enum eddy_deploy_mode {
+    EDDY_DEPLOY_FRESH = 0,   /* new tasks, empty state (or restore_checkpoint if set) */
+    EDDY_DEPLOY_RESCALE = 1, /* keep live tasks and their in-memory key groups */
+    EDDY_DEPLOY_RESTORE = 2, /* drop live tasks, rebuild all from restore_checkpoint */
+} eddy_deploy_mode_t;
+
+typedef struct eddy_task_metrics {
+    uint32_t job, epoch, stage, instance;
+    uint64_t records_in, records_out;
+    uint64_t busy_ns, idle_ns, blocked_ns; /* cumulative since the task started */
+    uint64_t state_keys, state_bytes;
+    int64_t position;        /* sources: next input position, else -1 */
+    double offered_rate;     /* sources: configured rate (0 = unlimited) */
+} eddy_task_metrics_t;
+
+typedef struct eddy_stage_placement {
+    uint32_t parallelism;
+    uint32_t *worker_of;     /* [parallelism] worker id of each instance */
+} eddy_stage_placement_t;
+
+typedef struct eddy_worker_endpoint {
+    uint32_t id;
+    char endpoint[EDDY_ENDPOINT_MAX];
+} eddy_worker_endpoint_t;
+
+typedef struct eddy_source_position {
+    uint32_t stage, instance;
+    int64_t position;
+} eddy_source_position_t;
+
+typedef struct eddy_deploy {
+    uint32_t job;
+    char job_id[EDDY_NAME_MAX];    /* user-visible id, e.g. "wordcount" */
+    char job_name[EDDY_NAME_MAX];  /* registered job builder */
+    uint32_t argc;
+    char **argv;                   /* job flags, rebuilt into the graph */
+    uint32_t epoch;
+    uint32_t mode;                 /* eddy_deploy_mode_t */
+    uint64_t restore_checkpoint;   /* 0: none */
+    char snapshot_dir[EDDY_ENDPOINT_MAX * 4];
+    uint32_t max_parallelism;
+    uint32_t n_stages;
+    eddy_stage_placement_t *stages;
+    uint32_t n_workers;
+    eddy_worker_endpoint_t *workers;
+    uint32_t n_positions;
+    eddy_source_position_t *positions;
+} eddy_deploy_t;
+
+typedef struct eddy_msg {
+    eddy_msg_type_t type;
+    union {
+        struct {
+            char name[EDDY_NAME_MAX];
+            char data_endpoint[EDDY_ENDPOINT_MAX];
+            int64_t pid;
+            char host[EDDY_NAME_MAX];
+        } reg;
+        struct {
+            uint32_t worker_id;
+            uint32_t heartbeat_ms;
+            char error[EDDY_ERROR_MAX]; /* non-empty: registration refused */
+        } registered;
+        struct {
+            uint32_t worker_id;
+            uint32_t n_tasks;
+            eddy_task_metrics_t *tasks;
+        } heartbeat;
+        eddy_deploy_t deploy;
+        struct {
+            uint32_t job, epoch;
+            uint64_t bytes_loaded, groups_loaded;
+            char error[EDDY_ERROR_MAX];
+        } deployed;
+        struct {
+            uint32_t job, epoch;
+        } start;
+        struct {
+            uint32_t job, epoch;
+            uint64_t checkpoint;
+            bool pause_after;              /* sources stop after the barrier (rescale) */
+        } trigger;
+        struct {
+            uint32_t job, epoch;
+            uint64_t checkpoint;
+            uint32_t stage, instance;
+            int64_t position;              /* sources: position at the barrier, else -1 */
+            uint64_t state_keys, bytes_written, files_written;
+            char error[EDDY_ERROR_MAX];
+        } ack;
+        struct {
+            uint32_t job;
+            uint64_t checkpoint;
+        } complete;
+        struct {
+            uint32_t job, epoch, stage, instance;
+        } task_done;
+        struct {
+            uint32_t job, epoch, stage, instance;
+            char error[EDDY_ERROR_MAX];
+        } task_failed;
+        struct {
+            uint32_t job;
+        } release;
+        struct {
+            char verb[EDDY_NAME_MAX];
+            uint32_t argc;
+            char **argv;
+        } request;
+        struct {
+            int64_t status;                /* 0 ok, else an error (body says why) */
+            char *body;
+        } reply;
+    } u;
+} eddy_msg_t;
+
+/* Returns a malloc'd buffer the caller frees. */
+char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len);
+/* Fills msg (which the caller later eddy_msg_clear()s) or returns -1 with err. */
+int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err);
+/* Frees what a decoded (or hand-built, heap-backed) message owns. */
+void eddy_msg_clear(eddy_msg_t *msg);
+const char *eddy_msg_type_name(eddy_msg_type_t type);
+
+/* Helpers for the variable parts. */
+char **eddy_strv_dup(uint32_t argc, char *const *argv);
+void eddy_strv_free(uint32_t argc, char **argv);
+
+#endif

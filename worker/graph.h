@@ -1,0 +1,102 @@
+/* graph.h - a job as a graph of stages, and the registry of built-in jobs.
+ *
+ * A stage is a chain of operators that run in one task per instance (like a
+ * Flink operator chain): a source or one input edge, then operators called
+ * in order. Edges: FORWARD (instance i feeds instance i, same parallelism),
+ * HASH (by key group of the record's key: the stage is keyed and can be
+ * rescaled), GLOBAL (everything to instance 0), REBALANCE (round robin).
+ *
+ * The coordinator and every worker build the same graph from the job's name
+ * and flags, so only those travel on the wire, never code or pointers. */
+#ifndef EDDY_WORKER_GRAPH_H
+#define EDDY_WORKER_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/proto.h"
+#include "worker/operator.h"
+
+#define EDDY_MAX_CHAIN 8
+#define EDDY_MAX_RATE_STEPS 32
+
+typedef enum eddy_edge {
+    EDDY_EDGE_NONE = 0, /* source stage */
+    EDDY_EDGE_FORWARD,
+    EDDY_EDGE_HASH,
+    EDDY_EDGE_GLOBAL,
+    EDDY_EDGE_REBALANCE,
+} eddy_edge_t;
+
+/* Offered source rate over time: rate[i] records/s from at_s[i] seconds after
+ * the job starts. One step with rate 0 means unlimited. */
+typedef struct eddy_rate_schedule {
+    uint32_t steps;
+    double at_s[EDDY_MAX_RATE_STEPS];
+    double rate[EDDY_MAX_RATE_STEPS];
+} eddy_rate_schedule_t;
+
+typedef struct eddy_chained_op {
+    const eddy_operator_ops_t *ops;
+    const void *config;
+} eddy_chained_op_t;
+
+typedef struct eddy_stage_def {
+    char name[EDDY_NAME_MAX];
+    uint32_t parallelism;
+    uint32_t min_parallelism, max_parallelism_limit; /* for the controller */
+    int input;            /* upstream stage index, -1 for a source */
+    eddy_edge_t edge;
+    eddy_key_fn key_fn;   /* HASH edges */
+    const eddy_source_ops_t *source;
+    const void *source_config;
+    eddy_rate_schedule_t rate; /* sources */
+    uint32_t n_ops;
+    eddy_chained_op_t ops[EDDY_MAX_CHAIN];
+} eddy_stage_def_t;
+
+typedef struct eddy_job_graph {
+    char job_name[EDDY_NAME_MAX];
+    uint32_t max_parallelism;
+    uint32_t n_stages;
+    eddy_stage_def_t stages[EDDY_MAX_STAGES];
+    void *config;                 /* parsed job flags, owned */
+    void (*free_config)(void *config);
+} eddy_job_graph_t;
+
+void eddy_graph_init(eddy_job_graph_t *g, const char *job_name);
+void eddy_graph_clear(eddy_job_graph_t *g);
+/* Adds a stage and returns its index (or -1 with err when the graph is full). */
+int eddy_graph_add_source(eddy_job_graph_t *g, const char *name, uint32_t parallelism,
+                          const eddy_source_ops_t *source, const void *config, eddy_err_t *err);
+int eddy_graph_add_stage(eddy_job_graph_t *g, const char *name, uint32_t parallelism, int input,
+                         eddy_edge_t edge, eddy_key_fn key_fn, eddy_err_t *err);
+int eddy_graph_chain(eddy_job_graph_t *g, int stage, const eddy_operator_ops_t *ops,
+                     const void *config, eddy_err_t *err);
+/* Checks names, edges, parallelism (FORWARD needs equal parallelism). */
+int eddy_graph_validate(const eddy_job_graph_t *g, eddy_err_t *err);
+int eddy_graph_find_stage(const eddy_job_graph_t *g, const char *name);
+static inline bool eddy_stage_is_keyed(const eddy_stage_def_t *s) { return s->edge == EDDY_EDGE_HASH; }
+/* Offered rate at t seconds after start (0 = unlimited). */
+double eddy_rate_at(const eddy_rate_schedule_t *r, double t_s);
+/* Parses "R" or "T:R,T:R,..." (seconds:records per second). */
+int eddy_rate_parse(eddy_rate_schedule_t *r, const char *text, eddy_err_t *err);
+
+/* ---- registry of built-in jobs ---- */
+typedef struct eddy_job_def {
+    const char *name;
+    const char *summary;   /* one line for `eddy jobs` */
+    const char *usage;     /* flag help for `eddy local --job NAME --help` */
+    /* Parses the job's flags and builds its graph; -1 with err on bad flags. */
+    int (*build)(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err);
+} eddy_job_def_t;
+
+int eddy_job_register(const eddy_job_def_t *def);
+const eddy_job_def_t *eddy_job_find(const char *name);
+uint32_t eddy_job_count(void);
+const eddy_job_def_t *eddy_job_at(uint32_t i);
+/* Looks the job up and builds its graph; clear errors for unknown jobs. */
+int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err);
+
+#endif

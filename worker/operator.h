@@ -1,0 +1,72 @@
+/* operator.h - the operator API jobs are written against.
+ *
+ * An operator instance is created by open() with its context, receives
+ * records through process(), and at end of input gets finish(), where it
+ * may still emit (a batch-style aggregate emits its results there). It
+ * emits through the collector it is handed; the runtime chains operators of
+ * one stage by direct calls and routes the last one's output to the next
+ * stage. Keyed operators find their state in ctx->keyed_state, already
+ * restricted to (and restored for) the key groups the instance owns.
+ * Errors: return -1 with err filled; the task fails and the job recovers. */
+#ifndef EDDY_WORKER_OPERATOR_H
+#define EDDY_WORKER_OPERATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/record.h"
+#include "state/keyed_state.h"
+#include "state/keygroup.h"
+
+typedef struct eddy_collector eddy_collector_t;
+struct eddy_collector {
+    void (*emit)(eddy_collector_t *self, const eddy_record_t *rec);
+};
+
+static inline void eddy_emit(eddy_collector_t *out, const eddy_record_t *rec)
+{
+    out->emit(out, rec);
+}
+
+/* Returns the key's length and points *key into rec->data. */
+typedef uint32_t (*eddy_key_fn)(const eddy_record_t *rec, const char **key);
+
+typedef struct eddy_op_context {
+    const char *job_id;
+    const char *stage_name;
+    uint32_t stage;
+    uint32_t instance;
+    uint32_t parallelism;
+    uint32_t max_parallelism;
+    eddy_kg_range_t key_groups;      /* keyed stages only */
+    eddy_keyed_state_t *keyed_state; /* keyed stages only, owned by the task */
+    eddy_key_fn key_fn;              /* keyed stages only */
+    const void *config;              /* the operator's own config from the job graph */
+    const void *job_config;          /* the job's parsed flags */
+} eddy_op_context_t;
+
+typedef struct eddy_operator_ops {
+    const char *kind;
+    /* Keyed operators: size of their per-key state value, given their config. */
+    size_t (*state_value_size)(const void *config);
+    void *(*open)(const eddy_op_context_t *ctx, eddy_err_t *err);
+    int (*process)(void *self, const eddy_record_t *rec, eddy_collector_t *out, eddy_err_t *err);
+    int (*finish)(void *self, eddy_collector_t *out, eddy_err_t *err); /* may be NULL */
+    void (*close)(void *self);                                         /* may be NULL */
+} eddy_operator_ops_t;
+
+/* A source emits records from outside. Positions let a checkpoint resume it. */
+typedef struct eddy_source_ops {
+    const char *kind;
+    bool replayable;
+    /* start_position: -1 from the beginning, else a position() it returned. */
+    void *(*open)(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err);
+    /* Emits at most max records. Returns 1 while more may follow, 0 at end of
+     * input, -1 on error. Must not block for long (sockets poll with timeout 0). */
+    int (*poll)(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err);
+    int64_t (*position)(void *self); /* position of the next record */
+    void (*close)(void *self);
+} eddy_source_ops_t;
+
+#endif

@@ -1,0 +1,343 @@
+/* operators.c - built-in operators (see operators.h).
+ *
+ * These are the only operator implementations in the runtime; jobs compose
+ * them with their own functions, so the hot paths (the aggregate's upsert,
+ * the sinks' formatting) live here once. */
+#include "worker/operators.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "state/keygroup.h"
+
+/* ---- flat_map / filter -------------------------------------------------- */
+
+typedef struct fn_op {
+    const void *config;
+} fn_op_t;
+
+static void *fn_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    fn_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    op->config = ctx->config;
+    return op;
+}
+
+static void fn_close(void *self) { free(self); }
+
+static int flat_map_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                            eddy_err_t *err)
+{
+    (void)err;
+    const eddy_flat_map_config_t *cfg = ((fn_op_t *)self)->config;
+    cfg->fn(rec, out, cfg->arg);
+    return 0;
+}
+
+static int filter_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                          eddy_err_t *err)
+{
+    (void)err;
+    const eddy_filter_config_t *cfg = ((fn_op_t *)self)->config;
+    if (cfg->keep(rec, cfg->arg))
+        eddy_emit(out, rec);
+    return 0;
+}
+
+const eddy_operator_ops_t eddy_flat_map_ops = {
+    .kind = "flat_map", .open = fn_open, .process = flat_map_process, .close = fn_close};
+const eddy_operator_ops_t eddy_filter_ops = {
+    .kind = "filter", .open = fn_open, .process = filter_process, .close = fn_close};
+
+/* ---- keyed aggregate ---------------------------------------------------- */
+
+typedef struct aggregate_op {
+    const eddy_aggregate_config_t *cfg;
+    eddy_keyed_state_t *state;
+    eddy_key_fn key_fn;
+    const eddy_op_context_t *ctx_copy;
+    eddy_kg_range_t *range;
+    uint32_t max_parallelism;
+    eddy_op_context_t ctx;
+} aggregate_op_t;
+
+static void *aggregate_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    if (!ctx->keyed_state || !ctx->key_fn) {
+        eddy_err_set(err, "aggregate needs a keyed stage (key_by before it)");
+        return NULL;
+    }
+    aggregate_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    op->cfg = ctx->config;
+    op->state = ctx->keyed_state;
+    op->key_fn = ctx->key_fn;
+    op->max_parallelism = ctx->max_parallelism;
+    op->ctx = *ctx;
+    return op;
+}
+
+static void burn_us(double us)
+{
+    uint64_t until = eddy_mono_ns() + (uint64_t)(us * 1000.0);
+    while (eddy_mono_ns() < until) {
+    }
+}
+
+static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                             eddy_err_t *err)
+{
+    aggregate_op_t *op = self;
+    const eddy_aggregate_config_t *cfg = op->cfg;
+    const char *key;
+    uint32_t klen = op->key_fn(rec, &key);
+    uint64_t hash = eddy_key_hash(key, klen);
+    uint32_t kg = eddy_key_group_of_hash(hash, op->max_parallelism);
+    bool created;
+    void *acc = eddy_keyed_state_upsert(op->state, kg, hash, key, klen, &created);
+    if (!acc)
+        return eddy_err_set(err, "out of memory in keyed state");
+    if (cfg->cost_us > 0)
+        burn_us(cfg->cost_us);
+    if (created && cfg->init)
+        cfg->init(acc);
+    if (cfg->emit == EDDY_EMIT_CHANGELOG && !created) {
+        eddy_record_t before = {key, klen, EDDY_UPDATE_BEFORE, cfg->result(acc), rec->timestamp};
+        eddy_emit(out, &before);
+    }
+    cfg->add(acc, rec);
+    if (cfg->emit == EDDY_EMIT_CHANGELOG) {
+        eddy_record_t after = {key, klen, created ? EDDY_INSERT : EDDY_UPDATE_AFTER,
+                               cfg->result(acc), rec->timestamp};
+        eddy_emit(out, &after);
+    }
+    return 0;
+}
+
+typedef struct emit_ctx {
+    const eddy_aggregate_config_t *cfg;
+    eddy_collector_t *out;
+} emit_ctx_t;
+
+static void emit_final(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    emit_ctx_t *e = ctx;
+    eddy_record_t rec = {key, key_len, EDDY_INSERT, e->cfg->result(value), 0};
+    eddy_emit(e->out, &rec);
+}
+
+static int aggregate_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)err;
+    aggregate_op_t *op = self;
+    if (op->cfg->emit != EDDY_EMIT_FINAL)
+        return 0;
+    emit_ctx_t e = {op->cfg, out};
+    for (uint32_t kg = 0; kg < op->max_parallelism; kg++)
+        eddy_keyed_state_foreach(op->state, kg, emit_final, &e);
+    return 0;
+}
+
+static size_t aggregate_value_size(const void *config)
+{
+    return ((const eddy_aggregate_config_t *)config)->acc_size;
+}
+
+const eddy_operator_ops_t eddy_aggregate_ops = {
+    .kind = "aggregate", .state_value_size = aggregate_value_size, .open = aggregate_open,
+    .process = aggregate_process, .finish = aggregate_finish, .close = fn_close};
+
+static void sum_add(void *acc, const eddy_record_t *rec) { *(int64_t *)acc += rec->value; }
+static void sum_merge(void *acc, const void *other) { *(int64_t *)acc += *(const int64_t *)other; }
+static int64_t sum_result(const void *acc) { return *(const int64_t *)acc; }
+
+void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t emit)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->acc_size = sizeof(int64_t);
+    cfg->add = sum_add;
+    cfg->merge = sum_merge;
+    cfg->result = sum_result;
+    cfg->emit = emit;
+}
+
+/* ---- sinks -------------------------------------------------------------- */
+
+size_t eddy_format_changelog(const eddy_record_t *rec, char *buf, size_t size)
+{
+    static const char *kinds[] = {"+I", "-U", "+U", "-D"};
+    int n = snprintf(buf, size, "%s[%.*s, %" PRId64 "]\n", kinds[rec->kind & 3], (int)rec->len,
+                     rec->data, rec->value);
+    if (n < 0)
+        return 0;
+    return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+static int changelog_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                             eddy_err_t *err)
+{
+    (void)self;
+    (void)out;
+    char small[512];
+    size_t need = rec->len + 48;
+    char *buf = need <= sizeof small ? small : malloc(need);
+    if (!buf)
+        return eddy_err_set(err, "out of memory");
+    size_t n = eddy_format_changelog(rec, buf, need);
+    size_t w = fwrite(buf, 1, n, stdout);
+    if (buf != small)
+        free(buf);
+    if (w != n)
+        return eddy_err_set(err, "writing to stdout failed");
+    return 0;
+}
+
+static int changelog_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)self;
+    (void)out;
+    if (fflush(stdout) != 0)
+        return eddy_err_set(err, "writing to stdout failed");
+    return 0;
+}
+
+static void *changelog_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)err;
+    static int token;
+    return &token;
+}
+
+static void noop_close(void *self) { (void)self; }
+
+const eddy_operator_ops_t eddy_changelog_sink_ops = {
+    .kind = "changelog_sink", .open = changelog_open, .process = changelog_process,
+    .finish = changelog_finish, .close = noop_close};
+
+typedef struct table_row {
+    char *key;
+    uint32_t len;
+    int64_t value;
+    size_t seq; /* arrival order: the later update of a key wins */
+} table_row_t;
+
+typedef struct table_sink {
+    const eddy_table_file_config_t *cfg;
+    table_row_t *rows;
+    size_t count, cap;
+} table_sink_t;
+
+static void *table_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    table_sink_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    s->cfg = ctx->config;
+    return s;
+}
+
+static int table_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                         eddy_err_t *err)
+{
+    (void)out;
+    table_sink_t *s = self;
+    if (rec->kind == EDDY_UPDATE_BEFORE || rec->kind == EDDY_DELETE)
+        return 0; /* a final table keeps the latest value per key */
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        table_row_t *rows = realloc(s->rows, cap * sizeof *rows);
+        if (!rows)
+            return eddy_err_set(err, "out of memory");
+        s->rows = rows;
+        s->cap = cap;
+    }
+    table_row_t *row = &s->rows[s->count];
+    row->key = malloc(rec->len ? rec->len : 1);
+    if (!row->key)
+        return eddy_err_set(err, "out of memory");
+    memcpy(row->key, rec->data, rec->len);
+    row->len = rec->len;
+    row->value = rec->value;
+    row->seq = s->count;
+    s->count++;
+    return 0;
+}
+
+static int row_compare(const void *a, const void *b)
+{
+    const table_row_t *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    if (c)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static int row_compare_seq(const void *a, const void *b)
+{
+    int c = row_compare(a, b);
+    if (c)
+        return c;
+    const table_row_t *x = a, *y = b;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int table_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)out;
+    table_sink_t *s = self;
+    qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->cfg->path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return eddy_err_set(err, "cannot write %s: %m", tmp);
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+    for (size_t i = 0; i < s->count; i++) {
+        /* Several updates of one key can arrive (changelog input): keep the last. */
+        if (i + 1 < s->count && row_compare(&s->rows[i], &s->rows[i + 1]) == 0)
+            continue;
+        fwrite(s->rows[i].key, 1, s->rows[i].len, f);
+        fprintf(f, "\t%" PRId64 "\n", s->rows[i].value);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        fclose(f);
+        unlink(tmp);
+        return eddy_err_set(err, "cannot write %s: %m", tmp);
+    }
+    fclose(f);
+    if (rename(tmp, s->cfg->path) != 0) {
+        unlink(tmp);
+        return eddy_err_set(err, "cannot rename %s to %s: %m", tmp, s->cfg->path);
+    }
+    return 0;
+}
+
+static void table_close(void *self)
+{
+    table_sink_t *s = self;
+    for (size_t i = 0; i < s->count; i++)
+        free(s->rows[i].key);
+    free(s->rows);
+    free(s);
+}
+
+const eddy_operator_ops_t eddy_table_file_sink_ops = {
+    .kind = "table_file_sink", .open = table_open, .process = table_process,
+    .finish = table_finish, .close = table_close};

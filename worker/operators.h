@@ -1,0 +1,61 @@
+/* operators.h - the built-in operators: stateless functions (map, flat_map,
+ * filter), the keyed aggregate (reduce/aggregate with per-key accumulators in
+ * the keyed state backend), and sinks (changelog to stdout, sorted final
+ * table to a file). Each is an eddy_operator_ops_t with a config struct the
+ * job builder fills in and keeps alive as long as the graph. */
+#ifndef EDDY_WORKER_OPERATORS_H
+#define EDDY_WORKER_OPERATORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "worker/operator.h"
+
+/* map, flat_map: fn emits zero or more records per input. */
+typedef void (*eddy_flat_map_fn)(const eddy_record_t *in, eddy_collector_t *out, const void *arg);
+typedef struct eddy_flat_map_config {
+    eddy_flat_map_fn fn;
+    const void *arg;
+} eddy_flat_map_config_t;
+extern const eddy_operator_ops_t eddy_flat_map_ops;
+
+typedef bool (*eddy_filter_fn)(const eddy_record_t *in, const void *arg);
+typedef struct eddy_filter_config {
+    eddy_filter_fn keep;
+    const void *arg;
+} eddy_filter_config_t;
+extern const eddy_operator_ops_t eddy_filter_ops;
+
+/* Keyed aggregate: one accumulator of acc_size bytes per key (zeroed when
+ * created, then init() if set); add() folds a record in; merge() combines two
+ * accumulators (pre-aggregation); result() gives the value emitted as
+ * [key, result]. CHANGELOG emits +I / -U,+U on every update (Flink's group
+ * aggregation); FINAL emits +I once per key at end of input. */
+typedef enum { EDDY_EMIT_CHANGELOG, EDDY_EMIT_FINAL } eddy_emit_mode_t;
+typedef struct eddy_aggregate_config {
+    size_t acc_size;
+    void (*init)(void *acc);
+    void (*add)(void *acc, const eddy_record_t *rec);
+    void (*merge)(void *acc, const void *other);
+    int64_t (*result)(const void *acc);
+    eddy_emit_mode_t emit;
+    /* Optional simulated per-record cost (busy-wait, microseconds) for demos. */
+    double cost_us;
+} eddy_aggregate_config_t;
+extern const eddy_operator_ops_t eddy_aggregate_ops;
+/* A ready-made sum of record values (count when values are 1). */
+void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t emit);
+
+/* Sinks. */
+extern const eddy_operator_ops_t eddy_changelog_sink_ops; /* stdout, config unused */
+typedef struct eddy_table_file_config {
+    char path[4096];
+} eddy_table_file_config_t;
+/* Collects [key, value] records and at end of input writes "key<TAB>value"
+ * lines in byte order of the key to path, atomically (temp + fsync + rename). */
+extern const eddy_operator_ops_t eddy_table_file_sink_ops;
+
+/* Formats a record as Flink's changelog row: "+I[word, 1]". Returns length. */
+size_t eddy_format_changelog(const eddy_record_t *rec, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,385 @@
+/* sources.c - file, generator and socket sources (see sources.h). */
+#include "worker/sources.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- file --------------------------------------------------------------- */
+
+#define FILE_BUF (1u << 20)
+
+typedef struct file_source {
+    int fd;
+    char *buf;
+    size_t buf_len, buf_pos;  /* bytes in buf, next unread byte */
+    int64_t buf_offset;       /* file offset of buf[0] */
+    int64_t split_end;        /* lines starting at or past this belong to the next split */
+    int64_t position;         /* offset of the next line */
+    char *carry;              /* a line longer than the buffer */
+    size_t carry_len, carry_cap;
+    char path[4096];
+} file_source_t;
+
+static int file_fill(file_source_t *s, eddy_err_t *err)
+{
+    s->buf_offset += (int64_t)s->buf_len;
+    s->buf_len = s->buf_pos = 0;
+    for (;;) {
+        ssize_t n = read(s->fd, s->buf, FILE_BUF);
+        if (n >= 0) {
+            s->buf_len = (size_t)n;
+            return 0;
+        }
+        if (errno != EINTR)
+            return eddy_err_set(err, "reading %s: %s", s->path, strerror(errno));
+    }
+}
+
+static int file_seek(file_source_t *s, int64_t offset, eddy_err_t *err)
+{
+    if (lseek(s->fd, offset, SEEK_SET) < 0)
+        return eddy_err_set(err, "seeking %s: %s", s->path, strerror(errno));
+    s->buf_offset = offset;
+    s->buf_len = s->buf_pos = 0;
+    return 0;
+}
+
+static void file_close(void *self)
+{
+    file_source_t *s = self;
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->buf);
+    free(s->carry);
+    free(s);
+}
+
+static void *file_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
+{
+    const eddy_file_source_config_t *cfg = ctx->config;
+    file_source_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    snprintf(s->path, sizeof s->path, "%s", cfg->path);
+    s->fd = open(cfg->path, O_RDONLY | O_CLOEXEC);
+    s->buf = malloc(FILE_BUF);
+    struct stat st;
+    if (s->fd < 0 || fstat(s->fd, &st) < 0) {
+        eddy_err_set(err, "cannot read input %s: %s", cfg->path, strerror(errno));
+        file_close(s);
+        return NULL;
+    }
+    if (!s->buf) {
+        eddy_err_set(err, "out of memory");
+        file_close(s);
+        return NULL;
+    }
+    int64_t size = st.st_size;
+    int64_t start = size * ctx->instance / ctx->parallelism;
+    s->split_end = size * (ctx->instance + 1) / ctx->parallelism;
+    if (start_position >= 0) {
+        start = start_position;
+    } else if (start > 0) {
+        /* The split starts at the first line that begins at or after start. */
+        if (file_seek(s, start - 1, err) < 0) {
+            file_close(s);
+            return NULL;
+        }
+        for (;;) {
+            if (s->buf_pos == s->buf_len && file_fill(s, err) < 0) {
+                file_close(s);
+                return NULL;
+            }
+            if (s->buf_len == 0) {
+                start = size;
+                break;
+            }
+            char *nl = memchr(s->buf + s->buf_pos, '\n', s->buf_len - s->buf_pos);
+            if (nl) {
+                start = s->buf_offset + (nl - s->buf) + 1;
+                break;
+            }
+            s->buf_pos = s->buf_len;
+        }
+    }
+    if (file_seek(s, start, err) < 0) {
+        file_close(s);
+        return NULL;
+    }
+    s->position = start;
+    return s;
+}
+
+static int carry_append(file_source_t *s, const char *p, size_t n, eddy_err_t *err)
+{
+    if (s->carry_len + n > s->carry_cap) {
+        size_t cap = (s->carry_len + n) * 2;
+        if (cap > EDDY_RECORD_MAX_BYTES * 2)
+            return eddy_err_set(err, "%s: line at offset %lld is longer than %u bytes", s->path,
+                                (long long)s->position, EDDY_RECORD_MAX_BYTES);
+        char *c = realloc(s->carry, cap);
+        if (!c)
+            return eddy_err_set(err, "out of memory");
+        s->carry = c;
+        s->carry_cap = cap;
+    }
+    memcpy(s->carry + s->carry_len, p, n);
+    s->carry_len += n;
+    return 0;
+}
+
+static int file_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
+{
+    file_source_t *s = self;
+    for (uint32_t emitted = 0; emitted < max;) {
+        if (s->position >= s->split_end)
+            return 0;
+        if (s->buf_pos == s->buf_len) {
+            if (file_fill(s, err) < 0)
+                return -1;
+            if (s->buf_len == 0) { /* end of file: a last line without '\n' */
+                if (s->carry_len) {
+                    eddy_record_t rec = eddy_record_make(s->carry, (uint32_t)s->carry_len, 1);
+                    eddy_emit(out, &rec);
+                    s->position += (int64_t)s->carry_len;
+                    s->carry_len = 0;
+                }
+                s->split_end = s->position;
+                return 0;
+            }
+        }
+        char *start = s->buf + s->buf_pos;
+        size_t avail = s->buf_len - s->buf_pos;
+        char *nl = memchr(start, '\n', avail);
+        if (!nl) {
+            if (carry_append(s, start, avail, err) < 0)
+                return -1;
+            s->buf_pos = s->buf_len;
+            continue;
+        }
+        size_t n = (size_t)(nl - start);
+        s->buf_pos += n + 1;
+        eddy_record_t rec;
+        if (s->carry_len) {
+            if (carry_append(s, start, n, err) < 0)
+                return -1;
+            rec = eddy_record_make(s->carry, (uint32_t)s->carry_len, 1);
+            s->position += (int64_t)s->carry_len + 1;
+            s->carry_len = 0;
+        } else {
+            rec = eddy_record_make(start, (uint32_t)n, 1);
+            s->position += (int64_t)n + 1;
+        }
+        eddy_emit(out, &rec);
+        emitted++;
+    }
+    return 1;
+}
+
+static int64_t file_position(void *self)
+{
+    return ((file_source_t *)self)->position;
+}
+
+const eddy_source_ops_t eddy_file_source_ops = {
+    .kind = "file", .replayable = true, .open = file_open, .poll = file_poll,
+    .position = file_position, .close = file_close};
+
+/* ---- generator ---------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf,
+                             uint32_t size)
+{
+    uint32_t len = 0;
+    uint64_t state = splitmix64(cfg->seed ^ splitmix64(n));
+    for (uint32_t w = 0; w < cfg->words_per_line; w++) {
+        state = splitmix64(state);
+        /* Skewed toward low ids, like word frequencies in text. */
+        uint64_t a = (state & 0xffffffffu) % cfg->vocabulary;
+        uint64_t b = (state >> 32) % cfg->vocabulary;
+        uint64_t id = a * b / cfg->vocabulary;
+        int k = snprintf(buf + len, size - len, "%sw%llu", w ? " " : "", (unsigned long long)id);
+        if (k < 0 || (uint32_t)k >= size - len)
+            break;
+        len += (uint32_t)k;
+    }
+    return len;
+}
+
+typedef struct generator_source {
+    const eddy_generator_config_t *cfg;
+    uint64_t next_line;   /* global line number of the next line */
+    uint64_t made;        /* lines made by this instance: the position */
+    uint32_t stride;
+    char line[4096];
+} generator_source_t;
+
+static void *generator_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
+{
+    generator_source_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    s->cfg = ctx->config;
+    s->stride = ctx->parallelism;
+    s->made = start_position > 0 ? (uint64_t)start_position : 0;
+    s->next_line = ctx->instance + s->made * s->stride;
+    return s;
+}
+
+static int generator_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
+{
+    (void)err;
+    generator_source_t *s = self;
+    for (uint32_t i = 0; i < max; i++) {
+        if (s->cfg->lines && s->next_line >= s->cfg->lines)
+            return 0;
+        uint32_t len = eddy_generator_line(s->cfg, s->next_line, s->line, sizeof s->line);
+        eddy_record_t rec = eddy_record_make(s->line, len, 1);
+        eddy_emit(out, &rec);
+        s->next_line += s->stride;
+        s->made++;
+    }
+    return (s->cfg->lines && s->next_line >= s->cfg->lines) ? 0 : 1;
+}
+
+static int64_t generator_position(void *self)
+{
+    return (int64_t)((generator_source_t *)self)->made;
+}
+
+const eddy_source_ops_t eddy_generator_source_ops = {
+    .kind = "generator", .replayable = true, .open = generator_open, .poll = generator_poll,
+    .position = generator_position, .close = free};
+
+/* ---- socket ------------------------------------------------------------- */
+
+typedef struct socket_source {
+    int fd;
+    char buf[65536];
+    size_t len;
+    int64_t consumed;
+    bool eof;
+    char where[300];
+} socket_source_t;
+
+static void socket_close(void *self)
+{
+    socket_source_t *s = self;
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s);
+}
+
+static void *socket_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
+{
+    (void)start_position;
+    const eddy_socket_source_config_t *cfg = ctx->config;
+    socket_source_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    s->fd = -1;
+    snprintf(s->where, sizeof s->where, "%s:%u", cfg->host, cfg->port);
+    char port[16];
+    snprintf(port, sizeof port, "%u", cfg->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(cfg->host, port, &hints, &res);
+    if (rc != 0) {
+        eddy_err_set(err, "cannot resolve %s: %s", s->where, gai_strerror(rc));
+        socket_close(s);
+        return NULL;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        s->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (s->fd >= 0 && connect(s->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        if (s->fd >= 0)
+            close(s->fd);
+        s->fd = -1;
+    }
+    freeaddrinfo(res);
+    if (s->fd < 0) {
+        eddy_err_set(err, "cannot connect to socket source %s: %s", s->where, strerror(errno));
+        socket_close(s);
+        return NULL;
+    }
+    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+    return s;
+}
+
+static int socket_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
+{
+    socket_source_t *s = self;
+    uint32_t emitted = 0;
+    while (emitted < max) {
+        char *nl = memchr(s->buf, '\n', s->len);
+        if (nl) {
+            size_t n = (size_t)(nl - s->buf);
+            eddy_record_t rec = eddy_record_make(s->buf, (uint32_t)n, 1);
+            eddy_emit(out, &rec);
+            memmove(s->buf, nl + 1, s->len - n - 1);
+            s->len -= n + 1;
+            s->consumed += (int64_t)n + 1;
+            emitted++;
+            continue;
+        }
+        if (s->eof) {
+            if (s->len) {
+                eddy_record_t rec = eddy_record_make(s->buf, (uint32_t)s->len, 1);
+                eddy_emit(out, &rec);
+                s->consumed += (int64_t)s->len;
+                s->len = 0;
+            }
+            return 0;
+        }
+        if (s->len == sizeof s->buf)
+            return eddy_err_set(err, "socket source %s: line longer than %zu bytes", s->where,
+                                sizeof s->buf);
+        ssize_t n = recv(s->fd, s->buf + s->len, sizeof s->buf - s->len, 0);
+        if (n > 0) {
+            s->len += (size_t)n;
+        } else if (n == 0) {
+            s->eof = true;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (emitted == 0) {
+                /* Wait briefly so an idle socket does not spin the worker. */
+                struct pollfd pfd = {s->fd, POLLIN, 0};
+                poll(&pfd, 1, 5);
+            }
+            return 1;
+        } else if (errno != EINTR) {
+            return eddy_err_set(err, "socket source %s: %s", s->where, strerror(errno));
+        }
+    }
+    return 1;
+}
+
+static int64_t socket_position(void *self)
+{
+    return ((socket_source_t *)self)->consumed;
+}
+
+const eddy_source_ops_t eddy_socket_source_ops = {
+    .kind = "socket", .replayable = false, .open = socket_open, .poll = socket_poll,
+    .position = socket_position, .close = socket_close};

@@ -1,0 +1,39 @@
+/* sources.h - built-in sources.
+ *   file       lines of a file; instance i of p reads the i-th byte range,
+ *              aligned to line starts (Hadoop-style splits); the position is
+ *              the byte offset of the next line, so it is replayable.
+ *   generator  deterministic lines of words from a seeded hash of the line
+ *              number; instance i of p makes lines i, i+p, ...; position is
+ *              the count of lines made; replayable.
+ *   socket     lines from a TCP server (like Spark's socketTextStream);
+ *              NOT replayable: after a failure, lost lines are not re-read. */
+#ifndef EDDY_WORKER_SOURCES_H
+#define EDDY_WORKER_SOURCES_H
+
+#include <stdint.h>
+
+#include "worker/operator.h"
+
+typedef struct eddy_file_source_config {
+    char path[4096];
+} eddy_file_source_config_t;
+extern const eddy_source_ops_t eddy_file_source_ops;
+
+typedef struct eddy_generator_config {
+    uint64_t lines;          /* total over all instances; 0 = unbounded */
+    uint32_t words_per_line;
+    uint32_t vocabulary;     /* distinct words */
+    uint64_t seed;
+} eddy_generator_config_t;
+extern const eddy_source_ops_t eddy_generator_source_ops;
+/* Writes generator line n (the same text the source emits) into buf; returns length. */
+uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf,
+                             uint32_t size);
+
+typedef struct eddy_socket_source_config {
+    char host[256];
+    uint16_t port;
+} eddy_socket_source_config_t;
+extern const eddy_source_ops_t eddy_socket_source_ops;
+
+#endif

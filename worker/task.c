@@ -1,0 +1,886 @@
+/* task.c - execution of one stage instance (see task.h).
+ *
+ * Owns: the operator chain and its collectors, the keyed state of keyed
+ * stages, input channels with their queues and barrier alignment, output
+ * channels with batch writers, pending queues and credits, and the task's
+ * metrics. Aligned barriers follow Flink's asynchronous barrier snapshots:
+ * a channel that delivered barrier n is blocked until every other live input
+ * delivered it too; then state is written, the coordinator gets an ACK and
+ * the barrier goes on to every output channel, behind all earlier batches. */
+#include "worker/task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "state/keygroup.h"
+
+typedef struct in_entry {
+    struct in_entry *next;
+    eddy_data_msg_t msg;
+    zmq_msg_t zmsg;
+    bool has_zmsg;
+    char *heap;
+} in_entry_t;
+
+typedef struct input_channel {
+    uint32_t src_instance;
+    uint32_t src_worker;
+    in_entry_t *head, *tail;
+    uint32_t queued;
+    bool eos;
+    uint64_t barrier;      /* checkpoint whose barrier blocks this channel, 0: none */
+    uint32_t credit_owed;  /* batches consumed and not yet returned */
+} input_channel_t;
+
+typedef struct out_entry {
+    struct out_entry *next;
+    char *data;
+    size_t len;
+    bool is_batch;
+} out_entry_t;
+
+typedef struct output_channel {
+    eddy_channel_id_t id;
+    uint32_t dst_worker;
+    eddy_batch_writer_t writer;
+    bool writer_open;
+    uint32_t credits;
+    out_entry_t *head, *tail;
+} output_channel_t;
+
+typedef struct output_group {
+    uint32_t dst_stage;
+    eddy_edge_t edge;
+    eddy_key_fn key_fn;
+    uint32_t parallelism;
+    uint16_t *owner_of_kg;   /* HASH: key group -> instance */
+    uint32_t round_robin;
+    output_channel_t *channels;
+} output_group_t;
+
+typedef struct chain_link {
+    eddy_collector_t base;
+    eddy_task_t *task;
+    uint32_t next_op;        /* index of the operator this collector feeds */
+} chain_link_t;
+
+struct eddy_task {
+    eddy_task_env_t *env;
+    uint32_t job, epoch;
+    char job_id[EDDY_NAME_MAX];
+    const eddy_job_graph_t *graph;
+    const eddy_stage_def_t *def;
+    uint32_t stage, instance, parallelism;
+
+    eddy_op_context_t ctx;
+    void *ops[EDDY_MAX_CHAIN];
+    chain_link_t links[EDDY_MAX_CHAIN + 1];
+    eddy_keyed_state_t *state;
+    uint8_t *held;           /* [max_parallelism] key groups present in state */
+
+    /* source */
+    void *source;
+    bool running, source_done;
+    uint64_t trigger_checkpoint;
+    bool trigger_pause;
+    double clock_offset_s;
+    uint64_t created_ns, last_refill_ns;
+    double tokens;
+    double offered_rate;
+
+    /* inputs */
+    uint32_t n_inputs;
+    input_channel_t *inputs;
+    uint32_t next_input;
+
+    /* outputs */
+    uint32_t n_groups;
+    output_group_t *groups;
+
+    bool finished, failed;
+    uint64_t records_in, records_out;
+    uint64_t busy_ns, idle_ns, blocked_ns, last_account_ns;
+};
+
+/* ---- output side ------------------------------------------------------- */
+
+static void out_enqueue(output_channel_t *ch, char *data, size_t len, bool is_batch)
+{
+    out_entry_t *e = malloc(sizeof *e);
+    if (!e) {
+        free(data);
+        return;
+    }
+    e->next = NULL;
+    e->data = data;
+    e->len = len;
+    e->is_batch = is_batch;
+    if (ch->tail)
+        ch->tail->next = e;
+    else
+        ch->head = e;
+    ch->tail = e;
+}
+
+static void send_message(eddy_task_t *t, uint32_t worker, char *data, size_t len)
+{
+    if (worker == t->env->self_worker_id)
+        t->env->send_local(t->env->host, data, len);
+    else
+        t->env->send_remote(t->env->host, worker, data, len);
+}
+
+static void drain_pending(eddy_task_t *t, output_channel_t *ch)
+{
+    while (ch->head) {
+        out_entry_t *e = ch->head;
+        if (e->is_batch) {
+            if (ch->credits == 0)
+                return;
+            ch->credits--;
+        }
+        ch->head = e->next;
+        if (!ch->head)
+            ch->tail = NULL;
+        send_message(t, ch->dst_worker, e->data, e->len);
+        free(e);
+    }
+}
+
+static void flush_channel(eddy_task_t *t, output_channel_t *ch)
+{
+    if (!ch->writer_open)
+        return;
+    size_t len;
+    char *data = eddy_batch_writer_finish(&ch->writer, &len);
+    ch->writer_open = false;
+    out_enqueue(ch, data, len, true);
+    drain_pending(t, ch);
+}
+
+static void append_record(eddy_task_t *t, output_channel_t *ch, const eddy_record_t *rec)
+{
+    if (!ch->writer_open) {
+        eddy_batch_writer_begin(&ch->writer, &ch->id);
+        ch->writer_open = true;
+    }
+    eddy_batch_writer_add(&ch->writer, rec);
+    if (eddy_batch_writer_bytes(&ch->writer) >= EDDY_BATCH_BYTES)
+        flush_channel(t, ch);
+}
+
+static void route(eddy_task_t *t, const eddy_record_t *rec)
+{
+    t->records_out++;
+    for (uint32_t g = 0; g < t->n_groups; g++) {
+        output_group_t *grp = &t->groups[g];
+        uint32_t target = 0;
+        switch (grp->edge) {
+        case EDDY_EDGE_HASH: {
+            const char *key;
+            uint32_t klen = grp->key_fn(rec, &key);
+            uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
+            target = grp->owner_of_kg[kg];
+            break;
+        }
+        case EDDY_EDGE_FORWARD:
+            target = t->instance < grp->parallelism ? t->instance : 0;
+            break;
+        case EDDY_EDGE_REBALANCE:
+            target = grp->round_robin++ % grp->parallelism;
+            break;
+        default:
+            target = 0;
+        }
+        append_record(t, &grp->channels[target], rec);
+    }
+}
+
+static void broadcast_small(eddy_task_t *t, uint64_t barrier, bool eos)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++) {
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++) {
+            output_channel_t *ch = &t->groups[g].channels[i];
+            flush_channel(t, ch);
+            size_t len;
+            char *data = eos ? eddy_eos_encode(&ch->id, &len)
+                             : eddy_barrier_encode(&ch->id, barrier, &len);
+            out_enqueue(ch, data, len, false);
+            drain_pending(t, ch);
+        }
+    }
+}
+
+static bool outputs_backlogged(const eddy_task_t *t)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++)
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
+            if (t->groups[g].channels[i].head)
+                return true;
+    return false;
+}
+
+static void free_groups(eddy_task_t *t)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++) {
+        output_group_t *grp = &t->groups[g];
+        for (uint32_t i = 0; i < grp->parallelism; i++) {
+            output_channel_t *ch = &grp->channels[i];
+            eddy_batch_writer_free(&ch->writer);
+            while (ch->head) {
+                out_entry_t *e = ch->head;
+                ch->head = e->next;
+                free(e->data);
+                free(e);
+            }
+        }
+        free(grp->channels);
+        free(grp->owner_of_kg);
+    }
+    free(t->groups);
+    t->groups = NULL;
+    t->n_groups = 0;
+}
+
+static int build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < t->graph->n_stages; s++)
+        if (t->graph->stages[s].input == (int)t->stage)
+            n++;
+    t->groups = calloc(n ? n : 1, sizeof *t->groups);
+    if (!t->groups)
+        return eddy_err_set(err, "out of memory");
+    for (uint32_t s = 0; s < t->graph->n_stages; s++) {
+        const eddy_stage_def_t *d = &t->graph->stages[s];
+        if (d->input != (int)t->stage)
+            continue;
+        if (s >= pl.n_stages || pl.stages[s].parallelism == 0)
+            return eddy_err_set(err, "placement misses stage '%s'", d->name);
+        output_group_t *grp = &t->groups[t->n_groups++];
+        grp->dst_stage = s;
+        grp->edge = d->edge;
+        grp->key_fn = d->key_fn;
+        grp->parallelism = pl.stages[s].parallelism;
+        grp->channels = calloc(grp->parallelism, sizeof *grp->channels);
+        if (!grp->channels)
+            return eddy_err_set(err, "out of memory");
+        if (grp->edge == EDDY_EDGE_HASH) {
+            uint32_t k = t->graph->max_parallelism;
+            grp->owner_of_kg = calloc(k, sizeof *grp->owner_of_kg);
+            if (!grp->owner_of_kg)
+                return eddy_err_set(err, "out of memory");
+            for (uint32_t kg = 0; kg < k; kg++)
+                grp->owner_of_kg[kg] = (uint16_t)eddy_kg_owner(kg, grp->parallelism, k);
+        }
+        for (uint32_t i = 0; i < grp->parallelism; i++) {
+            output_channel_t *ch = &grp->channels[i];
+            ch->id = (eddy_channel_id_t){t->job, t->epoch, t->stage, t->instance, s, i};
+            ch->dst_worker = pl.stages[s].worker_of[i];
+            ch->credits = EDDY_CHANNEL_CREDITS;
+            eddy_batch_writer_init(&ch->writer);
+        }
+    }
+    return 0;
+}
+
+/* ---- input side -------------------------------------------------------- */
+
+static void free_entry(in_entry_t *e)
+{
+    eddy_data_msg_close(&e->msg);
+    if (e->has_zmsg)
+        zmq_msg_close(&e->zmsg);
+    free(e->heap);
+    free(e);
+}
+
+static void free_inputs(eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++) {
+        while (t->inputs[i].head) {
+            in_entry_t *e = t->inputs[i].head;
+            t->inputs[i].head = e->next;
+            free_entry(e);
+        }
+    }
+    free(t->inputs);
+    t->inputs = NULL;
+    t->n_inputs = 0;
+}
+
+static int build_inputs(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
+{
+    if (t->def->input < 0)
+        return 0;
+    uint32_t up = (uint32_t)t->def->input;
+    if (up >= pl.n_stages)
+        return eddy_err_set(err, "placement misses stage %u", up);
+    uint32_t p = pl.stages[up].parallelism;
+    t->inputs = calloc(p ? p : 1, sizeof *t->inputs);
+    if (!t->inputs)
+        return eddy_err_set(err, "out of memory");
+    t->n_inputs = p;
+    for (uint32_t i = 0; i < p; i++) {
+        t->inputs[i].src_instance = i;
+        t->inputs[i].src_worker = pl.stages[up].worker_of[i];
+        /* A forward edge connects instance i to instance i only. */
+        if (t->def->edge == EDDY_EDGE_FORWARD && i != t->instance)
+            t->inputs[i].eos = true;
+    }
+    return 0;
+}
+
+static void return_credit(eddy_task_t *t, input_channel_t *in, bool force)
+{
+    if (in->credit_owed == 0 || (!force && in->credit_owed < EDDY_CHANNEL_CREDITS / 4))
+        return;
+    eddy_channel_id_t id = {t->job, t->epoch, (uint32_t)t->def->input, in->src_instance,
+                            t->stage, t->instance};
+    size_t len;
+    char *data = eddy_credit_encode(&id, in->credit_owed, &len);
+    in->credit_owed = 0;
+    send_message(t, in->src_worker, data, len);
+}
+
+/* ---- operator chain ---------------------------------------------------- */
+
+static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec);
+
+static int chain_error_pending;
+static eddy_err_t chain_error;
+
+static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
+{
+    chain_link_t *link = (chain_link_t *)c;
+    eddy_task_t *t = link->task;
+    if (link->next_op == 0 && t->source) {
+        t->records_in++; /* a source's input is what it reads from outside */
+        t->tokens -= 1.0;
+    }
+    if (link->next_op >= t->def->n_ops) {
+        route(t, rec);
+        return;
+    }
+    const eddy_operator_ops_t *ops = t->def->ops[link->next_op].ops;
+    if (ops->process(t->ops[link->next_op], rec, &t->links[link->next_op + 1].base,
+                     &chain_error) < 0)
+        chain_error_pending = 1;
+}
+
+static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
+{
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->finish && ops->finish(t->ops[i], &t->links[i + 1].base, err) < 0)
+            return -1;
+        if (chain_error_pending) {
+            chain_error_pending = 0;
+            if (err)
+                *err = chain_error;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void report_done(eddy_task_t *t)
+{
+    eddy_msg_t m = {.type = EDDY_MSG_TASK_DONE};
+    m.u.task_done.job = t->job;
+    m.u.task_done.epoch = t->epoch;
+    m.u.task_done.stage = t->stage;
+    m.u.task_done.instance = t->instance;
+    t->env->notify(t->env->host, &m);
+}
+
+static int finish_task(eddy_task_t *t, eddy_err_t *err)
+{
+    if (run_finish_chain(t, err) < 0)
+        return -1;
+    broadcast_small(t, 0, true);
+    t->finished = true;
+    report_done(t);
+    return 0;
+}
+
+/* ---- checkpoints ------------------------------------------------------- */
+
+static int snapshot_state(eddy_task_t *t, uint64_t checkpoint, eddy_msg_t *ack, eddy_err_t *err)
+{
+    if (!t->state)
+        return 0;
+    for (uint32_t kg = t->ctx.key_groups.start; kg < t->ctx.key_groups.end; kg++) {
+        char *data;
+        size_t len;
+        if (eddy_keyed_state_write_group(t->state, kg, &data, &len, err) < 0)
+            return -1;
+        int rc = eddy_snapshot_store_write_group(t->env->store, t->job_id, checkpoint,
+                                                 t->def->name, kg, data, len, err);
+        free(data);
+        if (rc < 0)
+            return -1;
+        ack->u.ack.bytes_written += len;
+        ack->u.ack.files_written++;
+    }
+    ack->u.ack.state_keys = eddy_keyed_state_keys(t->state);
+    return 0;
+}
+
+static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
+{
+    eddy_msg_t ack = {.type = EDDY_MSG_ACK};
+    ack.u.ack.job = t->job;
+    ack.u.ack.epoch = t->epoch;
+    ack.u.ack.checkpoint = checkpoint;
+    ack.u.ack.stage = t->stage;
+    ack.u.ack.instance = t->instance;
+    ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
+    eddy_err_t err = {{0}};
+    if (snapshot_state(t, checkpoint, &ack, &err) < 0)
+        snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
+    /* The barrier goes downstream behind everything emitted before it. */
+    broadcast_small(t, checkpoint, false);
+    t->env->notify(t->env->host, &ack);
+}
+
+static void check_alignment(eddy_task_t *t)
+{
+    uint64_t checkpoint = 0;
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].barrier) {
+            checkpoint = t->inputs[i].barrier;
+            break;
+        }
+    if (!checkpoint)
+        return;
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (!t->inputs[i].eos && t->inputs[i].barrier != checkpoint)
+            return;
+    take_checkpoint(t, checkpoint);
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        t->inputs[i].barrier = 0;
+}
+
+static bool all_inputs_ended(const eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (!t->inputs[i].eos || t->inputs[i].head)
+            return false;
+    return true;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, eddy_err_t *err)
+{
+    eddy_task_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    t->env = env;
+    t->job = cfg->job;
+    t->epoch = cfg->epoch;
+    snprintf(t->job_id, sizeof t->job_id, "%s", cfg->job_id);
+    t->graph = cfg->graph;
+    t->stage = cfg->stage;
+    t->instance = cfg->instance;
+    t->def = &cfg->graph->stages[cfg->stage];
+    t->parallelism = cfg->placement.stages[cfg->stage].parallelism;
+    t->created_ns = t->last_refill_ns = t->last_account_ns = eddy_mono_ns();
+    t->clock_offset_s = cfg->start_time_s;
+
+    t->ctx.job_id = t->job_id;
+    t->ctx.stage_name = t->def->name;
+    t->ctx.stage = t->stage;
+    t->ctx.instance = t->instance;
+    t->ctx.parallelism = t->parallelism;
+    t->ctx.max_parallelism = t->graph->max_parallelism;
+    t->ctx.job_config = t->graph->config;
+    t->ctx.key_fn = t->def->key_fn;
+    if (eddy_stage_is_keyed(t->def)) {
+        t->ctx.key_groups = eddy_kg_range_for(t->instance, t->parallelism, t->graph->max_parallelism);
+        size_t value_size = 8;
+        for (uint32_t i = 0; i < t->def->n_ops; i++)
+            if (t->def->ops[i].ops->state_value_size)
+                value_size = t->def->ops[i].ops->state_value_size(t->def->ops[i].config);
+        t->state = eddy_keyed_state_new(t->graph->max_parallelism, value_size);
+        if (!t->state) {
+            eddy_err_set(err, "out of memory");
+            goto fail;
+        }
+        t->ctx.keyed_state = t->state;
+        t->held = calloc(t->graph->max_parallelism, 1);
+        if (!t->held) {
+            eddy_err_set(err, "out of memory");
+            goto fail;
+        }
+        /* Without a checkpoint to restore, the owned groups start empty. */
+        if (cfg->restore_checkpoint == 0)
+            for (uint32_t kg = t->ctx.key_groups.start; kg < t->ctx.key_groups.end; kg++)
+                t->held[kg] = 1;
+    }
+
+    for (uint32_t i = 0; i <= EDDY_MAX_CHAIN; i++) {
+        t->links[i].base.emit = chain_emit;
+        t->links[i].task = t;
+        t->links[i].next_op = i;
+    }
+    if (build_inputs(t, cfg->placement, err) < 0 || build_groups(t, cfg->placement, err) < 0)
+        goto fail;
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        eddy_op_context_t ctx = t->ctx;
+        ctx.config = t->def->ops[i].config;
+        t->ops[i] = t->def->ops[i].ops->open(&ctx, err);
+        if (!t->ops[i]) {
+            eddy_err_wrap(err, "stage %s[%u]: %s", t->def->name, t->instance, t->def->ops[i].ops->kind);
+            goto fail;
+        }
+    }
+    if (t->def->source) {
+        eddy_op_context_t ctx = t->ctx;
+        ctx.config = t->def->source_config;
+        t->source = t->def->source->open(&ctx, cfg->start_position, err);
+        if (!t->source) {
+            eddy_err_wrap(err, "source %s[%u]", t->def->name, t->instance);
+            goto fail;
+        }
+    }
+    return t;
+fail:
+    eddy_task_destroy(&t);
+    return NULL;
+}
+
+void eddy_task_destroy(eddy_task_t **self_p)
+{
+    eddy_task_t *t = *self_p;
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->def->n_ops; i++)
+        if (t->ops[i] && t->def->ops[i].ops->close)
+            t->def->ops[i].ops->close(t->ops[i]);
+    if (t->source && t->def->source->close)
+        t->def->source->close(t->source);
+    free_inputs(t);
+    free_groups(t);
+    eddy_keyed_state_destroy(&t->state);
+    free(t->held);
+    free(t);
+    *self_p = NULL;
+}
+
+int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,
+                     eddy_err_t *err)
+{
+    free_inputs(self);
+    free_groups(self);
+    self->epoch = epoch;
+    self->parallelism = placement.stages[self->stage].parallelism;
+    self->ctx.parallelism = self->parallelism;
+    if (self->state) {
+        eddy_kg_range_t old = self->ctx.key_groups;
+        eddy_kg_range_t now = eddy_kg_range_for(self->instance, self->parallelism,
+                                                self->graph->max_parallelism);
+        for (uint32_t kg = old.start; kg < old.end; kg++)
+            if (!eddy_kg_range_contains(now, kg)) {
+                eddy_keyed_state_drop_group(self->state, kg);
+                self->held[kg] = 0;
+            }
+        self->ctx.key_groups = now;
+    }
+    if (build_inputs(self, placement, err) < 0 || build_groups(self, placement, err) < 0)
+        return -1;
+    return 0;
+}
+
+int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
+                             uint64_t *groups, eddy_err_t *err)
+{
+    if (!self->state)
+        return 0;
+    for (uint32_t kg = self->ctx.key_groups.start; kg < self->ctx.key_groups.end; kg++) {
+        if (self->held[kg])
+            continue;
+        if (!checkpoint)
+            return eddy_err_set(err, "%s[%u]: key group %u has no checkpoint to load from",
+                                self->def->name, self->instance, kg);
+        char *data;
+        size_t len;
+        if (eddy_snapshot_store_read_group(self->env->store, self->job_id, checkpoint,
+                                           self->def->name, kg, &data, &len, err) < 0)
+            return -1;
+        int rc = eddy_keyed_state_read_group(self->state, kg, data, len, err);
+        free(data);
+        if (rc < 0)
+            return eddy_err_wrap(err, "%s[%u]: key group %u of checkpoint %llu", self->def->name,
+                                 self->instance, kg, (unsigned long long)checkpoint);
+        self->held[kg] = 1;
+        *bytes += len;
+        *groups += 1;
+    }
+    return 0;
+}
+
+uint32_t eddy_task_stage(const eddy_task_t *self) { return self->stage; }
+uint32_t eddy_task_instance(const eddy_task_t *self) { return self->instance; }
+bool eddy_task_is_source(const eddy_task_t *self) { return self->source != NULL; }
+bool eddy_task_finished(const eddy_task_t *self) { return self->finished; }
+bool eddy_task_failed(const eddy_task_t *self) { return self->failed; }
+
+void eddy_task_set_running(eddy_task_t *self, bool running)
+{
+    if (running && !self->running)
+        self->last_refill_ns = eddy_mono_ns();
+    self->running = running;
+}
+
+void eddy_task_trigger(eddy_task_t *self, uint64_t checkpoint, bool pause_after)
+{
+    if (!self->source || self->finished)
+        return;
+    self->trigger_checkpoint = checkpoint;
+    self->trigger_pause = pause_after;
+}
+
+int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, char *heap,
+                      eddy_err_t *err)
+{
+    uint32_t src = msg->channel.src_instance;
+    if (self->def->input < 0 || msg->channel.src_stage != (uint32_t)self->def->input ||
+        src >= self->n_inputs) {
+        eddy_err_set(err, "message for %s[%u] from unknown channel %u[%u]", self->def->name,
+                     self->instance, msg->channel.src_stage, src);
+        goto reject;
+    }
+    input_channel_t *in = &self->inputs[src];
+    if (in->eos) {
+        eddy_err_set(err, "message for %s[%u] after end of stream from %u", self->def->name,
+                     self->instance, src);
+        goto reject;
+    }
+    in_entry_t *e = calloc(1, sizeof *e);
+    if (!e) {
+        eddy_err_set(err, "out of memory");
+        goto reject;
+    }
+    e->msg = *msg;
+    memset(msg, 0, sizeof *msg);
+    if (zmsg) {
+        zmq_msg_init(&e->zmsg);
+        zmq_msg_move(&e->zmsg, zmsg);
+        e->has_zmsg = true;
+    }
+    e->heap = heap;
+    if (in->tail)
+        in->tail->next = e;
+    else
+        in->head = e;
+    in->tail = e;
+    in->queued++;
+    return 0;
+reject:
+    eddy_data_msg_close(msg);
+    free(heap);
+    return -1;
+}
+
+void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t batches)
+{
+    for (uint32_t g = 0; g < self->n_groups; g++) {
+        output_group_t *grp = &self->groups[g];
+        if (grp->dst_stage != ch->dst_stage || ch->dst_instance >= grp->parallelism)
+            continue;
+        output_channel_t *out = &grp->channels[ch->dst_instance];
+        out->credits += batches;
+        if (out->credits > EDDY_CHANNEL_CREDITS)
+            out->credits = EDDY_CHANNEL_CREDITS; /* never more than the receiver can hold */
+        drain_pending(self, out);
+    }
+}
+
+/* ---- scheduling -------------------------------------------------------- */
+
+static double source_allowance(eddy_task_t *t, uint64_t now_ns)
+{
+    double elapsed = t->clock_offset_s + (double)(now_ns - t->created_ns) / 1e9;
+    double rate = eddy_rate_at(&t->def->rate, elapsed);
+    t->offered_rate = rate;
+    if (rate <= 0) {
+        t->tokens = 0;
+        t->last_refill_ns = now_ns;
+        return EDDY_SOURCE_STEP_RECORDS;
+    }
+    double dt = (double)(now_ns - t->last_refill_ns) / 1e9;
+    t->last_refill_ns = now_ns;
+    t->tokens += dt * rate;
+    double cap = rate * 0.05 > EDDY_SOURCE_STEP_RECORDS ? rate * 0.05 : EDDY_SOURCE_STEP_RECORDS;
+    if (t->tokens > cap)
+        t->tokens = cap;
+    return t->tokens;
+}
+
+static input_channel_t *next_ready_input(eddy_task_t *t)
+{
+    for (uint32_t k = 0; k < t->n_inputs; k++) {
+        uint32_t i = (t->next_input + k) % t->n_inputs;
+        input_channel_t *in = &t->inputs[i];
+        if (in->head && !in->barrier) {
+            t->next_input = (i + 1) % t->n_inputs;
+            return in;
+        }
+    }
+    return NULL;
+}
+
+bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
+{
+    if (self->finished || outputs_backlogged(self))
+        return false;
+    if (self->source) {
+        if (self->trigger_checkpoint)
+            return true;
+        if (!self->running || self->source_done)
+            return false;
+        return source_allowance(self, now_ns) >= 1.0;
+    }
+    for (uint32_t i = 0; i < self->n_inputs; i++)
+        if (self->inputs[i].head && !self->inputs[i].barrier)
+            return true;
+    return false;
+}
+
+static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
+{
+    if (t->trigger_checkpoint) {
+        uint64_t checkpoint = t->trigger_checkpoint;
+        t->trigger_checkpoint = 0;
+        take_checkpoint(t, checkpoint);
+        if (t->trigger_pause)
+            t->running = false;
+        return 0;
+    }
+    double allowance = source_allowance(t, now_ns);
+    uint32_t max = allowance >= EDDY_SOURCE_STEP_RECORDS ? EDDY_SOURCE_STEP_RECORDS : (uint32_t)allowance;
+    if (max == 0)
+        return 0;
+    int rc = t->def->source->poll(t->source, &t->links[0].base, max, err);
+    if (chain_error_pending) {
+        chain_error_pending = 0;
+        *err = chain_error;
+        return -1;
+    }
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        t->source_done = true;
+        return finish_task(t, err);
+    }
+    return 0;
+}
+
+static int step_input(eddy_task_t *t, eddy_err_t *err)
+{
+    input_channel_t *in = next_ready_input(t);
+    if (!in)
+        return 0;
+    in_entry_t *e = in->head;
+    in->head = e->next;
+    if (!in->head)
+        in->tail = NULL;
+    in->queued--;
+    int rc = 0;
+    switch (e->msg.type) {
+    case EDDY_DATA_BATCH: {
+        eddy_record_t rec;
+        int more;
+        while ((more = eddy_data_next_record(&e->msg, &rec, err)) == 1) {
+            t->records_in++;
+            chain_emit(&t->links[0].base, &rec);
+            if (chain_error_pending) {
+                chain_error_pending = 0;
+                *err = chain_error;
+                rc = -1;
+                break;
+            }
+        }
+        if (more < 0)
+            rc = -1;
+        in->credit_owed++;
+        return_credit(t, in, false);
+        break;
+    }
+    case EDDY_DATA_BARRIER:
+        in->barrier = e->msg.checkpoint;
+        check_alignment(t);
+        break;
+    case EDDY_DATA_EOS:
+        in->eos = true;
+        check_alignment(t);
+        break;
+    default:
+        break;
+    }
+    free_entry(e);
+    if (rc == 0 && all_inputs_ended(t))
+        rc = finish_task(t, err);
+    return rc;
+}
+
+int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
+{
+    eddy_task_account(self, now_ns);
+    int rc = self->source ? step_source(self, now_ns, err) : step_input(self, err);
+    uint64_t end = eddy_mono_ns();
+    self->busy_ns += end - now_ns;
+    self->last_account_ns = end;
+    if (rc < 0) {
+        self->failed = true;
+        self->finished = true;
+    }
+    return rc;
+}
+
+void eddy_task_flush(eddy_task_t *self)
+{
+    for (uint32_t g = 0; g < self->n_groups; g++)
+        for (uint32_t i = 0; i < self->groups[g].parallelism; i++)
+            flush_channel(self, &self->groups[g].channels[i]);
+    for (uint32_t i = 0; i < self->n_inputs; i++)
+        return_credit(self, &self->inputs[i], true);
+}
+
+void eddy_task_account(eddy_task_t *self, uint64_t now_ns)
+{
+    if (now_ns <= self->last_account_ns)
+        return;
+    uint64_t delta = now_ns - self->last_account_ns;
+    if (outputs_backlogged(self))
+        self->blocked_ns += delta;
+    else
+        self->idle_ns += delta;
+    self->last_account_ns = now_ns;
+}
+
+void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->job = self->job;
+    out->epoch = self->epoch;
+    out->stage = self->stage;
+    out->instance = self->instance;
+    out->records_in = self->records_in;
+    out->records_out = self->records_out;
+    out->busy_ns = self->busy_ns;
+    out->idle_ns = self->idle_ns;
+    out->blocked_ns = self->blocked_ns;
+    if (self->state) {
+        out->state_keys = eddy_keyed_state_keys(self->state);
+        out->state_bytes = eddy_keyed_state_bytes(self->state);
+    }
+    out->position = self->source ? self->def->source->position(self->source) : -1;
+    out->offered_rate = self->offered_rate;
+}

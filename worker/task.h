@@ -1,0 +1,101 @@
+/* task.h - one running instance of a stage: its operator chain, input
+ * channels (with barrier alignment), output channels (batching, credits)
+ * and metrics.
+ *
+ * A task never blocks. The worker's loop asks whether it is runnable and
+ * then runs one step: a source emits one batch worth of records, any other
+ * task consumes one queued input message. Output that exceeds a channel's
+ * credit stays queued in that channel and makes the task not runnable until
+ * credit returns, which is how backpressure reaches the sources. */
+#ifndef EDDY_WORKER_TASK_H
+#define EDDY_WORKER_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "common/err.h"
+#include "net/dataplane.h"
+#include "net/proto.h"
+#include "state/keyed_state.h"
+#include "state/snapshot_store.h"
+#include "worker/graph.h"
+
+#define EDDY_BATCH_BYTES (32u * 1024u)
+#define EDDY_CHANNEL_CREDITS 16u
+#define EDDY_SOURCE_STEP_RECORDS 1024u
+
+typedef struct eddy_task eddy_task_t;
+
+/* What a task needs from the process hosting it. */
+typedef struct eddy_task_env {
+    void *host;
+    /* Sends an encoded data-plane message to another worker; takes ownership of data. */
+    int (*send_remote)(void *host, uint32_t worker_id, char *data, size_t len);
+    /* Delivers an encoded data-plane message to a task in this process; takes ownership. */
+    void (*send_local)(void *host, char *data, size_t len);
+    /* Sends a control message to the coordinator. */
+    void (*notify)(void *host, const eddy_msg_t *msg);
+    eddy_snapshot_store_t *store;
+    uint32_t self_worker_id;
+} eddy_task_env_t;
+
+/* Where each instance of each stage runs (from DEPLOY). */
+typedef struct eddy_placement_view {
+    uint32_t n_stages;
+    const eddy_stage_placement_t *stages;
+} eddy_placement_view_t;
+
+typedef struct eddy_task_config {
+    uint32_t job, epoch;
+    const char *job_id;
+    const eddy_job_graph_t *graph;
+    uint32_t stage, instance;
+    eddy_placement_view_t placement;
+    int64_t start_position;   /* sources: -1 or a checkpointed position */
+    uint64_t restore_checkpoint; /* keyed: groups come from it (restore_groups) */
+    double start_time_s;      /* sources: seconds since the job started (rate schedules) */
+} eddy_task_config_t;
+
+eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, eddy_err_t *err);
+void eddy_task_destroy(eddy_task_t **self_p);
+
+/* Re-wires the task for a new epoch and placement (rescale): rebuilds input
+ * and output channels; keyed tasks drop key groups they no longer own. The
+ * caller then loads the newly owned groups with eddy_task_restore_groups. */
+int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,
+                     eddy_err_t *err);
+/* Loads the key groups in range that are not yet held, from checkpoint. */
+int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
+                             uint64_t *groups, eddy_err_t *err);
+
+uint32_t eddy_task_stage(const eddy_task_t *self);
+uint32_t eddy_task_instance(const eddy_task_t *self);
+bool eddy_task_is_source(const eddy_task_t *self);
+bool eddy_task_finished(const eddy_task_t *self);
+bool eddy_task_failed(const eddy_task_t *self);
+
+/* Sources only. */
+void eddy_task_set_running(eddy_task_t *self, bool running);
+void eddy_task_trigger(eddy_task_t *self, uint64_t checkpoint, bool pause_after);
+
+/* A decoded data-plane message for this task (DATA, BARRIER, EOS), queued
+ * in its input channel. Takes ownership of msg (moved), and of the bytes it
+ * points into: zmsg (moved) when not NULL, else heap (freed later). */
+int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, char *heap,
+                      eddy_err_t *err);
+/* A CREDIT for one of this task's output channels. */
+void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t batches);
+
+bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns);
+/* Runs one step; -1 when the task failed (err says why; it is then finished). */
+int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err);
+/* Flushes partially filled output batches (latency bound for slow streams)
+ * and returns owed credits upstream. */
+void eddy_task_flush(eddy_task_t *self);
+/* Accounts the time since the last call as idle or blocked (not busy). */
+void eddy_task_account(eddy_task_t *self, uint64_t now_ns);
+void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out);
+
+#endif

@@ -1,0 +1,565 @@
+/* worker.c - the worker process loop (see worker.h).
+ *
+ * Owns: the ZeroMQ sockets of one worker, the jobs it runs (each with the
+ * graph rebuilt from the job's name and flags, the current epoch and its
+ * tasks), the dispatch of data-plane messages to tasks, the application of
+ * DEPLOY (fresh start, rescale keeping state, restore from a checkpoint) and
+ * the heartbeat. Everything runs on one thread, so tasks need no locks. */
+#include "worker/worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "net/dataplane.h"
+#include "net/proto.h"
+#include "state/snapshot_store.h"
+#include "worker/graph.h"
+#include "worker/task.h"
+
+#define MAX_PEERS 1024
+#define INBOX_BURST 256
+#define FLUSH_INTERVAL_NS (5u * 1000u * 1000u)
+
+typedef struct peer {
+    uint32_t id;
+    char endpoint[EDDY_ENDPOINT_MAX];
+    void *push;
+} peer_t;
+
+typedef struct wjob {
+    uint32_t num;
+    char job_id[EDDY_NAME_MAX];
+    eddy_job_graph_t graph;
+    uint32_t epoch;
+    eddy_task_t **tasks;
+    uint32_t n_tasks;
+    eddy_snapshot_store_t *store;
+    eddy_task_env_t env;
+    uint64_t started_ns;
+    struct wjob *next;
+} wjob_t;
+
+typedef struct worker {
+    const eddy_worker_options_t *opts;
+    void *zctx, *ctrl, *inbox;
+    uint32_t id;
+    uint32_t heartbeat_ms;
+    peer_t peers[MAX_PEERS];
+    uint32_t n_peers;
+    wjob_t *jobs;
+    char endpoint[EDDY_ENDPOINT_MAX];
+} worker_t;
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void free_buffer(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
+{
+    size_t len;
+    char *data = eddy_msg_encode(msg, &len);
+    if (!data)
+        return -1;
+    int rc = zmq_send(w->ctrl, data, len, ZMQ_DONTWAIT);
+    free(data);
+    return rc < 0 ? -1 : 0;
+}
+
+static peer_t *find_peer(worker_t *w, uint32_t id)
+{
+    for (uint32_t i = 0; i < w->n_peers; i++)
+        if (w->peers[i].id == id)
+            return &w->peers[i];
+    return NULL;
+}
+
+static void set_peer(worker_t *w, uint32_t id, const char *endpoint)
+{
+    peer_t *p = find_peer(w, id);
+    if (p && !strcmp(p->endpoint, endpoint))
+        return;
+    if (p) {
+        zmq_close(p->push);
+    } else {
+        if (w->n_peers >= MAX_PEERS)
+            return;
+        p = &w->peers[w->n_peers++];
+    }
+    p->id = id;
+    snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
+    p->push = zmq_socket(w->zctx, ZMQ_PUSH);
+    int zero = 0, linger = 2000;
+    zmq_setsockopt(p->push, ZMQ_SNDHWM, &zero, sizeof zero); /* credits bound the queue */
+    zmq_setsockopt(p->push, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(p->push, endpoint) != 0)
+        eddy_error("cannot connect to worker %u at %s: %s", id, endpoint, zmq_strerror(errno));
+}
+
+static void dispatch_data(worker_t *w, char *data, size_t len, zmq_msg_t *zmsg);
+
+static int env_send_remote(void *host, uint32_t worker_id, char *data, size_t len)
+{
+    worker_t *w = host;
+    peer_t *p = find_peer(w, worker_id);
+    if (!p) {
+        eddy_warn("no address for worker %u; message dropped", worker_id);
+        free(data);
+        return -1;
+    }
+    zmq_msg_t m;
+    zmq_msg_init_data(&m, data, len, free_buffer, NULL);
+    if (zmq_msg_send(&m, p->push, ZMQ_DONTWAIT) < 0) {
+        eddy_warn("send to worker %u failed: %s", worker_id, zmq_strerror(errno));
+        zmq_msg_close(&m);
+        return -1;
+    }
+    return 0;
+}
+
+static void env_send_local(void *host, char *data, size_t len)
+{
+    dispatch_data(host, data, len, NULL);
+}
+
+static void env_notify(void *host, const eddy_msg_t *msg)
+{
+    send_ctrl(host, msg);
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+static wjob_t *find_job(worker_t *w, uint32_t num)
+{
+    for (wjob_t *j = w->jobs; j; j = j->next)
+        if (j->num == num)
+            return j;
+    return NULL;
+}
+
+static eddy_task_t *find_task(wjob_t *j, uint32_t stage, uint32_t instance)
+{
+    for (uint32_t i = 0; i < j->n_tasks; i++)
+        if (eddy_task_stage(j->tasks[i]) == stage && eddy_task_instance(j->tasks[i]) == instance)
+            return j->tasks[i];
+    return NULL;
+}
+
+static void destroy_job(worker_t *w, wjob_t *j)
+{
+    for (wjob_t **pp = &w->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    for (uint32_t i = 0; i < j->n_tasks; i++)
+        eddy_task_destroy(&j->tasks[i]);
+    free(j->tasks);
+    eddy_snapshot_store_destroy(&j->store);
+    eddy_graph_clear(&j->graph);
+    free(j);
+}
+
+static int64_t position_of(const eddy_deploy_t *d, uint32_t stage, uint32_t instance)
+{
+    for (uint32_t i = 0; i < d->n_positions; i++)
+        if (d->positions[i].stage == stage && d->positions[i].instance == instance)
+            return d->positions[i].position;
+    return -1;
+}
+
+static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, uint64_t *groups,
+                        eddy_err_t *err)
+{
+    wjob_t *j = find_job(w, d->job);
+    if (j && d->mode == EDDY_DEPLOY_RESTORE) {
+        destroy_job(w, j);
+        j = NULL;
+    }
+    if (!j) {
+        j = calloc(1, sizeof *j);
+        if (!j)
+            return eddy_err_set(err, "out of memory");
+        j->num = d->job;
+        snprintf(j->job_id, sizeof j->job_id, "%s", d->job_id);
+        if (eddy_job_build(&j->graph, d->job_name, (int)d->argc, d->argv, err) < 0) {
+            free(j);
+            return -1;
+        }
+        const char *dir = d->snapshot_dir[0] ? d->snapshot_dir : w->opts->snapshot_dir;
+        j->store = eddy_snapshot_store_new(dir, err);
+        if (!j->store) {
+            eddy_graph_clear(&j->graph);
+            free(j);
+            return -1;
+        }
+        j->env = (eddy_task_env_t){w, env_send_remote, env_send_local, env_notify, j->store, w->id};
+        j->started_ns = eddy_mono_ns();
+        j->next = w->jobs;
+        w->jobs = j;
+    }
+    if (d->n_stages != j->graph.n_stages)
+        return eddy_err_set(err, "deployment has %u stages, job graph %u", d->n_stages,
+                            j->graph.n_stages);
+    for (uint32_t i = 0; i < d->n_workers; i++)
+        if (d->workers[i].id != w->id)
+            set_peer(w, d->workers[i].id, d->workers[i].endpoint);
+    j->epoch = d->epoch;
+    eddy_placement_view_t view = {d->n_stages, d->stages};
+
+    /* Drop tasks that are no longer placed here. */
+    for (uint32_t i = 0; i < j->n_tasks;) {
+        uint32_t s = eddy_task_stage(j->tasks[i]), k = eddy_task_instance(j->tasks[i]);
+        if (k >= d->stages[s].parallelism || d->stages[s].worker_of[k] != w->id) {
+            eddy_task_destroy(&j->tasks[i]);
+            j->tasks[i] = j->tasks[--j->n_tasks];
+        } else {
+            i++;
+        }
+    }
+    for (uint32_t s = 0; s < d->n_stages; s++) {
+        for (uint32_t k = 0; k < d->stages[s].parallelism; k++) {
+            if (d->stages[s].worker_of[k] != w->id)
+                continue;
+            eddy_task_t *t = find_task(j, s, k);
+            if (t) {
+                if (eddy_task_rewire(t, d->epoch, view, err) < 0)
+                    return -1;
+            } else {
+                eddy_task_config_t cfg = {
+                    .job = d->job, .epoch = d->epoch, .job_id = d->job_id, .graph = &j->graph,
+                    .stage = s, .instance = k, .placement = view,
+                    .start_position = position_of(d, s, k),
+                    .restore_checkpoint = d->restore_checkpoint,
+                    .start_time_s = (double)(eddy_mono_ns() - j->started_ns) / 1e9};
+                t = eddy_task_new(&j->env, &cfg, err);
+                if (!t)
+                    return -1;
+                eddy_task_t **tasks = realloc(j->tasks, (j->n_tasks + 1) * sizeof *tasks);
+                if (!tasks) {
+                    eddy_task_destroy(&t);
+                    return eddy_err_set(err, "out of memory");
+                }
+                j->tasks = tasks;
+                j->tasks[j->n_tasks++] = t;
+            }
+            if (eddy_task_restore_groups(t, d->restore_checkpoint, bytes, groups, err) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- message handling -------------------------------------------------- */
+
+static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
+{
+    const void *data = zmsg ? zmq_msg_data(zmsg) : heap;
+    if (zmsg)
+        len = zmq_msg_size(zmsg);
+    eddy_data_msg_t msg;
+    eddy_err_t err;
+    if (eddy_data_decode(data, len, &msg, &err) < 0) {
+        eddy_warn("dropping data-plane message: %s", err.msg);
+        goto drop;
+    }
+    wjob_t *j = find_job(w, msg.channel.job);
+    if (!j || msg.channel.epoch != j->epoch) {
+        eddy_data_msg_close(&msg);
+        goto drop; /* stale: from before a rescale or restore */
+    }
+    if (msg.type == EDDY_DATA_CREDIT) {
+        eddy_task_t *t = find_task(j, msg.channel.src_stage, msg.channel.src_instance);
+        if (t)
+            eddy_task_credit(t, &msg.channel, msg.credit);
+        eddy_data_msg_close(&msg);
+        goto drop;
+    }
+    eddy_task_t *t = find_task(j, msg.channel.dst_stage, msg.channel.dst_instance);
+    if (!t) {
+        eddy_warn("data for %u[%u], which does not run here; dropped", msg.channel.dst_stage,
+                  msg.channel.dst_instance);
+        eddy_data_msg_close(&msg);
+        goto drop;
+    }
+    if (eddy_task_deliver(t, &msg, zmsg, zmsg ? NULL : heap, &err) < 0)
+        eddy_warn("%s", err.msg);
+    return;
+drop:
+    if (zmsg)
+        zmq_msg_close(zmsg);
+    else
+        free(heap);
+}
+
+static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
+{
+    switch (m->type) {
+    case EDDY_MSG_DEPLOY: {
+        eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
+        reply.u.deployed.job = m->u.deploy.job;
+        reply.u.deployed.epoch = m->u.deploy.epoch;
+        eddy_err_t err = {{0}};
+        uint64_t t0 = eddy_mono_ns();
+        if (apply_deploy(w, &m->u.deploy, &reply.u.deployed.bytes_loaded,
+                         &reply.u.deployed.groups_loaded, &err) < 0) {
+            eddy_error("deploy of job %s epoch %u failed: %s", m->u.deploy.job_id,
+                       m->u.deploy.epoch, err.msg);
+            snprintf(reply.u.deployed.error, sizeof reply.u.deployed.error, "%s", err.msg);
+        } else {
+            wjob_t *j = find_job(w, m->u.deploy.job);
+            eddy_info("job %s epoch %u: %u tasks here, loaded %llu key groups (%llu bytes) in %.1f ms",
+                      m->u.deploy.job_id, m->u.deploy.epoch, j ? j->n_tasks : 0,
+                      (unsigned long long)reply.u.deployed.groups_loaded,
+                      (unsigned long long)reply.u.deployed.bytes_loaded,
+                      (double)(eddy_mono_ns() - t0) / 1e6);
+        }
+        send_ctrl(w, &reply);
+        break;
+    }
+    case EDDY_MSG_START: {
+        wjob_t *j = find_job(w, m->u.start.job);
+        if (j && j->epoch == m->u.start.epoch)
+            for (uint32_t i = 0; i < j->n_tasks; i++)
+                eddy_task_set_running(j->tasks[i], true);
+        break;
+    }
+    case EDDY_MSG_TRIGGER: {
+        wjob_t *j = find_job(w, m->u.trigger.job);
+        if (j && j->epoch == m->u.trigger.epoch)
+            for (uint32_t i = 0; i < j->n_tasks; i++)
+                eddy_task_trigger(j->tasks[i], m->u.trigger.checkpoint, m->u.trigger.pause_after);
+        break;
+    }
+    case EDDY_MSG_COMPLETE:
+        break;
+    case EDDY_MSG_RELEASE: {
+        wjob_t *j = find_job(w, m->u.release.job);
+        if (j) {
+            eddy_info("job %s released", j->job_id);
+            destroy_job(w, j);
+        }
+        break;
+    }
+    default:
+        eddy_warn("unexpected %s message from the coordinator", eddy_msg_type_name(m->type));
+    }
+}
+
+static void send_heartbeat(worker_t *w)
+{
+    uint32_t n = 0;
+    for (wjob_t *j = w->jobs; j; j = j->next)
+        n += j->n_tasks;
+    eddy_task_metrics_t *tasks = calloc(n ? n : 1, sizeof *tasks);
+    if (!tasks)
+        return;
+    uint32_t k = 0;
+    for (wjob_t *j = w->jobs; j; j = j->next)
+        for (uint32_t i = 0; i < j->n_tasks; i++)
+            eddy_task_metrics(j->tasks[i], &tasks[k++]);
+    eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
+    hb.u.heartbeat.worker_id = w->id;
+    hb.u.heartbeat.n_tasks = n;
+    hb.u.heartbeat.tasks = tasks;
+    send_ctrl(w, &hb);
+    free(tasks);
+}
+
+static int recv_ctrl(worker_t *w, eddy_msg_t *m, int flags, eddy_err_t *err)
+{
+    zmq_msg_t z;
+    zmq_msg_init(&z);
+    if (zmq_msg_recv(&z, w->ctrl, flags) < 0) {
+        zmq_msg_close(&z);
+        return 0;
+    }
+    int rc = eddy_msg_decode(zmq_msg_data(&z), zmq_msg_size(&z), m, err);
+    zmq_msg_close(&z);
+    return rc < 0 ? -1 : 1;
+}
+
+static int register_with_coordinator(worker_t *w, eddy_err_t *err)
+{
+    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
+    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
+    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
+    reg.u.reg.pid = getpid();
+    gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
+    uint64_t deadline = eddy_mono_ms() + w->opts->register_timeout_ms;
+    uint64_t next_send = 0;
+    while (eddy_mono_ms() < deadline) {
+        if (eddy_mono_ms() >= next_send) {
+            send_ctrl(w, &reg);
+            next_send = eddy_mono_ms() + 1000;
+        }
+        zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 100) < 0 && errno == EINTR)
+            return eddy_err_set(err, "interrupted while registering");
+        eddy_msg_t m;
+        eddy_err_t derr;
+        int rc = recv_ctrl(w, &m, ZMQ_DONTWAIT, &derr);
+        if (rc < 0)
+            return eddy_err_set(err, "bad reply from coordinator %s: %s", w->opts->coordinator, derr.msg);
+        if (rc == 0)
+            continue;
+        if (m.type != EDDY_MSG_REGISTERED) {
+            eddy_msg_clear(&m);
+            continue;
+        }
+        if (m.u.registered.error[0]) {
+            eddy_err_set(err, "coordinator refused registration: %s", m.u.registered.error);
+            eddy_msg_clear(&m);
+            return -1;
+        }
+        w->id = m.u.registered.worker_id;
+        w->heartbeat_ms = m.u.registered.heartbeat_ms ? m.u.registered.heartbeat_ms : 500;
+        eddy_msg_clear(&m);
+        return 0;
+    }
+    return eddy_err_set(err, "cannot reach coordinator at %s (no reply within %u ms)",
+                        w->opts->coordinator, w->opts->register_timeout_ms);
+}
+
+static int setup_sockets(worker_t *w, eddy_err_t *err)
+{
+    w->zctx = zmq_ctx_new();
+    w->ctrl = zmq_socket(w->zctx, ZMQ_DEALER);
+    w->inbox = zmq_socket(w->zctx, ZMQ_PULL);
+    int zero = 0, linger = 0;
+    zmq_setsockopt(w->inbox, ZMQ_RCVHWM, &zero, sizeof zero);
+    zmq_setsockopt(w->ctrl, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(w->inbox, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(w->ctrl, w->opts->coordinator) != 0)
+        return eddy_err_set(err, "invalid coordinator address '%s': %s", w->opts->coordinator,
+                            zmq_strerror(errno));
+    char bind[300];
+    const char *host = w->opts->bind_host ? w->opts->bind_host : "127.0.0.1";
+    if (w->opts->data_port)
+        snprintf(bind, sizeof bind, "tcp://%s:%u", host, w->opts->data_port);
+    else
+        snprintf(bind, sizeof bind, "tcp://%s:*", host);
+    if (zmq_bind(w->inbox, bind) != 0)
+        return eddy_err_set(err, "cannot bind data socket %s: %s", bind, zmq_strerror(errno));
+    char last[EDDY_ENDPOINT_MAX];
+    size_t size = sizeof last;
+    zmq_getsockopt(w->inbox, ZMQ_LAST_ENDPOINT, last, &size);
+    const char *port = strrchr(last, ':');
+    const char *adv = w->opts->advertise_host;
+    if (!adv)
+        adv = (!strcmp(host, "0.0.0.0") || !strcmp(host, "*")) ? "127.0.0.1" : host;
+    snprintf(w->endpoint, sizeof w->endpoint, "tcp://%s%s", adv, port ? port : ":0");
+    return 0;
+}
+
+static void teardown(worker_t *w)
+{
+    while (w->jobs)
+        destroy_job(w, w->jobs);
+    for (uint32_t i = 0; i < w->n_peers; i++)
+        zmq_close(w->peers[i].push);
+    if (w->ctrl)
+        zmq_close(w->ctrl);
+    if (w->inbox)
+        zmq_close(w->inbox);
+    if (w->zctx)
+        zmq_ctx_term(w->zctx);
+}
+
+static bool run_tasks(worker_t *w, uint64_t now)
+{
+    bool any = false;
+    for (wjob_t *j = w->jobs; j; j = j->next) {
+        for (uint32_t i = 0; i < j->n_tasks; i++) {
+            eddy_task_t *t = j->tasks[i];
+            if (!eddy_task_runnable(t, now)) {
+                eddy_task_account(t, now);
+                continue;
+            }
+            any = true;
+            eddy_err_t err = {{0}};
+            if (eddy_task_step(t, now, &err) < 0) {
+                eddy_error("task %s/%u[%u] failed: %s", j->job_id, eddy_task_stage(t),
+                           eddy_task_instance(t), err.msg);
+                eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
+                f.u.task_failed.job = j->num;
+                f.u.task_failed.epoch = j->epoch;
+                f.u.task_failed.stage = eddy_task_stage(t);
+                f.u.task_failed.instance = eddy_task_instance(t);
+                snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", err.msg);
+                send_ctrl(w, &f);
+            }
+            now = eddy_mono_ns();
+        }
+    }
+    return any;
+}
+
+int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *stop, eddy_err_t *err)
+{
+    worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return eddy_err_set(err, "out of memory");
+    w->opts = opts;
+    int rc = -1;
+    if (setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
+        goto out;
+    eddy_info("registered as worker %u, data at %s", w->id, w->endpoint);
+    uint64_t next_heartbeat = 0, last_flush = eddy_mono_ns();
+    bool busy = false;
+    while (!*stop) {
+        zmq_pollitem_t items[2] = {{w->ctrl, 0, ZMQ_POLLIN, 0}, {w->inbox, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, 2, busy ? 0 : 5) < 0 && errno != EINTR) {
+            eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
+            goto out;
+        }
+        for (;;) {
+            eddy_msg_t m;
+            eddy_err_t derr;
+            int got = recv_ctrl(w, &m, ZMQ_DONTWAIT, &derr);
+            if (got == 0)
+                break;
+            if (got < 0) {
+                eddy_warn("dropping control message: %s", derr.msg);
+                continue;
+            }
+            handle_ctrl(w, &m);
+            eddy_msg_clear(&m);
+        }
+        for (int i = 0; i < INBOX_BURST; i++) {
+            zmq_msg_t z;
+            zmq_msg_init(&z);
+            if (zmq_msg_recv(&z, w->inbox, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&z);
+                break;
+            }
+            dispatch_data(w, NULL, 0, &z);
+        }
+        uint64_t now = eddy_mono_ns();
+        busy = run_tasks(w, now);
+        now = eddy_mono_ns();
+        if (!busy || now - last_flush >= FLUSH_INTERVAL_NS) {
+            for (wjob_t *j = w->jobs; j; j = j->next)
+                for (uint32_t i = 0; i < j->n_tasks; i++)
+                    eddy_task_flush(j->tasks[i]);
+            last_flush = now;
+        }
+        if (now / 1000000u >= next_heartbeat) {
+            send_heartbeat(w);
+            next_heartbeat = now / 1000000u + w->heartbeat_ms;
+        }
+    }
+    rc = 0;
+out:
+    teardown(w);
+    free(w);
+    return rc;
+}

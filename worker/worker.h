@@ -1,0 +1,30 @@
+/* worker.h - the worker process: registers with the coordinator, runs the
+ * tasks it is given on one event loop, moves data-plane messages between
+ * its tasks and other workers, and heartbeats task metrics.
+ *
+ * Sockets: a DEALER to the coordinator's control ROUTER, a PULL bound for
+ * incoming data-plane messages, and one PUSH per peer worker. Sends never
+ * block: credit-based flow control bounds what is queued per channel. */
+#ifndef EDDY_WORKER_WORKER_H
+#define EDDY_WORKER_WORKER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct eddy_worker_options {
+    const char *coordinator;     /* tcp://HOST:PORT of the control socket */
+    const char *name;            /* shown in status; default worker-PID */
+    const char *bind_host;       /* data socket bind address (default 127.0.0.1) */
+    const char *advertise_host;  /* address peers use (default: bind_host, or 127.0.0.1 for 0.0.0.0/ *) */
+    uint32_t data_port;          /* 0 = any free port */
+    uint32_t register_timeout_ms;
+    const char *snapshot_dir;    /* used when the coordinator names none */
+} eddy_worker_options_t;
+
+/* Runs until *stop becomes non-zero or the coordinator cannot be reached at
+ * registration. Returns 0 on a clean stop, -1 with err otherwise. */
+int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *stop, eddy_err_t *err);
+
+#endif
