@@ -8,7 +8,16 @@
  *
  * Serialised form of one key group (msgpack): [version=1, kg, value_size, n,
  * key0 (bin), value0 (bin), key1, value1, ...]. The reader bounds-checks all
- * of it and rejects a group that names a different kg or value size. */
+ * of it and rejects a group that names a different kg or value size.
+ * Precisely: one msgpack array of exactly 4 + 2n elements and nothing after
+ * it; version, kg, value_size and n are unsigned integers (any width); every
+ * key and every value is a bin (bin8/16/32), each value exactly value_size
+ * bytes; entries are in unspecified order and keys are unique. The reader
+ * recomputes each key's hash with eddy_key_hash; duplicate keys, other types,
+ * trailing bytes or a count that does not match are errors.
+ *
+ * kg must be < K: with an out-of-range kg, upsert/get return NULL, remove
+ * returns false, foreach/drop_group do nothing and write/read_group fail. */
 #ifndef EDDY_STATE_KEYED_STATE_H
 #define EDDY_STATE_KEYED_STATE_H
 
@@ -20,12 +29,15 @@
 
 typedef struct eddy_keyed_state eddy_keyed_state_t;
 
-/* Returns NULL only on allocation failure. max_key_groups is K. */
+/* Returns NULL only on allocation failure or invalid arguments (K must be
+ * 1..EDDY_MAX_KEY_GROUPS, value_size at most UINT32_MAX). max_key_groups is K.
+ * Value pointers are 8-byte aligned. */
 eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_size);
 void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p);
 
 /* Value for key in key group kg (hash = eddy_key_hash(key)); inserts a zeroed
- * value when absent and sets *created. NULL only on allocation failure. */
+ * value when absent and sets *created (created may be NULL). NULL only on
+ * allocation failure (or kg out of range). */
 void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
                               const void *key, uint32_t key_len, bool *created);
 /* NULL when absent. */
@@ -37,7 +49,8 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
 
 typedef void (*eddy_keyed_state_visit_fn)(void *ctx, const void *key, uint32_t key_len,
                                           void *value);
-/* Visits every entry of key group kg (order unspecified). */
+/* Visits every entry of key group kg (order unspecified). visit may modify
+ * the value but must not insert into or remove from that key group. */
 void eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
                               eddy_keyed_state_visit_fn visit, void *ctx);
 

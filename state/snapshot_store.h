@@ -4,12 +4,15 @@
  * Layout under the root directory:
  *   ROOT/JOB/chk-<ID>/<OPERATOR>/kg-<KG>.snap     keyed state of one key group
  *   ROOT/JOB/chk-<ID>/<NAME>.blob                  any other named blob
- * Every file is written to a temporary name, fsync'ed and renamed, so a
- * reader sees either the whole file or none. Each file carries a header:
- * magic "EDDYSNP1", payload length (u64 LE), xxhash64 of the payload (u64 LE).
+ * Every file is written to a temporary name (".FILE.tmp.PID.SEQ" in the same
+ * directory), fsync'ed and renamed, then the directory is fsync'ed, so a
+ * reader sees either the whole file or none. Each file carries a 24-byte
+ * header: magic "EDDYSNP1", payload length (u64 LE), xxhash64 of the payload
+ * (seed 0, u64 LE); the file is exactly 24 + length bytes.
  * A short, long or corrupted file is reported as an error naming the file,
- * never returned as data. Names (job, operator, blob) must be non-empty and
- * may contain only [A-Za-z0-9._-]. */
+ * never returned as data. Names (job, operator, blob) must be non-empty, at
+ * most 200 characters, not "." or "..", and may contain only [A-Za-z0-9._-].
+ * Empty payloads are allowed (read back as a 1-byte allocation, *len = 0). */
 #ifndef EDDY_STATE_SNAPSHOT_STORE_H
 #define EDDY_STATE_SNAPSHOT_STORE_H
 

@@ -1,0 +1,583 @@
+/* keyed_state.c - the heap keyed-state backend (see keyed_state.h).
+ *
+ * Owns the per-key-group hash tables and their msgpack serialisation. Each
+ * key group has its own open-addressing table (linear probing, power-of-two
+ * capacity, grown by doubling at 3/4 load, backward-shift deletion so there
+ * are no tombstones) so a group can be written, dropped or loaded without
+ * touching the others, which is what a rescale needs.
+ *
+ * A slot holds the key's 64-bit hash and a pointer to one malloc'd entry that
+ * carries the key length, the value (at offset 8, so it is 8-byte aligned
+ * for int64/double accumulators) and the key bytes right after the value.
+ * Probing compares the stored hash first, so the entry is only dereferenced
+ * on a probable hit. All keys of one group share hash % K, so the slot index
+ * is taken from the high bits of a Fibonacci-multiplied hash, never from the
+ * low bits. Entries never move, so value pointers actually stay valid until
+ * the entry is removed or its group dropped (the header promises less).
+ *
+ * Reading a group is strict: the outer array header is parsed here so the
+ * element count can be checked against the bytes present, and each element
+ * is decoded with msgpack_unpack_next only after checking that it is not a
+ * container - a garbage array/map header would otherwise make msgpack-c
+ * allocate count * sizeof(msgpack_object) before noticing the data is short. */
+#include "state/keyed_state.h"
+
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/keygroup.h"
+
+#define KS_FORMAT_VERSION 1u
+#define KS_MIN_CAPACITY 8u
+#define KS_FIB 0x9E3779B97F4A7C15ull
+
+typedef struct ks_entry {
+    uint32_t key_len;
+    uint32_t reserved;
+    unsigned char data[]; /* value (value_stride bytes), then the key */
+} ks_entry_t;
+
+_Static_assert(offsetof(ks_entry_t, data) == 8, "value must sit at offset 8");
+
+typedef struct ks_slot {
+    uint64_t hash;
+    ks_entry_t *entry; /* NULL: empty slot */
+} ks_slot_t;
+
+typedef struct ks_group {
+    ks_slot_t *slots;
+    size_t cap;       /* 0 or a power of two */
+    size_t count;
+    unsigned shift;   /* 64 - log2(cap) */
+} ks_group_t;
+
+struct eddy_keyed_state {
+    uint32_t max_key_groups;
+    size_t value_size;
+    size_t value_stride;  /* value_size rounded up to 8 */
+    size_t keys;
+    size_t entry_bytes;   /* sum of malloc'd entry sizes */
+    size_t slot_bytes;    /* sum of slot array sizes */
+    ks_group_t *groups;
+};
+
+static inline size_t ks_home(uint64_t hash, unsigned shift)
+{
+    return (size_t)((hash * KS_FIB) >> shift);
+}
+
+static inline unsigned char *ks_value(ks_entry_t *e)
+{
+    return e->data;
+}
+
+static inline unsigned char *ks_key(const eddy_keyed_state_t *self, ks_entry_t *e)
+{
+    return e->data + self->value_stride;
+}
+
+static inline size_t ks_entry_size(const eddy_keyed_state_t *self, uint32_t key_len)
+{
+    return sizeof(ks_entry_t) + self->value_stride + key_len;
+}
+
+static inline bool ks_key_eq(const eddy_keyed_state_t *self, ks_entry_t *e, const void *key,
+                             uint32_t key_len)
+{
+    return e->key_len == key_len && (key_len == 0 || memcmp(ks_key(self, e), key, key_len) == 0);
+}
+
+/* Index of the slot holding key, or SIZE_MAX. */
+static inline size_t ks_find(const eddy_keyed_state_t *self, const ks_group_t *g, uint64_t hash,
+                             const void *key, uint32_t key_len)
+{
+    if (g->cap == 0)
+        return SIZE_MAX;
+    size_t mask = g->cap - 1;
+    for (size_t i = ks_home(hash, g->shift);; i = (i + 1) & mask) {
+        const ks_slot_t *s = &g->slots[i];
+        if (!s->entry)
+            return SIZE_MAX;
+        if (s->hash == hash && ks_key_eq(self, s->entry, key, key_len))
+            return i;
+    }
+}
+
+static unsigned ks_log2(size_t cap)
+{
+    unsigned bits = 0;
+    while (((size_t)1 << bits) < cap)
+        bits++;
+    return bits;
+}
+
+/* Rehashes group g into a table of new_cap slots (a power of two that keeps
+ * the load at or under 3/4). Returns -1 on allocation failure, g unchanged. */
+static int ks_rehash(eddy_keyed_state_t *self, ks_group_t *g, size_t new_cap)
+{
+    if (new_cap > SIZE_MAX / sizeof(ks_slot_t))
+        return -1;
+    ks_slot_t *slots = calloc(new_cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    unsigned shift = 64 - ks_log2(new_cap);
+    size_t mask = new_cap - 1;
+    for (size_t i = 0; i < g->cap; i++) {
+        ks_slot_t s = g->slots[i];
+        if (!s.entry)
+            continue;
+        size_t j = ks_home(s.hash, shift);
+        while (slots[j].entry)
+            j = (j + 1) & mask;
+        slots[j] = s;
+    }
+    free(g->slots);
+    self->slot_bytes -= g->cap * sizeof(ks_slot_t);
+    self->slot_bytes += new_cap * sizeof(ks_slot_t);
+    g->slots = slots;
+    g->cap = new_cap;
+    g->shift = shift;
+    return 0;
+}
+
+static inline bool ks_fits(size_t cap, size_t count)
+{
+    return count <= cap - cap / 4;
+}
+
+/* Makes room for `count` entries in g without further growth. */
+static int ks_reserve(eddy_keyed_state_t *self, ks_group_t *g, size_t count)
+{
+    if (g->cap && ks_fits(g->cap, count))
+        return 0;
+    size_t cap = g->cap ? g->cap : KS_MIN_CAPACITY;
+    while (!ks_fits(cap, count)) {
+        if (cap > SIZE_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    return ks_rehash(self, g, cap);
+}
+
+eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_size)
+{
+    if (max_key_groups == 0 || max_key_groups > EDDY_MAX_KEY_GROUPS || value_size > UINT32_MAX)
+        return NULL;
+    eddy_keyed_state_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->groups = calloc(max_key_groups, sizeof *self->groups);
+    if (!self->groups) {
+        free(self);
+        return NULL;
+    }
+    self->max_key_groups = max_key_groups;
+    self->value_size = value_size;
+    self->value_stride = (value_size + 7) & ~(size_t)7;
+    return self;
+}
+
+void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    eddy_keyed_state_t *self = *self_p;
+    for (uint32_t kg = 0; kg < self->max_key_groups; kg++)
+        eddy_keyed_state_drop_group(self, kg);
+    free(self->groups);
+    free(self);
+    *self_p = NULL;
+}
+
+void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                              const void *key, uint32_t key_len, bool *created)
+{
+    if (created)
+        *created = false;
+    if (kg >= self->max_key_groups)
+        return NULL;
+    ks_group_t *g = &self->groups[kg];
+    size_t i = ks_find(self, g, hash, key, key_len);
+    if (i != SIZE_MAX)
+        return ks_value(g->slots[i].entry);
+
+    if (ks_reserve(self, g, g->count + 1) != 0)
+        return NULL;
+    size_t size = ks_entry_size(self, key_len);
+    ks_entry_t *e = malloc(size);
+    if (!e)
+        return NULL;
+    e->key_len = key_len;
+    e->reserved = 0;
+    memset(ks_value(e), 0, self->value_stride);
+    if (key_len)
+        memcpy(ks_key(self, e), key, key_len);
+
+    size_t mask = g->cap - 1;
+    i = ks_home(hash, g->shift);
+    while (g->slots[i].entry)
+        i = (i + 1) & mask;
+    g->slots[i].hash = hash;
+    g->slots[i].entry = e;
+    g->count++;
+    self->keys++;
+    self->entry_bytes += size;
+    if (created)
+        *created = true;
+    return ks_value(e);
+}
+
+void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                           const void *key, uint32_t key_len)
+{
+    if (kg >= self->max_key_groups)
+        return NULL;
+    ks_group_t *g = &self->groups[kg];
+    size_t i = ks_find(self, g, hash, key, key_len);
+    return i == SIZE_MAX ? NULL : ks_value(g->slots[i].entry);
+}
+
+bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
+                             const void *key, uint32_t key_len)
+{
+    if (kg >= self->max_key_groups)
+        return false;
+    ks_group_t *g = &self->groups[kg];
+    size_t i = ks_find(self, g, hash, key, key_len);
+    if (i == SIZE_MAX)
+        return false;
+    ks_entry_t *e = g->slots[i].entry;
+    self->entry_bytes -= ks_entry_size(self, e->key_len);
+    free(e);
+
+    /* Backward-shift: pull later members of the probe run into the hole
+     * when their home slot is not cyclically after the hole. */
+    size_t mask = g->cap - 1;
+    for (size_t j = (i + 1) & mask; g->slots[j].entry; j = (j + 1) & mask) {
+        size_t home = ks_home(g->slots[j].hash, g->shift);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            g->slots[i] = g->slots[j];
+            i = j;
+        }
+    }
+    g->slots[i].entry = NULL;
+    g->slots[i].hash = 0;
+    g->count--;
+    self->keys--;
+    return true;
+}
+
+void eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
+                              eddy_keyed_state_visit_fn visit, void *ctx)
+{
+    if (kg >= self->max_key_groups)
+        return;
+    ks_group_t *g = &self->groups[kg];
+    for (size_t i = 0; i < g->cap; i++) {
+        ks_entry_t *e = g->slots[i].entry;
+        if (e)
+            visit(ctx, ks_key(self, e), e->key_len, ks_value(e));
+    }
+}
+
+void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
+{
+    if (kg >= self->max_key_groups)
+        return;
+    ks_group_t *g = &self->groups[kg];
+    for (size_t i = 0; i < g->cap; i++) {
+        ks_entry_t *e = g->slots[i].entry;
+        if (e) {
+            self->entry_bytes -= ks_entry_size(self, e->key_len);
+            free(e);
+        }
+    }
+    free(g->slots);
+    self->slot_bytes -= g->cap * sizeof(ks_slot_t);
+    self->keys -= g->count;
+    memset(g, 0, sizeof *g);
+}
+
+size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg)
+{
+    return kg < self->max_key_groups ? self->groups[kg].count : 0;
+}
+
+size_t eddy_keyed_state_keys(const eddy_keyed_state_t *self)
+{
+    return self->keys;
+}
+
+size_t eddy_keyed_state_bytes(const eddy_keyed_state_t *self)
+{
+    /* 16 bytes of malloc bookkeeping per entry is glibc's usual overhead. */
+    return sizeof *self + (size_t)self->max_key_groups * sizeof(ks_group_t) + self->slot_bytes +
+           self->entry_bytes + self->keys * 16;
+}
+
+size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self)
+{
+    return self->value_size;
+}
+
+int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, char **out,
+                                 size_t *out_len, eddy_err_t *err)
+{
+    if (!self || !out || !out_len)
+        return eddy_err_set(err, "keyed state: write_group called with a NULL argument");
+    if (kg >= self->max_key_groups)
+        return eddy_err_set(err, "keyed state: key group %u out of range (K = %u)", kg,
+                            self->max_key_groups);
+    const ks_group_t *g = &self->groups[kg];
+    size_t n = g->count;
+    if (n > (UINT32_MAX - 4) / 2)
+        return eddy_err_set(err, "keyed state: key group %u has too many keys (%zu) to serialise",
+                            kg, n);
+
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    /* Pre-size: array header + 4 ints + per entry two bin headers (<= 5 bytes
+     * each), the value and the key. */
+    size_t estimate = 64 + n * (10 + self->value_size);
+    for (size_t i = 0; i < g->cap; i++)
+        if (g->slots[i].entry)
+            estimate += g->slots[i].entry->key_len;
+    sb.data = malloc(estimate);
+    if (!sb.data)
+        return eddy_err_set(err, "keyed state: out of memory serialising key group %u", kg);
+    sb.alloc = estimate;
+
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    int rc = 0;
+    rc |= msgpack_pack_array(&pk, 4 + 2 * n);
+    rc |= msgpack_pack_uint32(&pk, KS_FORMAT_VERSION);
+    rc |= msgpack_pack_uint32(&pk, kg);
+    rc |= msgpack_pack_uint64(&pk, self->value_size);
+    rc |= msgpack_pack_uint64(&pk, n);
+    for (size_t i = 0; i < g->cap && rc == 0; i++) {
+        ks_entry_t *e = g->slots[i].entry;
+        if (!e)
+            continue;
+        rc |= msgpack_pack_bin(&pk, e->key_len);
+        rc |= msgpack_pack_bin_body(&pk, ks_key(self, e), e->key_len);
+        rc |= msgpack_pack_bin(&pk, self->value_size);
+        rc |= msgpack_pack_bin_body(&pk, ks_value(e), self->value_size);
+    }
+    if (rc != 0) {
+        msgpack_sbuffer_destroy(&sb);
+        return eddy_err_set(err, "keyed state: out of memory serialising key group %u", kg);
+    }
+    *out = sb.data;
+    *out_len = sb.size;
+    return 0;
+}
+
+/* --- reading ------------------------------------------------------------ */
+
+typedef struct ks_reader {
+    const char *data;
+    size_t len;
+    size_t off;
+    uint32_t kg;
+    msgpack_unpacked u;
+    eddy_err_t *err;
+} ks_reader_t;
+
+static int ks_fail(ks_reader_t *r, const char *what)
+{
+    return eddy_err_set(r->err, "keyed state: key group %u: %s (at byte %zu of %zu)", r->kg, what,
+                        r->off, r->len);
+}
+
+/* Decodes the next scalar element into r->u.data. Containers are refused
+ * before msgpack sees them (see the file comment). */
+static int ks_next(ks_reader_t *r, const char *what)
+{
+    char msg[160];
+    if (r->off >= r->len) {
+        snprintf(msg, sizeof msg, "truncated before %s", what);
+        return ks_fail(r, msg);
+    }
+    unsigned char b = (unsigned char)r->data[r->off];
+    if ((b >= 0x80 && b <= 0x9f) || (b >= 0xdc && b <= 0xdf)) {
+        snprintf(msg, sizeof msg, "expected %s, found a msgpack array or map", what);
+        return ks_fail(r, msg);
+    }
+    size_t off = r->off;
+    msgpack_unpack_return ret = msgpack_unpack_next(&r->u, r->data, r->len, &off);
+    if (ret == MSGPACK_UNPACK_CONTINUE) {
+        snprintf(msg, sizeof msg, "truncated inside %s", what);
+        return ks_fail(r, msg);
+    }
+    if (ret != MSGPACK_UNPACK_SUCCESS && ret != MSGPACK_UNPACK_EXTRA_BYTES) {
+        snprintf(msg, sizeof msg, "%s while decoding %s",
+                 ret == MSGPACK_UNPACK_NOMEM_ERROR ? "out of memory" : "invalid msgpack", what);
+        return ks_fail(r, msg);
+    }
+    r->off = off;
+    return 0;
+}
+
+static int ks_next_uint(ks_reader_t *r, const char *what, uint64_t *v)
+{
+    size_t at = r->off;
+    if (ks_next(r, what) != 0)
+        return -1;
+    if (r->u.data.type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        char msg[160];
+        r->off = at;
+        snprintf(msg, sizeof msg, "%s is not an unsigned integer (msgpack type %d)", what,
+                 (int)r->u.data.type);
+        return ks_fail(r, msg);
+    }
+    *v = r->u.data.via.u64;
+    return 0;
+}
+
+static int ks_next_bin(ks_reader_t *r, const char *what, const char **ptr, uint32_t *size)
+{
+    size_t at = r->off;
+    if (ks_next(r, what) != 0)
+        return -1;
+    if (r->u.data.type != MSGPACK_OBJECT_BIN) {
+        char msg[160];
+        r->off = at;
+        snprintf(msg, sizeof msg, "%s is not msgpack bin (msgpack type %d)", what,
+                 (int)r->u.data.type);
+        return ks_fail(r, msg);
+    }
+    *ptr = r->u.data.via.bin.ptr;
+    *size = r->u.data.via.bin.size;
+    return 0;
+}
+
+/* Parses the outer array header by hand; returns its element count. */
+static int ks_array_header(ks_reader_t *r, uint64_t *count)
+{
+    const unsigned char *p = (const unsigned char *)r->data;
+    if (r->len == 0)
+        return ks_fail(r, "empty buffer");
+    unsigned char b = p[0];
+    if (b >= 0x90 && b <= 0x9f) {
+        *count = b & 0x0f;
+        r->off = 1;
+    } else if (b == 0xdc) {
+        if (r->len < 3)
+            return ks_fail(r, "truncated array header");
+        *count = ((uint64_t)p[1] << 8) | p[2];
+        r->off = 3;
+    } else if (b == 0xdd) {
+        if (r->len < 5)
+            return ks_fail(r, "truncated array header");
+        *count = ((uint64_t)p[1] << 24) | ((uint64_t)p[2] << 16) | ((uint64_t)p[3] << 8) | p[4];
+        r->off = 5;
+    } else {
+        return ks_fail(r, "not a msgpack array");
+    }
+    return 0;
+}
+
+static int ks_read(eddy_keyed_state_t *self, ks_reader_t *r)
+{
+    char msg[200];
+    uint64_t count = 0, version = 0, kg = 0, value_size = 0, n = 0;
+    if (ks_array_header(r, &count) != 0)
+        return -1;
+    if (count < 4 || (count - 4) % 2 != 0) {
+        snprintf(msg, sizeof msg, "array has %llu elements, expected 4 + 2n",
+                 (unsigned long long)count);
+        return ks_fail(r, msg);
+    }
+    if (ks_next_uint(r, "version", &version) != 0)
+        return -1;
+    if (version != KS_FORMAT_VERSION) {
+        snprintf(msg, sizeof msg, "unsupported format version %llu (expected %u)",
+                 (unsigned long long)version, KS_FORMAT_VERSION);
+        return ks_fail(r, msg);
+    }
+    if (ks_next_uint(r, "key group", &kg) != 0)
+        return -1;
+    if (kg != r->kg) {
+        snprintf(msg, sizeof msg, "data is for key group %llu", (unsigned long long)kg);
+        return ks_fail(r, msg);
+    }
+    if (ks_next_uint(r, "value size", &value_size) != 0)
+        return -1;
+    if (value_size != self->value_size) {
+        snprintf(msg, sizeof msg, "value size is %llu, this state uses %zu",
+                 (unsigned long long)value_size, self->value_size);
+        return ks_fail(r, msg);
+    }
+    if (ks_next_uint(r, "entry count", &n) != 0)
+        return -1;
+    if (n != (count - 4) / 2) {
+        snprintf(msg, sizeof msg, "entry count %llu does not match the array length %llu",
+                 (unsigned long long)n, (unsigned long long)count);
+        return ks_fail(r, msg);
+    }
+    /* Smallest entry: bin8 key header (2) + bin8 value header (2) + value. */
+    if (n > (r->len - r->off) / (4 + self->value_size)) {
+        snprintf(msg, sizeof msg, "truncated: %llu entries cannot fit in the remaining bytes",
+                 (unsigned long long)n);
+        return ks_fail(r, msg);
+    }
+    ks_group_t *g = &self->groups[r->kg];
+    if (ks_reserve(self, g, (size_t)n) != 0)
+        return ks_fail(r, "out of memory");
+
+    for (uint64_t i = 0; i < n; i++) {
+        const char *key, *value;
+        uint32_t key_len, value_len;
+        if (ks_next_bin(r, "key", &key, &key_len) != 0)
+            return -1;
+        size_t key_at = r->off;
+        if (ks_next_bin(r, "value", &value, &value_len) != 0)
+            return -1;
+        if (value_len != self->value_size) {
+            snprintf(msg, sizeof msg, "value %llu has %u bytes, expected %zu",
+                     (unsigned long long)i, value_len, self->value_size);
+            return ks_fail(r, msg);
+        }
+        bool created;
+        void *slot = eddy_keyed_state_upsert(self, r->kg, eddy_key_hash(key, key_len), key,
+                                             key_len, &created);
+        if (!slot)
+            return ks_fail(r, "out of memory");
+        if (!created) {
+            r->off = key_at;
+            snprintf(msg, sizeof msg, "duplicate key (entry %llu)", (unsigned long long)i);
+            return ks_fail(r, msg);
+        }
+        if (value_len)
+            memcpy(slot, value, value_len);
+    }
+    if (r->off != r->len) {
+        snprintf(msg, sizeof msg, "%zu trailing bytes after the last entry", r->len - r->off);
+        return ks_fail(r, msg);
+    }
+    return 0;
+}
+
+int eddy_keyed_state_read_group(eddy_keyed_state_t *self, uint32_t kg, const void *data,
+                                size_t len, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "keyed state: read_group called with a NULL state");
+    if (kg >= self->max_key_groups)
+        return eddy_err_set(err, "keyed state: key group %u out of range (K = %u)", kg,
+                            self->max_key_groups);
+    eddy_keyed_state_drop_group(self, kg);
+    if (!data && len)
+        return eddy_err_set(err, "keyed state: key group %u: NULL data", kg);
+
+    ks_reader_t r = {.data = data, .len = data ? len : 0, .off = 0, .kg = kg, .err = err};
+    msgpack_unpacked_init(&r.u);
+    int rc = ks_read(self, &r);
+    msgpack_unpacked_destroy(&r.u);
+    if (rc != 0)
+        eddy_keyed_state_drop_group(self, kg);
+    return rc;
+}
