@@ -1,0 +1,229 @@
+/* decision_json.c - encode and strictly decode scaling decisions (see
+ * decision_json.h for the format). */
+#include "controller/decision_json.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The rates object's keys, in output order, with where each lives and
+ * whether it must be at most 1 as well as >= 0. */
+typedef struct rate_field {
+    const char *key;
+    size_t offset;
+    int is_fraction_of_one;
+} rate_field_t;
+
+static const rate_field_t RATE_FIELDS[] = {
+    {"target_input_rate", offsetof(eddy_scaling_rates_t, target_input_rate), 0},
+    {"true_rate_per_instance", offsetof(eddy_scaling_rates_t, true_rate_per_instance), 0},
+    {"observed_input_rate", offsetof(eddy_scaling_rates_t, observed_input_rate), 0},
+    {"selectivity", offsetof(eddy_scaling_rates_t, selectivity), 0},
+    {"utilisation", offsetof(eddy_scaling_rates_t, utilisation), 0},
+    {"target_utilisation", offsetof(eddy_scaling_rates_t, target_utilisation), 1},
+    {"projected_utilisation", offsetof(eddy_scaling_rates_t, projected_utilisation), 0},
+};
+#define RATE_FIELD_COUNT (sizeof RATE_FIELDS / sizeof RATE_FIELDS[0])
+
+/* Takes ownership of value; a NULL value (failed allocation) counts as failure. */
+static int set_owned(json_t *obj, const char *key, json_t *value)
+{
+    return value ? json_object_set_new(obj, key, value) : -1;
+}
+
+static json_t *rate_value(double rate)
+{
+    return isfinite(rate) ? json_real(rate) : json_null();
+}
+
+static json_t *rates_to_json(const eddy_scaling_rates_t *rates)
+{
+    json_t *obj = json_object();
+    if (!obj)
+        return NULL;
+    for (size_t i = 0; i < RATE_FIELD_COUNT; i++) {
+        const double *value = (const double *)((const char *)rates + RATE_FIELDS[i].offset);
+        if (set_owned(obj, RATE_FIELDS[i].key, rate_value(*value)) < 0) {
+            json_decref(obj);
+            return NULL;
+        }
+    }
+    return obj;
+}
+
+json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *d, eddy_err_t *err)
+{
+    if (!d) {
+        eddy_err_set(err, "decision json: no decision");
+        return NULL;
+    }
+    json_t *obj = json_object();
+    if (!obj) {
+        eddy_err_set(err, "decision json: out of memory");
+        return NULL;
+    }
+    int failed = 0;
+    failed |= set_owned(obj, "time_ms", json_integer((json_int_t)d->time_ms));
+    failed |= set_owned(obj, "job", json_string(d->job));
+    failed |= set_owned(obj, "operator", json_string(d->operator_name));
+    failed |= set_owned(obj, "old_parallelism", json_integer(d->old_parallelism));
+    failed |= set_owned(obj, "new_parallelism", json_integer(d->new_parallelism));
+    failed |= set_owned(obj, "action", json_string(eddy_scaling_action_name(d->action)));
+    failed |= set_owned(obj, "applied", json_boolean(d->applied));
+    failed |= set_owned(obj, "reason", json_string(d->reason));
+    failed |= set_owned(obj, "rates", rates_to_json(&d->rates));
+    if (failed) {
+        /* json_string() also fails on invalid UTF-8, e.g. a cut-off name. */
+        json_decref(obj);
+        eddy_err_set(err, "decision json: cannot encode decision for operator %.63s "
+                          "(out of memory or invalid UTF-8)",
+                     d->operator_name);
+        return NULL;
+    }
+    return obj;
+}
+
+static const json_t *require_key(const json_t *obj, const char *key, eddy_err_t *err)
+{
+    const json_t *value = json_object_get(obj, key);
+    if (!value)
+        eddy_err_set(err, "decision json: missing key \"%s\"", key);
+    return value;
+}
+
+/* Copies a JSON string of fewer than cap bytes, without embedded NULs. */
+static int decode_string(const json_t *obj, const char *key, char *out, size_t cap,
+                         int allow_empty, eddy_err_t *err)
+{
+    const json_t *value = require_key(obj, key, err);
+    if (!value)
+        return -1;
+    if (!json_is_string(value))
+        return eddy_err_set(err, "decision json: \"%s\" must be a string", key);
+    const char *text = json_string_value(value);
+    size_t len = json_string_length(value);
+    if (strlen(text) != len)
+        return eddy_err_set(err, "decision json: \"%s\" contains a NUL byte", key);
+    if (len >= cap)
+        return eddy_err_set(err, "decision json: \"%s\" longer than %zu bytes", key, cap - 1);
+    if (len == 0 && !allow_empty)
+        return eddy_err_set(err, "decision json: \"%s\" must not be empty", key);
+    memcpy(out, text, len + 1);
+    return 0;
+}
+
+static int decode_parallelism(const json_t *obj, const char *key, uint32_t *out, eddy_err_t *err)
+{
+    const json_t *value = require_key(obj, key, err);
+    if (!value)
+        return -1;
+    if (!json_is_integer(value))
+        return eddy_err_set(err, "decision json: \"%s\" must be an integer", key);
+    json_int_t n = json_integer_value(value);
+    if (n < 1 || n > (json_int_t)UINT32_MAX)
+        return eddy_err_set(err, "decision json: \"%s\" = %lld out of range [1, %u]", key,
+                            (long long)n, UINT32_MAX);
+    *out = (uint32_t)n;
+    return 0;
+}
+
+static int decode_rate(const json_t *rates, const rate_field_t *field, double *out,
+                       eddy_err_t *err)
+{
+    const json_t *value = json_object_get(rates, field->key);
+    if (!value)
+        return eddy_err_set(err, "decision json: missing key \"rates.%s\"", field->key);
+    if (json_is_null(value)) {
+        *out = NAN;
+        return 0;
+    }
+    if (!json_is_number(value))
+        return eddy_err_set(err, "decision json: \"rates.%s\" must be a number or null",
+                            field->key);
+    double number = json_number_value(value);
+    if (!isfinite(number) || number < 0.0 || (field->is_fraction_of_one && number > 1.0))
+        return eddy_err_set(err, "decision json: \"rates.%s\" = %g out of range [0, %s]",
+                            field->key, number, field->is_fraction_of_one ? "1" : "inf");
+    *out = number;
+    return 0;
+}
+
+static int check_action_matches(const eddy_scaling_decision_t *d, eddy_err_t *err)
+{
+    int ok;
+    switch (d->action) {
+    case EDDY_SCALING_SCALE_UP:
+        ok = d->new_parallelism > d->old_parallelism;
+        break;
+    case EDDY_SCALING_SCALE_DOWN:
+        ok = d->new_parallelism < d->old_parallelism;
+        break;
+    default:
+        ok = d->new_parallelism == d->old_parallelism && !d->applied;
+        break;
+    }
+    if (!ok)
+        return eddy_err_set(err,
+                            "decision json: action %s does not fit parallelism %u -> %u%s",
+                            eddy_scaling_action_name(d->action), d->old_parallelism,
+                            d->new_parallelism, d->applied ? " (applied)" : "");
+    return 0;
+}
+
+int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *out,
+                                    eddy_err_t *err)
+{
+    if (!out)
+        return eddy_err_set(err, "decision json: no output decision");
+    if (!json_is_object(obj))
+        return eddy_err_set(err, "decision json: not an object");
+    eddy_scaling_decision_t d;
+    memset(&d, 0, sizeof d);
+
+    const json_t *time_ms = require_key(obj, "time_ms", err);
+    if (!time_ms)
+        return -1;
+    if (!json_is_integer(time_ms) || json_integer_value(time_ms) < 0)
+        return eddy_err_set(err, "decision json: \"time_ms\" must be an integer >= 0");
+    d.time_ms = (int64_t)json_integer_value(time_ms);
+
+    if (decode_string(obj, "job", d.job, sizeof d.job, 1, err) < 0 ||
+        decode_string(obj, "operator", d.operator_name, sizeof d.operator_name, 0, err) < 0 ||
+        decode_string(obj, "reason", d.reason, sizeof d.reason, 1, err) < 0 ||
+        decode_parallelism(obj, "old_parallelism", &d.old_parallelism, err) < 0 ||
+        decode_parallelism(obj, "new_parallelism", &d.new_parallelism, err) < 0)
+        return -1;
+
+    const json_t *action = require_key(obj, "action", err);
+    if (!action)
+        return -1;
+    if (!json_is_string(action) ||
+        eddy_scaling_action_parse(json_string_value(action), &d.action) < 0)
+        return eddy_err_set(err,
+                            "decision json: \"action\" must be \"scale_up\", \"scale_down\" or "
+                            "\"no_change\"");
+
+    const json_t *applied = require_key(obj, "applied", err);
+    if (!applied)
+        return -1;
+    if (!json_is_boolean(applied))
+        return eddy_err_set(err, "decision json: \"applied\" must be true or false");
+    d.applied = json_is_true(applied);
+
+    const json_t *rates = require_key(obj, "rates", err);
+    if (!rates)
+        return -1;
+    if (!json_is_object(rates))
+        return eddy_err_set(err, "decision json: \"rates\" must be an object");
+    for (size_t i = 0; i < RATE_FIELD_COUNT; i++) {
+        double *value = (double *)((char *)&d.rates + RATE_FIELDS[i].offset);
+        if (decode_rate(rates, &RATE_FIELDS[i], value, err) < 0)
+            return -1;
+    }
+
+    if (check_action_matches(&d, err) < 0)
+        return -1;
+    *out = d;
+    return 0;
+}

@@ -1,0 +1,31 @@
+/* decision_json.h - scaling decisions as JSON, for the metadata store and
+ * the HTTP API.
+ *
+ * This file owns the wire form of eddy_scaling_decision_t (policy.h):
+ *   {"time_ms": 1700000000000, "job": "wordcount", "operator": "count",
+ *    "old_parallelism": 1, "new_parallelism": 4, "action": "scale_up",
+ *    "applied": true, "reason": "target 25000 rec/s / ...",
+ *    "rates": {"target_input_rate": 25000, "true_rate_per_instance": 10000,
+ *              "observed_input_rate": 10000, "selectivity": 1,
+ *              "utilisation": 1, "target_utilisation": 0.8,
+ *              "projected_utilisation": 0.625}}
+ * An unknown (NaN) rate is written as null, since JSON has no NaN. Decoding
+ * checks every key's presence, type and range, and that the action agrees
+ * with the two parallelisms, so a corrupt store entry is an error, not a
+ * decision. */
+#ifndef EDDY_CONTROLLER_DECISION_JSON_H
+#define EDDY_CONTROLLER_DECISION_JSON_H
+
+#include <jansson.h>
+
+#include "common/err.h"
+#include "controller/policy.h"
+
+/* Returns a new reference owned by the caller, or NULL on error. */
+json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *decision, eddy_err_t *err);
+
+/* Fills *decision from obj (borrowed). Returns 0, or -1 naming the bad key. */
+int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *decision,
+                                    eddy_err_t *err);
+
+#endif

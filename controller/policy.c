@@ -1,0 +1,486 @@
+/* policy.c - the scaling decision policy (see policy.h for the rules).
+ *
+ * Why the defaults are what they are:
+ *   interval 10 s       long enough for per-window counts to be statistically
+ *                       meaningful at modest rates, short enough to react
+ *                       within a minute; DS2's own evaluation used windows
+ *                       of this order.
+ *   warm-up 30 s        three intervals: a rescale pauses the job, moves key
+ *                       groups and leaves a backlog; the first windows after
+ *                       it show catch-up rates, not steady-state ones.
+ *   cooldown 60 s       twice the warm-up, so an operator is only rescaled
+ *                       again on at least three clean windows of metrics.
+ *   target 0.8          headroom to drain backlog and absorb noise (ds2.h).
+ *   scale-down 0.7      a 0.1 band below the target: scaling down must leave
+ *                       the operator at most 70% busy, so a +-5% wobble
+ *                       around a parallelism boundary cannot flap.
+ *   3 confirmations     a scale-down costs a pause and state movement; a
+ *                       short dip in input should not trigger one.
+ *   [1, 128]            128 = EDDY_DEFAULT_MAX_PARALLELISM: an operator
+ *                       cannot usefully have more instances than key groups. */
+#include "controller/policy.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/keygroup.h"
+
+typedef struct operator_state {
+    char name[EDDY_SCALING_NAME_MAX];
+    bool has_rescaled;
+    int64_t last_rescale_ms;
+    uint32_t down_streak;    /* consecutive evaluations asking for fewer instances */
+    uint32_t down_candidate; /* largest parallelism proposed during the streak */
+    uint32_t down_from;      /* the parallelism the streak started from */
+} operator_state_t;
+
+struct eddy_scaling_policy {
+    eddy_scaling_policy_config_t config; /* config.job points at job below */
+    char job[EDDY_SCALING_NAME_MAX];
+    bool has_evaluated;
+    int64_t last_evaluation_ms;
+    bool has_rescaled;
+    int64_t last_rescale_ms;
+    operator_state_t *operators;
+    size_t operator_count;
+    size_t operator_capacity;
+};
+
+eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void)
+{
+    eddy_scaling_policy_config_t config = {
+        .job = NULL,
+        .interval_ms = 10000,
+        .warmup_ms = 30000,
+        .cooldown_ms = 60000,
+        .target_utilisation = EDDY_DS2_DEFAULT_TARGET_UTILISATION,
+        .scale_down_utilisation = 0.7,
+        .scale_down_confirmations = 3,
+        .min_parallelism = 1,
+        .max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM,
+        .dry_run = false,
+    };
+    return config;
+}
+
+const char *eddy_scaling_action_name(eddy_scaling_action_t action)
+{
+    switch (action) {
+    case EDDY_SCALING_NO_CHANGE:
+        return "no_change";
+    case EDDY_SCALING_SCALE_UP:
+        return "scale_up";
+    case EDDY_SCALING_SCALE_DOWN:
+        return "scale_down";
+    }
+    return "unknown";
+}
+
+int eddy_scaling_action_parse(const char *name, eddy_scaling_action_t *action)
+{
+    static const eddy_scaling_action_t all[] = {EDDY_SCALING_NO_CHANGE, EDDY_SCALING_SCALE_UP,
+                                                EDDY_SCALING_SCALE_DOWN};
+    if (!name)
+        return -1;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, eddy_scaling_action_name(all[i])) == 0) {
+            *action = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int validate_config(const eddy_scaling_policy_config_t *c, eddy_err_t *err)
+{
+    if (c->job && strlen(c->job) >= EDDY_SCALING_NAME_MAX)
+        return eddy_err_set(err, "scaling policy: job name longer than %d bytes",
+                            EDDY_SCALING_NAME_MAX - 1);
+    if (c->interval_ms < 0 || c->warmup_ms < 0 || c->cooldown_ms < 0)
+        return eddy_err_set(err, "scaling policy: interval, warm-up and cooldown must be >= 0");
+    if (!(c->target_utilisation > 0.0 && c->target_utilisation <= 1.0))
+        return eddy_err_set(err, "scaling policy: target utilisation %g must be in (0, 1]",
+                            c->target_utilisation);
+    if (!(c->scale_down_utilisation > 0.0 &&
+          c->scale_down_utilisation <= c->target_utilisation))
+        return eddy_err_set(err,
+                            "scaling policy: scale-down utilisation %g must be in (0, %g] "
+                            "(the target utilisation)",
+                            c->scale_down_utilisation, c->target_utilisation);
+    if (c->scale_down_confirmations < 1)
+        return eddy_err_set(err, "scaling policy: scale-down confirmations must be >= 1");
+    if (c->min_parallelism < 1 || c->max_parallelism < c->min_parallelism)
+        return eddy_err_set(err, "scaling policy: parallelism bounds [%u, %u] need 1 <= min <= max",
+                            c->min_parallelism, c->max_parallelism);
+    return 0;
+}
+
+eddy_scaling_policy_t *eddy_scaling_policy_new(const eddy_scaling_policy_config_t *config,
+                                               eddy_err_t *err)
+{
+    if (!config) {
+        eddy_err_set(err, "scaling policy: no config");
+        return NULL;
+    }
+    if (validate_config(config, err) < 0)
+        return NULL;
+    eddy_scaling_policy_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        eddy_err_set(err, "scaling policy: out of memory");
+        return NULL;
+    }
+    self->config = *config;
+    if (config->job)
+        memcpy(self->job, config->job, strlen(config->job) + 1);
+    self->config.job = self->job;
+    return self;
+}
+
+void eddy_scaling_policy_destroy(eddy_scaling_policy_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->operators);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+static operator_state_t *find_operator(eddy_scaling_policy_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->operator_count; i++) {
+        if (strcmp(self->operators[i].name, name) == 0)
+            return &self->operators[i];
+    }
+    return NULL;
+}
+
+/* Returns the state for name, creating it on first sight; NULL when out of
+ * memory. May move the array: earlier pointers into it become invalid. */
+static operator_state_t *find_or_add_operator(eddy_scaling_policy_t *self, const char *name,
+                                              eddy_err_t *err)
+{
+    operator_state_t *found = find_operator(self, name);
+    if (found)
+        return found;
+    if (self->operator_count == self->operator_capacity) {
+        size_t capacity = self->operator_capacity ? self->operator_capacity * 2 : 8;
+        operator_state_t *grown = realloc(self->operators, capacity * sizeof *grown);
+        if (!grown) {
+            eddy_err_set(err, "scaling policy: out of memory");
+            return NULL;
+        }
+        self->operators = grown;
+        self->operator_capacity = capacity;
+    }
+    operator_state_t *added = &self->operators[self->operator_count++];
+    memset(added, 0, sizeof *added);
+    memcpy(added->name, name, strlen(name) + 1);
+    return added;
+}
+
+static void reset_scale_down_streaks(eddy_scaling_policy_t *self)
+{
+    for (size_t i = 0; i < self->operator_count; i++) {
+        self->operators[i].down_streak = 0;
+        self->operators[i].down_candidate = 0;
+    }
+}
+
+static void record_rescale(eddy_scaling_policy_t *self, operator_state_t *op, int64_t now_ms)
+{
+    if (op) {
+        op->has_rescaled = true;
+        op->last_rescale_ms = now_ms;
+    }
+    self->has_rescaled = true;
+    self->last_rescale_ms = now_ms;
+    reset_scale_down_streaks(self);
+}
+
+int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *operator_name,
+                                     int64_t now_ms, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "scaling policy: no policy");
+    operator_state_t *op = NULL;
+    if (operator_name) {
+        if (strlen(operator_name) >= EDDY_SCALING_NAME_MAX)
+            return eddy_err_set(err, "scaling policy: operator name longer than %d bytes",
+                                EDDY_SCALING_NAME_MAX - 1);
+        op = find_or_add_operator(self, operator_name, err);
+        if (!op)
+            return -1;
+    }
+    record_rescale(self, op, now_ms);
+    return 0;
+}
+
+/* Appends to a fixed-size reason; silently truncates (reasons are for people). */
+static void reason_append(char *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reason_append(char *reason, const char *fmt, ...)
+{
+    size_t used = strnlen(reason, EDDY_SCALING_REASON_MAX - 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason + used, EDDY_SCALING_REASON_MAX - used, fmt, ap);
+    va_end(ap);
+}
+
+/* "target 25000 rec/s / (10000 rec/s per instance x 0.80) = 3.12 -> 4",
+ * plus the clamping when the bounds changed the rounded value. */
+static void reason_append_formula(char *reason, const eddy_ds2_estimate_t *est,
+                                  double utilisation, const eddy_ds2_operator_t *bounds)
+{
+    double exact = est->target_input_rate / (est->true_rate_per_instance * utilisation);
+    uint32_t unclamped = eddy_ds2_parallelism_for(est->target_input_rate,
+                                                  est->true_rate_per_instance, utilisation, 1,
+                                                  UINT32_MAX);
+    uint32_t clamped = eddy_ds2_parallelism_for(est->target_input_rate,
+                                                est->true_rate_per_instance, utilisation,
+                                                bounds->min_parallelism, bounds->max_parallelism);
+    reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %.2f -> %u",
+                  est->target_input_rate, est->true_rate_per_instance, utilisation, exact,
+                  unclamped);
+    if (clamped != unclamped)
+        reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
+                      bounds->min_parallelism, bounds->max_parallelism);
+}
+
+static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *est,
+                       double target_utilisation)
+{
+    d->rates.target_input_rate = est->target_input_rate;
+    d->rates.true_rate_per_instance = est->true_rate_per_instance;
+    d->rates.observed_input_rate = est->observed_input_rate;
+    d->rates.selectivity = est->selectivity;
+    d->rates.utilisation = est->observed_utilisation;
+    d->rates.target_utilisation = target_utilisation;
+    d->rates.projected_utilisation =
+        est->target_input_rate / ((double)d->new_parallelism * est->true_rate_per_instance);
+}
+
+/* Decides what one operator wants, before the timing gates (dry run,
+ * cooldown). Updates the operator's scale-down streak. */
+static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                    const eddy_ds2_estimate_t *est, operator_state_t *state,
+                    eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    uint32_t current = op->parallelism;
+    d->action = EDDY_SCALING_NO_CHANGE;
+    d->new_parallelism = current;
+
+    if (est->status == EDDY_DS2_NO_MEASUREMENT) {
+        state->down_streak = 0;
+        reason_append(d->reason,
+                      "no useful-time measurement in this window; keeping parallelism %u",
+                      current);
+        return;
+    }
+    if (est->status == EDDY_DS2_NO_TARGET) {
+        state->down_streak = 0;
+        reason_append(d->reason,
+                      "target input rate unknown (a source without offered rate, or an "
+                      "upstream without data); keeping parallelism %u",
+                      current);
+        return;
+    }
+
+    uint32_t up_to = est->optimal_parallelism;
+    uint32_t down_to = eddy_ds2_parallelism_for(est->target_input_rate,
+                                                est->true_rate_per_instance,
+                                                c->scale_down_utilisation, op->min_parallelism,
+                                                op->max_parallelism);
+    if (up_to > current) {
+        state->down_streak = 0;
+        d->action = EDDY_SCALING_SCALE_UP;
+        d->new_parallelism = up_to;
+        reason_append_formula(d->reason, est, c->target_utilisation, op);
+        return;
+    }
+    if (down_to < current) {
+        /* A streak is about one starting parallelism; if something else
+         * changed it meanwhile, the earlier proposals no longer apply. */
+        if (state->down_streak > 0 && state->down_from != current)
+            state->down_streak = 0;
+        if (state->down_streak == 0) {
+            state->down_candidate = down_to;
+            state->down_from = current;
+        } else if (down_to > state->down_candidate) {
+            state->down_candidate = down_to;
+        }
+        state->down_streak++;
+        reason_append_formula(d->reason, est, c->scale_down_utilisation, op);
+        reason_append(d->reason, " at scale-down utilisation, below %u for %u/%u intervals",
+                      current, state->down_streak, c->scale_down_confirmations);
+        if (state->down_streak >= c->scale_down_confirmations) {
+            d->action = EDDY_SCALING_SCALE_DOWN;
+            d->new_parallelism = state->down_candidate;
+            if (state->down_candidate != down_to)
+                reason_append(d->reason, "; largest proposal in the streak: %u",
+                              state->down_candidate);
+        } else {
+            reason_append(d->reason, "; waiting before scaling down");
+        }
+        return;
+    }
+    state->down_streak = 0;
+    reason_append_formula(d->reason, est, c->target_utilisation, op);
+    if (up_to == current) {
+        reason_append(d->reason, "; already at %u", current);
+    } else {
+        /* Here min <= up_to < current, so current - 1 >= 1. */
+        double utilisation_one_fewer =
+            est->target_input_rate / ((double)(current - 1) * est->true_rate_per_instance);
+        reason_append(d->reason,
+                      "; keeping %u: %u instances would run at %.2f, above the scale-down "
+                      "utilisation %.2f",
+                      current, current - 1, utilisation_one_fewer, c->scale_down_utilisation);
+    }
+}
+
+static int validate_names(const eddy_ds2_operator_t *operators, size_t count, eddy_err_t *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (!operators[i].name)
+            return eddy_err_set(err, "scaling policy: operator %zu has no name", i);
+        if (strlen(operators[i].name) >= EDDY_SCALING_NAME_MAX)
+            return eddy_err_set(err, "scaling policy: operator name %.32s... longer than %d bytes",
+                                operators[i].name, EDDY_SCALING_NAME_MAX - 1);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(operators[i].name, operators[j].name) == 0)
+                return eddy_err_set(err, "scaling policy: operator name %s appears twice",
+                                    operators[i].name);
+        }
+    }
+    return 0;
+}
+
+/* Copies operators with bounds narrowed to the job-wide ones. */
+static eddy_ds2_operator_t *bounded_copy(const eddy_scaling_policy_t *self,
+                                         const eddy_ds2_operator_t *operators, size_t count,
+                                         eddy_err_t *err)
+{
+    eddy_ds2_operator_t *copy = calloc(count ? count : 1, sizeof *copy);
+    if (!copy) {
+        eddy_err_set(err, "scaling policy: out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        copy[i] = operators[i];
+        if (copy[i].min_parallelism < self->config.min_parallelism)
+            copy[i].min_parallelism = self->config.min_parallelism;
+        if (copy[i].max_parallelism > self->config.max_parallelism)
+            copy[i].max_parallelism = self->config.max_parallelism;
+        if (copy[i].min_parallelism > copy[i].max_parallelism) {
+            eddy_err_set(err,
+                         "scaling policy: operator %s: bounds [%u, %u] do not overlap the "
+                         "job's [%u, %u]",
+                         operators[i].name, operators[i].min_parallelism,
+                         operators[i].max_parallelism, self->config.min_parallelism,
+                         self->config.max_parallelism);
+            free(copy);
+            return NULL;
+        }
+    }
+    return copy;
+}
+
+static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                           int64_t now_ms, eddy_scaling_decision_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->time_ms = now_ms;
+    memcpy(d->job, self->job, sizeof d->job);
+    memcpy(d->operator_name, op->name, strlen(op->name) + 1);
+    d->old_parallelism = op->parallelism;
+    d->new_parallelism = op->parallelism;
+    d->action = EDDY_SCALING_NO_CHANGE;
+    d->applied = false;
+}
+
+int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
+                               const eddy_ds2_operator_t *operators, size_t count,
+                               eddy_scaling_decision_t *decisions, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "scaling policy: no policy");
+    if (count > 0 && (!operators || !decisions))
+        return eddy_err_set(err, "scaling policy: %zu operators but no operator or decision array",
+                            count);
+    if (self->has_evaluated && now_ms - self->last_evaluation_ms < self->config.interval_ms)
+        return 0;
+    if (validate_names(operators, count, err) < 0)
+        return -1;
+
+    eddy_ds2_operator_t *bounded = bounded_copy(self, operators, count, err);
+    if (!bounded)
+        return -1;
+    eddy_ds2_estimate_t *estimates = calloc(count ? count : 1, sizeof *estimates);
+    if (!estimates) {
+        free(bounded);
+        return eddy_err_set(err, "scaling policy: out of memory");
+    }
+    int rc = -1;
+    if (eddy_ds2_estimate(bounded, count, self->config.target_utilisation, estimates, err) < 0) {
+        eddy_err_wrap(err, "scaling policy");
+        goto done;
+    }
+    /* Create every state first: adding may move the array. */
+    for (size_t i = 0; i < count; i++) {
+        if (!find_or_add_operator(self, operators[i].name, err))
+            goto done;
+    }
+
+    const eddy_scaling_policy_config_t *c = &self->config;
+    bool warming_up = self->has_rescaled && now_ms - self->last_rescale_ms < c->warmup_ms;
+    bool any_applied = false;
+    for (size_t i = 0; i < count; i++) {
+        operator_state_t *state = find_operator(self, operators[i].name);
+        eddy_scaling_decision_t *d = &decisions[i];
+        start_decision(self, &bounded[i], now_ms, d);
+
+        if (warming_up) {
+            state->down_streak = 0;
+            reason_append(d->reason,
+                          "warm-up after the rescale at %lld ms: metrics ignored until %lld ms",
+                          (long long)self->last_rescale_ms,
+                          (long long)(self->last_rescale_ms + c->warmup_ms));
+            fill_rates(d, &estimates[i], c->target_utilisation);
+            continue;
+        }
+
+        propose(self, &bounded[i], &estimates[i], state, d);
+        fill_rates(d, &estimates[i], c->target_utilisation);
+        if (d->action == EDDY_SCALING_NO_CHANGE)
+            continue;
+        bool cooling_down =
+            state->has_rescaled && now_ms - state->last_rescale_ms < c->cooldown_ms;
+        if (c->dry_run) {
+            reason_append(d->reason, "; dry run, not applied");
+        } else if (cooling_down) {
+            reason_append(d->reason, "; not applied: cooldown until %lld ms",
+                          (long long)(state->last_rescale_ms + c->cooldown_ms));
+        } else {
+            d->applied = true;
+            any_applied = true;
+        }
+    }
+
+    if (any_applied) {
+        for (size_t i = 0; i < count; i++) {
+            if (decisions[i].applied)
+                record_rescale(self, find_operator(self, operators[i].name), now_ms);
+        }
+    }
+    self->has_evaluated = true;
+    self->last_evaluation_ms = now_ms;
+    rc = 1;
+done:
+    free(estimates);
+    free(bounded);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* policy.h - when to act on DS2: the scaling decision policy of one job.
+ *
+ * This file owns the decision rules around the DS2 model (controller/ds2.h)
+ * and the little state they need: when the job and each operator were last
+ * rescaled, and how many consecutive intervals have asked for a scale-down.
+ * It reads no clock (the caller passes now_ms) and prints nothing, so the
+ * tests can drive it through simulated time.
+ *
+ * One call to eddy_scaling_policy_decide() evaluates every operator at once
+ * and returns one decision per operator, so all operators that need a change
+ * change in the same step. The rules, in order:
+ *   interval   at most one evaluation per interval_ms; earlier calls return 0
+ *              and decide nothing (the caller's metric window should match).
+ *   warm-up    for warmup_ms after any rescale of the job, metrics are not
+ *              trusted (backlog drain, state migration): every operator gets
+ *              "no_change" and scale-down agreement starts over.
+ *   scale-up   as soon as DS2's optimum (at target_utilisation) exceeds the
+ *              current parallelism, to that optimum in one step.
+ *   scale-down only with hysteresis: the parallelism needed at the lower
+ *              scale_down_utilisation must be below the current one, and must
+ *              have been so for scale_down_confirmations consecutive
+ *              evaluations; the new parallelism is the largest of those
+ *              intervals' proposals. The gap between the two utilisations
+ *              is what stops 3 -> 4 -> 3 flapping on noisy measurements.
+ *   cooldown   an operator rescaled less than cooldown_ms ago is not
+ *              rescaled again; the decision still says what DS2 wants, with
+ *              applied = false.
+ *   dry run    decisions are computed and reported but never applied.
+ * A decision with applied = true is assumed to be carried out at now_ms; its
+ * time starts the job's warm-up and the operator's cooldown. Rescales the
+ * policy did not order (manual, job start) are reported with
+ * eddy_scaling_policy_note_rescale(). */
+#ifndef EDDY_CONTROLLER_POLICY_H
+#define EDDY_CONTROLLER_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "controller/ds2.h"
+
+/* Buffer sizes, including the terminating NUL. Longer names are rejected. */
+#define EDDY_SCALING_NAME_MAX 64
+#define EDDY_SCALING_REASON_MAX 256
+
+typedef struct eddy_scaling_policy eddy_scaling_policy_t;
+
+typedef struct eddy_scaling_policy_config {
+    const char *job;                   /* copied; NULL means "" */
+    int64_t interval_ms;               /* >= 0; 0 evaluates on every call */
+    int64_t warmup_ms;                 /* >= 0 */
+    int64_t cooldown_ms;               /* >= 0 */
+    double target_utilisation;         /* (0, 1] */
+    double scale_down_utilisation;     /* (0, target_utilisation] */
+    uint32_t scale_down_confirmations; /* >= 1 */
+    uint32_t min_parallelism;          /* job-wide bounds, intersected with each */
+    uint32_t max_parallelism;          /* operator's own; 1 <= min <= max */
+    bool dry_run;
+} eddy_scaling_policy_config_t;
+
+typedef enum eddy_scaling_action {
+    EDDY_SCALING_NO_CHANGE,
+    EDDY_SCALING_SCALE_UP,
+    EDDY_SCALING_SCALE_DOWN,
+} eddy_scaling_action_t;
+
+/* The numbers a decision was based on. Unknown values are NaN. */
+typedef struct eddy_scaling_rates {
+    double target_input_rate;      /* records/s DS2 says the operator must process */
+    double true_rate_per_instance; /* records/s one instance processes when busy */
+    double observed_input_rate;    /* records/s actually processed in the window */
+    double selectivity;            /* records emitted per record processed */
+    double utilisation;            /* observed: busy fraction of the instances */
+    double target_utilisation;     /* the utilisation the policy provisions for */
+    double projected_utilisation;  /* target_input_rate / (new_parallelism * true rate) */
+} eddy_scaling_rates_t;
+
+typedef struct eddy_scaling_decision {
+    int64_t time_ms;
+    char job[EDDY_SCALING_NAME_MAX];
+    char operator_name[EDDY_SCALING_NAME_MAX];
+    uint32_t old_parallelism;
+    uint32_t new_parallelism; /* what the policy wants; == old for no_change */
+    eddy_scaling_action_t action;
+    bool applied;             /* the change is to be carried out now */
+    char reason[EDDY_SCALING_REASON_MAX];
+    eddy_scaling_rates_t rates;
+} eddy_scaling_decision_t;
+
+/* The defaults (see policy.c for why each value):
+ *   interval 10 s, warm-up 30 s, cooldown 60 s, target utilisation 0.8,
+ *   scale-down utilisation 0.7, 3 confirmations, parallelism [1, 128],
+ *   dry run off. */
+eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void);
+
+/* Returns NULL and fills err on an invalid config or out of memory. */
+eddy_scaling_policy_t *eddy_scaling_policy_new(const eddy_scaling_policy_config_t *config,
+                                               eddy_err_t *err);
+/* Frees *self_p and sets it to NULL; NULL and *NULL are fine. */
+void eddy_scaling_policy_destroy(eddy_scaling_policy_t **self_p);
+
+/* Evaluates operators[0..count) (topological order, as for eddy_ds2_estimate;
+ * operators are matched to earlier calls by name) and writes one decision per
+ * operator to decisions[0..count). Returns 1 when it evaluated, 0 when the
+ * interval has not elapsed since the last evaluation (decisions untouched),
+ * -1 on invalid input (policy state unchanged; the call does not count as an
+ * evaluation) or out of memory. */
+int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
+                               const eddy_ds2_operator_t *operators, size_t count,
+                               eddy_scaling_decision_t *decisions, eddy_err_t *err);
+
+/* Records a rescale the policy did not order: operator_name's cooldown
+ * starts at now_ms, and the job's warm-up in every case. NULL operator_name
+ * means the whole job (e.g. its start or restart): warm-up only. */
+int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *operator_name,
+                                     int64_t now_ms, eddy_err_t *err);
+
+/* "scale_up", "scale_down", "no_change". */
+const char *eddy_scaling_action_name(eddy_scaling_action_t action);
+/* Returns 0 and sets *action for a name above, -1 otherwise. */
+int eddy_scaling_action_parse(const char *name, eddy_scaling_action_t *action);
+
+#endif

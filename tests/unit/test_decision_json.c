@@ -1,0 +1,228 @@
+/* test_decision_json.c - scaling decisions to JSON and back: a round trip
+ * (through text, as the store keeps it), NaN as null, and rejection of
+ * missing keys, wrong types, out-of-range values and inconsistent actions. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/decision_json.h"
+
+static eddy_scaling_decision_t sample_decision(void)
+{
+    eddy_scaling_decision_t d;
+    memset(&d, 0, sizeof d);
+    d.time_ms = 1700000000123;
+    strcpy(d.job, "wordcount");
+    strcpy(d.operator_name, "count");
+    d.old_parallelism = 1;
+    d.new_parallelism = 4;
+    d.action = EDDY_SCALING_SCALE_UP;
+    d.applied = true;
+    strcpy(d.reason, "target 25000 rec/s / (10000 rec/s per instance x 0.80) = 3.12 -> 4");
+    d.rates.target_input_rate = 25000.0;
+    d.rates.true_rate_per_instance = 10000.0;
+    d.rates.observed_input_rate = 9876.5;
+    d.rates.selectivity = 1.0 / 3.0;
+    d.rates.utilisation = 0.99;
+    d.rates.target_utilisation = 0.8;
+    d.rates.projected_utilisation = 0.625;
+    return d;
+}
+
+static json_t *encode(const eddy_scaling_decision_t *d)
+{
+    eddy_err_t err = {{0}};
+    json_t *obj = eddy_scaling_decision_to_json(d, &err);
+    cr_assert_not_null(obj, "encode: %s", err.msg);
+    return obj;
+}
+
+/* Encodes, dumps to text, parses back and decodes. */
+static eddy_scaling_decision_t round_trip(const eddy_scaling_decision_t *d)
+{
+    json_t *obj = encode(d);
+    char *text = json_dumps(obj, JSON_COMPACT);
+    cr_assert_not_null(text);
+    json_decref(obj);
+    json_error_t json_err;
+    json_t *parsed = json_loads(text, 0, &json_err);
+    cr_assert_not_null(parsed, "parse %s: %s", text, json_err.text);
+    free(text);
+    eddy_scaling_decision_t back;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_scaling_decision_from_json(parsed, &back, &err), 0, "decode: %s", err.msg);
+    json_decref(parsed);
+    return back;
+}
+
+Test(decision_json, round_trip_keeps_every_field)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    eddy_scaling_decision_t back = round_trip(&d);
+
+    cr_assert_eq(back.time_ms, d.time_ms);
+    cr_assert_str_eq(back.job, d.job);
+    cr_assert_str_eq(back.operator_name, d.operator_name);
+    cr_assert_eq(back.old_parallelism, d.old_parallelism);
+    cr_assert_eq(back.new_parallelism, d.new_parallelism);
+    cr_assert_eq(back.action, d.action);
+    cr_assert_eq(back.applied, d.applied);
+    cr_assert_str_eq(back.reason, d.reason);
+    /* %.17g keeps doubles exact */
+    cr_assert_eq(back.rates.target_input_rate, d.rates.target_input_rate);
+    cr_assert_eq(back.rates.true_rate_per_instance, d.rates.true_rate_per_instance);
+    cr_assert_eq(back.rates.observed_input_rate, d.rates.observed_input_rate);
+    cr_assert_eq(back.rates.selectivity, d.rates.selectivity);
+    cr_assert_eq(back.rates.utilisation, d.rates.utilisation);
+    cr_assert_eq(back.rates.target_utilisation, d.rates.target_utilisation);
+    cr_assert_eq(back.rates.projected_utilisation, d.rates.projected_utilisation);
+}
+
+Test(decision_json, encodes_the_documented_keys)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    json_t *obj = encode(&d);
+    cr_assert_eq(json_integer_value(json_object_get(obj, "time_ms")), 1700000000123);
+    cr_assert_str_eq(json_string_value(json_object_get(obj, "job")), "wordcount");
+    cr_assert_str_eq(json_string_value(json_object_get(obj, "operator")), "count");
+    cr_assert_eq(json_integer_value(json_object_get(obj, "old_parallelism")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(obj, "new_parallelism")), 4);
+    cr_assert_str_eq(json_string_value(json_object_get(obj, "action")), "scale_up");
+    cr_assert(json_is_true(json_object_get(obj, "applied")));
+    cr_assert_not_null(json_object_get(obj, "reason"));
+    json_t *rates = json_object_get(obj, "rates");
+    cr_assert(json_is_object(rates));
+    const char *keys[] = {"target_input_rate", "true_rate_per_instance", "observed_input_rate",
+                          "selectivity", "utilisation"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        cr_assert(json_is_number(json_object_get(rates, keys[i])), "rates.%s", keys[i]);
+    json_decref(obj);
+}
+
+Test(decision_json, unknown_rates_are_null_and_come_back_as_nan)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    d.action = EDDY_SCALING_NO_CHANGE;
+    d.applied = false;
+    d.new_parallelism = d.old_parallelism;
+    d.rates.true_rate_per_instance = NAN;
+    d.rates.projected_utilisation = NAN;
+    json_t *obj = encode(&d);
+    json_t *rates = json_object_get(obj, "rates");
+    cr_assert(json_is_null(json_object_get(rates, "true_rate_per_instance")));
+    json_decref(obj);
+
+    eddy_scaling_decision_t back = round_trip(&d);
+    cr_assert(isnan(back.rates.true_rate_per_instance));
+    cr_assert(isnan(back.rates.projected_utilisation));
+    cr_assert_eq(back.rates.target_input_rate, 25000.0);
+}
+
+/* Decoding text that is one edit away from a valid decision must fail with
+ * a message naming the problem. */
+static void expect_rejected(void (*mutate)(json_t *obj), const char *expected_in_message)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    json_t *obj = encode(&d);
+    mutate(obj);
+    eddy_scaling_decision_t out;
+    memset(&out, 0x5a, sizeof out);
+    eddy_scaling_decision_t untouched = out;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_scaling_decision_from_json(obj, &out, &err), -1);
+    cr_assert(strstr(err.msg, expected_in_message), "expected \"%s\" in: %s",
+              expected_in_message, err.msg);
+    cr_assert_eq(memcmp(&out, &untouched, sizeof out), 0, "output written on failure");
+    json_decref(obj);
+}
+
+static void drop_operator(json_t *o) { json_object_del(o, "operator"); }
+static void drop_rate(json_t *o) { json_object_del(json_object_get(o, "rates"), "selectivity"); }
+static void time_as_string(json_t *o) { json_object_set_new(o, "time_ms", json_string("now")); }
+static void negative_time(json_t *o) { json_object_set_new(o, "time_ms", json_integer(-5)); }
+static void zero_parallelism(json_t *o)
+{
+    json_object_set_new(o, "old_parallelism", json_integer(0));
+}
+static void huge_parallelism(json_t *o)
+{
+    json_object_set_new(o, "new_parallelism", json_integer(5000000000LL));
+}
+static void real_parallelism(json_t *o)
+{
+    json_object_set_new(o, "new_parallelism", json_real(4.0));
+}
+static void bad_action(json_t *o) { json_object_set_new(o, "action", json_string("sideways")); }
+static void applied_as_int(json_t *o) { json_object_set_new(o, "applied", json_integer(1)); }
+static void action_disagrees(json_t *o)
+{
+    json_object_set_new(o, "action", json_string("scale_down"));
+}
+static void negative_rate(json_t *o)
+{
+    json_object_set_new(json_object_get(o, "rates"), "target_input_rate", json_real(-1.0));
+}
+static void utilisation_above_one(json_t *o)
+{
+    json_object_set_new(json_object_get(o, "rates"), "target_utilisation", json_real(1.5));
+}
+static void rate_as_string(json_t *o)
+{
+    json_object_set_new(json_object_get(o, "rates"), "selectivity", json_string("1"));
+}
+static void rates_not_object(json_t *o) { json_object_set_new(o, "rates", json_array()); }
+static void long_operator(json_t *o)
+{
+    char name[EDDY_SCALING_NAME_MAX + 1];
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    json_object_set_new(o, "operator", json_string(name));
+}
+static void empty_operator(json_t *o) { json_object_set_new(o, "operator", json_string("")); }
+static void nul_in_job(json_t *o) { json_object_set_new(o, "job", json_stringn("a\0b", 3)); }
+
+Test(decision_json, rejects_malformed_decisions)
+{
+    expect_rejected(drop_operator, "missing key \"operator\"");
+    expect_rejected(drop_rate, "rates.selectivity");
+    expect_rejected(time_as_string, "time_ms");
+    expect_rejected(negative_time, "time_ms");
+    expect_rejected(zero_parallelism, "old_parallelism");
+    expect_rejected(huge_parallelism, "new_parallelism");
+    expect_rejected(real_parallelism, "new_parallelism");
+    expect_rejected(bad_action, "action");
+    expect_rejected(applied_as_int, "applied");
+    expect_rejected(action_disagrees, "does not fit");
+    expect_rejected(negative_rate, "target_input_rate");
+    expect_rejected(utilisation_above_one, "target_utilisation");
+    expect_rejected(rate_as_string, "selectivity");
+    expect_rejected(rates_not_object, "rates");
+    expect_rejected(long_operator, "longer than");
+    expect_rejected(empty_operator, "empty");
+    expect_rejected(nul_in_job, "NUL");
+}
+
+Test(decision_json, rejects_non_objects)
+{
+    eddy_scaling_decision_t out;
+    eddy_err_t err = {{0}};
+    json_t *array = json_array();
+    cr_assert_eq(eddy_scaling_decision_from_json(array, &out, &err), -1);
+    cr_assert_eq(eddy_scaling_decision_from_json(NULL, &out, &err), -1);
+    json_decref(array);
+    cr_assert_null(eddy_scaling_decision_to_json(NULL, &err));
+}
+
+Test(decision_json, applied_no_change_is_inconsistent)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    d.action = EDDY_SCALING_NO_CHANGE;
+    d.new_parallelism = d.old_parallelism;
+    d.applied = true;
+    json_t *obj = encode(&d);
+    eddy_scaling_decision_t out;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_scaling_decision_from_json(obj, &out, &err), -1);
+    json_decref(obj);
+}
