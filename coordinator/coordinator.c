@@ -1,0 +1,393 @@
+/* coordinator.c - the coordinator's event loop, sockets, worker registry,
+ * liveness (heartbeat timeouts) and client request dispatch.
+ *
+ * One thread: the control ROUTER, and the HTTP server's descriptors, are
+ * polled together, so every handler sees a consistent view of the state. */
+#include "coordinator/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "common/flags.h"
+#include "common/log.h"
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void send_to(coord_t *c, const unsigned char *identity, size_t identity_len,
+                    const eddy_msg_t *msg)
+{
+    size_t len;
+    char *data = eddy_msg_encode(msg, &len);
+    if (!data)
+        return;
+    if (zmq_send(c->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(c->router, data, len, ZMQ_DONTWAIT);
+    free(data);
+}
+
+void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg)
+{
+    if (w->alive)
+        send_to(c, w->identity, w->identity_len, msg);
+}
+
+void coord_broadcast(coord_t *c, const eddy_msg_t *msg)
+{
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        coord_send_worker(c, w, msg);
+}
+
+void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len, int64_t status,
+                 const char *body)
+{
+    eddy_msg_t m = {.type = EDDY_MSG_REPLY};
+    m.u.reply.status = status;
+    m.u.reply.body = (char *)body;
+    send_to(c, identity, identity_len, &m);
+}
+
+coord_worker_t *coord_find_worker(coord_t *c, uint32_t id)
+{
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        if (w->id == id)
+            return w;
+    return NULL;
+}
+
+uint32_t coord_alive_workers(coord_t *c)
+{
+    uint32_t n = 0;
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        n += w->alive;
+    return n;
+}
+
+static coord_worker_t *worker_by_identity(coord_t *c, const unsigned char *id, size_t len)
+{
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        if (w->alive && w->identity_len == len && !memcmp(w->identity, id, len))
+            return w;
+    return NULL;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+static void on_register(coord_t *c, const unsigned char *identity, size_t identity_len,
+                        const eddy_msg_t *m)
+{
+    coord_worker_t *w = worker_by_identity(c, identity, identity_len);
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w)
+            return;
+        w->id = ++c->next_worker_id;
+        w->next = c->workers;
+        c->workers = w;
+        memcpy(w->identity, identity, identity_len);
+        w->identity_len = identity_len;
+    }
+    snprintf(w->name, sizeof w->name, "%s", m->u.reg.name[0] ? m->u.reg.name : "worker");
+    snprintf(w->endpoint, sizeof w->endpoint, "%s", m->u.reg.data_endpoint);
+    snprintf(w->host, sizeof w->host, "%s", m->u.reg.host);
+    w->pid = m->u.reg.pid;
+    w->alive = true;
+    w->last_seen_ms = eddy_mono_ms();
+    w->registered_wall_ms = eddy_wall_ms();
+    eddy_msg_t reply = {.type = EDDY_MSG_REGISTERED};
+    reply.u.registered.worker_id = w->id;
+    reply.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
+    send_to(c, identity, identity_len, &reply);
+    eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
+              (long long)w->pid, w->endpoint);
+    coord_jobs_on_worker_joined(c);
+}
+
+static void declare_dead(coord_t *c, coord_worker_t *w, const char *why)
+{
+    if (!w->alive)
+        return;
+    w->alive = false;
+    eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
+    coord_jobs_on_worker_lost(c, w);
+}
+
+static void check_liveness(coord_t *c, uint64_t now_ms)
+{
+    for (coord_worker_t *w = c->workers; w; w = w->next) {
+        if (w->alive && now_ms - w->last_seen_ms > c->opts->heartbeat_timeout_ms) {
+            char why[96];
+            snprintf(why, sizeof why, "no heartbeat for %llu ms",
+                     (unsigned long long)(now_ms - w->last_seen_ms));
+            declare_dead(c, w, why);
+        }
+    }
+}
+
+/* ---- client requests ---------------------------------------------------- */
+
+static void reply_json(coord_t *c, const unsigned char *id, size_t len, json_t *doc)
+{
+    char *body = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    coord_reply(c, id, len, 0, body ? body : "{}");
+    free(body);
+    json_decref(doc);
+}
+
+static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const eddy_msg_t *m)
+{
+    const char *verb = m->u.request.verb;
+    uint32_t argc = m->u.request.argc;
+    char **argv = m->u.request.argv;
+    eddy_err_t err = {{0}};
+    if (!strcmp(verb, "status")) {
+        reply_json(c, id, id_len, coord_view_status(c));
+    } else if (!strcmp(verb, "jobs")) {
+        reply_json(c, id, id_len, coord_view_jobs(c));
+    } else if (!strcmp(verb, "scaling")) {
+        reply_json(c, id, id_len, json_incref(c->decisions));
+    } else if (!strcmp(verb, "metrics")) {
+        if (argc != 1) {
+            coord_reply(c, id, id_len, 2, "usage: metrics JOB");
+            return;
+        }
+        json_t *doc = coord_view_operator_metrics(c, argv[0]);
+        if (!doc) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "no job '%s'", argv[0]);
+            coord_reply(c, id, id_len, 1, msg);
+            return;
+        }
+        reply_json(c, id, id_len, doc);
+    } else if (!strcmp(verb, "decision")) {
+        json_error_t jerr;
+        json_t *doc = argc == 1 ? json_loads(argv[0], 0, &jerr) : NULL;
+        if (!doc || !json_is_object(doc)) {
+            json_decref(doc);
+            coord_reply(c, id, id_len, 2, "decision: expected one JSON object");
+            return;
+        }
+        coord_record_decision(c, doc);
+        coord_reply(c, id, id_len, 0, "recorded");
+    } else if (!strcmp(verb, "rescale")) {
+        uint64_t p;
+        if (argc != 3 || eddy_parse_uint(argv[2], &p) < 0 || p > UINT32_MAX) {
+            coord_reply(c, id, id_len, 2, "usage: rescale JOB OPERATOR PARALLELISM");
+            return;
+        }
+        if (coord_job_rescale(c, argv[0], argv[1], (uint32_t)p, id, id_len, &err) < 0)
+            coord_reply(c, id, id_len, 1, err.msg);
+    } else if (!strcmp(verb, "submit")) {
+        if (argc < 1) {
+            coord_reply(c, id, id_len, 2, "usage: submit JOB [job flags]");
+            return;
+        }
+        coord_job_t *j = coord_job_submit(c, argv[0], (int)argc - 1, argv + 1, &err);
+        if (!j) {
+            coord_reply(c, id, id_len, 2, err.msg);
+            return;
+        }
+        char body[128];
+        snprintf(body, sizeof body, "%s", j->id);
+        coord_reply(c, id, id_len, 0, body);
+    } else if (!strcmp(verb, "cancel")) {
+        if (argc != 1) {
+            coord_reply(c, id, id_len, 2, "usage: cancel JOB");
+            return;
+        }
+        if (coord_job_cancel(c, argv[0], &err) < 0)
+            coord_reply(c, id, id_len, 1, err.msg);
+        else
+            coord_reply(c, id, id_len, 0, "cancelled");
+    } else {
+        char msg[128];
+        snprintf(msg, sizeof msg, "unknown request '%s'", verb);
+        coord_reply(c, id, id_len, 2, msg);
+    }
+}
+
+/* ---- loop --------------------------------------------------------------- */
+
+static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
+                           size_t len)
+{
+    eddy_msg_t m;
+    eddy_err_t err;
+    if (eddy_msg_decode(data, len, &m, &err) < 0) {
+        eddy_warn("dropping control message: %s", err.msg);
+        return;
+    }
+    coord_worker_t *w = NULL;
+    if (m.type != EDDY_MSG_REGISTER && m.type != EDDY_MSG_REQUEST) {
+        w = worker_by_identity(c, id, id_len);
+        if (!w) {
+            /* A worker we declared dead (or never knew) must register again. */
+            eddy_msg_t again = {.type = EDDY_MSG_REGISTERED};
+            snprintf(again.u.registered.error, sizeof again.u.registered.error,
+                     "unknown worker; register again");
+            if (m.type == EDDY_MSG_HEARTBEAT)
+                send_to(c, id, id_len, &again);
+            eddy_msg_clear(&m);
+            return;
+        }
+        w->last_seen_ms = eddy_mono_ms();
+    }
+    switch (m.type) {
+    case EDDY_MSG_REGISTER:
+        on_register(c, id, id_len, &m);
+        break;
+    case EDDY_MSG_HEARTBEAT:
+        free(w->metrics);
+        w->metrics = m.u.heartbeat.tasks;
+        w->n_metrics = m.u.heartbeat.n_tasks;
+        m.u.heartbeat.tasks = NULL;
+        break;
+    case EDDY_MSG_DEPLOYED:
+        coord_job_on_deployed(c, &m);
+        break;
+    case EDDY_MSG_ACK:
+        coord_job_on_ack(c, &m);
+        break;
+    case EDDY_MSG_TASK_DONE:
+        coord_job_on_task_done(c, &m);
+        break;
+    case EDDY_MSG_TASK_FAILED:
+        coord_job_on_task_failed(c, &m);
+        break;
+    case EDDY_MSG_REQUEST:
+        on_request(c, id, id_len, &m);
+        break;
+    default:
+        eddy_warn("unexpected %s message", eddy_msg_type_name(m.type));
+    }
+    eddy_msg_clear(&m);
+}
+
+static void drain_router(coord_t *c)
+{
+    for (int n = 0; n < 1000; n++) {
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, c->router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&id);
+            return;
+        }
+        int more = zmq_msg_more(&id);
+        zmq_msg_init(&body);
+        if (more && zmq_msg_recv(&body, c->router, 0) >= 0) {
+            while (zmq_msg_more(&body)) { /* extra frames: skip them */
+                zmq_msg_t extra;
+                zmq_msg_init(&extra);
+                zmq_msg_recv(&extra, c->router, 0);
+                zmq_msg_close(&extra);
+            }
+            if (zmq_msg_size(&id) <= COORD_MAX_IDENTITY)
+                handle_message(c, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
+                               zmq_msg_size(&body));
+        }
+        zmq_msg_close(&body);
+        zmq_msg_close(&id);
+    }
+}
+
+static void free_coord(coord_t *c)
+{
+    while (c->jobs) {
+        coord_job_t *j = c->jobs;
+        c->jobs = j->next;
+        coord_job_free(j);
+    }
+    while (c->workers) {
+        coord_worker_t *w = c->workers;
+        c->workers = w->next;
+        free(w->metrics);
+        free(w);
+    }
+    json_decref(c->decisions);
+    eddy_http_destroy(&c->http);
+    eddy_metastore_destroy(&c->meta);
+    eddy_snapshot_store_destroy(&c->store);
+    if (c->router)
+        zmq_close(c->router);
+    if (c->zctx)
+        zmq_ctx_term(c->zctx);
+}
+
+int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
+                         eddy_err_t *err)
+{
+    coord_t c = {0};
+    c.opts = opts;
+    c.started_ms = eddy_mono_ms();
+    c.decisions = json_array();
+    int rc = -1;
+    c.meta = eddy_metastore_open(opts->metastore, err);
+    if (!c.meta) {
+        eddy_err_wrap(err, "metadata store");
+        goto out;
+    }
+    c.store = eddy_snapshot_store_new(opts->snapshot_dir, err);
+    if (!c.store) {
+        eddy_err_wrap(err, "snapshot store");
+        goto out;
+    }
+    c.zctx = zmq_ctx_new();
+    c.router = zmq_socket(c.zctx, ZMQ_ROUTER);
+    int linger = 500, zero = 0, mandatory = 1;
+    zmq_setsockopt(c.router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(c.router, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(c.router, ZMQ_RCVHWM, &zero, sizeof zero);
+    zmq_setsockopt(c.router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
+    if (zmq_bind(c.router, opts->bind) != 0) {
+        eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
+        goto out;
+    }
+    if (opts->http_port) {
+        c.http = eddy_http_new(opts->http_host, opts->http_port, coord_http_handler, &c, err);
+        if (!c.http)
+            goto out;
+    }
+    eddy_info("listening on %s, HTTP on %s:%u, metadata store %s, snapshots in %s", opts->bind,
+              opts->http_host ? opts->http_host : "0.0.0.0", opts->http_port,
+              eddy_metastore_url(c.meta), opts->snapshot_dir);
+    coord_jobs_restore_from_store(&c);
+
+    while (!*stop) {
+        zmq_pollitem_t items[64];
+        items[0] = (zmq_pollitem_t){c.router, 0, ZMQ_POLLIN, 0};
+        int n = 1 + eddy_http_pollitems(c.http, items + 1, 63);
+        long timeout = 20;
+        long ht = eddy_http_timeout_ms(c.http);
+        if (ht >= 0 && ht < timeout)
+            timeout = ht;
+        if (zmq_poll(items, n, timeout) < 0 && errno != EINTR) {
+            eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
+            goto out;
+        }
+        drain_router(&c);
+        eddy_http_run(c.http);
+        uint64_t now = eddy_mono_ms();
+        check_liveness(&c, now);
+        if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
+            c.submitted = true;
+            eddy_err_t serr = {{0}};
+            if (!coord_job_submit(&c, opts->submit_job, opts->submit_argc, opts->submit_argv, &serr)) {
+                eddy_err_set(err, "%s", serr.msg);
+                goto out;
+            }
+        }
+        coord_jobs_tick(&c, now);
+        if (opts->exit_when_done && c.submitted && coord_all_jobs_ended(&c)) {
+            /* let RELEASE messages leave before the socket closes */
+            drain_router(&c);
+            break;
+        }
+    }
+    rc = c.any_failed ? 1 : 0;
+out:
+    free_coord(&c);
+    return rc;
+}

@@ -1,0 +1,39 @@
+/* coordinator.h - the coordinator process: registry of workers, jobs and
+ * their placement, and the protocols that change them (deploy, checkpoint,
+ * rescale, recovery), served on a ZeroMQ ROUTER control socket plus an HTTP
+ * endpoint for metrics and the REST API. */
+#ifndef EDDY_COORDINATOR_COORDINATOR_H
+#define EDDY_COORDINATOR_COORDINATOR_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+typedef struct eddy_coordinator_options {
+    const char *bind;                /* control socket, e.g. tcp://0.0.0.0:7600 */
+    const char *http_host;           /* HTTP bind address */
+    uint16_t http_port;              /* 0 disables HTTP */
+    const char *metastore;           /* URL or path of the metadata store */
+    const char *snapshot_dir;        /* shared snapshot store root */
+    uint32_t heartbeat_ms;           /* interval workers are told to use */
+    uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */
+    uint32_t checkpoint_interval_ms; /* 0 disables periodic checkpoints */
+    uint32_t checkpoint_timeout_ms;
+    /* eddy local: submit this job once min_workers registered, exit when done. */
+    const char *submit_job;
+    int submit_argc;
+    char **submit_argv;
+    uint32_t min_workers;
+    bool exit_when_done;
+    bool progress;                   /* print progress lines to stderr */
+} eddy_coordinator_options_t;
+
+/* Runs until *stop is set, or (exit_when_done) every job has ended.
+ * Returns 0 when all jobs finished (or on stop), 1 when a job failed,
+ * -1 with err when it could not start. */
+int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
+                         eddy_err_t *err);
+
+#endif
