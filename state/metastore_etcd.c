@@ -1,0 +1,585 @@
+/* metastore_etcd.c - the etcd metastore backend: etcd v3 through its JSON
+ * gateway, with libcurl for HTTP and jansson for JSON (see metastore.h).
+ *
+ * Why the gateway: it needs no gRPC/protobuf stack, only POSTs of small
+ * JSON documents, and libcurl gives hard timeouts, so an unreachable or
+ * stuck etcd is an error naming the URL after at most the request timeout,
+ * never a hang.
+ *
+ * Protocol, as etcd 3.4 speaks it (POST, JSON body, bytes as base64):
+ *   put          /v3/kv/put         {"key": K, "value": V}
+ *   get          /v3/kv/range       {"key": K}
+ *   list prefix  /v3/kv/range       {"key": P, "range_end": P with its last
+ *                                    byte incremented}; P = "" becomes the
+ *                                    whole key space ("\0" .. "\0")
+ *   delete       /v3/kv/deleterange {"key": K}
+ * The gateway leaves out fields that have their default value: "kvs" when
+ * nothing matched and "value" when the value is empty. Errors come back as a
+ * non-200 status with {"error", "message", "code"}. open() probes with a
+ * count-only range; when /v3/ answers 404 it falls back to /v3beta/ (etcd
+ * 3.3). Everything decoded is checked: status, JSON shape, base64, and that
+ * returned keys are the ones asked for.
+ *
+ * One curl easy handle per store, reused for keep-alive; metastore.c
+ * serializes calls. curl_global_init/cleanup are reference counted across
+ * open stores (libcurl counts too), so the last destroy releases libcurl's
+ * globals and leak checkers stay quiet. Proxies from the environment are
+ * ignored on purpose: etcd is reached directly. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/metastore_backend.h"
+
+#define CONNECT_TIMEOUT_MS 1000L
+#define MAX_RESPONSE_BYTES (256u * 1024u * 1024u)
+#define PROBE_KEY "/eddy/.probe"
+
+typedef struct {
+    char *base;    /* "http://host:port" */
+    char *display; /* URL as the user gave it, for messages */
+    const char *api; /* "/v3" or "/v3beta" */
+    CURL *curl;
+    struct curl_slist *headers;
+    char curl_err[CURL_ERROR_SIZE];
+} etcd_store_t;
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int too_big;
+} buf_t;
+
+/* ---- libcurl globals ----------------------------------------------------- */
+
+static pthread_mutex_t curl_users_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long curl_users;
+
+static int curl_acquire(eddy_err_t *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&curl_users_lock);
+    if (curl_users == 0) {
+        CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (c != CURLE_OK)
+            rc = eddy_err_set(err, "curl_global_init: %s", curl_easy_strerror(c));
+    }
+    if (rc == 0)
+        curl_users++;
+    pthread_mutex_unlock(&curl_users_lock);
+    return rc;
+}
+
+static void curl_release(void)
+{
+    pthread_mutex_lock(&curl_users_lock);
+    if (curl_users > 0 && --curl_users == 0)
+        curl_global_cleanup();
+    pthread_mutex_unlock(&curl_users_lock);
+}
+
+/* ---- base64 (RFC 4648, standard alphabet, padded: what Go's JSON uses) ---- */
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Returns a malloc'd NUL-terminated encoding, NULL when out of memory. */
+static char *b64_encode(const unsigned char *in, size_t len)
+{
+    if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
+        return NULL;
+    size_t olen = (len + 2) / 3 * 4;
+    char *out = malloc(olen + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64_alphabet[v >> 18 & 63];
+        out[o++] = b64_alphabet[v >> 12 & 63];
+        out[o++] = b64_alphabet[v >> 6 & 63];
+        out[o++] = b64_alphabet[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = b64_alphabet[v >> 18 & 63];
+        out[o++] = b64_alphabet[v >> 12 & 63];
+        out[o++] = '=';
+        out[o++] = '=';
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = b64_alphabet[v >> 18 & 63];
+        out[o++] = b64_alphabet[v >> 12 & 63];
+        out[o++] = b64_alphabet[v >> 6 & 63];
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Strict decode into a malloc'd buffer with a trailing NUL (not counted in
+ * *out_len). Returns 0, -1 on malformed input (*out NULL), -2 when out of
+ * memory. */
+static int b64_decode(const char *in, size_t len, char **out, size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (len % 4 != 0)
+        return -1;
+    size_t pad = 0;
+    if (len >= 4 && in[len - 1] == '=')
+        pad = in[len - 2] == '=' ? 2 : 1;
+    size_t olen = len / 4 * 3 - pad;
+    unsigned char *buf = malloc(olen + 1);
+    if (!buf)
+        return -2;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        int last = i + 4 == len;
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            unsigned char c = (unsigned char)in[i + (size_t)k];
+            if (c == '=' && last && (size_t)k >= 4 - pad) {
+                v[k] = 0;
+                continue;
+            }
+            v[k] = b64_value(c);
+            if (v[k] < 0) {
+                free(buf);
+                return -1;
+            }
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+                     (uint32_t)v[3];
+        size_t take = last ? 3 - pad : 3;
+        /* Non-canonical padding (leftover bits set) is malformed. */
+        if (last && ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))) {
+            free(buf);
+            return -1;
+        }
+        if (take > 0)
+            buf[o++] = (unsigned char)(w >> 16);
+        if (take > 1)
+            buf[o++] = (unsigned char)(w >> 8);
+        if (take > 2)
+            buf[o++] = (unsigned char)w;
+    }
+    buf[o] = '\0';
+    *out = (char *)buf;
+    *out_len = o;
+    return 0;
+}
+
+/* ---- HTTP + JSON --------------------------------------------------------- */
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    buf_t *b = userdata;
+    size_t n = size * nmemb;
+    if (n > MAX_RESPONSE_BYTES - b->len) {
+        b->too_big = 1;
+        return 0; /* aborts the transfer */
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t ncap = b->cap ? b->cap : 4096;
+        while (ncap < b->len + n + 1)
+            ncap *= 2;
+        char *nd = realloc(b->data, ncap);
+        if (!nd)
+            return 0;
+        b->data = nd;
+        b->cap = ncap;
+    }
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* Result of one request, so open() can tell "unreachable" and "no such
+ * endpoint" from other failures. */
+typedef enum { REQ_OK, REQ_TRANSPORT, REQ_NOT_FOUND, REQ_FAILED } req_status_t;
+
+/* POSTs body to api + path and returns the parsed JSON object of a 200
+ * answer in *resp. Fills err with the cause on any failure. */
+static req_status_t request(etcd_store_t *es, const char *api, const char *path, json_t *body,
+                            json_t **resp, eddy_err_t *err)
+{
+    *resp = NULL;
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (!text) {
+        eddy_err_set(err, "out of memory encoding the request");
+        return REQ_FAILED;
+    }
+    size_t ulen = strlen(es->base) + strlen(api) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url) {
+        free(text);
+        eddy_err_set(err, "out of memory");
+        return REQ_FAILED;
+    }
+    snprintf(url, ulen, "%s%s%s", es->base, api, path);
+
+    buf_t b = {0};
+    es->curl_err[0] = '\0';
+    curl_easy_setopt(es->curl, CURLOPT_URL, url);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, &b);
+    CURLcode c = curl_easy_perform(es->curl);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, NULL);
+    free(text);
+    free(url);
+
+    req_status_t st = REQ_FAILED;
+    long status = 0;
+    if (c != CURLE_OK) {
+        if (b.too_big)
+            eddy_err_set(err, "answer larger than %u bytes", MAX_RESPONSE_BYTES);
+        else if (es->curl_err[0] && strstr(es->curl_err, curl_easy_strerror(c)))
+            eddy_err_set(err, "%s", es->curl_err); /* already says it, with details */
+        else if (es->curl_err[0])
+            eddy_err_set(err, "%s (%s)", curl_easy_strerror(c), es->curl_err);
+        else
+            eddy_err_set(err, "%s", curl_easy_strerror(c));
+        st = c == CURLE_WRITE_ERROR ? REQ_FAILED : REQ_TRANSPORT;
+        goto out;
+    }
+    curl_easy_getinfo(es->curl, CURLINFO_RESPONSE_CODE, &status);
+    json_error_t jerr;
+    json_t *j = b.len ? json_loadb(b.data, b.len, 0, &jerr) : NULL;
+    if (status != 200) {
+        json_t *m = json_is_object(j) ? json_object_get(j, "message") : NULL;
+        if (!json_is_string(m) && json_is_object(j))
+            m = json_object_get(j, "error");
+        if (json_is_string(m))
+            eddy_err_set(err, "HTTP %ld: %s", status, json_string_value(m));
+        else
+            eddy_err_set(err, "HTTP %ld from %s%s", status, api, path);
+        json_decref(j);
+        st = status == 404 ? REQ_NOT_FOUND : REQ_FAILED;
+        goto out;
+    }
+    if (!j) {
+        eddy_err_set(err, "answer from %s%s is not JSON: %s", api, path,
+                     b.len ? jerr.text : "empty body");
+        goto out;
+    }
+    if (!json_is_object(j) || !json_is_object(json_object_get(j, "header"))) {
+        json_decref(j);
+        eddy_err_set(err, "answer from %s%s is not an etcd response (no \"header\")", api,
+                     path);
+        goto out;
+    }
+    *resp = j;
+    st = REQ_OK;
+out:
+    free(b.data);
+    return st;
+}
+
+/* {"key": b64(key)} plus, when given, "range_end"/"value" and "count_only". */
+static json_t *make_body(const char *key, size_t key_len, const char *second_name,
+                         const void *second, size_t second_len, int count_only)
+{
+    json_t *o = json_object();
+    char *k = b64_encode((const unsigned char *)key, key_len);
+    char *v = second_name ? b64_encode(second, second_len) : NULL;
+    if (!o || !k || (second_name && !v) ||
+        json_object_set_new(o, "key", json_string(k)) < 0 ||
+        (second_name && json_object_set_new(o, second_name, json_string(v)) < 0) ||
+        (count_only && json_object_set_new(o, "count_only", json_true()) < 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    free(k);
+    free(v);
+    return o;
+}
+
+/* One request with the store's api prefix; wraps everything but OK. */
+static int call(etcd_store_t *es, const char *path, json_t *body, json_t **resp,
+                eddy_err_t *err)
+{
+    if (!body)
+        return eddy_err_set(err, "out of memory encoding the request");
+    req_status_t st = request(es, es->api, path, body, resp, err);
+    json_decref(body);
+    return st == REQ_OK ? 0 : -1;
+}
+
+/* Decodes the base64 string field name of kv (absent = empty when
+ * optional). Returns 0, or -1 with err. */
+static int decode_field(json_t *kv, const char *name, int optional, char **out, size_t *len,
+                        eddy_err_t *err)
+{
+    json_t *f = json_object_get(kv, name);
+    if (!f && optional) {
+        *out = calloc(1, 1);
+        *len = 0;
+        return *out ? 0 : eddy_err_set(err, "out of memory");
+    }
+    if (!json_is_string(f))
+        return eddy_err_set(err, "malformed range answer: \"%s\" is not a string", name);
+    int rc = b64_decode(json_string_value(f), json_string_length(f), out, len);
+    if (rc == -2)
+        return eddy_err_set(err, "out of memory decoding \"%s\"", name);
+    if (rc < 0)
+        return eddy_err_set(err, "malformed range answer: \"%s\" is not base64", name);
+    return 0;
+}
+
+/* The "kvs" array of a range answer (NULL when absent, i.e. no match). */
+static int get_kvs(json_t *resp, json_t **kvs, eddy_err_t *err)
+{
+    *kvs = json_object_get(resp, "kvs");
+    if (*kvs && !json_is_array(*kvs))
+        return eddy_err_set(err, "malformed range answer: \"kvs\" is not an array");
+    json_t *more = json_object_get(resp, "more");
+    if (json_is_true(more))
+        return eddy_err_set(err, "range answer is incomplete (\"more\": true)");
+    return 0;
+}
+
+/* ---- backend operations -------------------------------------------------- */
+
+static void etcd_destroy(void **impl_p)
+{
+    etcd_store_t *es = *impl_p;
+    if (!es)
+        return;
+    if (es->curl)
+        curl_easy_cleanup(es->curl);
+    curl_slist_free_all(es->headers);
+    free(es->base);
+    free(es->display);
+    free(es);
+    *impl_p = NULL;
+    curl_release();
+}
+
+void *eddy_metastore_etcd_open(const char *base_url, const char *display, long timeout_ms,
+                               eddy_err_t *err)
+{
+    if (curl_acquire(err) < 0)
+        return NULL;
+    etcd_store_t *es = calloc(1, sizeof *es);
+    if (!es) {
+        curl_release();
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    void *impl = es;
+    es->base = strdup(base_url);
+    es->display = strdup(display);
+    es->curl = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (h) {
+        es->headers = h;
+        /* no "Expect: 100-continue" round trip for bodies over 1 KiB */
+        h = curl_slist_append(es->headers, "Expect:");
+    }
+    if (!es->base || !es->display || !es->curl || !h) {
+        etcd_destroy(&impl);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    es->headers = h;
+    CURL *c = es->curl;
+    int bad = 0;
+    bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                            timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS) !=
+           CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, es->headers) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, es->curl_err) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK;
+    if (bad) {
+        etcd_destroy(&impl);
+        eddy_err_set(err, "etcd at %s: cannot configure libcurl", display);
+        return NULL;
+    }
+
+    /* Probe: a count-only range proves the gateway is there and the cluster
+     * answers reads (a linearizable range needs a leader). */
+    static const char *const apis[] = {"/v3", "/v3beta"};
+    for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
+        json_t *body = make_body(PROBE_KEY, strlen(PROBE_KEY), NULL, NULL, 0, 1);
+        if (!body) {
+            etcd_destroy(&impl);
+            eddy_err_set(err, "out of memory");
+            return NULL;
+        }
+        json_t *resp;
+        req_status_t st = request(es, apis[i], "/kv/range", body, &resp, err);
+        json_decref(body);
+        json_decref(resp);
+        if (st == REQ_OK) {
+            es->api = apis[i];
+            return es;
+        }
+        if (st == REQ_TRANSPORT)
+            eddy_err_wrap(err, "etcd at %s is unreachable", display);
+        else if (st == REQ_NOT_FOUND && i + 1 < sizeof apis / sizeof apis[0])
+            continue;
+        else if (st == REQ_NOT_FOUND)
+            eddy_err_set(err, "etcd at %s does not serve the v3 JSON gateway (HTTP 404 at "
+                         "/v3/kv/range and /v3beta/kv/range)", display);
+        else
+            eddy_err_wrap(err, "etcd at %s failed the probe request", display);
+        break;
+    }
+    etcd_destroy(&impl);
+    return NULL;
+}
+
+static int etcd_put(void *impl, const char *key, const void *value, size_t len,
+                    eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp;
+    if (call(es, "/kv/put", make_body(key, strlen(key), "value", value, len, 0), &resp, err) <
+        0)
+        return -1;
+    json_decref(resp);
+    return 0;
+}
+
+static int etcd_get(void *impl, const char *key, char **value, size_t *len, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp, *kvs;
+    size_t klen = strlen(key);
+    if (call(es, "/kv/range", make_body(key, klen, NULL, NULL, 0, 0), &resp, err) < 0)
+        return -1;
+    int rc = get_kvs(resp, &kvs, err);
+    if (rc == 0 && json_array_size(kvs) > 1)
+        rc = eddy_err_set(err, "range answer has %zu keys for one key", json_array_size(kvs));
+    if (rc < 0 || json_array_size(kvs) == 0) {
+        json_decref(resp);
+        return rc;
+    }
+    json_t *kv = json_array_get(kvs, 0);
+    char *got = NULL;
+    size_t got_len = 0;
+    if (!json_is_object(kv))
+        rc = eddy_err_set(err, "malformed range answer: kvs[0] is not an object");
+    else if (decode_field(kv, "key", 0, &got, &got_len, err) < 0)
+        rc = -1;
+    else if (got_len != klen || memcmp(got, key, klen) != 0)
+        rc = eddy_err_set(err, "range answer is for another key");
+    else if (decode_field(kv, "value", 1, value, len, err) < 0)
+        rc = -1;
+    else
+        rc = 1;
+    free(got);
+    json_decref(resp);
+    return rc;
+}
+
+static int etcd_del(void *impl, const char *key, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp;
+    if (call(es, "/kv/deleterange", make_body(key, strlen(key), NULL, NULL, 0, 0), &resp,
+             err) < 0)
+        return -1;
+    json_decref(resp);
+    return 0;
+}
+
+static int etcd_list(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    size_t plen = strlen(prefix);
+    /* range_end: the prefix with its last byte below 0xff incremented and
+     * the rest dropped; "\0" (with key "\0" for the empty prefix) means "to
+     * the end of the key space". */
+    char *end = malloc(plen + 1);
+    if (!end)
+        return eddy_err_set(err, "out of memory");
+    size_t elen = plen;
+    memcpy(end, prefix, plen);
+    while (elen > 0 && (unsigned char)end[elen - 1] == 0xff)
+        elen--;
+    if (elen > 0)
+        end[elen - 1] = (char)((unsigned char)end[elen - 1] + 1);
+    else
+        end[elen++] = '\0';
+    json_t *body = plen ? make_body(prefix, plen, "range_end", end, elen, 0)
+                        : make_body("", 1, "range_end", "", 1, 0);
+    free(end);
+    json_t *resp, *kvs;
+    if (call(es, "/kv/range", body, &resp, err) < 0)
+        return -1;
+    int rc = get_kvs(resp, &kvs, err);
+    size_t cap = 0;
+    for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
+        json_t *kv = json_array_get(kvs, i);
+        char *key = NULL, *value = NULL;
+        size_t klen, vlen;
+        if (!json_is_object(kv)) {
+            rc = eddy_err_set(err, "malformed range answer: kvs[%zu] is not an object", i);
+            break;
+        }
+        if (decode_field(kv, "key", 0, &key, &klen, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (klen < plen || memcmp(key, prefix, plen) != 0) {
+            free(key);
+            rc = eddy_err_set(err, "range answer has a key outside the prefix");
+            break;
+        }
+        int foreign = klen == 0;
+        for (size_t k = 0; k < klen; k++)
+            foreign |= (unsigned char)key[k] < 0x20 || (unsigned char)key[k] > 0x7e;
+        if (foreign) { /* not an eddy key (binary, written by another tool): skip */
+            free(key);
+            continue;
+        }
+        if (decode_field(kv, "value", 1, &value, &vlen, err) < 0) {
+            free(key);
+            rc = -1;
+            break;
+        }
+        rc = eddy_kv_list_push(out, &cap, key, value, vlen, err);
+    }
+    json_decref(resp);
+    if (rc < 0)
+        eddy_kv_list_clear(out);
+    return rc;
+}
+
+const eddy_metastore_ops_t eddy_metastore_etcd_ops = {
+    .name = "etcd",
+    .put = etcd_put,
+    .get = etcd_get,
+    .del = etcd_del,
+    .list = etcd_list,
+    .destroy = etcd_destroy,
+};

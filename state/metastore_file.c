@@ -1,0 +1,471 @@
+/* metastore_file.c - the embedded metastore backend: one file per key below
+ * a root directory (see metastore.h; used by `eddy local` and tests).
+ *
+ * Why files: the local mode needs a store that survives restarts of any of
+ * its processes without running etcd, and a directory is the simplest thing
+ * that several processes can share safely.
+ *
+ * Layout and rules:
+ *   - A key maps to exactly one file name: bytes in [A-Za-z0-9_-] and '.'
+ *     (except as the first byte) are kept, every other byte becomes %XX
+ *     (upper-case hex). '/' is escaped, so no key can name anything outside
+ *     the directory, and no name is ".", ".." or hidden.
+ *   - put writes "~tmp.<pid>.<n>", fsyncs it, renames it over the key's file
+ *     and fsyncs the directory, so readers (in any process) see the old or
+ *     the new value, never a torn one, and a returned put survives a crash.
+ *     delete unlinks and fsyncs the directory.
+ *   - list scans the directory and keeps only names that are the canonical
+ *     encoding of a valid key: temp files ('~' is always escaped in keys) and
+ *     foreign files are ignored. Temp files older than a minute (left by a
+ *     crashed writer) are removed at open.
+ * All I/O goes through a directory fd, so a relative root keeps meaning the
+ * directory it named at open time. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state/metastore_backend.h"
+
+#define NAME_LIMIT 255           /* NAME_MAX on Linux file systems */
+#define TMP_PREFIX "~tmp."
+#define STALE_TMP_SECONDS 60
+
+typedef struct {
+    char *dir; /* as given, for messages */
+    int dirfd;
+} file_store_t;
+
+static atomic_ulong tmp_counter;
+
+/* ---- key <-> file name --------------------------------------------------- */
+
+static int is_plain(unsigned char c, size_t pos)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || (c == '.' && pos > 0);
+}
+
+/* Encodes key into name[NAME_LIMIT + 1]; -1 when it does not fit. */
+static int encode_key(const char *key, char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; key[i]; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (is_plain(c, i)) {
+            if (o + 1 > NAME_LIMIT)
+                return -1;
+            name[o++] = (char)c;
+        } else {
+            if (o + 3 > NAME_LIMIT)
+                return -1;
+            name[o++] = '%';
+            name[o++] = hex[c >> 4];
+            name[o++] = hex[c & 15];
+        }
+    }
+    name[o] = '\0';
+    return 0;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1; /* lower case is never produced, so never canonical */
+}
+
+/* Decodes a directory entry name into a malloc'd *key. Returns 1, 0 when
+ * the name is not the canonical encoding of a valid key (not ours: skip it),
+ * -1 when out of memory. */
+static int decode_name(const char *name, char **key_out)
+{
+    *key_out = NULL;
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_LIMIT)
+        return 0;
+    char *key = malloc(n + 1);
+    if (!key)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == '%') {
+            int hi = i + 2 < n ? hexval((unsigned char)name[i + 1]) : -1;
+            int lo = hi >= 0 ? hexval((unsigned char)name[i + 2]) : -1;
+            if (hi < 0 || lo < 0)
+                goto not_ours;
+            unsigned char d = (unsigned char)(hi * 16 + lo);
+            if (d < 0x20 || d > 0x7e || is_plain(d, o))
+                goto not_ours;
+            key[o++] = (char)d;
+            i += 2;
+        } else if (is_plain(c, o)) {
+            key[o++] = (char)c;
+        } else {
+            goto not_ours;
+        }
+    }
+    key[o] = '\0';
+    *key_out = key;
+    return 1;
+not_ours:
+    free(key);
+    return 0;
+}
+
+static int name_for(const file_store_t *fs, const char *key, char *name, eddy_err_t *err)
+{
+    if (encode_key(key, name) < 0)
+        return eddy_err_set(err, "key is too long for the file store in %s (its escaped file "
+                            "name would exceed %d bytes)", fs->dir, NAME_LIMIT);
+    return 0;
+}
+
+/* ---- small I/O helpers --------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads the file name in the store dir. Returns 1 with *out (NUL-terminated,
+ * malloc'd) and *len, 0 when absent, 2 when it is not a regular file, -1 on
+ * error. */
+static int read_value(const file_store_t *fs, const char *name, char **out, size_t *len,
+                      eddy_err_t *err)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = openat(fs->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno == ELOOP)
+            return 2;
+        return eddy_err_set(err, "open %s/%s: %s", fs->dir, name, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return eddy_err_set(err, "stat %s/%s: %s", fs->dir, name, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return 2;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return eddy_err_set(err, "out of memory reading %s/%s (%zu bytes)", fs->dir, name,
+                            cap - 1);
+    }
+    for (;;) {
+        if (n + 1 == cap) { /* grew since fstat; it should not, but cope */
+            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return eddy_err_set(err, "out of memory reading %s/%s", fs->dir, name);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return eddy_err_set(err, "read %s/%s: %s", fs->dir, name, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 1;
+}
+
+static int sync_dir(const file_store_t *fs, eddy_err_t *err)
+{
+    if (fsync(fs->dirfd) < 0)
+        return eddy_err_set(err, "fsync directory %s: %s", fs->dir, strerror(errno));
+    return 0;
+}
+
+/* Best effort: makes a just-created directory entry durable. */
+static void fsync_parent(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return;
+    char *slash = strrchr(copy, '/');
+    const char *parent = copy;
+    if (!slash)
+        parent = ".";
+    else if (slash == copy)
+        parent = "/";
+    else
+        *slash = '\0';
+    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(copy);
+}
+
+/* mkdir -p, fsync'ing the parent of every directory it creates. */
+static int make_dirs(const char *dir, eddy_err_t *err)
+{
+    char *path = strdup(dir);
+    if (!path)
+        return eddy_err_set(err, "out of memory");
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+    int rc = 0;
+    for (size_t i = 1; i <= n && rc == 0; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char saved = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0755) == 0)
+            fsync_parent(path);
+        else if (errno != EEXIST)
+            rc = eddy_err_set(err, "create directory %s: %s", path, strerror(errno));
+        path[i] = saved;
+    }
+    free(path);
+    return rc;
+}
+
+static void remove_stale_temps(const file_store_t *fs)
+{
+    int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (strncmp(de->d_name, TMP_PREFIX, sizeof TMP_PREFIX - 1) == 0 &&
+            fstatat(fs->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && now - st.st_mtime > STALE_TMP_SECONDS)
+            unlinkat(fs->dirfd, de->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* ---- backend operations -------------------------------------------------- */
+
+void *eddy_metastore_file_open(const char *dir, eddy_err_t *err)
+{
+    if (!dir[0]) {
+        eddy_err_set(err, "file store: empty directory path");
+        return NULL;
+    }
+    file_store_t *fs = calloc(1, sizeof *fs);
+    if (!fs || !(fs->dir = strdup(dir))) {
+        free(fs);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    fs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fs->dirfd < 0 && errno == ENOENT) {
+        if (make_dirs(dir, err) < 0) {
+            eddy_err_wrap(err, "file store %s", dir);
+            goto fail;
+        }
+        fs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fs->dirfd < 0) {
+        eddy_err_set(err, "file store %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    if (faccessat(fs->dirfd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+        eddy_err_set(err, "file store %s: directory is not writable: %s", dir, strerror(errno));
+        goto fail;
+    }
+    remove_stale_temps(fs);
+    return fs;
+fail:
+    if (fs->dirfd >= 0)
+        close(fs->dirfd);
+    free(fs->dir);
+    free(fs);
+    return NULL;
+}
+
+static void file_destroy(void **impl_p)
+{
+    file_store_t *fs = *impl_p;
+    if (!fs)
+        return;
+    close(fs->dirfd);
+    free(fs->dir);
+    free(fs);
+    *impl_p = NULL;
+}
+
+static int file_put(void *impl, const char *key, const void *value, size_t len,
+                    eddy_err_t *err)
+{
+    file_store_t *fs = impl;
+    char name[NAME_LIMIT + 1];
+    if (name_for(fs, key, name, err) < 0)
+        return -1;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld.%lu", (long)getpid(),
+             atomic_fetch_add(&tmp_counter, 1));
+    int fd = openat(fs->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return eddy_err_set(err, "create %s/%s: %s", fs->dir, tmp, strerror(errno));
+    const char *step = NULL;
+    if (write_all(fd, value, len) < 0)
+        step = "write";
+    else if (fsync(fd) < 0)
+        step = "fsync";
+    int e = errno;
+    if (close(fd) < 0 && !step) {
+        step = "close";
+        e = errno;
+    }
+    if (!step && renameat(fs->dirfd, tmp, fs->dirfd, name) < 0) {
+        step = "rename to";
+        e = errno;
+    }
+    if (step) {
+        unlinkat(fs->dirfd, tmp, 0);
+        return eddy_err_set(err, "%s %s/%s: %s", step, fs->dir,
+                            strcmp(step, "rename to") == 0 ? name : tmp, strerror(e));
+    }
+    return sync_dir(fs, err);
+}
+
+static int file_get(void *impl, const char *key, char **value, size_t *len, eddy_err_t *err)
+{
+    file_store_t *fs = impl;
+    char name[NAME_LIMIT + 1];
+    if (name_for(fs, key, name, err) < 0)
+        return -1;
+    int rc = read_value(fs, name, value, len, err);
+    if (rc == 2)
+        return eddy_err_set(err, "%s/%s is not a regular file", fs->dir, name);
+    return rc;
+}
+
+static int file_del(void *impl, const char *key, eddy_err_t *err)
+{
+    file_store_t *fs = impl;
+    char name[NAME_LIMIT + 1];
+    if (name_for(fs, key, name, err) < 0)
+        return -1;
+    if (unlinkat(fs->dirfd, name, 0) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return eddy_err_set(err, "unlink %s/%s: %s", fs->dir, name, strerror(errno));
+    }
+    return sync_dir(fs, err);
+}
+
+static int file_list(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_err_t *err)
+{
+    file_store_t *fs = impl;
+    int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return eddy_err_set(err, "open directory %s: %s", fs->dir, strerror(errno));
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return eddy_err_set(err, "open directory %s: %s", fs->dir, strerror(e));
+    }
+    size_t plen = strlen(prefix), cap = 0;
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno)
+                rc = eddy_err_set(err, "read directory %s: %s", fs->dir, strerror(errno));
+            break;
+        }
+        if (de->d_name[0] == '.' || de->d_name[0] == '~')
+            continue;
+        char *key;
+        int dr = decode_name(de->d_name, &key);
+        if (dr < 0) {
+            rc = eddy_err_set(err, "out of memory");
+            break;
+        }
+        if (dr == 0)
+            continue;
+        if (strncmp(key, prefix, plen) != 0) {
+            free(key);
+            continue;
+        }
+        char *value;
+        size_t len;
+        int r = read_value(fs, de->d_name, &value, &len, err);
+        if (r != 1) {
+            free(key);
+            if (r < 0) { /* 0: deleted meanwhile; 2: not ours */
+                rc = -1;
+                break;
+            }
+            continue;
+        }
+        if (eddy_kv_list_push(out, &cap, key, value, len, err) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    closedir(d);
+    if (rc < 0)
+        eddy_kv_list_clear(out);
+    return rc;
+}
+
+const eddy_metastore_ops_t eddy_metastore_file_ops = {
+    .name = "file",
+    .put = file_put,
+    .get = file_get,
+    .del = file_del,
+    .list = file_list,
+    .destroy = file_destroy,
+};
