@@ -203,8 +203,12 @@ static void deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t
     free(eps);
     free(pos);
     static const char *modes[] = {"fresh", "rescale", "restore"};
-    eddy_info("job %s: deploying epoch %u (%s%s%" PRIu64 ") on %u workers", j->id, j->epoch,
-              modes[mode], checkpoint ? " from checkpoint " : "", checkpoint, j->deploys_pending);
+    if (checkpoint)
+        eddy_info("job %s: deploying epoch %u (%s, from checkpoint %" PRIu64 ") on %u workers", j->id,
+                  j->epoch, modes[mode], checkpoint, j->deploys_pending);
+    else
+        eddy_info("job %s: deploying epoch %u (%s) on %u workers", j->id, j->epoch, modes[mode],
+                  j->deploys_pending);
 }
 
 static uint32_t current_parallelism(const coord_job_t *j, uint32_t s)
@@ -246,8 +250,10 @@ static void restore(coord_t *c, coord_job_t *j, const char *why)
         set_state(c, j, JOB_WAITING);
         return;
     }
-    eddy_warn("job %s: %s; restoring from %s%" PRIu64, j->id, why,
-              j->last_checkpoint ? "checkpoint " : "the beginning, no checkpoint ", j->last_checkpoint);
+    if (j->last_checkpoint)
+        eddy_warn("job %s: %s; restoring from checkpoint %" PRIu64, j->id, why, j->last_checkpoint);
+    else
+        eddy_warn("job %s: %s; restarting from the beginning (no checkpoint yet)", j->id, why);
     set_state(c, j, JOB_RESTORING);
     deploy(c, j, EDDY_DEPLOY_RESTORE, j->last_checkpoint, j->last_checkpoint ? j->last_positions : NULL);
 }
@@ -312,7 +318,7 @@ static void record_rescale(coord_t *c, coord_job_t *j)
     rescale_record_t *r = &j->rescales[j->n_rescales % COORD_MAX_RESCALES];
     j->n_rescales++;
     r->time_ms = eddy_wall_ms();
-    snprintf(r->stage, sizeof r->stage, "%s", j->graph.stages[j->rescale_stage].name);
+    memcpy(r->stage, j->graph.stages[j->rescale_stage].name, sizeof r->stage);
     r->old_p = j->rescale_from;
     r->new_p = j->rescale_to;
     r->pause_ms = pause_ms;
@@ -646,11 +652,11 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
             continue;
         if (progress && j->state != JOB_WAITING)
             print_progress(c, j, now_ms);
-        if (j->deploys_pending && now_ms - j->deploy_started_ms > DEPLOY_TIMEOUT_MS) {
+        if (j->deploys_pending && now_ms > j->deploy_started_ms + DEPLOY_TIMEOUT_MS) {
             restore(c, j, "workers did not confirm the deployment in time");
             continue;
         }
-        if (j->inflight && now_ms - j->inflight_started_ms > c->opts->checkpoint_timeout_ms) {
+        if (j->inflight && now_ms > j->inflight_started_ms + c->opts->checkpoint_timeout_ms) {
             abort_checkpoint(c, j, "timed out");
             continue;
         }
@@ -659,7 +665,7 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
             continue;
         }
         if (j->state == JOB_RUNNING && !j->inflight && !j->any_done && c->opts->checkpoint_interval_ms &&
-            now_ms - j->last_trigger_ms >= c->opts->checkpoint_interval_ms)
+            now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms)
             trigger_checkpoint(c, j, false);
     }
 }

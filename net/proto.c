@@ -230,7 +230,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 4, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
-    [EDDY_MSG_DEPLOY] = 13,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
+    [EDDY_MSG_DEPLOY] = 12,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 4,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,

@@ -1,0 +1,45 @@
+/* cli.h - the subcommands of the eddy binary, one function each. Every
+ * subcommand returns its exit status: 0 success, 1 runtime failure, 2 usage
+ * error (a one-line message naming the problem, nothing started). */
+#ifndef EDDY_CLI_CLI_H
+#define EDDY_CLI_CLI_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/flags.h"
+
+#define EDDY_DEFAULT_CONTROL_PORT 7600
+#define EDDY_DEFAULT_HTTP_PORT 9250
+#define EDDY_DEFAULT_COORDINATOR "tcp://127.0.0.1:7600"
+
+extern volatile sig_atomic_t eddy_cli_stop;
+void eddy_cli_install_signals(void);
+
+int eddy_cmd_local(int argc, char **argv);
+int eddy_cmd_coordinator(int argc, char **argv);
+int eddy_cmd_worker(int argc, char **argv);
+int eddy_cmd_controller(int argc, char **argv);
+int eddy_cmd_submit(int argc, char **argv);
+int eddy_cmd_rescale(int argc, char **argv);
+int eddy_cmd_status(int argc, char **argv);
+int eddy_cmd_scaling(int argc, char **argv);
+int eddy_cmd_jobs(int argc, char **argv);
+int eddy_cmd_cancel(int argc, char **argv);
+
+/* Prints "eddy SUB: message" and returns 2. */
+int eddy_usage_error(const char *sub, const char *msg);
+/* Parses flags; on --help prints usage + flags and sets *exit_code 0; on
+ * error prints the one-line error and sets *exit_code 2. Returns 0 to go on. */
+int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int argc, char **argv,
+                   eddy_args_t *positional, eddy_args_t *passthrough, int *exit_code);
+
+/* Sends one request to the coordinator and waits up to timeout_ms for the
+ * reply. Returns 0 with *status and *body (malloc'd), or -1 with err. */
+int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
+                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err);
+/* --coordinator flag value, else $EDDY_COORDINATOR, else the default. */
+const char *eddy_client_default_coordinator(void);
+
+#endif

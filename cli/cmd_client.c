@@ -1,0 +1,248 @@
+/* cmd_client.c - subcommands that talk to a running coordinator: submit,
+ * rescale, status, scaling, cancel; and `jobs`, which lists built-in jobs. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "worker/graph.h"
+
+static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
+                          char **argv, uint32_t timeout_ms, bool json_out,
+                          void (*render)(json_t *doc))
+{
+    int64_t status;
+    char *body = NULL;
+    eddy_err_t err = {{0}};
+    if (eddy_client_call(coordinator, verb, argc, argv, timeout_ms, &status, &body, &err) < 0) {
+        fprintf(stderr, "eddy %s: %s\n", sub, err.msg);
+        return 1;
+    }
+    int rc = 0;
+    if (status != 0) {
+        fprintf(stderr, "eddy %s: %s\n", sub, body);
+        rc = status == 2 ? 2 : 1;
+    } else if (json_out || !render) {
+        printf("%s\n", body);
+    } else {
+        json_error_t jerr;
+        json_t *doc = json_loads(body, 0, &jerr);
+        if (doc)
+            render(doc);
+        else
+            printf("%s\n", body);
+        json_decref(doc);
+    }
+    free(body);
+    return rc;
+}
+
+#define COORDINATOR_FLAG(var)                                                                      \
+    {"coordinator", EDDY_FLAG_STRING, &(var), "tcp://HOST:PORT",                                    \
+     "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")", false}
+
+int eddy_cmd_rescale(int argc, char **argv)
+{
+    const char *coordinator = eddy_client_default_coordinator();
+    uint64_t timeout = 60000;
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+                           {"timeout-ms", EDDY_FLAG_UINT, &timeout, "MS", "wait this long for the rescale (60000)", false},
+                           {NULL, 0, NULL, NULL, NULL, false}};
+    eddy_args_t pos = {0};
+    int code;
+    if (eddy_cli_parse("rescale", "JOB OPERATOR PARALLELISM [flags]", flags, argc, argv, &pos, NULL, &code) < 0) {
+        eddy_args_free(&pos);
+        return code;
+    }
+    uint64_t p;
+    if (pos.count != 3) {
+        eddy_args_free(&pos);
+        return eddy_usage_error("rescale", "expected JOB OPERATOR PARALLELISM");
+    }
+    if (eddy_parse_uint(pos.items[2], &p) < 0 || p < 1) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "PARALLELISM must be a whole number >= 1, got '%s'", pos.items[2]);
+        eddy_args_free(&pos);
+        return eddy_usage_error("rescale", msg);
+    }
+    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, (uint32_t)timeout, true, NULL);
+    eddy_args_free(&pos);
+    return rc;
+}
+
+static void render_status(json_t *doc)
+{
+    json_t *jobs = json_object_get(doc, "jobs"), *workers = json_object_get(doc, "workers");
+    size_t i;
+    json_t *j;
+    printf("JOBS\n");
+    json_array_foreach(jobs, i, j)
+    {
+        json_t *ck = json_object_get(j, "last_checkpoint");
+        printf("  %s (%s) %s, epoch %lld, last checkpoint %lld, rescales %zu, restarts %lld\n",
+               json_string_value(json_object_get(j, "id")), json_string_value(json_object_get(j, "job")),
+               json_string_value(json_object_get(j, "state")),
+               (long long)json_integer_value(json_object_get(j, "epoch")),
+               (long long)json_integer_value(json_object_get(ck, "id")),
+               json_array_size(json_object_get(j, "rescales")),
+               (long long)json_integer_value(json_object_get(j, "restarts")));
+        size_t k;
+        json_t *op;
+        json_array_foreach(json_object_get(j, "operators"), k, op)
+        {
+            printf("    %-12s parallelism %-3lld records in %-12lld out %-12lld",
+                   json_string_value(json_object_get(op, "name")),
+                   (long long)json_integer_value(json_object_get(op, "parallelism")),
+                   (long long)json_integer_value(json_object_get(op, "records_in")),
+                   (long long)json_integer_value(json_object_get(op, "records_out")));
+            if (json_is_true(json_object_get(op, "keyed"))) {
+                printf(" key groups");
+                size_t m;
+                json_t *inst;
+                json_array_foreach(json_object_get(op, "instances"), m, inst)
+                {
+                    json_t *kg = json_object_get(inst, "key_groups");
+                    printf(" %lld-%lld", (long long)json_integer_value(json_array_get(kg, 0)),
+                           (long long)json_integer_value(json_array_get(kg, 1)) - 1);
+                }
+            }
+            printf("\n");
+        }
+        json_t *r;
+        json_array_foreach(json_object_get(j, "rescales"), k, r)
+        {
+            printf("    rescale %s %lld -> %lld, paused %.1f ms, moved %lld bytes\n",
+                   json_string_value(json_object_get(r, "operator")),
+                   (long long)json_integer_value(json_object_get(r, "old_parallelism")),
+                   (long long)json_integer_value(json_object_get(r, "new_parallelism")),
+                   json_real_value(json_object_get(r, "pause_ms")),
+                   (long long)json_integer_value(json_object_get(r, "bytes_moved")));
+        }
+    }
+    printf("WORKERS\n");
+    json_array_foreach(workers, i, j)
+    {
+        printf("  %-4lld %-12s %-24s pid %-8lld %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+               json_string_value(json_object_get(j, "name")), json_string_value(json_object_get(j, "address")),
+               (long long)json_integer_value(json_object_get(j, "pid")),
+               json_is_true(json_object_get(j, "alive")) ? "alive" : "dead");
+    }
+}
+
+int eddy_cmd_status(int argc, char **argv)
+{
+    const char *coordinator = eddy_client_default_coordinator();
+    bool json_out = false;
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+                           {"json", EDDY_FLAG_BOOL, &json_out, NULL, "print JSON", false},
+                           {NULL, 0, NULL, NULL, NULL, false}};
+    int code;
+    if (eddy_cli_parse("status", "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
+        return code;
+    return call_and_print("status", coordinator, "status", 0, NULL, 5000, json_out, render_status);
+}
+
+static void render_scaling(json_t *doc)
+{
+    size_t i;
+    json_t *d;
+    if (json_array_size(doc) == 0)
+        printf("no scaling decisions yet\n");
+    json_array_foreach(doc, i, d)
+    {
+        printf("%lld %s/%s %lld -> %lld %s%s: %s\n", (long long)json_integer_value(json_object_get(d, "time_ms")),
+               json_string_value(json_object_get(d, "job")), json_string_value(json_object_get(d, "operator")),
+               (long long)json_integer_value(json_object_get(d, "old_parallelism")),
+               (long long)json_integer_value(json_object_get(d, "new_parallelism")),
+               json_string_value(json_object_get(d, "action")),
+               json_is_true(json_object_get(d, "applied")) ? "" : " (not applied)",
+               json_string_value(json_object_get(d, "reason")));
+    }
+}
+
+int eddy_cmd_scaling(int argc, char **argv)
+{
+    const char *coordinator = eddy_client_default_coordinator();
+    bool json_out = false;
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+                           {"json", EDDY_FLAG_BOOL, &json_out, NULL, "print JSON", false},
+                           {NULL, 0, NULL, NULL, NULL, false}};
+    int code;
+    if (eddy_cli_parse("scaling", "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
+        return code;
+    return call_and_print("scaling", coordinator, "scaling", 0, NULL, 5000, json_out, render_scaling);
+}
+
+int eddy_cmd_submit(int argc, char **argv)
+{
+    const char *coordinator = eddy_client_default_coordinator();
+    const char *job = NULL;
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+                           {"job", EDDY_FLAG_STRING, &job, "JOB", "built-in job to run", false},
+                           {NULL, 0, NULL, NULL, NULL, false}};
+    eddy_args_t rest = {0};
+    eddy_err_t err = {{0}};
+    int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
+    if (rc == 1) {
+        printf("usage: eddy submit --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
+        eddy_args_free(&rest);
+        return 0;
+    }
+    if (rc < 0 || !job) {
+        eddy_args_free(&rest);
+        return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
+    }
+    eddy_job_graph_t g;
+    if (eddy_job_build(&g, job, rest.count, rest.items, &err) < 0) {
+        eddy_args_free(&rest);
+        return eddy_usage_error("submit", err.msg);
+    }
+    eddy_graph_clear(&g);
+    char **args = calloc((size_t)rest.count + 2, sizeof *args);
+    args[0] = (char *)job;
+    for (int i = 0; i < rest.count; i++)
+        args[i + 1] = rest.items[i];
+    rc = call_and_print("submit", coordinator, "submit", rest.count + 1, args, 10000, true, NULL);
+    free(args);
+    eddy_args_free(&rest);
+    return rc;
+}
+
+int eddy_cmd_cancel(int argc, char **argv)
+{
+    const char *coordinator = eddy_client_default_coordinator();
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), {NULL, 0, NULL, NULL, NULL, false}};
+    eddy_args_t pos = {0};
+    int code;
+    if (eddy_cli_parse("cancel", "JOB [flags]", flags, argc, argv, &pos, NULL, &code) < 0) {
+        eddy_args_free(&pos);
+        return code;
+    }
+    if (pos.count != 1) {
+        eddy_args_free(&pos);
+        return eddy_usage_error("cancel", "expected JOB");
+    }
+    int rc = call_and_print("cancel", coordinator, "cancel", 1, pos.items, 5000, true, NULL);
+    eddy_args_free(&pos);
+    return rc;
+}
+
+int eddy_cmd_jobs(int argc, char **argv)
+{
+    eddy_flag_t flags[] = {{NULL, 0, NULL, NULL, NULL, false}};
+    int code;
+    if (eddy_cli_parse("jobs", "", flags, argc, argv, NULL, NULL, &code) < 0)
+        return code;
+    for (uint32_t i = 0; i < eddy_job_count(); i++)
+        printf("%-16s %s\n", eddy_job_at(i)->name, eddy_job_at(i)->summary);
+    return 0;
+}
+
+int eddy_cmd_controller(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "eddy controller: not built yet\n");
+    return 1;
+}

@@ -1,0 +1,313 @@
+/* views.c - renderings of the coordinator's state: `eddy status --json`,
+ * GET /api/v1/jobs, GET /api/v1/scaling, the per-operator metrics the
+ * controller reads, and GET /metrics in Prometheus text format.
+ *
+ * Everything is computed from the latest heartbeat of each alive worker,
+ * whose task metrics are cumulative; rates come from the difference to the
+ * previous rendering for the same job (kept per job, see rate_memory). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "coordinator/internal.h"
+#include "state/keygroup.h"
+
+typedef struct op_totals {
+    uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, state_keys, state_bytes;
+    double offered_rate;
+    uint32_t instances_reporting;
+} op_totals_t;
+
+static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_totals_t *t)
+{
+    memset(t, 0, sizeof *t);
+    for (coord_worker_t *w = c->workers; w; w = w->next) {
+        if (!w->alive)
+            continue;
+        for (uint32_t i = 0; i < w->n_metrics; i++) {
+            const eddy_task_metrics_t *m = &w->metrics[i];
+            if (m->job != j->num || m->stage != stage || m->epoch != j->epoch)
+                continue;
+            t->records_in += m->records_in;
+            t->records_out += m->records_out;
+            t->busy_ns += m->busy_ns;
+            t->idle_ns += m->idle_ns;
+            t->blocked_ns += m->blocked_ns;
+            t->state_keys += m->state_keys;
+            t->state_bytes += m->state_bytes;
+            t->offered_rate += m->offered_rate;
+            t->instances_reporting++;
+        }
+    }
+}
+
+static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
+{
+    const eddy_stage_def_t *def = &j->graph.stages[s];
+    uint32_t p = j->placement[s].parallelism ? j->placement[s].parallelism : def->parallelism;
+    json_t *op = json_object();
+    json_object_set_new(op, "name", json_string(def->name));
+    json_object_set_new(op, "parallelism", json_integer(p));
+    json_object_set_new(op, "keyed", json_boolean(eddy_stage_is_keyed(def)));
+    json_object_set_new(op, "source", json_boolean(def->source != NULL));
+    json_object_set_new(op, "input", def->input >= 0 ? json_string(j->graph.stages[def->input].name) : json_null());
+    json_t *instances = json_array();
+    for (uint32_t i = 0; i < p; i++) {
+        json_t *inst = json_object();
+        json_object_set_new(inst, "index", json_integer(i));
+        if (j->placement[s].worker_of)
+            json_object_set_new(inst, "worker", json_integer(j->placement[s].worker_of[i]));
+        if (eddy_stage_is_keyed(def)) {
+            eddy_kg_range_t r = eddy_kg_range_for(i, p, j->graph.max_parallelism);
+            json_object_set_new(inst, "key_groups", json_pack("[i,i]", r.start, r.end));
+        }
+        json_array_append_new(instances, inst);
+    }
+    json_object_set_new(op, "instances", instances);
+    op_totals_t t;
+    totals_for(c, j, s, &t);
+    json_object_set_new(op, "records_in", json_integer((json_int_t)t.records_in));
+    json_object_set_new(op, "records_out", json_integer((json_int_t)t.records_out));
+    json_object_set_new(op, "busy_ns", json_integer((json_int_t)t.busy_ns));
+    json_object_set_new(op, "idle_ns", json_integer((json_int_t)t.idle_ns));
+    json_object_set_new(op, "blocked_ns", json_integer((json_int_t)t.blocked_ns));
+    json_object_set_new(op, "state_keys", json_integer((json_int_t)t.state_keys));
+    json_object_set_new(op, "state_bytes", json_integer((json_int_t)t.state_bytes));
+    if (def->source)
+        json_object_set_new(op, "offered_rate", json_real(t.offered_rate));
+    json_object_set_new(op, "min_parallelism", json_integer(def->min_parallelism));
+    json_object_set_new(op, "max_parallelism", json_integer(def->max_parallelism_limit));
+    return op;
+}
+
+static json_t *job_json(coord_t *c, const coord_job_t *j)
+{
+    json_t *ops = json_array();
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        json_array_append_new(ops, operator_json(c, j, s));
+    json_t *rescales = json_array();
+    uint32_t first = j->n_rescales > COORD_MAX_RESCALES ? j->n_rescales - COORD_MAX_RESCALES : 0;
+    for (uint32_t k = first; k < j->n_rescales; k++) {
+        const rescale_record_t *r = &j->rescales[k % COORD_MAX_RESCALES];
+        json_array_append_new(rescales,
+                              json_pack("{s:I, s:s, s:i, s:i, s:f, s:I, s:I, s:I}", "time_ms",
+                                        (json_int_t)r->time_ms, "operator", r->stage, "old_parallelism",
+                                        r->old_p, "new_parallelism", r->new_p, "pause_ms", r->pause_ms,
+                                        "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
+                                        (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint));
+    }
+    json_t *args = json_array();
+    for (uint32_t i = 0; i < j->argc; i++)
+        json_array_append_new(args, json_string(j->argv[i]));
+    json_t *ck = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)j->last_checkpoint,
+                           "time_ms", (json_int_t)j->last_checkpoint_wall_ms, "duration_ms",
+                           j->last_checkpoint_ms, "bytes", (json_int_t)j->last_checkpoint_bytes,
+                           "completed", (json_int_t)j->checkpoints_completed, "failed",
+                           (json_int_t)j->checkpoints_failed);
+    uint64_t end = j->ended_ms ? j->ended_ms : eddy_mono_ms();
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:f, s:o, s:o, s:o, s:i}", "id", j->id,
+                            "job", j->name, "args", args, "state", coord_job_state_name(j->state),
+                            "epoch", j->epoch, "max_parallelism", j->graph.max_parallelism,
+                            "uptime_s", (double)(end - j->started_ms) / 1000.0, "operators", ops,
+                            "last_checkpoint", ck, "rescales", rescales, "restarts", j->restarts);
+    if (j->error[0])
+        json_object_set_new(doc, "error", json_string(j->error));
+    return doc;
+}
+
+json_t *coord_view_jobs(coord_t *c)
+{
+    json_t *jobs = json_array();
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        json_array_insert_new(jobs, 0, job_json(c, j)); /* oldest first */
+    return jobs;
+}
+
+json_t *coord_view_status(coord_t *c)
+{
+    json_t *workers = json_array();
+    uint64_t now = eddy_mono_ms();
+    for (coord_worker_t *w = c->workers; w; w = w->next) {
+        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:I, s:i}", "id", w->id, "name", w->name,
+                               "address", w->endpoint, "host", w->host, "pid", (json_int_t)w->pid,
+                               "alive", w->alive, "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
+                               "tasks", w->alive ? w->n_metrics : 0);
+        json_array_insert_new(workers, 0, wj);
+    }
+    return json_pack("{s:o, s:o, s:f}", "jobs", coord_view_jobs(c), "workers", workers, "uptime_s",
+                     (double)(now - c->started_ms) / 1000.0);
+}
+
+json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
+{
+    coord_job_t *j = coord_job_find(c, job_id);
+    if (!j)
+        return NULL;
+    return job_json(c, j);
+}
+
+void coord_record_decision(coord_t *c, json_t *decision)
+{
+    json_array_append_new(c->decisions, decision);
+    while (json_array_size(c->decisions) > COORD_MAX_DECISIONS)
+        json_array_remove(c->decisions, 0);
+    char *text = json_dumps(c->decisions, JSON_COMPACT);
+    eddy_err_t err;
+    if (text)
+        eddy_metastore_put(c->meta, "/eddy/scaling/decisions", text, strlen(text), &err);
+    free(text);
+}
+
+/* ---- Prometheus --------------------------------------------------------- */
+
+typedef struct text_buf {
+    char *data;
+    size_t len, cap;
+} text_buf_t;
+
+static void tb_printf(text_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_printf(text_buf_t *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->data && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)n + 1) * 2;
+        char *d = realloc(b->data, cap);
+        if (!d)
+            return;
+        b->data = d;
+        b->cap = cap;
+    }
+}
+
+static void family(text_buf_t *b, const char *name, const char *type, const char *help)
+{
+    tb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *coord_view_metrics(coord_t *c)
+{
+    text_buf_t b = {0};
+    tb_printf(&b, "%s", "");
+    family(&b, "eddy_workers_alive", "gauge", "Workers currently alive.");
+    tb_printf(&b, "eddy_workers_alive %u\n", coord_alive_workers(c));
+
+    struct {
+        const char *name, *type, *help;
+    } fams[] = {
+        {"eddy_operator_parallelism", "gauge", "Instances of the operator."},
+        {"eddy_task_records_in_total", "counter", "Records consumed by the instance."},
+        {"eddy_task_records_out_total", "counter", "Records emitted by the instance."},
+        {"eddy_task_busy_seconds_total", "counter", "Time spent processing (useful time)."},
+        {"eddy_task_idle_seconds_total", "counter", "Time spent waiting for input."},
+        {"eddy_task_backpressure_seconds_total", "counter", "Time blocked on output credit."},
+        {"eddy_task_true_processing_rate", "gauge", "Records per second of useful time (DS2)."},
+        {"eddy_task_busy_ratio", "gauge", "Busy time over all time since the task started."},
+        {"eddy_task_state_keys", "gauge", "Keys in the instance's keyed state."},
+        {"eddy_task_state_bytes", "gauge", "Bytes of the instance's keyed state."},
+        {"eddy_source_offered_rate", "gauge", "Configured source rate, records/s (0 = unlimited)."},
+    };
+    size_t nf = sizeof fams / sizeof fams[0];
+    for (size_t f = 0; f < nf; f++) {
+        family(&b, fams[f].name, fams[f].type, fams[f].help);
+        for (coord_job_t *j = c->jobs; j; j = j->next) {
+            for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+                const char *op = j->graph.stages[s].name;
+                if (f == 0) {
+                    tb_printf(&b, "%s{job=\"%s\",operator=\"%s\"} %u\n", fams[f].name, j->id, op,
+                              j->placement[s].parallelism);
+                    continue;
+                }
+                for (coord_worker_t *w = c->workers; w; w = w->next) {
+                    for (uint32_t i = 0; w->alive && i < w->n_metrics; i++) {
+                        const eddy_task_metrics_t *m = &w->metrics[i];
+                        if (m->job != j->num || m->stage != s)
+                            continue;
+                        double total = (double)(m->busy_ns + m->idle_ns + m->blocked_ns);
+                        double v = 0;
+                        switch (f) {
+                        case 1: v = (double)m->records_in; break;
+                        case 2: v = (double)m->records_out; break;
+                        case 3: v = (double)m->busy_ns / 1e9; break;
+                        case 4: v = (double)m->idle_ns / 1e9; break;
+                        case 5: v = (double)m->blocked_ns / 1e9; break;
+                        case 6: v = m->busy_ns ? (double)m->records_in / ((double)m->busy_ns / 1e9) : 0; break;
+                        case 7: v = total > 0 ? (double)m->busy_ns / total : 0; break;
+                        case 8: v = (double)m->state_keys; break;
+                        case 9: v = (double)m->state_bytes; break;
+                        case 10:
+                            if (!j->graph.stages[s].source)
+                                continue;
+                            v = m->offered_rate;
+                            break;
+                        }
+                        tb_printf(&b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n",
+                                  fams[f].name, j->id, op, m->instance, w->id, v);
+                    }
+                }
+            }
+        }
+    }
+    family(&b, "eddy_checkpoints_completed_total", "counter", "Completed checkpoints.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_checkpoints_completed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_completed);
+    family(&b, "eddy_checkpoints_failed_total", "counter", "Abandoned checkpoints.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_checkpoints_failed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_failed);
+    family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
+    family(&b, "eddy_rescales_total", "counter", "Completed rescales.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_rescales_total{job=\"%s\"} %u\n", j->id, j->n_rescales);
+    family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale (sources paused to resumed).");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        if (j->n_rescales)
+            tb_printf(&b, "eddy_rescale_pause_seconds{job=\"%s\"} %.6f\n", j->id,
+                      j->rescales[(j->n_rescales - 1) % COORD_MAX_RESCALES].pause_ms / 1000.0);
+    family(&b, "eddy_job_restarts_total", "counter", "Restores of the job after failures.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_job_restarts_total{job=\"%s\"} %u\n", j->id, j->restarts);
+    return b.data;
+}
+
+void coord_http_handler(void *ctx, const char *method, const char *path, eddy_http_response_t *resp)
+{
+    (void)method;
+    coord_t *c = ctx;
+    json_t *doc = NULL;
+    if (!strcmp(path, "/healthz")) {
+        resp->status = 200;
+        resp->body = strdup("ok\n");
+        return;
+    }
+    if (!strcmp(path, "/metrics")) {
+        resp->status = 200;
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->body = coord_view_metrics(c);
+        return;
+    }
+    if (!strcmp(path, "/api/v1/jobs"))
+        doc = coord_view_jobs(c);
+    else if (!strcmp(path, "/api/v1/scaling"))
+        doc = json_incref(c->decisions);
+    else if (!strcmp(path, "/api/v1/status"))
+        doc = coord_view_status(c);
+    if (!doc)
+        return; /* 404 */
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(doc);
+}
