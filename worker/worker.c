@@ -262,6 +262,20 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
 
 static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
 {
+    /* Small ZeroMQ messages keep their bytes inside the zmq_msg_t itself, so
+     * the decoded records would point into memory that moves with it: copy
+     * those to the heap before decoding. Large ones own a stable buffer. */
+    if (zmsg && zmq_msg_size(zmsg) < 1024) {
+        len = zmq_msg_size(zmsg);
+        heap = malloc(len ? len : 1);
+        if (!heap) {
+            zmq_msg_close(zmsg);
+            return;
+        }
+        memcpy(heap, zmq_msg_data(zmsg), len);
+        zmq_msg_close(zmsg);
+        zmsg = NULL;
+    }
     const void *data = zmsg ? zmq_msg_data(zmsg) : heap;
     if (zmsg)
         len = zmq_msg_size(zmsg);
