@@ -125,6 +125,7 @@ typedef struct coord {
     json_t *decisions;            /* array of scaling decisions, oldest first */
     uint64_t started_ms;
     bool submitted;
+    bool resumed_jobs;            /* jobs were reloaded from the metadata store */
     bool any_failed;
     uint64_t last_progress_ms;
 } coord_t;

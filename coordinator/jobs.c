@@ -98,10 +98,10 @@ static void persist_job(coord_t *c, coord_job_t *j)
     json_t *args = json_array();
     for (uint32_t i = 0; i < j->argc; i++)
         json_array_append_new(args, json_string(j->argv[i]));
-    json_t *doc = json_pack("{s:s, s:s, s:o, s:s, s:o, s:I, s:I}", "id", j->id, "job", j->name,
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:s, s:o, s:I, s:I, s:i}", "id", j->id, "job", j->name,
                             "args", args, "state", coord_job_state_name(j->state), "parallelism",
                             parallelism_json(j), "last_checkpoint", (json_int_t)j->last_checkpoint,
-                            "submitted_ms", (json_int_t)j->submitted_wall_ms);
+                            "submitted_ms", (json_int_t)j->submitted_wall_ms, "epoch", j->epoch);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(doc);
     char key[160];
@@ -157,6 +157,7 @@ static void deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t
     j->tasks_done = 0;
     j->any_done = false;
     j->tasks_total = total_tasks(j);
+    persist_job(c, j); /* the epoch must never repeat, even across coordinator restarts */
 
     eddy_msg_t m = {.type = EDDY_MSG_DEPLOY};
     eddy_deploy_t *d = &m.u.deploy;
@@ -293,6 +294,10 @@ coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char *
 
 void coord_jobs_on_worker_joined(coord_t *c)
 {
+    /* After a coordinator restart, give the workers one heartbeat timeout to
+     * register again before resumed jobs are placed. */
+    if (c->resumed_jobs && eddy_mono_ms() < c->started_ms + c->opts->heartbeat_timeout_ms)
+        return;
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (j->state != JOB_WAITING || coord_alive_workers(c) == 0)
             continue;
@@ -644,6 +649,8 @@ static void print_progress(coord_t *c, coord_job_t *j, uint64_t now_ms)
 
 void coord_jobs_tick(coord_t *c, uint64_t now_ms)
 {
+    if (c->resumed_jobs && coord_alive_workers(c) > 0)
+        coord_jobs_on_worker_joined(c);
     bool progress = c->opts->progress && now_ms - c->last_progress_ms >= 1000;
     if (progress)
         c->last_progress_ms = now_ms;
@@ -747,6 +754,11 @@ void coord_jobs_restore_from_store(coord_t *c)
             }
             json_decref(ck);
         }
+        c->resumed_jobs = true;
+        /* Not a fresh start: restore when workers are back, in an epoch above
+         * any the previous coordinator used, so its tasks' messages are stale. */
+        json_t *epoch = json_object_get(doc, "epoch");
+        j->epoch = (json_is_integer(epoch) ? (uint32_t)json_integer_value(epoch) : 0) + 1;
         eddy_info("resumed job %s from the metadata store (last checkpoint %" PRIu64 ")", j->id,
                   j->last_checkpoint);
         json_decref(doc);

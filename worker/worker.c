@@ -180,7 +180,7 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
                         eddy_err_t *err)
 {
     wjob_t *j = find_job(w, d->job);
-    if (j && d->mode == EDDY_DEPLOY_RESTORE) {
+    if (j && d->mode != EDDY_DEPLOY_RESCALE) {
         destroy_job(w, j);
         j = NULL;
     }
@@ -314,9 +314,31 @@ drop:
         free(heap);
 }
 
+static void send_register(worker_t *w)
+{
+    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
+    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
+    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
+    reg.u.reg.pid = getpid();
+    gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
+    send_ctrl(w, &reg);
+}
+
 static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
 {
     switch (m->type) {
+    case EDDY_MSG_REGISTERED:
+        if (m->u.registered.error[0]) {
+            /* The coordinator restarted (or declared us dead): join it again. */
+            eddy_warn("coordinator: %s; registering again", m->u.registered.error);
+            send_register(w);
+        } else if (m->u.registered.worker_id != w->id) {
+            eddy_info("registered again as worker %u", m->u.registered.worker_id);
+            w->id = m->u.registered.worker_id;
+            for (wjob_t *j = w->jobs; j; j = j->next)
+                j->env.self_worker_id = w->id;
+        }
+        break;
     case EDDY_MSG_DEPLOY: {
         eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
         reply.u.deployed.job = m->u.deploy.job;
@@ -403,16 +425,11 @@ static int recv_ctrl(worker_t *w, eddy_msg_t *m, int flags, eddy_err_t *err)
 
 static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 {
-    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
-    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
-    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
-    reg.u.reg.pid = getpid();
-    gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
     uint64_t deadline = eddy_mono_ms() + w->opts->register_timeout_ms;
     uint64_t next_send = 0;
     while (eddy_mono_ms() < deadline) {
         if (eddy_mono_ms() >= next_send) {
-            send_ctrl(w, &reg);
+            send_register(w);
             next_send = eddy_mono_ms() + 1000;
         }
         zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
