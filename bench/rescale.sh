@@ -14,7 +14,9 @@
 # needs about 9V words.
 #
 # Environment: BUILD (build dir), KEYS ("100000 1000000 4000000"), WPL (10),
-# RATE (lines/s, 300000), FILL (0.9), FILL_TIMEOUT (s per key count, 180).
+# RATE (lines/s, 300000), FILL (0.9), FILL_TIMEOUT (s per key count, 180),
+# HB_TIMEOUT (--heartbeat-timeout-ms, eddy's default 3000; at 4M keys the
+# default loses a worker during the rescale, see bench/README.md).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -25,6 +27,7 @@ WPL=${WPL:-10}
 RATE=${RATE:-300000}
 FILL=${FILL:-0.9}
 FILL_TIMEOUT=${FILL_TIMEOUT:-180}
+HB_TIMEOUT=${HB_TIMEOUT:-3000}
 EDDY=$BUILD/eddy
 
 [[ -x $EDDY ]] || { echo "missing $EDDY; build first (see bench/README.md)" >&2; exit 2; }
@@ -63,7 +66,7 @@ for V in $KEYS; do
     # stdout carries the changelog; nobody reads it here.
     "$EDDY" local --workers 4 --job wordcount --generate --lines 0 --vocabulary "$V" \
         --words-per-line "$WPL" --rate "$RATE" --parallelism 2 --checkpoint-interval 0 \
-        --control-port "$PORT" --http-port $((PORT + 1)) --state-dir "$TMP/state-$V" --quiet \
+        --heartbeat-timeout-ms "$HB_TIMEOUT" --control-port "$PORT" --http-port $((PORT + 1)) --state-dir "$TMP/state-$V" --quiet \
         >/dev/null 2>"$TMP/local-$V.log" &
     LOCAL_PID=$!
 
