@@ -529,8 +529,8 @@ static int ks_read(eddy_keyed_state_t *self, ks_reader_t *r)
         return ks_fail(r, "out of memory");
 
     for (uint64_t i = 0; i < n; i++) {
-        const char *key, *value;
-        uint32_t key_len, value_len;
+        const char *key = NULL, *value = NULL;
+        uint32_t key_len = 0, value_len = 0;
         if (ks_next_bin(r, "key", &key, &key_len) != 0)
             return -1;
         size_t key_at = r->off;
