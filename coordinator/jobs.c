@@ -384,6 +384,8 @@ static void trigger_checkpoint(coord_t *c, coord_job_t *j, bool pause)
     free(j->inflight_positions);
     j->inflight_positions = calloc(count_positions(j) + 1, sizeof(int64_t));
     j->last_trigger_ms = j->inflight_started_ms;
+    if (pause)
+        j->pause_started_ns = eddy_mono_ns(); /* sources stop at this barrier */
     eddy_msg_t m = {.type = EDDY_MSG_TRIGGER};
     m.u.trigger.job = j->num;
     m.u.trigger.epoch = j->epoch;

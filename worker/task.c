@@ -408,25 +408,30 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
 
 /* ---- checkpoints ------------------------------------------------------- */
 
-static int snapshot_state(eddy_task_t *t, uint64_t checkpoint, eddy_msg_t *ack, eddy_err_t *err)
+/* Serialises the owned key groups into a unit for the snapshot writer; the
+ * barrier can go on as soon as this returns, durability follows. */
+static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
 {
-    if (!t->state)
-        return 0;
-    for (uint32_t kg = t->ctx.key_groups.start; kg < t->ctx.key_groups.end; kg++) {
-        char *data;
-        size_t len;
-        if (eddy_keyed_state_write_group(t->state, kg, &data, &len, err) < 0)
-            return -1;
-        int rc = eddy_snapshot_store_write_group(t->env->store, t->job_id, checkpoint,
-                                                 t->def->name, kg, data, len, err);
-        free(data);
-        if (rc < 0)
-            return -1;
-        ack->u.ack.bytes_written += len;
-        ack->u.ack.files_written++;
+    eddy_kg_range_t r = t->ctx.key_groups;
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(r.end - r.start);
+    if (!u) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
     }
-    ack->u.ack.state_keys = eddy_keyed_state_keys(t->state);
-    return 0;
+    snprintf(u->root, sizeof u->root, "%s", eddy_snapshot_store_root(t->env->store));
+    snprintf(u->job, sizeof u->job, "%s", t->job_id);
+    snprintf(u->op, sizeof u->op, "%s", t->def->name);
+    u->checkpoint = checkpoint;
+    for (uint32_t kg = r.start; kg < r.end; kg++) {
+        uint32_t i = u->n_groups;
+        if (eddy_keyed_state_write_group(t->state, kg, &u->data[i], &u->lens[i], err) < 0) {
+            eddy_snapshot_unit_free(u);
+            return NULL;
+        }
+        u->groups[i] = kg;
+        u->n_groups++;
+    }
+    return u;
 }
 
 static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
@@ -438,12 +443,25 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     ack.u.ack.stage = t->stage;
     ack.u.ack.instance = t->instance;
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
-    eddy_err_t err = {{0}};
-    if (snapshot_state(t, checkpoint, &ack, &err) < 0)
-        snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
+    eddy_snapshot_unit_t *unit = NULL;
+    if (t->state) {
+        eddy_err_t err = {{0}};
+        unit = serialise_state(t, checkpoint, &err);
+        if (!unit)
+            snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
+        ack.u.ack.state_keys = eddy_keyed_state_keys(t->state);
+        for (uint32_t i = 0; unit && i < unit->n_groups; i++)
+            ack.u.ack.bytes_written += unit->lens[i];
+        ack.u.ack.files_written = unit ? unit->n_groups : 0;
+    }
     /* The barrier goes downstream behind everything emitted before it. */
     broadcast_small(t, checkpoint, false);
-    t->env->notify(t->env->host, &ack);
+    if (unit) {
+        unit->ack = ack;
+        t->env->submit_snapshot(t->env->host, unit);
+    } else {
+        t->env->notify(t->env->host, &ack);
+    }
 }
 
 static void check_alignment(eddy_task_t *t)

@@ -21,6 +21,7 @@
 #include "state/keyed_state.h"
 #include "state/snapshot_store.h"
 #include "worker/graph.h"
+#include "worker/snapshot_writer.h"
 
 #define EDDY_BATCH_BYTES (32u * 1024u)
 #define EDDY_CHANNEL_CREDITS 16u
@@ -37,6 +38,8 @@ typedef struct eddy_task_env {
     void (*send_local)(void *host, char *data, size_t len);
     /* Sends a control message to the coordinator. */
     void (*notify)(void *host, const eddy_msg_t *msg);
+    /* Makes a checkpoint unit durable, then sends its ACK; takes ownership. */
+    void (*submit_snapshot)(void *host, eddy_snapshot_unit_t *unit);
     eddy_snapshot_store_t *store;
     uint32_t self_worker_id;
 } eddy_task_env_t;

@@ -53,7 +53,21 @@ typedef struct worker {
     uint32_t n_peers;
     wjob_t *jobs;
     char endpoint[EDDY_ENDPOINT_MAX];
+    eddy_snapshot_writer_t *snapshots;
+    uint64_t next_heartbeat_ms;
 } worker_t;
+
+static void send_heartbeat(worker_t *w);
+
+/* Long steps (loading many key groups) must not look like a dead worker. */
+static void maybe_heartbeat(worker_t *w)
+{
+    uint64_t now = eddy_mono_ms();
+    if (now >= w->next_heartbeat_ms) {
+        send_heartbeat(w);
+        w->next_heartbeat_ms = now + w->heartbeat_ms;
+    }
+}
 
 /* ---- sending ------------------------------------------------------------ */
 
@@ -135,6 +149,25 @@ static void env_notify(void *host, const eddy_msg_t *msg)
     send_ctrl(host, msg);
 }
 
+static void env_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
+{
+    worker_t *w = host;
+    eddy_snapshot_writer_submit(w->snapshots, unit);
+}
+
+/* ACKs of checkpoint data that became durable since the last call. */
+static void send_durable_acks(worker_t *w)
+{
+    eddy_snapshot_unit_t *u;
+    while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
+        if (u->ack.u.ack.error[0])
+            eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
+                       u->op, u->ack.u.ack.error);
+        send_ctrl(w, &u->ack);
+        eddy_snapshot_unit_free(u);
+    }
+}
+
 /* ---- jobs --------------------------------------------------------------- */
 
 static wjob_t *find_job(worker_t *w, uint32_t num)
@@ -201,7 +234,8 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
             free(j);
             return -1;
         }
-        j->env = (eddy_task_env_t){w, env_send_remote, env_send_local, env_notify, j->store, w->id};
+        j->env = (eddy_task_env_t){w, env_send_remote, env_send_local, env_notify,
+                                   env_submit_snapshot, j->store, w->id};
         j->started_ns = eddy_mono_ns();
         j->next = w->jobs;
         w->jobs = j;
@@ -253,6 +287,7 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
             }
             if (eddy_task_restore_groups(t, d->restore_checkpoint, bytes, groups, err) < 0)
                 return -1;
+            maybe_heartbeat(w);
         }
     }
     return 0;
@@ -493,6 +528,7 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
 
 static void teardown(worker_t *w)
 {
+    eddy_snapshot_writer_destroy(&w->snapshots);
     while (w->jobs)
         destroy_job(w, w->jobs);
     for (uint32_t i = 0; i < w->n_peers; i++)
@@ -541,10 +577,11 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         return eddy_err_set(err, "out of memory");
     w->opts = opts;
     int rc = -1;
-    if (setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
+    w->snapshots = eddy_snapshot_writer_new(err);
+    if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;
     eddy_info("registered as worker %u, data at %s", w->id, w->endpoint);
-    uint64_t next_heartbeat = 0, last_flush = eddy_mono_ns();
+    uint64_t last_flush = eddy_mono_ns();
     bool busy = false;
     while (!*stop) {
         zmq_pollitem_t items[2] = {{w->ctrl, 0, ZMQ_POLLIN, 0}, {w->inbox, 0, ZMQ_POLLIN, 0}};
@@ -583,10 +620,8 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
                     eddy_task_flush(j->tasks[i]);
             last_flush = now;
         }
-        if (now / 1000000u >= next_heartbeat) {
-            send_heartbeat(w);
-            next_heartbeat = now / 1000000u + w->heartbeat_ms;
-        }
+        send_durable_acks(w);
+        maybe_heartbeat(w);
     }
     rc = 0;
 out:

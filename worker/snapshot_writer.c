@@ -1,0 +1,168 @@
+/* snapshot_writer.c - the background writer of checkpoint files (see
+ * snapshot_writer.h). One thread per worker, two queues under one mutex:
+ * pending (worker -> thread) and done (thread -> worker). The thread opens
+ * the snapshot store per unit by its root path, so a job released while its
+ * unit is queued leaves nothing dangling. */
+#include "worker/snapshot_writer.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/snapshot_store.h"
+
+struct eddy_snapshot_writer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    eddy_snapshot_unit_t *pending_head, *pending_tail;
+    eddy_snapshot_unit_t *done_head, *done_tail;
+    bool stopping;
+};
+
+static void push(eddy_snapshot_unit_t **head, eddy_snapshot_unit_t **tail, eddy_snapshot_unit_t *u)
+{
+    u->next = NULL;
+    if (*tail)
+        (*tail)->next = u;
+    else
+        *head = u;
+    *tail = u;
+}
+
+static eddy_snapshot_unit_t *pop(eddy_snapshot_unit_t **head, eddy_snapshot_unit_t **tail)
+{
+    eddy_snapshot_unit_t *u = *head;
+    if (u) {
+        *head = u->next;
+        if (!*head)
+            *tail = NULL;
+        u->next = NULL;
+    }
+    return u;
+}
+
+static void write_unit(eddy_snapshot_unit_t *u)
+{
+    eddy_err_t err = {{0}};
+    eddy_snapshot_store_t *store = eddy_snapshot_store_new(u->root, &err);
+    for (uint32_t i = 0; store && i < u->n_groups; i++) {
+        if (eddy_snapshot_store_write_group(store, u->job, u->checkpoint, u->op, u->groups[i],
+                                            u->data[i], u->lens[i], &err) < 0)
+            goto failed;
+        free(u->data[i]);
+        u->data[i] = NULL;
+    }
+    if (store) {
+        eddy_snapshot_store_destroy(&store);
+        return;
+    }
+failed:
+    eddy_snapshot_store_destroy(&store);
+    snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", err.msg);
+}
+
+static void *run(void *arg)
+{
+    eddy_snapshot_writer_t *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        eddy_snapshot_unit_t *u = pop(&w->pending_head, &w->pending_tail);
+        if (!u) {
+            if (w->stopping)
+                break;
+            pthread_cond_wait(&w->wake, &w->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&w->lock);
+        write_unit(u);
+        pthread_mutex_lock(&w->lock);
+        push(&w->done_head, &w->done_tail, u);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+eddy_snapshot_writer_t *eddy_snapshot_writer_new(eddy_err_t *err)
+{
+    eddy_snapshot_writer_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    if (pthread_create(&w->thread, NULL, run, w) != 0) {
+        eddy_err_set(err, "cannot start the snapshot writer thread");
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->wake);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void eddy_snapshot_writer_destroy(eddy_snapshot_writer_t **self_p)
+{
+    eddy_snapshot_writer_t *w = *self_p;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    eddy_snapshot_unit_t *u;
+    while ((u = pop(&w->done_head, &w->done_tail)))
+        eddy_snapshot_unit_free(u);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->wake);
+    free(w);
+    *self_p = NULL;
+}
+
+eddy_snapshot_unit_t *eddy_snapshot_unit_new(uint32_t n_groups)
+{
+    eddy_snapshot_unit_t *u = calloc(1, sizeof *u);
+    if (!u)
+        return NULL;
+    size_t n = n_groups ? n_groups : 1;
+    u->groups = calloc(n, sizeof *u->groups);
+    u->data = calloc(n, sizeof *u->data);
+    u->lens = calloc(n, sizeof *u->lens);
+    if (!u->groups || !u->data || !u->lens) {
+        eddy_snapshot_unit_free(u);
+        return NULL;
+    }
+    return u;
+}
+
+void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
+{
+    if (!u)
+        return;
+    for (uint32_t i = 0; u->data && i < u->n_groups; i++)
+        free(u->data[i]);
+    free(u->groups);
+    free(u->data);
+    free(u->lens);
+    free(u);
+}
+
+void eddy_snapshot_writer_submit(eddy_snapshot_writer_t *self, eddy_snapshot_unit_t *unit)
+{
+    pthread_mutex_lock(&self->lock);
+    push(&self->pending_head, &self->pending_tail, unit);
+    pthread_cond_signal(&self->wake);
+    pthread_mutex_unlock(&self->lock);
+}
+
+eddy_snapshot_unit_t *eddy_snapshot_writer_poll(eddy_snapshot_writer_t *self)
+{
+    pthread_mutex_lock(&self->lock);
+    eddy_snapshot_unit_t *u = pop(&self->done_head, &self->done_tail);
+    pthread_mutex_unlock(&self->lock);
+    return u;
+}

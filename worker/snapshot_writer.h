@@ -1,0 +1,44 @@
+/* snapshot_writer.h - makes checkpoint data durable off the task loop.
+ *
+ * At a barrier a task only serialises its key groups into memory (fast) and
+ * forwards the barrier; the writer thread then writes, fsyncs and renames
+ * the files (Flink's asynchronous snapshot phase). The task's ACK travels
+ * with the unit and is handed back once the files are durable (or with the
+ * error filled in), so a checkpoint never completes before its data is safe.
+ * Submit and poll are called from the worker's thread only. */
+#ifndef EDDY_WORKER_SNAPSHOT_WRITER_H
+#define EDDY_WORKER_SNAPSHOT_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/proto.h"
+
+typedef struct eddy_snapshot_unit {
+    struct eddy_snapshot_unit *next;
+    char root[EDDY_ENDPOINT_MAX * 4]; /* snapshot store root */
+    char job[EDDY_NAME_MAX];
+    char op[EDDY_NAME_MAX];
+    uint64_t checkpoint;
+    uint32_t n_groups;
+    uint32_t *groups;   /* key group ids */
+    char **data;        /* serialised groups, owned */
+    size_t *lens;
+    eddy_msg_t ack;     /* ACK to send once durable; error filled on failure */
+} eddy_snapshot_unit_t;
+
+typedef struct eddy_snapshot_writer eddy_snapshot_writer_t;
+
+eddy_snapshot_writer_t *eddy_snapshot_writer_new(eddy_err_t *err);
+/* Finishes the queued units, then stops the thread. */
+void eddy_snapshot_writer_destroy(eddy_snapshot_writer_t **self_p);
+/* Allocates a unit for n groups (NULL on allocation failure). */
+eddy_snapshot_unit_t *eddy_snapshot_unit_new(uint32_t n_groups);
+void eddy_snapshot_unit_free(eddy_snapshot_unit_t *unit);
+/* Queues the unit; the writer owns it until poll returns it. */
+void eddy_snapshot_writer_submit(eddy_snapshot_writer_t *self, eddy_snapshot_unit_t *unit);
+/* A finished unit, or NULL when none is ready. The caller frees it. */
+eddy_snapshot_unit_t *eddy_snapshot_writer_poll(eddy_snapshot_writer_t *self);
+
+#endif
