@@ -35,9 +35,20 @@ static void pack_channel(msgpack_packer *pk, uint32_t type, const eddy_channel_i
     msgpack_pack_uint32(pk, ch->dst_instance);
 }
 
+/* Batches are handed off whole (finish releases the buffer), so each one
+ * would otherwise grow from nothing through many reallocations. */
+#define BATCH_RESERVE (48u * 1024u)
+
 void eddy_batch_writer_begin(eddy_batch_writer_t *w, const eddy_channel_id_t *ch)
 {
     msgpack_sbuffer_clear(&w->buf);
+    if (w->buf.alloc < BATCH_RESERVE) {
+        char *data = realloc(w->buf.data, BATCH_RESERVE);
+        if (data) {
+            w->buf.data = data;
+            w->buf.alloc = BATCH_RESERVE;
+        }
+    }
     static const char array32[5] = {(char)0xdd, 0, 0, 0, 0};
     msgpack_sbuffer_write(&w->buf, array32, sizeof array32);
     pack_channel(&w->pk, EDDY_DATA_BATCH, ch);
