@@ -26,7 +26,7 @@ tag=eddy:local
 build_dir=$repo/build-image
 with_etcd=1
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
 die() { echo "build-image.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case "$1" in

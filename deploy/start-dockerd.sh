@@ -15,7 +15,7 @@ set -u
 timeout=60
 log=${EDDY_DOCKERD_LOG:-/tmp/dockerd.log}
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --timeout) [ $# -ge 2 ] || { echo "start-dockerd.sh: --timeout needs a value" >&2; exit 2; }
