@@ -2,7 +2,7 @@
 # build-image.sh - build the eddy container image (default tag eddy:local).
 #
 #   deploy/build-image.sh [--offline | --registry | --auto] [--tag TAG]
-#                         [--build-dir DIR] [--no-etcd]
+#                         [--build-dir DIR | --binary PATH] [--no-etcd]
 #
 #   --offline    no registry needed: build eddy on this host with cmake,
 #                copy build/eddy + every library `ldd` lists + the dynamic
@@ -14,6 +14,7 @@
 #                pulled within $EDDY_PULL_TIMEOUT seconds (15), else --offline.
 #   --tag TAG    image tag (eddy:local)
 #   --build-dir  cmake build directory for --offline (REPO/build-image)
+#   --binary     --offline only: use this already built eddy, skip cmake
 #   --no-etcd    --offline only: do not put /usr/bin/etcd in the image
 #
 # Exit 0 on success, 1 on a failed build, 2 on bad flags.
@@ -25,6 +26,7 @@ mode=auto
 tag=eddy:local
 build_dir=$repo/build-image
 with_etcd=1
+binary=
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
 die() { echo "build-image.sh: $*" >&2; exit 1; }
@@ -33,9 +35,9 @@ while [ $# -gt 0 ]; do
     --offline) mode=offline; shift ;;
     --registry) mode=registry; shift ;;
     --auto) mode=auto; shift ;;
-    --tag|--build-dir)
+    --tag|--build-dir|--binary)
       [ $# -ge 2 ] || { echo "build-image.sh: $1 needs a value" >&2; exit 2; }
-      if [ "$1" = --tag ]; then tag=$2; else build_dir=$2; fi
+      case "$1" in --tag) tag=$2 ;; --build-dir) build_dir=$2 ;; --binary) binary=$2 ;; esac
       shift 2 ;;
     --no-etcd) with_etcd=0; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -61,11 +63,18 @@ if [ "$mode" = registry ]; then
 fi
 
 # --- offline: assemble a root filesystem from this host ---------------------
-cmake -B "$build_dir" -S "$repo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDDY_TESTS=OFF >/dev/null \
-  || die "cmake configure failed"
-cmake --build "$build_dir" -j"$(nproc)" --target eddy >/dev/null || die "cmake build failed"
-eddy=$build_dir/eddy
-[ -x "$eddy" ] || die "no $eddy after the build"
+# RelWithDebInfo, the project default: Release (-O3) currently trips
+# -Werror=maybe-uninitialized in state/keyed_state.c with GCC 12.
+if [ -n "$binary" ]; then
+  eddy=$binary
+  [ -x "$eddy" ] || die "--binary $eddy is not an executable"
+else
+  cmake -B "$build_dir" -S "$repo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDDY_TESTS=OFF >/dev/null \
+    || die "cmake configure failed"
+  cmake --build "$build_dir" -j"$(nproc)" --target eddy >/dev/null || die "cmake build failed"
+  eddy=$build_dir/eddy
+  [ -x "$eddy" ] || die "no $eddy after the build"
+fi
 
 ctx=$(mktemp -d "${TMPDIR:-/tmp}/eddy-image.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
