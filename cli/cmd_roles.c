@@ -18,7 +18,7 @@ int eddy_cmd_worker(int argc, char **argv)
         {"coordinator", EDDY_FLAG_STRING, &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)", false},
         {"name", EDDY_FLAG_STRING, &name, "NAME", "name shown in status (default worker-PID)", false},
         {"bind-host", EDDY_FLAG_STRING, &bind_host, "ADDR", "address of the data socket (127.0.0.1)", false},
-        {"advertise-host", EDDY_FLAG_STRING, &advertise, "HOST", "address other workers use (default: bind host)", false},
+        {"advertise-host", EDDY_FLAG_STRING, &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)", false},
         {"data-port", EDDY_FLAG_UINT, &port, "PORT", "data socket port (0 = any free port)", false},
         {"snapshot-dir", EDDY_FLAG_STRING, &snapshots, "DIR", "snapshot store if the coordinator names none", false},
         {"register-timeout-ms", EDDY_FLAG_UINT, &register_timeout, "MS", "give up reaching the coordinator after MS (10000)", false},

@@ -520,8 +520,13 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
     zmq_getsockopt(w->inbox, ZMQ_LAST_ENDPOINT, last, &size);
     const char *port = strrchr(last, ':');
     const char *adv = w->opts->advertise_host;
-    if (!adv)
-        adv = (!strcmp(host, "0.0.0.0") || !strcmp(host, "*")) ? "127.0.0.1" : host;
+    if (!adv) {
+        bool wildcard = !strcmp(host, "0.0.0.0") || !strcmp(host, "*");
+        adv = wildcard ? "127.0.0.1" : host;
+        if (wildcard)
+            eddy_warn("data socket bound to %s without --advertise-host: advertising 127.0.0.1, "
+                      "which workers on other hosts or containers cannot reach", host);
+    }
     snprintf(w->endpoint, sizeof w->endpoint, "tcp://%s%s", adv, port ? port : ":0");
     return 0;
 }

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# test_compose.sh - eddy in Docker Compose, end to end:
+#   build the image offline (deploy/build-image.sh --offline), compose up
+#   (etcd, coordinator, 3 workers, controller), submit a rate-limited
+#   wordcount, rescale `count` to 3 while it runs, wait for `finished` by
+#   polling GET /api/v1/jobs with a deadline, compare the output with a
+#   reference computed by coreutils, tear everything down.
+#
+#   tests/integration/test_compose.sh [EDDY_BINARY]
+#
+# EDDY_BINARY: an already built eddy to put in the image (ctest passes
+# build/eddy); without it build-image.sh runs its own cmake build.
+# Exit 0 pass, 1 fail, 77 skip (no docker client, no daemon, no compose).
+# Registered in ctest with label "docker". Start a daemon first if needed:
+# deploy/start-dockerd.sh. Knobs: EDDY_TEST_LINES (20000), EDDY_TEST_RATE
+# (1000), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1 (leave it running).
+set -u
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+binary=${1:-}
+lines=${EDDY_TEST_LINES:-20000}
+rate=${EDDY_TEST_RATE:-1000}
+deadline_s=${EDDY_TEST_DEADLINE:-180}
+t0=$(date +%s)
+
+log() { printf '[%4ds] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+command -v docker >/dev/null 2>&1 || skip "no docker client"
+docker info >/dev/null 2>&1 || skip "docker daemon not reachable (deploy/start-dockerd.sh starts one)"
+if docker compose version >/dev/null 2>&1; then
+  compose_cmd=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then
+  compose_cmd=(docker-compose)
+else
+  skip "neither 'docker compose' nor docker-compose is installed"
+fi
+command -v curl >/dev/null 2>&1 || skip "no curl"
+
+project=eddytest$$
+tag=eddy:ctest-$$
+work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-compose-test.XXXXXX")
+export EDDY_IMAGE=$tag EDDY_HTTP_PUBLISH=127.0.0.1::9250 EDDY_CONTROL_PUBLISH=127.0.0.1::7600
+unset EDDY_DATA_DIR EDDY_METASTORE
+compose() { "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" "$@"; }
+
+cleanup() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+    log "FAILED; container logs:"
+    compose logs --no-color --tail=40 2>&1 | sed 's/^/    /'
+  fi
+  if [ "${EDDY_TEST_KEEP:-0}" = 1 ]; then
+    log "EDDY_TEST_KEEP=1: leaving project $project up (compose -p $project down -v to remove)"
+  else
+    compose down -v --remove-orphans >/dev/null 2>&1
+    docker image rm "$tag" >/dev/null 2>&1
+    rm -rf "$work"
+  fi
+  log "total $(( $(date +%s) - t0 ))s"
+}
+trap cleanup EXIT
+fail() { log "FAIL: $*"; exit 1; }
+
+# 1. the image, offline
+log "building $tag offline"
+args=(--offline --tag "$tag" --build-dir "$work/build")
+[ -n "$binary" ] && args+=(--binary "$binary")
+"$repo/deploy/build-image.sh" "${args[@]}" || fail "build-image.sh failed"
+log "image built"
+
+# 2. input and reference (words: space/tab separated, empty tokens dropped)
+awk -v n="$lines" 'BEGIN { srand(42); for (i = 0; i < n; i++) { l = "";
+    for (j = 0; j < 8; j++) l = l (j ? (j == 4 ? "\t" : " ") : "") "w" int(rand() * rand() * 3000);
+    print l } }' >"$work/in.txt"
+tr -s ' \t' '\n' <"$work/in.txt" | grep -v '^$' | LC_ALL=C sort | uniq -c \
+  | awk '{print $2"\t"$1}' >"$work/expected.tsv"
+
+# 3. up
+compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "compose up failed"; }
+coord=$(compose ps -q coordinator)
+[ -n "$coord" ] || fail "no coordinator container"
+port=$(docker port "$coord" 9250/tcp | head -n 1 | sed 's/.*://')
+[ -n "$port" ] || fail "coordinator HTTP port not published"
+api=http://127.0.0.1:$port
+log "compose up; coordinator API at $api"
+docker cp "$work/in.txt" "$coord:/data/in.txt" || fail "docker cp of the input failed"
+
+wait_until() {  # wait_until SECONDS WHAT CMD...
+  local end=$(( $(date +%s) + $1 )) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || fail "timed out waiting for $what"
+    sleep 1
+  done
+}
+three_workers() { [ "$(docker exec "$coord" eddy status | grep -c ' alive$')" -ge 3 ]; }
+wait_until 60 "coordinator /healthz" curl -fsS "$api/healthz"
+wait_until 60 "3 workers registered" three_workers
+docker exec "$coord" eddy status | sed 's/^/    /'
+for w in worker-1 worker-2 worker-3; do
+  docker exec "$coord" eddy status | grep -q "tcp://$w:7700" || fail "$w does not advertise tcp://$w:7700"
+done
+
+# 4. submit, rescale while running, wait for the end
+job=$(docker exec "$coord" eddy submit --job wordcount --input /data/in.txt \
+        --output /data/out.tsv --rate "$rate" --coordinator tcp://coordinator:7600) \
+  || fail "submit failed"
+log "submitted $job ($lines lines at --rate $rate)"
+state() { curl -fsS "$api/api/v1/jobs" | grep -o '"state": *"[a-z]*"' | head -n 1 | sed 's/.*"\([a-z]*\)"$/\1/'; }
+running() { [ "$(state)" = running ]; }
+wait_until 60 "job running" running
+if out=$(docker exec "$coord" eddy rescale "$job" count 3 2>&1); then
+  log "rescaled count to 3: $out"
+  rescaled=1
+else
+  log "rescale not done: $out"
+  rescaled=0
+fi
+end=$(( $(date +%s) + deadline_s ))
+while :; do
+  s=$(state)
+  case "$s" in
+    finished) break ;;
+    failed|cancelled) fail "job ended $s" ;;
+  esac
+  [ "$(date +%s)" -lt "$end" ] || fail "job not finished within ${deadline_s}s (state '$s')"
+  sleep 1
+done
+log "job finished"
+docker exec "$coord" eddy status | sed 's/^/    /'
+curl -fsS "$api/metrics" | grep -q . || fail "GET /metrics is empty"
+curl -fsS "$api/api/v1/scaling" >/dev/null || fail "GET /api/v1/scaling failed"
+
+# 5. compare
+docker cp "$coord:/data/out.tsv" "$work/out.tsv" || fail "no /data/out.tsv"
+if ! cmp -s "$work/expected.tsv" "$work/out.tsv"; then
+  diff "$work/expected.tsv" "$work/out.tsv" | head -n 20
+  fail "output differs from the reference ($(wc -l <"$work/out.tsv") vs $(wc -l <"$work/expected.tsv") lines)"
+fi
+[ "$rescaled" = 1 ] || fail "the mid-run rescale did not happen (job too short? raise EDDY_TEST_LINES)"
+log "PASS: $(wc -l <"$work/out.tsv") distinct words match the reference"
