@@ -272,7 +272,17 @@ coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char *
         return NULL;
     }
     j->num = ++c->next_job_num;
-    /* the job id is the job's name, made unique among live jobs */
+    /* The job id is the job's name, made unique among live jobs; an ended
+     * job of the same name gives its id to the new one. */
+    coord_job_t *ended = coord_job_find(c, job_name);
+    if (ended && job_ended(ended)) {
+        for (coord_job_t **pp = &c->jobs; *pp; pp = &(*pp)->next)
+            if (*pp == ended) {
+                *pp = ended->next;
+                break;
+            }
+        coord_job_free(ended);
+    }
     snprintf(j->id, sizeof j->id, "%s", job_name);
     for (uint32_t n = 2; coord_job_find(c, j->id); n++)
         snprintf(j->id, sizeof j->id, "%.40s-%u", job_name, n);
