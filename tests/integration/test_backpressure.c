@@ -105,7 +105,7 @@ Test(backpressure, slow_stdout_keeps_worker_memory_bounded, .fini = teardown, .t
                   "workers never showed up in eddy status");
         got += drain_some(job.stdout_fd, 10);
     }
-    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000),
+    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job),
               "job never reached state running");
 
     uint64_t start = eddy_mono_ms(), next_sample = start;

@@ -38,7 +38,7 @@ static void setup(void)
                     "--lines", "0", "--rate", "2000", NULL};
     cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000)) {
+    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job)) {
         char *log = eddy_read_file(logp, NULL);
         cr_assert_fail("job never reached state running; log:\n%s", log ? log : "");
     }

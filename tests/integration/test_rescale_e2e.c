@@ -64,7 +64,7 @@ static char *log_text(void)
 
 static void wait_running(void)
 {
-    bool ok = eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000);
+    bool ok = eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job);
     if (!ok)
         cr_assert_fail("job never (again) reached state running; log:\n%s", log_text());
 }

@@ -301,11 +301,17 @@ json_t *eddy_test_status_job(json_t *status, const char *job)
 typedef struct state_wait {
     int port;
     const char *job, *state;
+    eddy_proc_t *owner;
+    bool gone;
 } state_wait_t;
 
 static bool job_in_state(void *arg)
 {
     state_wait_t *w = arg;
+    if (w->owner && !eddy_proc_alive(w->owner)) {
+        w->gone = true;
+        return true;
+    }
     json_t *doc = eddy_test_status(w->port);
     json_t *j = doc ? eddy_test_status_job(doc, w->job) : NULL;
     const char *s = j ? json_string_value(json_object_get(j, "state")) : NULL;
@@ -315,10 +321,10 @@ static bool job_in_state(void *arg)
 }
 
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
-                              uint64_t timeout_ms)
+                              uint64_t timeout_ms, eddy_proc_t *owner)
 {
-    state_wait_t w = {control_port, job, state};
-    return eddy_poll_until(job_in_state, &w, timeout_ms);
+    state_wait_t w = {control_port, job, state, owner, false};
+    return eddy_poll_until(job_in_state, &w, timeout_ms) && !w.gone;
 }
 
 /* ---- reference wordcount ----------------------------------------------------- */

@@ -69,9 +69,10 @@ int eddy_test_free_ports(int n, int *ports, eddy_err_t *err);
 json_t *eddy_test_status(int control_port);
 /* The job object with "id" == job in a status document (borrowed), or NULL. */
 json_t *eddy_test_status_job(json_t *status, const char *job);
-/* Polls status until job `job` is in state `state`; true on success. */
+/* Polls status until job `job` is in state `state`; true on success.
+ * Gives up early when `owner` (the eddy local process; may be NULL) exits. */
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
-                              uint64_t timeout_ms);
+                              uint64_t timeout_ms, eddy_proc_t *owner);
 
 /* Reference wordcount: tokens split on ' ' and '\t' (lines on '\n'), sorted
  * with memcmp, as "word\tcount\n" lines. malloc'd; *out_len set. */
