@@ -118,8 +118,14 @@ int eddy_cmd_local(int argc, char **argv)
         return 0;
     }
     if (!job) {
+        /* Without --job, leftover flags cannot be job flags: name the first. */
+        char msg[300];
+        if (job_args.count > 0)
+            snprintf(msg, sizeof msg, "unknown flag '%s' (see eddy local --help)", job_args.items[0]);
+        else
+            snprintf(msg, sizeof msg, "--job is required (see eddy jobs)");
         eddy_args_free(&job_args);
-        return eddy_usage_error("local", "--job is required (see eddy jobs)");
+        return eddy_usage_error("local", msg);
     }
     if (workers < 1 || workers > MAX_LOCAL_WORKERS) {
         eddy_args_free(&job_args);

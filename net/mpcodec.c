@@ -206,7 +206,8 @@ void eddy_mpr_strcpy(eddy_mpr_t *r, char *dst, size_t dst_size)
         fail(r, "string too long");
         return;
     }
-    memcpy(dst, o->via.str.ptr, o->via.str.size);
+    if (o->via.str.size) /* msgpack-c gives empty strings a NULL ptr */
+        memcpy(dst, o->via.str.ptr, o->via.str.size);
     dst[o->via.str.size] = '\0';
 }
 
@@ -228,7 +229,8 @@ char *eddy_mpr_strdup(eddy_mpr_t *r, uint32_t max)
         fail(r, "out of memory");
         return NULL;
     }
-    memcpy(s, o->via.str.ptr, o->via.str.size);
+    if (o->via.str.size)
+        memcpy(s, o->via.str.ptr, o->via.str.size);
     s[o->via.str.size] = '\0';
     return s;
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# test.sh - set up, build and run every test (unit + integration) with ctest.
+#
+#   sudo bash scripts/test.sh              # release build
+#   sudo bash scripts/test.sh --sanitize   # and again under ASan + UBSan
+#
+# Ends with one line "N passed, N failed" (ctest tests, both runs together)
+# and exits non-zero when anything failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SANITIZE=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) SANITIZE=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown flag '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+setup_args=()
+((SANITIZE)) && setup_args+=(--sanitize)
+if ! bash "$ROOT/scripts/setup.sh" "${setup_args[@]}"; then
+  echo "test.sh: setup/build failed"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+PASSED=0
+FAILED=0
+STATUS=0
+run_ctest() { # build dir, label
+  local dir="$1" label="$2" log
+  log="$(mktemp)"
+  echo "==== ctest ($label) in $dir"
+  (cd "$dir" && ctest --output-on-failure --timeout 600) 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  # "NN% tests passed, F tests failed out of T"
+  local line total failed
+  line="$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)"
+  if [[ -n "$line" ]]; then
+    failed="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")"
+    total="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")"
+    PASSED=$((PASSED + total - failed))
+    FAILED=$((FAILED + failed))
+  else
+    FAILED=$((FAILED + 1)) # ctest itself did not run properly
+  fi
+  ((rc != 0)) && STATUS=1
+  rm -f "$log"
+}
+
+start=$(date +%s)
+run_ctest "$ROOT/build" release
+if ((SANITIZE)); then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_ctest "$ROOT/build-asan" "asan+ubsan"
+fi
+echo "test.sh: tests took $(( $(date +%s) - start )) s"
+((FAILED > 0)) && STATUS=1
+echo "$PASSED passed, $FAILED failed"
+exit $STATUS

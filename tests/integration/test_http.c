@@ -1,0 +1,169 @@
+/* test_http.c - the coordinator's HTTP API while a job runs.
+ *
+ * Starts a rate-limited, unbounded wordcount under `eddy local` on its own
+ * ports and checks, with libcurl against the real listener: GET /healthz
+ * answers ok, GET /api/v1/jobs is JSON listing the job, GET /api/v1/scaling
+ * is a JSON list, and GET /metrics is valid Prometheus text according to
+ * `promtool check metrics` (Debian's prometheus package; the test fails
+ * with a clear message when promtool is missing rather than skipping). */
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define PROMTOOL_DEFAULT "/usr/bin/promtool"
+
+static char *dir;
+static char logp[600];
+static int ports[2];
+static eddy_proc_t job;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("http", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--generate",
+                    "--lines", "0", "--rate", "2000", NULL};
+    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job)) {
+        char *log = eddy_read_file(logp, NULL);
+        cr_assert_fail("job never reached state running; log:\n%s", log ? log : "");
+    }
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&job, 3000);
+    curl_global_cleanup();
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+typedef struct buf {
+    char *data;
+    size_t len;
+} buf_t;
+
+static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    buf_t *b = userdata;
+    size_t n = size * nmemb;
+    char *nd = realloc(b->data, b->len + n + 1);
+    if (!nd)
+        return 0;
+    memcpy(nd + b->len, ptr, n);
+    b->data = nd;
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* GET http://127.0.0.1:PORT/path; returns the status and the body. */
+static long get(const char *path, char **body, char *content_type, size_t ct_size)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", ports[1], path);
+    CURL *c = curl_easy_init();
+    cr_assert(c);
+    buf_t b = {calloc(1, 1), 0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
+    CURLcode rc = curl_easy_perform(c);
+    cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (content_type) {
+        char *ct = NULL;
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+        snprintf(content_type, ct_size, "%s", ct ? ct : "");
+    }
+    curl_easy_cleanup(c);
+    *body = b.data;
+    return status;
+}
+
+Test(http, healthz_ok, .init = setup, .fini = teardown, .timeout = 90)
+{
+    char *body;
+    long st = get("/healthz", &body, NULL, 0);
+    cr_assert_eq(st, 200, "status %ld body %s", st, body);
+    cr_assert(strstr(body, "ok"), "body: %s", body);
+    free(body);
+}
+
+Test(http, jobs_api_lists_job, .init = setup, .fini = teardown, .timeout = 90)
+{
+    char *body, ct[128];
+    long st = get("/api/v1/jobs", &body, ct, sizeof ct);
+    cr_assert_eq(st, 200, "status %ld body %s", st, body);
+    cr_assert(strstr(ct, "json"), "Content-Type '%s'", ct);
+    json_error_t jerr;
+    json_t *doc = json_loads(body, 0, &jerr);
+    cr_assert(doc, "not JSON (%s): %.200s", jerr.text, body);
+    json_t *jobs = json_is_array(doc) ? doc : json_object_get(doc, "jobs");
+    cr_assert(json_is_array(jobs), "no job list in %.200s", body);
+    bool found = false;
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        const char *id = json_string_value(json_object_get(j, "id"));
+        found |= id && !strcmp(id, "wordcount");
+    }
+    cr_assert(found, "job 'wordcount' not listed: %.300s", body);
+    json_decref(doc);
+    free(body);
+
+    st = get("/api/v1/scaling", &body, NULL, 0);
+    cr_assert_eq(st, 200, "scaling: status %ld", st);
+    doc = json_loads(body, 0, &jerr);
+    cr_assert(doc && (json_is_array(doc) || json_is_object(doc)), "scaling not JSON: %.200s", body);
+    json_decref(doc);
+    free(body);
+}
+
+Test(http, metrics_pass_promtool, .init = setup, .fini = teardown, .timeout = 90)
+{
+    const char *promtool = getenv("EDDY_PROMTOOL");
+    if (!promtool || !*promtool)
+        promtool = PROMTOOL_DEFAULT;
+    cr_assert(access(promtool, X_OK) == 0,
+              "promtool not found at %s: install Debian's 'prometheus' package (scripts/setup.sh "
+              "does) or set EDDY_PROMTOOL",
+              promtool);
+    char *body, ct[128];
+    long st = get("/metrics", &body, ct, sizeof ct);
+    cr_assert_eq(st, 200, "status %ld", st);
+    cr_assert(strstr(ct, "text/plain"), "Content-Type '%s'", ct);
+    cr_assert(strstr(body, "# TYPE"), "no TYPE lines in:\n%.400s", body);
+    char path[700], cmd[1600];
+    snprintf(path, sizeof path, "%s/metrics.txt", dir);
+    cr_assert(eddy_write_file(path, body, strlen(body)) == 0);
+    snprintf(cmd, sizeof cmd, "'%s' check metrics < '%s'", promtool, path);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 30000, &out, &err);
+    cr_assert_eq(rc, 0, "promtool check metrics exited %d:\n%s%s\nmetrics were:\n%.2000s", rc, out,
+                 err, body);
+    free(out);
+    free(err);
+    free(body);
+}

@@ -1,0 +1,174 @@
+/* test_rescale_e2e.c - live rescaling of a running wordcount, through the
+ * real binary and the real control protocol.
+ *
+ * A rate-limited wordcount (so it runs several seconds) on 3 workers with
+ * checkpoints every 500 ms is rescaled with `eddy rescale` from another
+ * process: count 3 -> 4 -> 1 -> 3, each waiting for the job to be running
+ * again first. The final output must still equal the reference (nothing
+ * lost or counted twice across the rescales), and `eddy status --json`
+ * must show the new parallelism with key-group ranges that tile [0, 128).
+ * A second test sends invalid requests (parallelism 0 and 129, unknown
+ * operator, the non-keyed 'source', unknown job): each is refused with a
+ * non-zero exit and a message, and the job still finishes correctly. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define LINES 400000
+#define RATE_PER_SOURCE "20000" /* x 3 sources: ~60k lines/s, ~7 s */
+
+static char *dir;
+static char input[600], output[600], logp[600];
+static int ports[2];
+static char coord[64];
+static eddy_proc_t job;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("rescale", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/counts.tsv", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cr_assert(eddy_gen_lines(input, LINES, 7, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--input",
+                    input, "--output", output, "--parallelism", "3", "--rate", RATE_PER_SOURCE,
+                    NULL};
+    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&job, 3000);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+static void wait_running(void)
+{
+    bool ok = eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job);
+    if (!ok)
+        cr_assert_fail("job never (again) reached state running; log:\n%s", log_text());
+}
+
+static int rescale(const char *job_id, const char *op, const char *p, char **err)
+{
+    char *argv[] = {EDDY_BINARY, "rescale", (char *)job_id, (char *)op, (char *)p,
+                    "--coordinator", coord, NULL};
+    char *out = NULL;
+    int rc = eddy_proc_run(argv, 90000, &out, err);
+    free(out);
+    return rc;
+}
+
+/* The job must finish (exit 0) and its output equal the reference. */
+static void expect_correct_output(void)
+{
+    int rc = eddy_proc_wait(&job, 120000);
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
+    size_t tl, el, gl;
+    char *text = eddy_read_file(input, &tl);
+    char *expected = eddy_reference_wordcount(text, tl, &el);
+    char *got = eddy_read_file(output, &gl);
+    cr_assert(got, "no output; log:\n%s", log_text());
+    cr_assert(gl == el && memcmp(got, expected, el) == 0,
+              "output after rescales differs from the reference (%zu vs %zu bytes)", gl, el);
+    free(text);
+    free(expected);
+    free(got);
+}
+
+/* count's parallelism is p and its instances' key groups tile [0,128). */
+static void expect_status_parallelism(int p)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st, "eddy status --json failed");
+    json_t *j = eddy_test_status_job(st, "wordcount");
+    cr_assert(j, "status lists no job 'wordcount'");
+    json_t *op = NULL, *o;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
+            op = o;
+    }
+    cr_assert(op, "status has no operator 'count'");
+    cr_assert_eq(json_integer_value(json_object_get(op, "parallelism")), p);
+    json_t *inst = json_object_get(op, "instances");
+    cr_assert_eq(json_array_size(inst), (size_t)p);
+    json_int_t next = 0;
+    json_array_foreach(inst, i, o)
+    {
+        json_t *kg = json_object_get(o, "key_groups");
+        cr_assert(json_is_array(kg), "instance %zu has no key_groups", i);
+        cr_assert_eq(json_integer_value(json_array_get(kg, 0)), next,
+                     "key groups of instance %zu start at %lld, want %lld", i,
+                     (long long)json_integer_value(json_array_get(kg, 0)), (long long)next);
+        next = json_integer_value(json_array_get(kg, 1));
+        cr_assert_gt(next, json_integer_value(json_array_get(kg, 0)), "empty range");
+    }
+    cr_assert_eq(next, 128, "key groups end at %lld, want 128", (long long)next);
+    json_decref(st);
+}
+
+Test(rescale, up_down_up_keeps_exact_counts, .init = setup, .fini = teardown, .timeout = 240)
+{
+    static const char *steps[] = {"4", "1", "3"};
+    wait_running();
+    expect_status_parallelism(3);
+    for (int s = 0; s < 3; s++) {
+        wait_running();
+        char *err = NULL;
+        int rc = rescale("wordcount", "count", steps[s], &err);
+        cr_assert_eq(rc, 0, "eddy rescale wordcount count %s exited %d: %s\nlog:\n%s", steps[s], rc,
+                     err, log_text());
+        free(err);
+        wait_running();
+        expect_status_parallelism(atoi(steps[s]));
+    }
+    expect_correct_output();
+}
+
+Test(rescale, invalid_requests_refused_job_unharmed, .init = setup, .fini = teardown,
+     .timeout = 240)
+{
+    static const struct {
+        const char *job, *op, *p, *why;
+    } bad[] = {
+        {"wordcount", "count", "0", "0"},
+        {"wordcount", "count", "129", "129"},
+        {"wordcount", "nosuchop", "2", "nosuchop"},
+        {"wordcount", "source", "2", "source"},
+        {"nosuchjob", "count", "2", "nosuchjob"},
+    };
+    wait_running();
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *err = NULL;
+        int rc = rescale(bad[i].job, bad[i].op, bad[i].p, &err);
+        cr_assert(rc > 0, "eddy rescale %s %s %s: exit %d, want refusal", bad[i].job, bad[i].op,
+                  bad[i].p, rc);
+        cr_assert(err && strstr(err, bad[i].why), "refusal of %s %s %s should mention '%s': %s",
+                  bad[i].job, bad[i].op, bad[i].p, bad[i].why, err);
+        free(err);
+    }
+    expect_status_parallelism(3);
+    expect_correct_output();
+}

@@ -1,0 +1,195 @@
+/* test_wordcount_e2e.c - end-to-end wordcount through the real binary.
+ *
+ * Runs `eddy local --job wordcount` (coordinator + worker processes over
+ * real ZeroMQ sockets) on ~3 MB of generated text with awkward whitespace
+ * (tabs, runs of spaces, leading spaces, blank lines, punctuation glued to
+ * words, UTF-8, a last line without newline) for 1, 2 and 3 workers and
+ * parallelism 1..4, and requires the --output file to be byte-identical
+ * to a reference computed here in C. Also checks changelog mode: the last
+ * +I/+U value printed for each word equals the reference count.
+ *
+ * Why: this is the README's main command; exact output across placements
+ * shows that partitioning by key groups neither drops nor duplicates. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define TEXT_BYTES (3u * 1024 * 1024)
+#define RUN_TIMEOUT_MS 120000
+
+static char *dir;
+static char input[600];
+static char *text, *expected;
+static size_t text_len, expected_len;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("wc-e2e", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    cr_assert(eddy_gen_text(input, TEXT_BYTES, 20240601, &err) == 0, "%s", err.msg);
+    text = eddy_read_file(input, &text_len);
+    cr_assert(text);
+    expected = eddy_reference_wordcount(text, text_len, &expected_len);
+    cr_assert(expected);
+}
+
+static void teardown(void)
+{
+    free(text);
+    free(expected);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+/* Index of the first differing line, for a readable failure. */
+static void report_diff(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t i = 0, line = 1, start = 0;
+    while (i < alen && i < blen && a[i] == b[i]) {
+        if (a[i] == '\n') {
+            line++;
+            start = i + 1;
+        }
+        i++;
+    }
+    cr_log_error("outputs differ at line %zu: expected '%.60s' got '%.60s' (sizes %zu vs %zu)",
+                 line, a + start, b + start, alen, blen);
+}
+
+typedef struct wc_case {
+    int workers, parallelism;
+} wc_case_t;
+
+ParameterizedTestParameters(wordcount, output_matches_reference)
+{
+    static wc_case_t cases[] = {{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 3},
+                                {2, 4}, {3, 1}, {3, 3}, {3, 4}};
+    return cr_make_param_array(wc_case_t, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(wc_case_t *c, wordcount, output_matches_reference, .init = setup,
+                  .fini = teardown, .timeout = 180)
+{
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char out[700], logp[700], w[16], p[16], cp[16], hp[16];
+    snprintf(out, sizeof out, "%s/counts-w%d-p%d.tsv", dir, c->workers, c->parallelism);
+    snprintf(logp, sizeof logp, "%s/log-w%d-p%d.txt", dir, c->workers, c->parallelism);
+    snprintf(w, sizeof w, "%d", c->workers);
+    snprintf(p, sizeof p, "%d", c->parallelism);
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", w, "--control-port", cp, "--http-port",
+                    hp, "--quiet", "--job", "wordcount", "--input", input, "--output", out,
+                    "--parallelism", p, NULL};
+    eddy_proc_t proc;
+    cr_assert(eddy_proc_start(&proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&proc, RUN_TIMEOUT_MS);
+    eddy_proc_kill(&proc, 2000);
+    char *log = eddy_read_file(logp, NULL);
+    cr_assert_eq(rc, 0, "eddy local (workers %d, parallelism %d) exited %d; log:\n%s",
+                 c->workers, c->parallelism, rc, log ? log : "");
+    size_t got_len = 0;
+    char *got = eddy_read_file(out, &got_len);
+    cr_assert(got, "no output file %s; log:\n%s", out, log ? log : "");
+    if (got_len != expected_len || memcmp(got, expected, got_len) != 0)
+        report_diff(expected, expected_len, got, got_len);
+    cr_assert(got_len == expected_len && memcmp(got, expected, got_len) == 0,
+              "workers %d, parallelism %d: output differs from the reference", c->workers,
+              c->parallelism);
+    free(got);
+    free(log);
+}
+
+/* Changelog lines look like "+I[word, 1]", "-U[word, 1]", "+U[word, 2]".
+ * Words contain no spaces or tabs but may contain ',' and ']', so split at
+ * the last ", ". */
+Test(wordcount, changelog_last_value_is_reference_count, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char out[700], logp[700], cp[16], hp[16];
+    snprintf(out, sizeof out, "%s/changelog.txt", dir);
+    snprintf(logp, sizeof logp, "%s/changelog-log.txt", dir);
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
+                    hp, "--quiet", "--job", "wordcount", "--input", input, "--parallelism", "3",
+                    NULL};
+    eddy_proc_t proc;
+    cr_assert(eddy_proc_start(&proc, argv, out, logp, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&proc, RUN_TIMEOUT_MS);
+    eddy_proc_kill(&proc, 2000);
+    cr_assert_eq(rc, 0, "eddy local exited %d", rc);
+
+    size_t n;
+    eddy_wc_entry_t *ref = eddy_reference_counts(text, text_len, &n);
+    cr_assert(ref);
+    uint64_t *last = calloc(n, sizeof *last);
+    size_t len;
+    char *log = eddy_read_file(out, &len);
+    cr_assert(log && last);
+    size_t lines = 0;
+    for (char *line = log, *nl; line < log + len; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(log + len - line));
+        if (!nl)
+            nl = log + len;
+        size_t l = (size_t)(nl - line);
+        if (l < 7 || line[l - 1] != ']')
+            continue;
+        int plus = !strncmp(line, "+I[", 3) || !strncmp(line, "+U[", 3);
+        if (!plus) {
+            cr_assert(!strncmp(line, "-U[", 3), "unexpected changelog line '%.*s'", (int)l, line);
+            continue;
+        }
+        char *sep = NULL;
+        for (char *q = line + l - 2; q > line + 3; q--)
+            if (q[0] == ',' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        cr_assert(sep, "malformed changelog line '%.*s'", (int)l, line);
+        eddy_wc_entry_t key = {line + 3, (uint32_t)(sep - (line + 3)), 0};
+        /* binary search in the sorted reference */
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            uint32_t m = key.len < ref[mid].len ? key.len : ref[mid].len;
+            int c = memcmp(ref[mid].word, key.word, m);
+            if (!c)
+                c = ref[mid].len < key.len ? -1 : ref[mid].len > key.len;
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        cr_assert(lo < n && ref[lo].len == key.len && !memcmp(ref[lo].word, key.word, key.len),
+                  "changelog names a word not in the input: '%.*s'", (int)key.len, key.word);
+        last[lo] = strtoull(sep + 2, NULL, 10);
+        lines++;
+    }
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        if (last[i] != ref[i].count) {
+            if (wrong++ < 5)
+                cr_log_error("word '%.*s': last changelog value %llu, reference %llu",
+                             (int)ref[i].len, ref[i].word, (unsigned long long)last[i],
+                             (unsigned long long)ref[i].count);
+        }
+    cr_assert_eq(wrong, 0, "%zu of %zu words have a wrong final value (%zu +I/+U lines)", wrong,
+                 n, lines);
+    free(last);
+    free(ref);
+    free(log);
+}
