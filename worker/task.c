@@ -725,7 +725,8 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
 static double source_allowance(eddy_task_t *t, uint64_t now_ns)
 {
     double elapsed = t->clock_offset_s + (double)(now_ns - t->created_ns) / 1e9;
-    double rate = eddy_rate_at(&t->def->rate, elapsed);
+    /* --rate is the stage's total; each instance takes its share. */
+    double rate = eddy_rate_at(&t->def->rate, elapsed) / (t->parallelism ? t->parallelism : 1);
     t->offered_rate = rate;
     if (rate <= 0) {
         t->tokens = 0;
