@@ -10,9 +10,10 @@
 #   bench/autoscale.sh [--eddy PATH] [--out DIR] [--duration S]
 #
 # Offered rate  = sum of the source instances' offered_rate (lines/s)
-# Achieved rate = per-second delta of the sources' records_in (lines/s);
-#                 the counters restart when a rescale recreates the tasks,
-#                 so a negative delta is dropped.
+# Achieved rate = delta of the sources' records_in over the sampling interval
+#                 (about 1 s; lines/s);
+#                 the counters restart when a rescale recreates the tasks
+#                 (new epoch), so samples across an epoch change are dropped.
 # Output: DIR/autoscale.dat (time_s offered achieved p_source p_count p_sink),
 #         DIR/autoscale.png, DIR/local.log, DIR/scaling.txt.
 set -euo pipefail
@@ -56,20 +57,29 @@ dat="$out/autoscale.dat"
 echo "# time_s offered_lines_per_s achieved_lines_per_s p_source p_count p_sink" >"$dat"
 start=$(date +%s.%N)
 prev_in=""
-for ((i = 0; i < duration; i++)); do
+prev_t=""
+prev_epoch=""
+while :; do
   sleep 1
+  t=$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.2f", n - s }')
+  awk -v t="$t" -v d="$duration" 'BEGIN { exit !(t >= d) }' && break
   json=$("$eddy" status --json --coordinator "$coord" 2>/dev/null) || continue
-  t=$(python3 -c "import time;print(round(time.time()-$start,1))")
-  read -r offered in ps pc pk < <(echo "$json" | jq -r '
+  read -r epoch offered in ps pc pk < <(echo "$json" | jq -r '
     (.jobs[0].operators // []) as $ops |
-    [ ([$ops[] | select(.source) | .offered_rate] | add // 0),
+    [ (.jobs[0].epoch // 0),
+      ([$ops[] | select(.source) | .offered_rate] | add // 0),
       ([$ops[] | select(.source) | .records_in] | add // 0),
       ($ops[] | select(.name=="source") | .parallelism),
       ($ops[] | select(.name=="count") | .parallelism),
       ($ops[] | select(.name=="sink") | .parallelism) ] | @tsv') || continue
   achieved="NaN"
-  if [ -n "$prev_in" ] && [ "$in" -ge "$prev_in" ]; then achieved=$((in - prev_in)); fi
+  # Tasks recreated by a rescale (new epoch) restart their counters.
+  if [ -n "$prev_in" ] && [ "$epoch" = "$prev_epoch" ] && [ "$in" -ge "$prev_in" ]; then
+    achieved=$(awk -v a="$in" -v b="$prev_in" -v t="$t" -v u="$prev_t" 'BEGIN { printf "%.0f", (a - b) / (t - u) }')
+  fi
   prev_in=$in
+  prev_t=$t
+  prev_epoch=$epoch
   echo "$t $offered $achieved $ps $pc $pk" >>"$dat"
 done
 "$eddy" scaling --coordinator "$coord" >"$out/scaling.txt" 2>&1 || true
