@@ -238,11 +238,3 @@ int eddy_cmd_jobs(int argc, char **argv)
         printf("%-16s %s\n", eddy_job_at(i)->name, eddy_job_at(i)->summary);
     return 0;
 }
-
-int eddy_cmd_controller(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "eddy controller: not built yet\n");
-    return 1;
-}

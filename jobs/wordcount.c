@@ -63,8 +63,8 @@ int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_
 
 static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
 {
-    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL;
-    bool generate = false;
+    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *rate_schedule = NULL;
+    bool generate = false, cost_sleep = false;
     uint64_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
     uint64_t lines = 1000000, vocabulary = 10000, words = 8, seed = 42;
     double cost_us = 0;
@@ -78,9 +78,11 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         {"seed", EDDY_FLAG_UINT, &seed, "N", "generator seed (42)", false},
         {"output", EDDY_FLAG_STRING, &output, "FILE", "write final counts to FILE", false},
         {"rate", EDDY_FLAG_STRING, &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)", false},
+        {"rate-schedule", EDDY_FLAG_STRING, &rate_schedule, "T:R,..", "same as --rate", false},
         {"parallelism", EDDY_FLAG_UINT, &parallelism, "P", "parallelism of source and count (2)", false},
         {"max-parallelism", EDDY_FLAG_UINT, &max_parallelism, "K", "key groups (128)", false},
         {"cost-us", EDDY_FLAG_DOUBLE, &cost_us, "US", "simulated cost per counted word (0)", false},
+        {"cost-sleep", EDDY_FLAG_BOOL, &cost_sleep, NULL, "the cost sleeps instead of spinning", false},
         {NULL, 0, NULL, NULL, NULL, false},
     };
     int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
@@ -88,6 +90,10 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         return eddy_err_set(err, "wordcount: --help is handled by the caller");
     if (rc < 0)
         return eddy_err_wrap(err, "wordcount");
+    if (rate && rate_schedule)
+        return eddy_err_set(err, "give --rate or --rate-schedule, not both");
+    if (rate_schedule)
+        rate = rate_schedule;
     int sources = (input != NULL) + (socket != NULL) + generate;
     if (sources != 1)
         return eddy_err_set(err, "wordcount needs exactly one of --input FILE, --socket HOST:PORT, --generate");
@@ -132,6 +138,7 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     cfg->split.fn = split_words;
     eddy_aggregate_sum_config(&cfg->count, output ? EDDY_EMIT_FINAL : EDDY_EMIT_CHANGELOG);
     cfg->count.cost_us = cost_us;
+    cfg->count.cost_sleep = cost_sleep;
 
     int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
     if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->split, err) < 0)
@@ -162,9 +169,12 @@ const eddy_job_def_t eddy_wordcount_job = {
              "  --output FILE                  final counts as word<TAB>count, byte order;\n"
              "                                 without it a changelog (+I[w, 1]) on stdout\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
+             "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"
              "  --max-parallelism K            key groups (default 128)\n"
-             "  --cost-us US                   simulated per-word cost in count (demos)\n",
+             "  --cost-us US                   simulated per-word cost in count (demos)\n"
+             "  --cost-sleep                   the cost sleeps instead of spinning (needs no CPU:\n"
+             "                                 for more instances than cores)\n",
     .build = build,
 };
 

@@ -7,9 +7,11 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -109,8 +111,13 @@ static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collecto
     void *acc = eddy_keyed_state_upsert(op->state, kg, hash, key, klen, &created);
     if (!acc)
         return eddy_err_set(err, "out of memory in keyed state");
-    if (cfg->cost_us > 0)
+    if (cfg->cost_us > 0 && cfg->cost_sleep) {
+        struct timespec ts = {(time_t)(cfg->cost_us / 1e6),
+                              (long)(fmod(cfg->cost_us, 1e6) * 1000.0)};
+        nanosleep(&ts, NULL);
+    } else if (cfg->cost_us > 0) {
         burn_us(cfg->cost_us);
+    }
     if (created && cfg->init)
         cfg->init(acc);
     if (cfg->emit == EDDY_EMIT_CHANGELOG && !created) {

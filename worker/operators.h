@@ -41,6 +41,10 @@ typedef struct eddy_aggregate_config {
     eddy_emit_mode_t emit;
     /* Optional simulated per-record cost (busy-wait, microseconds) for demos. */
     double cost_us;
+    /* Sleep for cost_us instead of spinning: an instance then needs no CPU
+     * while "working", so demos and tests with more instances than cores
+     * still see each instance's capacity (e.g. autoscaling on a 2-core box). */
+    bool cost_sleep;
 } eddy_aggregate_config_t;
 extern const eddy_operator_ops_t eddy_aggregate_ops;
 /* A ready-made sum of record values (count when values are 1). */

@@ -553,7 +553,9 @@ static bool run_tasks(worker_t *w, uint64_t now)
         for (uint32_t i = 0; i < j->n_tasks; i++) {
             eddy_task_t *t = j->tasks[i];
             if (!eddy_task_runnable(t, now)) {
+#ifndef EDDY_NO_TASK_TIMING
                 eddy_task_account(t, now);
+#endif
                 continue;
             }
             any = true;

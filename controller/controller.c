@@ -1,0 +1,349 @@
+/* controller.c - metrics snapshots -> DS2 windows -> policy decisions (see
+ * controller.h for the rules). */
+#include "controller/controller.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ds2.h"
+
+typedef struct op_snapshot {
+    char name[EDDY_SCALING_NAME_MAX];
+    uint32_t parallelism, min_parallelism, max_parallelism;
+    bool keyed, source;
+    long upstream; /* index of the upstream operator, -1 for none */
+    double records_in, records_out, busy_ns, offered_rate;
+} op_snapshot_t;
+
+typedef struct snapshot {
+    bool valid;
+    int64_t time_ms;
+    int64_t epoch;
+    size_t count;
+    op_snapshot_t *ops;
+} snapshot_t;
+
+struct eddy_controller {
+    eddy_scaling_policy_t *policy;
+    uint32_t min_parallelism, max_parallelism; /* job-wide, for keyed operators */
+    snapshot_t prev;
+    eddy_scaling_decision_t *decisions;
+    size_t decisions_capacity;
+};
+
+eddy_controller_t *eddy_controller_new(const eddy_scaling_policy_config_t *config,
+                                       eddy_err_t *err)
+{
+    if (!config) {
+        eddy_err_set(err, "controller: no config");
+        return NULL;
+    }
+    eddy_scaling_policy_config_t pc = *config;
+    uint32_t min = config->min_parallelism, max = config->max_parallelism;
+    if (min < 1 || (max && max < min)) {
+        eddy_err_set(err, "controller: parallelism bounds [%u, %u] need 1 <= min <= max", min, max);
+        return NULL;
+    }
+    /* The controller applies the job-wide bounds itself, to keyed operators
+     * only: the pinned, non-rescalable ones must not conflict with them. */
+    pc.min_parallelism = 1;
+    pc.max_parallelism = UINT32_MAX;
+    eddy_controller_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        eddy_err_set(err, "controller: out of memory");
+        return NULL;
+    }
+    self->policy = eddy_scaling_policy_new(&pc, err);
+    if (!self->policy) {
+        free(self);
+        return NULL;
+    }
+    self->min_parallelism = min;
+    self->max_parallelism = max ? max : UINT32_MAX;
+    return self;
+}
+
+static void snapshot_clear(snapshot_t *s)
+{
+    free(s->ops);
+    memset(s, 0, sizeof *s);
+}
+
+void eddy_controller_destroy(eddy_controller_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    eddy_controller_t *self = *self_p;
+    eddy_scaling_policy_destroy(&self->policy);
+    snapshot_clear(&self->prev);
+    free(self->decisions);
+    free(self);
+    *self_p = NULL;
+}
+
+int eddy_controller_note_rescale(eddy_controller_t *self, const char *operator_name,
+                                 int64_t now_ms, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "controller: no controller");
+    return eddy_scaling_policy_note_rescale(self->policy, operator_name, now_ms, err);
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static int get_count(const json_t *op, const char *key, size_t i, double *out, eddy_err_t *err)
+{
+    const json_t *v = json_object_get(op, key);
+    if (!json_is_number(v) || json_number_value(v) < 0)
+        return eddy_err_set(err, "metrics: operators[%zu].%s is missing or not a count", i, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int get_u32(const json_t *op, const char *key, size_t i, uint32_t *out, eddy_err_t *err)
+{
+    const json_t *v = json_object_get(op, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > UINT32_MAX)
+        return eddy_err_set(err, "metrics: operators[%zu].%s is missing or not a positive integer",
+                            i, key);
+    *out = (uint32_t)json_integer_value(v);
+    return 0;
+}
+
+static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy_err_t *err)
+{
+    memset(s, 0, sizeof *s);
+    s->time_ms = now_ms;
+    const json_t *epoch = json_object_get(job, "epoch");
+    s->epoch = json_is_integer(epoch) ? (int64_t)json_integer_value(epoch) : -1;
+    const json_t *ops = json_object_get(job, "operators");
+    if (!json_is_array(ops) || json_array_size(ops) == 0)
+        return eddy_err_set(err, "metrics: no operators[] in the job document");
+    s->count = json_array_size(ops);
+    s->ops = calloc(s->count, sizeof *s->ops);
+    if (!s->ops)
+        return eddy_err_set(err, "controller: out of memory");
+    for (size_t i = 0; i < s->count; i++) {
+        const json_t *o = json_array_get(ops, i);
+        op_snapshot_t *p = &s->ops[i];
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (!json_is_object(o) || !name || !*name || strlen(name) >= sizeof p->name)
+            goto bad_name;
+        snprintf(p->name, sizeof p->name, "%s", name);
+        if (get_u32(o, "parallelism", i, &p->parallelism, err) < 0 ||
+            get_u32(o, "min_parallelism", i, &p->min_parallelism, err) < 0 ||
+            get_u32(o, "max_parallelism", i, &p->max_parallelism, err) < 0 ||
+            get_count(o, "records_in", i, &p->records_in, err) < 0 ||
+            get_count(o, "records_out", i, &p->records_out, err) < 0 ||
+            get_count(o, "busy_ns", i, &p->busy_ns, err) < 0)
+            goto fail;
+        p->keyed = json_is_true(json_object_get(o, "keyed"));
+        p->source = json_is_true(json_object_get(o, "source"));
+        p->offered_rate = NAN;
+        if (p->source) {
+            const json_t *r = json_object_get(o, "offered_rate");
+            if (json_is_number(r) && json_number_value(r) >= 0)
+                p->offered_rate = json_number_value(r);
+        }
+        p->upstream = -1;
+        const json_t *in = json_object_get(o, "input");
+        if (json_is_string(in)) {
+            for (size_t k = 0; k < i; k++)
+                if (!strcmp(s->ops[k].name, json_string_value(in)))
+                    p->upstream = (long)k;
+            if (p->upstream < 0) {
+                eddy_err_set(err, "metrics: operator %s reads from '%s', which is not an earlier operator",
+                             p->name, json_string_value(in));
+                goto fail;
+            }
+        } else if (!p->source) {
+            eddy_err_set(err, "metrics: operator %s is neither a source nor has an input", p->name);
+            goto fail;
+        }
+    }
+    return 0;
+bad_name:
+    eddy_err_set(err, "metrics: an operator has no usable name");
+fail:
+    snapshot_clear(s);
+    return -1;
+}
+
+/* ---- the step ----------------------------------------------------------- */
+
+static bool same_shape(const snapshot_t *a, const snapshot_t *b)
+{
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < a->count; i++)
+        if (strcmp(a->ops[i].name, b->ops[i].name) || a->ops[i].upstream != b->ops[i].upstream)
+            return false;
+    return true;
+}
+
+/* Makes cur the baseline (taking its memory). */
+static void keep(eddy_controller_t *self, snapshot_t *cur)
+{
+    snapshot_clear(&self->prev);
+    self->prev = *cur;
+    self->prev.valid = true;
+    memset(cur, 0, sizeof *cur);
+}
+
+static void skip(eddy_controller_t *self, snapshot_t *cur, eddy_controller_step_t *step,
+                 const char *note)
+{
+    snprintf(step->note, sizeof step->note, "%s", note);
+    keep(self, cur);
+}
+
+static bool is_ended(const char *state)
+{
+    return !strcmp(state, "finished") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+}
+
+int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t now_ms,
+                            eddy_controller_step_t *step, eddy_err_t *err)
+{
+    memset(step, 0, sizeof *step);
+    if (!self || !json_is_object(job))
+        return eddy_err_set(err, "metrics: expected a job object");
+    const char *state = json_string_value(json_object_get(job, "state"));
+    if (!state)
+        return eddy_err_set(err, "metrics: the job document has no state");
+    snprintf(step->state, sizeof step->state, "%s", state);
+    if (is_ended(state)) {
+        step->job_ended = true;
+        snprintf(step->note, sizeof step->note, "job %s", state);
+        return 0;
+    }
+    if (self->prev.valid && now_ms <= self->prev.time_ms)
+        return eddy_err_set(err, "controller: time went backwards (%lld <= %lld ms)",
+                            (long long)now_ms, (long long)self->prev.time_ms);
+    snapshot_t cur;
+    if (parse_snapshot(job, now_ms, &cur, err) < 0)
+        return -1;
+    snapshot_t *prev = &self->prev;
+
+    if (!prev->valid) {
+        /* The job may have just started: its first windows are start-up. */
+        if (eddy_scaling_policy_note_rescale(self->policy, NULL, now_ms, err) < 0) {
+            snapshot_clear(&cur);
+            return -1;
+        }
+        skip(self, &cur, step, "first snapshot: baseline");
+        return 0;
+    }
+    if (!same_shape(prev, &cur)) {
+        eddy_scaling_policy_note_rescale(self->policy, NULL, now_ms, err);
+        skip(self, &cur, step, "the job's operators changed: new baseline");
+        return 0;
+    }
+    bool resized = false;
+    for (size_t i = 0; i < cur.count; i++) {
+        if (cur.ops[i].parallelism != prev->ops[i].parallelism) {
+            resized = true;
+            if (eddy_scaling_policy_note_rescale(self->policy, cur.ops[i].name, now_ms, err) < 0) {
+                snapshot_clear(&cur);
+                return -1;
+            }
+        }
+    }
+    if (resized) {
+        skip(self, &cur, step, "parallelism changed: counters restarted, new baseline");
+        return 0;
+    }
+    if (cur.epoch != prev->epoch) {
+        eddy_scaling_policy_note_rescale(self->policy, NULL, now_ms, err);
+        skip(self, &cur, step, "epoch changed (tasks recreated): new baseline");
+        return 0;
+    }
+    if (strcmp(state, "running") != 0) {
+        char note[EDDY_CONTROLLER_NOTE_MAX];
+        snprintf(note, sizeof note, "job is %s: new baseline", state);
+        skip(self, &cur, step, note);
+        return 0;
+    }
+    for (size_t i = 0; i < cur.count; i++) {
+        const op_snapshot_t *a = &prev->ops[i], *b = &cur.ops[i];
+        if (b->records_in < a->records_in || b->records_out < a->records_out ||
+            b->busy_ns < a->busy_ns) {
+            char note[EDDY_CONTROLLER_NOTE_MAX];
+            snprintf(note, sizeof note, "counters of %s went backwards (tasks restarted): new baseline",
+                     b->name);
+            skip(self, &cur, step, note);
+            return 0;
+        }
+    }
+
+    /* One window per operator. */
+    eddy_ds2_operator_t *ops = calloc(cur.count, sizeof *ops);
+    size_t *ups = calloc(cur.count, sizeof *ups);
+    if (cur.count > self->decisions_capacity) {
+        eddy_scaling_decision_t *grown = realloc(self->decisions, cur.count * sizeof *grown);
+        if (grown) {
+            self->decisions = grown;
+            self->decisions_capacity = cur.count;
+        }
+    }
+    if (!ops || !ups || cur.count > self->decisions_capacity) {
+        free(ops);
+        free(ups);
+        snapshot_clear(&cur);
+        return eddy_err_set(err, "controller: out of memory");
+    }
+    uint64_t window_ns = (uint64_t)(now_ms - prev->time_ms) * 1000000u;
+    for (size_t i = 0; i < cur.count; i++) {
+        const op_snapshot_t *a = &prev->ops[i], *b = &cur.ops[i];
+        eddy_ds2_operator_t *o = &ops[i];
+        o->name = b->name;
+        o->parallelism = b->parallelism;
+        if (b->keyed) {
+            o->min_parallelism = b->min_parallelism > self->min_parallelism ? b->min_parallelism
+                                                                           : self->min_parallelism;
+            o->max_parallelism = b->max_parallelism < self->max_parallelism ? b->max_parallelism
+                                                                           : self->max_parallelism;
+            if (o->min_parallelism > o->max_parallelism) /* disjoint: keep it where it is */
+                o->min_parallelism = o->max_parallelism = b->parallelism;
+        } else {
+            o->min_parallelism = o->max_parallelism = b->parallelism;
+        }
+        if (b->upstream >= 0) {
+            ups[i] = (size_t)b->upstream;
+            o->upstreams = &ups[i];
+            o->upstream_count = 1;
+        }
+        double d_in = b->records_in - a->records_in, d_out = b->records_out - a->records_out;
+        o->metrics.records_in = (uint64_t)d_in;
+        o->metrics.records_out = (uint64_t)d_out;
+        o->metrics.useful_ns = (uint64_t)(b->busy_ns - a->busy_ns);
+        o->metrics.window_ns = window_ns;
+        o->metrics.offered_rate = NAN;
+        if (b->source) {
+            /* offered_rate counts what the source reads; DS2 wants what
+             * the source stage emits (its chained operators included). */
+            if (b->offered_rate > 0 && d_in > 0)
+                o->metrics.offered_rate = b->offered_rate * (d_out / d_in);
+        }
+    }
+    int rc = eddy_scaling_policy_decide(self->policy, now_ms, ops, cur.count, self->decisions, err);
+    free(ops);
+    free(ups);
+    if (rc < 0) {
+        snapshot_clear(&cur);
+        return -1;
+    }
+    if (rc == 0) {
+        /* The policy's interval has not elapsed: let the window grow. */
+        snprintf(step->note, sizeof step->note, "interval not elapsed: window extended");
+        snapshot_clear(&cur);
+        return 0;
+    }
+    step->evaluated = true;
+    step->count = cur.count;
+    step->decisions = self->decisions;
+    keep(self, &cur);
+    return 0;
+}
