@@ -70,6 +70,7 @@ typedef struct aggregate_op {
     eddy_kg_range_t *range;
     uint32_t max_parallelism;
     eddy_op_context_t ctx;
+    int64_t cost_debt_ns;   /* simulated cost owed (negative: overslept) */
 } aggregate_op_t;
 
 static void *aggregate_open(const eddy_op_context_t *ctx, eddy_err_t *err)
@@ -112,9 +113,16 @@ static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collecto
     if (!acc)
         return eddy_err_set(err, "out of memory in keyed state");
     if (cfg->cost_us > 0 && cfg->cost_sleep) {
-        struct timespec ts = {(time_t)(cfg->cost_us / 1e6),
-                              (long)(fmod(cfg->cost_us, 1e6) * 1000.0)};
-        nanosleep(&ts, NULL);
+        /* Sleep in slices of at least 1 ms and carry the overshoot over, so a
+         * loaded machine's late wake-ups do not lower the simulated rate. */
+        op->cost_debt_ns += (int64_t)(cfg->cost_us * 1000.0);
+        if (op->cost_debt_ns >= 1000000) {
+            uint64_t t0 = eddy_mono_ns();
+            struct timespec ts = {(time_t)(op->cost_debt_ns / 1000000000),
+                                  (long)(op->cost_debt_ns % 1000000000)};
+            nanosleep(&ts, NULL);
+            op->cost_debt_ns -= (int64_t)(eddy_mono_ns() - t0);
+        }
     } else if (cfg->cost_us > 0) {
         burn_us(cfg->cost_us);
     }
