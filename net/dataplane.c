@@ -120,7 +120,14 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
         return -1;
     eddy_mpr_t *r = &msg->reader;
     msg->reader_open = true;
-    uint64_t type = eddy_mpr_u64(r, EDDY_DATA_CREDIT);
+    uint64_t type = eddy_mpr_u64(r, UINT64_MAX);
+    if (r->ok && (type < EDDY_DATA_BATCH || type > EDDY_DATA_CREDIT)) {
+        /* Checked before the channel, so a control message sent to a data
+         * port is named as such rather than as a missing field. */
+        eddy_data_msg_close(msg);
+        return eddy_err_set(err, "malformed message: unknown data message type %llu",
+                            (unsigned long long)type);
+    }
     msg->type = (eddy_data_type_t)type;
     msg->channel.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     msg->channel.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
@@ -130,15 +137,17 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
     msg->channel.dst_instance = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     const char *name = "data";
     switch (type) {
-    case EDDY_DATA_BATCH:
+    case EDDY_DATA_BATCH: {
         name = "DATA";
         msg->records = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        if (r->ok && eddy_mpr_remaining(r) != 4ull * msg->records) {
+        uint32_t fields = eddy_mpr_remaining(r); /* before close, which zeroes the count */
+        if (r->ok && fields != 4ull * msg->records) {
             eddy_data_msg_close(msg);
             return eddy_err_set(err, "malformed DATA message: %u records announced, %u fields",
-                                msg->records, eddy_mpr_remaining(r));
+                                msg->records, fields);
         }
         break;
+    }
     case EDDY_DATA_BARRIER:
         name = "BARRIER";
         msg->checkpoint = eddy_mpr_u64(r, UINT64_MAX);
@@ -150,12 +159,8 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
         name = "CREDIT";
         msg->credit = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         break;
-    default:
-        if (r->ok) {
-            eddy_data_msg_close(msg);
-            return eddy_err_set(err, "malformed message: unknown data message type %llu",
-                                (unsigned long long)type);
-        }
+    default: /* the type was not an unsigned integer: r is failed */
+        break;
     }
     if (type != EDDY_DATA_BATCH || !r->ok) {
         int rc = eddy_mpr_finish(r, name, err);

@@ -2,8 +2,12 @@
  *
  * Writing: an eddy_mpw_t wraps msgpack-c's sbuffer + packer.
  * Reading: eddy_mpr_t parses one whole msgpack value from untrusted bytes
- * (msgpack_unpack_next, which rejects truncated input) and then walks the
- * elements of its top-level array with typed getters. Every getter checks
+ * and then walks the elements of its top-level array with typed getters.
+ * The bytes are first checked by eddy_msgpack_validate (a structural walk
+ * that allocates nothing), and only then handed to msgpack_unpack_next:
+ * msgpack-c reserves count * sizeof(msgpack_object) for an array or map
+ * before it checks that the elements exist, so a five-byte header such as
+ * `dd ff ff ff ff` would otherwise make it allocate ~100 GB. Every getter checks
  * the element exists and has the right type and range; the first failure
  * sticks, so a decoder reads all fields and checks `ok` once at the end.
  * Strings and bins returned by the reader point into the input buffer. */
@@ -16,6 +20,20 @@
 #include <stdint.h>
 
 #include "common/err.h"
+
+/* The deepest container nesting eddy_msgpack_validate accepts; msgpack-c's
+ * unpacker cannot parse deeper values anyway (MSGPACK_EMBED_STACK_SIZE). */
+#define EDDY_MSGPACK_MAX_DEPTH 32
+
+/* Checks that data[0..len) is exactly one well-formed msgpack value: every
+ * header and payload is inside the buffer, no reserved byte (0xc1) is used,
+ * containers nest at most max_depth deep (a top-level array is depth 1;
+ * values above EDDY_MSGPACK_MAX_DEPTH are clamped to it), no container
+ * announces more elements than there are bytes left to hold them, and no
+ * bytes follow the value. Returns 0, or -1 with err saying what and where.
+ * One pass, no allocation; a buffer it accepts is safe to give to
+ * msgpack_unpack_next (at most ~24 bytes of msgpack_object per input byte). */
+int eddy_msgpack_validate(const void *data, size_t len, uint32_t max_depth, eddy_err_t *err);
 
 typedef struct eddy_mpw {
     msgpack_sbuffer buf;
@@ -45,7 +63,8 @@ typedef struct eddy_mpr {
 } eddy_mpr_t;
 
 /* Parses data as exactly one msgpack array. Returns -1 (and fills err) when
- * the bytes are truncated, have trailing garbage or are not an array. */
+ * the bytes fail eddy_msgpack_validate (with EDDY_MSGPACK_MAX_DEPTH) or are
+ * not an array. */
 int eddy_mpr_open(eddy_mpr_t *r, const void *data, size_t len, eddy_err_t *err);
 void eddy_mpr_close(eddy_mpr_t *r);
 
@@ -56,9 +75,11 @@ bool eddy_mpr_bool(eddy_mpr_t *r);
 double eddy_mpr_double(eddy_mpr_t *r);
 /* str or bin; *len gets the length; NULL (and not ok) when longer than max. */
 const char *eddy_mpr_bytes(eddy_mpr_t *r, uint32_t max, uint32_t *len);
-/* Copies a str into dst (NUL-terminated); not ok when it does not fit. nil gives "". */
+/* Copies a str into dst (NUL-terminated); not ok when it does not fit or
+ * contains a NUL byte. nil gives "". */
 void eddy_mpr_strcpy(eddy_mpr_t *r, char *dst, size_t dst_size);
-/* Returns a malloc'd copy of a str (nil gives NULL); not ok when longer than max. */
+/* Returns a malloc'd copy of a str (nil gives NULL); not ok when longer than
+ * max or when it contains a NUL byte. */
 char *eddy_mpr_strdup(eddy_mpr_t *r, uint32_t max);
 /* Enters a nested array: the reader walks it until eddy_mpr_leave.
  * Returns its length (0 and not ok when longer than max). */
@@ -66,6 +87,9 @@ uint32_t eddy_mpr_enter(eddy_mpr_t *r, uint32_t max, const msgpack_object **save
                         uint32_t *saved_count, uint32_t *saved_next);
 void eddy_mpr_leave(eddy_mpr_t *r, const msgpack_object *saved_items, uint32_t saved_count,
                     uint32_t saved_next);
+/* Marks the reader failed (unless it already is) with a reason naming the
+ * current field: for checks the getters cannot make (odd counts, no memory). */
+void eddy_mpr_fail(eddy_mpr_t *r, const char *what);
 /* Ends decoding: -1 with err naming the first bad field, or when fields are left over. */
 int eddy_mpr_finish(eddy_mpr_t *r, const char *message_name, eddy_err_t *err);
 

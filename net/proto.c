@@ -9,6 +9,11 @@
 
 #include "net/mpcodec.h"
 
+/* Stage and instance fields are indices, so they stay below the maximum
+ * counts (EDDY_MAX_STAGES stages, EDDY_MAX_PARALLELISM instances). */
+#define MAX_STAGE_INDEX (EDDY_MAX_STAGES - 1)
+#define MAX_INSTANCE_INDEX (EDDY_MAX_PARALLELISM - 1)
+
 static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = "REGISTER",     [EDDY_MSG_REGISTERED] = "REGISTERED",
     [EDDY_MSG_HEARTBEAT] = "HEARTBEAT",   [EDDY_MSG_DEPLOY] = "DEPLOY",
@@ -65,10 +70,14 @@ static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
     uint32_t sc, sn;
     uint32_t n = eddy_mpr_enter(r, EDDY_MAX_ARGS, &si, &sc, &sn);
     char **argv = calloc(n + 1, sizeof *argv);
+    if (!argv)
+        eddy_mpr_fail(r, "out of memory");
     for (uint32_t i = 0; argv && i < n; i++) {
         argv[i] = eddy_mpr_strdup(r, EDDY_ARG_MAX);
         if (!argv[i])
-            argv[i] = strdup("");
+            argv[i] = strdup(""); /* nil, or the reader already failed */
+        if (!argv[i])
+            eddy_mpr_fail(r, "out of memory");
     }
     eddy_mpr_leave(r, si, sc, sn);
     *argc = argv ? n : 0;
@@ -102,8 +111,8 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     eddy_mpr_enter(r, 13, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-    m->stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
-    m->instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+    m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+    m->instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
     m->records_in = eddy_mpr_u64(r, UINT64_MAX);
     m->records_out = eddy_mpr_u64(r, UINT64_MAX);
     m->busy_ns = eddy_mpr_u64(r, UINT64_MAX);
@@ -276,18 +285,18 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
                 for (uint32_t i = 0; i < p; i++)
                     d->stages[s].worker_of[i] = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
             } else {
-                r->ok = false;
+                eddy_mpr_fail(r, "out of memory");
             }
             eddy_mpr_leave(r, si2, sc2, sn2);
         }
     } else {
-        r->ok = false;
+        eddy_mpr_fail(r, "out of memory");
     }
     eddy_mpr_leave(r, si, sc, sn);
 
     n = eddy_mpr_enter(r, EDDY_MAX_WORKERS * 2, &si, &sc, &sn);
     if (n % 2)
-        r->ok = false;
+        eddy_mpr_fail(r, "workers array is not (id, endpoint) pairs");
     d->workers = calloc(n / 2 ? n / 2 : 1, sizeof *d->workers);
     if (d->workers) {
         d->n_workers = n / 2;
@@ -296,23 +305,23 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
             eddy_mpr_strcpy(r, d->workers[i].endpoint, sizeof d->workers[i].endpoint);
         }
     } else {
-        r->ok = false;
+        eddy_mpr_fail(r, "out of memory");
     }
     eddy_mpr_leave(r, si, sc, sn);
 
     n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 3, &si, &sc, &sn);
     if (n % 3)
-        r->ok = false;
+        eddy_mpr_fail(r, "positions array is not (stage, instance, position) triples");
     d->positions = calloc(n / 3 ? n / 3 : 1, sizeof *d->positions);
     if (d->positions) {
         d->n_positions = n / 3;
         for (uint32_t i = 0; i < n / 3; i++) {
-            d->positions[i].stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
-            d->positions[i].instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+            d->positions[i].stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+            d->positions[i].instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
             d->positions[i].position = eddy_mpr_i64(r);
         }
     } else {
-        r->ok = false;
+        eddy_mpr_fail(r, "out of memory");
     }
     eddy_mpr_leave(r, si, sc, sn);
 }
@@ -342,7 +351,7 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
             for (uint32_t i = 0; i < n; i++)
                 decode_metrics(r, &m->u.heartbeat.tasks[i]);
         } else {
-            r->ok = false;
+            eddy_mpr_fail(r, "out of memory");
         }
         eddy_mpr_leave(r, si, sc, sn);
         break;
@@ -371,8 +380,8 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.ack.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.ack.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.ack.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.ack.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
-        m->u.ack.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        m->u.ack.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+        m->u.ack.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
         m->u.ack.position = eddy_mpr_i64(r);
         m->u.ack.state_keys = eddy_mpr_u64(r, UINT64_MAX);
         m->u.ack.bytes_written = eddy_mpr_u64(r, UINT64_MAX);
@@ -386,14 +395,14 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
     case EDDY_MSG_TASK_DONE:
         m->u.task_done.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.task_done.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_done.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
-        m->u.task_done.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        m->u.task_done.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+        m->u.task_done.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
         break;
     case EDDY_MSG_TASK_FAILED:
         m->u.task_failed.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.task_failed.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_failed.stage = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_STAGES);
-        m->u.task_failed.instance = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        m->u.task_failed.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+        m->u.task_failed.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
         eddy_mpr_strcpy(r, m->u.task_failed.error, sizeof m->u.task_failed.error);
         break;
     case EDDY_MSG_RELEASE:
@@ -424,11 +433,12 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
         return eddy_err_set(err, "malformed message: unknown message type");
     }
     msg->type = (eddy_msg_type_t)type;
-    if (eddy_mpr_remaining(&r) != field_counts[type]) {
+    uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
+    if (fields != field_counts[type]) {
         eddy_mpr_close(&r);
         msg->type = 0;
         return eddy_err_set(err, "malformed %s message: %u fields, expected %u",
-                            type_names[type], eddy_mpr_remaining(&r), field_counts[type]);
+                            type_names[type], fields, field_counts[type]);
     }
     decode_body(&r, msg);
     int rc = eddy_mpr_finish(&r, type_names[type], err);

@@ -1,0 +1,914 @@
+/* test_proto.c - the control-plane codec (net/proto.c).
+ *
+ * Every message type in proto.h is built with non-trivial values, encoded,
+ * decoded and compared field by field. Then the decoder is attacked with
+ * what a stranger on the coordinator's port could send: every truncation
+ * and every single-byte change of every message (decoding either fails
+ * cleanly or yields a message that re-encodes to the same thing; never a
+ * crash, and under EDDY_SANITIZE never a leak or out-of-bounds access),
+ * missing/extra fields, wrongly typed fields, unknown types, out-of-range
+ * numbers, strings and vectors over their limits, and container headers
+ * that announce billions of elements. Malformed messages are made by
+ * splicing msgpack values into a valid encoding (see splice()). */
+#include <criterion/criterion.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/mpcodec.h"
+#include "net/proto.h"
+
+#include "leak_check.h"
+
+TestSuite(proto, .fini = eddy_test_leak_check);
+
+/* ---- building sample messages ------------------------------------------- */
+
+static eddy_task_metrics_t sample_metrics(uint32_t i)
+{
+    eddy_task_metrics_t m = {
+        .job = 7,
+        .epoch = 3 + i,
+        .stage = i % EDDY_MAX_STAGES,
+        .instance = (i * 977) % EDDY_MAX_PARALLELISM,
+        .records_in = 1000000007ull * i,
+        .records_out = UINT64_MAX - i,
+        .busy_ns = 123456789ull << (i % 20),
+        .idle_ns = i,
+        .blocked_ns = 0,
+        .state_keys = 42ull * i,
+        .state_bytes = (1ull << 40) + i,
+        .position = i % 2 ? -1 : (int64_t)i * 1000,
+        .offered_rate = i % 3 ? 12345.625 * i : 0.0,
+    };
+    return m;
+}
+
+static char *const sample_args[] = {"--rate=100000", "--words=/data/words.txt", "",
+                                    "--note=ünïcödé, spaces and \"quotes\""};
+
+/* A message of the given type with every field set; heap parts are owned by
+ * the message, so eddy_msg_clear frees it. */
+static eddy_msg_t make_msg(eddy_msg_type_t type)
+{
+    eddy_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    switch (type) {
+    case EDDY_MSG_REGISTER:
+        strcpy(m.u.reg.name, "worker-7");
+        strcpy(m.u.reg.data_endpoint, "tcp://10.1.2.3:41234");
+        m.u.reg.pid = 4194301;
+        strcpy(m.u.reg.host, "node-7.rack-2.example.org");
+        break;
+    case EDDY_MSG_REGISTERED:
+        m.u.registered.worker_id = 4000000000u;
+        m.u.registered.heartbeat_ms = 250;
+        strcpy(m.u.registered.error, "name 'worker-7' already registered from 10.1.2.4");
+        break;
+    case EDDY_MSG_HEARTBEAT:
+        m.u.heartbeat.worker_id = 12;
+        m.u.heartbeat.n_tasks = 5;
+        m.u.heartbeat.tasks = calloc(5, sizeof *m.u.heartbeat.tasks);
+        for (uint32_t i = 0; i < 5; i++)
+            m.u.heartbeat.tasks[i] = sample_metrics(i);
+        break;
+    case EDDY_MSG_DEPLOY: {
+        eddy_deploy_t *d = &m.u.deploy;
+        d->job = 2;
+        strcpy(d->job_id, "wordcount-prod");
+        strcpy(d->job_name, "wordcount");
+        d->argc = 4;
+        d->argv = eddy_strv_dup(4, sample_args);
+        d->epoch = 9;
+        d->mode = EDDY_DEPLOY_RESCALE;
+        d->restore_checkpoint = 0x123456789abcull;
+        strcpy(d->snapshot_dir, "/var/lib/eddy/snapshots/wordcount-prod");
+        d->max_parallelism = 128;
+        d->n_stages = 3;
+        d->stages = calloc(3, sizeof *d->stages);
+        static const uint32_t par[3] = {2, 5, 1};
+        for (uint32_t s = 0; s < 3; s++) {
+            d->stages[s].parallelism = par[s];
+            d->stages[s].worker_of = calloc(par[s], sizeof(uint32_t));
+            for (uint32_t i = 0; i < par[s]; i++)
+                d->stages[s].worker_of[i] = (s * 7 + i * 3) % 4 + (s == 1 ? 4000000000u : 0);
+        }
+        d->n_workers = 3;
+        d->workers = calloc(3, sizeof *d->workers);
+        for (uint32_t i = 0; i < 3; i++) {
+            d->workers[i].id = i * 1000 + 1;
+            snprintf(d->workers[i].endpoint, sizeof d->workers[i].endpoint,
+                     "tcp://worker-%u.example.org:%u", i, 40000 + i);
+        }
+        d->n_positions = 2;
+        d->positions = calloc(2, sizeof *d->positions);
+        d->positions[0] = (eddy_source_position_t){0, 0, 0};
+        d->positions[1] = (eddy_source_position_t){0, 1, INT64_MAX};
+        break;
+    }
+    case EDDY_MSG_DEPLOYED:
+        m.u.deployed.job = 2;
+        m.u.deployed.epoch = 9;
+        m.u.deployed.bytes_loaded = 5ull << 33;
+        m.u.deployed.groups_loaded = 128;
+        strcpy(m.u.deployed.error, "checkpoint 17: key group 5: checksum mismatch");
+        break;
+    case EDDY_MSG_START:
+        m.u.start.job = 2;
+        m.u.start.epoch = UINT32_MAX;
+        break;
+    case EDDY_MSG_TRIGGER:
+        m.u.trigger.job = 2;
+        m.u.trigger.epoch = 9;
+        m.u.trigger.checkpoint = UINT64_MAX;
+        m.u.trigger.pause_after = true;
+        break;
+    case EDDY_MSG_ACK:
+        m.u.ack.job = 2;
+        m.u.ack.epoch = 9;
+        m.u.ack.checkpoint = 17;
+        m.u.ack.stage = EDDY_MAX_STAGES - 1;
+        m.u.ack.instance = EDDY_MAX_PARALLELISM - 1;
+        m.u.ack.position = INT64_MIN;
+        m.u.ack.state_keys = 99999;
+        m.u.ack.bytes_written = 1ull << 36;
+        m.u.ack.files_written = 128;
+        strcpy(m.u.ack.error, "write /snap/17/5: No space left on device");
+        break;
+    case EDDY_MSG_COMPLETE:
+        m.u.complete.job = 2;
+        m.u.complete.checkpoint = 1ull << 63;
+        break;
+    case EDDY_MSG_TASK_DONE:
+        m.u.task_done.job = 2;
+        m.u.task_done.epoch = 9;
+        m.u.task_done.stage = 1;
+        m.u.task_done.instance = 4;
+        break;
+    case EDDY_MSG_TASK_FAILED:
+        m.u.task_failed.job = 2;
+        m.u.task_failed.epoch = 9;
+        m.u.task_failed.stage = 2;
+        m.u.task_failed.instance = 0;
+        strcpy(m.u.task_failed.error, "operator 'count' failed: out of memory");
+        break;
+    case EDDY_MSG_RELEASE:
+        m.u.release.job = UINT32_MAX;
+        break;
+    case EDDY_MSG_REQUEST:
+        strcpy(m.u.request.verb, "submit");
+        m.u.request.argc = 4;
+        m.u.request.argv = eddy_strv_dup(4, sample_args);
+        break;
+    case EDDY_MSG_REPLY:
+        m.u.reply.status = -22;
+        m.u.reply.body = strdup("job wordcount-prod:\n  stage 0: 2 instances\n  stage 1: 5 "
+                                "instances\n\tlag: 12 ms \xe2\x9c\x93\n");
+        break;
+    default:
+        break;
+    }
+    return m;
+}
+
+/* ---- comparing ---------------------------------------------------------- */
+
+static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metrics_t *b)
+{
+    cr_assert_eq(a->job, b->job);
+    cr_assert_eq(a->epoch, b->epoch);
+    cr_assert_eq(a->stage, b->stage);
+    cr_assert_eq(a->instance, b->instance);
+    cr_assert_eq(a->records_in, b->records_in);
+    cr_assert_eq(a->records_out, b->records_out);
+    cr_assert_eq(a->busy_ns, b->busy_ns);
+    cr_assert_eq(a->idle_ns, b->idle_ns);
+    cr_assert_eq(a->blocked_ns, b->blocked_ns);
+    cr_assert_eq(a->state_keys, b->state_keys);
+    cr_assert_eq(a->state_bytes, b->state_bytes);
+    cr_assert_eq(a->position, b->position);
+    /* Bitwise, so a NaN made by a flipped byte still compares equal. */
+    cr_assert_eq(memcmp(&a->offered_rate, &b->offered_rate, sizeof a->offered_rate), 0);
+}
+
+static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
+{
+    cr_assert_eq(ac, bc);
+    for (uint32_t i = 0; i < ac; i++) {
+        cr_assert_not_null(av[i]);
+        cr_assert_not_null(bv[i]);
+        cr_assert_str_eq(av[i], bv[i]);
+    }
+}
+
+static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
+{
+    cr_assert_eq(a->type, b->type);
+    switch (a->type) {
+    case EDDY_MSG_REGISTER:
+        cr_assert_str_eq(a->u.reg.name, b->u.reg.name);
+        cr_assert_str_eq(a->u.reg.data_endpoint, b->u.reg.data_endpoint);
+        cr_assert_eq(a->u.reg.pid, b->u.reg.pid);
+        cr_assert_str_eq(a->u.reg.host, b->u.reg.host);
+        break;
+    case EDDY_MSG_REGISTERED:
+        cr_assert_eq(a->u.registered.worker_id, b->u.registered.worker_id);
+        cr_assert_eq(a->u.registered.heartbeat_ms, b->u.registered.heartbeat_ms);
+        cr_assert_str_eq(a->u.registered.error, b->u.registered.error);
+        break;
+    case EDDY_MSG_HEARTBEAT:
+        cr_assert_eq(a->u.heartbeat.worker_id, b->u.heartbeat.worker_id);
+        cr_assert_eq(a->u.heartbeat.n_tasks, b->u.heartbeat.n_tasks);
+        for (uint32_t i = 0; i < a->u.heartbeat.n_tasks; i++)
+            assert_metrics_eq(&a->u.heartbeat.tasks[i], &b->u.heartbeat.tasks[i]);
+        break;
+    case EDDY_MSG_DEPLOY: {
+        const eddy_deploy_t *x = &a->u.deploy, *y = &b->u.deploy;
+        cr_assert_eq(x->job, y->job);
+        cr_assert_str_eq(x->job_id, y->job_id);
+        cr_assert_str_eq(x->job_name, y->job_name);
+        assert_strv_eq(x->argc, x->argv, y->argc, y->argv);
+        cr_assert_eq(x->epoch, y->epoch);
+        cr_assert_eq(x->mode, y->mode);
+        cr_assert_eq(x->restore_checkpoint, y->restore_checkpoint);
+        cr_assert_str_eq(x->snapshot_dir, y->snapshot_dir);
+        cr_assert_eq(x->max_parallelism, y->max_parallelism);
+        cr_assert_eq(x->n_stages, y->n_stages);
+        for (uint32_t s = 0; s < x->n_stages; s++) {
+            cr_assert_eq(x->stages[s].parallelism, y->stages[s].parallelism);
+            for (uint32_t i = 0; i < x->stages[s].parallelism; i++)
+                cr_assert_eq(x->stages[s].worker_of[i], y->stages[s].worker_of[i]);
+        }
+        cr_assert_eq(x->n_workers, y->n_workers);
+        for (uint32_t i = 0; i < x->n_workers; i++) {
+            cr_assert_eq(x->workers[i].id, y->workers[i].id);
+            cr_assert_str_eq(x->workers[i].endpoint, y->workers[i].endpoint);
+        }
+        cr_assert_eq(x->n_positions, y->n_positions);
+        for (uint32_t i = 0; i < x->n_positions; i++) {
+            cr_assert_eq(x->positions[i].stage, y->positions[i].stage);
+            cr_assert_eq(x->positions[i].instance, y->positions[i].instance);
+            cr_assert_eq(x->positions[i].position, y->positions[i].position);
+        }
+        break;
+    }
+    case EDDY_MSG_DEPLOYED:
+        cr_assert_eq(a->u.deployed.job, b->u.deployed.job);
+        cr_assert_eq(a->u.deployed.epoch, b->u.deployed.epoch);
+        cr_assert_eq(a->u.deployed.bytes_loaded, b->u.deployed.bytes_loaded);
+        cr_assert_eq(a->u.deployed.groups_loaded, b->u.deployed.groups_loaded);
+        cr_assert_str_eq(a->u.deployed.error, b->u.deployed.error);
+        break;
+    case EDDY_MSG_START:
+        cr_assert_eq(a->u.start.job, b->u.start.job);
+        cr_assert_eq(a->u.start.epoch, b->u.start.epoch);
+        break;
+    case EDDY_MSG_TRIGGER:
+        cr_assert_eq(a->u.trigger.job, b->u.trigger.job);
+        cr_assert_eq(a->u.trigger.epoch, b->u.trigger.epoch);
+        cr_assert_eq(a->u.trigger.checkpoint, b->u.trigger.checkpoint);
+        cr_assert_eq(a->u.trigger.pause_after, b->u.trigger.pause_after);
+        break;
+    case EDDY_MSG_ACK:
+        cr_assert_eq(a->u.ack.job, b->u.ack.job);
+        cr_assert_eq(a->u.ack.epoch, b->u.ack.epoch);
+        cr_assert_eq(a->u.ack.checkpoint, b->u.ack.checkpoint);
+        cr_assert_eq(a->u.ack.stage, b->u.ack.stage);
+        cr_assert_eq(a->u.ack.instance, b->u.ack.instance);
+        cr_assert_eq(a->u.ack.position, b->u.ack.position);
+        cr_assert_eq(a->u.ack.state_keys, b->u.ack.state_keys);
+        cr_assert_eq(a->u.ack.bytes_written, b->u.ack.bytes_written);
+        cr_assert_eq(a->u.ack.files_written, b->u.ack.files_written);
+        cr_assert_str_eq(a->u.ack.error, b->u.ack.error);
+        break;
+    case EDDY_MSG_COMPLETE:
+        cr_assert_eq(a->u.complete.job, b->u.complete.job);
+        cr_assert_eq(a->u.complete.checkpoint, b->u.complete.checkpoint);
+        break;
+    case EDDY_MSG_TASK_DONE:
+        cr_assert_eq(a->u.task_done.job, b->u.task_done.job);
+        cr_assert_eq(a->u.task_done.epoch, b->u.task_done.epoch);
+        cr_assert_eq(a->u.task_done.stage, b->u.task_done.stage);
+        cr_assert_eq(a->u.task_done.instance, b->u.task_done.instance);
+        break;
+    case EDDY_MSG_TASK_FAILED:
+        cr_assert_eq(a->u.task_failed.job, b->u.task_failed.job);
+        cr_assert_eq(a->u.task_failed.epoch, b->u.task_failed.epoch);
+        cr_assert_eq(a->u.task_failed.stage, b->u.task_failed.stage);
+        cr_assert_eq(a->u.task_failed.instance, b->u.task_failed.instance);
+        cr_assert_str_eq(a->u.task_failed.error, b->u.task_failed.error);
+        break;
+    case EDDY_MSG_RELEASE:
+        cr_assert_eq(a->u.release.job, b->u.release.job);
+        break;
+    case EDDY_MSG_REQUEST:
+        cr_assert_str_eq(a->u.request.verb, b->u.request.verb);
+        assert_strv_eq(a->u.request.argc, a->u.request.argv, b->u.request.argc,
+                       b->u.request.argv);
+        break;
+    case EDDY_MSG_REPLY:
+        cr_assert_eq(a->u.reply.status, b->u.reply.status);
+        cr_assert_str_eq(a->u.reply.body ? a->u.reply.body : "",
+                         b->u.reply.body ? b->u.reply.body : "");
+        break;
+    default:
+        cr_assert_fail("unexpected type %d", a->type);
+    }
+}
+
+static bool is_zeroed(const eddy_msg_t *m)
+{
+    static const eddy_msg_t zero;
+    return memcmp(m, &zero, sizeof zero) == 0;
+}
+
+/* Decodes what must decode; returns the message. */
+static eddy_msg_t decode_ok(const void *data, size_t len)
+{
+    eddy_msg_t m;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_msg_decode(data, len, &m, &err), 0, "%s", err.msg);
+    return m;
+}
+
+/* Decoding must fail, leave the message zeroed (nothing owned), and, when
+ * needle is given, say so in the error. */
+static void expect_reject(const void *data, size_t len, const char *needle)
+{
+    eddy_msg_t m;
+    eddy_err_t err = {{0}};
+    int rc = eddy_msg_decode(data, len, &m, &err);
+    if (rc == 0)
+        eddy_msg_clear(&m);
+    cr_assert_eq(rc, -1, "decoded %zu bytes that should be rejected", len);
+    cr_assert(is_zeroed(&m), "failed decode left state behind");
+    cr_assert_neq(err.msg[0], '\0');
+    if (needle)
+        cr_assert_not_null(strstr(err.msg, needle), "'%s' not in '%s'", needle, err.msg);
+}
+
+/* ---- splicing malformed messages ----------------------------------------- */
+
+typedef enum { REPLACE, REMOVE, INSERT } splice_op_t;
+
+/* Re-packs the top-level array of a valid encoding with element idx
+ * replaced by (or preceded by) the raw msgpack bytes `value`, or removed.
+ * Returns a malloc'd buffer. */
+static char *splice(const char *enc, size_t len, splice_op_t op, uint32_t idx, const void *value,
+                    size_t value_len, size_t *out_len)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    cr_assert_eq(msgpack_unpack_next(&u, enc, len, &off), MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object_array *a = &u.data.via.array;
+    cr_assert(idx < a->size || (op == INSERT && idx == a->size));
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, a->size + (op == INSERT) - (op == REMOVE));
+    for (uint32_t i = 0; i <= a->size; i++) {
+        if (i == idx && op != REMOVE)
+            msgpack_sbuffer_write(&sb, value, value_len);
+        if (i < a->size && !(i == idx && op != INSERT))
+            msgpack_pack_object(&pk, a->ptr[i]);
+    }
+    msgpack_unpacked_destroy(&u);
+    *out_len = sb.size;
+    return msgpack_sbuffer_release(&sb);
+}
+
+static void expect_splice_rejected(eddy_msg_type_t type, splice_op_t op, uint32_t idx,
+                                   const void *value, size_t value_len, const char *needle)
+{
+    eddy_msg_t m = make_msg(type);
+    size_t len, bad_len;
+    char *enc = eddy_msg_encode(&m, &len);
+    char *bad = splice(enc, len, op, idx, value, value_len, &bad_len);
+    expect_reject(bad, bad_len, needle);
+    free(bad);
+    free(enc);
+    eddy_msg_clear(&m);
+}
+
+static void expect_splice_accepted(eddy_msg_type_t type, uint32_t idx, const void *value,
+                                   size_t value_len)
+{
+    eddy_msg_t m = make_msg(type);
+    size_t len, ok_len;
+    char *enc = eddy_msg_encode(&m, &len);
+    char *ok = splice(enc, len, REPLACE, idx, value, value_len, &ok_len);
+    eddy_msg_t d = decode_ok(ok, ok_len);
+    eddy_msg_clear(&d);
+    free(ok);
+    free(enc);
+    eddy_msg_clear(&m);
+}
+
+/* msgpack bytes of a str of n copies of c (malloc'd). */
+static char *packed_str(size_t n, char c, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    char *s = malloc(n + 1);
+    memset(s, c, n);
+    msgpack_pack_str(&pk, n);
+    msgpack_pack_str_body(&pk, s, n);
+    free(s);
+    *len = sb.size;
+    return msgpack_sbuffer_release(&sb);
+}
+
+/* msgpack bytes of an unsigned integer / a signed one. */
+static size_t packed_u64(uint64_t v, unsigned char out[9])
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_uint64(&pk, v);
+    size_t n = sb.size;
+    memcpy(out, sb.data, n);
+    msgpack_sbuffer_destroy(&sb);
+    return n;
+}
+
+static size_t packed_i64(int64_t v, unsigned char out[9])
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_int64(&pk, v);
+    size_t n = sb.size;
+    memcpy(out, sb.data, n);
+    msgpack_sbuffer_destroy(&sb);
+    return n;
+}
+
+/* 1 + the field count of each type, i.e. the top-level array length. */
+static uint32_t elements_of(eddy_msg_type_t type)
+{
+    eddy_msg_t m = make_msg(type);
+    size_t len;
+    char *enc = eddy_msg_encode(&m, &len);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    cr_assert_eq(msgpack_unpack_next(&u, enc, len, &off), MSGPACK_UNPACK_SUCCESS);
+    uint32_t n = u.data.via.array.size;
+    msgpack_unpacked_destroy(&u);
+    free(enc);
+    eddy_msg_clear(&m);
+    return n;
+}
+
+#define FOR_EACH_TYPE(t) for (eddy_msg_type_t t = EDDY_MSG_REGISTER; t < EDDY_MSG_TYPE_COUNT; t++)
+
+/* ---- round trips ---------------------------------------------------------- */
+
+static void round_trip(const eddy_msg_t *m)
+{
+    size_t len;
+    char *enc = eddy_msg_encode(m, &len);
+    cr_assert_not_null(enc);
+    eddy_msg_t d = decode_ok(enc, len);
+    assert_msg_eq(m, &d);
+    /* The encoding is canonical: re-encoding the decoded message gives the
+     * same bytes. */
+    size_t len2;
+    char *enc2 = eddy_msg_encode(&d, &len2);
+    cr_assert_eq(len2, len);
+    cr_assert_eq(memcmp(enc, enc2, len), 0);
+    free(enc2);
+    free(enc);
+    eddy_msg_clear(&d);
+    cr_assert(is_zeroed(&d));
+}
+
+Test(proto, round_trip_every_type)
+{
+    FOR_EACH_TYPE(t) {
+        eddy_msg_t m = make_msg(t);
+        round_trip(&m);
+        eddy_msg_clear(&m);
+    }
+}
+
+Test(proto, round_trip_variants)
+{
+    /* Empty variable parts. */
+    eddy_msg_t m = make_msg(EDDY_MSG_HEARTBEAT);
+    m.u.heartbeat.n_tasks = 0;
+    round_trip(&m);
+    eddy_msg_clear(&m);
+
+    m = make_msg(EDDY_MSG_DEPLOY);
+    eddy_msg_t empty = {.type = EDDY_MSG_DEPLOY};
+    strcpy(empty.u.deploy.job_id, m.u.deploy.job_id);
+    round_trip(&empty);
+    /* Restore mode, an argv with NULL entries (they travel as nil and come
+     * back as ""), a stage with no instances. */
+    m.u.deploy.mode = EDDY_DEPLOY_RESTORE;
+    free(m.u.deploy.argv[1]);
+    m.u.deploy.argv[1] = NULL;
+    m.u.deploy.stages[2].parallelism = 0;
+    size_t len;
+    char *enc = eddy_msg_encode(&m, &len);
+    eddy_msg_t d = decode_ok(enc, len);
+    cr_assert_eq(d.u.deploy.mode, EDDY_DEPLOY_RESTORE);
+    cr_assert_str_eq(d.u.deploy.argv[1], "");
+    cr_assert_str_eq(d.u.deploy.argv[3], sample_args[3]);
+    cr_assert_null(d.u.deploy.argv[4], "argv stays NULL-terminated");
+    cr_assert_eq(d.u.deploy.stages[2].parallelism, 0);
+    eddy_msg_clear(&d);
+    free(enc);
+    m.u.deploy.stages[2].parallelism = 1;
+    eddy_msg_clear(&m);
+
+    /* No error text, no request arguments. */
+    m = make_msg(EDDY_MSG_REGISTERED);
+    m.u.registered.error[0] = '\0';
+    round_trip(&m);
+    m = (eddy_msg_t){.type = EDDY_MSG_REQUEST};
+    strcpy(m.u.request.verb, "list");
+    round_trip(&m);
+
+    /* A reply without a body decodes with an empty one; a large body. */
+    m = (eddy_msg_t){.type = EDDY_MSG_REPLY};
+    enc = eddy_msg_encode(&m, &len);
+    d = decode_ok(enc, len);
+    cr_assert_str_eq(d.u.reply.body, "");
+    eddy_msg_clear(&d);
+    free(enc);
+    m.u.reply.status = INT64_MIN;
+    m.u.reply.body = malloc(1 << 20);
+    for (int i = 0; i < (1 << 20) - 1; i++)
+        m.u.reply.body[i] = (char)('a' + i % 26);
+    m.u.reply.body[(1 << 20) - 1] = '\0';
+    round_trip(&m);
+    eddy_msg_clear(&m);
+
+    /* Largest indices and longest strings that fit. */
+    m = make_msg(EDDY_MSG_TASK_DONE);
+    m.u.task_done.stage = EDDY_MAX_STAGES - 1;
+    m.u.task_done.instance = EDDY_MAX_PARALLELISM - 1;
+    round_trip(&m);
+    m = make_msg(EDDY_MSG_REGISTER);
+    memset(m.u.reg.name, 'n', EDDY_NAME_MAX - 1);
+    memset(m.u.reg.data_endpoint, 'e', EDDY_ENDPOINT_MAX - 1);
+    memset(m.u.reg.host, 'h', EDDY_NAME_MAX - 1);
+    m.u.reg.pid = INT64_MIN;
+    round_trip(&m);
+}
+
+Test(proto, type_names)
+{
+    FOR_EACH_TYPE(t) {
+        const char *name = eddy_msg_type_name(t);
+        cr_assert_not_null(name);
+        cr_assert_str_neq(name, "UNKNOWN");
+    }
+    cr_assert_str_eq(eddy_msg_type_name(EDDY_MSG_DEPLOY), "DEPLOY");
+    cr_assert_str_eq(eddy_msg_type_name(0), "UNKNOWN");
+    cr_assert_str_eq(eddy_msg_type_name(EDDY_MSG_TYPE_COUNT), "UNKNOWN");
+    cr_assert_str_eq(eddy_msg_type_name((eddy_msg_type_t)-1), "UNKNOWN");
+}
+
+Test(proto, strv_helpers)
+{
+    char *const in[] = {"a", NULL, "ccc"};
+    char **v = eddy_strv_dup(3, in);
+    cr_assert_not_null(v);
+    cr_assert_str_eq(v[0], "a");
+    cr_assert_str_eq(v[1], "");
+    cr_assert_str_eq(v[2], "ccc");
+    cr_assert_null(v[3]);
+    cr_assert_neq(v[0], in[0]);
+    eddy_strv_free(3, v);
+    v = eddy_strv_dup(0, NULL);
+    cr_assert_not_null(v);
+    cr_assert_null(v[0]);
+    eddy_strv_free(0, v);
+    eddy_strv_free(5, NULL);
+}
+
+/* ---- damaged input ------------------------------------------------------- */
+
+Test(proto, every_truncation_rejected)
+{
+    FOR_EACH_TYPE(t) {
+        eddy_msg_t m = make_msg(t);
+        size_t len;
+        char *enc = eddy_msg_encode(&m, &len);
+        for (size_t n = 0; n < len; n++) {
+            /* Copy so ASan catches any read past the shortened buffer. */
+            char *cut = malloc(n ? n : 1);
+            memcpy(cut, enc, n);
+            expect_reject(cut, n, NULL);
+            free(cut);
+        }
+        free(enc);
+        eddy_msg_clear(&m);
+    }
+}
+
+Test(proto, every_byte_change_fails_cleanly_or_decodes, .timeout = 120)
+{
+    unsigned long decoded = 0, rejected = 0;
+    FOR_EACH_TYPE(t) {
+        eddy_msg_t m = make_msg(t);
+        size_t len;
+        char *enc = eddy_msg_encode(&m, &len);
+        char *buf = malloc(len);
+        for (size_t i = 0; i < len; i++) {
+            for (unsigned v = 0; v < 256; v++) {
+                memcpy(buf, enc, len);
+                if ((unsigned char)buf[i] == v)
+                    continue;
+                buf[i] = (char)v;
+                eddy_msg_t d;
+                eddy_err_t err = {{0}};
+                if (eddy_msg_decode(buf, len, &d, &err) < 0) {
+                    cr_assert(is_zeroed(&d));
+                    cr_assert_neq(err.msg[0], '\0');
+                    rejected++;
+                    continue;
+                }
+                /* Whatever decoded is a well-formed message of its type:
+                 * it survives another round trip unchanged. */
+                decoded++;
+                round_trip(&d);
+                eddy_msg_clear(&d);
+            }
+        }
+        free(buf);
+        free(enc);
+        eddy_msg_clear(&m);
+    }
+    cr_assert_gt(decoded, 0);
+    cr_assert_gt(rejected, 0);
+    cr_log_info("byte changes: %lu decoded, %lu rejected", decoded, rejected);
+}
+
+Test(proto, wrong_field_counts_rejected)
+{
+    FOR_EACH_TYPE(t) {
+        uint32_t n = elements_of(t);
+        char expected[64];
+        snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
+        expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
+        snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
+        expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
+        expect_splice_rejected(t, INSERT, 1, "\x01", 1, expected);
+    }
+    /* The type alone. */
+    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 4");
+    expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 2");
+}
+
+Test(proto, wrong_field_types_rejected)
+{
+    FOR_EACH_TYPE(t) {
+        uint32_t n = elements_of(t);
+        for (uint32_t i = 1; i < n; i++) {
+            /* No field of any message is a map, an ext or a bin. */
+            expect_splice_rejected(t, REPLACE, i, "\x80", 1, NULL);
+            expect_splice_rejected(t, REPLACE, i, "\xd4\x01\x00", 3, NULL);
+            expect_splice_rejected(t, REPLACE, i, "\xc4\x01x", 3, NULL);
+        }
+    }
+    /* Specific mismatches. */
+    expect_splice_rejected(EDDY_MSG_START, REPLACE, 1, "\xa1" "1", 2, "expected an unsigned");
+    expect_splice_rejected(EDDY_MSG_START, REPLACE, 1, "\xff", 1, "expected an unsigned");
+    expect_splice_rejected(EDDY_MSG_START, REPLACE, 1, "\xcb\x3f\xf0\0\0\0\0\0\0", 9,
+                           "expected an unsigned");
+    expect_splice_rejected(EDDY_MSG_TRIGGER, REPLACE, 4, "\x01", 1, "field 4: expected a boolean");
+    expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 1, "\x07", 1, "field 1: expected a string");
+    expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 3, "\xc3", 1, "expected a signed");
+    expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, "\xa0", 1, "expected an array");
+    expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, "\x91\x01", 2, "expected a string");
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, "\x91\x01", 2, "expected an array");
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, "\x91\x9c\x01\x01\x01\x01\x01\x01\x01"
+                                                           "\x01\x01\x01\x01\x01",
+                           14, "missing");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x91\x91\xa0", 3, "expected an unsigned");
+    /* Where a number is expected, ints of either sign and floats are fine. */
+    expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
+                           "\x91\x9d\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\x05", 15);
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
+                           "\x91\x9d\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\xc0", 15,
+                           "expected a number");
+    /* A nil string field decodes as empty. */
+    expect_splice_accepted(EDDY_MSG_REGISTER, 4, "\xc0", 1);
+}
+
+Test(proto, unknown_types_rejected)
+{
+    expect_reject("\x91\x00", 2, "unknown message type");
+    expect_reject("\x91\x0f", 2, "unknown message type");
+    expect_reject("\x91\x20", 2, "unknown message type"); /* a data-plane type */
+    expect_reject("\x91\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 10, "unknown message type");
+    expect_reject("\x91\xff", 2, "unknown message type");
+    expect_reject("\x92\xa1\x01\x01", 4, "unknown message type");
+    expect_reject("\x91\xc0", 2, "unknown message type");
+    expect_reject("\x91\xcb\x3f\xf0\0\0\0\0\0\0", 10, "unknown message type");
+    expect_reject("\x90", 1, "unknown message type");
+    expect_reject("\x01", 1, "not an array");
+    expect_reject("\x81\x01\x01", 3, "not an array");
+    expect_reject("\xa3" "abc", 4, "not an array");
+    expect_reject("", 0, NULL);
+    expect_reject(NULL, 0, NULL);
+    expect_reject("\xc1", 1, "0xc1");
+    expect_reject("\x92\x06\x01\x01", 4, "trailing");
+    expect_reject("GET / HTTP/1.1\r\n\r\n", 18, NULL);
+}
+
+static void expect_field_range(eddy_msg_type_t type, uint32_t idx, uint64_t max_ok)
+{
+    unsigned char v[9];
+    expect_splice_accepted(type, idx, v, packed_u64(max_ok, v));
+    if (max_ok < UINT64_MAX)
+        expect_splice_rejected(type, REPLACE, idx, v, packed_u64(max_ok + 1, v),
+                               "integer out of range");
+    expect_splice_rejected(type, REPLACE, idx, v, packed_i64(-1, v), NULL);
+}
+
+Test(proto, out_of_range_values_rejected)
+{
+    /* 32-bit fields. */
+    expect_field_range(EDDY_MSG_START, 1, UINT32_MAX);
+    expect_field_range(EDDY_MSG_START, 2, UINT32_MAX);
+    expect_field_range(EDDY_MSG_REGISTERED, 1, UINT32_MAX);
+    expect_field_range(EDDY_MSG_RELEASE, 1, UINT32_MAX);
+    expect_field_range(EDDY_MSG_COMPLETE, 2, UINT64_MAX);
+    /* Stage and instance indices. */
+    expect_field_range(EDDY_MSG_ACK, 4, EDDY_MAX_STAGES - 1);
+    expect_field_range(EDDY_MSG_ACK, 5, EDDY_MAX_PARALLELISM - 1);
+    expect_field_range(EDDY_MSG_TASK_DONE, 3, EDDY_MAX_STAGES - 1);
+    expect_field_range(EDDY_MSG_TASK_DONE, 4, EDDY_MAX_PARALLELISM - 1);
+    expect_field_range(EDDY_MSG_TASK_FAILED, 3, EDDY_MAX_STAGES - 1);
+    expect_field_range(EDDY_MSG_TASK_FAILED, 4, EDDY_MAX_PARALLELISM - 1);
+    /* DEPLOY: mode, max parallelism. */
+    expect_field_range(EDDY_MSG_DEPLOY, 6, EDDY_DEPLOY_RESTORE);
+    expect_field_range(EDDY_MSG_DEPLOY, 9, EDDY_MAX_PARALLELISM);
+    /* Signed fields: a uint64 above INT64_MAX does not fit. */
+    unsigned char v[9];
+    expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 3, v, packed_u64(1ull << 63, v),
+                           "expected a signed integer");
+    expect_splice_accepted(EDDY_MSG_REGISTER, 3, v, packed_u64(INT64_MAX, v));
+    /* Nested: a heartbeat metric's stage, a source position's instance. */
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
+                           "\x91\x9d\x01\x01\x40\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01", 15,
+                           "integer out of range");
+    expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
+                           "\x91\x9d\x01\x01\x3f\xcd\x7f\xff\x01\x01\x01\x01\x01\x01\x01\xff\x01",
+                           17);
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
+                           "\x91\x9d\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01",
+                           17, "integer out of range");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x93\x00\xcd\x80\x00\x05", 6,
+                           "integer out of range");
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 12, "\x93\x3f\xcd\x7f\xff\x05", 6);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x93\x40\x00\x05", 4,
+                           "integer out of range");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
+                           "integer out of range");
+}
+
+Test(proto, deploy_shape_errors_rejected)
+{
+    /* workers: (id, endpoint) pairs; positions: (stage, instance, position). */
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, "\x93\x01\xa1x\x02", 5,
+                           "not (id, endpoint) pairs");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x94\x00\x00\x00\x00", 5,
+                           "not (stage, instance, position) triples");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, "\x92\xa1x\x01", 4, NULL);
+    /* A stage that is not an array, stages beyond the limit. */
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x92\x90\x01", 3, "expected an array");
+    unsigned char stages[3 + EDDY_MAX_STAGES + 1] = {0xdc, 0x00, EDDY_MAX_STAGES + 1};
+    memset(stages + 3, 0x90, EDDY_MAX_STAGES + 1);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, stages, sizeof stages, "array too long");
+    stages[2] = EDDY_MAX_STAGES;
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 10, stages, sizeof stages - 1);
+}
+
+static void expect_string_limit(eddy_msg_type_t type, uint32_t idx, size_t max_ok)
+{
+    size_t n;
+    char *s = packed_str(max_ok, 's', &n);
+    expect_splice_accepted(type, idx, s, n);
+    free(s);
+    s = packed_str(max_ok + 1, 's', &n);
+    expect_splice_rejected(type, REPLACE, idx, s, n, "string too long");
+    free(s);
+}
+
+Test(proto, oversized_strings_rejected)
+{
+    expect_string_limit(EDDY_MSG_REGISTER, 1, EDDY_NAME_MAX - 1);
+    expect_string_limit(EDDY_MSG_REGISTER, 2, EDDY_ENDPOINT_MAX - 1);
+    expect_string_limit(EDDY_MSG_REGISTER, 4, EDDY_NAME_MAX - 1);
+    expect_string_limit(EDDY_MSG_REGISTERED, 3, EDDY_ERROR_MAX - 1);
+    expect_string_limit(EDDY_MSG_DEPLOY, 2, EDDY_NAME_MAX - 1);
+    expect_string_limit(EDDY_MSG_DEPLOY, 3, EDDY_NAME_MAX - 1);
+    expect_string_limit(EDDY_MSG_DEPLOY, 8, EDDY_ENDPOINT_MAX * 4 - 1);
+    expect_string_limit(EDDY_MSG_DEPLOYED, 5, EDDY_ERROR_MAX - 1);
+    expect_string_limit(EDDY_MSG_ACK, 10, EDDY_ERROR_MAX - 1);
+    expect_string_limit(EDDY_MSG_TASK_FAILED, 5, EDDY_ERROR_MAX - 1);
+    expect_string_limit(EDDY_MSG_REQUEST, 1, EDDY_NAME_MAX - 1);
+
+    /* Worker endpoints inside DEPLOY. */
+    size_t n;
+    char *s = packed_str(EDDY_ENDPOINT_MAX, 'e', &n);
+    char *pair = malloc(n + 2);
+    pair[0] = (char)0x92;
+    pair[1] = 0x01;
+    memcpy(pair + 2, s, n);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, pair, n + 2, "string too long");
+    free(pair);
+    free(s);
+
+    /* Arguments: each at most EDDY_ARG_MAX bytes, at most EDDY_MAX_ARGS. */
+    for (size_t len = EDDY_ARG_MAX; len <= EDDY_ARG_MAX + 1; len++) {
+        s = packed_str(len, 'a', &n);
+        char *argv = malloc(n + 1);
+        argv[0] = (char)0x91;
+        memcpy(argv + 1, s, n);
+        if (len == EDDY_ARG_MAX) {
+            expect_splice_accepted(EDDY_MSG_REQUEST, 2, argv, n + 1);
+            expect_splice_accepted(EDDY_MSG_DEPLOY, 4, argv, n + 1);
+        } else {
+            expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, argv, n + 1, "string too long");
+            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 4, argv, n + 1, "string too long");
+        }
+        free(argv);
+        free(s);
+    }
+    unsigned char many[3 + EDDY_MAX_ARGS + 1] = {0xdc, (EDDY_MAX_ARGS + 1) >> 8,
+                                                 (EDDY_MAX_ARGS + 1) & 0xff};
+    memset(many + 3, 0xa0, EDDY_MAX_ARGS + 1);
+    expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, many, sizeof many, "array too long");
+    many[1] = EDDY_MAX_ARGS >> 8;
+    many[2] = EDDY_MAX_ARGS & 0xff;
+    expect_splice_accepted(EDDY_MSG_REQUEST, 2, many, sizeof many - 1);
+
+    /* Heartbeat task count. */
+    size_t hb_len = 5 + EDDY_MAX_TASK_METRICS + 1;
+    unsigned char *hb = calloc(1, hb_len);
+    hb[0] = 0xdd;
+    hb[2] = (EDDY_MAX_TASK_METRICS + 1) >> 16;
+    hb[4] = (EDDY_MAX_TASK_METRICS + 1) & 0xff;
+    memset(hb + 5, 0xc0, EDDY_MAX_TASK_METRICS + 1);
+    expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, hb, hb_len, "array too long");
+    free(hb);
+
+    /* Embedded NUL bytes cannot be represented in a C string field. */
+    expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 1, "\xa3" "a\0b", 4, "NUL");
+    expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, "\x91\xa3" "a\0b", 5, "NUL");
+    expect_splice_rejected(EDDY_MSG_REPLY, REPLACE, 2, "\xa3" "a\0b", 4, "NUL");
+}
+
+Test(proto, oversized_reply_body_rejected, .timeout = 60)
+{
+    /* EDDY_BODY_MAX is 64 MiB: build one byte more. */
+    size_t n;
+    char *s = packed_str(EDDY_BODY_MAX + 1, 'b', &n);
+    expect_splice_rejected(EDDY_MSG_REPLY, REPLACE, 2, s, n, "string too long");
+    free(s);
+}
+
+Test(proto, hostile_headers_rejected_quickly, .timeout = 10)
+{
+    /* Whole message, then as each kind of variable-length field, both bare
+     * and padded with enough bytes that the header itself is complete. */
+    static const char *const heads[] = {"\xdd\xff\xff\xff\xff", "\xdf\xff\xff\xff\xff",
+                                        "\xdb\xff\xff\xff\xff", "\xc6\xff\xff\xff\xff",
+                                        "\xc9\xff\xff\xff\xff"};
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
+        expect_reject(heads[h], 5, NULL);
+        char padded[64] = {0};
+        memcpy(padded, heads[h], 5);
+        expect_reject(padded, sizeof padded, NULL);
+        expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 2, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_REPLY, REPLACE, 2, heads[h], 5, NULL);
+        /* Inside a nested array, after a real element, and as an extra
+         * top-level element after the real fields. */
+        char nested[2 + sizeof padded] = {(char)0x92, 0x01};
+        memcpy(nested + 2, padded, sizeof padded);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, nested, sizeof nested, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, INSERT, 13, padded, sizeof padded, NULL);
+    }
+    /* A DEPLOY whose stage list claims 4 billion stages, with a few real ones
+     * behind it: refused before anything is allocated for it. */
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
+                           "announces 4294967295 elements");
+}
