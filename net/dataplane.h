@@ -67,8 +67,10 @@ typedef struct eddy_data_msg {
     uint64_t checkpoint;  /* BARRIER */
     uint32_t credit;      /* CREDIT */
     uint32_t records;     /* DATA */
-    eddy_mpr_t reader;
+    eddy_mpr_t reader;    /* BARRIER, EOS, CREDIT */
     bool reader_open;
+    const unsigned char *cursor, *end; /* DATA: records are read in place */
+    uint32_t records_left;
 } eddy_data_msg_t;
 
 int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_err_t *err);
