@@ -193,21 +193,17 @@ static ssize_t read_all(int fd, void *data, size_t len)
 
 /* --- file protocol -------------------------------------------------------- */
 
-static int write_file(const char *dir, const char *name, const void *data, size_t len,
-                      eddy_err_t *err)
+/* Writes header + data to a new temporary file in dir (which must exist) and
+ * closes it, fsync'ing first when durable is set. tmp_path gets its name. */
+static int write_temp(const char *dir, const char *name, const void *data, size_t len,
+                      bool durable, char *tmp_path, eddy_err_t *err)
 {
-    char final_path[PATH_MAX], tmp_path[PATH_MAX];
     if (!data && len)
         return eddy_err_set(err, "snapshot store: NULL data for %s/%s", dir, name);
-    if (fmt_path(final_path, sizeof final_path, err, "%s/%s", dir, name) != 0)
-        return -1;
-    if (mkdir_p(dir, err) != 0)
-        return eddy_err_wrap(err, "cannot write snapshot file %s", final_path);
-
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         uint64_t seq = atomic_fetch_add(&tmp_seq, 1);
-        if (fmt_path(tmp_path, sizeof tmp_path, err, "%s/.%s.tmp.%ld.%" PRIu64, dir, name,
+        if (fmt_path(tmp_path, PATH_MAX, err, "%s/.%s.tmp.%ld.%" PRIu64, dir, name,
                      (long)getpid(), seq) != 0)
             return -1;
         fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -215,7 +211,7 @@ static int write_file(const char *dir, const char *name, const void *data, size_
             return eddy_err_set(err, "cannot create %s: %s", tmp_path, strerror(errno));
     }
     if (fd < 0)
-        return eddy_err_set(err, "cannot create a temporary file for %s", final_path);
+        return eddy_err_set(err, "cannot create a temporary file for %s/%s", dir, name);
 
     unsigned char header[SNAP_HEADER_LEN];
     memcpy(header, SNAP_MAGIC, SNAP_MAGIC_LEN);
@@ -226,7 +222,7 @@ static int write_file(const char *dir, const char *name, const void *data, size_
         eddy_err_set(err, "cannot write %s: %s", tmp_path, strerror(errno));
         goto fail;
     }
-    if (fsync(fd) != 0) {
+    if (durable && fsync(fd) != 0) {
         eddy_err_set(err, "cannot fsync %s: %s", tmp_path, strerror(errno));
         goto fail;
     }
@@ -236,17 +232,36 @@ static int write_file(const char *dir, const char *name, const void *data, size_
         eddy_err_set(err, "cannot close %s: %s", tmp_path, strerror(errno));
         goto fail;
     }
-    if (rename(tmp_path, final_path) != 0) {
-        eddy_err_set(err, "cannot rename %s to %s: %s", tmp_path, final_path, strerror(errno));
-        goto fail;
-    }
-    return fsync_dir(dir, err);
-
+    return 0;
 fail:
     if (fd >= 0)
         close(fd);
     unlink(tmp_path);
     return -1;
+}
+
+static int publish(const char *tmp_path, const char *final_path, eddy_err_t *err)
+{
+    if (rename(tmp_path, final_path) != 0) {
+        eddy_err_set(err, "cannot rename %s to %s: %s", tmp_path, final_path, strerror(errno));
+        unlink(tmp_path);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_file(const char *dir, const char *name, const void *data, size_t len,
+                      eddy_err_t *err)
+{
+    char final_path[PATH_MAX], tmp_path[PATH_MAX];
+    if (fmt_path(final_path, sizeof final_path, err, "%s/%s", dir, name) != 0)
+        return -1;
+    if (mkdir_p(dir, err) != 0)
+        return eddy_err_wrap(err, "cannot write snapshot file %s", final_path);
+    if (write_temp(dir, name, data, len, true, tmp_path, err) != 0 ||
+        publish(tmp_path, final_path, err) != 0)
+        return -1;
+    return fsync_dir(dir, err);
 }
 
 static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err)
@@ -449,6 +464,62 @@ int eddy_snapshot_store_write_group(eddy_snapshot_store_t *self, const char *job
         return -1;
     snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kg);
     return write_file(dir, name, data, len, err);
+}
+
+int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *job,
+                                     uint64_t checkpoint, const char *op, uint32_t n,
+                                     const uint32_t *kgs, char *const *data, const size_t *lens,
+                                     eddy_err_t *err)
+{
+    char dir[PATH_MAX];
+    if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
+        return -1;
+    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->root, job, checkpoint,
+                 op) != 0)
+        return -1;
+    if (mkdir_p(dir, err) != 0)
+        return eddy_err_wrap(err, "cannot write snapshot files in %s", dir);
+    char (*tmp)[PATH_MAX] = calloc(n ? n : 1, PATH_MAX);
+    if (!tmp)
+        return eddy_err_set(err, "out of memory");
+    uint32_t written = 0;
+    int rc = -1;
+    for (; written < n; written++) {
+        char name[32];
+        snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kgs[written]);
+        if (write_temp(dir, name, data[written], lens[written], false, tmp[written], err) != 0)
+            goto out;
+    }
+    /* One flush of the file system instead of one fsync per file: each fsync
+     * is a journal commit, and a checkpoint writes one file per key group. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || syncfs(dfd) != 0) {
+        eddy_err_set(err, "cannot sync %s: %s", dir, strerror(errno));
+        if (dfd >= 0)
+            close(dfd);
+        goto out;
+    }
+    close(dfd);
+    for (uint32_t i = 0; i < n; i++) {
+        char final_path[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kgs[i]);
+        if (fmt_path(final_path, sizeof final_path, err, "%s/%s", dir, name) != 0 ||
+            publish(tmp[i], final_path, err) != 0) {
+            for (uint32_t k = i + 1; k < n; k++)
+                unlink(tmp[k]);
+            written = 0;
+            goto out_free;
+        }
+    }
+    written = 0;
+    rc = fsync_dir(dir, err);
+    goto out_free;
+out:
+    for (uint32_t i = 0; i < written; i++)
+        unlink(tmp[i]);
+out_free:
+    free(tmp);
+    return rc;
 }
 
 int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,

@@ -48,20 +48,10 @@ static void write_unit(eddy_snapshot_unit_t *u)
 {
     eddy_err_t err = {{0}};
     eddy_snapshot_store_t *store = eddy_snapshot_store_new(u->root, &err);
-    for (uint32_t i = 0; store && i < u->n_groups; i++) {
-        if (eddy_snapshot_store_write_group(store, u->job, u->checkpoint, u->op, u->groups[i],
-                                            u->data[i], u->lens[i], &err) < 0)
-            goto failed;
-        free(u->data[i]);
-        u->data[i] = NULL;
-    }
-    if (store) {
-        eddy_snapshot_store_destroy(&store);
-        return;
-    }
-failed:
+    if (!store || eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op, u->n_groups,
+                                                   u->groups, u->data, u->lens, &err) < 0)
+        snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", err.msg);
     eddy_snapshot_store_destroy(&store);
-    snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", err.msg);
 }
 
 static void *run(void *arg)

@@ -333,3 +333,39 @@ Test(snapshot_store, bad_names_rejected)
     cr_assert_eq(eddy_snapshot_store_write_blob(store, "Job-1_a.b", 1, "Az09._-", "x", 1, &err),
                  0, "%s", err.msg);
 }
+
+/* The batch writer used by checkpoints: same files, same checks on read, no
+ * temporary files left behind, and a bad name writes nothing. */
+Test(snapshot_store, batch_of_groups_round_trip)
+{
+    eddy_err_t err = {{0}};
+    enum { N = 40 };
+    uint32_t kgs[N];
+    char *data[N];
+    size_t lens[N];
+    for (uint32_t i = 0; i < N; i++) {
+        kgs[i] = 3 * i + 1;
+        lens[i] = i * 97;
+        data[i] = malloc(lens[i] ? lens[i] : 1);
+        fill(data[i], lens[i], i);
+    }
+    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "count", N, kgs, data, lens, &err),
+                 0, "%s", err.msg);
+    for (uint32_t i = 0; i < N; i++) {
+        char *back = NULL;
+        size_t back_len = 0;
+        cr_assert_eq(eddy_snapshot_store_read_group(store, "wc", 9, "count", kgs[i], &back,
+                                                    &back_len, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(back_len, lens[i]);
+        cr_assert(lens[i] == 0 || memcmp(back, data[i], lens[i]) == 0);
+        free(back);
+    }
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/wc/chk-9/count", root);
+    cr_assert_eq(count_entries(dir), N, "only the group files remain");
+    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "../x", N, kgs, data, lens, &err),
+                 -1);
+    for (uint32_t i = 0; i < N; i++)
+        free(data[i]);
+}
