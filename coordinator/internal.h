@@ -98,6 +98,8 @@ typedef struct coord_job {
     uint64_t last_trigger_ms;
 
     /* rescale in flight */
+    uint64_t migration;           /* id of the rescale's migration snapshot, 0: none */
+    uint64_t migration_bytes;
     int rescale_stage;            /* -1: none */
     uint32_t rescale_to;
     uint32_t rescale_from;

@@ -234,6 +234,11 @@ static void restore(coord_t *c, coord_job_t *j, const char *why)
         j->rescale_client.waiting = false;
     }
     j->rescale_stage = -1;
+    if (j->migration) { /* a rescale's moved key groups, no longer needed */
+        eddy_err_t err;
+        eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+        j->migration = 0;
+    }
     if (++j->restarts > MAX_RESTARTS) {
         fail_job(c, j, "too many restarts");
         return;
@@ -339,7 +344,10 @@ static void record_rescale(coord_t *c, coord_job_t *j)
     r->pause_ms = pause_ms;
     r->bytes_moved = j->deploy_bytes;
     r->groups_moved = j->deploy_groups;
-    r->checkpoint = j->last_checkpoint;
+    r->checkpoint = j->migration;
+    eddy_err_t err;
+    eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+    j->migration = 0;
     char msg[256];
     snprintf(msg, sizeof msg,
              "rescaled %s/%s %u -> %u: paused %.1f ms, moved %" PRIu64 " key groups (%" PRIu64 " bytes)",
@@ -401,6 +409,9 @@ static void trigger_checkpoint(coord_t *c, coord_job_t *j, bool pause)
     m.u.trigger.epoch = j->epoch;
     m.u.trigger.checkpoint = j->inflight;
     m.u.trigger.pause_after = pause;
+    /* A rescale's barrier is a migration snapshot, not a recovery point. */
+    m.u.trigger.migrate_stage = pause && j->rescale_stage >= 0 ? (uint32_t)j->rescale_stage : EDDY_NO_STAGE;
+    m.u.trigger.migrate_parallelism = pause && j->rescale_stage >= 0 ? j->rescale_to : 0;
     coord_broadcast(c, &m);
 }
 
@@ -455,8 +466,32 @@ static void persist_checkpoint(coord_t *c, coord_job_t *j, double duration_ms)
     free(text);
 }
 
+/* The rescale's migration snapshot is complete: every task has passed the
+ * pausing barrier and the key groups that change owner are in the snapshot
+ * store. Deploy the new parallelism; tasks load only those groups. */
+static void complete_migration(coord_t *c, coord_job_t *j)
+{
+    j->migration = j->inflight;
+    j->migration_bytes = j->inflight_bytes;
+    j->inflight = 0;
+    uint32_t p[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        p[s] = current_parallelism(j, s);
+    p[j->rescale_stage] = j->rescale_to;
+    eddy_err_t err;
+    if (coord_place(c, j, p, &err) < 0) {
+        restore(c, j, err.msg);
+        return;
+    }
+    deploy(c, j, EDDY_DEPLOY_RESCALE, j->migration, j->inflight_positions);
+}
+
 static void complete_checkpoint(coord_t *c, coord_job_t *j)
 {
+    if (j->inflight_pause && j->rescale_stage >= 0) {
+        complete_migration(c, j);
+        return;
+    }
     double duration = (double)(eddy_mono_ms() - j->inflight_started_ms);
     persist_checkpoint(c, j, duration);
     uint64_t previous = j->last_checkpoint;
@@ -468,7 +503,6 @@ static void complete_checkpoint(coord_t *c, coord_job_t *j)
     j->last_checkpoint_ms = duration;
     j->last_checkpoint_bytes = j->inflight_bytes;
     j->checkpoints_completed++;
-    bool pause = j->inflight_pause;
     j->inflight = 0;
     persist_job(c, j);
     eddy_msg_t m = {.type = EDDY_MSG_COMPLETE};
@@ -483,18 +517,6 @@ static void complete_checkpoint(coord_t *c, coord_job_t *j)
         snprintf(key, sizeof key, "/eddy/jobs/%s/checkpoints/%020" PRIu64, j->id, previous);
         eddy_metastore_delete(c->meta, key, &err);
         eddy_snapshot_store_remove_checkpoint(c->store, j->id, previous, &err);
-    }
-    if (pause && j->rescale_stage >= 0) {
-        uint32_t p[EDDY_MAX_STAGES];
-        for (uint32_t s = 0; s < j->graph.n_stages; s++)
-            p[s] = current_parallelism(j, s);
-        p[j->rescale_stage] = j->rescale_to;
-        eddy_err_t err;
-        if (coord_place(c, j, p, &err) < 0) {
-            restore(c, j, err.msg);
-            return;
-        }
-        deploy(c, j, EDDY_DEPLOY_RESCALE, j->last_checkpoint, j->last_positions);
     }
 }
 

@@ -191,6 +191,8 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_u64(w, m->u.trigger.epoch);
         eddy_mpw_u64(w, m->u.trigger.checkpoint);
         eddy_mpw_bool(w, m->u.trigger.pause_after);
+        eddy_mpw_u64(w, m->u.trigger.migrate_stage);
+        eddy_mpw_u64(w, m->u.trigger.migrate_parallelism);
         break;
     case EDDY_MSG_ACK:
         eddy_mpw_u64(w, m->u.ack.job);
@@ -240,7 +242,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 4, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 12,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
-    [EDDY_MSG_TRIGGER] = 4,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
+    [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,
 };
@@ -375,6 +377,8 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.trigger.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.trigger.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
         m->u.trigger.pause_after = eddy_mpr_bool(r);
+        m->u.trigger.migrate_stage = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.trigger.migrate_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
         break;
     case EDDY_MSG_ACK:
         m->u.ack.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);

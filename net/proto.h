@@ -25,6 +25,7 @@
 #define EDDY_MAX_WORKERS 4096
 #define EDDY_MAX_TASK_METRICS 65536
 #define EDDY_BODY_MAX (64u << 20)
+#define EDDY_NO_STAGE UINT32_MAX
 
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
@@ -125,6 +126,11 @@ typedef struct eddy_msg {
             uint32_t job, epoch;
             uint64_t checkpoint;
             bool pause_after;              /* sources stop after the barrier (rescale) */
+            /* A rescale's migration snapshot: only the key groups of this stage
+             * that change owner at the new parallelism are written, without
+             * fsync; it is not a recovery point. EDDY_NO_STAGE: a checkpoint. */
+            uint32_t migrate_stage;
+            uint32_t migrate_parallelism;
         } trigger;
         struct {
             uint32_t job, epoch;

@@ -469,7 +469,7 @@ int eddy_snapshot_store_write_group(eddy_snapshot_store_t *self, const char *job
 int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *job,
                                      uint64_t checkpoint, const char *op, uint32_t n,
                                      const uint32_t *kgs, char *const *data, const size_t *lens,
-                                     eddy_err_t *err)
+                                     bool durable, eddy_err_t *err)
 {
     char dir[PATH_MAX];
     if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
@@ -492,14 +492,16 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
     }
     /* One flush of the file system instead of one fsync per file: each fsync
      * is a journal commit, and a checkpoint writes one file per key group. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || syncfs(dfd) != 0) {
-        eddy_err_set(err, "cannot sync %s: %s", dir, strerror(errno));
-        if (dfd >= 0)
-            close(dfd);
-        goto out;
+    if (durable) {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || syncfs(dfd) != 0) {
+            eddy_err_set(err, "cannot sync %s: %s", dir, strerror(errno));
+            if (dfd >= 0)
+                close(dfd);
+            goto out;
+        }
+        close(dfd);
     }
-    close(dfd);
     for (uint32_t i = 0; i < n; i++) {
         char final_path[PATH_MAX], name[32];
         snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kgs[i]);
@@ -512,7 +514,7 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
         }
     }
     written = 0;
-    rc = fsync_dir(dir, err);
+    rc = durable ? fsync_dir(dir, err) : 0;
     goto out_free;
 out:
     for (uint32_t i = 0; i < written; i++)

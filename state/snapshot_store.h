@@ -16,6 +16,7 @@
 #ifndef EDDY_STATE_SNAPSHOT_STORE_H
 #define EDDY_STATE_SNAPSHOT_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,14 +32,16 @@ const char *eddy_snapshot_store_root(const eddy_snapshot_store_t *self);
 int eddy_snapshot_store_write_group(eddy_snapshot_store_t *self, const char *job,
                                     uint64_t checkpoint, const char *op, uint32_t kg,
                                     const void *data, size_t len, eddy_err_t *err);
-/* Writes several key groups of one operator as one durable batch: all files
- * are written, the file system is flushed once (syncfs), then each file is
+/* Writes several key groups of one operator as one batch: all files are
+ * written, the file system is flushed once (syncfs), then each file is
  * renamed into place and the directory fsync'ed. Readers still see whole
- * files or none. Cheaper than write_group per group, which fsyncs each. */
+ * files or none. Cheaper than write_group per group, which fsyncs each.
+ * durable = false skips the flushes (for data that need not survive a crash,
+ * such as a rescale's migration snapshot). */
 int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *job,
                                      uint64_t checkpoint, const char *op, uint32_t n,
                                      const uint32_t *kgs, char *const *data, const size_t *lens,
-                                     eddy_err_t *err);
+                                     bool durable, eddy_err_t *err);
 /* Returns 0 and a malloc'd payload, or -1 (missing, truncated, checksum mismatch). */
 int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *op, uint32_t kg,

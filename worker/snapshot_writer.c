@@ -49,7 +49,8 @@ static void write_unit(eddy_snapshot_unit_t *u)
     eddy_err_t err = {{0}};
     eddy_snapshot_store_t *store = eddy_snapshot_store_new(u->root, &err);
     if (!store || eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op, u->n_groups,
-                                                   u->groups, u->data, u->lens, &err) < 0)
+                                                   u->groups, u->data, u->lens, u->durable,
+                                                   &err) < 0)
         snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", err.msg);
     eddy_snapshot_store_destroy(&store);
 }

@@ -9,6 +9,7 @@
 #ifndef EDDY_WORKER_SNAPSHOT_WRITER_H
 #define EDDY_WORKER_SNAPSHOT_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ typedef struct eddy_snapshot_unit {
     char job[EDDY_NAME_MAX];
     char op[EDDY_NAME_MAX];
     uint64_t checkpoint;
+    bool durable;       /* false: a migration snapshot, page cache is enough */
     uint32_t n_groups;
     uint32_t *groups;   /* key group ids */
     char **data;        /* serialised groups, owned */

@@ -410,7 +410,8 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
 
 /* Serialises the owned key groups into a unit for the snapshot writer; the
  * barrier can go on as soon as this returns, durability follows. */
-static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
+static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint, bool migration,
+                                             eddy_err_t *err)
 {
     eddy_kg_range_t r = t->ctx.key_groups;
     eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(r.end - r.start);
@@ -422,7 +423,12 @@ static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint
     snprintf(u->job, sizeof u->job, "%s", t->job_id);
     snprintf(u->op, sizeof u->op, "%s", t->def->name);
     u->checkpoint = checkpoint;
+    u->durable = !migration;
     for (uint32_t kg = r.start; kg < r.end; kg++) {
+        /* A migration snapshot carries only the groups that change owner. */
+        if (migration && eddy_kg_owner(kg, t->env->migrate_parallelism,
+                                       t->graph->max_parallelism) == t->instance)
+            continue;
         uint32_t i = u->n_groups;
         if (eddy_keyed_state_write_group(t->state, kg, &u->data[i], &u->lens[i], err) < 0) {
             eddy_snapshot_unit_free(u);
@@ -444,9 +450,11 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     ack.u.ack.instance = t->instance;
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
     eddy_snapshot_unit_t *unit = NULL;
-    if (t->state) {
+    bool migration = checkpoint == t->env->migration_checkpoint;
+    /* In a migration snapshot only the rescaled stage moves state. */
+    if (t->state && (!migration || t->stage == t->env->migrate_stage)) {
         eddy_err_t err = {{0}};
-        unit = serialise_state(t, checkpoint, &err);
+        unit = serialise_state(t, checkpoint, migration, &err);
         if (!unit)
             snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
         ack.u.ack.state_keys = eddy_keyed_state_keys(t->state);

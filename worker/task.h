@@ -42,6 +42,11 @@ typedef struct eddy_task_env {
     void (*submit_snapshot)(void *host, eddy_snapshot_unit_t *unit);
     eddy_snapshot_store_t *store;
     uint32_t self_worker_id;
+    /* A rescale's migration snapshot in progress (set from TRIGGER), 0: none.
+     * Its barrier makes the rescaled stage write only the key groups that
+     * change owner, without fsync, and the other stages write nothing. */
+    uint64_t migration_checkpoint;
+    uint32_t migrate_stage, migrate_parallelism;
 } eddy_task_env_t;
 
 /* Where each instance of each stage runs (from DEPLOY). */

@@ -234,8 +234,10 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
             free(j);
             return -1;
         }
-        j->env = (eddy_task_env_t){w, env_send_remote, env_send_local, env_notify,
-                                   env_submit_snapshot, j->store, w->id};
+        j->env = (eddy_task_env_t){.host = w, .send_remote = env_send_remote,
+                                   .send_local = env_send_local, .notify = env_notify,
+                                   .submit_snapshot = env_submit_snapshot, .store = j->store,
+                                   .self_worker_id = w->id};
         j->started_ns = eddy_mono_ns();
         j->next = w->jobs;
         w->jobs = j;
@@ -405,6 +407,11 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
     }
     case EDDY_MSG_TRIGGER: {
         wjob_t *j = find_job(w, m->u.trigger.job);
+        if (j && j->epoch == m->u.trigger.epoch && m->u.trigger.migrate_stage != EDDY_NO_STAGE) {
+            j->env.migration_checkpoint = m->u.trigger.checkpoint;
+            j->env.migrate_stage = m->u.trigger.migrate_stage;
+            j->env.migrate_parallelism = m->u.trigger.migrate_parallelism;
+        }
         if (j && j->epoch == m->u.trigger.epoch)
             for (uint32_t i = 0; i < j->n_tasks; i++)
                 eddy_task_trigger(j->tasks[i], m->u.trigger.checkpoint, m->u.trigger.pause_after);

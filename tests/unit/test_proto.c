@@ -124,6 +124,8 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.trigger.epoch = 9;
         m.u.trigger.checkpoint = UINT64_MAX;
         m.u.trigger.pause_after = true;
+        m.u.trigger.migrate_stage = 3;
+        m.u.trigger.migrate_parallelism = 17;
         break;
     case EDDY_MSG_ACK:
         m.u.ack.job = 2;
@@ -270,6 +272,8 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.trigger.epoch, b->u.trigger.epoch);
         cr_assert_eq(a->u.trigger.checkpoint, b->u.trigger.checkpoint);
         cr_assert_eq(a->u.trigger.pause_after, b->u.trigger.pause_after);
+        cr_assert_eq(a->u.trigger.migrate_stage, b->u.trigger.migrate_stage);
+        cr_assert_eq(a->u.trigger.migrate_parallelism, b->u.trigger.migrate_parallelism);
         break;
     case EDDY_MSG_ACK:
         cr_assert_eq(a->u.ack.job, b->u.ack.job);

@@ -349,7 +349,7 @@ Test(snapshot_store, batch_of_groups_round_trip)
         data[i] = malloc(lens[i] ? lens[i] : 1);
         fill(data[i], lens[i], i);
     }
-    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "count", N, kgs, data, lens, &err),
+    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "count", N, kgs, data, lens, true, &err),
                  0, "%s", err.msg);
     for (uint32_t i = 0; i < N; i++) {
         char *back = NULL;
@@ -364,8 +364,20 @@ Test(snapshot_store, batch_of_groups_round_trip)
     char dir[600];
     snprintf(dir, sizeof dir, "%s/wc/chk-9/count", root);
     cr_assert_eq(count_entries(dir), N, "only the group files remain");
-    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "../x", N, kgs, data, lens, &err),
+    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 9, "../x", N, kgs, data, lens, true,
+                                                  &err),
                  -1);
+    /* Without durability (migration snapshots) the files are the same. */
+    cr_assert_eq(eddy_snapshot_store_write_groups(store, "wc", 10, "count", N, kgs, data, lens,
+                                                  false, &err),
+                 0, "%s", err.msg);
+    char *back = NULL;
+    size_t back_len = 0;
+    cr_assert_eq(eddy_snapshot_store_read_group(store, "wc", 10, "count", kgs[5], &back, &back_len,
+                                                &err),
+                 0, "%s", err.msg);
+    cr_assert(back_len == lens[5] && memcmp(back, data[5], lens[5]) == 0);
+    free(back);
     for (uint32_t i = 0; i < N; i++)
         free(data[i]);
 }
