@@ -569,7 +569,7 @@ void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m)
     if (!j || m->u.task_failed.epoch != j->epoch || job_ended(j))
         return;
     char why[EDDY_ERROR_MAX + 64];
-    snprintf(why, sizeof why, "task %s[%u] failed: %s",
+    snprintf(why, sizeof why, "task %s[%u] failed: %.400s",
              m->u.task_failed.stage < j->graph.n_stages ? j->graph.stages[m->u.task_failed.stage].name : "?",
              m->u.task_failed.instance, m->u.task_failed.error);
     if (!j->last_checkpoint && !j->any_done && j->restarts >= 2)
