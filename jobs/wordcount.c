@@ -4,8 +4,10 @@
  * they are, so the result equals `tr -s ' \t' '\n' | sort | uniq -c`.
  * With --output the counts are written at end of input as "word<TAB>count"
  * lines in byte order; without it, a Flink-style changelog goes to stdout. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/flags.h"
 #include "jobs/jobs.h"
@@ -117,6 +119,10 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     if (input) {
         if (strlen(input) >= sizeof cfg->file.path)
             return eddy_err_set(err, "--input path is too long");
+        /* Checked where the job is built (CLI, coordinator, workers), so a
+         * typo is a usage error before anything starts. */
+        if (access(input, R_OK) != 0)
+            return eddy_err_set(err, "cannot read --input %s: %s", input, strerror(errno));
         strcpy(cfg->file.path, input);
         source_ops = &eddy_file_source_ops;
         source_cfg = &cfg->file;

@@ -104,8 +104,9 @@ Test(cli, missing_input_file_names_it, .timeout = 60)
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
                     "--quiet", "--job", "wordcount", "--input", (char *)missing, NULL};
     int rc = run(argv, &out, &err);
-    cr_assert(rc != 0 && rc != -1, "exit %d (want non-zero, finished); stderr:\n%s", rc, err);
+    cr_assert_eq(rc, 2, "exit %d (want 2: a usage error, nothing started); stderr:\n%s", rc, err);
     cr_assert(strstr(err, "no-such-input.txt"), "stderr should name the file:\n%s", err);
+    cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "want one line on stderr:\n%s", err);
     free(out);
     free(err);
 }
