@@ -130,7 +130,8 @@ static void render_status(json_t *doc)
     }
 }
 
-int eddy_cmd_status(int argc, char **argv)
+/* A read-only view of the coordinator: rendered for people, or --json. */
+static int view_command(const char *sub, int argc, char **argv, void (*render)(json_t *doc))
 {
     const char *coordinator = eddy_client_default_coordinator();
     bool json_out = false;
@@ -138,9 +139,14 @@ int eddy_cmd_status(int argc, char **argv)
                            {"json", EDDY_FLAG_BOOL, &json_out, NULL, "print JSON", false},
                            {NULL, 0, NULL, NULL, NULL, false}};
     int code;
-    if (eddy_cli_parse("status", "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
+    if (eddy_cli_parse(sub, "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    return call_and_print("status", coordinator, "status", 0, NULL, 5000, json_out, render_status);
+    return call_and_print(sub, coordinator, sub, 0, NULL, 5000, json_out, render);
+}
+
+int eddy_cmd_status(int argc, char **argv)
+{
+    return view_command("status", argc, argv, render_status);
 }
 
 static void render_scaling(json_t *doc)
@@ -163,15 +169,7 @@ static void render_scaling(json_t *doc)
 
 int eddy_cmd_scaling(int argc, char **argv)
 {
-    const char *coordinator = eddy_client_default_coordinator();
-    bool json_out = false;
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           {"json", EDDY_FLAG_BOOL, &json_out, NULL, "print JSON", false},
-                           {NULL, 0, NULL, NULL, NULL, false}};
-    int code;
-    if (eddy_cli_parse("scaling", "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
-        return code;
-    return call_and_print("scaling", coordinator, "scaling", 0, NULL, 5000, json_out, render_scaling);
+    return view_command("scaling", argc, argv, render_scaling);
 }
 
 int eddy_cmd_submit(int argc, char **argv)
