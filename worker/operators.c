@@ -456,6 +456,9 @@ static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
         uint64_t checkpoint = strtoull(id, NULL, 10);
         if (checkpoint <= restored) {
             /* that checkpoint completed; its COMPLETE may not have arrived */
+            eddy_info("part file sink %u[%u]: publishing checkpoint %" PRIu64
+                      " prepared before the restore from %" PRIu64, s->stage, s->instance,
+                      checkpoint, restored);
             if (publish(s, checkpoint) < 0)
                 rc = eddy_err_set(err, "cannot publish prepared part file of checkpoint %" PRIu64,
                                   checkpoint);
@@ -464,6 +467,9 @@ static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
             /* written after the checkpoint we restore from: it will be replayed */
             char path[PART_PATH_MAX];
             pending_path(s, checkpoint, path, sizeof path);
+            eddy_info("part file sink %u[%u]: discarding checkpoint %" PRIu64
+                      " prepared after the restored checkpoint %" PRIu64, s->stage, s->instance,
+                      checkpoint, restored);
             if (unlink(path) < 0 && errno != ENOENT)
                 rc = eddy_err_set(err, "cannot remove %s: %m", path);
         }
