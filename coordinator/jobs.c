@@ -11,6 +11,9 @@
  *             ranges, restoring only the key groups that changed owner.
  *  recovery   a dead worker or a failed task: deploy in RESTORE mode from the
  *             last complete checkpoint (sources rewind to its positions).
+ *  finish     when every task is done: COMPLETE(EDDY_FINAL_CHECKPOINT) so
+ *             two-phase-commit sinks publish their last data; the job is
+ *             finished (and RELEASEd) once every task ACKed that commit.
  * Once any task reached end of input, no further checkpoint or rescale is
  * started: a restore then replays from the last checkpoint before it. */
 #include <inttypes.h>
