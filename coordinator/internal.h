@@ -111,6 +111,11 @@ typedef struct coord_job {
     uint32_t tasks_done;
     uint32_t tasks_total;
     bool any_done;
+    /* Every task is done: COMPLETE(EDDY_FINAL_CHECKPOINT) went out and the
+     * job finishes when each task ACKed its final commit. */
+    bool finishing;
+    uint32_t final_acks_pending;
+    uint64_t finishing_started_ms;
     struct coord_job *next;
 } coord_job_t;
 

@@ -11,6 +11,9 @@
  *             ranges, restoring only the key groups that changed owner.
  *  recovery   a dead worker or a failed task: deploy in RESTORE mode from the
  *             last complete checkpoint (sources rewind to its positions).
+ *  finish     when every task is done: COMPLETE(EDDY_FINAL_CHECKPOINT) so
+ *             two-phase-commit sinks publish their last data; the job is
+ *             finished (and RELEASEd) once every task ACKed that commit.
  * Once any task reached end of input, no further checkpoint or rescale is
  * started: a restore then replays from the last checkpoint before it. */
 #include <inttypes.h>
@@ -156,6 +159,8 @@ static void deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t
     j->deploy_started_ms = eddy_mono_ms();
     j->tasks_done = 0;
     j->any_done = false;
+    j->finishing = false;
+    j->final_acks_pending = 0;
     j->tasks_total = total_tasks(j);
     persist_job(c, j); /* the epoch must never repeat, even across coordinator restarts */
 
@@ -520,9 +525,27 @@ static void complete_checkpoint(coord_t *c, coord_job_t *j)
     }
 }
 
+static void finish_job(coord_t *c, coord_job_t *j)
+{
+    j->finishing = false;
+    j->ended_ms = eddy_mono_ms();
+    eddy_info("job %s finished in %.2f s", j->id, (double)(j->ended_ms - j->started_ms) / 1000.0);
+    set_state(c, j, JOB_FINISHED);
+    eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
+    rel.u.release.job = j->num;
+    coord_broadcast(c, &rel);
+}
+
 void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
 {
     coord_job_t *j = coord_job_by_num(c, m->u.ack.job);
+    if (j && m->u.ack.checkpoint == EDDY_FINAL_CHECKPOINT) {
+        /* a task's final commit (see coord_job_on_task_done) */
+        if (j->finishing && m->u.ack.epoch == j->epoch && !job_ended(j) &&
+            --j->final_acks_pending == 0)
+            finish_job(c, j);
+        return;
+    }
     if (!j || !j->inflight || m->u.ack.checkpoint != j->inflight || m->u.ack.epoch != j->epoch)
         return;
     if (m->u.ack.error[0]) {
@@ -555,12 +578,16 @@ void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m)
         abort_checkpoint(c, j, "input ended while it was in flight");
     if (++j->tasks_done < j->tasks_total)
         return;
-    j->ended_ms = eddy_mono_ms();
-    eddy_info("job %s finished in %.2f s", j->id, (double)(j->ended_ms - j->started_ms) / 1000.0);
-    set_state(c, j, JOB_FINISHED);
-    eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
-    rel.u.release.job = j->num;
-    coord_broadcast(c, &rel);
+    /* Every task is done: publish what two-phase-commit sinks prepared at end
+     * of input (COMPLETE of the final checkpoint), and finish once each task
+     * confirmed its commit, so no worker is released or stopped before. */
+    j->finishing = true;
+    j->final_acks_pending = j->tasks_total;
+    j->finishing_started_ms = eddy_mono_ms();
+    eddy_msg_t m2 = {.type = EDDY_MSG_COMPLETE};
+    m2.u.complete.job = j->num;
+    m2.u.complete.checkpoint = EDDY_FINAL_CHECKPOINT;
+    coord_broadcast(c, &m2);
 }
 
 void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m)
@@ -588,7 +615,15 @@ void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w)
             for (uint32_t i = 0; i < j->placement[s].parallelism; i++)
                 if (j->placement[s].worker_of[i] == w->id)
                     involved = true;
-        if (involved) {
+        if (involved && j->finishing) {
+            /* Every task finished, some sinks may have published already: a
+             * restore would replay and duplicate. What the lost worker's
+             * sinks prepared stays unpublished (their .pending files). */
+            char why[160];
+            snprintf(why, sizeof why, "worker %u (%s) was lost during the final commit", w->id,
+                     w->name);
+            fail_job(c, j, why);
+        } else if (involved) {
             char why[128];
             snprintf(why, sizeof why, "worker %u (%s) was lost", w->id, w->name);
             restore(c, j, why);
@@ -695,6 +730,11 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
             print_progress(c, j, now_ms);
         if (j->deploys_pending && now_ms > j->deploy_started_ms + DEPLOY_TIMEOUT_MS) {
             restore(c, j, "workers did not confirm the deployment in time");
+            continue;
+        }
+        if (j->finishing) {
+            if (now_ms > j->finishing_started_ms + c->opts->checkpoint_timeout_ms)
+                fail_job(c, j, "the final commit was not confirmed in time");
             continue;
         }
         if (j->inflight && now_ms > j->inflight_started_ms + c->opts->checkpoint_timeout_ms) {

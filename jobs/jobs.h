@@ -1,4 +1,4 @@
-/* jobs.h - registration of the built-in jobs (wordcount, ...). */
+/* jobs.h - registration of the built-in jobs (wordcount, etl; jobs/registry.c). */
 #ifndef EDDY_JOBS_JOBS_H
 #define EDDY_JOBS_JOBS_H
 

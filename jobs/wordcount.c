@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/flags.h"
-#include "jobs/jobs.h"
 #include "jobs/wordcount.h"
 #include "worker/graph.h"
 #include "worker/operators.h"
@@ -183,8 +182,3 @@ const eddy_job_def_t eddy_wordcount_job = {
              "                                 for more instances than cores)\n",
     .build = build,
 };
-
-void eddy_jobs_register_builtin(void)
-{
-    eddy_job_register(&eddy_wordcount_job);
-}

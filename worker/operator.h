@@ -7,7 +7,20 @@
  * one stage by direct calls and routes the last one's output to the next
  * stage. Keyed operators find their state in ctx->keyed_state, already
  * restricted to (and restored for) the key groups the instance owns.
- * Errors: return -1 with err filled; the task fails and the job recovers. */
+ * Errors: return -1 with err filled; the task fails and the job recovers.
+ *
+ * Two-phase commit (transactional sinks, like Flink's TwoPhaseCommitSink /
+ * FileSink): an operator with prepare() gets it at every aligned barrier,
+ * before its task ACKs the checkpoint; it must make everything received
+ * since the previous prepare durable but invisible, tagged with the
+ * checkpoint id (pre-commit). commit(n) comes when checkpoint n completed
+ * (the coordinator's COMPLETE): publish everything prepared with an id <= n.
+ * At end of input the task calls prepare(EDDY_FINAL_CHECKPOINT) after
+ * finish(); the coordinator sends COMPLETE(EDDY_FINAL_CHECKPOINT) once every
+ * task of the job is done. open() gets ctx->restored_checkpoint: what was
+ * prepared with an id <= it belongs to a completed checkpoint (publish it,
+ * its COMPLETE may have been lost), anything later will be replayed
+ * (discard it). */
 #ifndef EDDY_WORKER_OPERATOR_H
 #define EDDY_WORKER_OPERATOR_H
 
@@ -44,7 +57,11 @@ typedef struct eddy_op_context {
     eddy_key_fn key_fn;              /* keyed stages only */
     const void *config;              /* the operator's own config from the job graph */
     const void *job_config;          /* the job's parsed flags */
+    uint64_t restored_checkpoint;    /* checkpoint the task starts from, 0 = fresh */
 } eddy_op_context_t;
+
+/* The id prepare()/commit() get for what is left at end of input. */
+#define EDDY_FINAL_CHECKPOINT UINT64_MAX
 
 typedef struct eddy_operator_ops {
     const char *kind;
@@ -54,6 +71,10 @@ typedef struct eddy_operator_ops {
     int (*process)(void *self, const eddy_record_t *rec, eddy_collector_t *out, eddy_err_t *err);
     int (*finish)(void *self, eddy_collector_t *out, eddy_err_t *err); /* may be NULL */
     void (*close)(void *self);                                         /* may be NULL */
+    /* Two-phase commit (may be NULL, see above). prepare errors make the
+     * task's ACK carry the error, so the checkpoint is abandoned. */
+    int (*prepare)(void *self, uint64_t checkpoint, eddy_err_t *err);
+    void (*commit)(void *self, uint64_t checkpoint);
 } eddy_operator_ops_t;
 
 /* A source emits records from outside. Positions let a checkpoint resume it. */

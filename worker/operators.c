@@ -5,16 +5,20 @@
  * the sinks' formatting) live here once. */
 #include "worker/operators.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "state/keygroup.h"
 
 /* ---- flat_map / filter -------------------------------------------------- */
@@ -356,3 +360,238 @@ static void table_close(void *self)
 const eddy_operator_ops_t eddy_table_file_sink_ops = {
     .kind = "table_file_sink", .open = table_open, .process = table_process,
     .finish = table_finish, .close = table_close};
+
+/* ---- part files (two-phase commit) --------------------------------------- */
+
+#define PART_PATH_MAX 4400
+
+typedef struct prepared_id {
+    uint64_t checkpoint;
+    struct prepared_id *next;
+} prepared_id_t;
+
+typedef struct part_sink {
+    const eddy_part_file_config_t *cfg;
+    uint32_t stage, instance;
+    char pending_dir[4200];
+    char inprogress[PART_PATH_MAX];
+    FILE *f;                  /* the in-progress file, opened at the first record */
+    char *buf;                /* its stdio buffer */
+    prepared_id_t *prepared;  /* prepared and not yet published, ascending */
+} part_sink_t;
+
+#define PART_BUF_SIZE (256u * 1024u)
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static int mkdir_p(const char *path, eddy_err_t *err)
+{
+    char tmp[PART_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return eddy_err_set(err, "cannot create %s: %m", tmp);
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        return eddy_err_set(err, "cannot create %s: %m", tmp);
+    return 0;
+}
+
+static void pending_path(const part_sink_t *s, uint64_t checkpoint, char *out, size_t size)
+{
+    snprintf(out, size, "%s/part-%u-%u-%020" PRIu64, s->pending_dir, s->stage, s->instance,
+             checkpoint);
+}
+
+static void committed_path(const part_sink_t *s, uint64_t checkpoint, char *out, size_t size)
+{
+    snprintf(out, size, "%s/part-%u-%020" PRIu64 ".txt", s->cfg->directory, s->instance,
+             checkpoint);
+}
+
+/* Publishes one prepared file. A file already gone whose target exists was
+ * published before (a COMPLETE seen twice, or by open after a restore). */
+static int publish(const part_sink_t *s, uint64_t checkpoint)
+{
+    char from[PART_PATH_MAX], to[PART_PATH_MAX];
+    pending_path(s, checkpoint, from, sizeof from);
+    committed_path(s, checkpoint, to, sizeof to);
+    if (rename(from, to) == 0)
+        return 0;
+    if (errno == ENOENT && access(to, F_OK) == 0)
+        return 0;
+    eddy_error("part file sink: cannot publish %s as %s: %s", from, to, strerror(errno));
+    return -1;
+}
+
+/* Publishes or discards what an earlier run of this instance prepared. */
+static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
+{
+    unlink(s->inprogress);
+    DIR *d = opendir(s->pending_dir);
+    if (!d)
+        return eddy_err_set(err, "cannot read %s: %m", s->pending_dir);
+    char prefix[64];
+    int plen = snprintf(prefix, sizeof prefix, "part-%u-%u-", s->stage, s->instance);
+    int rc = 0;
+    bool published = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *id = e->d_name + plen;
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0 || strlen(id) != 20 ||
+            strspn(id, "0123456789") != 20)
+            continue;
+        uint64_t checkpoint = strtoull(id, NULL, 10);
+        if (checkpoint <= restored) {
+            /* that checkpoint completed; its COMPLETE may not have arrived */
+            eddy_info("part file sink %u[%u]: publishing checkpoint %" PRIu64
+                      " prepared before the restore from %" PRIu64, s->stage, s->instance,
+                      checkpoint, restored);
+            if (publish(s, checkpoint) < 0)
+                rc = eddy_err_set(err, "cannot publish prepared part file of checkpoint %" PRIu64,
+                                  checkpoint);
+            published = true;
+        } else {
+            /* written after the checkpoint we restore from: it will be replayed */
+            char path[PART_PATH_MAX];
+            pending_path(s, checkpoint, path, sizeof path);
+            eddy_info("part file sink %u[%u]: discarding checkpoint %" PRIu64
+                      " prepared after the restored checkpoint %" PRIu64, s->stage, s->instance,
+                      checkpoint, restored);
+            if (unlink(path) < 0 && errno != ENOENT)
+                rc = eddy_err_set(err, "cannot remove %s: %m", path);
+        }
+    }
+    closedir(d);
+    if (published && fsync_dir(s->cfg->directory) < 0)
+        rc = eddy_err_set(err, "cannot sync %s: %m", s->cfg->directory);
+    if (fsync_dir(s->pending_dir) < 0)
+        rc = eddy_err_set(err, "cannot sync %s: %m", s->pending_dir);
+    return rc;
+}
+
+static void part_close(void *self);
+
+static void *part_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    const eddy_part_file_config_t *cfg = ctx->config;
+    if (!cfg || !cfg->directory[0]) {
+        eddy_err_set(err, "part file sink needs a directory");
+        return NULL;
+    }
+    part_sink_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->stage = ctx->stage;
+    s->instance = ctx->instance;
+    snprintf(s->pending_dir, sizeof s->pending_dir, "%s/.pending", cfg->directory);
+    snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u", s->pending_dir,
+             s->stage, s->instance);
+    if (mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0) {
+        part_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int part_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                        eddy_err_t *err)
+{
+    (void)out;
+    part_sink_t *s = self;
+    if (!s->f) {
+        s->f = fopen(s->inprogress, "w");
+        if (!s->f)
+            return eddy_err_set(err, "cannot write %s: %m", s->inprogress);
+        if (!s->buf)
+            s->buf = malloc(PART_BUF_SIZE);
+        if (s->buf)
+            setvbuf(s->f, s->buf, _IOFBF, PART_BUF_SIZE);
+    }
+    if (fwrite(rec->data, 1, rec->len, s->f) != rec->len || putc('\n', s->f) == EOF)
+        return eddy_err_set(err, "cannot write %s: %m", s->inprogress);
+    return 0;
+}
+
+static int part_prepare(void *self, uint64_t checkpoint, eddy_err_t *err)
+{
+    part_sink_t *s = self;
+    if (!s->f)
+        return 0; /* nothing since the last prepare */
+    int ok = fflush(s->f) == 0 && fsync(fileno(s->f)) == 0;
+    ok = (fclose(s->f) == 0) && ok;
+    s->f = NULL;
+    if (!ok) {
+        unlink(s->inprogress);
+        return eddy_err_set(err, "cannot write %s: %m", s->inprogress);
+    }
+    char to[PART_PATH_MAX];
+    pending_path(s, checkpoint, to, sizeof to);
+    prepared_id_t *p = malloc(sizeof *p);
+    if (!p)
+        return eddy_err_set(err, "out of memory");
+    if (rename(s->inprogress, to) < 0 || fsync_dir(s->pending_dir) < 0) {
+        free(p);
+        return eddy_err_set(err, "cannot rename %s to %s: %m", s->inprogress, to);
+    }
+    /* Ids only grow within one run of an instance: append. */
+    p->checkpoint = checkpoint;
+    p->next = NULL;
+    prepared_id_t **tail = &s->prepared;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = p;
+    return 0;
+}
+
+static void part_commit(void *self, uint64_t checkpoint)
+{
+    part_sink_t *s = self;
+    bool any = false;
+    while (s->prepared && s->prepared->checkpoint <= checkpoint) {
+        /* On failure the file stays pending; open() after a restore retries it. */
+        if (publish(s, s->prepared->checkpoint) < 0)
+            break;
+        prepared_id_t *p = s->prepared;
+        s->prepared = p->next;
+        free(p);
+        any = true;
+    }
+    if (any && fsync_dir(s->cfg->directory) < 0)
+        eddy_error("part file sink: cannot sync %s: %s", s->cfg->directory, strerror(errno));
+}
+
+static void part_close(void *self)
+{
+    part_sink_t *s = self;
+    if (s->f) {
+        fclose(s->f);
+        unlink(s->inprogress); /* not prepared: a restore replays it */
+    }
+    free(s->buf);
+    while (s->prepared) {
+        prepared_id_t *p = s->prepared;
+        s->prepared = p->next;
+        free(p);
+    }
+    free(s);
+}
+
+const eddy_operator_ops_t eddy_part_file_sink_ops = {
+    .kind = "part_file_sink", .open = part_open, .process = part_process, .close = part_close,
+    .prepare = part_prepare, .commit = part_commit};

@@ -59,6 +59,24 @@ typedef struct eddy_table_file_config {
  * lines in byte order of the key to path, atomically (temp + fsync + rename). */
 extern const eddy_operator_ops_t eddy_table_file_sink_ops;
 
+/* Exactly-once part files (two-phase commit, like Flink's FileSink). Each
+ * instance appends every record's data and '\n' (value and kind are not
+ * written) to DIR/.pending/.inprogress-<stage>-<instance>. prepare(n) fsyncs
+ * it and renames it to DIR/.pending/part-<stage>-<instance>-<n, 20 digits>
+ * (nothing when no record came since the last prepare); commit(n) renames
+ * every file this instance prepared with an id <= n to
+ * DIR/part-<instance>-<id, 20 digits>.txt and fsyncs DIR. open() publishes
+ * the instance's pending files with id <= ctx->restored_checkpoint and
+ * deletes later ones and the in-progress file. So the committed files,
+ * concatenated, hold every record exactly once given a replayable source.
+ * Assumptions: DIR is seen by every worker at the same path (one host, or a
+ * shared file system), it holds one part-file sink stage of one job, and the
+ * stage's parallelism does not change. */
+typedef struct eddy_part_file_config {
+    char directory[4096];
+} eddy_part_file_config_t;
+extern const eddy_operator_ops_t eddy_part_file_sink_ops;
+
 /* Formats a record as Flink's changelog row: "+I[word, 1]". Returns length. */
 size_t eddy_format_changelog(const eddy_record_t *rec, char *buf, size_t size);
 

@@ -396,9 +396,26 @@ static void report_done(eddy_task_t *t)
     t->env->notify(t->env->host, &m);
 }
 
+/* Pre-commit of every two-phase-commit operator in the chain. */
+static int prepare_chain(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
+{
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->prepare && ops->prepare(t->ops[i], checkpoint, err) < 0)
+            return eddy_err_wrap(err, "%s[%u]: %s: prepare of checkpoint %llu", t->def->name,
+                                 t->instance, ops->kind, (unsigned long long)checkpoint);
+    }
+    return 0;
+}
+
 static int finish_task(eddy_task_t *t, eddy_err_t *err)
 {
     if (run_finish_chain(t, err) < 0)
+        return -1;
+    /* What is left is published only when the whole job is done (the
+     * coordinator's COMPLETE(EDDY_FINAL_CHECKPOINT)): a restore before that
+     * replays it, so publishing now could duplicate it. */
+    if (prepare_chain(t, EDDY_FINAL_CHECKPOINT, err) < 0)
         return -1;
     broadcast_small(t, 0, true);
     t->finished = true;
@@ -451,8 +468,11 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
     eddy_snapshot_unit_t *unit = NULL;
     bool migration = checkpoint == t->env->migration_checkpoint;
+    eddy_err_t perr = {{0}};
+    if (prepare_chain(t, checkpoint, &perr) < 0)
+        snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", perr.msg);
     /* In a migration snapshot only the rescaled stage moves state. */
-    if (t->state && (!migration || t->stage == t->env->migrate_stage)) {
+    if (t->state && !ack.u.ack.error[0] && (!migration || t->stage == t->env->migrate_stage)) {
         eddy_err_t err = {{0}};
         unit = serialise_state(t, checkpoint, migration, &err);
         if (!unit)
@@ -527,6 +547,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.max_parallelism = t->graph->max_parallelism;
     t->ctx.job_config = t->graph->config;
     t->ctx.key_fn = t->def->key_fn;
+    t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     if (eddy_stage_is_keyed(t->def)) {
         t->ctx.key_groups = eddy_kg_range_for(t->instance, t->parallelism, t->graph->max_parallelism);
         size_t value_size = 8;
@@ -656,6 +677,13 @@ uint32_t eddy_task_instance(const eddy_task_t *self) { return self->instance; }
 bool eddy_task_is_source(const eddy_task_t *self) { return self->source != NULL; }
 bool eddy_task_finished(const eddy_task_t *self) { return self->finished; }
 bool eddy_task_failed(const eddy_task_t *self) { return self->failed; }
+
+void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint)
+{
+    for (uint32_t i = 0; i < self->def->n_ops; i++)
+        if (self->ops[i] && self->def->ops[i].ops->commit)
+            self->def->ops[i].ops->commit(self->ops[i], checkpoint);
+}
 
 void eddy_task_set_running(eddy_task_t *self, bool running)
 {

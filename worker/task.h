@@ -84,6 +84,11 @@ bool eddy_task_is_source(const eddy_task_t *self);
 bool eddy_task_finished(const eddy_task_t *self);
 bool eddy_task_failed(const eddy_task_t *self);
 
+/* Checkpoint `checkpoint` completed (COMPLETE, or EDDY_FINAL_CHECKPOINT when
+ * the whole job is done): two-phase-commit operators publish what they
+ * prepared up to it. Also for finished tasks. */
+void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint);
+
 /* Sources only. */
 void eddy_task_set_running(eddy_task_t *self, bool running);
 void eddy_task_trigger(eddy_task_t *self, uint64_t checkpoint, bool pause_after);

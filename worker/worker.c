@@ -417,8 +417,29 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
                 eddy_task_trigger(j->tasks[i], m->u.trigger.checkpoint, m->u.trigger.pause_after);
         break;
     }
-    case EDDY_MSG_COMPLETE:
+    case EDDY_MSG_COMPLETE: {
+        /* Two-phase-commit operators publish what they prepared up to this
+         * checkpoint. Finished tasks stay until RELEASE, so they get it too. */
+        wjob_t *j = find_job(w, m->u.complete.job);
+        if (!j)
+            break;
+        for (uint32_t i = 0; i < j->n_tasks; i++) {
+            eddy_task_commit(j->tasks[i], m->u.complete.checkpoint);
+            if (m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
+                continue;
+            /* The job's final commit: the coordinator waits for one ACK per
+             * task before it declares the job finished and releases it. */
+            eddy_msg_t ack = {.type = EDDY_MSG_ACK};
+            ack.u.ack.job = j->num;
+            ack.u.ack.epoch = j->epoch;
+            ack.u.ack.checkpoint = EDDY_FINAL_CHECKPOINT;
+            ack.u.ack.stage = eddy_task_stage(j->tasks[i]);
+            ack.u.ack.instance = eddy_task_instance(j->tasks[i]);
+            ack.u.ack.position = -1;
+            send_ctrl(w, &ack);
+        }
         break;
+    }
     case EDDY_MSG_RELEASE: {
         wjob_t *j = find_job(w, m->u.release.job);
         if (j) {

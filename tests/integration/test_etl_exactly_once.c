@@ -1,0 +1,343 @@
+/* test_etl_exactly_once.c - the etl job's part file sink is exactly once,
+ * through the real binary, with a worker SIGKILLed mid-run.
+ *
+ * A generated CSV (user,item,amount lines, repeated lines, a header and a
+ * few malformed lines) runs through `eddy local --workers 3 --job etl` with
+ * a rate cap (so the run lasts several seconds), checkpoints every 300 ms
+ * and a 1 s heartbeat timeout. In the failure test one worker (its pid from
+ * `eddy status --json`) gets SIGKILL after some checkpoints completed and
+ * part files were published; the job restores from its last checkpoint and
+ * finishes. Either way, the committed part files (DIR/part-*.txt),
+ * concatenated and sorted, must equal the expected transformed lines,
+ * sorted, computed here independently of eddy: nothing lost, nothing
+ * doubled. Nothing may be left in DIR/.pending. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define LINES 300000
+#define RATE "60000" /* lines/s in total: about 5 s */
+#define MIN_AMOUNT 300
+
+static char *dir;
+static char input[600], outdir[600], logp[600];
+static char *expected; /* sorted lines joined by '\n' */
+static size_t expected_len;
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Splits text into lines (modifies it), sorts, joins with '\n'. */
+static char *sort_lines(char *text, size_t len, size_t *out_len, size_t *n_out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    char **lines = malloc((n + 1) * sizeof *lines);
+    size_t k = 0;
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            nl = end;
+        *nl = '\0';
+        lines[k++] = p;
+        p = nl + 1;
+    }
+    qsort(lines, k, sizeof *lines, cmp_str);
+    char *out = malloc(len + 2);
+    size_t o = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(out + o, lines[i], l);
+        o += l;
+        out[o++] = '\n';
+    }
+    out[o] = '\0';
+    free(lines);
+    *out_len = o;
+    *n_out = k;
+    return out;
+}
+
+/* The input and, independently of eddy's transform, the expected output. */
+static void make_input(void)
+{
+    FILE *in = fopen(input, "w");
+    cr_assert(in);
+    size_t cap = (size_t)LINES * 32, len = 0;
+    char *exp = malloc(cap);
+    fprintf(in, "user,item,amount\n"); /* a header: not an integer amount, dropped */
+    for (uint64_t n = 0; n < LINES; n++) {
+        uint64_t h = mix(n * 7919 + 11);
+        if (n % 9973 == 5) {
+            fprintf(in, "broken line %" PRIu64 "\n", n); /* malformed: dropped */
+            continue;
+        }
+        if (n % 10007 == 3) {
+            fprintf(in, "u1,i1,12x\n"); /* bad amount: dropped */
+            continue;
+        }
+        unsigned user = (unsigned)(h % 5000), item = (unsigned)((h >> 16) % 300);
+        long amount = (long)((h >> 32) % 1000);
+        if (n % 13 == 0) { /* repeated lines: each copy must appear once */
+            user = 7;
+            item = 7;
+            amount = 777;
+        }
+        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
+        if (amount >= MIN_AMOUNT)
+            len += (size_t)snprintf(exp + len, cap - len, "u%u\ti%u\t%ld\n", user, item, amount * 2);
+    }
+    cr_assert_eq(fclose(in), 0);
+    size_t count;
+    expected = sort_lines(exp, len, &expected_len, &count);
+    free(exp);
+    cr_assert_gt(count, LINES / 2);
+}
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("etl", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.csv", dir);
+    snprintf(outdir, sizeof outdir, "%s/out", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    make_input();
+}
+
+static void teardown(void)
+{
+    free(expected);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+static int start_job(eddy_proc_t *proc, int *ports, const char *p, const char *sp)
+{
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16], min[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp,
+                    "--http-port", hp, "--quiet", "--checkpoint-interval", "300",
+                    "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "1000",
+                    "--job", "etl", "--input", input, "--output-dir", outdir,
+                    "--min-amount", min, "--parallelism", (char *)p, "--sink-parallelism", (char *)sp,
+                    "--rate", RATE, NULL};
+    cr_assert(eddy_proc_start(proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    return 0;
+}
+
+/* Concatenation of DIR/part-*.txt in name order; counts files. */
+static char *committed_output(size_t *len, int *files)
+{
+    DIR *d = opendir(outdir);
+    cr_assert(d, "no output directory %s", outdir);
+    char *names[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096)
+        if (!strncmp(e->d_name, "part-", 5))
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    size_t cap = 1 << 20, used = 0;
+    char *all = malloc(cap);
+    for (int i = 0; i < n; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
+        size_t l = 0;
+        char *data = eddy_read_file(path, &l);
+        cr_assert(data, "cannot read %s", path);
+        cr_assert(l == 0 || data[l - 1] == '\n', "%s does not end with a newline", names[i]);
+        while (used + l + 1 > cap)
+            all = realloc(all, cap *= 2);
+        memcpy(all + used, data, l);
+        used += l;
+        free(data);
+        free(names[i]);
+    }
+    all[used] = '\0';
+    *len = used;
+    *files = n;
+    return all;
+}
+
+static int pending_left(void)
+{
+    char pdir[700];
+    snprintf(pdir, sizeof pdir, "%s/.pending", outdir);
+    DIR *d = opendir(pdir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void check_output(void)
+{
+    size_t len;
+    int files;
+    char *got = committed_output(&len, &files);
+    size_t sorted_len, count;
+    char *sorted = sort_lines(got, len, &sorted_len, &count);
+    free(got);
+    if (sorted_len != expected_len || memcmp(sorted, expected, sorted_len) != 0) {
+        /* the first differing line, for a readable failure */
+        size_t i = 0, start = 0;
+        while (i < sorted_len && i < expected_len && sorted[i] == expected[i])
+            if (sorted[i++] == '\n')
+                start = i;
+        char *log = log_text();
+        cr_assert_fail("committed output differs from the expectation (%zu vs %zu bytes, %zu "
+                       "lines, %d files): expected '%.40s' got '%.40s'; log:\n%s",
+                       sorted_len, expected_len, count, files, expected + start, sorted + start,
+                       log);
+    }
+    free(sorted);
+    cr_assert_eq(pending_left(), 0, "files left in %s/.pending", outdir);
+}
+
+/* Number of part files of completed checkpoints (not the final one). */
+static bool published_some(void *arg)
+{
+    (void)arg;
+    DIR *d = opendir(outdir);
+    if (!d)
+        return false;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "part-", 5) && !strstr(e->d_name, "18446744073709551615"))
+            n++;
+    closedir(d);
+    return n >= 3;
+}
+
+Test(etl, exactly_once_without_failure, .init = setup, .fini = teardown, .timeout = 180)
+{
+    eddy_proc_t proc;
+    int ports[2];
+    start_job(&proc, ports, "3", "3");
+    int rc = eddy_proc_wait(&proc, 120000);
+    eddy_proc_kill(&proc, 2000);
+    char *log = log_text();
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
+    cr_assert(strstr(log, "job etl finished"), "log:\n%s", log);
+    free(log);
+    check_output();
+}
+
+/* The worker running instance `instance` of operator `op`, from status. */
+static int64_t worker_of(json_t *job, const char *op, int instance)
+{
+    json_t *ops = json_object_get(job, "operators");
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        json_t *o = json_array_get(ops, i);
+        if (strcmp(json_string_value(json_object_get(o, "name")), op))
+            continue;
+        json_t *inst = json_array_get(json_object_get(o, "instances"), (size_t)instance);
+        return inst ? json_integer_value(json_object_get(inst, "worker")) : -1;
+    }
+    return -1;
+}
+
+typedef struct kill_case {
+    char parallelism[4], sink_parallelism[4];
+    char op[8];      /* the victim is the worker running op[instance] */
+    int instance;
+    bool sink_only;  /* ... and it must run no source instance */
+} kill_case_t;
+
+ParameterizedTestParameters(etl, exactly_once_when_a_worker_is_killed)
+{
+    static kill_case_t cases[] = {
+        /* a worker with a source and a sink instance */
+        {"3", "3", "source", 1, false},
+        /* a worker with only a sink: while it is not yet declared dead, the
+         * next checkpoint reaches the other sinks, which prepare it and ACK,
+         * but it never completes, so the restore must discard what they
+         * prepared (and a sink publishing at prepare would duplicate it) */
+        {"2", "3", "sink", 2, true},
+    };
+    return cr_make_param_array(kill_case_t, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(kill_case_t *c, etl, exactly_once_when_a_worker_is_killed, .init = setup,
+                  .fini = teardown, .timeout = 240)
+{
+    eddy_proc_t proc;
+    int ports[2];
+    start_job(&proc, ports, c->parallelism, c->sink_parallelism);
+    cr_assert(eddy_test_wait_job_state(ports[0], "etl", "running", 30000, &proc),
+              "job never running; log:\n%s", log_text());
+    /* Let checkpoints complete and publish part files, so the restore starts
+     * from a checkpoint with output already committed. */
+    cr_assert(eddy_poll_until(published_some, NULL, 30000),
+              "no part files published; log:\n%s", log_text());
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st, "eddy status failed; log:\n%s", log_text());
+    json_t *job = eddy_test_status_job(st, "etl");
+    cr_assert(job && !strcmp(json_string_value(json_object_get(job, "state")), "running"),
+              "the job ended before the kill (raise LINES or lower RATE)");
+    int64_t victim = worker_of(job, c->op, c->instance);
+    cr_assert_gt(victim, 0, "no worker for %s[%d]", c->op, c->instance);
+    if (c->sink_only)
+        for (int i = 0; i < atoi(c->parallelism); i++)
+            cr_assert_neq(worker_of(job, "source", i), victim, "the victim runs source[%d]", i);
+    pid_t pid = 0;
+    json_t *workers = json_object_get(st, "workers");
+    for (size_t i = 0; i < json_array_size(workers); i++) {
+        json_t *w = json_array_get(workers, i);
+        if (json_integer_value(json_object_get(w, "id")) == victim)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    json_decref(st);
+    cr_assert_gt(pid, 0, "no pid for worker %lld", (long long)victim);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+
+    int rc = eddy_proc_wait(&proc, 150000);
+    eddy_proc_kill(&proc, 2000);
+    char *log = log_text();
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
+    cr_assert(strstr(log, "declared dead"), "the kill was not noticed; log:\n%s", log);
+    cr_assert(strstr(log, "restoring from checkpoint"), "no restore from a checkpoint; log:\n%s",
+              log);
+    cr_assert(strstr(log, "job etl finished"), "log:\n%s", log);
+    free(log);
+    check_output();
+}

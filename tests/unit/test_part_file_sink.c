@@ -1,0 +1,285 @@
+/* test_part_file_sink.c - the exactly-once part file sink (worker/operators.c),
+ * driven directly through its operator API, no tasks or processes.
+ *
+ * Checks the two-phase-commit protocol on disk: records go to an in-progress
+ * file; prepare(n) makes them a pending file tagged n; commit(n) publishes
+ * pending files with id <= n as DIR/part-<instance>-<n>.txt; a reopen with
+ * restored_checkpoint R publishes pending <= R (a completed checkpoint whose
+ * COMPLETE was lost) and deletes pending > R and the in-progress file (that
+ * data will be replayed); the final id EDDY_FINAL_CHECKPOINT works like any
+ * other. Each test uses its own temporary directory. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+#include "tests/unit/leak_check.h"
+#include "worker/operators.h"
+
+static char *dir;
+static eddy_part_file_config_t cfg;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("partsink", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(cfg.directory, sizeof cfg.directory, "%s/out/nested", dir);
+}
+
+static void teardown(void)
+{
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+    dir = NULL;
+    eddy_test_leak_check();
+}
+
+TestSuite(part_file_sink, .init = setup, .fini = teardown);
+
+static void *open_sink(uint32_t instance, uint64_t restored)
+{
+    eddy_op_context_t ctx = {.job_id = "etl", .stage_name = "sink", .stage = 1,
+                             .instance = instance, .parallelism = 2, .max_parallelism = 128,
+                             .config = &cfg, .restored_checkpoint = restored};
+    eddy_err_t err = {{0}};
+    void *s = eddy_part_file_sink_ops.open(&ctx, &err);
+    cr_assert(s, "open: %s", err.msg);
+    return s;
+}
+
+static void put(void *s, const char *line)
+{
+    eddy_record_t rec = eddy_record_make(line, (uint32_t)strlen(line), 1);
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_part_file_sink_ops.process(s, &rec, NULL, &err), 0, "%s", err.msg);
+}
+
+static void prepare(void *s, uint64_t ckpt)
+{
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, ckpt, &err), 0, "%s", err.msg);
+}
+
+static char *committed(uint32_t instance, uint64_t ckpt)
+{
+    char path[5000];
+    snprintf(path, sizeof path, "%s/part-%u-%020" PRIu64 ".txt", cfg.directory, instance, ckpt);
+    return eddy_read_file(path, NULL);
+}
+
+static bool pending_exists(uint32_t instance, uint64_t ckpt)
+{
+    char path[5000];
+    snprintf(path, sizeof path, "%s/.pending/part-1-%u-%020" PRIu64, cfg.directory, instance, ckpt);
+    return access(path, F_OK) == 0;
+}
+
+/* Names in dir (not starting with '.'), sorted, joined by ' '. */
+static char *listing(const char *path)
+{
+    DIR *d = opendir(path);
+    cr_assert(d, "cannot open %s", path);
+    char *names[64];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64)
+        if (e->d_name[0] != '.')
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0; b--) {
+            char *t = names[b];
+            names[b] = names[b - 1];
+            names[b - 1] = t;
+        }
+    char *out = calloc(1, 4096);
+    for (int i = 0; i < n; i++) {
+        strcat(out, i ? " " : "");
+        strcat(out, names[i]);
+        free(names[i]);
+    }
+    return out;
+}
+
+Test(part_file_sink, prepare_then_commit_publishes)
+{
+    void *s = open_sink(0, 0);
+    put(s, "a\tx\t2");
+    put(s, "b\ty\t4");
+    prepare(s, 1);
+    cr_assert(pending_exists(0, 1));
+    char *none = listing(cfg.directory);
+    cr_assert_str_eq(none, "", "nothing is visible before commit");
+    free(none);
+    eddy_part_file_sink_ops.commit(s, 1);
+    cr_assert(!pending_exists(0, 1));
+    char *got = committed(0, 1);
+    cr_assert_str_eq(got, "a\tx\t2\nb\ty\t4\n");
+    free(got);
+    /* An empty interval prepares nothing; a repeated COMPLETE is harmless. */
+    prepare(s, 2);
+    cr_assert(!pending_exists(0, 2));
+    eddy_part_file_sink_ops.commit(s, 2);
+    eddy_part_file_sink_ops.commit(s, 1);
+    char *names = listing(cfg.directory);
+    cr_assert_str_eq(names, "part-0-00000000000000000001.txt");
+    free(names);
+    eddy_part_file_sink_ops.close(s);
+}
+
+Test(part_file_sink, commit_publishes_only_up_to_its_checkpoint)
+{
+    void *s = open_sink(0, 0);
+    put(s, "one");
+    prepare(s, 3);
+    put(s, "two");
+    prepare(s, 5);
+    eddy_part_file_sink_ops.commit(s, 4);
+    char *a = committed(0, 3);
+    cr_assert_str_eq(a, "one\n");
+    free(a);
+    cr_assert_null(committed(0, 5));
+    cr_assert(pending_exists(0, 5));
+    eddy_part_file_sink_ops.commit(s, 5);
+    char *b = committed(0, 5);
+    cr_assert_str_eq(b, "two\n");
+    free(b);
+    eddy_part_file_sink_ops.close(s);
+}
+
+Test(part_file_sink, reopen_discards_work_after_the_restored_checkpoint)
+{
+    void *s = open_sink(0, 0);
+    put(s, "first");
+    prepare(s, 1);
+    eddy_part_file_sink_ops.commit(s, 1);
+    put(s, "second");
+    prepare(s, 2); /* checkpoint 2 never completes */
+    put(s, "third"); /* in progress at the failure */
+    cr_assert(pending_exists(0, 2));
+    /* Simulate a crash: the instance is gone without close (files stay). The
+     * leak checker would see the handle, so close it after copying files. */
+    eddy_part_file_sink_ops.close(s);
+    /* close() of a live instance drops the in-progress file; a SIGKILL does
+     * not: leave one behind like a killed worker would. */
+    char inprog[5000];
+    snprintf(inprog, sizeof inprog, "%s/.pending/.inprogress-1-0", cfg.directory);
+    cr_assert_eq(eddy_write_file(inprog, "third\n", 6), 0);
+
+    void *r = open_sink(0, 1);
+    cr_assert(!pending_exists(0, 2), "pending 2 is after the restored checkpoint 1");
+    cr_assert(access(inprog, F_OK) != 0, "the in-progress file is discarded");
+    char *names = listing(cfg.directory);
+    cr_assert_str_eq(names, "part-0-00000000000000000001.txt");
+    free(names);
+    /* The replay writes second and third again, now in checkpoint 3. */
+    put(r, "second");
+    put(r, "third");
+    prepare(r, 3);
+    eddy_part_file_sink_ops.commit(r, 3);
+    char *c = committed(0, 3);
+    cr_assert_str_eq(c, "second\nthird\n");
+    free(c);
+    cr_assert_null(committed(0, 2));
+    eddy_part_file_sink_ops.close(r);
+}
+
+Test(part_file_sink, reopen_publishes_a_completed_checkpoint_whose_complete_was_lost)
+{
+    void *s = open_sink(1, 0);
+    put(s, "x");
+    prepare(s, 1);
+    eddy_part_file_sink_ops.commit(s, 1);
+    put(s, "y");
+    prepare(s, 2); /* checkpoint 2 completes, but COMPLETE(2) never arrives */
+    eddy_part_file_sink_ops.close(s);
+    cr_assert(pending_exists(1, 2));
+
+    void *r = open_sink(1, 2);
+    cr_assert(!pending_exists(1, 2));
+    char *got = committed(1, 2);
+    cr_assert_str_eq(got, "y\n");
+    free(got);
+    eddy_part_file_sink_ops.close(r);
+}
+
+Test(part_file_sink, instances_do_not_touch_each_other)
+{
+    void *a = open_sink(0, 0);
+    void *b = open_sink(1, 0);
+    put(a, "a1");
+    put(b, "b1");
+    prepare(a, 1);
+    prepare(b, 1);
+    eddy_part_file_sink_ops.close(a);
+    /* instance 0 restarts from scratch: only its own pending file goes */
+    void *a2 = open_sink(0, 0);
+    cr_assert(!pending_exists(0, 1));
+    cr_assert(pending_exists(1, 1));
+    eddy_part_file_sink_ops.commit(b, 1);
+    char *got = committed(1, 1);
+    cr_assert_str_eq(got, "b1\n");
+    free(got);
+    eddy_part_file_sink_ops.close(a2);
+    eddy_part_file_sink_ops.close(b);
+}
+
+Test(part_file_sink, final_commit_publishes_everything_left)
+{
+    void *s = open_sink(0, 0);
+    put(s, "p");
+    prepare(s, 7); /* e.g. a checkpoint abandoned because input ended */
+    put(s, "q");
+    put(s, "r");
+    prepare(s, EDDY_FINAL_CHECKPOINT);
+    cr_assert(pending_exists(0, EDDY_FINAL_CHECKPOINT));
+    eddy_part_file_sink_ops.commit(s, 6);
+    cr_assert(pending_exists(0, 7));
+    eddy_part_file_sink_ops.commit(s, EDDY_FINAL_CHECKPOINT);
+    char *names = listing(cfg.directory);
+    cr_assert_str_eq(names, "part-0-00000000000000000007.txt part-0-18446744073709551615.txt");
+    free(names);
+    char *last = committed(0, EDDY_FINAL_CHECKPOINT);
+    cr_assert_str_eq(last, "q\nr\n");
+    free(last);
+    char pdir[5000];
+    snprintf(pdir, sizeof pdir, "%s/.pending", cfg.directory);
+    char *left = listing(pdir);
+    cr_assert_str_eq(left, "");
+    free(left);
+    eddy_part_file_sink_ops.close(s);
+}
+
+Test(part_file_sink, final_prepare_is_discarded_by_a_restore)
+{
+    void *s = open_sink(0, 0);
+    put(s, "late");
+    prepare(s, EDDY_FINAL_CHECKPOINT); /* this instance finished, another task failed */
+    eddy_part_file_sink_ops.close(s);
+    void *r = open_sink(0, 4);
+    cr_assert(!pending_exists(0, EDDY_FINAL_CHECKPOINT));
+    char *names = listing(cfg.directory);
+    cr_assert_str_eq(names, "");
+    free(names);
+    eddy_part_file_sink_ops.close(r);
+}
+
+Test(part_file_sink, open_fails_cleanly_on_an_unusable_directory)
+{
+    char file[1000];
+    snprintf(file, sizeof file, "%.900s/plainfile", dir);
+    cr_assert_eq(eddy_write_file(file, "x", 1), 0);
+    eddy_part_file_config_t bad;
+    snprintf(bad.directory, sizeof bad.directory, "%s/sub", file);
+    eddy_op_context_t ctx = {.stage = 1, .config = &bad};
+    eddy_err_t err = {{0}};
+    cr_assert_null(eddy_part_file_sink_ops.open(&ctx, &err));
+    cr_assert(strstr(err.msg, "cannot create"), "%s", err.msg);
+}
