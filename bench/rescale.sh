@@ -63,9 +63,11 @@ for V in $KEYS; do
     PORT=$((PORT + 2))
     COORD=tcp://127.0.0.1:$PORT
     target=$(echo "$V * $FILL / 1" | bc)
-    # stdout carries the changelog; nobody reads it here.
+    # --output: counts are emitted once, at end of input (never, here), so the
+    # single sink is not a bottleneck that the pausing barrier must wait behind.
     "$EDDY" local --workers 4 --job wordcount --generate --lines 0 --vocabulary "$V" \
         --words-per-line "$WPL" --rate "$RATE" --parallelism 2 --checkpoint-interval 0 \
+        --output "$TMP/counts-$V.tsv" \
         --heartbeat-timeout-ms "$HB_TIMEOUT" --control-port "$PORT" --http-port $((PORT + 1)) --state-dir "$TMP/state-$V" --quiet \
         >/dev/null 2>"$TMP/local-$V.log" &
     LOCAL_PID=$!
