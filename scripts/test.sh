@@ -34,7 +34,10 @@ if ((DOCKER)); then
   # The compose test builds an image offline and runs coordinator, etcd and
   # workers in containers; it needs a Docker engine, which nothing starts for us.
   if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker-compose >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io docker-compose \
+    install_docker() {
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io docker-compose
+    }
+    install_docker || { apt-get update && install_docker; } \
       || { echo "test.sh: cannot install docker"; echo "0 passed, 1 failed"; exit 1; }
   fi
   # Where this machine cannot run a daemon the compose test reports SKIP.
