@@ -64,72 +64,31 @@ int eddy_etl_transform(const char *line, size_t len, int64_t min_amount, char *o
     return n;
 }
 
-/* ---- generated CSV source ------------------------------------------------- */
+/* ---- generated CSV lines ------------------------------------------------- */
 
-typedef struct csv_generator_config {
-    uint64_t lines;   /* total over all instances; 0 = unbounded */
-    uint64_t users, items, seed;
-} csv_generator_config_t;
+typedef struct csv_line_config {
+    uint64_t users, items;
+} csv_line_config_t;
 
-static uint64_t mix64(uint64_t x)
+/* Line n: "u<user>,i<item>,<amount 0..999>", deterministic in (seed, n);
+ * served by the built-in generator source. */
+static uint32_t csv_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf, uint32_t size)
 {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
+    const csv_line_config_t *csv = cfg->line_arg;
+    uint64_t h = eddy_generator_mix(cfg->seed ^ eddy_generator_mix(n));
+    int len = snprintf(buf, size, "u%" PRIu64 ",i%" PRIu64 ",%" PRIu64, h % csv->users,
+                       (h >> 20) % csv->items, (h >> 40) % 1000);
+    if (len < 0)
+        return 0;
+    return (uint32_t)len < size ? (uint32_t)len : size - 1;
 }
-
-typedef struct csv_source {
-    const csv_generator_config_t *cfg;
-    uint64_t next_line, made;
-    uint32_t stride;
-    char line[128];
-} csv_source_t;
-
-static void *csv_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
-{
-    csv_source_t *s = calloc(1, sizeof *s);
-    if (!s) {
-        eddy_err_set(err, "out of memory");
-        return NULL;
-    }
-    s->cfg = ctx->config;
-    s->stride = ctx->parallelism;
-    s->made = start_position > 0 ? (uint64_t)start_position : 0;
-    s->next_line = ctx->instance + s->made * s->stride;
-    return s;
-}
-
-/* Line n: "u<user>,i<item>,<amount 0..999>", deterministic in (seed, n). */
-static int csv_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
-{
-    (void)err;
-    csv_source_t *s = self;
-    for (uint32_t i = 0; i < max; i++) {
-        if (s->cfg->lines && s->next_line >= s->cfg->lines)
-            return 0;
-        uint64_t h = mix64(s->cfg->seed ^ mix64(s->next_line));
-        int n = snprintf(s->line, sizeof s->line, "u%" PRIu64 ",i%" PRIu64 ",%" PRIu64,
-                         h % s->cfg->users, (h >> 20) % s->cfg->items, (h >> 40) % 1000);
-        eddy_record_t rec = eddy_record_make(s->line, (uint32_t)n, 1);
-        eddy_emit(out, &rec);
-        s->next_line += s->stride;
-        s->made++;
-    }
-    return (s->cfg->lines && s->next_line >= s->cfg->lines) ? 0 : 1;
-}
-
-static int64_t csv_position(void *self) { return (int64_t)((csv_source_t *)self)->made; }
-
-static const eddy_source_ops_t csv_generator_ops = {
-    .kind = "csv_generator", .replayable = true, .open = csv_open, .poll = csv_poll,
-    .position = csv_position, .close = free};
 
 /* ---- job ------------------------------------------------------------------- */
 
 typedef struct etl_config {
     eddy_file_source_config_t file;
-    csv_generator_config_t generator;
+    eddy_generator_config_t generator;
+    csv_line_config_t csv;
     eddy_socket_source_config_t socket;
     int64_t min_amount;
     eddy_flat_map_config_t transform;
@@ -224,8 +183,10 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         source_cfg = &cfg->socket;
         source_parallelism = 1;
     } else {
-        cfg->generator = (csv_generator_config_t){lines, users, items, seed};
-        source_ops = &csv_generator_ops;
+        cfg->csv = (csv_line_config_t){users, items};
+        cfg->generator = (eddy_generator_config_t){
+            .lines = lines, .seed = seed, .make_line = csv_line, .line_arg = &cfg->csv};
+        source_ops = &eddy_generator_source_ops;
         source_cfg = &cfg->generator;
     }
     cfg->transform.fn = transform_line;

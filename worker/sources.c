@@ -197,7 +197,7 @@ const eddy_source_ops_t eddy_file_source_ops = {
 
 /* ---- generator ---------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t x)
+uint64_t eddy_generator_mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -209,9 +209,9 @@ uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, cha
                              uint32_t size)
 {
     uint32_t len = 0;
-    uint64_t state = splitmix64(cfg->seed ^ splitmix64(n));
+    uint64_t state = eddy_generator_mix(cfg->seed ^ eddy_generator_mix(n));
     for (uint32_t w = 0; w < cfg->words_per_line; w++) {
-        state = splitmix64(state);
+        state = eddy_generator_mix(state);
         /* Skewed toward low ids, like word frequencies in text. */
         uint64_t a = (state & 0xffffffffu) % cfg->vocabulary;
         uint64_t b = (state >> 32) % cfg->vocabulary;
@@ -229,6 +229,7 @@ typedef struct generator_source {
     uint64_t next_line;   /* global line number of the next line */
     uint64_t made;        /* lines made by this instance: the position */
     uint32_t stride;
+    eddy_generator_line_fn make_line;
     char line[4096];
 } generator_source_t;
 
@@ -240,6 +241,7 @@ static void *generator_open(const eddy_op_context_t *ctx, int64_t start_position
         return NULL;
     }
     s->cfg = ctx->config;
+    s->make_line = s->cfg->make_line ? s->cfg->make_line : eddy_generator_line;
     s->stride = ctx->parallelism;
     s->made = start_position > 0 ? (uint64_t)start_position : 0;
     s->next_line = ctx->instance + s->made * s->stride;
@@ -253,7 +255,7 @@ static int generator_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_
     for (uint32_t i = 0; i < max; i++) {
         if (s->cfg->lines && s->next_line >= s->cfg->lines)
             return 0;
-        uint32_t len = eddy_generator_line(s->cfg, s->next_line, s->line, sizeof s->line);
+        uint32_t len = s->make_line(s->cfg, s->next_line, s->line, sizeof s->line);
         eddy_record_t rec = eddy_record_make(s->line, len, 1);
         eddy_emit(out, &rec);
         s->next_line += s->stride;

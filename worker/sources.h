@@ -19,16 +19,27 @@ typedef struct eddy_file_source_config {
 } eddy_file_source_config_t;
 extern const eddy_source_ops_t eddy_file_source_ops;
 
-typedef struct eddy_generator_config {
+typedef struct eddy_generator_config eddy_generator_config_t;
+/* Writes the text of line n into buf (size > 0); returns its length. */
+typedef uint32_t (*eddy_generator_line_fn)(const eddy_generator_config_t *cfg, uint64_t n,
+                                           char *buf, uint32_t size);
+
+struct eddy_generator_config {
     uint64_t lines;          /* total over all instances; 0 = unbounded */
     uint32_t words_per_line;
     uint32_t vocabulary;     /* distinct words */
     uint64_t seed;
-} eddy_generator_config_t;
+    /* Another kind of line (e.g. a job's CSV rows); NULL: eddy_generator_line.
+     * line_arg is the function's own configuration. */
+    eddy_generator_line_fn make_line;
+    const void *line_arg;
+};
 extern const eddy_source_ops_t eddy_generator_source_ops;
-/* Writes generator line n (the same text the source emits) into buf; returns length. */
+/* The default line n: words_per_line words "w<id>" of a skewed vocabulary. */
 uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf,
                              uint32_t size);
+/* splitmix64: the generators' deterministic mixing of (seed, line number). */
+uint64_t eddy_generator_mix(uint64_t x);
 
 typedef struct eddy_socket_source_config {
     char host[256];
