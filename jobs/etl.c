@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "common/flags.h"
-#include "jobs/wordcount.h"
+#include "jobs/line_source.h"
 #include "worker/operators.h"
 #include "worker/sources.h"
 
@@ -86,10 +86,8 @@ static uint32_t csv_line(const eddy_generator_config_t *cfg, uint64_t n, char *b
 /* ---- job ------------------------------------------------------------------- */
 
 typedef struct etl_config {
-    eddy_file_source_config_t file;
-    eddy_generator_config_t generator;
+    eddy_line_source_t source;
     csv_line_config_t csv;
-    eddy_socket_source_config_t socket;
     int64_t min_amount;
     eddy_flat_map_config_t transform;
     eddy_part_file_config_t output;
@@ -144,8 +142,8 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         return eddy_err_set(err, "etl: --help is handled by the caller");
     if (rc < 0)
         return eddy_err_wrap(err, "etl");
-    if ((input != NULL) + (socket != NULL) + generate != 1)
-        return eddy_err_set(err, "etl needs exactly one of --input FILE, --socket HOST:PORT, --generate");
+    if (eddy_line_source_check("etl", input, socket, generate, err) < 0)
+        return -1;
     if (!output || !output[0])
         return eddy_err_set(err, "etl needs --output-dir DIR");
     if (parallelism < 1 || parallelism > EDDY_DEFAULT_MAX_PARALLELISM ||
@@ -169,26 +167,12 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     const eddy_source_ops_t *source_ops;
     const void *source_cfg;
     uint32_t source_parallelism = (uint32_t)parallelism;
-    if (input) {
-        if (strlen(input) >= sizeof cfg->file.path)
-            return eddy_err_set(err, "--input path is too long");
-        strcpy(cfg->file.path, input);
-        source_ops = &eddy_file_source_ops;
-        source_cfg = &cfg->file;
-    } else if (socket) {
-        if (eddy_parse_host_port(socket, cfg->socket.host, sizeof cfg->socket.host,
-                                 &cfg->socket.port, err) < 0)
-            return eddy_err_wrap(err, "--socket");
-        source_ops = &eddy_socket_source_ops;
-        source_cfg = &cfg->socket;
-        source_parallelism = 1;
-    } else {
-        cfg->csv = (csv_line_config_t){users, items};
-        cfg->generator = (eddy_generator_config_t){
-            .lines = lines, .seed = seed, .make_line = csv_line, .line_arg = &cfg->csv};
-        source_ops = &eddy_generator_source_ops;
-        source_cfg = &cfg->generator;
-    }
+    cfg->csv = (csv_line_config_t){users, items};
+    cfg->source.generator = (eddy_generator_config_t){
+        .lines = lines, .seed = seed, .make_line = csv_line, .line_arg = &cfg->csv};
+    if (eddy_line_source_choose(&cfg->source, input, socket, &source_ops, &source_cfg,
+                                &source_parallelism, err) < 0)
+        return -1;
     cfg->transform.fn = transform_line;
     cfg->transform.arg = cfg;
 

@@ -4,21 +4,18 @@
  * they are, so the result equals `tr -s ' \t' '\n' | sort | uniq -c`.
  * With --output the counts are written at end of input as "word<TAB>count"
  * lines in byte order; without it, a Flink-style changelog goes to stdout. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/flags.h"
+#include "jobs/line_source.h"
 #include "jobs/wordcount.h"
 #include "worker/graph.h"
 #include "worker/operators.h"
 #include "worker/sources.h"
 
 typedef struct wordcount_config {
-    eddy_file_source_config_t file;
-    eddy_generator_config_t generator;
-    eddy_socket_source_config_t socket;
+    eddy_line_source_t source;
     eddy_flat_map_config_t split;
     eddy_aggregate_config_t count;
     eddy_table_file_config_t output;
@@ -46,20 +43,6 @@ static uint32_t whole_record_key(const eddy_record_t *rec, const char **key)
 {
     *key = rec->data;
     return rec->len;
-}
-
-int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
-                         eddy_err_t *err)
-{
-    const char *colon = strrchr(text, ':');
-    uint64_t p;
-    if (!colon || colon == text || (size_t)(colon - text) >= host_size ||
-        eddy_parse_uint(colon + 1, &p) < 0 || p == 0 || p > 65535)
-        return eddy_err_set(err, "expected HOST:PORT, got '%s'", text);
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
-    *port = (uint16_t)p;
-    return 0;
 }
 
 static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
@@ -95,9 +78,8 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         return eddy_err_set(err, "give --rate or --rate-schedule, not both");
     if (rate_schedule)
         rate = rate_schedule;
-    int sources = (input != NULL) + (socket != NULL) + generate;
-    if (sources != 1)
-        return eddy_err_set(err, "wordcount needs exactly one of --input FILE, --socket HOST:PORT, --generate");
+    if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
+        return -1;
     if (max_parallelism < 1 || max_parallelism > EDDY_MAX_KEY_GROUPS)
         return eddy_err_set(err, "--max-parallelism must be 1..%u", EDDY_MAX_KEY_GROUPS);
     if (parallelism < 1 || parallelism > max_parallelism)
@@ -115,31 +97,13 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     const eddy_source_ops_t *source_ops;
     const void *source_cfg;
     uint32_t source_parallelism = (uint32_t)parallelism;
-    if (input) {
-        if (strlen(input) >= sizeof cfg->file.path)
-            return eddy_err_set(err, "--input path is too long");
-        /* Checked where the job is built (CLI, coordinator, workers), so a
-         * typo is a usage error before anything starts. */
-        if (access(input, R_OK) != 0)
-            return eddy_err_set(err, "cannot read --input %s: %s", input, strerror(errno));
-        strcpy(cfg->file.path, input);
-        source_ops = &eddy_file_source_ops;
-        source_cfg = &cfg->file;
-    } else if (socket) {
-        if (eddy_parse_host_port(socket, cfg->socket.host, sizeof cfg->socket.host,
-                                 &cfg->socket.port, err) < 0)
-            return eddy_err_wrap(err, "--socket");
-        source_ops = &eddy_socket_source_ops;
-        source_cfg = &cfg->socket;
-        source_parallelism = 1; /* one connection, one reader */
-    } else {
-        cfg->generator.lines = lines;
-        cfg->generator.vocabulary = (uint32_t)vocabulary;
-        cfg->generator.words_per_line = (uint32_t)words;
-        cfg->generator.seed = seed;
-        source_ops = &eddy_generator_source_ops;
-        source_cfg = &cfg->generator;
-    }
+    cfg->source.generator.lines = lines;
+    cfg->source.generator.vocabulary = (uint32_t)vocabulary;
+    cfg->source.generator.words_per_line = (uint32_t)words;
+    cfg->source.generator.seed = seed;
+    if (eddy_line_source_choose(&cfg->source, input, socket, &source_ops, &source_cfg,
+                                &source_parallelism, err) < 0)
+        return -1;
     cfg->split.fn = split_words;
     eddy_aggregate_sum_config(&cfg->count, output ? EDDY_EMIT_FINAL : EDDY_EMIT_CHANGELOG);
     cfg->count.cost_us = cost_us;
