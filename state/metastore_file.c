@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "state/metastore_backend.h"
 
 #define NAME_LIMIT 255           /* NAME_MAX on Linux file systems */
@@ -136,21 +137,6 @@ static int name_for(const file_store_t *fs, const char *key, char *name, eddy_er
 
 /* ---- small I/O helpers --------------------------------------------------- */
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Reads the file name in the store dir. Returns 1 with *out (NUL-terminated,
  * malloc'd) and *len, 0 when absent, 2 when it is not a regular file, -1 on
  * error. */
@@ -222,53 +208,6 @@ static int sync_dir(const file_store_t *fs, eddy_err_t *err)
     return 0;
 }
 
-/* Best effort: makes a just-created directory entry durable. */
-static void fsync_parent(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return;
-    char *slash = strrchr(copy, '/');
-    const char *parent = copy;
-    if (!slash)
-        parent = ".";
-    else if (slash == copy)
-        parent = "/";
-    else
-        *slash = '\0';
-    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(copy);
-}
-
-/* mkdir -p, fsync'ing the parent of every directory it creates. */
-static int make_dirs(const char *dir, eddy_err_t *err)
-{
-    char *path = strdup(dir);
-    if (!path)
-        return eddy_err_set(err, "out of memory");
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        path[--n] = '\0';
-    int rc = 0;
-    for (size_t i = 1; i <= n && rc == 0; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        char saved = path[i];
-        path[i] = '\0';
-        if (mkdir(path, 0755) == 0)
-            fsync_parent(path);
-        else if (errno != EEXIST)
-            rc = eddy_err_set(err, "create directory %s: %s", path, strerror(errno));
-        path[i] = saved;
-    }
-    free(path);
-    return rc;
-}
-
 static void remove_stale_temps(const file_store_t *fs)
 {
     int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -307,7 +246,7 @@ void *eddy_metastore_file_open(const char *dir, eddy_err_t *err)
     }
     fs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fs->dirfd < 0 && errno == ENOENT) {
-        if (make_dirs(dir, err) < 0) {
+        if (eddy_mkdir_p(dir, err) < 0) {
             eddy_err_wrap(err, "file store %s", dir);
             goto fail;
         }
@@ -356,7 +295,7 @@ static int file_put(void *impl, const char *key, const void *value, size_t len,
     if (fd < 0)
         return eddy_err_set(err, "create %s/%s: %s", fs->dir, tmp, strerror(errno));
     const char *step = NULL;
-    if (write_all(fd, value, len) < 0)
+    if (eddy_write_all(fd, value, len) < 0)
         step = "write";
     else if (fsync(fd) < 0)
         step = "fsync";

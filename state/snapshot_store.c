@@ -16,6 +16,8 @@
  * holds the root path, so one store can be used from several threads. */
 #include "state/snapshot_store.h"
 
+#include "common/fsutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -98,80 +100,6 @@ static int fmt_path(char *buf, size_t size, eddy_err_t *err, const char *fmt, ..
     return 0;
 }
 
-/* fsync a directory so that entries created, renamed or removed in it are
- * durable. Filesystems that cannot fsync directories (EINVAL) are tolerated. */
-static int fsync_dir(const char *path, eddy_err_t *err)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return eddy_err_set(err, "cannot open directory %s: %s", path, strerror(errno));
-    int rc = 0;
-    if (fsync(fd) != 0 && errno != EINVAL)
-        rc = eddy_err_set(err, "cannot fsync directory %s: %s", path, strerror(errno));
-    close(fd);
-    return rc;
-}
-
-/* mkdir -p; each directory created is fsync'ed into its parent. */
-static int mkdir_p(const char *path, eddy_err_t *err)
-{
-    char buf[PATH_MAX];
-    size_t len = strlen(path);
-    if (len == 0)
-        return eddy_err_set(err, "snapshot store: empty directory path");
-    if (len >= sizeof buf)
-        return eddy_err_set(err, "snapshot store: path too long: %.200s", path);
-    memcpy(buf, path, len + 1);
-
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        if (buf[i - 1] == '/')
-            continue; /* repeated slash */
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) == 0) {
-            char parent[PATH_MAX];
-            memcpy(parent, buf, i + 1);
-            char *slash = strrchr(parent, '/');
-            if (!slash)
-                strcpy(parent, ".");
-            else if (slash == parent)
-                parent[1] = '\0';
-            else
-                *slash = '\0';
-            if (fsync_dir(parent, err) != 0)
-                return -1;
-        } else if (errno == EEXIST) {
-            struct stat st;
-            if (stat(buf, &st) != 0)
-                return eddy_err_set(err, "cannot stat %s: %s", buf, strerror(errno));
-            if (!S_ISDIR(st.st_mode))
-                return eddy_err_set(err, "%s exists and is not a directory", buf);
-        } else {
-            return eddy_err_set(err, "cannot create directory %s: %s", buf, strerror(errno));
-        }
-        buf[i] = saved;
-    }
-    return 0;
-}
-
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Reads up to len bytes; returns the number read (short only at EOF) or -1. */
 static ssize_t read_all(int fd, void *data, size_t len)
 {
@@ -218,7 +146,7 @@ static int write_temp(const char *dir, const char *name, const void *data, size_
     put_u64le(header + 8, (uint64_t)len);
     put_u64le(header + 16, XXH64(len ? data : "", len, 0));
 
-    if (write_all(fd, header, sizeof header) != 0 || write_all(fd, data, len) != 0) {
+    if (eddy_write_all(fd, header, sizeof header) != 0 || eddy_write_all(fd, data, len) != 0) {
         eddy_err_set(err, "cannot write %s: %s", tmp_path, strerror(errno));
         goto fail;
     }
@@ -256,12 +184,12 @@ static int write_file(const char *dir, const char *name, const void *data, size_
     char final_path[PATH_MAX], tmp_path[PATH_MAX];
     if (fmt_path(final_path, sizeof final_path, err, "%s/%s", dir, name) != 0)
         return -1;
-    if (mkdir_p(dir, err) != 0)
+    if (eddy_mkdir_p(dir, err) != 0)
         return eddy_err_wrap(err, "cannot write snapshot file %s", final_path);
     if (write_temp(dir, name, data, len, true, tmp_path, err) != 0 ||
         publish(tmp_path, final_path, err) != 0)
         return -1;
-    return fsync_dir(dir, err);
+    return eddy_fsync_dir(dir, err);
 }
 
 static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err)
@@ -430,7 +358,7 @@ eddy_snapshot_store_t *eddy_snapshot_store_new(const char *root, eddy_err_t *err
         eddy_err_set(err, "snapshot store: out of memory");
         return NULL;
     }
-    if (mkdir_p(self->root, err) != 0) {
+    if (eddy_mkdir_p(self->root, err) != 0) {
         eddy_err_wrap(err, "snapshot store: cannot create root %s", self->root);
         eddy_snapshot_store_destroy(&self);
         return NULL;
@@ -477,7 +405,7 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
     if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->root, job, checkpoint,
                  op) != 0)
         return -1;
-    if (mkdir_p(dir, err) != 0)
+    if (eddy_mkdir_p(dir, err) != 0)
         return eddy_err_wrap(err, "cannot write snapshot files in %s", dir);
     char (*tmp)[PATH_MAX] = calloc(n ? n : 1, PATH_MAX);
     if (!tmp)
@@ -514,7 +442,7 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
         }
     }
     written = 0;
-    rc = durable ? fsync_dir(dir, err) : 0;
+    rc = durable ? eddy_fsync_dir(dir, err) : 0;
     goto out_free;
 out:
     for (uint32_t i = 0; i < written; i++)
@@ -578,5 +506,5 @@ int eddy_snapshot_store_remove_checkpoint(eddy_snapshot_store_t *self, const cha
     if (remove_tree(path, err) != 0)
         return eddy_err_wrap(err, "cannot remove checkpoint %" PRIu64 " of job %s", checkpoint,
                              job);
-    return fsync_dir(job_dir, err);
+    return eddy_fsync_dir(job_dir, err);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "state/keygroup.h"
 
@@ -382,33 +383,6 @@ typedef struct part_sink {
 
 #define PART_BUF_SIZE (256u * 1024u)
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-static int mkdir_p(const char *path, eddy_err_t *err)
-{
-    char tmp[PART_PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-            return eddy_err_set(err, "cannot create %s: %m", tmp);
-        *p = '/';
-    }
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-        return eddy_err_set(err, "cannot create %s: %m", tmp);
-    return 0;
-}
-
 static void pending_path(const part_sink_t *s, uint64_t checkpoint, char *out, size_t size)
 {
     snprintf(out, size, "%s/part-%u-%u-%020" PRIu64, s->pending_dir, s->stage, s->instance,
@@ -475,10 +449,10 @@ static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
         }
     }
     closedir(d);
-    if (published && fsync_dir(s->cfg->directory) < 0)
-        rc = eddy_err_set(err, "cannot sync %s: %m", s->cfg->directory);
-    if (fsync_dir(s->pending_dir) < 0)
-        rc = eddy_err_set(err, "cannot sync %s: %m", s->pending_dir);
+    if (published && eddy_fsync_dir(s->cfg->directory, err) < 0)
+        rc = -1;
+    if (eddy_fsync_dir(s->pending_dir, err) < 0)
+        rc = -1;
     return rc;
 }
 
@@ -502,7 +476,7 @@ static void *part_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     snprintf(s->pending_dir, sizeof s->pending_dir, "%s/.pending", cfg->directory);
     snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u", s->pending_dir,
              s->stage, s->instance);
-    if (mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0) {
+    if (eddy_mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0) {
         part_close(s);
         return NULL;
     }
@@ -545,9 +519,13 @@ static int part_prepare(void *self, uint64_t checkpoint, eddy_err_t *err)
     prepared_id_t *p = malloc(sizeof *p);
     if (!p)
         return eddy_err_set(err, "out of memory");
-    if (rename(s->inprogress, to) < 0 || fsync_dir(s->pending_dir) < 0) {
+    if (rename(s->inprogress, to) < 0) {
         free(p);
         return eddy_err_set(err, "cannot rename %s to %s: %m", s->inprogress, to);
+    }
+    if (eddy_fsync_dir(s->pending_dir, err) < 0) {
+        free(p);
+        return -1;
     }
     /* Ids only grow within one run of an instance: append. */
     p->checkpoint = checkpoint;
@@ -572,8 +550,9 @@ static void part_commit(void *self, uint64_t checkpoint)
         free(p);
         any = true;
     }
-    if (any && fsync_dir(s->cfg->directory) < 0)
-        eddy_error("part file sink: cannot sync %s: %s", s->cfg->directory, strerror(errno));
+    eddy_err_t err = {{0}};
+    if (any && eddy_fsync_dir(s->cfg->directory, &err) < 0)
+        eddy_error("part file sink: %s", err.msg);
 }
 
 static void part_close(void *self)
