@@ -70,7 +70,7 @@ int eddy_mkdir_p(const char *path, eddy_err_t *err)
             if (stat(buf, &st) != 0)
                 return eddy_err_set(err, "cannot stat %s: %s", buf, strerror(errno));
             if (!S_ISDIR(st.st_mode))
-                return eddy_err_set(err, "%s exists and is not a directory", buf);
+                return eddy_err_set(err, "cannot create directory %s: a file of that name exists", buf);
         } else {
             return eddy_err_set(err, "cannot create directory %s: %s", buf, strerror(errno));
         }
