@@ -222,8 +222,10 @@ static uint32_t current_parallelism(const coord_job_t *j, uint32_t s)
     return j->placement[s].parallelism ? j->placement[s].parallelism : j->graph.stages[s].parallelism;
 }
 
-/* Restores the job from its last complete checkpoint (or from the start). */
-static void restore(coord_t *c, coord_job_t *j, const char *why)
+/* Restores the job from its last complete checkpoint (or from the start).
+ * after_failure counts the restore against MAX_RESTARTS; a job that only
+ * waited for workers is not failing. */
+static void restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_failure)
 {
     if (j->inflight) {
         eddy_err_t err;
@@ -244,7 +246,7 @@ static void restore(coord_t *c, coord_job_t *j, const char *why)
         eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
         j->migration = 0;
     }
-    if (++j->restarts > MAX_RESTARTS) {
+    if (after_failure && ++j->restarts > MAX_RESTARTS) {
         fail_job(c, j, "too many restarts");
         return;
     }
@@ -331,8 +333,7 @@ void coord_jobs_on_worker_joined(coord_t *c)
             set_state(c, j, JOB_DEPLOYING);
             deploy(c, j, EDDY_DEPLOY_FRESH, 0, NULL);
         } else {
-            j->restarts = j->restarts ? j->restarts - 1 : 0; /* waiting is not a failure */
-            restore(c, j, "workers available again");
+            restore_job(c, j, "workers available again", false); /* waiting is not a failure */
         }
     }
 }
@@ -375,7 +376,7 @@ void coord_job_on_deployed(coord_t *c, const eddy_msg_t *m)
         if (j->state == JOB_DEPLOYING && !j->last_checkpoint)
             fail_job(c, j, m->u.deployed.error);
         else
-            restore(c, j, m->u.deployed.error);
+            restore_job(c, j, m->u.deployed.error, true);
         return;
     }
     j->deploy_bytes += m->u.deployed.bytes_loaded;
@@ -485,7 +486,7 @@ static void complete_migration(coord_t *c, coord_job_t *j)
     p[j->rescale_stage] = j->rescale_to;
     eddy_err_t err;
     if (coord_place(c, j, p, &err) < 0) {
-        restore(c, j, err.msg);
+        restore_job(c, j, err.msg, true);
         return;
     }
     deploy(c, j, EDDY_DEPLOY_RESCALE, j->migration, j->inflight_positions);
@@ -602,7 +603,7 @@ void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m)
     if (!j->last_checkpoint && !j->any_done && j->restarts >= 2)
         fail_job(c, j, why);
     else
-        restore(c, j, why);
+        restore_job(c, j, why, true);
 }
 
 void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w)
@@ -626,7 +627,7 @@ void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w)
         } else if (involved) {
             char why[128];
             snprintf(why, sizeof why, "worker %u (%s) was lost", w->id, w->name);
-            restore(c, j, why);
+            restore_job(c, j, why, true);
         }
     }
 }
@@ -729,7 +730,7 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
         if (progress && j->state != JOB_WAITING)
             print_progress(c, j, now_ms);
         if (j->deploys_pending && now_ms > j->deploy_started_ms + DEPLOY_TIMEOUT_MS) {
-            restore(c, j, "workers did not confirm the deployment in time");
+            restore_job(c, j, "workers did not confirm the deployment in time", true);
             continue;
         }
         if (j->finishing) {
