@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# setup.sh - install eddy's build and test dependencies (Debian 12, as root)
-# and build it. Idempotent: apt runs only when a package is missing, and
-# the build is incremental.
+# setup.sh - install eddy's build and test dependencies (Debian 12) and
+# build it. Run it as root (apt-get directly) or as a normal user with sudo
+# (apt-get through sudo; the build stays yours). Idempotent: apt runs only
+# when a package is missing, and the build is incremental.
 #
-#   sudo bash scripts/setup.sh              # optimised build (RelWithDebInfo) in build/
-#   sudo bash scripts/setup.sh --sanitize   # also build-asan/ (ASan + UBSan)
+#   bash scripts/setup.sh                 # optimised build (RelWithDebInfo) in build/
+#   bash scripts/setup.sh --sanitize      # also build-asan/ (ASan + UBSan)
+#   bash scripts/setup.sh --all-types     # also Debug and Release (build-debug/, build-release/),
+#                                         # which CI compiles to keep -Werror clean in every type
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SANITIZE=0
+ALL_TYPES=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) SANITIZE=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --all-types) ALL_TYPES=1 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown flag '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -26,19 +31,24 @@ for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
+  # As root (a fresh Debian machine has no sudo) apt-get runs directly;
+  # a normal user needs sudo for it.
+  AS_ROOT=()
   if [[ $(id -u) -ne 0 ]]; then
-    echo "setup.sh: missing packages: ${missing[*]}; run as root (sudo bash scripts/setup.sh)" >&2
-    exit 1
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "setup.sh: missing packages: ${missing[*]}; run as root or install sudo" >&2
+      exit 1
+    fi
+    AS_ROOT=(sudo)
   fi
   echo "setup.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update
-  apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+  "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
   # The packages start services we do not want: tests start their own.
   for svc in etcd prometheus prometheus-node-exporter; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
-      systemctl stop "$svc" || true
-      systemctl disable "$svc" >/dev/null 2>&1 || true
+      "${AS_ROOT[@]}" systemctl stop "$svc" || true
+      "${AS_ROOT[@]}" systemctl disable "$svc" >/dev/null 2>&1 || true
     fi
   done
 else
@@ -46,15 +56,20 @@ else
 fi
 
 JOBS="$(nproc 2>/dev/null || echo 2)"
-build() { # dir, extra cmake args...
-  local dir="$1"; shift
-  # RelWithDebInfo (-O2 -g), the project default: -O3 (Release) trips GCC 12
-  # -Wmaybe-uninitialized false positives in state/keyed_state.c under -Werror.
-  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+build() { # dir, build type, extra cmake args...
+  local dir="$1" type="$2"; shift 2
+  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
   cmake --build "$ROOT/$dir" -j"$JOBS"
 }
-build build -DEDDY_SANITIZE=OFF
+# RelWithDebInfo (-O2 -g) is the project default and what the tests run.
+build build RelWithDebInfo -DEDDY_SANITIZE=OFF
 if ((SANITIZE)); then
-  build build-asan -DEDDY_SANITIZE=ON
+  build build-asan RelWithDebInfo -DEDDY_SANITIZE=ON
+fi
+if ((ALL_TYPES)); then
+  # Compiled only (no tests): -Werror must hold at -O0 and -O3 too, whose
+  # warnings differ (GCC's -Wmaybe-uninitialized at -O3, for one).
+  build build-debug Debug -DEDDY_SANITIZE=OFF
+  build build-release Release -DEDDY_SANITIZE=OFF
 fi
 echo "setup.sh: built $ROOT/build/eddy"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test.sh - set up, build and run every test (unit + integration) with ctest.
 #
-#   sudo bash scripts/test.sh              # release build
-#   sudo bash scripts/test.sh --sanitize   # and again under ASan + UBSan
-#   sudo bash scripts/test.sh --docker     # also install Docker, start dockerd
-#                                          # and run the docker-compose test
+#   bash scripts/test.sh              # release build (as root, or a user with sudo)
+#   bash scripts/test.sh --sanitize   # and again under ASan + UBSan
+#   bash scripts/test.sh --all-types  # also compile Debug and Release (no tests)
+#   bash scripts/test.sh --docker     # also install Docker, start dockerd (root)
+#                                     # and run the docker-compose test
 #
 # Ends with one line "N passed, N failed" (ctest tests, both runs together)
 # and exits non-zero when anything failed.
@@ -13,23 +14,30 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SANITIZE=0
 DOCKER=0
+ALL_TYPES=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) SANITIZE=1 ;;
     --docker) DOCKER=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --all-types) ALL_TYPES=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown flag '$arg'" >&2; exit 2 ;;
   esac
 done
 
 setup_args=()
 ((SANITIZE)) && setup_args+=(--sanitize)
+((ALL_TYPES)) && setup_args+=(--all-types)
 if ! bash "$ROOT/scripts/setup.sh" "${setup_args[@]}"; then
   echo "test.sh: setup/build failed"
   echo "0 passed, 1 failed"
   exit 1
 fi
 
+if ((DOCKER)) && [[ $(id -u) -ne 0 ]]; then
+  echo "test.sh: --docker installs Docker and starts dockerd: run it as root" >&2
+  exit 2
+fi
 if ((DOCKER)); then
   # The compose test builds an image offline and runs coordinator, etcd and
   # workers in containers; it needs a Docker engine, which nothing starts for us.
