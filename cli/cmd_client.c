@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
                           char **argv, uint32_t timeout_ms, bool json_out,

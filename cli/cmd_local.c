@@ -21,7 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 #define MAX_LOCAL_WORKERS 64
 

@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
-#include "worker/worker.h"
+#include "runtime/worker.h"
 
 int eddy_cmd_worker(int argc, char **argv)
 {

@@ -15,7 +15,7 @@
 #include "net/http.h"
 #include "state/metastore.h"
 #include "state/snapshot_store.h"
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 #define COORD_MAX_IDENTITY 256
 #define COORD_MAX_RESCALES 256

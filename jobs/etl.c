@@ -19,8 +19,8 @@
 
 #include "common/flags.h"
 #include "jobs/line_source.h"
-#include "worker/operators.h"
-#include "worker/sources.h"
+#include "operators/operators.h"
+#include "connectors/sources.h"
 
 /* ---- transform ----------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 extern const eddy_job_def_t eddy_etl_job;
 

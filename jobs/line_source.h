@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "worker/sources.h"
+#include "connectors/sources.h"
 
 /* The configs of all three sources; the chosen one is read by the graph, so
  * this lives inside the job's config for as long as the graph. */

@@ -10,9 +10,9 @@
 #include "common/flags.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
-#include "worker/graph.h"
-#include "worker/operators.h"
-#include "worker/sources.h"
+#include "plan/graph.h"
+#include "operators/operators.h"
+#include "connectors/sources.h"
 
 typedef struct wordcount_config {
     eddy_line_source_t source;

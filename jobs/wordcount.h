@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 extern const eddy_job_def_t eddy_wordcount_job;
 

@@ -23,7 +23,7 @@
 #include "common/clock.h"
 #include "tests/support/ctl_proc.h"
 #include "tests/support/etcd.h"
-#include "worker/sources.h"
+#include "connectors/sources.h"
 
 #define COST_US "5000"
 #define WORDS 4

@@ -19,7 +19,7 @@
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 #include "tests/unit/leak_check.h"
-#include "worker/operators.h"
+#include "operators/operators.h"
 
 static char *dir;
 static eddy_part_file_config_t cfg;

@@ -5,7 +5,7 @@
  * tasks), the dispatch of data-plane messages to tasks, the application of
  * DEPLOY (fresh start, rescale keeping state, restore from a checkpoint) and
  * the heartbeat. Everything runs on one thread, so tasks need no locks. */
-#include "worker/worker.h"
+#include "runtime/worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +18,8 @@
 #include "net/dataplane.h"
 #include "net/proto.h"
 #include "state/snapshot_store.h"
-#include "worker/graph.h"
-#include "worker/task.h"
+#include "plan/graph.h"
+#include "runtime/task.h"
 
 #define MAX_PEERS 1024
 #define INBOX_BURST 256

@@ -8,15 +8,15 @@
  *
  * The coordinator and every worker build the same graph from the job's name
  * and flags, so only those travel on the wire, never code or pointers. */
-#ifndef EDDY_WORKER_GRAPH_H
-#define EDDY_WORKER_GRAPH_H
+#ifndef EDDY_PLAN_GRAPH_H
+#define EDDY_PLAN_GRAPH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "net/proto.h"
-#include "worker/operator.h"
+#include "api/operator.h"
 
 #define EDDY_MAX_CHAIN 8
 #define EDDY_MAX_RATE_STEPS 32

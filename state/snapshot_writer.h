@@ -6,8 +6,8 @@
  * with the unit and is handed back once the files are durable (or with the
  * error filled in), so a checkpoint never completes before its data is safe.
  * Submit and poll are called from the worker's thread only. */
-#ifndef EDDY_WORKER_SNAPSHOT_WRITER_H
-#define EDDY_WORKER_SNAPSHOT_WRITER_H
+#ifndef EDDY_STATE_SNAPSHOT_WRITER_H
+#define EDDY_STATE_SNAPSHOT_WRITER_H
 
 #include <stdbool.h>
 #include <stddef.h>

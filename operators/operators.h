@@ -3,13 +3,13 @@
  * the keyed state backend), and sinks (changelog to stdout, sorted final
  * table to a file). Each is an eddy_operator_ops_t with a config struct the
  * job builder fills in and keeps alive as long as the graph. */
-#ifndef EDDY_WORKER_OPERATORS_H
-#define EDDY_WORKER_OPERATORS_H
+#ifndef EDDY_OPERATORS_OPERATORS_H
+#define EDDY_OPERATORS_OPERATORS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "worker/operator.h"
+#include "api/operator.h"
 
 /* map, flat_map: fn emits zero or more records per input. */
 typedef void (*eddy_flat_map_fn)(const eddy_record_t *in, eddy_collector_t *out, const void *arg);

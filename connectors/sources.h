@@ -7,12 +7,12 @@
  *              the count of lines made; replayable.
  *   socket     lines from a TCP server (like Spark's socketTextStream);
  *              NOT replayable: after a failure, lost lines are not re-read. */
-#ifndef EDDY_WORKER_SOURCES_H
-#define EDDY_WORKER_SOURCES_H
+#ifndef EDDY_CONNECTORS_SOURCES_H
+#define EDDY_CONNECTORS_SOURCES_H
 
 #include <stdint.h>
 
-#include "worker/operator.h"
+#include "api/operator.h"
 
 typedef struct eddy_file_source_config {
     char path[4096];

@@ -1,5 +1,5 @@
 /* sources.c - file, generator and socket sources (see sources.h). */
-#include "worker/sources.h"
+#include "connectors/sources.h"
 
 #include <errno.h>
 #include <fcntl.h>

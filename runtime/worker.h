@@ -5,8 +5,8 @@
  * Sockets: a DEALER to the coordinator's control ROUTER, a PULL bound for
  * incoming data-plane messages, and one PUSH per peer worker. Sends never
  * block: credit-based flow control bounds what is queued per channel. */
-#ifndef EDDY_WORKER_WORKER_H
-#define EDDY_WORKER_WORKER_H
+#ifndef EDDY_RUNTIME_WORKER_H
+#define EDDY_RUNTIME_WORKER_H
 
 #include <signal.h>
 #include <stdint.h>

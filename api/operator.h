@@ -21,8 +21,8 @@
  * prepared with an id <= it belongs to a completed checkpoint (publish it,
  * its COMPLETE may have been lost), anything later will be replayed
  * (discard it). */
-#ifndef EDDY_WORKER_OPERATOR_H
-#define EDDY_WORKER_OPERATOR_H
+#ifndef EDDY_API_OPERATOR_H
+#define EDDY_API_OPERATOR_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * pending (worker -> thread) and done (thread -> worker). The thread opens
  * the snapshot store per unit by its root path, so a job released while its
  * unit is queued leaves nothing dangling. */
-#include "worker/snapshot_writer.h"
+#include "state/snapshot_writer.h"
 
 #include <pthread.h>
 #include <stdbool.h>

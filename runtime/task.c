@@ -7,7 +7,7 @@
  * a channel that delivered barrier n is blocked until every other live input
  * delivered it too; then state is written, the coordinator gets an ACK and
  * the barrier goes on to every output channel, behind all earlier batches. */
-#include "worker/task.h"
+#include "runtime/task.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * task consumes one queued input message. Output that exceeds a channel's
  * credit stays queued in that channel and makes the task not runnable until
  * credit returns, which is how backpressure reaches the sources. */
-#ifndef EDDY_WORKER_TASK_H
-#define EDDY_WORKER_TASK_H
+#ifndef EDDY_RUNTIME_TASK_H
+#define EDDY_RUNTIME_TASK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,8 +20,8 @@
 #include "net/proto.h"
 #include "state/keyed_state.h"
 #include "state/snapshot_store.h"
-#include "worker/graph.h"
-#include "worker/snapshot_writer.h"
+#include "plan/graph.h"
+#include "state/snapshot_writer.h"
 
 #define EDDY_BATCH_BYTES (32u * 1024u)
 #define EDDY_CHANNEL_CREDITS 16u

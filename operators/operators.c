@@ -3,7 +3,7 @@
  * These are the only operator implementations in the runtime; jobs compose
  * them with their own functions, so the hot paths (the aggregate's upsert,
  * the sinks' formatting) live here once. */
-#include "worker/operators.h"
+#include "operators/operators.h"
 
 #include <dirent.h>
 #include <errno.h>

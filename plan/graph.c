@@ -1,5 +1,5 @@
 /* graph.c - building and validating job graphs; the built-in job registry. */
-#include "worker/graph.h"
+#include "plan/graph.h"
 
 #include <ctype.h>
 #include <errno.h>
