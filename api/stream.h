@@ -1,0 +1,83 @@
+/* stream.h - the stream builder: a job is written as a pipeline of streams,
+ * in the spirit of Flink's DataStream API.
+ *
+ *   eddy_stream_t lines = eddy_source(b, "source", "file", cfg);
+ *   eddy_stream_t words = eddy_flat_map(lines, "split", "split_words", NULL);
+ *   eddy_stream_t counts = eddy_aggregate(eddy_key_by(words, "whole_record"), "count", "sum", NULL);
+ *   eddy_sink(eddy_global(counts), "sink", "table_file", out_cfg);
+ *
+ * Every step names a registered kind (built in, or registered by a plugin:
+ * see plugin.h) and takes an optional configuration (taken over by the
+ * builder, NULL for none). Nothing runs and nothing is opened while a job
+ * is built: the builder only records a plan, which the submitting side
+ * validates, serialises and ships to the workers.
+ *
+ * Each step has a uid: a stable operator id that must be unique in the job;
+ * keyed state is matched to operators by uid across restarts and plan
+ * changes (Flink's uid()). Its display name defaults to the uid. Errors are
+ * sticky: after the first one every call is a no-op and the job's build
+ * function returns eddy_builder_error()'s message. */
+#ifndef EDDY_API_STREAM_H
+#define EDDY_API_STREAM_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "api/config.h"
+#include "common/err.h"
+
+typedef struct eddy_job_builder eddy_job_builder_t;
+
+/* A handle to the output of one step. node < 0 after an error. */
+typedef struct eddy_stream {
+    eddy_job_builder_t *builder;
+    int node;
+} eddy_stream_t;
+
+/* A stream partitioned by a registered key selector (key groups). */
+typedef struct eddy_keyed_stream {
+    eddy_job_builder_t *builder;
+    int node;
+    const char *key_kind;
+} eddy_keyed_stream_t;
+
+eddy_stream_t eddy_source(eddy_job_builder_t *b, const char *uid, const char *kind,
+                          eddy_config_t *config);
+/* Stateless steps; they chain with the step before them when the
+ * parallelism is the same (one task, direct calls). */
+eddy_stream_t eddy_map(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
+eddy_stream_t eddy_flat_map(eddy_stream_t in, const char *uid, const char *kind,
+                            eddy_config_t *config);
+eddy_stream_t eddy_filter(eddy_stream_t in, const char *uid, const char *kind,
+                          eddy_config_t *config);
+
+/* Partitioning: by key (the next step is keyed and rescalable), round robin,
+ * or everything to one instance. */
+eddy_keyed_stream_t eddy_key_by(eddy_stream_t in, const char *key_kind);
+eddy_stream_t eddy_rebalance(eddy_stream_t in);
+eddy_stream_t eddy_global(eddy_stream_t in);
+
+/* Keyed steps: per-key state in key groups, checkpointed and rescaled. */
+eddy_stream_t eddy_reduce(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                          eddy_config_t *config);
+eddy_stream_t eddy_aggregate(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                             eddy_config_t *config);
+
+void eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
+
+/* Properties of the step that made s. */
+eddy_stream_t eddy_set_name(eddy_stream_t s, const char *name);
+eddy_stream_t eddy_set_parallelism(eddy_stream_t s, uint32_t parallelism);
+
+/* Job-wide: key groups (max parallelism of keyed steps) and the default
+ * parallelism of steps that set none. */
+void eddy_builder_set_max_parallelism(eddy_job_builder_t *b, uint32_t max_parallelism);
+void eddy_builder_set_default_parallelism(eddy_job_builder_t *b, uint32_t parallelism);
+
+/* Records an error (a job's own flag checks); the first one sticks. Returns -1. */
+int eddy_builder_fail(eddy_job_builder_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* NULL while no error happened, else the first error's message. */
+const char *eddy_builder_error(const eddy_job_builder_t *b);
+
+#endif
