@@ -1,0 +1,38 @@
+/* registry.h - the kinds a process knows (built in and from plugins) and
+ * turning a plan into the job graph tasks run (see api/plugin.h).
+ *
+ * One registry per process (eddy_registry_default), filled at start by the
+ * built-in modules and later by plugins; lookups are by name. Not
+ * thread-safe: registration happens on the main thread before or between
+ * loop iterations. */
+#ifndef EDDY_PLAN_REGISTRY_H
+#define EDDY_PLAN_REGISTRY_H
+
+#include "api/plugin.h"
+#include "plan/graph.h"
+#include "plan/plan.h"
+
+eddy_registry_t *eddy_registry_new(void);
+void eddy_registry_destroy(eddy_registry_t **self_p);
+/* The process's registry (created on first use). */
+eddy_registry_t *eddy_registry_default(void);
+
+const eddy_operator_kind_t *eddy_registry_operator(const eddy_registry_t *self, const char *name);
+const eddy_source_kind_t *eddy_registry_source(const eddy_registry_t *self, const char *name);
+const eddy_key_kind_t *eddy_registry_key(const eddy_registry_t *self, const char *name);
+const eddy_job_kind_t *eddy_registry_job(const eddy_registry_t *self, const char *name);
+uint32_t eddy_registry_job_count(const eddy_registry_t *self);
+const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_t i);
+
+/* Builds job `name` from its flags into a validated plan; clear errors for
+ * an unknown job and for the job's own flag problems. */
+eddy_plan_t *eddy_registry_build_plan(const eddy_registry_t *self, const char *name, int argc,
+                                      char **argv, eddy_err_t *err);
+
+/* The stages a plan chains into (plan.h), with every step's kind looked up
+ * and configured; g owns what configure() made. Fails with a message naming
+ * the step for an unknown kind or a configuration its kind refuses. */
+int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *registry,
+                          eddy_job_graph_t *g, eddy_err_t *err);
+
+#endif

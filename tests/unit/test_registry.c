@@ -1,0 +1,172 @@
+/* test_registry.c - kinds, jobs and plan instantiation (plan/registry.c).
+ *
+ * A registry of a few test kinds: a job built through it becomes a plan,
+ * and the plan a job graph whose stages, chains, edges, key selectors,
+ * source rates and configured objects are what the plan says; unknown
+ * kinds, duplicate names and refused configurations are clear errors. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/registry.h"
+#include "tests/unit/leak_check.h"
+
+TestSuite(registry, .fini = eddy_test_leak_check);
+
+static void *nop_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)err;
+    return malloc(1);
+}
+static int nop_process(void *self, const eddy_record_t *rec, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)self;
+    (void)err;
+    eddy_emit(out, rec);
+    return 0;
+}
+static const eddy_operator_ops_t nop_ops = {.kind = "nop", .open = nop_open, .process = nop_process, .close = free};
+
+static void *src_open(const eddy_op_context_t *ctx, int64_t start, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)start;
+    (void)err;
+    return malloc(1);
+}
+static int src_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
+{
+    (void)self;
+    (void)out;
+    (void)max;
+    (void)err;
+    return 0;
+}
+static int64_t src_position(void *self)
+{
+    (void)self;
+    return 0;
+}
+static const eddy_source_ops_t src_ops = {.kind = "src", .open = src_open, .poll = src_poll,
+                                          .position = src_position, .close = free};
+
+/* A configure() that checks its config and makes an object the graph owns. */
+typedef struct threshold {
+    int64_t min;
+} threshold_t;
+static void *threshold_configure(const eddy_config_t *cfg, eddy_err_t *err)
+{
+    int64_t min = eddy_config_int(cfg, "min", -1);
+    if (min < 0) {
+        eddy_err_set(err, "'min' must be >= 0");
+        return NULL;
+    }
+    threshold_t *t = malloc(sizeof *t);
+    t->min = min;
+    return t;
+}
+
+static uint32_t key_all(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    return rec->len;
+}
+
+static const eddy_operator_kind_t nop_kind = {"nop", &nop_ops, NULL, NULL};
+static const eddy_operator_kind_t threshold_kind = {"threshold", &nop_ops, threshold_configure, free};
+static const eddy_source_kind_t src_kind = {"lines", &src_ops, NULL, NULL};
+static const eddy_key_kind_t key_kind = {"all", key_all};
+
+static int build_demo(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
+{
+    (void)err;
+    int64_t min = argc > 0 ? atoll(argv[0]) : 5;
+    eddy_builder_set_default_parallelism(b, 2);
+    eddy_config_t *src = eddy_config_new();
+    eddy_config_set_str(src, "rate", "100");
+    eddy_stream_t s = eddy_source(b, "source", "lines", src);
+    eddy_config_t *th = eddy_config_new();
+    eddy_config_set_int(th, "min", min);
+    s = eddy_filter(s, "keep", "threshold", th);
+    s = eddy_reduce(eddy_key_by(s, "all"), "count", "nop", NULL);
+    s = eddy_set_parallelism(s, 3);
+    eddy_sink(eddy_global(s), "sink", "nop", NULL);
+    return 0;
+}
+static const eddy_job_kind_t demo_job = {"demo", "a test job", "", build_demo};
+
+static eddy_registry_t *make_registry(void)
+{
+    eddy_registry_t *r = eddy_registry_new();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_register_operator(r, &nop_kind, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_register_operator(r, &threshold_kind, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_register_source(r, &src_kind, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_register_key(r, &key_kind, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_register_job(r, &demo_job, &err), 0, "%s", err.msg);
+    return r;
+}
+
+Test(registry, a_job_becomes_a_plan_and_the_plan_a_graph)
+{
+    eddy_registry_t *r = make_registry();
+    eddy_err_t err = {{0}};
+    char *args[] = {"7"};
+    eddy_plan_t *plan = eddy_registry_build_plan(r, "demo", 1, args, &err);
+    cr_assert(plan, "%s", err.msg);
+    eddy_job_graph_t g;
+    cr_assert_eq(eddy_plan_instantiate(plan, r, &g, &err), 0, "%s", err.msg);
+    cr_assert_eq(g.n_stages, 3);
+    cr_assert_str_eq(g.stages[0].name, "source");
+    cr_assert_eq(g.stages[0].n_ops, 1, "the filter chains with its source");
+    cr_assert_eq(g.stages[0].source, &src_ops);
+    cr_assert_float_eq(eddy_rate_at(&g.stages[0].rate, 0), 100.0, 1e-9);
+    const threshold_t *t = g.stages[0].ops[0].config;
+    cr_assert_eq(t->min, 7);
+    cr_assert_str_eq(g.stages[1].name, "count");
+    cr_assert_eq(g.stages[1].edge, EDDY_EDGE_HASH);
+    cr_assert_eq(g.stages[1].key_fn, key_all);
+    cr_assert_eq(g.stages[1].parallelism, 3);
+    cr_assert_eq(g.stages[2].edge, EDDY_EDGE_GLOBAL);
+    cr_assert_eq(g.stages[2].parallelism, 1);
+    eddy_graph_clear(&g);
+    eddy_plan_destroy(&plan);
+    eddy_registry_destroy(&r);
+}
+
+Test(registry, unknown_kinds_and_refused_configs_name_the_step)
+{
+    eddy_registry_t *r = make_registry();
+    eddy_err_t err = {{0}};
+    char *bad[] = {"-1"};
+    eddy_plan_t *plan = eddy_registry_build_plan(r, "demo", 1, bad, &err);
+    cr_assert(plan, "%s", err.msg);
+    eddy_job_graph_t g;
+    cr_assert_eq(eddy_plan_instantiate(plan, r, &g, &err), -1);
+    cr_assert(strstr(err.msg, "step 'keep'") && strstr(err.msg, "'min' must be >= 0"), "%s", err.msg);
+    eddy_config_set_int(plan->nodes[1].config, "min", 1);
+    snprintf(plan->nodes[2].kind, sizeof plan->nodes[2].kind, "nosuch");
+    cr_assert_eq(eddy_plan_instantiate(plan, r, &g, &err), -1);
+    cr_assert(strstr(err.msg, "unknown operator kind 'nosuch'"), "%s", err.msg);
+    eddy_plan_destroy(&plan);
+
+    cr_assert_null(eddy_registry_build_plan(r, "nojob", 0, NULL, &err));
+    cr_assert(strstr(err.msg, "unknown job 'nojob'"), "%s", err.msg);
+    eddy_registry_destroy(&r);
+}
+
+Test(registry, names_are_unique_and_kinds_complete)
+{
+    eddy_registry_t *r = make_registry();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_register_operator(r, &nop_kind, &err), -1);
+    cr_assert(strstr(err.msg, "already registered"), "%s", err.msg);
+    static const eddy_operator_ops_t half = {.kind = "half"};
+    static const eddy_operator_kind_t half_kind = {"half", &half, NULL, NULL};
+    cr_assert_eq(eddy_register_operator(r, &half_kind, &err), -1);
+    cr_assert_eq(eddy_registry_job_count(r), 1);
+    cr_assert_eq(eddy_registry_job_at(r, 0), &demo_job);
+    eddy_registry_destroy(&r);
+}
