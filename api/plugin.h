@@ -6,12 +6,15 @@
  * plugin (a shared library written against api/ only, like a Redis module)
  * registers its own from its entry point:
  *
+ *   EDDY_PLUGIN_DECLARE();
  *   int eddy_plugin_init(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err)
  *   {
- *       if (abi_version != EDDY_ABI_VERSION)
- *           return eddy_err_set(err, "built for ABI %u", EDDY_ABI_VERSION);
+ *       (void)abi_version; // eddy checked eddy_plugin_abi_version already
  *       return eddy_register_operator(r, &my_filter, err);
  *   }
+ *
+ * A failing entry point registers nothing (eddy registers a plugin's kinds
+ * only once its entry point succeeded).
  *
  * Kind structs must stay valid while the process runs (static storage).
  * A kind's configure() turns a step's eddy_config_t into what the ops see
@@ -30,6 +33,11 @@
 /* Bumped whenever a struct or function of api/ changes incompatibly. */
 #define EDDY_ABI_VERSION 1u
 #define EDDY_PLUGIN_ENTRY_SYMBOL "eddy_plugin_init"
+#define EDDY_PLUGIN_ABI_SYMBOL "eddy_plugin_abi_version"
+
+/* Every plugin states, once, the ABI it was compiled against; eddy reads it
+ * before running any of the plugin's code and refuses a mismatch. */
+#define EDDY_PLUGIN_DECLARE() const uint32_t eddy_plugin_abi_version = EDDY_ABI_VERSION
 
 typedef struct eddy_registry eddy_registry_t;
 

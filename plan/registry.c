@@ -114,6 +114,38 @@ int eddy_register_job(eddy_registry_t *r, const eddy_job_kind_t *kind, eddy_err_
     return list_add(&r->jobs, "job", kind->name, kind, err);
 }
 
+static int list_check_merge(const kind_list_t *dst, const kind_list_t *src, const char *what,
+                            eddy_err_t *err)
+{
+    for (uint32_t i = 0; i < src->count; i++)
+        if (list_find(dst, src->names[i]))
+            return eddy_err_set(err, "a %s named '%s' is already registered", what, src->names[i]);
+    return 0;
+}
+
+static int list_merge(kind_list_t *dst, const kind_list_t *src, const char *what, eddy_err_t *err)
+{
+    for (uint32_t i = 0; i < src->count; i++)
+        if (list_add(dst, what, src->names[i], src->items[i], err) < 0)
+            return -1;
+    return 0;
+}
+
+int eddy_registry_merge(eddy_registry_t *self, const eddy_registry_t *from, eddy_err_t *err)
+{
+    if (list_check_merge(&self->operators, &from->operators, "operator", err) < 0 ||
+        list_check_merge(&self->sources, &from->sources, "source", err) < 0 ||
+        list_check_merge(&self->keys, &from->keys, "key selector", err) < 0 ||
+        list_check_merge(&self->jobs, &from->jobs, "job", err) < 0)
+        return -1;
+    if (list_merge(&self->operators, &from->operators, "operator", err) < 0 ||
+        list_merge(&self->sources, &from->sources, "source", err) < 0 ||
+        list_merge(&self->keys, &from->keys, "key selector", err) < 0 ||
+        list_merge(&self->jobs, &from->jobs, "job", err) < 0)
+        return -1; /* only out of memory can get here */
+    return 0;
+}
+
 const eddy_operator_kind_t *eddy_registry_operator(const eddy_registry_t *self, const char *name)
 {
     return list_find(&self->operators, name);

@@ -24,6 +24,10 @@ const eddy_job_kind_t *eddy_registry_job(const eddy_registry_t *self, const char
 uint32_t eddy_registry_job_count(const eddy_registry_t *self);
 const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_t i);
 
+/* Moves every entry of from into self; nothing moves (and -1 with err names
+ * the clash) when any name is taken in self already. */
+int eddy_registry_merge(eddy_registry_t *self, const eddy_registry_t *from, eddy_err_t *err);
+
 /* Builds job `name` from its flags into a validated plan; clear errors for
  * an unknown job and for the job's own flag problems. */
 eddy_plan_t *eddy_registry_build_plan(const eddy_registry_t *self, const char *name, int argc,

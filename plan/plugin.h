@@ -1,0 +1,34 @@
+/* plugin.h - loading a plugin: a shared library written against api/ that
+ * registers jobs and kinds from its entry point (api/plugin.h).
+ *
+ * Loading reads the library's declared ABI version before running any of
+ * its code, runs the entry point against a scratch registry, and merges
+ * what it registered into the target registry only when the entry point
+ * succeeded and no name clashes, so a failing plugin changes nothing.
+ * A plugin is identified by its content hash (XXH3-128 of the file, 32 hex
+ * digits), which is how the coordinator stores and workers fetch it.
+ * Loaded libraries stay loaded for the life of the process: registered
+ * kinds point into them. */
+#ifndef EDDY_PLAN_PLUGIN_H
+#define EDDY_PLAN_PLUGIN_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+#include "plan/registry.h"
+
+#define EDDY_PLUGIN_HASH_LEN 32
+#define EDDY_PLUGIN_MAX_BYTES (256u << 20)
+
+/* Content hash of a file (hex, NUL-terminated) . 0, or -1 with err. */
+int eddy_plugin_hash_file(const char *path, char hash[EDDY_PLUGIN_HASH_LEN + 1], eddy_err_t *err);
+void eddy_plugin_hash_bytes(const void *data, size_t len, char hash[EDDY_PLUGIN_HASH_LEN + 1]);
+
+/* Loads path into registry. Loading the same content twice is a no-op
+ * (0). -1 with err naming the library for a missing file, a missing or
+ * mismatching ABI declaration, a missing entry point, a failing entry point
+ * (its message) or a name clash. hash (may be NULL) gets its content hash. */
+int eddy_plugin_load(const char *path, eddy_registry_t *registry,
+                     char hash[EDDY_PLUGIN_HASH_LEN + 1], eddy_err_t *err);
+
+#endif
