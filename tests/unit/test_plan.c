@@ -13,6 +13,7 @@
 #include "api/config.h"
 #include "api/stream.h"
 #include "plan/builder.h"
+#include "plan/explain.h"
 #include "plan/plan.h"
 #include "tests/unit/leak_check.h"
 
@@ -257,4 +258,31 @@ Test(config, decode_rejects_unsorted_duplicate_and_bad_entries)
     cr_assert(c, "%s", err.msg);
     cr_assert_eq(eddy_config_int(c, "a", 0), 5);
     eddy_config_destroy(&c);
+}
+
+Test(plan, explain_names_stages_steps_keys_and_configs)
+{
+    eddy_plan_t *p = wordcount_plan(3, "out.tsv");
+    eddy_err_t err = {{0}};
+    json_t *doc = eddy_plan_explain_json(p, &err);
+    cr_assert(doc, "%s", err.msg);
+    json_t *stages = json_object_get(doc, "stages");
+    cr_assert_eq(json_array_size(stages), 3);
+    json_t *count = json_array_get(stages, 1);
+    cr_assert_str_eq(json_string_value(json_object_get(count, "name")), "count");
+    cr_assert(json_is_true(json_object_get(count, "keyed")));
+    cr_assert_eq(json_integer_value(json_object_get(count, "parallelism")), 3);
+    cr_assert_str_eq(json_string_value(json_object_get(count, "key")), "whole_record");
+    json_t *first = json_array_get(stages, 0);
+    cr_assert_eq(json_array_size(json_object_get(first, "steps")), 2);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_eq(eddy_plan_explain_text(p, f, &err), 0, "%s", err.msg);
+    fclose(f);
+    cr_assert(strstr(text, "by key (whole_record), rescalable"), "%s", text);
+    cr_assert(strstr(text, "path=\"/data/in.txt\""), "%s", text);
+    free(text);
+    json_decref(doc);
+    eddy_plan_destroy(&p);
 }

@@ -1,0 +1,98 @@
+/* kinds.c - the built-in sources' plan kinds: configurations checked and
+ * turned into each source's own config struct (see kinds.h). */
+#include "connectors/kinds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "connectors/sources.h"
+
+static int copy_string(char *dst, size_t size, const eddy_config_t *cfg, const char *key,
+                       eddy_err_t *err)
+{
+    const char *v = eddy_config_str(cfg, key, NULL);
+    if (!v || !v[0])
+        return eddy_err_set(err, "needs '%s'", key);
+    if (strlen(v) >= size)
+        return eddy_err_set(err, "'%s' is longer than %zu bytes", key, size - 1);
+    memcpy(dst, v, strlen(v) + 1);
+    return 0;
+}
+
+static int int_in_range(const eddy_config_t *cfg, const char *key, int64_t dflt, int64_t min,
+                        int64_t max, int64_t *out, eddy_err_t *err)
+{
+    *out = eddy_config_int(cfg, key, dflt);
+    if (*out < min || *out > max)
+        return eddy_err_set(err, "'%s' is %lld, outside %lld..%lld", key, (long long)*out,
+                            (long long)min, (long long)max);
+    return 0;
+}
+
+static void *file_configure(const eddy_config_t *cfg, eddy_err_t *err)
+{
+    eddy_file_source_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    if (copy_string(c->path, sizeof c->path, cfg, "path", err) < 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void *generator_configure(const eddy_config_t *cfg, eddy_err_t *err)
+{
+    eddy_generator_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    int64_t lines, words, vocabulary, seed;
+    if (int_in_range(cfg, "lines", 1000000, 0, INT64_MAX, &lines, err) < 0 ||
+        int_in_range(cfg, "words_per_line", 8, 1, 256, &words, err) < 0 ||
+        int_in_range(cfg, "vocabulary", 10000, 1, UINT32_MAX, &vocabulary, err) < 0 ||
+        int_in_range(cfg, "seed", 42, INT64_MIN, INT64_MAX, &seed, err) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->lines = (uint64_t)lines;
+    c->words_per_line = (uint32_t)words;
+    c->vocabulary = (uint32_t)vocabulary;
+    c->seed = (uint64_t)seed;
+    return c;
+}
+
+static void *socket_configure(const eddy_config_t *cfg, eddy_err_t *err)
+{
+    eddy_socket_source_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    int64_t port;
+    if (copy_string(c->host, sizeof c->host, cfg, "host", err) < 0 ||
+        int_in_range(cfg, "port", 0, 1, 65535, &port, err) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->port = (uint16_t)port;
+    return c;
+}
+
+static const eddy_source_kind_t file_kind = {"file", &eddy_file_source_ops, file_configure, free};
+static const eddy_source_kind_t generator_kind = {"generator", &eddy_generator_source_ops,
+                                                  generator_configure, free};
+static const eddy_source_kind_t socket_kind = {"socket", &eddy_socket_source_ops, socket_configure,
+                                               free};
+
+int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
+{
+    if (eddy_register_source(r, &file_kind, err) < 0 ||
+        eddy_register_source(r, &generator_kind, err) < 0 ||
+        eddy_register_source(r, &socket_kind, err) < 0)
+        return -1;
+    return 0;
+}

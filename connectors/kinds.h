@@ -1,0 +1,16 @@
+/* kinds.h - the built-in sources as plan kinds (api/plugin.h):
+ *   file       {path}                  lines of a file (replayable)
+ *   generator  {lines, words_per_line, vocabulary, seed}
+ *                                      deterministic lines of words (replayable)
+ *   socket     {host, port}            lines from a TCP server (not replayable)
+ * Every source also takes {rate}: "R" or "T:R,T:R" lines/s (plan/registry.c).
+ * Configurations are checked here, where a worker opens the plan, so a plan
+ * from an older or hostile client cannot smuggle in a zero divisor. */
+#ifndef EDDY_CONNECTORS_KINDS_H
+#define EDDY_CONNECTORS_KINDS_H
+
+#include "api/plugin.h"
+
+int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err);
+
+#endif
