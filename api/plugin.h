@@ -16,13 +16,20 @@
  * A failing entry point registers nothing (eddy registers a plugin's kinds
  * only once its entry point succeeded).
  *
- * Kind structs must stay valid while the process runs (static storage).
- * A kind's configure() turns a step's eddy_config_t into what the ops see
- * as ctx->config (and release() frees it); without configure() they see the
- * eddy_config_t itself. Names are unique across eddy and every plugin. */
+ * The registry copies kind structs and names; the ops they point to must
+ * stay valid while the process runs (static storage). A kind's configure()
+ * turns a step's eddy_config_t into what the ops see as ctx->config (and
+ * release() frees it); it gets the kind's arg too. Without configure() the
+ * ops see the eddy_config_t itself. Names are unique across eddy and every
+ * plugin.
+ *
+ * Most operators need no ops of their own: eddy_register_flat_map, _filter
+ * and _aggregate turn a function (or an accumulator's functions) into a
+ * kind, with eddy's batching, state, checkpoints and rescaling around it. */
 #ifndef EDDY_API_PLUGIN_H
 #define EDDY_API_PLUGIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "api/config.h"
@@ -41,18 +48,22 @@
 
 typedef struct eddy_registry eddy_registry_t;
 
+typedef void *(*eddy_configure_fn)(const eddy_config_t *config, const void *arg, eddy_err_t *err);
+
 typedef struct eddy_operator_kind {
     const char *name;
     const eddy_operator_ops_t *ops;
-    void *(*configure)(const eddy_config_t *config, eddy_err_t *err); /* may be NULL */
-    void (*release)(void *configured);                                /* may be NULL */
+    eddy_configure_fn configure;       /* may be NULL */
+    void (*release)(void *configured); /* may be NULL */
+    const void *arg;                   /* handed to configure() */
 } eddy_operator_kind_t;
 
 typedef struct eddy_source_kind {
     const char *name;
     const eddy_source_ops_t *ops;
-    void *(*configure)(const eddy_config_t *config, eddy_err_t *err); /* may be NULL */
-    void (*release)(void *configured);                                /* may be NULL */
+    eddy_configure_fn configure;       /* may be NULL */
+    void (*release)(void *configured); /* may be NULL */
+    const void *arg;
 } eddy_source_kind_t;
 
 typedef struct eddy_key_kind {
@@ -73,6 +84,32 @@ int eddy_register_operator(eddy_registry_t *r, const eddy_operator_kind_t *kind,
 int eddy_register_source(eddy_registry_t *r, const eddy_source_kind_t *kind, eddy_err_t *err);
 int eddy_register_key(eddy_registry_t *r, const eddy_key_kind_t *kind, eddy_err_t *err);
 int eddy_register_job(eddy_registry_t *r, const eddy_job_kind_t *kind, eddy_err_t *err);
+
+/* Function operators. config is the step's configuration (never NULL). */
+typedef void (*eddy_flat_map_udf)(const eddy_record_t *in, eddy_collector_t *out,
+                                  const eddy_config_t *config);
+typedef bool (*eddy_filter_udf)(const eddy_record_t *in, const eddy_config_t *config);
+/* A keyed aggregate (Flink's AggregateFunction): one accumulator of acc_size
+ * bytes per key, zeroed and then create()d when the key is new; add() folds
+ * a record in; merge() combines two (may be NULL); result() is the value
+ * emitted with the key. The step's config says when: {emit: "changelog"}
+ * (+I/-U/+U on every update, the default) or {emit: "final"} (once per key
+ * at end of input). Accumulators are keyed state: checkpointed, restored
+ * and moved with their key groups. They are copied as bytes, so they must
+ * hold no pointers. */
+typedef struct eddy_aggregate_udf {
+    size_t acc_size;
+    void (*create)(void *acc);
+    void (*add)(void *acc, const eddy_record_t *rec);
+    void (*merge)(void *acc, const void *other);
+    int64_t (*result)(const void *acc);
+} eddy_aggregate_udf_t;
+
+int eddy_register_flat_map(eddy_registry_t *r, const char *name, eddy_flat_map_udf fn,
+                           eddy_err_t *err);
+int eddy_register_filter(eddy_registry_t *r, const char *name, eddy_filter_udf fn, eddy_err_t *err);
+int eddy_register_aggregate(eddy_registry_t *r, const char *name, const eddy_aggregate_udf_t *udf,
+                            eddy_err_t *err);
 
 typedef int (*eddy_plugin_init_fn)(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err);
 

@@ -29,8 +29,9 @@ static int int_in_range(const eddy_config_t *cfg, const char *key, int64_t dflt,
     return 0;
 }
 
-static void *file_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     eddy_file_source_config_t *c = calloc(1, sizeof *c);
     if (!c) {
         eddy_err_set(err, "out of memory");
@@ -43,8 +44,9 @@ static void *file_configure(const eddy_config_t *cfg, eddy_err_t *err)
     return c;
 }
 
-static void *generator_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *generator_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     eddy_generator_config_t *c = calloc(1, sizeof *c);
     if (!c) {
         eddy_err_set(err, "out of memory");
@@ -65,8 +67,9 @@ static void *generator_configure(const eddy_config_t *cfg, eddy_err_t *err)
     return c;
 }
 
-static void *socket_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *socket_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     eddy_socket_source_config_t *c = calloc(1, sizeof *c);
     if (!c) {
         eddy_err_set(err, "out of memory");
@@ -82,11 +85,24 @@ static void *socket_configure(const eddy_config_t *cfg, eddy_err_t *err)
     return c;
 }
 
-static const eddy_source_kind_t file_kind = {"file", &eddy_file_source_ops, file_configure, free};
-static const eddy_source_kind_t generator_kind = {"generator", &eddy_generator_source_ops,
-                                                  generator_configure, free};
-static const eddy_source_kind_t socket_kind = {"socket", &eddy_socket_source_ops, socket_configure,
-                                               free};
+static const eddy_source_kind_t file_kind = {
+    .name = "file",
+    .ops = &eddy_file_source_ops,
+    .configure = file_configure,
+    .release = free,
+};
+static const eddy_source_kind_t generator_kind = {
+    .name = "generator",
+    .ops = &eddy_generator_source_ops,
+    .configure = generator_configure,
+    .release = free,
+};
+static const eddy_source_kind_t socket_kind = {
+    .name = "socket",
+    .ops = &eddy_socket_source_ops,
+    .configure = socket_configure,
+    .release = free,
+};
 
 int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
 {

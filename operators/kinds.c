@@ -8,8 +8,9 @@
 
 #include "operators/operators.h"
 
-static void *sum_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *sum_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     const char *emit = eddy_config_str(cfg, "emit", "changelog");
     eddy_emit_mode_t mode;
     if (!strcmp(emit, "changelog")) {
@@ -52,8 +53,9 @@ static void *path_configure(const eddy_config_t *cfg, const char *key, char *dst
     return dst;
 }
 
-static void *table_file_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *table_file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     eddy_table_file_config_t *c = calloc(1, sizeof *c);
     if (c && !path_configure(cfg, "path", c->path, sizeof c->path, err)) {
         free(c);
@@ -64,8 +66,9 @@ static void *table_file_configure(const eddy_config_t *cfg, eddy_err_t *err)
     return c;
 }
 
-static void *part_file_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *part_file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     eddy_part_file_config_t *c = calloc(1, sizeof *c);
     if (c && !path_configure(cfg, "directory", c->directory, sizeof c->directory, err)) {
         free(c);
@@ -82,13 +85,29 @@ static uint32_t whole_record(const eddy_record_t *rec, const char **key)
     return rec->len;
 }
 
-static const eddy_operator_kind_t sum_kind = {"sum", &eddy_aggregate_ops, sum_configure, free};
-static const eddy_operator_kind_t changelog_kind = {"changelog", &eddy_changelog_sink_ops, NULL, NULL};
-static const eddy_operator_kind_t table_file_kind = {"table_file", &eddy_table_file_sink_ops,
-                                                     table_file_configure, free};
-static const eddy_operator_kind_t part_file_kind = {"part_file", &eddy_part_file_sink_ops,
-                                                    part_file_configure, free};
-static const eddy_key_kind_t whole_record_kind = {"whole_record", whole_record};
+static const eddy_operator_kind_t sum_kind = {
+    .name = "sum",
+    .ops = &eddy_aggregate_ops,
+    .configure = sum_configure,
+    .release = free,
+};
+static const eddy_operator_kind_t changelog_kind = {
+    .name = "changelog",
+    .ops = &eddy_changelog_sink_ops,
+};
+static const eddy_operator_kind_t table_file_kind = {
+    .name = "table_file",
+    .ops = &eddy_table_file_sink_ops,
+    .configure = table_file_configure,
+    .release = free,
+};
+static const eddy_operator_kind_t part_file_kind = {
+    .name = "part_file",
+    .ops = &eddy_part_file_sink_ops,
+    .configure = part_file_configure,
+    .release = free,
+};
+static const eddy_key_kind_t whole_record_kind = {.name = "whole_record", .key = whole_record};
 
 int eddy_operators_register(eddy_registry_t *r, eddy_err_t *err)
 {

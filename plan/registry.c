@@ -11,9 +11,22 @@
 
 #include "plan/builder.h"
 
+/* Entries are copies of what was registered, each on the heap so pointers
+ * handed out stay valid as lists grow. owned_arg, when set, is the kind's
+ * arg, allocated by an adapter (operators/udf.c) and freed with the entry. */
+typedef struct entry {
+    char *name;
+    union {
+        eddy_operator_kind_t op;
+        eddy_source_kind_t source;
+        eddy_key_kind_t key;
+        eddy_job_kind_t job;
+    } kind;
+    void *owned_arg;
+} entry_t;
+
 typedef struct kind_list {
-    const void **items;
-    const char **names;
+    entry_t **items;
     uint32_t count, cap;
 } kind_list_t;
 
@@ -26,10 +39,19 @@ eddy_registry_t *eddy_registry_new(void)
     return calloc(1, sizeof(eddy_registry_t));
 }
 
+static void entry_free(entry_t *e)
+{
+    free(e->name);
+    free(e->owned_arg);
+    free(e);
+}
+
 static void list_free(kind_list_t *l)
 {
+    for (uint32_t i = 0; i < l->count; i++)
+        entry_free(l->items[i]);
     free(l->items);
-    free(l->names);
+    memset(l, 0, sizeof *l);
 }
 
 void eddy_registry_destroy(eddy_registry_t **self_p)
@@ -53,117 +75,174 @@ eddy_registry_t *eddy_registry_default(void)
     return process_registry;
 }
 
-static const void *list_find(const kind_list_t *l, const char *name)
+static entry_t *list_find(const kind_list_t *l, const char *name)
 {
     for (uint32_t i = 0; name && i < l->count; i++)
-        if (!strcmp(l->names[i], name))
+        if (!strcmp(l->items[i]->name, name))
             return l->items[i];
     return NULL;
 }
 
-static int list_add(kind_list_t *l, const char *what, const char *name, const void *item,
-                    eddy_err_t *err)
+static int list_push(kind_list_t *l, entry_t *e, eddy_err_t *err)
 {
-    if (!name || !name[0] || strlen(name) >= EDDY_NAME_MAX)
-        return eddy_err_set(err, "a %s kind needs a name of 1..%d bytes", what, EDDY_NAME_MAX - 1);
-    if (list_find(l, name))
-        return eddy_err_set(err, "a %s named '%s' is already registered", what, name);
     if (l->count == l->cap) {
         uint32_t cap = l->cap ? l->cap * 2 : 16;
-        const void **items = realloc(l->items, cap * sizeof *items);
+        entry_t **items = realloc(l->items, cap * sizeof *items);
         if (!items)
             return eddy_err_set(err, "out of memory");
         l->items = items;
-        const char **names = realloc(l->names, cap * sizeof *names);
-        if (!names)
-            return eddy_err_set(err, "out of memory");
-        l->names = names;
         l->cap = cap;
     }
-    l->items[l->count] = item;
-    l->names[l->count] = name;
-    l->count++;
+    l->items[l->count++] = e;
     return 0;
+}
+
+/* A new entry named name, or NULL with err for a bad or taken name. */
+static entry_t *list_new_entry(const kind_list_t *l, const char *what, const char *name,
+                               eddy_err_t *err)
+{
+    if (!name || !name[0] || strlen(name) >= EDDY_NAME_MAX) {
+        eddy_err_set(err, "a %s kind needs a name of 1..%d bytes", what, EDDY_NAME_MAX - 1);
+        return NULL;
+    }
+    if (list_find(l, name)) {
+        eddy_err_set(err, "a %s named '%s' is already registered", what, name);
+        return NULL;
+    }
+    entry_t *e = calloc(1, sizeof *e);
+    if (!e || !(e->name = strdup(name))) {
+        free(e);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    return e;
+}
+
+static int list_add(kind_list_t *l, entry_t *e, eddy_err_t *err)
+{
+    if (list_push(l, e, err) < 0) {
+        entry_free(e);
+        return -1;
+    }
+    return 0;
+}
+
+int eddy_registry_add_operator_owned(eddy_registry_t *r, const eddy_operator_kind_t *kind,
+                                     void *owned_arg, eddy_err_t *err)
+{
+    if (!kind || !kind->ops || !kind->ops->open || !kind->ops->process) {
+        free(owned_arg);
+        return eddy_err_set(err, "an operator kind needs ops with open() and process()");
+    }
+    entry_t *e = list_new_entry(&r->operators, "operator", kind->name, err);
+    if (!e) {
+        free(owned_arg);
+        return -1;
+    }
+    e->kind.op = *kind;
+    e->kind.op.name = e->name;
+    e->owned_arg = owned_arg;
+    return list_add(&r->operators, e, err);
 }
 
 int eddy_register_operator(eddy_registry_t *r, const eddy_operator_kind_t *kind, eddy_err_t *err)
 {
-    if (!kind || !kind->ops || !kind->ops->open || !kind->ops->process)
-        return eddy_err_set(err, "an operator kind needs ops with open() and process()");
-    return list_add(&r->operators, "operator", kind->name, kind, err);
+    return eddy_registry_add_operator_owned(r, kind, NULL, err);
 }
 
 int eddy_register_source(eddy_registry_t *r, const eddy_source_kind_t *kind, eddy_err_t *err)
 {
     if (!kind || !kind->ops || !kind->ops->open || !kind->ops->poll || !kind->ops->position)
         return eddy_err_set(err, "a source kind needs ops with open(), poll() and position()");
-    return list_add(&r->sources, "source", kind->name, kind, err);
+    entry_t *e = list_new_entry(&r->sources, "source", kind->name, err);
+    if (!e)
+        return -1;
+    e->kind.source = *kind;
+    e->kind.source.name = e->name;
+    return list_add(&r->sources, e, err);
 }
 
 int eddy_register_key(eddy_registry_t *r, const eddy_key_kind_t *kind, eddy_err_t *err)
 {
     if (!kind || !kind->key)
         return eddy_err_set(err, "a key kind needs a key function");
-    return list_add(&r->keys, "key selector", kind->name, kind, err);
+    entry_t *e = list_new_entry(&r->keys, "key selector", kind->name, err);
+    if (!e)
+        return -1;
+    e->kind.key = *kind;
+    e->kind.key.name = e->name;
+    return list_add(&r->keys, e, err);
 }
 
 int eddy_register_job(eddy_registry_t *r, const eddy_job_kind_t *kind, eddy_err_t *err)
 {
     if (!kind || !kind->build)
         return eddy_err_set(err, "a job needs a build function");
-    return list_add(&r->jobs, "job", kind->name, kind, err);
+    entry_t *e = list_new_entry(&r->jobs, "job", kind->name, err);
+    if (!e)
+        return -1;
+    e->kind.job = *kind;
+    e->kind.job.name = e->name;
+    return list_add(&r->jobs, e, err);
 }
 
 static int list_check_merge(const kind_list_t *dst, const kind_list_t *src, const char *what,
                             eddy_err_t *err)
 {
     for (uint32_t i = 0; i < src->count; i++)
-        if (list_find(dst, src->names[i]))
-            return eddy_err_set(err, "a %s named '%s' is already registered", what, src->names[i]);
+        if (list_find(dst, src->items[i]->name))
+            return eddy_err_set(err, "a %s named '%s' is already registered", what,
+                                src->items[i]->name);
     return 0;
 }
 
-static int list_merge(kind_list_t *dst, const kind_list_t *src, const char *what, eddy_err_t *err)
+static int list_move(kind_list_t *dst, kind_list_t *src, eddy_err_t *err)
 {
-    for (uint32_t i = 0; i < src->count; i++)
-        if (list_add(dst, what, src->names[i], src->items[i], err) < 0)
+    while (src->count > 0) {
+        if (list_push(dst, src->items[0], err) < 0)
             return -1;
+        memmove(src->items, src->items + 1, (src->count - 1) * sizeof *src->items);
+        src->count--;
+    }
     return 0;
 }
 
-int eddy_registry_merge(eddy_registry_t *self, const eddy_registry_t *from, eddy_err_t *err)
+int eddy_registry_merge(eddy_registry_t *self, eddy_registry_t *from, eddy_err_t *err)
 {
     if (list_check_merge(&self->operators, &from->operators, "operator", err) < 0 ||
         list_check_merge(&self->sources, &from->sources, "source", err) < 0 ||
         list_check_merge(&self->keys, &from->keys, "key selector", err) < 0 ||
         list_check_merge(&self->jobs, &from->jobs, "job", err) < 0)
         return -1;
-    if (list_merge(&self->operators, &from->operators, "operator", err) < 0 ||
-        list_merge(&self->sources, &from->sources, "source", err) < 0 ||
-        list_merge(&self->keys, &from->keys, "key selector", err) < 0 ||
-        list_merge(&self->jobs, &from->jobs, "job", err) < 0)
+    if (list_move(&self->operators, &from->operators, err) < 0 ||
+        list_move(&self->sources, &from->sources, err) < 0 ||
+        list_move(&self->keys, &from->keys, err) < 0 || list_move(&self->jobs, &from->jobs, err) < 0)
         return -1; /* only out of memory can get here */
     return 0;
 }
 
 const eddy_operator_kind_t *eddy_registry_operator(const eddy_registry_t *self, const char *name)
 {
-    return list_find(&self->operators, name);
+    entry_t *e = list_find(&self->operators, name);
+    return e ? &e->kind.op : NULL;
 }
 
 const eddy_source_kind_t *eddy_registry_source(const eddy_registry_t *self, const char *name)
 {
-    return list_find(&self->sources, name);
+    entry_t *e = list_find(&self->sources, name);
+    return e ? &e->kind.source : NULL;
 }
 
 const eddy_key_kind_t *eddy_registry_key(const eddy_registry_t *self, const char *name)
 {
-    return list_find(&self->keys, name);
+    entry_t *e = list_find(&self->keys, name);
+    return e ? &e->kind.key : NULL;
 }
 
 const eddy_job_kind_t *eddy_registry_job(const eddy_registry_t *self, const char *name)
 {
-    return list_find(&self->jobs, name);
+    entry_t *e = list_find(&self->jobs, name);
+    return e ? &e->kind.job : NULL;
 }
 
 uint32_t eddy_registry_job_count(const eddy_registry_t *self)
@@ -173,7 +252,7 @@ uint32_t eddy_registry_job_count(const eddy_registry_t *self)
 
 const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_t i)
 {
-    return i < self->jobs.count ? self->jobs.items[i] : NULL;
+    return i < self->jobs.count ? &self->jobs.items[i]->kind.job : NULL;
 }
 
 eddy_plan_t *eddy_registry_build_plan(const eddy_registry_t *self, const char *name, int argc,
@@ -220,15 +299,14 @@ static void free_owned(void *p)
 }
 
 /* What the kind's ops get as ctx->config for step n. */
-static int configure(graph_owned_t *owned, const eddy_plan_node_t *n,
-                     void *(*fn)(const eddy_config_t *, eddy_err_t *), void (*release)(void *),
-                     const void **out, eddy_err_t *err)
+static int configure(graph_owned_t *owned, const eddy_plan_node_t *n, eddy_configure_fn fn,
+                     const void *arg, void (*release)(void *), const void **out, eddy_err_t *err)
 {
     if (!fn) {
         *out = n->config; /* the plan outlives the graph's use of it */
         return 0;
     }
-    void *obj = fn(n->config, err);
+    void *obj = fn(n->config, arg, err);
     if (!obj)
         return eddy_err_wrap(err, "step '%s' (%s)", n->uid, n->kind);
     owned->items[owned->count++] = (configured_t){obj, release};
@@ -263,7 +341,7 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
             const eddy_source_kind_t *k = eddy_registry_source(registry, n->kind);
             if (!k)
                 goto unknown;
-            if (configure(owned, n, k->configure, k->release, &cfg, err) < 0 ||
+            if (configure(owned, n, k->configure, k->arg, k->release, &cfg, err) < 0 ||
                 eddy_graph_add_source(g, n->name, p, k->ops, cfg, err) < 0)
                 goto fail;
             const char *rate = eddy_config_str(n->config, "rate", NULL);
@@ -276,7 +354,7 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
         const eddy_operator_kind_t *k = eddy_registry_operator(registry, n->kind);
         if (!k)
             goto unknown;
-        if (configure(owned, n, k->configure, k->release, &cfg, err) < 0)
+        if (configure(owned, n, k->configure, k->arg, k->release, &cfg, err) < 0)
             goto fail;
         if (stage_of[i] != stage_of[n->input]) { /* the first step of a new stage */
             eddy_key_fn key = NULL;

@@ -26,7 +26,11 @@ const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_
 
 /* Moves every entry of from into self; nothing moves (and -1 with err names
  * the clash) when any name is taken in self already. */
-int eddy_registry_merge(eddy_registry_t *self, const eddy_registry_t *from, eddy_err_t *err);
+int eddy_registry_merge(eddy_registry_t *self, eddy_registry_t *from, eddy_err_t *err);
+/* eddy_register_operator whose kind's arg is owned_arg (malloc'd), freed with
+ * the registry entry (also on failure): for adapters that make kinds. */
+int eddy_registry_add_operator_owned(eddy_registry_t *r, const eddy_operator_kind_t *kind,
+                                     void *owned_arg, eddy_err_t *err);
 
 /* Builds job `name` from its flags into a validated plan; clear errors for
  * an unknown job and for the job's own flag problems. */

@@ -9,7 +9,7 @@ static uint32_t whole(const eddy_record_t *rec, const char **key)
     *key = rec->data;
     return rec->len;
 }
-static const eddy_key_kind_t half_registered = {"test_half_registered", whole};
+static const eddy_key_kind_t half_registered = {.name = "test_half_registered", .key = whole};
 
 int eddy_plugin_init(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err);
 int eddy_plugin_init(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err)

@@ -20,14 +20,14 @@ static int upper_process(void *self, const eddy_record_t *rec, eddy_collector_t 
 
 static const eddy_operator_ops_t upper_ops = {.kind = "test_upper", .open = upper_open,
                                               .process = upper_process};
-static const eddy_operator_kind_t upper_kind = {"test_upper", &upper_ops, NULL, NULL};
+static const eddy_operator_kind_t upper_kind = {.name = "test_upper", .ops = &upper_ops};
 
 static uint32_t first_byte(const eddy_record_t *rec, const char **key)
 {
     *key = rec->data;
     return rec->len ? 1 : 0;
 }
-static const eddy_key_kind_t first_byte_kind = {"test_first_byte", first_byte};
+static const eddy_key_kind_t first_byte_kind = {.name = "test_first_byte", .key = first_byte};
 
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
@@ -39,7 +39,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     eddy_sink(s, "sink", "test_upper", NULL);
     return 0;
 }
-static const eddy_job_kind_t job = {"test_plugin_job", "a plugin's job", "", build};
+static const eddy_job_kind_t job = {.name = "test_plugin_job", .summary = "a plugin's job", .usage = "", .build = build};
 
 int eddy_plugin_init(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err);
 int eddy_plugin_init(eddy_registry_t *r, uint32_t abi_version, eddy_err_t *err)

@@ -56,8 +56,9 @@ static const eddy_source_ops_t src_ops = {.kind = "src", .open = src_open, .poll
 typedef struct threshold {
     int64_t min;
 } threshold_t;
-static void *threshold_configure(const eddy_config_t *cfg, eddy_err_t *err)
+static void *threshold_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
+    (void)arg;
     int64_t min = eddy_config_int(cfg, "min", -1);
     if (min < 0) {
         eddy_err_set(err, "'min' must be >= 0");
@@ -74,10 +75,15 @@ static uint32_t key_all(const eddy_record_t *rec, const char **key)
     return rec->len;
 }
 
-static const eddy_operator_kind_t nop_kind = {"nop", &nop_ops, NULL, NULL};
-static const eddy_operator_kind_t threshold_kind = {"threshold", &nop_ops, threshold_configure, free};
-static const eddy_source_kind_t src_kind = {"lines", &src_ops, NULL, NULL};
-static const eddy_key_kind_t key_kind = {"all", key_all};
+static const eddy_operator_kind_t nop_kind = {.name = "nop", .ops = &nop_ops};
+static const eddy_operator_kind_t threshold_kind = {
+    .name = "threshold",
+    .ops = &nop_ops,
+    .configure = threshold_configure,
+    .release = free,
+};
+static const eddy_source_kind_t src_kind = {.name = "lines", .ops = &src_ops};
+static const eddy_key_kind_t key_kind = {.name = "all", .key = key_all};
 
 static int build_demo(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
@@ -95,7 +101,12 @@ static int build_demo(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *
     eddy_sink(eddy_global(s), "sink", "nop", NULL);
     return 0;
 }
-static const eddy_job_kind_t demo_job = {"demo", "a test job", "", build_demo};
+static const eddy_job_kind_t demo_job = {
+    .name = "demo",
+    .summary = "a test job",
+    .usage = "",
+    .build = build_demo,
+};
 
 static eddy_registry_t *make_registry(void)
 {
@@ -164,9 +175,10 @@ Test(registry, names_are_unique_and_kinds_complete)
     cr_assert_eq(eddy_register_operator(r, &nop_kind, &err), -1);
     cr_assert(strstr(err.msg, "already registered"), "%s", err.msg);
     static const eddy_operator_ops_t half = {.kind = "half"};
-    static const eddy_operator_kind_t half_kind = {"half", &half, NULL, NULL};
+    static const eddy_operator_kind_t half_kind = {.name = "half", .ops = &half};
     cr_assert_eq(eddy_register_operator(r, &half_kind, &err), -1);
     cr_assert_eq(eddy_registry_job_count(r), 1);
-    cr_assert_eq(eddy_registry_job_at(r, 0), &demo_job);
+    cr_assert_str_eq(eddy_registry_job_at(r, 0)->name, "demo");
+    cr_assert_eq(eddy_registry_job_at(r, 0)->build, demo_job.build);
     eddy_registry_destroy(&r);
 }
