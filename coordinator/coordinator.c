@@ -15,6 +15,9 @@
 #include "common/flags.h"
 #include "common/log.h"
 
+/* How long exit waits for queued metadata-store writes before abandoning them. */
+#define COORD_META_DRAIN_MS 2000
+
 /* ---- sending ------------------------------------------------------------ */
 
 static void send_to(coord_t *c, const unsigned char *identity, size_t identity_len,
@@ -295,6 +298,8 @@ static void drain_router(coord_t *c)
 
 static void free_coord(coord_t *c)
 {
+    /* first: callbacks of the writes that still finish may look at jobs */
+    eddy_metastore_async_destroy(&c->meta_async, COORD_META_DRAIN_MS);
     while (c->jobs) {
         coord_job_t *j = c->jobs;
         c->jobs = j->next;
@@ -329,6 +334,12 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         eddy_err_wrap(err, "metadata store");
         goto out;
     }
+    coord_decisions_load(&c); /* synchronous: before the executor owns the store */
+    c.meta_async = eddy_metastore_async_new(c.meta, err);
+    if (!c.meta_async) {
+        eddy_err_wrap(err, "metadata store");
+        goto out;
+    }
     c.store = eddy_snapshot_store_new(opts->snapshot_dir, err);
     if (!c.store) {
         eddy_err_wrap(err, "snapshot store");
@@ -358,7 +369,9 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     while (!*stop) {
         zmq_pollitem_t items[64];
         items[0] = (zmq_pollitem_t){c.router, 0, ZMQ_POLLIN, 0};
-        int n = 1 + eddy_http_pollitems(c.http, items + 1, 63);
+        int n = 1 + eddy_http_pollitems(c.http, items + 1, 62);
+        /* metadata-store completions (state/metastore_async.h) */
+        items[n++] = (zmq_pollitem_t){NULL, eddy_metastore_async_fd(c.meta_async), ZMQ_POLLIN, 0};
         long timeout = 20;
         long ht = eddy_http_timeout_ms(c.http);
         if (ht >= 0 && ht < timeout)
@@ -367,6 +380,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
             goto out;
         }
+        eddy_metastore_async_dispatch(c.meta_async);
         drain_router(&c);
         eddy_http_run(c.http);
         uint64_t now = eddy_mono_ms();

@@ -14,6 +14,7 @@
 #include "net/proto.h"
 #include "net/http.h"
 #include "state/metastore.h"
+#include "state/metastore_async.h"
 #include "state/snapshot_store.h"
 #include "plan/graph.h"
 
@@ -124,12 +125,17 @@ typedef struct coord {
     void *zctx, *router;
     eddy_http_t *http;
     eddy_metastore_t *meta;
+    eddy_metastore_async_t *meta_async; /* metadata-store calls off the loop (after startup) */
     eddy_snapshot_store_t *store;
     coord_worker_t *workers;
     uint32_t next_worker_id;
     coord_job_t *jobs;
     uint32_t next_job_num;
     json_t *decisions;            /* array of scaling decisions, oldest first */
+    /* Key sequence of decisions[i] (views.c); 0: it came from the legacy
+     * single key "/eddy/scaling/decisions". */
+    uint64_t decision_seqs[COORD_MAX_DECISIONS];
+    uint64_t next_decision_seq;
     uint64_t started_ms;
     bool submitted;
     bool resumed_jobs;            /* jobs were reloaded from the metadata store */
@@ -177,7 +183,10 @@ json_t *coord_view_jobs(coord_t *c);
 char *coord_view_metrics(coord_t *c);
 void coord_http_handler(void *ctx, const char *method, const char *path,
                         eddy_http_response_t *resp);
+/* Appends one decision (taking the reference) and stores it under its own key. */
 void coord_record_decision(coord_t *c, json_t *decision);
+/* Loads the history at startup, synchronously: call before meta_async exists. */
+void coord_decisions_load(coord_t *c);
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "coordinator/internal.h"
 #include "state/keygroup.h"
 
@@ -149,16 +150,135 @@ json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
     return job_json(c, j);
 }
 
+/* ---- scaling decision history -------------------------------------------- */
+
+/* Each decision is one key, so recording one is one small write, whatever the
+ * history holds (the whole history used to be rewritten as one value under
+ * DECISIONS_LEGACY_KEY, which is still read at startup and deleted once its
+ * last entry has left the bounded in-memory window). Writes go through the
+ * async executor: the loop never waits on the store. Keys sort by sequence
+ * because the sequence is zero-padded to 20 digits. */
+#define DECISIONS_LEGACY_KEY "/eddy/scaling/decisions"
+#define DECISIONS_PREFIX "/eddy/scaling/decisions/"
+#define DECISION_SEQ_DIGITS 20
+
+static void decision_key(char *buf, size_t size, uint64_t seq)
+{
+    snprintf(buf, size, DECISIONS_PREFIX "%0*" PRIu64, DECISION_SEQ_DIGITS, seq);
+}
+
+static void on_decision_stored(void *arg, const eddy_meta_result_t *res)
+{
+    (void)arg;
+    if (res->rc < 0)
+        eddy_warn("scaling decision history: %s", res->err.msg);
+}
+
+/* Before the executor exists (startup) the store is called directly. */
+static void delete_key(coord_t *c, const char *key)
+{
+    if (c->meta_async) {
+        eddy_metastore_async_delete(c->meta_async, key, EDDY_META_RETRY_FOREVER,
+                                    on_decision_stored, NULL);
+        return;
+    }
+    eddy_err_t err = {{0}};
+    if (eddy_metastore_delete(c->meta, key, &err) < 0)
+        eddy_warn("scaling decision history: %s", err.msg);
+}
+
+static void drop_oldest_decision(coord_t *c)
+{
+    size_t n = json_array_size(c->decisions);
+    if (n == 0)
+        return;
+    uint64_t seq = c->decision_seqs[0];
+    json_array_remove(c->decisions, 0);
+    memmove(c->decision_seqs, c->decision_seqs + 1, (n - 1) * sizeof c->decision_seqs[0]);
+    char key[sizeof DECISIONS_PREFIX + DECISION_SEQ_DIGITS];
+    if (seq) {
+        decision_key(key, sizeof key, seq);
+        delete_key(c, key);
+    } else if (n == 1 || c->decision_seqs[0] != 0) { /* the last legacy entry left */
+        delete_key(c, DECISIONS_LEGACY_KEY);
+    }
+}
+
+static void append_decision(coord_t *c, json_t *decision, uint64_t seq)
+{
+    if (json_array_size(c->decisions) >= COORD_MAX_DECISIONS)
+        drop_oldest_decision(c);
+    c->decision_seqs[json_array_size(c->decisions)] = seq;
+    json_array_append_new(c->decisions, decision);
+}
+
 void coord_record_decision(coord_t *c, json_t *decision)
 {
-    json_array_append_new(c->decisions, decision);
-    while (json_array_size(c->decisions) > COORD_MAX_DECISIONS)
-        json_array_remove(c->decisions, 0);
-    char *text = json_dumps(c->decisions, JSON_COMPACT);
-    eddy_err_t err;
-    if (text)
-        eddy_metastore_put(c->meta, "/eddy/scaling/decisions", text, strlen(text), &err);
+    uint64_t seq = c->next_decision_seq ? c->next_decision_seq : 1;
+    c->next_decision_seq = seq + 1;
+    char *text = json_dumps(decision, JSON_COMPACT);
+    append_decision(c, decision, seq);
+    if (!text)
+        return;
+    char key[sizeof DECISIONS_PREFIX + DECISION_SEQ_DIGITS];
+    decision_key(key, sizeof key, seq);
+    eddy_metastore_async_put(c->meta_async, key, text, strlen(text), EDDY_META_RETRY_FOREVER,
+                             on_decision_stored, NULL);
     free(text);
+}
+
+/* The sequence of a per-decision key, or 0 for any other key. */
+static uint64_t decision_seq_of(const char *key)
+{
+    const char *digits = key + strlen(DECISIONS_PREFIX);
+    if (strlen(digits) != DECISION_SEQ_DIGITS || strspn(digits, "0123456789") != DECISION_SEQ_DIGITS)
+        return 0;
+    return strtoull(digits, NULL, 10);
+}
+
+void coord_decisions_load(coord_t *c)
+{
+    eddy_err_t err = {{0}};
+    char *text = NULL;
+    size_t len = 0;
+    int found = eddy_metastore_get(c->meta, DECISIONS_LEGACY_KEY, &text, &len, &err);
+    if (found < 0)
+        eddy_warn("scaling decision history: %s", err.msg);
+    if (found == 1) {
+        json_error_t jerr;
+        json_t *old = json_loadb(text, len, 0, &jerr);
+        size_t i;
+        json_t *d;
+        json_array_foreach(old, i, d) {
+            if (json_is_object(d))
+                append_decision(c, json_incref(d), 0);
+        }
+        json_decref(old);
+    }
+    free(text);
+
+    eddy_kv_list_t list;
+    if (eddy_metastore_list(c->meta, DECISIONS_PREFIX, &list, &err) < 0) {
+        eddy_warn("scaling decision history: %s", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < list.count; i++) {
+        uint64_t seq = decision_seq_of(list.items[i].key);
+        json_error_t jerr;
+        json_t *d = seq ? json_loadb(list.items[i].value, list.items[i].value_len, 0, &jerr) : NULL;
+        if (!json_is_object(d)) {
+            eddy_warn("scaling decision history: ignoring %s (not a decision)", list.items[i].key);
+            json_decref(d);
+            continue;
+        }
+        append_decision(c, d, seq); /* drops (and deletes) what an earlier run left beyond the bound */
+        if (seq >= c->next_decision_seq)
+            c->next_decision_seq = seq + 1;
+    }
+    eddy_kv_list_clear(&list);
+    if (json_array_size(c->decisions))
+        eddy_info("loaded %zu scaling decisions from the metadata store",
+                  json_array_size(c->decisions));
 }
 
 /* ---- Prometheus --------------------------------------------------------- */

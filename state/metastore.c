@@ -53,6 +53,11 @@ static int check_key(const char *what, const char *s, int allow_empty, eddy_err_
     return 0;
 }
 
+int eddy_metastore_key_check(const char *key, eddy_err_t *err)
+{
+    return check_key("metastore key", key, 0, err);
+}
+
 /* ---- URL parsing --------------------------------------------------------- */
 
 typedef enum { TARGET_FILE, TARGET_ETCD } target_kind_t;

@@ -77,5 +77,8 @@ int eddy_metastore_list(eddy_metastore_t *self, const char *prefix, eddy_kv_list
                         eddy_err_t *err);
 /* Frees every item and leaves the list empty; NULL is fine. */
 void eddy_kv_list_clear(eddy_kv_list_t *list);
+/* 0 when key is legal (the rules above), else -1 naming the problem; for
+ * callers that must tell a bad key (never worth retrying) from a store failure. */
+int eddy_metastore_key_check(const char *key, eddy_err_t *err);
 
 #endif

@@ -297,6 +297,11 @@ const char *eddy_test_etcd_url(const eddy_test_etcd_t *self)
     return self->url;
 }
 
+pid_t eddy_test_etcd_pid(const eddy_test_etcd_t *self)
+{
+    return self ? self->pid : -1;
+}
+
 void eddy_test_etcd_stop(eddy_test_etcd_t **self_p)
 {
     if (!self_p || !*self_p)

@@ -15,6 +15,8 @@
 #ifndef EDDY_TESTS_SUPPORT_ETCD_H
 #define EDDY_TESTS_SUPPORT_ETCD_H
 
+#include <sys/types.h>
+
 #include "common/err.h"
 
 /* The etcd binary: $EDDY_ETCD, else /usr/bin/etcd. */
@@ -41,6 +43,8 @@ typedef struct eddy_test_etcd eddy_test_etcd_t;
 eddy_test_etcd_t *eddy_test_etcd_start(eddy_err_t *err);
 /* "http://127.0.0.1:PORT" */
 const char *eddy_test_etcd_url(const eddy_test_etcd_t *self);
+/* Its process id, for tests that SIGSTOP/SIGCONT it to make it unresponsive. */
+pid_t eddy_test_etcd_pid(const eddy_test_etcd_t *self);
 /* SIGTERM (then SIGKILL after 5 s), reap, remove the data dir. */
 void eddy_test_etcd_stop(eddy_test_etcd_t **self_p);
 
