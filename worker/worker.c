@@ -547,6 +547,10 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 static int setup_sockets(worker_t *w, eddy_err_t *err)
 {
     w->zctx = zmq_ctx_new();
+    /* One PUSH socket per peer: ZeroMQ's default cap (1023 sockets) would
+     * fail a DEPLOY on a larger cluster. */
+    if (w->zctx)
+        zmq_ctx_set(w->zctx, ZMQ_MAX_SOCKETS, EDDY_MAX_WORKERS + 16);
     w->ctrl = zmq_socket(w->zctx, ZMQ_DEALER);
     w->inbox = zmq_socket(w->zctx, ZMQ_PULL);
     int zero = 0, linger = 0;
