@@ -156,17 +156,57 @@ static void env_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
     eddy_snapshot_writer_submit(w->snapshots, unit);
 }
 
-/* ACKs of checkpoint data that became durable since the last call. */
+/* Messages whose data became durable since the last call: checkpoint ACKs
+ * (failures are in the ACK), TASK_DONE after a final prepare (a failure
+ * turns it into TASK_FAILED), the final ACK after the last commit. */
 static void send_durable_acks(worker_t *w)
 {
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
-        if (u->ack.u.ack.error[0])
+        eddy_msg_t *m = &u->ack;
+        if (u->error[0])
             eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
-                       u->op, u->ack.u.ack.error);
-        send_ctrl(w, &u->ack);
+                       u->op, u->error);
+        if (u->error[0] && m->type == EDDY_MSG_TASK_DONE) {
+            eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
+            f.u.task_failed.job = m->u.task_done.job;
+            f.u.task_failed.epoch = m->u.task_done.epoch;
+            f.u.task_failed.stage = m->u.task_done.stage;
+            f.u.task_failed.instance = m->u.task_done.instance;
+            snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", u->error);
+            send_ctrl(w, &f);
+        } else if (m->type) {
+            send_ctrl(w, m);
+        }
         eddy_snapshot_unit_free(u);
     }
+}
+
+/* Hands fsyncs a commit left in sync (taken) and then msg (type 0: none)
+ * to the snapshot writer, behind the task's earlier durability work. */
+static void submit_sync(worker_t *w, eddy_sync_list_t **sync, const eddy_msg_t *msg)
+{
+    bool nothing_to_sync = !*sync || eddy_sync_list_empty(*sync);
+    if (nothing_to_sync && !msg->type) {
+        eddy_sync_list_destroy(sync);
+        return;
+    }
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(0);
+    if (!u) { /* out of memory: do it here */
+        eddy_err_t err = {{0}};
+        eddy_msg_t m = *msg;
+        if (*sync && eddy_sync_list_run(*sync, &err) < 0 && m.type == EDDY_MSG_ACK)
+            snprintf(m.u.ack.error, sizeof m.u.ack.error, "%s", err.msg);
+        eddy_sync_list_destroy(sync);
+        if (m.type)
+            send_ctrl(w, &m);
+        return;
+    }
+    u->sync_only = true;
+    u->sync = *sync;
+    *sync = NULL;
+    u->ack = *msg;
+    eddy_snapshot_writer_submit(w->snapshots, u);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -445,11 +485,16 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         if (!j)
             break;
         for (uint32_t i = 0; i < j->n_tasks; i++) {
-            eddy_task_commit(j->tasks[i], m->u.complete.checkpoint);
-            if (m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
+            /* The commits' directory fsyncs run off the loop. */
+            eddy_sync_list_t *sync = eddy_sync_list_new();
+            eddy_task_commit(j->tasks[i], m->u.complete.checkpoint, sync);
+            if (m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT) {
+                submit_sync(w, &sync, &(eddy_msg_t){0});
                 continue;
+            }
             /* The job's final commit: the coordinator waits for one ACK per
-             * task before it declares the job finished and releases it. */
+             * task before it declares the job finished and releases it, so
+             * the ACK follows the published names' fsync. */
             eddy_msg_t ack = {.type = EDDY_MSG_ACK};
             ack.u.ack.job = j->num;
             ack.u.ack.epoch = j->epoch;
@@ -457,7 +502,7 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             ack.u.ack.stage = eddy_task_stage(j->tasks[i]);
             ack.u.ack.instance = eddy_task_instance(j->tasks[i]);
             ack.u.ack.position = -1;
-            send_ctrl(w, &ack);
+            submit_sync(w, &sync, &ack);
         }
         break;
     }
