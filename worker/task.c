@@ -83,6 +83,7 @@ struct eddy_task {
     /* source */
     void *source;
     bool running, source_done;
+    uint64_t source_idle_until_ns; /* nothing to read before then */
     uint64_t trigger_checkpoint;
     bool trigger_pause;
     double clock_offset_s;
@@ -810,6 +811,8 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
 
 /* ---- scheduling -------------------------------------------------------- */
 
+#define EDDY_SOURCE_IDLE_NS (1000u * 1000u)
+
 static double source_allowance(eddy_task_t *t, uint64_t now_ns)
 {
     double elapsed = t->clock_offset_s + (double)(now_ns - t->created_ns) / 1e9;
@@ -850,7 +853,7 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
     if (self->source) {
         if (self->trigger_checkpoint)
             return true;
-        if (!self->running || self->source_done)
+        if (!self->running || self->source_done || now_ns < self->source_idle_until_ns)
             return false;
         return source_allowance(self, now_ns) >= 1.0;
     }
@@ -882,6 +885,11 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     }
     if (rc < 0)
         return -1;
+    if (rc == EDDY_SOURCE_IDLE) {
+        /* Nothing to read now: rest past the worker loop's next wait. */
+        t->source_idle_until_ns = now_ns + EDDY_SOURCE_IDLE_NS;
+        return 0;
+    }
     if (rc == 0) {
         t->source_done = true;
         return finish_task(t, err);
