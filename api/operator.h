@@ -20,7 +20,14 @@
  * task of the job is done. open() gets ctx->restored_checkpoint: what was
  * prepared with an id <= it belongs to a completed checkpoint (publish it,
  * its COMPLETE may have been lost), anything later will be replayed
- * (discard it). */
+ * (discard it).
+ *
+ * prepare() and commit() get a sync list (state/sync_list.h): rather than
+ * fsync on the worker loop they flush, rename and add the files and
+ * directories to make durable; the runtime fsyncs them on its snapshot
+ * writer thread and acknowledges the checkpoint (or reports the task done,
+ * or sends the job's final ACK) only after that succeeded. With a NULL list
+ * the operator makes its work durable itself before returning. */
 #ifndef EDDY_API_OPERATOR_H
 #define EDDY_API_OPERATOR_H
 
@@ -31,6 +38,7 @@
 #include "net/record.h"
 #include "state/keyed_state.h"
 #include "state/keygroup.h"
+#include "state/sync_list.h"
 
 typedef struct eddy_collector eddy_collector_t;
 struct eddy_collector {
@@ -73,9 +81,11 @@ typedef struct eddy_operator_ops {
     void (*close)(void *self);                                         /* may be NULL */
     /* Two-phase commit (may be NULL, see above). prepare errors make the
      * task's ACK carry the error, so the checkpoint is abandoned. */
-    int (*prepare)(void *self, uint64_t checkpoint, eddy_err_t *err);
-    void (*commit)(void *self, uint64_t checkpoint);
+    int (*prepare)(void *self, uint64_t checkpoint, eddy_sync_list_t *sync, eddy_err_t *err);
+    void (*commit)(void *self, uint64_t checkpoint, eddy_sync_list_t *sync);
 } eddy_operator_ops_t;
+
+#define EDDY_SOURCE_IDLE 2
 
 /* A source emits records from outside. Positions let a checkpoint resume it. */
 typedef struct eddy_source_ops {
@@ -84,7 +94,9 @@ typedef struct eddy_source_ops {
     /* start_position: -1 from the beginning, else a position() it returned. */
     void *(*open)(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err);
     /* Emits at most max records. Returns 1 while more may follow, 0 at end of
-     * input, -1 on error. Must not block for long (sockets poll with timeout 0). */
+     * input, EDDY_SOURCE_IDLE when nothing is available now (the task then
+     * rests until the worker loop's next wait), -1 on error. Must never
+     * block: no waiting, no connecting or resolving on the caller's thread. */
     int (*poll)(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err);
     int64_t (*position)(void *self); /* position of the next record */
     void (*close)(void *self);

@@ -1,10 +1,11 @@
-/* sources.c - file, generator and socket sources (see sources.h). */
+/* sources.c - file, generator and socket sources (see sources.h). None
+ * blocks the worker loop: the socket source connects on its own thread. */
 #include "connectors/sources.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,8 +276,77 @@ const eddy_source_ops_t eddy_generator_source_ops = {
 
 /* ---- socket ------------------------------------------------------------- */
 
-typedef struct socket_source {
+/* Resolving and connecting can take seconds (DNS, a server that does not
+ * answer SYNs), so they run on a detached thread per source; the source's
+ * poll only looks at the outcome, and the worker loop never waits. The
+ * connection is shared by the two until both let go of it (refs): a source
+ * closed while its thread still connects leaves the cleanup to the thread. */
+enum { CONNECTING, CONNECTED, CONNECT_FAILED };
+
+typedef struct connection {
+    pthread_mutex_t lock;
+    int refs;
+    int state;
     int fd;
+    char host[256];
+    char port[16];
+    char where[300];
+    char error[sizeof(eddy_err_t)];
+} connection_t;
+
+static void connection_release(connection_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool last = --c->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!last)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static void *connect_thread(void *arg)
+{
+    connection_t *c = arg;
+    char error[sizeof(eddy_err_t)] = "";
+    int fd = -1;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(c->host, c->port, &hints, &res);
+    if (rc != 0) {
+        snprintf(error, sizeof error, "cannot resolve socket source %s: %s", c->where,
+                 gai_strerror(rc));
+    } else {
+        int last_errno = 0;
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+            fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+            if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+                break;
+            last_errno = errno;
+            if (fd >= 0)
+                close(fd);
+            fd = -1;
+        }
+        freeaddrinfo(res);
+        if (fd < 0)
+            snprintf(error, sizeof error, "cannot connect to socket source %s: %s", c->where,
+                     strerror(last_errno));
+        else
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    pthread_mutex_lock(&c->lock);
+    c->fd = fd;
+    c->state = fd >= 0 ? CONNECTED : CONNECT_FAILED;
+    snprintf(c->error, sizeof c->error, "%s", error);
+    pthread_mutex_unlock(&c->lock);
+    connection_release(c);
+    return NULL;
+}
+
+typedef struct socket_source {
+    connection_t *conn;
+    int fd;               /* the connected socket (owned by conn), -1 until then */
     char buf[65536];
     size_t len;
     int64_t consumed;
@@ -287,8 +357,8 @@ typedef struct socket_source {
 static void socket_close(void *self)
 {
     socket_source_t *s = self;
-    if (s->fd >= 0)
-        close(s->fd);
+    if (s->conn)
+        connection_release(s->conn);
     free(s);
 }
 
@@ -297,42 +367,60 @@ static void *socket_open(const eddy_op_context_t *ctx, int64_t start_position, e
     (void)start_position;
     const eddy_socket_source_config_t *cfg = ctx->config;
     socket_source_t *s = calloc(1, sizeof *s);
-    if (!s) {
+    connection_t *c = calloc(1, sizeof *c);
+    if (!s || !c) {
+        free(s);
+        free(c);
         eddy_err_set(err, "out of memory");
         return NULL;
     }
     s->fd = -1;
     snprintf(s->where, sizeof s->where, "%s:%u", cfg->host, cfg->port);
-    char port[16];
-    snprintf(port, sizeof port, "%u", cfg->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(cfg->host, port, &hints, &res);
+    pthread_mutex_init(&c->lock, NULL);
+    c->refs = 2;
+    c->state = CONNECTING;
+    c->fd = -1;
+    snprintf(c->host, sizeof c->host, "%s", cfg->host);
+    snprintf(c->port, sizeof c->port, "%u", cfg->port);
+    snprintf(c->where, sizeof c->where, "%s", s->where);
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&thread, &attr, connect_thread, c);
+    pthread_attr_destroy(&attr);
     if (rc != 0) {
-        eddy_err_set(err, "cannot resolve %s: %s", s->where, gai_strerror(rc));
-        socket_close(s);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        free(s);
+        eddy_err_set(err, "socket source %s: cannot start a thread to connect: %s", cfg->host,
+                     strerror(rc));
         return NULL;
     }
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        s->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (s->fd >= 0 && connect(s->fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        if (s->fd >= 0)
-            close(s->fd);
-        s->fd = -1;
-    }
-    freeaddrinfo(res);
-    if (s->fd < 0) {
-        eddy_err_set(err, "cannot connect to socket source %s: %s", s->where, strerror(errno));
-        socket_close(s);
-        return NULL;
-    }
-    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+    s->conn = c;
     return s;
+}
+
+/* 1: connected, 0: still connecting, -1: failed (err names host:port). */
+static int socket_connected(socket_source_t *s, eddy_err_t *err)
+{
+    if (s->fd >= 0)
+        return 1;
+    pthread_mutex_lock(&s->conn->lock);
+    int state = s->conn->state;
+    s->fd = s->conn->fd;
+    if (state == CONNECT_FAILED)
+        eddy_err_set(err, "%s", s->conn->error);
+    pthread_mutex_unlock(&s->conn->lock);
+    return state == CONNECTED ? 1 : state == CONNECTING ? 0 : -1;
 }
 
 static int socket_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
 {
     socket_source_t *s = self;
+    int connected = socket_connected(s, err);
+    if (connected <= 0)
+        return connected < 0 ? -1 : EDDY_SOURCE_IDLE;
     uint32_t emitted = 0;
     while (emitted < max) {
         char *nl = memchr(s->buf, '\n', s->len);
@@ -364,12 +452,9 @@ static int socket_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err
         } else if (n == 0) {
             s->eof = true;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (emitted == 0) {
-                /* Wait briefly so an idle socket does not spin the worker. */
-                struct pollfd pfd = {s->fd, POLLIN, 0};
-                poll(&pfd, 1, 5);
-            }
-            return 1;
+            /* Nothing now: the task rests until the worker loop's next
+             * wait, so an idle socket neither spins nor blocks the loop. */
+            return emitted ? 1 : EDDY_SOURCE_IDLE;
         } else if (errno != EINTR) {
             return eddy_err_set(err, "socket source %s: %s", s->where, strerror(errno));
         }

@@ -452,6 +452,65 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     return rc;
 }
 
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every placed worker id in the worker list: sorted ids and a binary search
+ * keep a large placement cheap. */
+static int check_placed_workers(const eddy_deploy_t *d, eddy_err_t *err)
+{
+    uint32_t *ids = malloc((d->n_workers ? d->n_workers : 1) * sizeof *ids);
+    if (!ids)
+        return eddy_err_set(err, "out of memory");
+    for (uint32_t i = 0; i < d->n_workers; i++)
+        ids[i] = d->workers[i].id;
+    qsort(ids, d->n_workers, sizeof *ids, compare_u32);
+    int rc = 0;
+    for (uint32_t s = 0; s < d->n_stages && rc == 0; s++)
+        for (uint32_t k = 0; k < d->stages[s].parallelism; k++) {
+            uint32_t id = d->stages[s].worker_of[k];
+            if (!bsearch(&id, ids, d->n_workers, sizeof *ids, compare_u32)) {
+                rc = eddy_err_set(err, "invalid DEPLOY: stage %u instance %u is placed on "
+                                       "worker %u, which is not in its worker list", s, k, id);
+                break;
+            }
+        }
+    free(ids);
+    return rc;
+}
+
+int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
+                      uint32_t graph_max_parallelism, eddy_err_t *err)
+{
+    if (d->max_parallelism < 1 || d->max_parallelism > EDDY_MAX_PARALLELISM)
+        return eddy_err_set(err, "invalid DEPLOY: max parallelism %u is not in 1..%u",
+                            d->max_parallelism, EDDY_MAX_PARALLELISM);
+    if (d->max_parallelism != graph_max_parallelism)
+        return eddy_err_set(err, "invalid DEPLOY: max parallelism %u, job graph %u",
+                            d->max_parallelism, graph_max_parallelism);
+    if (d->n_stages != graph_stages || !d->stages)
+        return eddy_err_set(err, "invalid DEPLOY: %u stages, job graph %u", d->n_stages,
+                            graph_stages);
+    for (uint32_t s = 0; s < d->n_stages; s++) {
+        const eddy_stage_placement_t *st = &d->stages[s];
+        if (st->parallelism < 1 || st->parallelism > d->max_parallelism || !st->worker_of)
+            return eddy_err_set(err, "invalid DEPLOY: stage %u has parallelism %u, not in 1..%u",
+                                s, st->parallelism, d->max_parallelism);
+    }
+    if (check_placed_workers(d, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < d->n_positions; i++) {
+        const eddy_source_position_t *p = &d->positions[i];
+        if (p->stage >= d->n_stages || p->instance >= d->stages[p->stage].parallelism)
+            return eddy_err_set(err, "invalid DEPLOY: source position for %u[%u], which is "
+                                     "not placed", p->stage, p->instance);
+    }
+    return 0;
+}
+
 void eddy_msg_clear(eddy_msg_t *msg)
 {
     switch (msg->type) {

@@ -172,6 +172,14 @@ char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len);
 int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err);
 /* Frees what a decoded (or hand-built, heap-backed) message owns. */
 void eddy_msg_clear(eddy_msg_t *msg);
+/* Checks a decoded DEPLOY against the job graph the worker built from it
+ * (graph_stages stages, graph_max_parallelism key groups): max_parallelism
+ * in 1..EDDY_MAX_PARALLELISM and equal to the graph's, one placement per
+ * stage, every stage's parallelism in 1..max_parallelism, every placed
+ * worker id in the DEPLOY's worker list. The decoder checks only the wire
+ * shape, so a worker must call this before acting on a DEPLOY. */
+int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
+                      uint32_t graph_max_parallelism, eddy_err_t *err);
 const char *eddy_msg_type_name(eddy_msg_type_t type);
 
 /* Helpers for the variable parts. */

@@ -502,30 +502,45 @@ static int part_process(void *self, const eddy_record_t *rec, eddy_collector_t *
     return 0;
 }
 
-static int part_prepare(void *self, uint64_t checkpoint, eddy_err_t *err)
+/* Runs what the sink would have handed to the runtime when it got no list. */
+static int sync_now(eddy_sync_list_t *own, eddy_err_t *err)
+{
+    int rc = eddy_sync_list_run(own, err);
+    eddy_sync_list_destroy(&own);
+    return rc;
+}
+
+/* Pre-commit: flush and rename on the loop (cheap); the file and the rename
+ * become durable through the sync list before the checkpoint's ACK. */
+static int part_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync, eddy_err_t *err)
 {
     part_sink_t *s = self;
     if (!s->f)
         return 0; /* nothing since the last prepare */
-    int ok = fflush(s->f) == 0 && fsync(fileno(s->f)) == 0;
-    ok = (fclose(s->f) == 0) && ok;
+    eddy_sync_list_t *own = NULL;
+    if (!sync && !(sync = own = eddy_sync_list_new()))
+        return eddy_err_set(err, "out of memory");
+    int ok = fflush(s->f) == 0;
+    int fd = ok ? dup(fileno(s->f)) : -1;
+    ok = (fclose(s->f) == 0) && ok && fd >= 0;
     s->f = NULL;
     if (!ok) {
+        if (fd >= 0)
+            close(fd);
         unlink(s->inprogress);
+        eddy_sync_list_destroy(&own);
         return eddy_err_set(err, "cannot write %s: %m", s->inprogress);
     }
     char to[PART_PATH_MAX];
     pending_path(s, checkpoint, to, sizeof to);
     prepared_id_t *p = malloc(sizeof *p);
-    if (!p)
-        return eddy_err_set(err, "out of memory");
-    if (rename(s->inprogress, to) < 0) {
+    if (!p || rename(s->inprogress, to) < 0) {
+        int rc = p ? eddy_err_set(err, "cannot rename %s to %s: %m", s->inprogress, to)
+                   : eddy_err_set(err, "out of memory");
         free(p);
-        return eddy_err_set(err, "cannot rename %s to %s: %m", s->inprogress, to);
-    }
-    if (eddy_fsync_dir(s->pending_dir, err) < 0) {
-        free(p);
-        return -1;
+        close(fd);
+        eddy_sync_list_destroy(&own);
+        return rc;
     }
     /* Ids only grow within one run of an instance: append. */
     p->checkpoint = checkpoint;
@@ -534,10 +549,15 @@ static int part_prepare(void *self, uint64_t checkpoint, eddy_err_t *err)
     while (*tail)
         tail = &(*tail)->next;
     *tail = p;
-    return 0;
+    if (eddy_sync_list_add_file(sync, fd, to, err) < 0 ||
+        eddy_sync_list_add_dir(sync, s->pending_dir, err) < 0) {
+        eddy_sync_list_destroy(&own);
+        return -1;
+    }
+    return own ? sync_now(own, err) : 0;
 }
 
-static void part_commit(void *self, uint64_t checkpoint)
+static void part_commit(void *self, uint64_t checkpoint, eddy_sync_list_t *sync)
 {
     part_sink_t *s = self;
     bool any = false;
@@ -550,8 +570,15 @@ static void part_commit(void *self, uint64_t checkpoint)
         free(p);
         any = true;
     }
+    if (!any)
+        return;
+    /* A published name lost in a crash is published again by open() after
+     * the restore (its file is still pending), so the directory's fsync may
+     * follow later; the job's final ACK waits for it (see worker.c). */
     eddy_err_t err = {{0}};
-    if (any && eddy_fsync_dir(s->cfg->directory, &err) < 0)
+    int rc = sync ? eddy_sync_list_add_dir(sync, s->cfg->directory, &err)
+                  : eddy_fsync_dir(s->cfg->directory, &err);
+    if (rc < 0)
         eddy_error("part file sink: %s", err.msg);
 }
 

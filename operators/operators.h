@@ -61,11 +61,13 @@ extern const eddy_operator_ops_t eddy_table_file_sink_ops;
 
 /* Exactly-once part files (two-phase commit, like Flink's FileSink). Each
  * instance appends every record's data and '\n' (value and kind are not
- * written) to DIR/.pending/.inprogress-<stage>-<instance>. prepare(n) fsyncs
- * it and renames it to DIR/.pending/part-<stage>-<instance>-<n, 20 digits>
- * (nothing when no record came since the last prepare); commit(n) renames
- * every file this instance prepared with an id <= n to
- * DIR/part-<instance>-<id, 20 digits>.txt and fsyncs DIR. open() publishes
+ * written) to DIR/.pending/.inprogress-<stage>-<instance>. prepare(n) flushes
+ * it, renames it to DIR/.pending/part-<stage>-<instance>-<n, 20 digits>
+ * (nothing when no record came since the last prepare) and lists the file
+ * and DIR/.pending in the sync list, which the runtime fsyncs off the loop
+ * before the ACK; commit(n) renames every file this instance prepared with
+ * an id <= n to DIR/part-<instance>-<id, 20 digits>.txt and lists DIR (both
+ * fsync themselves when given no list). open() publishes
  * the instance's pending files with id <= ctx->restored_checkpoint and
  * deletes later ones and the in-progress file. So the committed files,
  * concatenated, hold every record exactly once given a replayable source.

@@ -83,6 +83,7 @@ struct eddy_task {
     /* source */
     void *source;
     bool running, source_done;
+    uint64_t source_idle_until_ns; /* nothing to read before then */
     uint64_t trigger_checkpoint;
     bool trigger_pause;
     double clock_offset_s;
@@ -396,16 +397,41 @@ static void report_done(eddy_task_t *t)
     t->env->notify(t->env->host, &m);
 }
 
-/* Pre-commit of every two-phase-commit operator in the chain. */
-static int prepare_chain(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
+/* Pre-commit of every two-phase-commit operator in the chain; the fsyncs
+ * they leave in sync run on the snapshot writer before the ACK. */
+static int prepare_chain(eddy_task_t *t, uint64_t checkpoint, eddy_sync_list_t *sync,
+                         eddy_err_t *err)
 {
     for (uint32_t i = 0; i < t->def->n_ops; i++) {
         const eddy_operator_ops_t *ops = t->def->ops[i].ops;
-        if (ops->prepare && ops->prepare(t->ops[i], checkpoint, err) < 0)
+        if (ops->prepare && ops->prepare(t->ops[i], checkpoint, sync, err) < 0)
             return eddy_err_wrap(err, "%s[%u]: %s: prepare of checkpoint %llu", t->def->name,
                                  t->instance, ops->kind, (unsigned long long)checkpoint);
     }
     return 0;
+}
+
+/* A unit for the snapshot writer that only runs sync (taken) and then
+ * sends msg; NULL when sync is empty. On allocation failure the fsyncs run
+ * here, on the loop, and msg is left for the caller (error filled). */
+static eddy_snapshot_unit_t *sync_unit(eddy_sync_list_t **sync, const eddy_msg_t *msg,
+                                       eddy_err_t *err)
+{
+    if (!*sync || eddy_sync_list_empty(*sync)) {
+        eddy_sync_list_destroy(sync);
+        return NULL;
+    }
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(0);
+    if (!u) {
+        eddy_sync_list_run(*sync, err);
+        eddy_sync_list_destroy(sync);
+        return NULL;
+    }
+    u->sync_only = true;
+    u->sync = *sync;
+    *sync = NULL;
+    u->ack = *msg;
+    return u;
 }
 
 static int finish_task(eddy_task_t *t, eddy_err_t *err)
@@ -415,11 +441,27 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
     /* What is left is published only when the whole job is done (the
      * coordinator's COMPLETE(EDDY_FINAL_CHECKPOINT)): a restore before that
      * replays it, so publishing now could duplicate it. */
-    if (prepare_chain(t, EDDY_FINAL_CHECKPOINT, err) < 0)
+    eddy_sync_list_t *sync = eddy_sync_list_new();
+    if (prepare_chain(t, EDDY_FINAL_CHECKPOINT, sync, err) < 0) {
+        eddy_sync_list_destroy(&sync);
         return -1;
+    }
     broadcast_small(t, 0, true);
     t->finished = true;
-    report_done(t);
+    /* TASK_DONE only once what was prepared is durable. */
+    eddy_msg_t done = {.type = EDDY_MSG_TASK_DONE};
+    done.u.task_done.job = t->job;
+    done.u.task_done.epoch = t->epoch;
+    done.u.task_done.stage = t->stage;
+    done.u.task_done.instance = t->instance;
+    eddy_err_t serr = {{0}};
+    eddy_snapshot_unit_t *unit = sync_unit(&sync, &done, &serr);
+    if (unit)
+        t->env->submit_snapshot(t->env->host, unit);
+    else if (serr.msg[0])
+        return eddy_err_set(err, "%s", serr.msg);
+    else
+        report_done(t);
     return 0;
 }
 
@@ -469,7 +511,8 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     eddy_snapshot_unit_t *unit = NULL;
     bool migration = checkpoint == t->env->migration_checkpoint;
     eddy_err_t perr = {{0}};
-    if (prepare_chain(t, checkpoint, &perr) < 0)
+    eddy_sync_list_t *sync = eddy_sync_list_new();
+    if (prepare_chain(t, checkpoint, sync, &perr) < 0)
         snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", perr.msg);
     /* In a migration snapshot only the rescaled stage moves state. */
     if (t->state && !ack.u.ack.error[0] && (!migration || t->stage == t->env->migrate_stage)) {
@@ -484,6 +527,16 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     }
     /* The barrier goes downstream behind everything emitted before it. */
     broadcast_small(t, checkpoint, false);
+    if (unit) {
+        unit->sync = sync;
+        sync = NULL;
+    } else {
+        eddy_err_t serr = {{0}};
+        unit = sync_unit(&sync, &ack, &serr);
+        if (serr.msg[0] && !ack.u.ack.error[0])
+            snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", serr.msg);
+    }
+    eddy_sync_list_destroy(&sync);
     if (unit) {
         unit->ack = ack;
         t->env->submit_snapshot(t->env->host, unit);
@@ -678,11 +731,11 @@ bool eddy_task_is_source(const eddy_task_t *self) { return self->source != NULL;
 bool eddy_task_finished(const eddy_task_t *self) { return self->finished; }
 bool eddy_task_failed(const eddy_task_t *self) { return self->failed; }
 
-void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint)
+void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint, eddy_sync_list_t *sync)
 {
     for (uint32_t i = 0; i < self->def->n_ops; i++)
         if (self->ops[i] && self->def->ops[i].ops->commit)
-            self->def->ops[i].ops->commit(self->ops[i], checkpoint);
+            self->def->ops[i].ops->commit(self->ops[i], checkpoint, sync);
 }
 
 void eddy_task_set_running(eddy_task_t *self, bool running)
@@ -758,6 +811,8 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
 
 /* ---- scheduling -------------------------------------------------------- */
 
+#define EDDY_SOURCE_IDLE_NS (1000u * 1000u)
+
 static double source_allowance(eddy_task_t *t, uint64_t now_ns)
 {
     double elapsed = t->clock_offset_s + (double)(now_ns - t->created_ns) / 1e9;
@@ -798,7 +853,7 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
     if (self->source) {
         if (self->trigger_checkpoint)
             return true;
-        if (!self->running || self->source_done)
+        if (!self->running || self->source_done || now_ns < self->source_idle_until_ns)
             return false;
         return source_allowance(self, now_ns) >= 1.0;
     }
@@ -830,6 +885,11 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     }
     if (rc < 0)
         return -1;
+    if (rc == EDDY_SOURCE_IDLE) {
+        /* Nothing to read now: rest past the worker loop's next wait. */
+        t->source_idle_until_ns = now_ns + EDDY_SOURCE_IDLE_NS;
+        return 0;
+    }
     if (rc == 0) {
         t->source_done = true;
         return finish_task(t, err);

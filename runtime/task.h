@@ -86,8 +86,9 @@ bool eddy_task_failed(const eddy_task_t *self);
 
 /* Checkpoint `checkpoint` completed (COMPLETE, or EDDY_FINAL_CHECKPOINT when
  * the whole job is done): two-phase-commit operators publish what they
- * prepared up to it. Also for finished tasks. */
-void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint);
+ * prepared up to it. Also for finished tasks. The fsyncs they hand over
+ * are added to sync (NULL: they fsync themselves). */
+void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint, eddy_sync_list_t *sync);
 
 /* Sources only. */
 void eddy_task_set_running(eddy_task_t *self, bool running);

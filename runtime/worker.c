@@ -19,17 +19,16 @@
 #include "net/proto.h"
 #include "state/snapshot_store.h"
 #include "plan/graph.h"
+#include "runtime/peers.h"
 #include "runtime/task.h"
 
-#define MAX_PEERS 1024
 #define INBOX_BURST 256
 #define FLUSH_INTERVAL_NS (5u * 1000u * 1000u)
 
-typedef struct peer {
-    uint32_t id;
-    char endpoint[EDDY_ENDPOINT_MAX];
-    void *push;
-} peer_t;
+/* A task already reported failed because its data could not be sent. */
+typedef struct send_failure {
+    uint32_t job, epoch, stage, instance;
+} send_failure_t;
 
 typedef struct wjob {
     uint32_t num;
@@ -49,8 +48,9 @@ typedef struct worker {
     void *zctx, *ctrl, *inbox;
     uint32_t id;
     uint32_t heartbeat_ms;
-    peer_t peers[MAX_PEERS];
-    uint32_t n_peers;
+    eddy_peers_t *peers;
+    send_failure_t *send_failures;
+    uint32_t n_send_failures;
     wjob_t *jobs;
     char endpoint[EDDY_ENDPOINT_MAX];
     eddy_snapshot_writer_t *snapshots;
@@ -71,12 +71,6 @@ static void maybe_heartbeat(worker_t *w)
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void free_buffer(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
 static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
 {
     size_t len;
@@ -88,54 +82,61 @@ static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
     return rc < 0 ? -1 : 0;
 }
 
-static peer_t *find_peer(worker_t *w, uint32_t id)
-{
-    for (uint32_t i = 0; i < w->n_peers; i++)
-        if (w->peers[i].id == id)
-            return &w->peers[i];
-    return NULL;
-}
-
-static void set_peer(worker_t *w, uint32_t id, const char *endpoint)
-{
-    peer_t *p = find_peer(w, id);
-    if (p && !strcmp(p->endpoint, endpoint))
-        return;
-    if (p) {
-        zmq_close(p->push);
-    } else {
-        if (w->n_peers >= MAX_PEERS)
-            return;
-        p = &w->peers[w->n_peers++];
-    }
-    p->id = id;
-    snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint);
-    p->push = zmq_socket(w->zctx, ZMQ_PUSH);
-    int zero = 0, linger = 2000;
-    zmq_setsockopt(p->push, ZMQ_SNDHWM, &zero, sizeof zero); /* credits bound the queue */
-    zmq_setsockopt(p->push, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(p->push, endpoint) != 0)
-        eddy_error("cannot connect to worker %u at %s: %s", id, endpoint, zmq_strerror(errno));
-}
-
 static void dispatch_data(worker_t *w, char *data, size_t len, zmq_msg_t *zmsg);
+
+/* Data for another worker that cannot be sent fails the task that sent it
+ * (its channel's sender; for a CREDIT, the consumer returning it), once per
+ * epoch: the coordinator restores the job from its last checkpoint. */
+static void send_failed(void *host, uint32_t worker_id, const void *data, size_t len,
+                        const char *error)
+{
+    worker_t *w = host;
+    eddy_data_msg_t msg;
+    eddy_err_t derr;
+    if (eddy_data_decode(data, len, &msg, &derr) < 0) {
+        eddy_error("send to worker %u failed (%s) for an undecodable message: %s", worker_id,
+                   error, derr.msg);
+        return;
+    }
+    eddy_channel_id_t ch = msg.channel;
+    bool credit = msg.type == EDDY_DATA_CREDIT;
+    eddy_data_msg_close(&msg);
+    send_failure_t f = {ch.job, ch.epoch, credit ? ch.dst_stage : ch.src_stage,
+                        credit ? ch.dst_instance : ch.src_instance};
+    for (uint32_t i = 0; i < w->n_send_failures; i++)
+        if (!memcmp(&w->send_failures[i], &f, sizeof f))
+            return;
+    send_failure_t *grown = realloc(w->send_failures, (w->n_send_failures + 1) * sizeof *grown);
+    if (grown) {
+        w->send_failures = grown;
+        w->send_failures[w->n_send_failures++] = f;
+    }
+    eddy_msg_t m = {.type = EDDY_MSG_TASK_FAILED};
+    m.u.task_failed.job = f.job;
+    m.u.task_failed.epoch = f.epoch;
+    m.u.task_failed.stage = f.stage;
+    m.u.task_failed.instance = f.instance;
+    snprintf(m.u.task_failed.error, sizeof m.u.task_failed.error,
+             "cannot send data of channel %u[%u]->%u[%u] to worker %u: %s", ch.src_stage,
+             ch.src_instance, ch.dst_stage, ch.dst_instance, worker_id, error);
+    eddy_error("task %u/%u[%u]: %s", f.job, f.stage, f.instance, m.u.task_failed.error);
+    send_ctrl(w, &m);
+}
+
+/* Forgets reported send failures of a job that is deployed anew. */
+static void forget_send_failures(worker_t *w, uint32_t job)
+{
+    for (uint32_t i = 0; i < w->n_send_failures;)
+        if (w->send_failures[i].job == job)
+            w->send_failures[i] = w->send_failures[--w->n_send_failures];
+        else
+            i++;
+}
 
 static int env_send_remote(void *host, uint32_t worker_id, char *data, size_t len)
 {
     worker_t *w = host;
-    peer_t *p = find_peer(w, worker_id);
-    if (!p) {
-        eddy_warn("no address for worker %u; message dropped", worker_id);
-        free(data);
-        return -1;
-    }
-    zmq_msg_t m;
-    zmq_msg_init_data(&m, data, len, free_buffer, NULL);
-    if (zmq_msg_send(&m, p->push, ZMQ_DONTWAIT) < 0) {
-        eddy_warn("send to worker %u failed: %s", worker_id, zmq_strerror(errno));
-        zmq_msg_close(&m);
-        return -1;
-    }
+    eddy_peers_send(w->peers, worker_id, data, len);
     return 0;
 }
 
@@ -155,17 +156,57 @@ static void env_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
     eddy_snapshot_writer_submit(w->snapshots, unit);
 }
 
-/* ACKs of checkpoint data that became durable since the last call. */
+/* Messages whose data became durable since the last call: checkpoint ACKs
+ * (failures are in the ACK), TASK_DONE after a final prepare (a failure
+ * turns it into TASK_FAILED), the final ACK after the last commit. */
 static void send_durable_acks(worker_t *w)
 {
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
-        if (u->ack.u.ack.error[0])
+        eddy_msg_t *m = &u->ack;
+        if (u->error[0])
             eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
-                       u->op, u->ack.u.ack.error);
-        send_ctrl(w, &u->ack);
+                       u->op, u->error);
+        if (u->error[0] && m->type == EDDY_MSG_TASK_DONE) {
+            eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
+            f.u.task_failed.job = m->u.task_done.job;
+            f.u.task_failed.epoch = m->u.task_done.epoch;
+            f.u.task_failed.stage = m->u.task_done.stage;
+            f.u.task_failed.instance = m->u.task_done.instance;
+            snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", u->error);
+            send_ctrl(w, &f);
+        } else if (m->type) {
+            send_ctrl(w, m);
+        }
         eddy_snapshot_unit_free(u);
     }
+}
+
+/* Hands fsyncs a commit left in sync (taken) and then msg (type 0: none)
+ * to the snapshot writer, behind the task's earlier durability work. */
+static void submit_sync(worker_t *w, eddy_sync_list_t **sync, const eddy_msg_t *msg)
+{
+    bool nothing_to_sync = !*sync || eddy_sync_list_empty(*sync);
+    if (nothing_to_sync && !msg->type) {
+        eddy_sync_list_destroy(sync);
+        return;
+    }
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(0);
+    if (!u) { /* out of memory: do it here */
+        eddy_err_t err = {{0}};
+        eddy_msg_t m = *msg;
+        if (*sync && eddy_sync_list_run(*sync, &err) < 0 && m.type == EDDY_MSG_ACK)
+            snprintf(m.u.ack.error, sizeof m.u.ack.error, "%s", err.msg);
+        eddy_sync_list_destroy(sync);
+        if (m.type)
+            send_ctrl(w, &m);
+        return;
+    }
+    u->sync_only = true;
+    u->sync = *sync;
+    *sync = NULL;
+    u->ack = *msg;
+    eddy_snapshot_writer_submit(w->snapshots, u);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -209,45 +250,65 @@ static int64_t position_of(const eddy_deploy_t *d, uint32_t stage, uint32_t inst
     return -1;
 }
 
+/* A new job for a DEPLOY, with its graph built and the DEPLOY checked
+ * against it; not yet linked into the worker. */
+static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
+{
+    wjob_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    j->num = d->job;
+    snprintf(j->job_id, sizeof j->job_id, "%s", d->job_id);
+    if (eddy_job_build(&j->graph, d->job_name, (int)d->argc, d->argv, err) < 0) {
+        free(j);
+        return NULL;
+    }
+    if (eddy_deploy_check(d, j->graph.n_stages, j->graph.max_parallelism, err) < 0) {
+        eddy_graph_clear(&j->graph);
+        free(j);
+        return NULL;
+    }
+    const char *dir = d->snapshot_dir[0] ? d->snapshot_dir : w->opts->snapshot_dir;
+    j->store = eddy_snapshot_store_new(dir, err);
+    if (!j->store) {
+        eddy_graph_clear(&j->graph);
+        free(j);
+        return NULL;
+    }
+    j->env = (eddy_task_env_t){.host = w, .send_remote = env_send_remote,
+                               .send_local = env_send_local, .notify = env_notify,
+                               .submit_snapshot = env_submit_snapshot, .store = j->store,
+                               .self_worker_id = w->id};
+    j->started_ns = eddy_mono_ns();
+    return j;
+}
+
 static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, uint64_t *groups,
                         eddy_err_t *err)
 {
+    /* A DEPLOY is checked before it changes anything: a bad one leaves the
+     * job as it was and is answered with the error. */
     wjob_t *j = find_job(w, d->job);
-    if (j && d->mode != EDDY_DEPLOY_RESCALE) {
-        destroy_job(w, j);
-        j = NULL;
-    }
-    if (!j) {
-        j = calloc(1, sizeof *j);
-        if (!j)
-            return eddy_err_set(err, "out of memory");
-        j->num = d->job;
-        snprintf(j->job_id, sizeof j->job_id, "%s", d->job_id);
-        if (eddy_job_build(&j->graph, d->job_name, (int)d->argc, d->argv, err) < 0) {
-            free(j);
+    if (j && d->mode == EDDY_DEPLOY_RESCALE) {
+        if (eddy_deploy_check(d, j->graph.n_stages, j->graph.max_parallelism, err) < 0)
             return -1;
-        }
-        const char *dir = d->snapshot_dir[0] ? d->snapshot_dir : w->opts->snapshot_dir;
-        j->store = eddy_snapshot_store_new(dir, err);
-        if (!j->store) {
-            eddy_graph_clear(&j->graph);
-            free(j);
+    } else {
+        wjob_t *fresh = new_job(w, d, err);
+        if (!fresh)
             return -1;
-        }
-        j->env = (eddy_task_env_t){.host = w, .send_remote = env_send_remote,
-                                   .send_local = env_send_local, .notify = env_notify,
-                                   .submit_snapshot = env_submit_snapshot, .store = j->store,
-                                   .self_worker_id = w->id};
-        j->started_ns = eddy_mono_ns();
+        if (j)
+            destroy_job(w, j);
+        j = fresh;
         j->next = w->jobs;
         w->jobs = j;
     }
-    if (d->n_stages != j->graph.n_stages)
-        return eddy_err_set(err, "deployment has %u stages, job graph %u", d->n_stages,
-                            j->graph.n_stages);
+    forget_send_failures(w, d->job);
     for (uint32_t i = 0; i < d->n_workers; i++)
-        if (d->workers[i].id != w->id)
-            set_peer(w, d->workers[i].id, d->workers[i].endpoint);
+        if (d->workers[i].id != w->id &&
+            eddy_peers_set(w->peers, d->workers[i].id, d->workers[i].endpoint, err) < 0)
+            return -1;
     j->epoch = d->epoch;
     eddy_placement_view_t view = {d->n_stages, d->stages};
 
@@ -424,11 +485,16 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         if (!j)
             break;
         for (uint32_t i = 0; i < j->n_tasks; i++) {
-            eddy_task_commit(j->tasks[i], m->u.complete.checkpoint);
-            if (m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
+            /* The commits' directory fsyncs run off the loop. */
+            eddy_sync_list_t *sync = eddy_sync_list_new();
+            eddy_task_commit(j->tasks[i], m->u.complete.checkpoint, sync);
+            if (m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT) {
+                submit_sync(w, &sync, &(eddy_msg_t){0});
                 continue;
+            }
             /* The job's final commit: the coordinator waits for one ACK per
-             * task before it declares the job finished and releases it. */
+             * task before it declares the job finished and releases it, so
+             * the ACK follows the published names' fsync. */
             eddy_msg_t ack = {.type = EDDY_MSG_ACK};
             ack.u.ack.job = j->num;
             ack.u.ack.epoch = j->epoch;
@@ -436,7 +502,7 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             ack.u.ack.stage = eddy_task_stage(j->tasks[i]);
             ack.u.ack.instance = eddy_task_instance(j->tasks[i]);
             ack.u.ack.position = -1;
-            send_ctrl(w, &ack);
+            submit_sync(w, &sync, &ack);
         }
         break;
     }
@@ -526,6 +592,10 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 static int setup_sockets(worker_t *w, eddy_err_t *err)
 {
     w->zctx = zmq_ctx_new();
+    /* One PUSH socket per peer: ZeroMQ's default cap (1023 sockets) would
+     * fail a DEPLOY on a larger cluster. */
+    if (w->zctx)
+        zmq_ctx_set(w->zctx, ZMQ_MAX_SOCKETS, EDDY_MAX_WORKERS + 16);
     w->ctrl = zmq_socket(w->zctx, ZMQ_DEALER);
     w->inbox = zmq_socket(w->zctx, ZMQ_PULL);
     int zero = 0, linger = 0;
@@ -541,6 +611,9 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
         snprintf(bind, sizeof bind, "tcp://%s:%u", host, w->opts->data_port);
     else
         snprintf(bind, sizeof bind, "tcp://%s:*", host);
+    w->peers = eddy_peers_new(w->zctx, 0 /* credits bound the queues */, send_failed, w, err);
+    if (!w->peers)
+        return -1;
     if (zmq_bind(w->inbox, bind) != 0)
         return eddy_err_set(err, "cannot bind data socket %s: %s", bind, zmq_strerror(errno));
     char last[EDDY_ENDPOINT_MAX];
@@ -564,8 +637,8 @@ static void teardown(worker_t *w)
     eddy_snapshot_writer_destroy(&w->snapshots);
     while (w->jobs)
         destroy_job(w, w->jobs);
-    for (uint32_t i = 0; i < w->n_peers; i++)
-        zmq_close(w->peers[i].push);
+    eddy_peers_destroy(&w->peers);
+    free(w->send_failures);
     if (w->ctrl)
         zmq_close(w->ctrl);
     if (w->inbox)
@@ -655,6 +728,7 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
                     eddy_task_flush(j->tasks[i]);
             last_flush = now;
         }
+        eddy_peers_retry(w->peers);
         send_durable_acks(w);
         maybe_heartbeat(w);
     }

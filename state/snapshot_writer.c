@@ -44,14 +44,26 @@ static eddy_snapshot_unit_t *pop(eddy_snapshot_unit_t **head, eddy_snapshot_unit
     return u;
 }
 
+static void fail_unit(eddy_snapshot_unit_t *u, const char *error)
+{
+    if (!u->error[0])
+        snprintf(u->error, sizeof u->error, "%s", error);
+    if (u->ack.type == EDDY_MSG_ACK && !u->ack.u.ack.error[0])
+        snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", error);
+}
+
 static void write_unit(eddy_snapshot_unit_t *u)
 {
     eddy_err_t err = {{0}};
+    if (u->sync && eddy_sync_list_run(u->sync, &err) < 0)
+        fail_unit(u, err.msg);
+    if (u->sync_only)
+        return;
     eddy_snapshot_store_t *store = eddy_snapshot_store_new(u->root, &err);
     if (!store || eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op, u->n_groups,
                                                    u->groups, u->data, u->lens, u->durable,
                                                    &err) < 0)
-        snprintf(u->ack.u.ack.error, sizeof u->ack.u.ack.error, "%s", err.msg);
+        fail_unit(u, err.msg);
     eddy_snapshot_store_destroy(&store);
 }
 
@@ -136,6 +148,7 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
         return;
     for (uint32_t i = 0; u->data && i < u->n_groups; i++)
         free(u->data[i]);
+    eddy_sync_list_destroy(&u->sync);
     free(u->groups);
     free(u->data);
     free(u->lens);

@@ -5,6 +5,9 @@
  * the files (Flink's asynchronous snapshot phase). The task's ACK travels
  * with the unit and is handed back once the files are durable (or with the
  * error filled in), so a checkpoint never completes before its data is safe.
+ * A unit may also carry a sync list (state/sync_list.h): fsyncs that
+ * two-phase-commit operators handed over, run before the message goes out.
+ * Units are finished in submission order.
  * Submit and poll are called from the worker's thread only. */
 #ifndef EDDY_STATE_SNAPSHOT_WRITER_H
 #define EDDY_STATE_SNAPSHOT_WRITER_H
@@ -15,6 +18,7 @@
 
 #include "common/err.h"
 #include "net/proto.h"
+#include "state/sync_list.h"
 
 typedef struct eddy_snapshot_unit {
     struct eddy_snapshot_unit *next;
@@ -27,7 +31,12 @@ typedef struct eddy_snapshot_unit {
     uint32_t *groups;   /* key group ids */
     char **data;        /* serialised groups, owned */
     size_t *lens;
-    eddy_msg_t ack;     /* ACK to send once durable; error filled on failure */
+    bool sync_only;     /* no key groups: only the sync list */
+    eddy_sync_list_t *sync; /* owned, may be NULL */
+    /* The message to send once durable: an ACK (its error is filled on
+     * failure), another message (see error), or none (type 0). */
+    eddy_msg_t ack;
+    char error[EDDY_ERROR_MAX]; /* why the unit failed, "" when durable */
 } eddy_snapshot_unit_t;
 
 typedef struct eddy_snapshot_writer eddy_snapshot_writer_t;

@@ -1,4 +1,4 @@
-/* test_part_file_sink.c - the exactly-once part file sink (worker/operators.c),
+/* test_part_file_sink.c - the exactly-once part file sink (operators/operators.c),
  * driven directly through its operator API, no tasks or processes.
  *
  * Checks the two-phase-commit protocol on disk: records go to an in-progress
@@ -7,7 +7,9 @@
  * restored_checkpoint R publishes pending <= R (a completed checkpoint whose
  * COMPLETE was lost) and deletes pending > R and the in-progress file (that
  * data will be replayed); the final id EDDY_FINAL_CHECKPOINT works like any
- * other. Each test uses its own temporary directory. */
+ * other. Given a sync list, prepare and commit leave their fsyncs to the
+ * worker's snapshot writer, whose ACK follows them and carries their
+ * failure. Each test uses its own temporary directory. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <inttypes.h>
@@ -20,6 +22,7 @@
 #include "tests/support/proc.h"
 #include "tests/unit/leak_check.h"
 #include "operators/operators.h"
+#include "state/snapshot_writer.h"
 
 static char *dir;
 static eddy_part_file_config_t cfg;
@@ -64,7 +67,7 @@ static void put(void *s, const char *line)
 static void prepare(void *s, uint64_t ckpt)
 {
     eddy_err_t err = {{0}};
-    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, ckpt, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, ckpt, NULL, &err), 0, "%s", err.msg);
 }
 
 static char *committed(uint32_t instance, uint64_t ckpt)
@@ -118,7 +121,7 @@ Test(part_file_sink, prepare_then_commit_publishes)
     char *none = listing(cfg.directory);
     cr_assert_str_eq(none, "", "nothing is visible before commit");
     free(none);
-    eddy_part_file_sink_ops.commit(s, 1);
+    eddy_part_file_sink_ops.commit(s, 1, NULL);
     cr_assert(!pending_exists(0, 1));
     char *got = committed(0, 1);
     cr_assert_str_eq(got, "a\tx\t2\nb\ty\t4\n");
@@ -126,8 +129,8 @@ Test(part_file_sink, prepare_then_commit_publishes)
     /* An empty interval prepares nothing; a repeated COMPLETE is harmless. */
     prepare(s, 2);
     cr_assert(!pending_exists(0, 2));
-    eddy_part_file_sink_ops.commit(s, 2);
-    eddy_part_file_sink_ops.commit(s, 1);
+    eddy_part_file_sink_ops.commit(s, 2, NULL);
+    eddy_part_file_sink_ops.commit(s, 1, NULL);
     char *names = listing(cfg.directory);
     cr_assert_str_eq(names, "part-0-00000000000000000001.txt");
     free(names);
@@ -141,13 +144,13 @@ Test(part_file_sink, commit_publishes_only_up_to_its_checkpoint)
     prepare(s, 3);
     put(s, "two");
     prepare(s, 5);
-    eddy_part_file_sink_ops.commit(s, 4);
+    eddy_part_file_sink_ops.commit(s, 4, NULL);
     char *a = committed(0, 3);
     cr_assert_str_eq(a, "one\n");
     free(a);
     cr_assert_null(committed(0, 5));
     cr_assert(pending_exists(0, 5));
-    eddy_part_file_sink_ops.commit(s, 5);
+    eddy_part_file_sink_ops.commit(s, 5, NULL);
     char *b = committed(0, 5);
     cr_assert_str_eq(b, "two\n");
     free(b);
@@ -159,7 +162,7 @@ Test(part_file_sink, reopen_discards_work_after_the_restored_checkpoint)
     void *s = open_sink(0, 0);
     put(s, "first");
     prepare(s, 1);
-    eddy_part_file_sink_ops.commit(s, 1);
+    eddy_part_file_sink_ops.commit(s, 1, NULL);
     put(s, "second");
     prepare(s, 2); /* checkpoint 2 never completes */
     put(s, "third"); /* in progress at the failure */
@@ -183,7 +186,7 @@ Test(part_file_sink, reopen_discards_work_after_the_restored_checkpoint)
     put(r, "second");
     put(r, "third");
     prepare(r, 3);
-    eddy_part_file_sink_ops.commit(r, 3);
+    eddy_part_file_sink_ops.commit(r, 3, NULL);
     char *c = committed(0, 3);
     cr_assert_str_eq(c, "second\nthird\n");
     free(c);
@@ -196,7 +199,7 @@ Test(part_file_sink, reopen_publishes_a_completed_checkpoint_whose_complete_was_
     void *s = open_sink(1, 0);
     put(s, "x");
     prepare(s, 1);
-    eddy_part_file_sink_ops.commit(s, 1);
+    eddy_part_file_sink_ops.commit(s, 1, NULL);
     put(s, "y");
     prepare(s, 2); /* checkpoint 2 completes, but COMPLETE(2) never arrives */
     eddy_part_file_sink_ops.close(s);
@@ -223,7 +226,7 @@ Test(part_file_sink, instances_do_not_touch_each_other)
     void *a2 = open_sink(0, 0);
     cr_assert(!pending_exists(0, 1));
     cr_assert(pending_exists(1, 1));
-    eddy_part_file_sink_ops.commit(b, 1);
+    eddy_part_file_sink_ops.commit(b, 1, NULL);
     char *got = committed(1, 1);
     cr_assert_str_eq(got, "b1\n");
     free(got);
@@ -240,9 +243,9 @@ Test(part_file_sink, final_commit_publishes_everything_left)
     put(s, "r");
     prepare(s, EDDY_FINAL_CHECKPOINT);
     cr_assert(pending_exists(0, EDDY_FINAL_CHECKPOINT));
-    eddy_part_file_sink_ops.commit(s, 6);
+    eddy_part_file_sink_ops.commit(s, 6, NULL);
     cr_assert(pending_exists(0, 7));
-    eddy_part_file_sink_ops.commit(s, EDDY_FINAL_CHECKPOINT);
+    eddy_part_file_sink_ops.commit(s, EDDY_FINAL_CHECKPOINT, NULL);
     char *names = listing(cfg.directory);
     cr_assert_str_eq(names, "part-0-00000000000000000007.txt part-0-18446744073709551615.txt");
     free(names);
@@ -282,4 +285,87 @@ Test(part_file_sink, open_fails_cleanly_on_an_unusable_directory)
     eddy_err_t err = {{0}};
     cr_assert_null(eddy_part_file_sink_ops.open(&ctx, &err));
     cr_assert(strstr(err.msg, "cannot create"), "%s", err.msg);
+}
+
+/* ---- fsyncs off the worker loop ----------------------------------------- */
+
+static bool unit_back(void *arg)
+{
+    void **slot = arg;
+    eddy_snapshot_unit_t *u = eddy_snapshot_writer_poll(slot[0]);
+    if (u)
+        slot[1] = u;
+    return u != NULL;
+}
+
+/* Submits sync with an ACK of checkpoint through a real snapshot writer and
+ * returns the unit it hands back (the caller frees it). */
+static eddy_snapshot_unit_t *run_through_writer(eddy_sync_list_t *sync, uint64_t checkpoint)
+{
+    eddy_err_t err = {{0}};
+    eddy_snapshot_writer_t *w = eddy_snapshot_writer_new(&err);
+    cr_assert(w, "%s", err.msg);
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(0);
+    cr_assert(u);
+    u->sync_only = true;
+    u->sync = sync;
+    u->ack = (eddy_msg_t){.type = EDDY_MSG_ACK};
+    u->ack.u.ack.checkpoint = checkpoint;
+    eddy_snapshot_writer_submit(w, u);
+    void *slot[2] = {w, NULL};
+    cr_assert(eddy_poll_until(unit_back, slot, 10000), "the writer never handed the unit back");
+    eddy_snapshot_writer_destroy(&w);
+    return slot[1];
+}
+
+Test(part_file_sink, prepare_and_commit_leave_their_fsyncs_to_the_writer)
+{
+    void *s = open_sink(0, 0);
+    put(s, "x");
+    eddy_sync_list_t *sync = eddy_sync_list_new();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, 3, sync, &err), 0, "%s", err.msg);
+    cr_assert(pending_exists(0, 3), "prepare renames on the loop");
+    cr_assert(!eddy_sync_list_empty(sync), "prepare fsynced itself instead of handing it over");
+    eddy_snapshot_unit_t *u = run_through_writer(sync, 3);
+    cr_assert_eq(u->ack.type, EDDY_MSG_ACK);
+    cr_assert_str_eq(u->ack.u.ack.error, "", "a durable prepare acknowledges cleanly");
+    cr_assert_str_eq(u->error, "");
+    eddy_snapshot_unit_free(u);
+
+    sync = eddy_sync_list_new();
+    eddy_part_file_sink_ops.commit(s, 3, sync);
+    cr_assert(!eddy_sync_list_empty(sync), "commit fsynced the directory on the loop");
+    char *got = committed(0, 3);
+    cr_assert_str_eq(got, "x\n");
+    free(got);
+    u = run_through_writer(sync, EDDY_FINAL_CHECKPOINT);
+    cr_assert_str_eq(u->ack.u.ack.error, "");
+    eddy_snapshot_unit_free(u);
+    /* Nothing prepared: nothing to sync. */
+    sync = eddy_sync_list_new();
+    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, 4, sync, &err), 0, "%s", err.msg);
+    cr_assert(eddy_sync_list_empty(sync));
+    eddy_sync_list_destroy(&sync);
+    eddy_part_file_sink_ops.close(s);
+}
+
+Test(part_file_sink, a_failed_fsync_reaches_the_ack)
+{
+    void *s = open_sink(1, 0);
+    put(s, "y");
+    eddy_sync_list_t *sync = eddy_sync_list_new();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_part_file_sink_ops.prepare(s, 5, sync, &err), 0, "%s", err.msg);
+    /* The pending directory vanishes before the writer syncs it. */
+    char pending[5000], moved[5100];
+    snprintf(pending, sizeof pending, "%s/.pending", cfg.directory);
+    snprintf(moved, sizeof moved, "%s/moved", cfg.directory);
+    cr_assert_eq(rename(pending, moved), 0);
+    eddy_snapshot_unit_t *u = run_through_writer(sync, 5);
+    cr_assert(strstr(u->ack.u.ack.error, ".pending"), "ACK error '%s' does not name the directory",
+              u->ack.u.ack.error);
+    cr_assert_str_eq(u->error, u->ack.u.ack.error);
+    eddy_snapshot_unit_free(u);
+    eddy_part_file_sink_ops.close(s);
 }

@@ -916,3 +916,77 @@ Test(proto, hostile_headers_rejected_quickly, .timeout = 10)
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
                            "announces 4294967295 elements");
 }
+
+/* ---- DEPLOY checked against the job graph ------------------------------- */
+
+/* A well-formed DEPLOY of the 3-stage sample job on workers 1, 1001, 2001. */
+static eddy_msg_t valid_deploy(void)
+{
+    eddy_msg_t m = make_msg(EDDY_MSG_DEPLOY);
+    eddy_deploy_t *d = &m.u.deploy;
+    for (uint32_t s = 0; s < d->n_stages; s++)
+        for (uint32_t i = 0; i < d->stages[s].parallelism; i++)
+            d->stages[s].worker_of[i] = d->workers[(s + i) % d->n_workers].id;
+    return m;
+}
+
+static void expect_deploy_rejected(const eddy_msg_t *m, uint32_t graph_stages,
+                                   uint32_t graph_max, const char *needle)
+{
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_deploy_check(&m->u.deploy, graph_stages, graph_max, &err), -1,
+                 "accepted a DEPLOY that should fail with '%s'", needle);
+    cr_assert(strstr(err.msg, needle), "error '%s' does not mention '%s'", err.msg, needle);
+}
+
+Test(proto, deploy_check_accepts_a_valid_placement)
+{
+    eddy_msg_t m = valid_deploy();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_deploy_check(&m.u.deploy, 3, 128, &err), 0, "%s", err.msg);
+    /* Parallelism up to max parallelism is fine. */
+    m.u.deploy.max_parallelism = 5;
+    cr_assert_eq(eddy_deploy_check(&m.u.deploy, 3, 5, &err), 0, "%s", err.msg);
+    eddy_msg_clear(&m);
+}
+
+Test(proto, deploy_check_rejects_bad_max_parallelism)
+{
+    eddy_msg_t m = valid_deploy();
+    m.u.deploy.max_parallelism = 0;
+    expect_deploy_rejected(&m, 3, 128, "max parallelism 0 is not in 1..32768");
+    m.u.deploy.max_parallelism = EDDY_MAX_PARALLELISM + 1;
+    expect_deploy_rejected(&m, 3, 128, "max parallelism 32769 is not in 1..32768");
+    m.u.deploy.max_parallelism = 64;
+    expect_deploy_rejected(&m, 3, 128, "max parallelism 64, job graph 128");
+    eddy_msg_clear(&m);
+}
+
+Test(proto, deploy_check_rejects_bad_stage_counts_and_parallelism)
+{
+    eddy_msg_t m = valid_deploy();
+    expect_deploy_rejected(&m, 4, 128, "3 stages, job graph 4");
+    expect_deploy_rejected(&m, 2, 128, "3 stages, job graph 2");
+    m.u.deploy.stages[2].parallelism = 0;
+    expect_deploy_rejected(&m, 3, 128, "stage 2 has parallelism 0, not in 1..128");
+    m.u.deploy.stages[2].parallelism = 1;
+    m.u.deploy.max_parallelism = 4; /* stage 1 has 5 instances */
+    expect_deploy_rejected(&m, 3, 4, "stage 1 has parallelism 5, not in 1..4");
+    eddy_msg_clear(&m);
+}
+
+Test(proto, deploy_check_rejects_unknown_workers_and_positions)
+{
+    eddy_msg_t m = valid_deploy();
+    m.u.deploy.stages[1].worker_of[3] = 77;
+    expect_deploy_rejected(&m, 3, 128, "stage 1 instance 3 is placed on worker 77, which is "
+                                       "not in its worker list");
+    m.u.deploy.stages[1].worker_of[3] = 1001;
+    m.u.deploy.positions[1].instance = 2; /* stage 0 has 2 instances */
+    expect_deploy_rejected(&m, 3, 128, "source position for 0[2]");
+    m.u.deploy.positions[1].instance = 1;
+    m.u.deploy.n_workers = 0;
+    expect_deploy_rejected(&m, 3, 128, "not in its worker list");
+    m.u.deploy.n_workers = 3;
+    eddy_msg_clear(&m);
+}

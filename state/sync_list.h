@@ -1,0 +1,29 @@
+/* sync_list.h - fsyncs an operator hands to the runtime instead of doing
+ * them on the worker loop.
+ *
+ * A two-phase-commit operator's prepare() or commit() adds the files (as
+ * open descriptors, owned by the list) and directories that must be durable;
+ * the worker runs the list on its snapshot writer thread and sends the
+ * checkpoint's ACK (or TASK_DONE, or the final ACK) only after it ran
+ * without error. Files are synced before directories, in the order added. */
+#ifndef EDDY_STATE_SYNC_LIST_H
+#define EDDY_STATE_SYNC_LIST_H
+
+#include <stdbool.h>
+
+#include "common/err.h"
+
+typedef struct eddy_sync_list eddy_sync_list_t;
+
+eddy_sync_list_t *eddy_sync_list_new(void);
+/* Closes the descriptors not yet synced. */
+void eddy_sync_list_destroy(eddy_sync_list_t **self_p);
+/* Takes fd (closed by the list in any case); path names it in errors. */
+int eddy_sync_list_add_file(eddy_sync_list_t *self, int fd, const char *path, eddy_err_t *err);
+int eddy_sync_list_add_dir(eddy_sync_list_t *self, const char *path, eddy_err_t *err);
+bool eddy_sync_list_empty(const eddy_sync_list_t *self);
+/* fsyncs every file, then every directory; the first error is returned,
+ * but everything is attempted and every descriptor closed. Runs once. */
+int eddy_sync_list_run(eddy_sync_list_t *self, eddy_err_t *err);
+
+#endif
