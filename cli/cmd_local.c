@@ -79,25 +79,25 @@ static const char *local_usage =
 
 int eddy_cmd_local(int argc, char **argv)
 {
-    uint64_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
-    uint64_t interval = 2000, hb = 500, hb_timeout = 3000;
+    uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
+    uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1";
     bool autoscale = false, quiet = false;
     const char *controller_flags = "";
     eddy_flag_t flags[] = {
-        {"workers", EDDY_FLAG_UINT, &workers, "N", "worker processes to start (2)", false},
-        {"job", EDDY_FLAG_STRING, &job, "JOB", "built-in job to run (see eddy jobs)", false},
-        {"control-port", EDDY_FLAG_UINT, &control_port, "PORT", "coordinator control port (7600)", false},
-        {"http-port", EDDY_FLAG_UINT, &http_port, "PORT", "coordinator HTTP port (9250, 0 = off)", false},
-        {"bind-host", EDDY_FLAG_STRING, &bind_host, "ADDR", "address to listen on (127.0.0.1)", false},
-        {"state-dir", EDDY_FLAG_STRING, &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)", false},
-        {"checkpoint-interval", EDDY_FLAG_UINT, &interval, "MS", "periodic checkpoints (2000, 0 = off)", false},
-        {"heartbeat-ms", EDDY_FLAG_UINT, &hb, "MS", "worker heartbeat interval (500)", false},
-        {"heartbeat-timeout-ms", EDDY_FLAG_UINT, &hb_timeout, "MS", "declare a silent worker dead after (3000)", false},
-        {"autoscale", EDDY_FLAG_BOOL, &autoscale, NULL, "run the DS2 controller too", false},
-        {"controller-flags", EDDY_FLAG_STRING, &controller_flags, "\"FLAGS\"", "extra flags for the controller", false},
-        {"quiet", EDDY_FLAG_BOOL, &quiet, NULL, "no progress lines", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
+        EDDY_FLAG_STR("job", &job, "JOB", "built-in job to run (see eddy jobs)"),
+        EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
+        EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
+        EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
+        EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
+        EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
+        EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
+        EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
+        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines"),
+        EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
     eddy_err_t err = {{0}};
@@ -127,17 +127,9 @@ int eddy_cmd_local(int argc, char **argv)
         eddy_args_free(&job_args);
         return eddy_usage_error("local", msg);
     }
-    if (workers < 1 || workers > MAX_LOCAL_WORKERS) {
+    if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
-        return eddy_usage_error("local", "--workers must be 1..64");
-    }
-    if (control_port < 1 || control_port > 65535 || http_port > 65535) {
-        eddy_args_free(&job_args);
-        return eddy_usage_error("local", "ports must be 1..65535");
-    }
-    if (hb == 0 || hb_timeout <= hb) {
-        eddy_args_free(&job_args);
-        return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms (> 0)");
+        return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     }
     /* Validate the job's flags before anything starts. */
     eddy_job_graph_t graph;
