@@ -3,8 +3,11 @@
  * metadata store; runs one job and exits when a bounded job finishes.
  *
  * Workers are separate `eddy worker` processes (fork + exec of this binary)
- * that die with this process (PR_SET_PDEATHSIG). Everything lives in a state
- * directory (metadata, snapshots) that is removed at exit unless named. */
+ * that die with this process (PR_SET_PDEATHSIG) and that it restarts when
+ * they die (local_supervisor.h). Everything lives in a state directory
+ * (metadata, snapshots) that is removed at exit unless named. Exit codes:
+ * 0 finished, 1 failed (the last line on stderr says why), 2 usage error,
+ * 3 cancelled (eddy cancel), 130 interrupted. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <ftw.h>
@@ -12,32 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "common/clock.h"
+#include "cli/local_supervisor.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "worker/graph.h"
 
 #define MAX_LOCAL_WORKERS 64
-
-static pid_t spawn(char *const argv[])
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "eddy local: cannot start %s: %s\n", argv[1], strerror(errno));
-    _exit(127);
-}
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -48,34 +35,48 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
-static void stop_children(pid_t *pids, int n)
+/* The workers, and with autoscale the controller, as supervised children. */
+static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
+                          char *snaps, const char *autoscale_job, const char *controller_flags,
+                          eddy_err_t *err)
 {
-    for (int i = 0; i < n; i++)
-        if (pids[i] > 0)
-            kill(pids[i], SIGTERM);
-    uint64_t deadline = eddy_mono_ms() + 3000;
-    for (int i = 0; i < n; i++) {
-        if (pids[i] <= 0)
-            continue;
-        for (;;) {
-            pid_t r = waitpid(pids[i], NULL, WNOHANG);
-            if (r == pids[i] || r < 0)
-                break;
-            if (eddy_mono_ms() > deadline) {
-                kill(pids[i], SIGKILL);
-                waitpid(pids[i], NULL, 0);
-                break;
-            }
-            usleep(10000);
-        }
+    for (uint32_t i = 0; i < workers; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%u", i + 1);
+        char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
+                         "--snapshot-dir", snaps, NULL};
+        if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
+            return -1;
     }
+    if (autoscale_job) {
+        char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job",
+                           (char *)autoscale_job};
+        int k = 6;
+        char *extra = strdup(controller_flags);
+        if (!extra)
+            return eddy_err_set(err, "out of memory");
+        for (char *tok = strtok(extra, " "); tok && k < 63; tok = strtok(NULL, " "))
+            cargv[k++] = tok;
+        cargv[k] = NULL;
+        /* the controller exits 0 by itself when its job has ended */
+        int rc = eddy_local_supervisor_add(sup, "controller", cargv, true, err);
+        free(extra);
+        if (rc < 0)
+            return -1;
+    }
+    return eddy_local_supervisor_start(sup, err);
 }
 
 static const char *local_usage =
     "--workers N --job JOB [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
-    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.";
+    "A worker (or the controller) that dies is restarted with a growing delay;\n"
+    "one that keeps dying ends the run.\n"
+    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n\n"
+    "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
+    "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
+    "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
 
 int eddy_cmd_local(int argc, char **argv)
 {
@@ -165,45 +166,47 @@ int eddy_cmd_local(int argc, char **argv)
 
     eddy_log_set_component("local");
     eddy_cli_install_signals();
-    pid_t pids[MAX_LOCAL_WORKERS + 1] = {0};
-    int n_children = 0;
-    for (uint64_t i = 0; i < workers; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "worker-%llu", (unsigned long long)i + 1);
-        char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
-                         "--snapshot-dir", snaps, NULL};
-        pids[n_children++] = spawn(wargv);
-    }
-    if (autoscale) {
-        char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job", (char *)job};
-        int k = 6;
-        char *extra = strdup(controller_flags);
-        for (char *tok = strtok(extra, " "); tok && k < 63; tok = strtok(NULL, " "))
-            cargv[k++] = tok;
-        cargv[k] = NULL;
-        pids[n_children++] = spawn(cargv);
-        free(extra);
+    eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
+    if (!sup || start_children(sup, workers, connect, snaps, autoscale ? job : NULL,
+                               controller_flags, &err) < 0) {
+        fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
+        eddy_local_supervisor_destroy(&sup);
+        if (temporary)
+            nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        eddy_args_free(&job_args);
+        return 1;
     }
     eddy_log_set_component("coordinator");
-    eddy_info("eddy local: %llu workers, job %s, state in %s%s", (unsigned long long)workers, job,
-              dir, temporary ? " (temporary)" : "");
+    eddy_info("eddy local: %u workers, job %s, state in %s%s", workers, job, dir,
+              temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
         .bind = bind, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
-        .snapshot_dir = snaps, .heartbeat_ms = (uint32_t)hb,
-        .heartbeat_timeout_ms = (uint32_t)hb_timeout, .checkpoint_interval_ms = (uint32_t)interval,
-        .checkpoint_timeout_ms = 60000, .submit_job = job, .submit_argc = job_args.count,
-        .submit_argv = job_args.items, .min_workers = (uint32_t)workers, .exit_when_done = true,
-        .progress = !quiet};
+        .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout,
+        .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000, .submit_job = job,
+        .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
+        .exit_when_done = true, .progress = !quiet};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
-    stop_children(pids, n_children);
+    char cause[512];
+    bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
+    eddy_local_supervisor_destroy(&sup);
     if (temporary)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     eddy_args_free(&job_args);
-    if (rc < 0) {
-        fprintf(stderr, "eddy local: %s\n", err.msg);
+    /* The final line says how the run ended: printed after the children
+     * stopped, so none of their log lines follows it. */
+    if (gave_up) {
+        fprintf(stderr, "eddy local: failed: %s\n", cause);
         return 1;
     }
-    if (eddy_cli_stop && rc == 0) {
+    if (rc < 0 || rc == 1) {
+        fprintf(stderr, "eddy local: failed: %s\n", err.msg);
+        return 1;
+    }
+    if (rc == 3) {
+        fprintf(stderr, "eddy local: %s\n", err.msg);
+        return 3;
+    }
+    if (eddy_cli_stop) {
         fprintf(stderr, "eddy local: interrupted\n");
         return 130;
     }
