@@ -96,7 +96,16 @@ Test(local_exit, finished_job_exits_0, .init = setup, .fini = teardown, .timeout
     eddy_proc_kill(&run.proc, 2000);
     char *log = read_log(&run);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
-    cr_assert(eddy_read_file(out, NULL), "no output file");
+    size_t text_len, expected_len, got_len = 0;
+    char *text = eddy_read_file(input, &text_len);
+    char *expected = eddy_reference_wordcount(text, text_len, &expected_len);
+    char *got = eddy_read_file(out, &got_len);
+    cr_assert(got, "no output file");
+    cr_assert(got_len == expected_len && memcmp(got, expected, got_len) == 0,
+              "output differs from the reference");
+    free(got);
+    free(expected);
+    free(text);
     free(log);
 }
 
