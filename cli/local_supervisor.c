@@ -188,13 +188,16 @@ static void *supervise(void *arg)
         for (int i = 0; i < self->n_children; i++) {
             child_t *c = &self->children[i];
             int status;
+            /* Once the run is ending (interrupted: Ctrl-C reaches the
+             * children too; or given up), a child that exits stays down. */
+            bool ending = *self->stop || has_given_up(self);
             if (c->pid > 0 && waitpid(c->pid, &status, WNOHANG) == c->pid) {
-                if (has_given_up(self)) /* the run is ending: no more restarts */
+                if (ending)
                     c->pid = 0;
                 else
                     on_exit_status(self, c, status, now);
             } else if (c->pid == 0 && !c->done && c->restart_at_ms && now >= c->restart_at_ms &&
-                       !has_given_up(self)) {
+                       !ending) {
                 start_child(c);
                 if (c->pid > 0)
                     eddy_info("restarted %s as pid %d", c->name, (int)c->pid);

@@ -18,9 +18,12 @@
 
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
+#include "tests/unit/leak_check.h"
 
 #define RUN_TIMEOUT_MS 120000
 #define STATE_TIMEOUT_MS 60000
+
+TestSuite(local_exit, .fini = eddy_test_leak_check);
 
 static char *dir;
 
