@@ -39,16 +39,17 @@ static int call_and_print(const char *sub, const char *coordinator, const char *
 }
 
 #define COORDINATOR_FLAG(var)                                                                      \
-    {"coordinator", EDDY_FLAG_STRING, &(var), "tcp://HOST:PORT",                                    \
-     "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")", false}
+    EDDY_FLAG_STR("coordinator", &(var), "tcp://HOST:PORT",                                         \
+                  "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")")
 
 int eddy_cmd_rescale(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    uint64_t timeout = 60000;
+    uint32_t timeout = 60000;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           {"timeout-ms", EDDY_FLAG_UINT, &timeout, "MS", "wait this long for the rescale (60000)", false},
-                           {NULL, 0, NULL, NULL, NULL, false}};
+                           EDDY_FLAG_U32("timeout-ms", &timeout, 1, EDDY_FLAG_MS_MAX, "MS",
+                                         "wait this long for the rescale (60000)"),
+                           EDDY_FLAG_END};
     eddy_args_t pos = {0};
     int code;
     if (eddy_cli_parse("rescale", "JOB OPERATOR PARALLELISM [flags]", flags, argc, argv, &pos, NULL, &code) < 0) {
@@ -60,13 +61,12 @@ int eddy_cmd_rescale(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("rescale", "expected JOB OPERATOR PARALLELISM");
     }
-    if (eddy_parse_uint(pos.items[2], &p) < 0 || p < 1) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "PARALLELISM must be a whole number >= 1, got '%s'", pos.items[2]);
+    eddy_err_t err = {{0}};
+    if (eddy_parse_uint_in("PARALLELISM", pos.items[2], 1, EDDY_MAX_KEY_GROUPS, &p, &err) < 0) {
         eddy_args_free(&pos);
-        return eddy_usage_error("rescale", msg);
+        return eddy_usage_error("rescale", err.msg);
     }
-    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, (uint32_t)timeout, true, NULL);
+    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, timeout, true, NULL);
     eddy_args_free(&pos);
     return rc;
 }
@@ -136,8 +136,7 @@ static int view_command(const char *sub, int argc, char **argv, void (*render)(j
     const char *coordinator = eddy_client_default_coordinator();
     bool json_out = false;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           {"json", EDDY_FLAG_BOOL, &json_out, NULL, "print JSON", false},
-                           {NULL, 0, NULL, NULL, NULL, false}};
+                           EDDY_FLAG_SWITCH("json", &json_out, "print JSON"), EDDY_FLAG_END};
     int code;
     if (eddy_cli_parse(sub, "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
@@ -177,8 +176,7 @@ int eddy_cmd_submit(int argc, char **argv)
     const char *coordinator = eddy_client_default_coordinator();
     const char *job = NULL;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           {"job", EDDY_FLAG_STRING, &job, "JOB", "built-in job to run", false},
-                           {NULL, 0, NULL, NULL, NULL, false}};
+                           EDDY_FLAG_STR("job", &job, "JOB", "built-in job to run"), EDDY_FLAG_END};
     eddy_args_t rest = {0};
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
@@ -210,7 +208,7 @@ int eddy_cmd_submit(int argc, char **argv)
 int eddy_cmd_cancel(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), {NULL, 0, NULL, NULL, NULL, false}};
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_FLAG_END};
     eddy_args_t pos = {0};
     int code;
     if (eddy_cli_parse("cancel", "JOB [flags]", flags, argc, argv, &pos, NULL, &code) < 0) {
@@ -228,7 +226,7 @@ int eddy_cmd_cancel(int argc, char **argv)
 
 int eddy_cmd_jobs(int argc, char **argv)
 {
-    eddy_flag_t flags[] = {{NULL, 0, NULL, NULL, NULL, false}};
+    eddy_flag_t flags[] = {EDDY_FLAG_END};
     int code;
     if (eddy_cli_parse("jobs", "", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "controller/controller.h"
 #include "controller/decision_json.h"
+#include "state/keygroup.h"
 
 #define RESCALE_TIMEOUT_MS 60000
 #define METRICS_TIMEOUT_MS 5000
@@ -119,36 +120,33 @@ int eddy_cmd_controller(int argc, char **argv)
     const char *job = NULL;
     uint64_t interval = (uint64_t)pc.interval_ms, warmup = (uint64_t)pc.warmup_ms,
              cooldown = (uint64_t)pc.cooldown_ms, confirmations = pc.scale_down_confirmations,
-             min_p = 1, max_p = 0;
+             max_p = 0;
+    uint32_t min_p = 1;
     double target = pc.target_utilisation, down = -1;
     bool dry_run = false;
     eddy_flag_t flags[] = {
-        {"coordinator", EDDY_FLAG_STRING, &coordinator, "tcp://HOST:PORT",
-         "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")", false},
-        {"job", EDDY_FLAG_STRING, &job, "JOB", "id of the job to autoscale (required)", false},
-        {"interval-ms", EDDY_FLAG_UINT, &interval, "MS", "metrics window / evaluation interval (10000)", false},
-        {"warmup-ms", EDDY_FLAG_UINT, &warmup, "MS", "ignore metrics this long after a rescale (30000)", false},
-        {"cooldown-ms", EDDY_FLAG_UINT, &cooldown, "MS", "do not rescale an operator again within (60000)", false},
-        {"target-utilisation", EDDY_FLAG_DOUBLE, &target, "U", "provision instances to be busy U of the time (0.8)", false},
-        {"scale-down-utilisation", EDDY_FLAG_DOUBLE, &down, "U",
-         "scale down only if fewer instances stay below U (target - 0.1)", false},
-        {"scale-down-confirmations", EDDY_FLAG_UINT, &confirmations, "N",
-         "consecutive intervals that must agree on a scale-down (3)", false},
-        {"min-parallelism", EDDY_FLAG_UINT, &min_p, "N", "never fewer instances per operator (1)", false},
-        {"max-parallelism", EDDY_FLAG_UINT, &max_p, "N",
-         "never more instances per operator (default: the job's max parallelism)", false},
-        {"dry-run", EDDY_FLAG_BOOL, &dry_run, NULL, "decide and record, never rescale", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT",
+                      "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
+        EDDY_FLAG_STR("job", &job, "JOB", "id of the job to autoscale (required)"),
+        EDDY_FLAG_U64("interval-ms", &interval, 1, EDDY_FLAG_MS_MAX, "MS", "metrics window / evaluation interval (10000)"),
+        EDDY_FLAG_U64("warmup-ms", &warmup, 0, EDDY_FLAG_MS_MAX, "MS", "ignore metrics this long after a rescale (30000)"),
+        EDDY_FLAG_U64("cooldown-ms", &cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "do not rescale an operator again within (60000)"),
+        EDDY_FLAG_F64("target-utilisation", &target, 0, 1, "U", "provision instances to be busy U of the time (0.8)"),
+        EDDY_FLAG_F64("scale-down-utilisation", &down, 0, 1, "U",
+                      "scale down only if fewer instances stay below U (target - 0.1)"),
+        EDDY_FLAG_U64("scale-down-confirmations", &confirmations, 1, 1000, "N",
+                      "consecutive intervals that must agree on a scale-down (3)"),
+        EDDY_FLAG_U32("min-parallelism", &min_p, 1, EDDY_MAX_KEY_GROUPS, "N", "never fewer instances per operator (1)"),
+        EDDY_FLAG_U64("max-parallelism", &max_p, 0, EDDY_MAX_KEY_GROUPS, "N",
+                      "never more instances per operator (default: the job's max parallelism)"),
+        EDDY_FLAG_SWITCH("dry-run", &dry_run, "decide and record, never rescale"),
+        EDDY_FLAG_END,
     };
     int code;
     if (eddy_cli_parse("controller", controller_usage, flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
     if (!job || !*job)
         return eddy_usage_error("controller", "--job is required");
-    if (interval < 1 || interval > 3600000)
-        return eddy_usage_error("controller", "--interval-ms must be 1..3600000");
-    if (warmup > INT64_MAX / 2 || cooldown > INT64_MAX / 2)
-        return eddy_usage_error("controller", "--warmup-ms and --cooldown-ms are too large");
     if (!(target > 0 && target <= 1))
         return eddy_usage_error("controller", "--target-utilisation must be in (0, 1]");
     if (down < 0)
@@ -156,9 +154,7 @@ int eddy_cmd_controller(int argc, char **argv)
     if (!(down > 0 && down <= target))
         return eddy_usage_error("controller",
                                 "--scale-down-utilisation must be in (0, --target-utilisation]");
-    if (confirmations < 1 || confirmations > 1000)
-        return eddy_usage_error("controller", "--scale-down-confirmations must be 1..1000");
-    if (min_p < 1 || min_p > UINT32_MAX || max_p > UINT32_MAX || (max_p && max_p < min_p))
+    if (max_p && max_p < min_p)
         return eddy_usage_error("controller",
                                 "need 1 <= --min-parallelism <= --max-parallelism");
     if (strlen(job) >= EDDY_SCALING_NAME_MAX)
@@ -171,7 +167,7 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.target_utilisation = target;
     pc.scale_down_utilisation = down;
     pc.scale_down_confirmations = (uint32_t)confirmations;
-    pc.min_parallelism = (uint32_t)min_p;
+    pc.min_parallelism = min_p;
     pc.max_parallelism = (uint32_t)max_p;
     pc.dry_run = dry_run;
     eddy_err_t err = {{0}};

@@ -3,8 +3,11 @@
  * metadata store; runs one job and exits when a bounded job finishes.
  *
  * Workers are separate `eddy worker` processes (fork + exec of this binary)
- * that die with this process (PR_SET_PDEATHSIG). Everything lives in a state
- * directory (metadata, snapshots) that is removed at exit unless named. */
+ * that die with this process (PR_SET_PDEATHSIG) and that it restarts when
+ * they die (local_supervisor.h). Everything lives in a state directory
+ * (metadata, snapshots) that is removed at exit unless named. Exit codes:
+ * 0 finished, 1 failed (the last line on stderr says why), 2 usage error,
+ * 3 cancelled (eddy cancel), 130 interrupted. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <ftw.h>
@@ -12,32 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "common/clock.h"
+#include "cli/local_supervisor.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "plan/graph.h"
 
 #define MAX_LOCAL_WORKERS 64
-
-static pid_t spawn(char *const argv[])
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "eddy local: cannot start %s: %s\n", argv[1], strerror(errno));
-    _exit(127);
-}
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -48,56 +35,70 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
-static void stop_children(pid_t *pids, int n)
+/* The workers, and with autoscale the controller, as supervised children. */
+static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
+                          char *snaps, const char *autoscale_job, const char *controller_flags,
+                          eddy_err_t *err)
 {
-    for (int i = 0; i < n; i++)
-        if (pids[i] > 0)
-            kill(pids[i], SIGTERM);
-    uint64_t deadline = eddy_mono_ms() + 3000;
-    for (int i = 0; i < n; i++) {
-        if (pids[i] <= 0)
-            continue;
-        for (;;) {
-            pid_t r = waitpid(pids[i], NULL, WNOHANG);
-            if (r == pids[i] || r < 0)
-                break;
-            if (eddy_mono_ms() > deadline) {
-                kill(pids[i], SIGKILL);
-                waitpid(pids[i], NULL, 0);
-                break;
-            }
-            usleep(10000);
-        }
+    for (uint32_t i = 0; i < workers; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%u", i + 1);
+        char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
+                         "--snapshot-dir", snaps, NULL};
+        if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
+            return -1;
     }
+    if (autoscale_job) {
+        char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job",
+                           (char *)autoscale_job};
+        int k = 6;
+        char *extra = strdup(controller_flags);
+        if (!extra)
+            return eddy_err_set(err, "out of memory");
+        for (char *tok = strtok(extra, " "); tok && k < 63; tok = strtok(NULL, " "))
+            cargv[k++] = tok;
+        cargv[k] = NULL;
+        /* the controller exits 0 by itself when its job has ended */
+        int rc = eddy_local_supervisor_add(sup, "controller", cargv, true, err);
+        free(extra);
+        if (rc < 0)
+            return -1;
+    }
+    return eddy_local_supervisor_start(sup, err);
 }
 
 static const char *local_usage =
     "--workers N --job JOB [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
-    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.";
+    "A worker (or the controller) that dies is restarted with a growing delay;\n"
+    "one that keeps dying ends the run.\n"
+    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n\n"
+    "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
+    "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
+    "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
 
 int eddy_cmd_local(int argc, char **argv)
 {
-    uint64_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
-    uint64_t interval = 2000, hb = 500, hb_timeout = 3000;
+    uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
+    uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1";
     bool autoscale = false, quiet = false;
     const char *controller_flags = "";
     eddy_flag_t flags[] = {
-        {"workers", EDDY_FLAG_UINT, &workers, "N", "worker processes to start (2)", false},
-        {"job", EDDY_FLAG_STRING, &job, "JOB", "built-in job to run (see eddy jobs)", false},
-        {"control-port", EDDY_FLAG_UINT, &control_port, "PORT", "coordinator control port (7600)", false},
-        {"http-port", EDDY_FLAG_UINT, &http_port, "PORT", "coordinator HTTP port (9250, 0 = off)", false},
-        {"bind-host", EDDY_FLAG_STRING, &bind_host, "ADDR", "address to listen on (127.0.0.1)", false},
-        {"state-dir", EDDY_FLAG_STRING, &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)", false},
-        {"checkpoint-interval", EDDY_FLAG_UINT, &interval, "MS", "periodic checkpoints (2000, 0 = off)", false},
-        {"heartbeat-ms", EDDY_FLAG_UINT, &hb, "MS", "worker heartbeat interval (500)", false},
-        {"heartbeat-timeout-ms", EDDY_FLAG_UINT, &hb_timeout, "MS", "declare a silent worker dead after (3000)", false},
-        {"autoscale", EDDY_FLAG_BOOL, &autoscale, NULL, "run the DS2 controller too", false},
-        {"controller-flags", EDDY_FLAG_STRING, &controller_flags, "\"FLAGS\"", "extra flags for the controller", false},
-        {"quiet", EDDY_FLAG_BOOL, &quiet, NULL, "no progress lines", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
+        EDDY_FLAG_STR("job", &job, "JOB", "built-in job to run (see eddy jobs)"),
+        EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
+        EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
+        EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
+        EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
+        EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
+        EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
+        EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
+        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines"),
+        EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
     eddy_err_t err = {{0}};
@@ -127,17 +128,9 @@ int eddy_cmd_local(int argc, char **argv)
         eddy_args_free(&job_args);
         return eddy_usage_error("local", msg);
     }
-    if (workers < 1 || workers > MAX_LOCAL_WORKERS) {
+    if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
-        return eddy_usage_error("local", "--workers must be 1..64");
-    }
-    if (control_port < 1 || control_port > 65535 || http_port > 65535) {
-        eddy_args_free(&job_args);
-        return eddy_usage_error("local", "ports must be 1..65535");
-    }
-    if (hb == 0 || hb_timeout <= hb) {
-        eddy_args_free(&job_args);
-        return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms (> 0)");
+        return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     }
     /* Validate the job's flags before anything starts. */
     eddy_job_graph_t graph;
@@ -173,45 +166,47 @@ int eddy_cmd_local(int argc, char **argv)
 
     eddy_log_set_component("local");
     eddy_cli_install_signals();
-    pid_t pids[MAX_LOCAL_WORKERS + 1] = {0};
-    int n_children = 0;
-    for (uint64_t i = 0; i < workers; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "worker-%llu", (unsigned long long)i + 1);
-        char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
-                         "--snapshot-dir", snaps, NULL};
-        pids[n_children++] = spawn(wargv);
-    }
-    if (autoscale) {
-        char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job", (char *)job};
-        int k = 6;
-        char *extra = strdup(controller_flags);
-        for (char *tok = strtok(extra, " "); tok && k < 63; tok = strtok(NULL, " "))
-            cargv[k++] = tok;
-        cargv[k] = NULL;
-        pids[n_children++] = spawn(cargv);
-        free(extra);
+    eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
+    if (!sup || start_children(sup, workers, connect, snaps, autoscale ? job : NULL,
+                               controller_flags, &err) < 0) {
+        fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
+        eddy_local_supervisor_destroy(&sup);
+        if (temporary)
+            nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        eddy_args_free(&job_args);
+        return 1;
     }
     eddy_log_set_component("coordinator");
-    eddy_info("eddy local: %llu workers, job %s, state in %s%s", (unsigned long long)workers, job,
-              dir, temporary ? " (temporary)" : "");
+    eddy_info("eddy local: %u workers, job %s, state in %s%s", workers, job, dir,
+              temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
         .bind = bind, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
-        .snapshot_dir = snaps, .heartbeat_ms = (uint32_t)hb,
-        .heartbeat_timeout_ms = (uint32_t)hb_timeout, .checkpoint_interval_ms = (uint32_t)interval,
-        .checkpoint_timeout_ms = 60000, .submit_job = job, .submit_argc = job_args.count,
-        .submit_argv = job_args.items, .min_workers = (uint32_t)workers, .exit_when_done = true,
-        .progress = !quiet};
+        .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout,
+        .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000, .submit_job = job,
+        .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
+        .exit_when_done = true, .progress = !quiet};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
-    stop_children(pids, n_children);
+    char cause[512];
+    bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
+    eddy_local_supervisor_destroy(&sup);
     if (temporary)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     eddy_args_free(&job_args);
-    if (rc < 0) {
-        fprintf(stderr, "eddy local: %s\n", err.msg);
+    /* The final line says how the run ended: printed after the children
+     * stopped, so none of their log lines follows it. */
+    if (gave_up) {
+        fprintf(stderr, "eddy local: failed: %s\n", cause);
         return 1;
     }
-    if (eddy_cli_stop && rc == 0) {
+    if (rc < 0 || rc == 1) {
+        fprintf(stderr, "eddy local: failed: %s\n", err.msg);
+        return 1;
+    }
+    if (rc == 3) {
+        fprintf(stderr, "eddy local: %s\n", err.msg);
+        return 3;
+    }
+    if (eddy_cli_stop) {
         fprintf(stderr, "eddy local: interrupted\n");
         return 130;
     }

@@ -13,24 +13,20 @@ int eddy_cmd_worker(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
-    uint64_t port = 0, register_timeout = 10000;
+    uint32_t port = 0, register_timeout = 10000;
     eddy_flag_t flags[] = {
-        {"coordinator", EDDY_FLAG_STRING, &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)", false},
-        {"name", EDDY_FLAG_STRING, &name, "NAME", "name shown in status (default worker-PID)", false},
-        {"bind-host", EDDY_FLAG_STRING, &bind_host, "ADDR", "address of the data socket (127.0.0.1)", false},
-        {"advertise-host", EDDY_FLAG_STRING, &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)", false},
-        {"data-port", EDDY_FLAG_UINT, &port, "PORT", "data socket port (0 = any free port)", false},
-        {"snapshot-dir", EDDY_FLAG_STRING, &snapshots, "DIR", "snapshot store if the coordinator names none", false},
-        {"register-timeout-ms", EDDY_FLAG_UINT, &register_timeout, "MS", "give up reaching the coordinator after MS (10000)", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)"),
+        EDDY_FLAG_STR("name", &name, "NAME", "name shown in status (default worker-PID)"),
+        EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address of the data socket (127.0.0.1)"),
+        EDDY_FLAG_STR("advertise-host", &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)"),
+        EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
+        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
+        EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
+        EDDY_FLAG_END,
     };
     int code;
     if (eddy_cli_parse("worker", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    if (port > 65535)
-        return eddy_usage_error("worker", "--data-port must be 0..65535");
-    if (register_timeout == 0 || register_timeout > 3600000)
-        return eddy_usage_error("worker", "--register-timeout-ms must be 1..3600000");
     char default_name[64];
     if (!name) {
         snprintf(default_name, sizeof default_name, "worker-%d", (int)getpid());
@@ -38,8 +34,8 @@ int eddy_cmd_worker(int argc, char **argv)
     }
     eddy_log_set_component(name);
     eddy_cli_install_signals();
-    eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, (uint32_t)port,
-                                  (uint32_t)register_timeout, snapshots};
+    eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
+                                  snapshots};
     eddy_err_t err = {{0}};
     if (eddy_worker_run(&opts, &eddy_cli_stop, &err) < 0) {
         fprintf(stderr, "eddy worker: %s\n", err.msg);
@@ -52,31 +48,29 @@ int eddy_cmd_coordinator(int argc, char **argv)
 {
     const char *bind = "tcp://0.0.0.0:7600", *http_host = "0.0.0.0";
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
-    uint64_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
+    uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     eddy_flag_t flags[] = {
-        {"bind", EDDY_FLAG_STRING, &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)", false},
-        {"http-host", EDDY_FLAG_STRING, &http_host, "ADDR", "HTTP bind address (0.0.0.0)", false},
-        {"http-port", EDDY_FLAG_UINT, &http_port, "PORT", "HTTP port for /metrics and the API (9250, 0 = off)", false},
-        {"metastore", EDDY_FLAG_STRING, &metastore, "URL", "etcd://HOST:PORT or a directory (./eddy-meta)", false},
-        {"snapshot-dir", EDDY_FLAG_STRING, &snapshots, "DIR", "snapshot store shared with workers", false},
-        {"checkpoint-interval", EDDY_FLAG_UINT, &interval, "MS", "periodic checkpoints (2000, 0 = off)", false},
-        {"heartbeat-ms", EDDY_FLAG_UINT, &hb, "MS", "worker heartbeat interval (500)", false},
-        {"heartbeat-timeout-ms", EDDY_FLAG_UINT, &hb_timeout, "MS", "declare a silent worker dead after (3000)", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)"),
+        EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (0.0.0.0)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "HTTP port for /metrics and the API (9250, 0 = off)"),
+        EDDY_FLAG_STR("metastore", &metastore, "URL", "etcd://HOST:PORT or a directory (./eddy-meta)"),
+        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
+        EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
+        EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
+        EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_END,
     };
     int code;
     if (eddy_cli_parse("coordinator", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    if (http_port > 65535)
-        return eddy_usage_error("coordinator", "--http-port must be 0..65535");
-    if (hb == 0 || hb_timeout <= hb)
-        return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms (> 0)");
+    if (hb_timeout <= hb)
+        return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
     eddy_coordinator_options_t opts = {
         .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port,
-        .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = (uint32_t)hb,
-        .heartbeat_timeout_ms = (uint32_t)hb_timeout, .checkpoint_interval_ms = (uint32_t)interval,
+        .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = hb,
+        .heartbeat_timeout_ms = hb_timeout, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = 60000};
     eddy_err_t err = {{0}};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,65 @@ int eddy_parse_uint(const char *text, uint64_t *out)
     unsigned long long v = strtoull(text, &end, 10);
     if (errno || *end)
         return -1;
+    *out = v;
+    return 0;
+}
+
+/* Whole decimal digits after an optional '-': the shape of an integer, so a
+ * value of the right shape but the wrong size is "out of range", not
+ * "not a number". */
+static bool integer_shaped(const char *text)
+{
+    if (*text == '-')
+        text++;
+    if (!*text)
+        return false;
+    for (; *text; text++)
+        if (*text < '0' || *text > '9')
+            return false;
+    return true;
+}
+
+int eddy_parse_uint_in(const char *what, const char *text, uint64_t min, uint64_t max,
+                       uint64_t *out, eddy_err_t *err)
+{
+    if (!integer_shaped(text))
+        return eddy_err_set(err, "%s: expected a whole number, got '%s'", what, text);
+    uint64_t v;
+    if (eddy_parse_uint(text, &v) < 0 || v < min || v > max)
+        return eddy_err_set(err, "%s: %s is out of range %llu..%llu", what, text,
+                            (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return 0;
+}
+
+static int parse_int64_in(const char *what, const char *text, int64_t min, int64_t max,
+                          int64_t *out, eddy_err_t *err)
+{
+    if (!integer_shaped(text))
+        return eddy_err_set(err, "%s: expected a whole number, got '%s'", what, text);
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return eddy_err_set(err, "%s: %s is out of range %lld..%lld", what, text, (long long)min,
+                            (long long)max);
+    *out = v;
+    return 0;
+}
+
+static int parse_double_in(const char *what, const char *text, double min, double max,
+                           double *out, eddy_err_t *err)
+{
+    errno = 0;
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || isnan(v))
+        return eddy_err_set(err, "%s: expected a number, got '%s'", what, text);
+    /* ERANGE on underflow is harmless (the value is ~0); overflow and
+     * infinities are caught by the range. */
+    if (!isfinite(v) || v < min || v > max)
+        return eddy_err_set(err, "%s: %s is out of range %g..%g", what, text, min, max);
     *out = v;
     return 0;
 }
@@ -39,33 +99,33 @@ static int push(eddy_args_t *args, char *item, eddy_err_t *err)
 
 static int store(eddy_flag_t *f, const char *value, eddy_err_t *err)
 {
+    char what[80];
+    snprintf(what, sizeof what, "--%s", f->name);
     switch (f->kind) {
     case EDDY_FLAG_STRING:
         if (!*value)
-            return eddy_err_set(err, "--%s needs a non-empty value", f->name);
+            return eddy_err_set(err, "%s needs a non-empty value", what);
         *(const char **)f->target = value;
         return 0;
-    case EDDY_FLAG_UINT: {
-        uint64_t v;
-        if (eddy_parse_uint(value, &v) < 0)
-            return eddy_err_set(err, "--%s expects a whole number, got '%s'", f->name, value);
-        *(uint64_t *)f->target = v;
-        return 0;
-    }
-    case EDDY_FLAG_DOUBLE: {
-        errno = 0;
-        char *end;
-        double v = strtod(value, &end);
-        if (!*value || *end || errno || !isfinite(v) || v < 0)
-            return eddy_err_set(err, "--%s expects a non-negative number, got '%s'", f->name, value);
-        *(double *)f->target = v;
-        return 0;
-    }
     case EDDY_FLAG_BOOL:
         *(bool *)f->target = true;
         return 0;
+    case EDDY_FLAG_UINT32: {
+        uint64_t v;
+        uint64_t max = f->umax < UINT32_MAX ? f->umax : UINT32_MAX;
+        if (eddy_parse_uint_in(what, value, f->umin, max, &v, err) < 0)
+            return -1;
+        *(uint32_t *)f->target = (uint32_t)v;
+        return 0;
     }
-    return -1;
+    case EDDY_FLAG_UINT64:
+        return eddy_parse_uint_in(what, value, f->umin, f->umax, (uint64_t *)f->target, err);
+    case EDDY_FLAG_INT64:
+        return parse_int64_in(what, value, f->imin, f->imax, (int64_t *)f->target, err);
+    case EDDY_FLAG_DOUBLE:
+        return parse_double_in(what, value, f->dmin, f->dmax, (double *)f->target, err);
+    }
+    return eddy_err_set(err, "%s: unknown flag kind", what);
 }
 
 int eddy_flags_parse(eddy_flag_t *flags, int argc, char **argv, eddy_args_t *positional,

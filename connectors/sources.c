@@ -210,13 +210,16 @@ uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, cha
                              uint32_t size)
 {
     uint32_t len = 0;
+    /* Jobs reject a vocabulary of 0, but a config can come from an older
+     * client: one word then, rather than a division by zero in every worker. */
+    uint64_t vocabulary = cfg->vocabulary ? cfg->vocabulary : 1;
     uint64_t state = eddy_generator_mix(cfg->seed ^ eddy_generator_mix(n));
     for (uint32_t w = 0; w < cfg->words_per_line; w++) {
         state = eddy_generator_mix(state);
         /* Skewed toward low ids, like word frequencies in text. */
-        uint64_t a = (state & 0xffffffffu) % cfg->vocabulary;
-        uint64_t b = (state >> 32) % cfg->vocabulary;
-        uint64_t id = a * b / cfg->vocabulary;
+        uint64_t a = (state & 0xffffffffu) % vocabulary;
+        uint64_t b = (state >> 32) % vocabulary;
+        uint64_t id = a * b / vocabulary;
         int k = snprintf(buf + len, size - len, "%sw%llu", w ? " " : "", (unsigned long long)id);
         if (k < 0 || (uint32_t)k >= size - len)
             break;

@@ -321,6 +321,30 @@ static void free_coord(coord_t *c)
         zmq_ctx_term(c->zctx);
 }
 
+/* The exit code of a run that ended normally; a failure names the first
+ * failed job and its cause in err, for the caller's last line. */
+static int run_result(coord_t *c, eddy_err_t *err)
+{
+    if (c->any_failed) {
+        for (coord_job_t *j = c->jobs; j; j = j->next)
+            if (j->state == JOB_FAILED) {
+                eddy_err_set(err, "job %s failed: %s", j->id, j->error);
+                break;
+            }
+        return 1;
+    }
+    if (c->any_cancelled) {
+        eddy_err_set(err, "job cancelled");
+        for (coord_job_t *j = c->jobs; j; j = j->next)
+            if (j->state == JOB_CANCELLED) {
+                eddy_err_set(err, "job %s was cancelled", j->id);
+                break;
+            }
+        return 3;
+    }
+    return 0;
+}
+
 int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
                          eddy_err_t *err)
 {
@@ -400,7 +424,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             break;
         }
     }
-    rc = c.any_failed ? 1 : 0;
+    rc = run_result(&c, err);
 out:
     free_coord(&c);
     return rc;

@@ -31,8 +31,9 @@ typedef struct eddy_coordinator_options {
 } eddy_coordinator_options_t;
 
 /* Runs until *stop is set, or (exit_when_done) every job has ended.
- * Returns 0 when all jobs finished (or on stop), 1 when a job failed,
- * -1 with err when it could not start. */
+ * Returns 0 when all jobs finished (or on stop), 1 when a job failed (err
+ * names the job and the cause), 3 when a job was cancelled and none failed
+ * (err names it), -1 with err when it could not start. */
 int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
                          eddy_err_t *err);
 

@@ -140,6 +140,7 @@ typedef struct coord {
     bool submitted;
     bool resumed_jobs;            /* jobs were reloaded from the metadata store */
     bool any_failed;
+    bool any_cancelled;
     uint64_t last_progress_ms;
 } coord_t;
 

@@ -684,6 +684,7 @@ int coord_job_cancel(coord_t *c, const char *job_id, eddy_err_t *err)
     if (job_ended(j))
         return eddy_err_set(err, "job %s has already ended (%s)", job_id, coord_job_state_name(j->state));
     j->ended_ms = eddy_mono_ms();
+    c->any_cancelled = true;
     set_state(c, j, JOB_CANCELLED);
     eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
     rel.u.release.job = j->num;

@@ -11,7 +11,6 @@
  * concatenated, hold each output line exactly once, whatever fails. */
 #include "jobs/etl.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +63,9 @@ int eddy_etl_transform(const char *line, size_t len, int64_t min_amount, char *o
     return n;
 }
 
+/* Amounts have at most 18 digits (see eddy_etl_transform). */
+#define MAX_AMOUNT 999999999999999999ll
+
 /* ---- generated CSV lines ------------------------------------------------- */
 
 typedef struct csv_line_config {
@@ -105,37 +107,27 @@ static void transform_line(const eddy_record_t *in, eddy_collector_t *out, const
     eddy_emit(out, &rec);
 }
 
-static int parse_int64(const char *text, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
 {
-    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *min_amount = "0";
+    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL;
     bool generate = false;
-    uint64_t parallelism = 2, sink_parallelism = 2;
+    uint32_t parallelism = 2, sink_parallelism = 2;
     uint64_t lines = 1000000, users = 1000, items = 100, seed = 42;
+    int64_t min_amount = 0;
     eddy_flag_t flags[] = {
-        {"input", EDDY_FLAG_STRING, &input, "FILE", "read CSV lines from FILE", false},
-        {"socket", EDDY_FLAG_STRING, &socket, "HOST:PORT", "read lines from a TCP server (not replayable)", false},
-        {"generate", EDDY_FLAG_BOOL, &generate, NULL, "generate deterministic CSV lines", false},
-        {"lines", EDDY_FLAG_UINT, &lines, "N", "lines to generate, 0 = unbounded (1000000)", false},
-        {"users", EDDY_FLAG_UINT, &users, "N", "distinct generated users (1000)", false},
-        {"items", EDDY_FLAG_UINT, &items, "N", "distinct generated items (100)", false},
-        {"seed", EDDY_FLAG_UINT, &seed, "N", "generator seed (42)", false},
-        {"min-amount", EDDY_FLAG_STRING, &min_amount, "N", "keep lines with amount >= N (0)", false},
-        {"output-dir", EDDY_FLAG_STRING, &output, "DIR", "directory for the part files", false},
-        {"rate", EDDY_FLAG_STRING, &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)", false},
-        {"parallelism", EDDY_FLAG_UINT, &parallelism, "P", "source/transform instances (2)", false},
-        {"sink-parallelism", EDDY_FLAG_UINT, &sink_parallelism, "P", "sink instances (2)", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_STR("input", &input, "FILE", "read CSV lines from FILE"),
+        EDDY_FLAG_STR("socket", &socket, "HOST:PORT", "read lines from a TCP server (not replayable)"),
+        EDDY_FLAG_SWITCH("generate", &generate, "generate deterministic CSV lines"),
+        EDDY_FLAG_U64("lines", &lines, 0, UINT64_MAX, "N", "lines to generate, 0 = unbounded (1000000)"),
+        EDDY_FLAG_U64("users", &users, 1, UINT64_MAX, "N", "distinct generated users (1000)"),
+        EDDY_FLAG_U64("items", &items, 1, UINT64_MAX, "N", "distinct generated items (100)"),
+        EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
+        EDDY_FLAG_I64("min-amount", &min_amount, -MAX_AMOUNT, MAX_AMOUNT, "N", "keep lines with amount >= N (0)"),
+        EDDY_FLAG_STR("output-dir", &output, "DIR", "directory for the part files"),
+        EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
+        EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_DEFAULT_MAX_PARALLELISM, "P", "source/transform instances (2)"),
+        EDDY_FLAG_U32("sink-parallelism", &sink_parallelism, 1, EDDY_DEFAULT_MAX_PARALLELISM, "P", "sink instances (2)"),
+        EDDY_FLAG_END,
     };
     int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
     if (rc == 1)
@@ -146,27 +138,20 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         return -1;
     if (!output || !output[0])
         return eddy_err_set(err, "etl needs --output-dir DIR");
-    if (parallelism < 1 || parallelism > EDDY_DEFAULT_MAX_PARALLELISM ||
-        sink_parallelism < 1 || sink_parallelism > EDDY_DEFAULT_MAX_PARALLELISM)
-        return eddy_err_set(err, "--parallelism and --sink-parallelism must be 1..%u",
-                            EDDY_DEFAULT_MAX_PARALLELISM);
-    if (generate && (users < 1 || items < 1))
-        return eddy_err_set(err, "--users and --items must be >= 1");
 
     etl_config_t *cfg = calloc(1, sizeof *cfg);
     if (!cfg)
         return eddy_err_set(err, "out of memory");
     g->config = cfg;
     g->free_config = free;
-    if (parse_int64(min_amount, &cfg->min_amount) < 0)
-        return eddy_err_set(err, "--min-amount: expected an integer, got '%s'", min_amount);
+    cfg->min_amount = min_amount;
     if (strlen(output) >= sizeof cfg->output.directory)
         return eddy_err_set(err, "--output-dir path is too long");
     strcpy(cfg->output.directory, output);
 
     const eddy_source_ops_t *source_ops;
     const void *source_cfg;
-    uint32_t source_parallelism = (uint32_t)parallelism;
+    uint32_t source_parallelism = parallelism;
     cfg->csv = (csv_line_config_t){users, items};
     cfg->source.generator = (eddy_generator_config_t){
         .lines = lines, .seed = seed, .make_line = csv_line, .line_arg = &cfg->csv};
@@ -179,9 +164,9 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
     if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->transform, err) < 0)
         return -1;
-    if (rate && eddy_rate_parse(&g->stages[src].rate, rate, err) < 0)
+    if (rate && eddy_job_rate_parse(&g->stages[src].rate, rate, err) < 0)
         return eddy_err_wrap(err, "--rate");
-    int sink = eddy_graph_add_stage(g, "sink", (uint32_t)sink_parallelism, src,
+    int sink = eddy_graph_add_stage(g, "sink", sink_parallelism, src,
                                     EDDY_EDGE_REBALANCE, NULL, err);
     if (sink < 0)
         return -1;

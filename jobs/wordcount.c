@@ -39,6 +39,11 @@ static void split_words(const eddy_record_t *in, eddy_collector_t *out, const vo
     }
 }
 
+/* A line of 4 KB holds at most a few hundred words. */
+#define MAX_WORDS_PER_LINE 256
+/* A second per word: beyond that the job is a typo, not a demo. */
+#define MAX_COST_US 1e6
+
 static uint32_t whole_record_key(const eddy_record_t *rec, const char **key)
 {
     *key = rec->data;
@@ -49,25 +54,26 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
 {
     const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *rate_schedule = NULL;
     bool generate = false, cost_sleep = false;
-    uint64_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
-    uint64_t lines = 1000000, vocabulary = 10000, words = 8, seed = 42;
+    uint32_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
+    uint32_t vocabulary = 10000, words = 8;
+    uint64_t lines = 1000000, seed = 42;
     double cost_us = 0;
     eddy_flag_t flags[] = {
-        {"input", EDDY_FLAG_STRING, &input, "FILE", "read lines from FILE", false},
-        {"socket", EDDY_FLAG_STRING, &socket, "HOST:PORT", "read lines from a TCP server", false},
-        {"generate", EDDY_FLAG_BOOL, &generate, NULL, "generate deterministic lines", false},
-        {"lines", EDDY_FLAG_UINT, &lines, "N", "lines to generate, 0 = unbounded (1000000)", false},
-        {"vocabulary", EDDY_FLAG_UINT, &vocabulary, "N", "distinct generated words (10000)", false},
-        {"words-per-line", EDDY_FLAG_UINT, &words, "N", "generated words per line (8)", false},
-        {"seed", EDDY_FLAG_UINT, &seed, "N", "generator seed (42)", false},
-        {"output", EDDY_FLAG_STRING, &output, "FILE", "write final counts to FILE", false},
-        {"rate", EDDY_FLAG_STRING, &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)", false},
-        {"rate-schedule", EDDY_FLAG_STRING, &rate_schedule, "T:R,..", "same as --rate", false},
-        {"parallelism", EDDY_FLAG_UINT, &parallelism, "P", "parallelism of source and count (2)", false},
-        {"max-parallelism", EDDY_FLAG_UINT, &max_parallelism, "K", "key groups (128)", false},
-        {"cost-us", EDDY_FLAG_DOUBLE, &cost_us, "US", "simulated cost per counted word (0)", false},
-        {"cost-sleep", EDDY_FLAG_BOOL, &cost_sleep, NULL, "the cost sleeps instead of spinning", false},
-        {NULL, 0, NULL, NULL, NULL, false},
+        EDDY_FLAG_STR("input", &input, "FILE", "read lines from FILE"),
+        EDDY_FLAG_STR("socket", &socket, "HOST:PORT", "read lines from a TCP server"),
+        EDDY_FLAG_SWITCH("generate", &generate, "generate deterministic lines"),
+        EDDY_FLAG_U64("lines", &lines, 0, UINT64_MAX, "N", "lines to generate, 0 = unbounded (1000000)"),
+        EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
+        EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
+        EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
+        EDDY_FLAG_STR("output", &output, "FILE", "write final counts to FILE"),
+        EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
+        EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
+        EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
+        EDDY_FLAG_U32("max-parallelism", &max_parallelism, 1, EDDY_MAX_KEY_GROUPS, "K", "key groups (128)"),
+        EDDY_FLAG_F64("cost-us", &cost_us, 0, MAX_COST_US, "US", "simulated cost per counted word (0)"),
+        EDDY_FLAG_SWITCH("cost-sleep", &cost_sleep, "the cost sleeps instead of spinning"),
+        EDDY_FLAG_END,
     };
     int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
     if (rc == 1)
@@ -80,26 +86,23 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         rate = rate_schedule;
     if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
         return -1;
-    if (max_parallelism < 1 || max_parallelism > EDDY_MAX_KEY_GROUPS)
-        return eddy_err_set(err, "--max-parallelism must be 1..%u", EDDY_MAX_KEY_GROUPS);
-    if (parallelism < 1 || parallelism > max_parallelism)
-        return eddy_err_set(err, "--parallelism must be 1..%llu", (unsigned long long)max_parallelism);
-    if (generate && (vocabulary < 1 || words < 1 || words > 256))
-        return eddy_err_set(err, "--vocabulary must be >= 1 and --words-per-line 1..256");
+    if (parallelism > max_parallelism)
+        return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
+                            parallelism, max_parallelism);
 
     wordcount_config_t *cfg = calloc(1, sizeof *cfg);
     if (!cfg)
         return eddy_err_set(err, "out of memory");
     g->config = cfg;
     g->free_config = free;
-    g->max_parallelism = (uint32_t)max_parallelism;
+    g->max_parallelism = max_parallelism;
 
     const eddy_source_ops_t *source_ops;
     const void *source_cfg;
-    uint32_t source_parallelism = (uint32_t)parallelism;
+    uint32_t source_parallelism = parallelism;
     cfg->source.generator.lines = lines;
-    cfg->source.generator.vocabulary = (uint32_t)vocabulary;
-    cfg->source.generator.words_per_line = (uint32_t)words;
+    cfg->source.generator.vocabulary = vocabulary;
+    cfg->source.generator.words_per_line = words;
     cfg->source.generator.seed = seed;
     if (eddy_line_source_choose(&cfg->source, input, socket, &source_ops, &source_cfg,
                                 &source_parallelism, err) < 0)
@@ -112,9 +115,9 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
     if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->split, err) < 0)
         return -1;
-    if (rate && eddy_rate_parse(&g->stages[src].rate, rate, err) < 0)
-        return eddy_err_wrap(err, "--rate");
-    int count = eddy_graph_add_stage(g, "count", (uint32_t)parallelism, src, EDDY_EDGE_HASH,
+    if (rate && eddy_job_rate_parse(&g->stages[src].rate, rate, err) < 0)
+        return eddy_err_wrap(err, rate_schedule ? "--rate-schedule" : "--rate");
+    int count = eddy_graph_add_stage(g, "count", parallelism, src, EDDY_EDGE_HASH,
                                      whole_record_key, err);
     if (count < 0 || eddy_graph_chain(g, count, &eddy_aggregate_ops, &cfg->count, err) < 0)
         return -1;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -168,4 +169,128 @@ Test(cli, jobs_lists_wordcount)
     cr_assert(strstr(out, "wordcount"), "stdout:\n%s", out);
     free(out);
     free(err);
+}
+
+/* ---- numeric flags, --input kinds: usage errors before anything starts ---- */
+
+/* A usage error: exit 2 within a generous bound, exactly one line on stderr
+ * that names `needle` (the flag), and so no log line of a started process. */
+static void expect_usage_error(char *const argv[], const char *needle)
+{
+    char *out, *err;
+    uint64_t t0 = eddy_mono_ms();
+    int rc = run(argv, &out, &err);
+    uint64_t took = eddy_mono_ms() - t0;
+    cr_assert_eq(rc, 2, "%s %s ...: exit %d (want 2); stderr:\n%s", argv[1], argv[2] ? argv[2] : "",
+                 rc, err ? err : "");
+    cr_assert(strstr(err, needle), "stderr should name %s:\n%s", needle, err);
+    cr_assert_eq(count_lines(err), 1, "want exactly one line on stderr:\n%s", err);
+    cr_assert_lt(took, 10000, "a usage error took %llu ms", (unsigned long long)took);
+    free(out);
+    free(err);
+}
+
+/* `eddy local` on free ports, so a wrongly started run cannot collide. */
+static void expect_local_usage_error(const char *needle, const char *job, char *const job_args[])
+{
+    eddy_err_t e = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &e) == 0, "%s", e.msg);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[40] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp,
+                      "--http-port", hp, "--quiet", "--job", (char *)job};
+    int k = 11;
+    for (int i = 0; job_args[i] && k < 39; i++)
+        argv[k++] = job_args[i];
+    argv[k] = NULL;
+    expect_usage_error(argv, needle);
+}
+
+Test(cli, vocabulary_beyond_uint32_is_out_of_range, .timeout = 30)
+{
+    /* 2^32 used to pass the 64-bit check and become 0: SIGFPE in every worker */
+    char *args[] = {"--generate", "--vocabulary", "4294967296", NULL};
+    expect_local_usage_error("--vocabulary: 4294967296 is out of range 1..4294967295", "wordcount",
+                             args);
+}
+
+Test(cli, cost_us_1e300_is_out_of_range, .timeout = 30)
+{
+    char *args[] = {"--generate", "--cost-us", "1e300", NULL};
+    expect_local_usage_error("--cost-us: 1e300 is out of range", "wordcount", args);
+}
+
+Test(cli, job_numeric_flags_have_real_ranges, .timeout = 120)
+{
+    char *a1[] = {"--generate", "--vocabulary", "0", NULL};
+    expect_local_usage_error("--vocabulary", "wordcount", a1);
+    char *a2[] = {"--generate", "--words-per-line", "257", NULL};
+    expect_local_usage_error("--words-per-line", "wordcount", a2);
+    char *a3[] = {"--generate", "--parallelism", "0", NULL};
+    expect_local_usage_error("--parallelism", "wordcount", a3);
+    char *a4[] = {"--generate", "--max-parallelism", "40000", NULL};
+    expect_local_usage_error("--max-parallelism", "wordcount", a4);
+    char *a5[] = {"--generate", "--lines", "-1", NULL};
+    expect_local_usage_error("--lines", "wordcount", a5);
+    char *a6[] = {"--generate", "--rate", "1e300", NULL};
+    expect_local_usage_error("--rate", "wordcount", a6);
+    char *a7[] = {"--generate", "--cost-us", "nan", NULL};
+    expect_local_usage_error("--cost-us", "wordcount", a7);
+    char *a8[] = {"--generate", "--output-dir", "/tmp/x", "--users", "0", NULL};
+    expect_local_usage_error("--users", "etl", a8);
+    char *a9[] = {"--generate", "--output-dir", "/tmp/x", "--min-amount", "1e3", NULL};
+    expect_local_usage_error("--min-amount", "etl", a9);
+    char *a10[] = {"--generate", "--output-dir", "/tmp/x", "--sink-parallelism", "4294967297", NULL};
+    expect_local_usage_error("--sink-parallelism", "etl", a10);
+}
+
+Test(cli, role_numeric_flags_have_real_ranges, .timeout = 120)
+{
+    char *l1[] = {EDDY_BINARY, "local", "--workers", "0", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l1, "--workers");
+    char *l2[] = {EDDY_BINARY, "local", "--control-port", "65536", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l2, "--control-port");
+    char *l3[] = {EDDY_BINARY, "local", "--heartbeat-ms", "4294967296", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l3, "--heartbeat-ms");
+    char *w1[] = {EDDY_BINARY, "worker", "--data-port", "70000", NULL};
+    expect_usage_error(w1, "--data-port");
+    char *w2[] = {EDDY_BINARY, "worker", "--register-timeout-ms", "0", NULL};
+    expect_usage_error(w2, "--register-timeout-ms");
+    char *c1[] = {EDDY_BINARY, "coordinator", "--http-port", "-1", NULL};
+    expect_usage_error(c1, "--http-port");
+    char *c2[] = {EDDY_BINARY, "coordinator", "--checkpoint-interval", "99999999999", NULL};
+    expect_usage_error(c2, "--checkpoint-interval");
+    char *k1[] = {EDDY_BINARY, "controller", "--job", "j", "--target-utilisation", "1e300", NULL};
+    expect_usage_error(k1, "--target-utilisation");
+    char *k2[] = {EDDY_BINARY, "controller", "--job", "j", "--min-parallelism", "4294967296", NULL};
+    expect_usage_error(k2, "--min-parallelism");
+    char *r1[] = {EDDY_BINARY, "rescale", "j", "count", "4294967297", NULL};
+    expect_usage_error(r1, "PARALLELISM");
+    char *r2[] = {EDDY_BINARY, "rescale", "--timeout-ms", "0", "j", "count", "2", NULL};
+    expect_usage_error(r2, "--timeout-ms");
+}
+
+Test(cli, dev_zero_as_input_is_a_usage_error, .timeout = 30)
+{
+    /* used to exit 0 at once with an empty output */
+    char *args[] = {"--input", "/dev/zero", NULL};
+    expect_local_usage_error("/dev/zero", "wordcount", args);
+}
+
+Test(cli, fifo_and_directory_as_input_are_usage_errors, .timeout = 60)
+{
+    eddy_err_t e = {{0}};
+    char *dir = eddy_test_mkdtemp("cli-fifo", &e);
+    cr_assert(dir, "%s", e.msg);
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/lines.fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
+    char *a1[] = {"--input", fifo, NULL};
+    expect_local_usage_error("lines.fifo", "wordcount", a1);
+    char *a2[] = {"--input", dir, "--output-dir", fifo, NULL};
+    expect_local_usage_error(dir, "etl", a2);
+    eddy_test_rm_rf(dir);
+    free(dir);
 }
