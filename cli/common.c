@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "net/proto.h"
+#include "net/zrecv.h"
 
 int eddy_usage_error(const char *sub, const char *msg)
 {
@@ -71,11 +72,10 @@ int eddy_client_call(const char *coordinator, const char *verb, int argc, char *
         if (zmq_poll(&item, 1, (long)(deadline - now)) <= 0)
             continue;
         zmq_msg_t z;
-        zmq_msg_init(&z);
-        if (zmq_msg_recv(&z, sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&z);
-            continue;
-        }
+        eddy_err_t rerr;
+        if (eddy_zrecv(sock, &z, EDDY_ZRECV_FRAMES_PLAIN, EDDY_ZRECV_MAX_CONTROL, &rerr) !=
+            EDDY_ZRECV_OK)
+            continue; /* nothing yet, or a malformed message: wait for the reply */
         eddy_msg_t m;
         int d = eddy_msg_decode(zmq_msg_data(&z), zmq_msg_size(&z), &m, err);
         zmq_msg_close(&z);

@@ -1,6 +1,8 @@
 /* log.c - stderr logger used by the process roles (see log.h). */
 #include "common/log.h"
 
+#include "common/clock.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +38,8 @@ static int configured_level(void)
     return min_level;
 }
 
-void eddy_log(eddy_log_level_t level, const char *fmt, ...)
+static void log_line(eddy_log_level_t level, const char *suffix, const char *fmt, va_list ap)
 {
-    if ((int)level < configured_level())
-        return;
     static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -48,10 +48,38 @@ void eddy_log(eddy_log_level_t level, const char *fmt, ...)
     char line[2048];
     int n = snprintf(line, sizeof line, "%02d:%02d:%02d.%03ld %-5s [%s] ", tm.tm_hour, tm.tm_min,
                      tm.tm_sec, (long)(tv.tv_usec / 1000), names[level], component);
-    va_list ap;
-    va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof line)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    fprintf(stderr, "%s%s\n", line, suffix);
+}
+
+void eddy_log(eddy_log_level_t level, const char *fmt, ...)
+{
+    if ((int)level < configured_level())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(level, "", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+}
+
+void eddy_log_limited(eddy_log_limit_t *limit, eddy_log_level_t level, const char *fmt, ...)
+{
+    uint64_t now = eddy_mono_ms();
+    if (now < limit->next_ms) {
+        limit->suppressed++;
+        return;
+    }
+    limit->next_ms = now + EDDY_LOG_LIMIT_INTERVAL_MS;
+    char suffix[96] = "";
+    if (limit->suppressed)
+        snprintf(suffix, sizeof suffix, " (%llu more like this since the last such line)",
+                 (unsigned long long)limit->suppressed);
+    limit->suppressed = 0;
+    if ((int)level < configured_level())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(level, suffix, fmt, ap);
+    va_end(ap);
 }

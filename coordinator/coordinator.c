@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "net/zrecv.h"
 
 /* How long exit waits for queued metadata-store writes before abandoning them. */
 #define COORD_META_DRAIN_MS 2000
@@ -214,13 +215,18 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
 
 /* ---- loop --------------------------------------------------------------- */
 
+/* One limiter per kind of bad input: a hostile peer sending garbage as fast
+ * as it can costs a line per second, not a line per message. */
+static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
+
 static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
                            size_t len)
 {
     eddy_msg_t m;
     eddy_err_t err;
     if (eddy_msg_decode(data, len, &m, &err) < 0) {
-        eddy_warn("dropping control message: %s", err.msg);
+        eddy_log_limited(&undecodable_log, EDDY_LOG_WARN, "dropping control message: %s",
+                         err.msg);
         return;
     }
     coord_worker_t *w = NULL;
@@ -264,35 +270,35 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         on_request(c, id, id_len, &m);
         break;
     default:
-        eddy_warn("unexpected %s message", eddy_msg_type_name(m.type));
+        eddy_log_limited(&unexpected_log, EDDY_LOG_WARN, "unexpected %s message",
+                         eddy_msg_type_name(m.type));
     }
     eddy_msg_clear(&m);
 }
 
+/* Messages taken per loop turn, so HTTP and timers get their turn too. */
+#define DRAIN_BURST 1000
+
 static void drain_router(coord_t *c)
 {
-    for (int n = 0; n < 1000; n++) {
-        zmq_msg_t id, body;
-        zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, c->router, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&id);
+    for (int n = 0; n < DRAIN_BURST; n++) {
+        zmq_msg_t frames[EDDY_ZRECV_FRAMES_ROUTER];
+        eddy_err_t err;
+        eddy_zrecv_result_t got = eddy_zrecv(c->router, frames, EDDY_ZRECV_FRAMES_ROUTER,
+                                             EDDY_ZRECV_MAX_CONTROL, &err);
+        if (got == EDDY_ZRECV_NONE)
             return;
+        if (got == EDDY_ZRECV_MALFORMED) {
+            eddy_log_limited(&malformed_log, EDDY_LOG_WARN, "dropping control message: %s",
+                             err.msg);
+            continue;
         }
-        int more = zmq_msg_more(&id);
-        zmq_msg_init(&body);
-        if (more && zmq_msg_recv(&body, c->router, 0) >= 0) {
-            while (zmq_msg_more(&body)) { /* extra frames: skip them */
-                zmq_msg_t extra;
-                zmq_msg_init(&extra);
-                zmq_msg_recv(&extra, c->router, 0);
-                zmq_msg_close(&extra);
-            }
-            if (zmq_msg_size(&id) <= COORD_MAX_IDENTITY)
-                handle_message(c, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
-                               zmq_msg_size(&body));
-        }
-        zmq_msg_close(&body);
-        zmq_msg_close(&id);
+        size_t id_len = zmq_msg_size(&frames[0]);
+        if (id_len <= COORD_MAX_IDENTITY)
+            handle_message(c, zmq_msg_data(&frames[0]), id_len, zmq_msg_data(&frames[1]),
+                           zmq_msg_size(&frames[1]));
+        zmq_msg_close(&frames[1]);
+        zmq_msg_close(&frames[0]);
     }
 }
 
@@ -376,6 +382,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     zmq_setsockopt(c.router, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt(c.router, ZMQ_RCVHWM, &zero, sizeof zero);
     zmq_setsockopt(c.router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
+    if (eddy_zsock_limit_size(c.router, EDDY_ZRECV_MAX_CONTROL, err) < 0)
+        goto out;
     if (zmq_bind(c.router, opts->bind) != 0) {
         eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
         goto out;

@@ -114,6 +114,8 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
                             "epoch", j->epoch, "max_parallelism", j->graph.max_parallelism,
                             "uptime_s", (double)(end - j->started_ms) / 1000.0, "operators", ops,
                             "last_checkpoint", ck, "rescales", rescales, "restarts", j->restarts);
+    /* The number that names the job on the wire (data-plane channel ids). */
+    json_object_set_new(doc, "num", json_integer(j->num));
     if (j->error[0])
         json_object_set_new(doc, "error", json_string(j->error));
     return doc;

@@ -1,4 +1,14 @@
-/* http.c - libmicrohttpd in external-select mode (see http.h). */
+/* http.c - libmicrohttpd driven by its owner's event loop (see http.h).
+ *
+ * The server must stay reachable (GET /healthz) when peers misbehave, so:
+ * - connections are bounded in total and per client address, and idle ones
+ *   are closed after a few seconds (a client holding sockets open without
+ *   sending a request cannot exhaust the server);
+ * - MHD runs in epoll mode where available: the owner polls one descriptor
+ *   (MHD's epoll set) and connection descriptors may have any number. The
+ *   select() fallback cannot handle descriptors at or above FD_SETSIZE
+ *   (MHD refuses such connections); the connection limit keeps the server's
+ *   own share of descriptors small there. */
 #include "net/http.h"
 
 #include <arpa/inet.h>
@@ -8,8 +18,18 @@
 #include <string.h>
 #include <sys/select.h>
 
+/* Open connections at once, in total and from one client address. Beyond
+ * the total MHD stops accepting (new clients wait in the listen backlog);
+ * beyond the per-address limit it accepts and closes at once. */
+#define EDDY_HTTP_MAX_CONNECTIONS 256u
+#define EDDY_HTTP_MAX_CONNECTIONS_PER_CLIENT 32u
+/* Seconds a connection may stay idle (no request, or no progress reading
+ * one) before it is closed. */
+#define EDDY_HTTP_IDLE_TIMEOUT_S 5u
+
 struct eddy_http {
     struct MHD_Daemon *daemon;
+    int epoll_fd; /* -1: select() mode, descriptors come from MHD_get_fdset */
     eddy_http_handler handler;
     void *ctx;
 };
@@ -69,9 +89,13 @@ eddy_http_t *eddy_http_new(const char *bind_host, uint16_t port, eddy_http_handl
         free(self);
         return NULL;
     }
-    self->daemon = MHD_start_daemon(MHD_USE_ERROR_LOG * 0, port, NULL, NULL, on_request, self,
+    unsigned flags = MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : 0;
+    self->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, self,
                                     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                    MHD_OPTION_CONNECTION_TIMEOUT, EDDY_HTTP_IDLE_TIMEOUT_S,
+                                    MHD_OPTION_CONNECTION_LIMIT, EDDY_HTTP_MAX_CONNECTIONS,
+                                    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                    EDDY_HTTP_MAX_CONNECTIONS_PER_CLIENT,
                                     MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                     MHD_OPTION_END);
     if (!self->daemon) {
@@ -79,6 +103,17 @@ eddy_http_t *eddy_http_new(const char *bind_host, uint16_t port, eddy_http_handl
                      bind_host ? bind_host : "0.0.0.0", port);
         free(self);
         return NULL;
+    }
+    self->epoll_fd = -1;
+    if (flags & MHD_USE_EPOLL) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info) {
+            eddy_err_set(err, "HTTP server has no epoll descriptor");
+            MHD_stop_daemon(self->daemon);
+            free(self);
+            return NULL;
+        }
+        self->epoll_fd = info->epoll_fd;
     }
     return self;
 }
@@ -95,14 +130,18 @@ void eddy_http_destroy(eddy_http_t **self_p)
 
 int eddy_http_pollitems(eddy_http_t *self, zmq_pollitem_t *items, int max)
 {
-    if (!self)
+    if (!self || max < 1)
         return 0;
+    if (self->epoll_fd >= 0) {
+        items[0] = (zmq_pollitem_t){.socket = NULL, .fd = self->epoll_fd, .events = ZMQ_POLLIN};
+        return 1;
+    }
     fd_set rs, ws, es;
     FD_ZERO(&rs);
     FD_ZERO(&ws);
     FD_ZERO(&es);
     MHD_socket maxfd = 0;
-    if (MHD_get_fdset(self->daemon, &rs, &ws, &es, &maxfd) != MHD_YES)
+    if (MHD_get_fdset2(self->daemon, &rs, &ws, &es, &maxfd, FD_SETSIZE) != MHD_YES)
         return 0;
     int n = 0;
     for (int fd = 0; fd <= maxfd && n < max; fd++) {

@@ -28,7 +28,8 @@ typedef struct eddy_http eddy_http_t;
 eddy_http_t *eddy_http_new(const char *bind_host, uint16_t port, eddy_http_handler handler,
                            void *ctx, eddy_err_t *err);
 void eddy_http_destroy(eddy_http_t **self_p);
-/* Appends pollitems for the server's sockets; returns how many (<= max). */
+/* Appends pollitems for the server's descriptors (one, its epoll set, where
+ * epoll is available); returns how many (<= max). */
 int eddy_http_pollitems(eddy_http_t *self, zmq_pollitem_t *items, int max);
 /* Milliseconds until the server needs eddy_http_run again (-1 = no deadline). */
 long eddy_http_timeout_ms(eddy_http_t *self);

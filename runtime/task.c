@@ -753,20 +753,35 @@ void eddy_task_trigger(eddy_task_t *self, uint64_t checkpoint, bool pause_after)
     self->trigger_pause = pause_after;
 }
 
+static const char *data_type_name(eddy_data_type_t type)
+{
+    switch (type) {
+    case EDDY_DATA_BATCH: return "data batch";
+    case EDDY_DATA_BARRIER: return "barrier";
+    case EDDY_DATA_EOS: return "end of stream";
+    case EDDY_DATA_CREDIT: return "credit";
+    }
+    return "message";
+}
+
+/* Rejections are protocol violations (the caller reports the task failed,
+ * so the job is restored rather than wedged by a lost message). */
 int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, char *heap,
                       eddy_err_t *err)
 {
     uint32_t src = msg->channel.src_instance;
     if (self->def->input < 0 || msg->channel.src_stage != (uint32_t)self->def->input ||
         src >= self->n_inputs) {
-        eddy_err_set(err, "message for %s[%u] from unknown channel %u[%u]", self->def->name,
-                     self->instance, msg->channel.src_stage, src);
+        eddy_err_set(err, "protocol violation: %s for %s[%u] on unknown channel from %u[%u]",
+                     data_type_name(msg->type), self->def->name, self->instance,
+                     msg->channel.src_stage, src);
         goto reject;
     }
     input_channel_t *in = &self->inputs[src];
     if (in->eos) {
-        eddy_err_set(err, "message for %s[%u] after end of stream from %u", self->def->name,
-                     self->instance, src);
+        eddy_err_set(err, "protocol violation: %s for %s[%u] after end of stream from %u[%u]",
+                     data_type_name(msg->type), self->def->name, self->instance,
+                     msg->channel.src_stage, src);
         goto reject;
     }
     in_entry_t *e = calloc(1, sizeof *e);

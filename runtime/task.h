@@ -96,7 +96,9 @@ void eddy_task_trigger(eddy_task_t *self, uint64_t checkpoint, bool pause_after)
 
 /* A decoded data-plane message for this task (DATA, BARRIER, EOS), queued
  * in its input channel. Takes ownership of msg (moved), and of the bytes it
- * points into: zmsg (moved) when not NULL, else heap (freed later). */
+ * points into: zmsg (moved) when not NULL, else heap (freed later).
+ * -1 (message dropped, err "protocol violation: ...") when the channel is
+ * not an input of this task or already delivered its end of stream. */
 int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, char *heap,
                       eddy_err_t *err);
 /* A CREDIT for one of this task's output channels. */

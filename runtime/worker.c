@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "net/dataplane.h"
 #include "net/proto.h"
+#include "net/zrecv.h"
 #include "state/snapshot_store.h"
 #include "plan/graph.h"
 #include "runtime/peers.h"
@@ -40,6 +41,10 @@ typedef struct wjob {
     eddy_snapshot_store_t *store;
     eddy_task_env_t env;
     uint64_t started_ns;
+    /* A protocol violation is reported once per epoch: the report makes the
+     * coordinator restore the job, which starts a new epoch. */
+    bool violation_reported;
+    uint32_t violation_epoch;
     struct wjob *next;
 } wjob_t;
 
@@ -55,6 +60,9 @@ typedef struct worker {
     char endpoint[EDDY_ENDPOINT_MAX];
     eddy_snapshot_writer_t *snapshots;
     uint64_t next_heartbeat_ms;
+    /* Rate limits for lines about bad input (see eddy_log_limited). */
+    eddy_log_limit_t malformed_ctrl_log, malformed_data_log, undecodable_data_log,
+        violation_log;
 } worker_t;
 
 static void send_heartbeat(worker_t *w);
@@ -358,6 +366,34 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
 
 /* ---- message handling -------------------------------------------------- */
 
+/* Data that the protocol cannot produce (after the end of a channel, on a
+ * channel the task does not have, for a task of the current epoch that does
+ * not run here) means a peer is broken or hostile; dropping it silently
+ * would wedge the job (a lost batch or barrier never comes back), so the
+ * task is reported failed and the coordinator restores the job from its
+ * last checkpoint. */
+static void report_violation(worker_t *w, wjob_t *j, uint32_t stage, uint32_t instance,
+                             const char *what)
+{
+    if (j->violation_reported && j->violation_epoch == j->epoch) {
+        eddy_log_limited(&w->violation_log, EDDY_LOG_WARN,
+                         "job %s epoch %u: another protocol violation dropped (%s)", j->job_id,
+                         j->epoch, what);
+        return;
+    }
+    j->violation_reported = true;
+    j->violation_epoch = j->epoch;
+    eddy_error("job %s epoch %u: task %u[%u]: %s; reporting it failed", j->job_id, j->epoch,
+               stage, instance, what);
+    eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
+    f.u.task_failed.job = j->num;
+    f.u.task_failed.epoch = j->epoch;
+    f.u.task_failed.stage = stage;
+    f.u.task_failed.instance = instance;
+    snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", what);
+    send_ctrl(w, &f);
+}
+
 static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
 {
     /* Small ZeroMQ messages keep their bytes inside the zmq_msg_t itself, so
@@ -380,13 +416,15 @@ static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
     eddy_data_msg_t msg;
     eddy_err_t err;
     if (eddy_data_decode(data, len, &msg, &err) < 0) {
-        eddy_warn("dropping data-plane message: %s", err.msg);
+        /* No channel to blame: a well-behaved peer never sends this. */
+        eddy_log_limited(&w->undecodable_data_log, EDDY_LOG_WARN,
+                         "dropping data-plane message: %s", err.msg);
         goto drop;
     }
     wjob_t *j = find_job(w, msg.channel.job);
     if (!j || msg.channel.epoch != j->epoch) {
         eddy_data_msg_close(&msg);
-        goto drop; /* stale: from before a rescale or restore */
+        goto drop; /* stale: from before a rescale or restore, or a released job */
     }
     if (msg.type == EDDY_DATA_CREDIT) {
         eddy_task_t *t = find_task(j, msg.channel.src_stage, msg.channel.src_instance);
@@ -397,13 +435,16 @@ static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
     }
     eddy_task_t *t = find_task(j, msg.channel.dst_stage, msg.channel.dst_instance);
     if (!t) {
-        eddy_warn("data for %u[%u], which does not run here; dropped", msg.channel.dst_stage,
-                  msg.channel.dst_instance);
+        char what[160];
+        snprintf(what, sizeof what,
+                 "protocol violation: data for %u[%u], which does not run on this worker",
+                 msg.channel.dst_stage, msg.channel.dst_instance);
+        report_violation(w, j, msg.channel.dst_stage, msg.channel.dst_instance, what);
         eddy_data_msg_close(&msg);
         goto drop;
     }
     if (eddy_task_deliver(t, &msg, zmsg, zmsg ? NULL : heap, &err) < 0)
-        eddy_warn("%s", err.msg);
+        report_violation(w, j, eddy_task_stage(t), eddy_task_instance(t), err.msg);
     return;
 drop:
     if (zmsg)
@@ -539,14 +580,15 @@ static void send_heartbeat(worker_t *w)
     free(tasks);
 }
 
-static int recv_ctrl(worker_t *w, eddy_msg_t *m, int flags, eddy_err_t *err)
+/* 1 and *m filled, 0 when nothing is waiting, -1 (err) when the next
+ * message was malformed or undecodable (it is consumed). Never blocks. */
+static int recv_ctrl(worker_t *w, eddy_msg_t *m, eddy_err_t *err)
 {
     zmq_msg_t z;
-    zmq_msg_init(&z);
-    if (zmq_msg_recv(&z, w->ctrl, flags) < 0) {
-        zmq_msg_close(&z);
-        return 0;
-    }
+    eddy_zrecv_result_t got =
+        eddy_zrecv(w->ctrl, &z, EDDY_ZRECV_FRAMES_PLAIN, EDDY_ZRECV_MAX_CONTROL, err);
+    if (got != EDDY_ZRECV_OK)
+        return got == EDDY_ZRECV_NONE ? 0 : -1;
     int rc = eddy_msg_decode(zmq_msg_data(&z), zmq_msg_size(&z), m, err);
     zmq_msg_close(&z);
     return rc < 0 ? -1 : 1;
@@ -566,7 +608,7 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
             return eddy_err_set(err, "interrupted while registering");
         eddy_msg_t m;
         eddy_err_t derr;
-        int rc = recv_ctrl(w, &m, ZMQ_DONTWAIT, &derr);
+        int rc = recv_ctrl(w, &m, &derr);
         if (rc < 0)
             return eddy_err_set(err, "bad reply from coordinator %s: %s", w->opts->coordinator, derr.msg);
         if (rc == 0)
@@ -602,6 +644,8 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
     zmq_setsockopt(w->inbox, ZMQ_RCVHWM, &zero, sizeof zero);
     zmq_setsockopt(w->ctrl, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(w->inbox, ZMQ_LINGER, &linger, sizeof linger);
+    if (eddy_zsock_limit_size(w->inbox, EDDY_ZRECV_MAX_DATA, err) < 0)
+        return -1;
     if (zmq_connect(w->ctrl, w->opts->coordinator) != 0)
         return eddy_err_set(err, "invalid coordinator address '%s': %s", w->opts->coordinator,
                             zmq_strerror(errno));
@@ -700,11 +744,12 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         for (;;) {
             eddy_msg_t m;
             eddy_err_t derr;
-            int got = recv_ctrl(w, &m, ZMQ_DONTWAIT, &derr);
+            int got = recv_ctrl(w, &m, &derr);
             if (got == 0)
                 break;
             if (got < 0) {
-                eddy_warn("dropping control message: %s", derr.msg);
+                eddy_log_limited(&w->malformed_ctrl_log, EDDY_LOG_WARN,
+                                 "dropping control message: %s", derr.msg);
                 continue;
             }
             handle_ctrl(w, &m);
@@ -712,10 +757,15 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         }
         for (int i = 0; i < INBOX_BURST; i++) {
             zmq_msg_t z;
-            zmq_msg_init(&z);
-            if (zmq_msg_recv(&z, w->inbox, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&z);
+            eddy_err_t rerr;
+            eddy_zrecv_result_t got =
+                eddy_zrecv(w->inbox, &z, EDDY_ZRECV_FRAMES_PLAIN, EDDY_ZRECV_MAX_DATA, &rerr);
+            if (got == EDDY_ZRECV_NONE)
                 break;
+            if (got == EDDY_ZRECV_MALFORMED) {
+                eddy_log_limited(&w->malformed_data_log, EDDY_LOG_WARN,
+                                 "dropping data-plane message: %s", rerr.msg);
+                continue;
             }
             dispatch_data(w, NULL, 0, &z);
         }

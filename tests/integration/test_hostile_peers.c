@@ -1,0 +1,521 @@
+/* test_hostile_peers.c - eddy under messages from peers that do not follow
+ * the protocol, while a rate-limited wordcount runs under `eddy local`.
+ *
+ * - garbage: random multi-frame messages from DEALER, PUSH and REQ sockets,
+ *   raw TCP bytes and frames over the size bounds, sent again and again to
+ *   the coordinator's control port and to every worker's data port. The
+ *   coordinator must answer `eddy status` after every round, and the job
+ *   must finish with output equal to the reference byte for byte.
+ * - forged end of stream: a well-formed EOS for a real channel of the
+ *   running job, sent to the worker that hosts the channel's receiver. The
+ *   data that follows on that channel is a protocol violation: the worker
+ *   reports the task failed, the job is restored from its last checkpoint
+ *   and finishes exactly (before, it wedged: checkpoints timed out forever).
+ * - HTTP: 1500 idle connections from 127.0.0.2 must not keep GET /healthz
+ *   from 127.0.0.1 from being answered within a few seconds.
+ *
+ * Every wait is a poll of an observable condition with a deadline. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/clock.h"
+#include "net/dataplane.h"
+#include "net/proto.h"
+#include "net/zrecv.h"
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define TEXT_BYTES (3u * 1024 * 1024)
+#define RUN_SECONDS 9 /* --rate is chosen so an undisturbed run takes this long */
+#define STATUS_DEADLINE_MS 10000 /* eddy_test_status gives up after this */
+#define MAX_WORKERS 8
+#define HOSTILE_PER_ROUND 20
+#define IDLE_HTTP_CONNECTIONS 1500
+#define HEALTHZ_DEADLINE_MS 5000
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HB_TIMEOUT "5000"
+#else
+#define HB_TIMEOUT "2000"
+#endif
+
+static char *dir;
+static char input[600], output[600], logp[600];
+static char *text, *expected;
+static size_t text_len, expected_len;
+static char rate[32];
+static int ports[2];
+static char port_s[16], http_s[16], coord_url[64];
+static eddy_proc_t local;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_random(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- fixture -------------------------------------------------------------- */
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("hostile", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/counts.tsv", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cr_assert(eddy_gen_text(input, TEXT_BYTES, 777, &err) == 0, "%s", err.msg);
+    text = eddy_read_file(input, &text_len);
+    cr_assert(text);
+    expected = eddy_reference_wordcount(text, text_len, &expected_len);
+    cr_assert(expected);
+    size_t lines = 1;
+    for (size_t i = 0; i < text_len; i++)
+        lines += text[i] == '\n';
+    snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
+    snprintf(http_s, sizeof http_s, "%d", ports[1]);
+    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
+    memset(&local, 0, sizeof local);
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&local, 3000);
+    free(text);
+    free(expected);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+/* The file wordcount (exact output to compare), or an unbounded generated
+ * one that runs until the test ends. */
+static void start_local(bool unbounded)
+{
+    eddy_err_t err = {{0}};
+    char *argv[40] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
+                      "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
+                      "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job",
+                      "wordcount", "--parallelism", "3"};
+    int k = 19;
+    char *file_job[] = {"--input", input, "--output", output, "--rate", rate, NULL};
+    char *generated[] = {"--generate", "--lines", "0", "--rate", "2000", NULL};
+    for (char **a = unbounded ? generated : file_job; *a; a++)
+        argv[k++] = *a;
+    argv[k] = NULL;
+    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+}
+
+/* ---- status ----------------------------------------------------------------- */
+
+typedef struct job_wait {
+    const char *state;
+    int64_t min_completed, min_restarts;
+    bool gone;
+    int64_t restarts;
+    char last_state[32];
+} job_wait_t;
+
+static bool job_matches(void *arg)
+{
+    job_wait_t *w = arg;
+    if (!eddy_proc_alive(&local)) {
+        w->gone = true;
+        return true;
+    }
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    bool ok = false;
+    if (j) {
+        const char *state = json_string_value(json_object_get(j, "state"));
+        snprintf(w->last_state, sizeof w->last_state, "%s", state ? state : "?");
+        w->restarts = json_integer_value(json_object_get(j, "restarts"));
+        int64_t completed = json_integer_value(
+            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
+        ok = state && !strcmp(state, w->state) && completed >= w->min_completed &&
+             w->restarts >= w->min_restarts;
+    }
+    json_decref(st);
+    return ok;
+}
+
+static job_wait_t wait_job(const char *state, int64_t min_completed, int64_t min_restarts,
+                           uint64_t timeout_ms, const char *what)
+{
+    job_wait_t w = {state, min_completed, min_restarts, false, 0, ""};
+    if (!eddy_poll_until(job_matches, &w, timeout_ms) || w.gone) {
+        char *l = log_text();
+        cr_assert_fail("timed out waiting for %s (state %s, restarts %lld)%s; log:\n%s", what,
+                       w.last_state, (long long)w.restarts, w.gone ? " - eddy local exited" : "", l);
+    }
+    return w;
+}
+
+typedef struct endpoints {
+    char data[MAX_WORKERS][EDDY_ENDPOINT_MAX];
+    uint32_t ids[MAX_WORKERS];
+    int n;
+} endpoints_t;
+
+static void worker_endpoints(json_t *st, endpoints_t *e)
+{
+    memset(e, 0, sizeof *e);
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        const char *addr = json_string_value(json_object_get(w, "address"));
+        if (!addr || e->n == MAX_WORKERS || !json_is_true(json_object_get(w, "alive")))
+            continue;
+        snprintf(e->data[e->n], sizeof e->data[e->n], "%s", addr);
+        e->ids[e->n++] = (uint32_t)json_integer_value(json_object_get(w, "id"));
+    }
+}
+
+static int port_of(const char *endpoint)
+{
+    const char *colon = strrchr(endpoint, ':');
+    return colon ? atoi(colon + 1) : 0;
+}
+
+static void expect_exact_output(void)
+{
+    int rc = eddy_proc_wait(&local, 120000);
+    if (rc != 0) {
+        char *l = log_text();
+        cr_assert_fail("eddy local exited %d; log:\n%s", rc, l);
+    }
+    size_t gl = 0;
+    char *got = eddy_read_file(output, &gl);
+    if (!got || gl != expected_len || memcmp(got, expected, expected_len) != 0) {
+        char *l = log_text();
+        cr_assert_fail("output %s differs from the reference (%zu vs %zu bytes); log:\n%s",
+                       got ? "" : "missing", gl, expected_len, l);
+    }
+    free(got);
+    char *l = log_text();
+    cr_assert(!strstr(l, "Sanitizer"), "a sanitizer reported an error:\n%s", l);
+    free(l);
+}
+
+/* ---- hostile senders ---------------------------------------------------------- */
+
+static void *hostile_socket(void *ctx, int type, const char *endpoint)
+{
+    void *s = zmq_socket(ctx, type);
+    int linger = 200, zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero);
+    cr_assert_eq(zmq_connect(s, endpoint), 0, "connect %s", endpoint);
+    return s;
+}
+
+/* n frames of random bytes (up to max_len each) as one message; single
+ * frames start with a byte msgpack never uses, so they cannot decode. */
+static void send_random(void *s, int n, size_t max_len)
+{
+    char buf[512];
+    for (int f = 0; f < n; f++) {
+        size_t len = (size_t)(next_random() % (max_len + 1));
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (char)next_random();
+        if (n == 1 && len)
+            buf[0] = (char)0xc1;
+        zmq_send(s, buf, len, (f + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+    }
+}
+
+static void send_oversized(void *s, size_t bytes)
+{
+    char *big = calloc(1, bytes);
+    cr_assert(big);
+    zmq_send(s, big, bytes, ZMQ_DONTWAIT);
+    free(big);
+}
+
+/* Connects, writes random bytes (no ZMTP greeting), closes. */
+static void raw_tcp_garbage(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+        char buf[300];
+        for (size_t i = 0; i < sizeof buf; i++)
+            buf[i] = (char)next_random();
+        if (next_random() & 1)
+            memcpy(buf, "\xff\0\0\0\0\0\0\0\x01\x7f", 10); /* a ZMTP signature, then junk */
+        ssize_t w = send(fd, buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+    }
+    close(fd);
+}
+
+typedef struct hostile {
+    void *ctx;
+    void *dealer;                 /* to the control port */
+    void *push_data[MAX_WORKERS]; /* to each worker's data port */
+    endpoints_t ep;
+} hostile_t;
+
+static void hostile_open(hostile_t *h, const endpoints_t *ep)
+{
+    memset(h, 0, sizeof *h);
+    h->ctx = zmq_ctx_new();
+    h->ep = *ep;
+    h->dealer = hostile_socket(h->ctx, ZMQ_DEALER, coord_url);
+    for (int i = 0; i < ep->n; i++)
+        h->push_data[i] = hostile_socket(h->ctx, ZMQ_PUSH, ep->data[i]);
+}
+
+static void hostile_close(hostile_t *h)
+{
+    zmq_close(h->dealer);
+    for (int i = 0; i < h->ep.n; i++)
+        zmq_close(h->push_data[i]);
+    zmq_ctx_term(h->ctx);
+}
+
+static void hostile_round(hostile_t *h, int round)
+{
+    for (int k = 0; k < HOSTILE_PER_ROUND; k++) {
+        send_random(h->dealer, 1 + (int)(next_random() % 5), 300);
+        for (int i = 0; i < h->ep.n; i++)
+            send_random(h->push_data[i], 1 + (int)(next_random() % 5), 300);
+    }
+    /* REQ adds an empty delimiter frame: three frames at the ROUTER. */
+    void *req = hostile_socket(h->ctx, ZMQ_REQ, coord_url);
+    send_random(req, 1, 100);
+    zmq_close(req);
+    /* Socket types the listener does not accept: the handshake fails. */
+    void *push_ctl = hostile_socket(h->ctx, ZMQ_PUSH, coord_url);
+    send_random(push_ctl, 2, 100);
+    zmq_close(push_ctl);
+    for (int i = 0; i < h->ep.n; i++) {
+        void *dealer_data = hostile_socket(h->ctx, ZMQ_DEALER, h->ep.data[i]);
+        send_random(dealer_data, 3, 100);
+        zmq_close(dealer_data);
+    }
+    raw_tcp_garbage(ports[0]);
+    for (int i = 0; i < h->ep.n; i++)
+        raw_tcp_garbage(port_of(h->ep.data[i]));
+    if (round % 4 == 0) {
+        send_oversized(h->dealer, EDDY_ZRECV_MAX_CONTROL + 1);
+        for (int i = 0; i < h->ep.n; i++)
+            send_oversized(h->push_data[i], EDDY_ZRECV_MAX_DATA + 1);
+    }
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = teardown,
+     .timeout = 240)
+{
+    start_local(false);
+    wait_job("running", 0, 0, 30000, "the job to run");
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    endpoints_t ep;
+    worker_endpoints(st, &ep);
+    json_decref(st);
+    cr_assert_eq(ep.n, 3, "want 3 workers with data endpoints in status");
+
+    hostile_t h;
+    hostile_open(&h, &ep);
+    int rounds = 0;
+    bool finished = false;
+    uint64_t deadline = eddy_mono_ms() + 120000;
+    while (!finished && eddy_mono_ms() < deadline) {
+        hostile_round(&h, rounds++);
+        uint64_t asked = eddy_mono_ms();
+        json_t *doc = eddy_test_status(ports[0]);
+        if (!doc && !eddy_proc_alive(&local))
+            break; /* the job finished and eddy local exited meanwhile */
+        if (!doc) {
+            char *l = log_text();
+            cr_assert_fail("round %d: `eddy status` got no answer within %llu ms; log:\n%s",
+                           rounds, (unsigned long long)(eddy_mono_ms() - asked), l);
+        }
+        json_t *j = eddy_test_status_job(doc, "wordcount");
+        const char *state = j ? json_string_value(json_object_get(j, "state")) : NULL;
+        finished = state && strcmp(state, "running") && strcmp(state, "deploying") &&
+                   strcmp(state, "restoring") && strcmp(state, "waiting");
+        json_decref(doc);
+        if (!eddy_proc_alive(&local))
+            break;
+    }
+    hostile_close(&h);
+    cr_assert_geq(rounds, 3, "only %d rounds of hostile messages during the run", rounds);
+    cr_log_info("garbage: %d rounds of hostile messages during the run", rounds);
+    expect_exact_output();
+    char *l = log_text();
+    cr_assert(strstr(l, "dropping control message"), "the coordinator dropped nothing:\n%s", l);
+    cr_assert(strstr(l, "dropping data-plane message"), "no worker dropped anything:\n%s", l);
+    /* garbage never decodes as a message of the job: nothing to restore for */
+    cr_assert(!strstr(l, "protocol violation"), "garbage was taken for a violation:\n%s", l);
+    free(l);
+}
+
+Test(hostile_peers, forged_end_of_stream, .init = setup, .fini = teardown, .timeout = 240)
+{
+    start_local(false);
+    wait_job("running", 1, 0, 30000, "a completed checkpoint");
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    json_t *j = eddy_test_status_job(st, "wordcount");
+    cr_assert(j);
+    json_t *num = json_object_get(j, "num");
+    cr_assert(json_is_integer(num), "status has no job number");
+    json_t *count = json_array_get(json_object_get(j, "operators"), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(count, "name")), "count");
+    json_t *inst = json_array_get(json_object_get(count, "instances"), 0);
+    uint32_t host = (uint32_t)json_integer_value(json_object_get(inst, "worker"));
+    endpoints_t ep;
+    worker_endpoints(st, &ep);
+    const char *target = NULL;
+    for (int i = 0; i < ep.n; i++)
+        if (ep.ids[i] == host)
+            target = ep.data[i];
+    cr_assert(target, "no data endpoint for worker %u", host);
+
+    /* source[0] -> count[0]: an end of stream the source never sent. */
+    eddy_channel_id_t ch = {
+        .job = (uint32_t)json_integer_value(num),
+        .epoch = (uint32_t)json_integer_value(json_object_get(j, "epoch")),
+        .src_stage = 0, .src_instance = 0, .dst_stage = 1, .dst_instance = 0};
+    json_decref(st);
+    size_t len;
+    char *eos = eddy_eos_encode(&ch, &len);
+    cr_assert(eos);
+    void *ctx = zmq_ctx_new();
+    void *push = hostile_socket(ctx, ZMQ_PUSH, target);
+    cr_assert(zmq_send(push, eos, len, 0) == (int)len);
+    free(eos);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+
+    job_wait_t w = wait_job("running", 0, 1, 60000, "the job restored after the forged EOS");
+    cr_log_info("forged EOS: restarts %lld", (long long)w.restarts);
+    expect_exact_output();
+    char *l = log_text();
+    cr_assert(strstr(l, "protocol violation"), "no protocol violation in the log:\n%s", l);
+    free(l);
+}
+
+/* ---- HTTP ----------------------------------------------------------------------- */
+
+static int connect_from(const char *src, int port, bool nonblocking)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &from.sin_addr);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&from, sizeof from) != 0 ||
+        (connect(fd, (struct sockaddr *)&to, sizeof to) != 0 && errno != EINPROGRESS)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* GET /healthz from 127.0.0.1; the status code, or -1 when no answer came
+ * before the deadline. */
+static int healthz(int port, uint64_t deadline)
+{
+    int fd = connect_from("127.0.0.1", port, true);
+    if (fd < 0)
+        return -1;
+    const char req[] = "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    char buf[1024];
+    size_t got = 0;
+    int code = -1, soerr = 0;
+    socklen_t soerr_len = sizeof soerr;
+    struct pollfd connected = {fd, POLLOUT, 0};
+    uint64_t now = eddy_mono_ms();
+    bool up = now < deadline && poll(&connected, 1, (int)(deadline - now)) == 1 &&
+              getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &soerr_len) == 0 && soerr == 0;
+    if (up && send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1)) {
+        while (got < sizeof buf - 1) {
+            now = eddy_mono_ms();
+            struct pollfd p = {fd, POLLIN, 0};
+            if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0)
+                break;
+            ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+            buf[got] = '\0';
+            if (strstr(buf, "\r\n")) {
+                sscanf(buf, "HTTP/1.%*d %d", &code);
+                break;
+            }
+        }
+    }
+    close(fd);
+    return code;
+}
+
+Test(hostile_peers, idle_http_connections, .init = setup, .fini = teardown, .timeout = 120)
+{
+    struct rlimit rl;
+    cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+    if (rl.rlim_cur < IDLE_HTTP_CONNECTIONS + 256) {
+        rl.rlim_cur = rl.rlim_max < IDLE_HTTP_CONNECTIONS + 256 ? rl.rlim_max
+                                                               : IDLE_HTTP_CONNECTIONS + 256;
+        cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    }
+    start_local(true);
+    wait_job("running", 0, 0, 30000, "the job to run");
+    cr_assert_eq(healthz(ports[1], eddy_mono_ms() + HEALTHZ_DEADLINE_MS), 200);
+
+    static int fds[IDLE_HTTP_CONNECTIONS];
+    int held = 0;
+    for (int i = 0; i < IDLE_HTTP_CONNECTIONS; i++) {
+        fds[i] = connect_from("127.0.0.2", ports[1], true);
+        held += fds[i] >= 0;
+    }
+    cr_assert_geq(held, IDLE_HTTP_CONNECTIONS * 9 / 10, "could open only %d connections", held);
+
+    uint64_t asked = eddy_mono_ms();
+    int code = healthz(ports[1], asked + HEALTHZ_DEADLINE_MS);
+    uint64_t took = eddy_mono_ms() - asked;
+    for (int i = 0; i < IDLE_HTTP_CONNECTIONS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (code != 200) {
+        char *l = log_text();
+        cr_assert_fail("GET /healthz with %d idle connections open: %d after %llu ms; log:\n%s",
+                       held, code, (unsigned long long)took, l);
+    }
+    cr_log_info("healthz with %d idle connections held: 200 in %llu ms", held,
+                (unsigned long long)took);
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st, "the coordinator stopped answering");
+    json_decref(st);
+}
