@@ -63,7 +63,8 @@ eddy_stream_t eddy_reduce(eddy_keyed_stream_t in, const char *uid, const char *k
 eddy_stream_t eddy_aggregate(eddy_keyed_stream_t in, const char *uid, const char *kind,
                              eddy_config_t *config);
 
-void eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
+/* Returns the sink step, for eddy_set_name/eddy_set_parallelism only. */
+eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
 
 /* Properties of the step that made s. */
 eddy_stream_t eddy_set_name(eddy_stream_t s, const char *name);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "plan/graph.h"
+#include "plan/registry.h"
 
 static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
                           char **argv, uint32_t timeout_ms, bool json_out,
@@ -230,7 +230,8 @@ int eddy_cmd_jobs(int argc, char **argv)
     int code;
     if (eddy_cli_parse("jobs", "", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    for (uint32_t i = 0; i < eddy_job_count(); i++)
-        printf("%-16s %s\n", eddy_job_at(i)->name, eddy_job_at(i)->summary);
+    const eddy_registry_t *r = eddy_registry_default();
+    for (uint32_t i = 0; i < eddy_registry_job_count(r); i++)
+        printf("%-16s %s\n", eddy_registry_job_at(r, i)->name, eddy_registry_job_at(r, i)->summary);
     return 0;
 }

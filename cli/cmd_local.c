@@ -22,7 +22,8 @@
 #include "cli/local_supervisor.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
-#include "plan/graph.h"
+#include "connectors/sources.h"
+#include "plan/registry.h"
 
 #define MAX_LOCAL_WORKERS 64
 
@@ -78,6 +79,20 @@ static const char *local_usage =
     "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
     "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
 
+/* The input files of the job's file sources: a missing or special file is
+ * a usage error here rather than a failing task in every worker. */
+static int check_local_inputs(const eddy_job_graph_t *g, eddy_err_t *err)
+{
+    for (uint32_t s = 0; s < g->n_stages; s++) {
+        if (g->stages[s].source != &eddy_file_source_ops)
+            continue;
+        const eddy_file_source_config_t *f = g->stages[s].source_config;
+        if (eddy_file_source_check(f->path, err) < 0)
+            return eddy_err_wrap(err, "--input");
+    }
+    return 0;
+}
+
 int eddy_cmd_local(int argc, char **argv)
 {
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
@@ -108,9 +123,10 @@ int eddy_cmd_local(int argc, char **argv)
         return eddy_usage_error("local", err.msg);
     }
     if (rc == 1) {
-        if (job && eddy_job_find(job)) {
+        const eddy_job_kind_t *kind = job ? eddy_registry_job(eddy_registry_default(), job) : NULL;
+        if (kind) {
             printf("usage: eddy local [local flags] --job %s [job flags]\n\njob flags:\n%s", job,
-                   eddy_job_find(job)->usage);
+                   kind->usage);
         } else {
             printf("usage: eddy local %s\n\nflags:\n", local_usage);
             eddy_flags_print_help(stdout, flags);
@@ -132,9 +148,11 @@ int eddy_cmd_local(int argc, char **argv)
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     }
-    /* Validate the job's flags before anything starts. */
+    /* Validate the job's flags, and (the workers share this file system)
+     * its input files, before anything starts. */
     eddy_job_graph_t graph;
-    if (eddy_job_build(&graph, job, job_args.count, job_args.items, &err) < 0) {
+    if (eddy_job_build(&graph, job, job_args.count, job_args.items, &err) < 0 ||
+        check_local_inputs(&graph, &err) < 0) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", err.msg);
     }

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "jobs/jobs.h"
+#include "plan/registry.h"
 
 volatile sig_atomic_t eddy_cli_stop;
 
@@ -57,7 +58,11 @@ static void print_help(FILE *out)
 
 int main(int argc, char **argv)
 {
-    eddy_jobs_register_builtin();
+    eddy_err_t err = {{0}};
+    if (eddy_jobs_register_builtin(eddy_registry_default(), &err) < 0) {
+        fprintf(stderr, "eddy: cannot register the built-in jobs: %s\n", err.msg);
+        return 1;
+    }
     if (argc < 2) {
         print_help(stderr);
         return 2;

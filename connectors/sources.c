@@ -63,9 +63,31 @@ static void file_close(void *self)
     free(s);
 }
 
+int eddy_file_source_check(const char *path, eddy_err_t *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return eddy_err_set(err, "cannot read input %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) {
+        const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                                                  : "not a regular file";
+        return eddy_err_set(err, "input %s is %s; it must be a regular file (use a socket for a stream)",
+                            path, what);
+    }
+    if (access(path, R_OK) != 0)
+        return eddy_err_set(err, "cannot read input %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void *file_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
 {
     const eddy_file_source_config_t *cfg = ctx->config;
+    if (eddy_file_source_check(cfg->path, err) < 0)
+        return NULL;
     file_source_t *s = calloc(1, sizeof *s);
     if (!s) {
         eddy_err_set(err, "out of memory");

@@ -18,6 +18,11 @@ typedef struct eddy_file_source_config {
     char path[4096];
 } eddy_file_source_config_t;
 extern const eddy_source_ops_t eddy_file_source_ops;
+/* A replayable input is a readable regular file: a directory, FIFO, socket
+ * or device (/dev/zero) cannot be re-read from an offset after a failure,
+ * and some never end. The file source's open() checks this on the worker;
+ * `eddy local`, whose workers share its file system, checks it up front. */
+int eddy_file_source_check(const char *path, eddy_err_t *err);
 
 typedef struct eddy_generator_config eddy_generator_config_t;
 /* Writes the text of line n into buf (size > 0); returns its length. */

@@ -16,7 +16,7 @@
 #include "state/metastore.h"
 #include "state/metastore_async.h"
 #include "state/snapshot_store.h"
-#include "plan/graph.h"
+#include "plan/registry.h"
 
 #define COORD_MAX_IDENTITY 256
 #define COORD_MAX_RESCALES 256

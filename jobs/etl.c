@@ -17,9 +17,8 @@
 #include <string.h>
 
 #include "common/flags.h"
-#include "jobs/line_source.h"
-#include "operators/operators.h"
 #include "connectors/sources.h"
+#include "jobs/line_source.h"
 
 /* ---- transform ----------------------------------------------------------- */
 
@@ -68,15 +67,17 @@ int eddy_etl_transform(const char *line, size_t len, int64_t min_amount, char *o
 
 /* ---- generated CSV lines ------------------------------------------------- */
 
-typedef struct csv_line_config {
+/* The generator's config with the CSV line function and its own config. */
+typedef struct csv_generator {
+    eddy_generator_config_t generator;
     uint64_t users, items;
-} csv_line_config_t;
+} csv_generator_t;
 
 /* Line n: "u<user>,i<item>,<amount 0..999>", deterministic in (seed, n);
  * served by the built-in generator source. */
 static uint32_t csv_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf, uint32_t size)
 {
-    const csv_line_config_t *csv = cfg->line_arg;
+    const csv_generator_t *csv = cfg->line_arg;
     uint64_t h = eddy_generator_mix(cfg->seed ^ eddy_generator_mix(n));
     int len = snprintf(buf, size, "u%" PRIu64 ",i%" PRIu64 ",%" PRIu64, h % csv->users,
                        (h >> 20) % csv->items, (h >> 40) % 1000);
@@ -85,21 +86,34 @@ static uint32_t csv_line(const eddy_generator_config_t *cfg, uint64_t n, char *b
     return (uint32_t)len < size ? (uint32_t)len : size - 1;
 }
 
+static void *csv_generator_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+{
+    (void)arg;
+    int64_t lines = eddy_config_int(cfg, "lines", 1000000), seed = eddy_config_int(cfg, "seed", 42);
+    int64_t users = eddy_config_int(cfg, "users", 1000), items = eddy_config_int(cfg, "items", 100);
+    if (lines < 0 || users < 1 || items < 1) {
+        eddy_err_set(err, "'lines' must be >= 0, 'users' and 'items' >= 1");
+        return NULL;
+    }
+    csv_generator_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    c->users = (uint64_t)users;
+    c->items = (uint64_t)items;
+    c->generator = (eddy_generator_config_t){.lines = (uint64_t)lines, .seed = (uint64_t)seed,
+                                             .make_line = csv_line, .line_arg = c};
+    return c;
+}
+
 /* ---- job ------------------------------------------------------------------- */
 
-typedef struct etl_config {
-    eddy_line_source_t source;
-    csv_line_config_t csv;
-    int64_t min_amount;
-    eddy_flat_map_config_t transform;
-    eddy_part_file_config_t output;
-} etl_config_t;
-
-static void transform_line(const eddy_record_t *in, eddy_collector_t *out, const void *arg)
+static void transform_line(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *config)
 {
-    const etl_config_t *cfg = arg;
     char buf[4096];
-    int n = eddy_etl_transform(in->data, in->len, cfg->min_amount, buf, sizeof buf);
+    int n = eddy_etl_transform(in->data, in->len, eddy_config_int(config, "min_amount", 0), buf,
+                               sizeof buf);
     if (n < 0)
         return;
     eddy_record_t rec = eddy_record_make(buf, (uint32_t)n, 1);
@@ -107,7 +121,7 @@ static void transform_line(const eddy_record_t *in, eddy_collector_t *out, const
     eddy_emit(out, &rec);
 }
 
-static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
+static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
     const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL;
     bool generate = false;
@@ -139,41 +153,31 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
     if (!output || !output[0])
         return eddy_err_set(err, "etl needs --output-dir DIR");
 
-    etl_config_t *cfg = calloc(1, sizeof *cfg);
-    if (!cfg)
-        return eddy_err_set(err, "out of memory");
-    g->config = cfg;
-    g->free_config = free;
-    cfg->min_amount = min_amount;
-    if (strlen(output) >= sizeof cfg->output.directory)
-        return eddy_err_set(err, "--output-dir path is too long");
-    strcpy(cfg->output.directory, output);
-
-    const eddy_source_ops_t *source_ops;
-    const void *source_cfg;
-    uint32_t source_parallelism = parallelism;
-    cfg->csv = (csv_line_config_t){users, items};
-    cfg->source.generator = (eddy_generator_config_t){
-        .lines = lines, .seed = seed, .make_line = csv_line, .line_arg = &cfg->csv};
-    if (eddy_line_source_choose(&cfg->source, input, socket, &source_ops, &source_cfg,
-                                &source_parallelism, err) < 0)
-        return -1;
-    cfg->transform.fn = transform_line;
-    cfg->transform.arg = cfg;
-
-    int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
-    if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->transform, err) < 0)
-        return -1;
-    if (rate && eddy_job_rate_parse(&g->stages[src].rate, rate, err) < 0)
-        return eddy_err_wrap(err, "--rate");
-    int sink = eddy_graph_add_stage(g, "sink", sink_parallelism, src,
-                                    EDDY_EDGE_REBALANCE, NULL, err);
-    if (sink < 0)
-        return -1;
-    return eddy_graph_chain(g, sink, &eddy_part_file_sink_ops, &cfg->output, err);
+    eddy_config_t *gen = eddy_config_new();
+    if (gen) {
+        eddy_config_set_int(gen, "lines", (int64_t)lines);
+        eddy_config_set_int(gen, "seed", (int64_t)seed);
+        eddy_config_set_int(gen, "users", (int64_t)users);
+        eddy_config_set_int(gen, "items", (int64_t)items);
+    }
+    eddy_line_source_flags_t src = {.input = input, .socket = socket, .generate = generate,
+                                    .rate = rate, .parallelism = parallelism,
+                                    .generator_kind = "etl_csv_generator", .generator = gen};
+    eddy_builder_set_default_parallelism(b, parallelism);
+    eddy_stream_t lines_s = eddy_line_source_add(b, &src);
+    eddy_config_t *tcfg = eddy_config_new();
+    if (tcfg)
+        eddy_config_set_int(tcfg, "min_amount", min_amount);
+    eddy_stream_t rows = eddy_set_parallelism(eddy_flat_map(lines_s, "transform", "etl_transform", tcfg),
+                                              eddy_line_source_parallelism(&src));
+    eddy_config_t *out = eddy_config_new();
+    if (out && eddy_config_set_str(out, "directory", output) < 0)
+        eddy_builder_fail(b, "--output-dir path is too long");
+    eddy_set_parallelism(eddy_sink(eddy_rebalance(rows), "sink", "part_file", out), sink_parallelism);
+    return eddy_builder_error(b) ? -1 : 0;
 }
 
-const eddy_job_def_t eddy_etl_job = {
+const eddy_job_kind_t eddy_etl_job = {
     .name = "etl",
     .summary = "filter and transform user,item,amount lines into exactly-once part files",
     .usage = "  --input FILE | --generate [--lines N --users N --items N --seed N]\n"
@@ -196,3 +200,18 @@ const eddy_job_def_t eddy_etl_job = {
              "at-least-once (rows after the last checkpoint are printed again).\n",
     .build = build,
 };
+
+static const eddy_source_kind_t csv_generator_kind = {
+    .name = "etl_csv_generator",
+    .ops = &eddy_generator_source_ops,
+    .configure = csv_generator_configure,
+    .release = free,
+};
+
+int eddy_etl_register(eddy_registry_t *r, eddy_err_t *err)
+{
+    if (eddy_register_source(r, &csv_generator_kind, err) < 0 ||
+        eddy_register_flat_map(r, "etl_transform", transform_line, err) < 0)
+        return -1;
+    return eddy_register_job(r, &eddy_etl_job, err);
+}

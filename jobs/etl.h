@@ -6,9 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan/graph.h"
+#include "api/plugin.h"
 
-extern const eddy_job_def_t eddy_etl_job;
+/* Registers the job, its CSV generator and its transform. */
+int eddy_etl_register(eddy_registry_t *r, eddy_err_t *err);
 
 /* The etl transform of one line (without '\n'): "user,item,amount" with an
  * integer amount >= min_amount becomes "user\titem\t<2*amount>" in out

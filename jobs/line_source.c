@@ -3,8 +3,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/flags.h"
 
@@ -31,30 +29,6 @@ int eddy_line_source_check(const char *job, const char *input, const char *socke
     return 0;
 }
 
-/* A replayable input is a regular file: a directory, FIFO, socket or device
- * (/dev/zero) cannot be re-read from an offset after a failure, and some
- * never end, so they are usage errors rather than a job that hangs or ends
- * empty. stat() follows symlinks, so a link to a regular file is fine. */
-static int check_input(const char *input, eddy_err_t *err)
-{
-    struct stat st;
-    if (stat(input, &st) != 0)
-        return eddy_err_set(err, "cannot read --input %s: %s", input, strerror(errno));
-    if (!S_ISREG(st.st_mode)) {
-        const char *what = S_ISDIR(st.st_mode)    ? "a directory"
-                           : S_ISFIFO(st.st_mode) ? "a FIFO"
-                           : S_ISSOCK(st.st_mode) ? "a socket"
-                           : S_ISCHR(st.st_mode)  ? "a character device"
-                           : S_ISBLK(st.st_mode)  ? "a block device"
-                                                  : "not a regular file";
-        return eddy_err_set(err, "--input %s is %s; it must be a regular file (use --socket for a stream)",
-                            input, what);
-    }
-    if (access(input, R_OK) != 0)
-        return eddy_err_set(err, "cannot read --input %s: %s", input, strerror(errno));
-    return 0;
-}
-
 int eddy_job_rate_parse(eddy_rate_schedule_t *rate, const char *text, eddy_err_t *err)
 {
     if (eddy_rate_parse(rate, text, err) < 0)
@@ -70,28 +44,47 @@ int eddy_job_rate_parse(eddy_rate_schedule_t *rate, const char *text, eddy_err_t
     return 0;
 }
 
-int eddy_line_source_choose(eddy_line_source_t *src, const char *input, const char *socket,
-                            const eddy_source_ops_t **ops, const void **config,
-                            uint32_t *parallelism, eddy_err_t *err)
+uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f)
 {
-    if (input) {
-        if (strlen(input) >= sizeof src->file.path)
-            return eddy_err_set(err, "--input path is too long");
-        if (check_input(input, err) < 0)
-            return -1;
-        strcpy(src->file.path, input);
-        *ops = &eddy_file_source_ops;
-        *config = &src->file;
-    } else if (socket) {
-        if (eddy_parse_host_port(socket, src->socket.host, sizeof src->socket.host,
-                                 &src->socket.port, err) < 0)
-            return eddy_err_wrap(err, "--socket");
-        *ops = &eddy_socket_source_ops;
-        *config = &src->socket;
-        *parallelism = 1;
+    return f->socket ? 1 : f->parallelism;
+}
+
+eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f)
+{
+    eddy_config_t *cfg = NULL;
+    const char *kind;
+    eddy_err_t err = {{0}};
+    if (f->input) {
+        kind = "file";
+        cfg = eddy_config_new();
+        if (cfg && eddy_config_set_str(cfg, "path", f->input) < 0)
+            eddy_builder_fail(b, "--input path is too long");
+    } else if (f->socket) {
+        kind = "socket";
+        char host[256];
+        uint16_t port;
+        if (eddy_parse_host_port(f->socket, host, sizeof host, &port, &err) < 0)
+            eddy_builder_fail(b, "--socket: %s", err.msg);
+        cfg = eddy_config_new();
+        if (cfg) {
+            eddy_config_set_str(cfg, "host", host);
+            eddy_config_set_int(cfg, "port", port);
+        }
     } else {
-        *ops = &eddy_generator_source_ops;
-        *config = &src->generator;
+        kind = f->generator_kind;
+        cfg = f->generator;
     }
-    return 0;
+    f->generator = cfg == f->generator ? NULL : f->generator;
+    eddy_config_destroy(&f->generator); /* not taken by the step: another source was chosen */
+    if (!cfg) {
+        eddy_builder_fail(b, "out of memory");
+    } else if (f->rate) {
+        eddy_rate_schedule_t check;
+        if (eddy_job_rate_parse(&check, f->rate, &err) < 0)
+            eddy_builder_fail(b, "--rate: %s", err.msg);
+        else
+            eddy_config_set_str(cfg, "rate", f->rate);
+    }
+    eddy_stream_t s = eddy_source(b, "source", kind, cfg);
+    return eddy_set_parallelism(s, eddy_line_source_parallelism(f));
 }

@@ -1,10 +1,14 @@
-/* registry.c - registers the built-in jobs (see jobs.h). */
+/* registry.c - registers eddy's built-in kinds and jobs (see jobs.h). */
+#include "connectors/kinds.h"
 #include "jobs/etl.h"
 #include "jobs/jobs.h"
 #include "jobs/wordcount.h"
+#include "operators/kinds.h"
 
-void eddy_jobs_register_builtin(void)
+int eddy_jobs_register_builtin(eddy_registry_t *r, eddy_err_t *err)
 {
-    eddy_job_register(&eddy_wordcount_job);
-    eddy_job_register(&eddy_etl_job);
+    if (eddy_operators_register(r, err) < 0 || eddy_connectors_register(r, err) < 0 ||
+        eddy_wordcount_register(r, err) < 0 || eddy_etl_register(r, err) < 0)
+        return -1;
+    return 0;
 }

@@ -10,20 +10,10 @@
 #include "common/flags.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
-#include "plan/graph.h"
-#include "operators/operators.h"
-#include "connectors/sources.h"
 
-typedef struct wordcount_config {
-    eddy_line_source_t source;
-    eddy_flat_map_config_t split;
-    eddy_aggregate_config_t count;
-    eddy_table_file_config_t output;
-} wordcount_config_t;
-
-static void split_words(const eddy_record_t *in, eddy_collector_t *out, const void *arg)
+static void split_words(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *config)
 {
-    (void)arg;
+    (void)config;
     const char *p = in->data, *end = in->data + in->len;
     while (p < end) {
         while (p < end && (*p == ' ' || *p == '\t'))
@@ -44,13 +34,7 @@ static void split_words(const eddy_record_t *in, eddy_collector_t *out, const vo
 /* A second per word: beyond that the job is a typo, not a demo. */
 #define MAX_COST_US 1e6
 
-static uint32_t whole_record_key(const eddy_record_t *rec, const char **key)
-{
-    *key = rec->data;
-    return rec->len;
-}
-
-static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
+static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
     const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *rate_schedule = NULL;
     bool generate = false, cost_sleep = false;
@@ -90,50 +74,40 @@ static int build(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err)
         return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
                             parallelism, max_parallelism);
 
-    wordcount_config_t *cfg = calloc(1, sizeof *cfg);
-    if (!cfg)
-        return eddy_err_set(err, "out of memory");
-    g->config = cfg;
-    g->free_config = free;
-    g->max_parallelism = max_parallelism;
-
-    const eddy_source_ops_t *source_ops;
-    const void *source_cfg;
-    uint32_t source_parallelism = parallelism;
-    cfg->source.generator.lines = lines;
-    cfg->source.generator.vocabulary = vocabulary;
-    cfg->source.generator.words_per_line = words;
-    cfg->source.generator.seed = seed;
-    if (eddy_line_source_choose(&cfg->source, input, socket, &source_ops, &source_cfg,
-                                &source_parallelism, err) < 0)
-        return -1;
-    cfg->split.fn = split_words;
-    eddy_aggregate_sum_config(&cfg->count, output ? EDDY_EMIT_FINAL : EDDY_EMIT_CHANGELOG);
-    cfg->count.cost_us = cost_us;
-    cfg->count.cost_sleep = cost_sleep;
-
-    int src = eddy_graph_add_source(g, "source", source_parallelism, source_ops, source_cfg, err);
-    if (src < 0 || eddy_graph_chain(g, src, &eddy_flat_map_ops, &cfg->split, err) < 0)
-        return -1;
-    if (rate && eddy_job_rate_parse(&g->stages[src].rate, rate, err) < 0)
-        return eddy_err_wrap(err, rate_schedule ? "--rate-schedule" : "--rate");
-    int count = eddy_graph_add_stage(g, "count", parallelism, src, EDDY_EDGE_HASH,
-                                     whole_record_key, err);
-    if (count < 0 || eddy_graph_chain(g, count, &eddy_aggregate_ops, &cfg->count, err) < 0)
-        return -1;
-    int sink = eddy_graph_add_stage(g, "sink", 1, count, EDDY_EDGE_GLOBAL, NULL, err);
-    if (sink < 0)
-        return -1;
-    if (output) {
-        if (strlen(output) >= sizeof cfg->output.path)
-            return eddy_err_set(err, "--output path is too long");
-        strcpy(cfg->output.path, output);
-        return eddy_graph_chain(g, sink, &eddy_table_file_sink_ops, &cfg->output, err);
+    eddy_builder_set_max_parallelism(b, max_parallelism);
+    eddy_builder_set_default_parallelism(b, parallelism);
+    eddy_config_t *gen = eddy_config_new();
+    if (gen) {
+        eddy_config_set_int(gen, "lines", (int64_t)lines);
+        eddy_config_set_int(gen, "vocabulary", vocabulary);
+        eddy_config_set_int(gen, "words_per_line", words);
+        eddy_config_set_int(gen, "seed", (int64_t)seed);
     }
-    return eddy_graph_chain(g, sink, &eddy_changelog_sink_ops, NULL, err);
+    eddy_line_source_flags_t src = {.input = input, .socket = socket, .generate = generate,
+                                    .rate = rate, .parallelism = parallelism,
+                                    .generator_kind = "generator", .generator = gen};
+    eddy_stream_t lines_s = eddy_line_source_add(b, &src);
+    eddy_stream_t words_s = eddy_set_parallelism(eddy_flat_map(lines_s, "split", "split_words", NULL),
+                                                 eddy_line_source_parallelism(&src));
+    eddy_config_t *sum = eddy_config_new();
+    if (sum) {
+        eddy_config_set_str(sum, "emit", output ? "final" : "changelog");
+        eddy_config_set_double(sum, "cost_us", cost_us);
+        eddy_config_set_bool(sum, "cost_sleep", cost_sleep);
+    }
+    eddy_stream_t counts = eddy_aggregate(eddy_key_by(words_s, "whole_record"), "count", "sum", sum);
+    if (output) {
+        eddy_config_t *out = eddy_config_new();
+        if (out && eddy_config_set_str(out, "path", output) < 0)
+            eddy_builder_fail(b, "--output path is too long");
+        eddy_sink(eddy_global(counts), "sink", "table_file", out);
+    } else {
+        eddy_sink(eddy_global(counts), "sink", "changelog", NULL);
+    }
+    return eddy_builder_error(b) ? -1 : 0;
 }
 
-const eddy_job_def_t eddy_wordcount_job = {
+const eddy_job_kind_t eddy_wordcount_job = {
     .name = "wordcount",
     .summary = "count words (space/tab separated) from a file, socket or generator",
     .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
@@ -149,3 +123,10 @@ const eddy_job_def_t eddy_wordcount_job = {
              "                                 for more instances than cores)\n",
     .build = build,
 };
+
+int eddy_wordcount_register(eddy_registry_t *r, eddy_err_t *err)
+{
+    if (eddy_register_flat_map(r, "split_words", split_words, err) < 0)
+        return -1;
+    return eddy_register_job(r, &eddy_wordcount_job, err);
+}

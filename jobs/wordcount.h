@@ -6,8 +6,9 @@
 #include <stdint.h>
 
 #include "common/err.h"
-#include "plan/graph.h"
+#include "api/plugin.h"
 
-extern const eddy_job_def_t eddy_wordcount_job;
+/* Registers the job and its split_words flat_map. */
+int eddy_wordcount_register(eddy_registry_t *r, eddy_err_t *err);
 
 #endif

@@ -163,9 +163,9 @@ eddy_stream_t eddy_aggregate(eddy_keyed_stream_t in, const char *uid, const char
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_AGGREGATE, in.key_kind, config);
 }
 
-void eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config)
+eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config)
 {
-    add_step(in.builder, in.node, uid, kind, EDDY_NODE_SINK, NULL, config);
+    return add_step(in.builder, in.node, uid, kind, EDDY_NODE_SINK, NULL, config);
 }
 
 static eddy_plan_node_t *node_of(eddy_stream_t s)

@@ -1,4 +1,4 @@
-/* graph.c - building and validating job graphs; the built-in job registry. */
+/* graph.c - building and validating job graphs (the stages tasks run). */
 #include "plan/graph.h"
 
 #include <ctype.h>
@@ -186,50 +186,6 @@ int eddy_rate_parse(eddy_rate_schedule_t *r, const char *text, eddy_err_t *err)
         r->rate[r->steps] = rate;
         r->steps++;
         p = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
-/* ---- registry ---- */
-
-#define MAX_JOBS 64
-static const eddy_job_def_t *registry[MAX_JOBS];
-static uint32_t registry_count;
-
-int eddy_job_register(const eddy_job_def_t *def)
-{
-    if (eddy_job_find(def->name))
-        return 0;
-    if (registry_count >= MAX_JOBS)
-        return -1;
-    registry[registry_count++] = def;
-    return 0;
-}
-
-const eddy_job_def_t *eddy_job_find(const char *name)
-{
-    for (uint32_t i = 0; i < registry_count; i++)
-        if (!strcmp(registry[i]->name, name))
-            return registry[i];
-    return NULL;
-}
-
-uint32_t eddy_job_count(void) { return registry_count; }
-const eddy_job_def_t *eddy_job_at(uint32_t i) { return i < registry_count ? registry[i] : NULL; }
-
-int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err)
-{
-    const eddy_job_def_t *def = eddy_job_find(name);
-    if (!def)
-        return eddy_err_set(err, "unknown job '%s' (see `eddy jobs`)", name);
-    eddy_graph_init(g, name);
-    if (def->build(g, argc, argv, err) < 0) {
-        eddy_graph_clear(g);
-        return -1;
-    }
-    if (eddy_graph_validate(g, err) < 0) {
-        eddy_graph_clear(g);
-        return -1;
     }
     return 0;
 }

@@ -1,4 +1,5 @@
-/* graph.h - a job as a graph of stages, and the registry of built-in jobs.
+/* graph.h - a job as a graph of stages: the physical form of a plan
+ * (plan/plan.h) that tasks run, made by eddy_plan_instantiate.
  *
  * A stage is a chain of operators that run in one task per instance (like a
  * Flink operator chain): a source or one input edge, then operators called
@@ -6,8 +7,8 @@
  * HASH (by key group of the record's key: the stage is keyed and can be
  * rescaled), GLOBAL (everything to instance 0), REBALANCE (round robin).
  *
- * The coordinator and every worker build the same graph from the job's name
- * and flags, so only those travel on the wire, never code or pointers. */
+ * Stages point at operator ops and configs resolved from registered kinds
+ * (plan/registry.h), never at anything that travelled on the wire. */
 #ifndef EDDY_PLAN_GRAPH_H
 #define EDDY_PLAN_GRAPH_H
 
@@ -82,21 +83,5 @@ static inline bool eddy_stage_is_keyed(const eddy_stage_def_t *s) { return s->ed
 double eddy_rate_at(const eddy_rate_schedule_t *r, double t_s);
 /* Parses "R" or "T:R,T:R,..." (seconds:records per second). */
 int eddy_rate_parse(eddy_rate_schedule_t *r, const char *text, eddy_err_t *err);
-
-/* ---- registry of built-in jobs ---- */
-typedef struct eddy_job_def {
-    const char *name;
-    const char *summary;   /* one line for `eddy jobs` */
-    const char *usage;     /* flag help for `eddy local --job NAME --help` */
-    /* Parses the job's flags and builds its graph; -1 with err on bad flags. */
-    int (*build)(eddy_job_graph_t *g, int argc, char **argv, eddy_err_t *err);
-} eddy_job_def_t;
-
-int eddy_job_register(const eddy_job_def_t *def);
-const eddy_job_def_t *eddy_job_find(const char *name);
-uint32_t eddy_job_count(void);
-const eddy_job_def_t *eddy_job_at(uint32_t i);
-/* Looks the job up and builds its graph; clear errors for unknown jobs. */
-int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err);
 
 #endif

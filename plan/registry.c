@@ -286,11 +286,13 @@ typedef struct configured {
 typedef struct graph_owned {
     configured_t *items;
     uint32_t count;
+    eddy_plan_t *plan; /* when the graph owns its plan (eddy_job_build) */
 } graph_owned_t;
 
 static void free_owned(void *p)
 {
     graph_owned_t *owned = p;
+    eddy_plan_destroy(&owned->plan);
     for (uint32_t i = 0; i < owned->count; i++)
         if (owned->items[i].release)
             owned->items[i].release(owned->items[i].object);
@@ -387,4 +389,18 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
 fail:
     eddy_graph_clear(g);
     return -1;
+}
+
+int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err)
+{
+    const eddy_registry_t *r = eddy_registry_default();
+    eddy_plan_t *plan = eddy_registry_build_plan(r, name, argc, argv, err);
+    if (!plan)
+        return -1;
+    if (eddy_plan_instantiate(plan, r, g, err) < 0) {
+        eddy_plan_destroy(&plan);
+        return -1;
+    }
+    ((graph_owned_t *)g->config)->plan = plan;
+    return 0;
 }

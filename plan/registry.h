@@ -43,4 +43,8 @@ eddy_plan_t *eddy_registry_build_plan(const eddy_registry_t *self, const char *n
 int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *registry,
                           eddy_job_graph_t *g, eddy_err_t *err);
 
+/* A job's graph from its name and flags: eddy_registry_build_plan on the
+ * process registry, then eddy_plan_instantiate; the graph owns the plan. */
+int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err);
+
 #endif

@@ -19,7 +19,7 @@
 #include "net/proto.h"
 #include "net/zrecv.h"
 #include "state/snapshot_store.h"
-#include "plan/graph.h"
+#include "plan/registry.h"
 #include "runtime/peers.h"
 #include "runtime/task.h"
 
