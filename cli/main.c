@@ -40,8 +40,9 @@ static const subcommand_t commands[] = {
     {"rescale", eddy_cmd_rescale, "change an operator's parallelism: rescale JOB OPERATOR N"},
     {"status", eddy_cmd_status, "show jobs, operators and workers"},
     {"scaling", eddy_cmd_scaling, "show the controller's scaling decisions"},
-    {"jobs", eddy_cmd_jobs, "list the built-in jobs"},
+    {"jobs", eddy_cmd_jobs, "list the jobs (built in and from loaded plugins)"},
     {"cancel", eddy_cmd_cancel, "cancel a running job"},
+    {"plan", eddy_cmd_plan, "print a job's plan (stages, chaining, parallelism, keys) without running it"},
 };
 
 static void print_help(FILE *out)
