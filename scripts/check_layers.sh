@@ -27,6 +27,18 @@ for layer in "${LAYERS[@]}"; do
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
   done < <(find "$ROOT/$layer" -type f \( -name '*.c' -o -name '*.h' \) -print0)
 done
+# Example plugins are written against the installed API only.
+if [[ -d "$ROOT/examples" ]]; then
+  while IFS= read -r -d '' file; do
+    while IFS= read -r line; do
+      inc="${line#*\"}"; inc="${inc%%\"*}"
+      if [[ "$inc" != api/* ]]; then
+        echo "check_layers: ${file#$ROOT/} includes \"$inc\": examples may include api/ headers only" >&2
+        bad=1
+      fi
+    done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+  done < <(find "$ROOT/examples" -type f \( -name '*.c' -o -name '*.h' \) -print0)
+fi
 if ((bad)); then
   echo "check_layers: upward includes found (layers: ${LAYERS[*]})" >&2
   exit 1
