@@ -21,11 +21,11 @@
 #include <stdint.h>
 
 /* Data in flight per channel, in time at the receiver's measured rate. */
-#define EDDY_FLOW_TARGET_NS (250ull * 1000u * 1000u)
+#define EDDY_FLOW_TARGET_NS (200ull * 1000u * 1000u)
 /* Smallest batch: keeps per-batch costs negligible even for slow channels. */
 #define EDDY_FLOW_MIN_BATCH_BYTES 1024u
 /* Budget of a channel that has not been measured yet (slow start). */
-#define EDDY_FLOW_INITIAL_BYTES (16u * 1024u)
+#define EDDY_FLOW_INITIAL_BYTES (8u * 1024u)
 /* A rate sample covers at least this much time with data in flight. */
 #define EDDY_FLOW_WINDOW_NS (20ull * 1000u * 1000u)
 /* Most batches a channel can have in flight (its credits) this tracks. */
