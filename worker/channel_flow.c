@@ -34,9 +34,9 @@ void eddy_channel_flow_init(eddy_channel_flow_t *f, uint32_t max_batches,
     set_budget(f, EDDY_FLOW_INITIAL_BYTES);
 }
 
-bool eddy_channel_flow_may_send(const eddy_channel_flow_t *f)
+bool eddy_channel_flow_may_send(const eddy_channel_flow_t *f, size_t bytes)
 {
-    return f->n_inflight == 0 || f->inflight_bytes < f->budget_bytes;
+    return f->n_inflight == 0 || f->inflight_bytes + bytes <= f->budget_bytes;
 }
 
 /* Time since the last event counts toward the window while data was in flight. */

@@ -23,7 +23,7 @@
 /* Data in flight per channel, in time at the receiver's measured rate. */
 #define EDDY_FLOW_TARGET_NS (200ull * 1000u * 1000u)
 /* Smallest batch: keeps per-batch costs negligible even for slow channels. */
-#define EDDY_FLOW_MIN_BATCH_BYTES 1024u
+#define EDDY_FLOW_MIN_BATCH_BYTES 512u
 /* Budget of a channel that has not been measured yet (slow start). */
 #define EDDY_FLOW_INITIAL_BYTES (8u * 1024u)
 /* A rate sample covers at least this much time with data in flight. */
@@ -47,8 +47,9 @@ typedef struct eddy_channel_flow {
 /* max_batches: the channel's credits (<= EDDY_FLOW_MAX_BATCHES). */
 void eddy_channel_flow_init(eddy_channel_flow_t *f, uint32_t max_batches,
                             uint32_t max_batch_bytes, uint64_t now_ns);
-/* True while the in-flight bytes are under the budget (always with none). */
-bool eddy_channel_flow_may_send(const eddy_channel_flow_t *f);
+/* True if a batch of `bytes` keeps the in-flight bytes within the budget;
+ * always when nothing is in flight (a batch larger than the budget goes alone). */
+bool eddy_channel_flow_may_send(const eddy_channel_flow_t *f, size_t bytes);
 void eddy_channel_flow_sent(eddy_channel_flow_t *f, size_t bytes, uint64_t now_ns);
 /* The receiver consumed the `batches` oldest in-flight batches. */
 void eddy_channel_flow_acked(eddy_channel_flow_t *f, uint32_t batches, uint64_t now_ns);

@@ -165,7 +165,7 @@ static void drain_pending(eddy_task_t *t, output_channel_t *ch)
     while (ch->head) {
         out_entry_t *e = ch->head;
         if (e->is_batch) {
-            if (ch->credits == 0 || !eddy_channel_flow_may_send(&ch->flow))
+            if (ch->credits == 0 || !eddy_channel_flow_may_send(&ch->flow, e->len))
                 return;
             ch->credits--;
             eddy_channel_flow_sent(&ch->flow, e->len, eddy_mono_ns());

@@ -18,7 +18,7 @@ static uint64_t round_trip(eddy_channel_flow_t *f, uint64_t now, double rate)
 {
     uint32_t sent = 0;
     uint64_t bytes = 0;
-    while (sent < CREDITS && eddy_channel_flow_may_send(f)) {
+    while (sent < CREDITS && eddy_channel_flow_may_send(f, eddy_channel_flow_batch_bytes(f))) {
         uint32_t b = eddy_channel_flow_batch_bytes(f);
         eddy_channel_flow_sent(f, b, now);
         bytes += b;
@@ -35,11 +35,14 @@ Test(channel_flow, starts_small_and_never_blocks_an_empty_channel)
     eddy_channel_flow_init(&f, CREDITS, BATCH, 0);
     cr_assert_eq(f.budget_bytes, EDDY_FLOW_INITIAL_BYTES);
     cr_assert_lt(eddy_channel_flow_batch_bytes(&f), BATCH);
-    cr_assert(eddy_channel_flow_may_send(&f));
-    eddy_channel_flow_sent(&f, 1000000, 0); /* even a batch larger than the budget */
-    cr_assert_not(eddy_channel_flow_may_send(&f));
+    cr_assert(eddy_channel_flow_may_send(&f, 1000000)); /* even larger than the budget */
+    eddy_channel_flow_sent(&f, 1000000, 0);
+    cr_assert_not(eddy_channel_flow_may_send(&f, 1));
     eddy_channel_flow_acked(&f, 1, 1 * MS);
-    cr_assert(eddy_channel_flow_may_send(&f));
+    cr_assert(eddy_channel_flow_may_send(&f, 1));
+    eddy_channel_flow_sent(&f, EDDY_FLOW_INITIAL_BYTES / 2, 2 * MS);
+    cr_assert(eddy_channel_flow_may_send(&f, EDDY_FLOW_INITIAL_BYTES / 2));
+    cr_assert_not(eddy_channel_flow_may_send(&f, EDDY_FLOW_INITIAL_BYTES / 2 + 1));
 }
 
 Test(channel_flow, fast_receiver_reaches_full_batches_and_all_credits)
