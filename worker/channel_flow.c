@@ -36,7 +36,10 @@ void eddy_channel_flow_init(eddy_channel_flow_t *f, uint32_t max_batches,
 
 bool eddy_channel_flow_may_send(const eddy_channel_flow_t *f, size_t bytes)
 {
-    return f->n_inflight == 0 || f->inflight_bytes + bytes <= f->budget_bytes;
+    /* At the full budget the credits alone limit the channel (batches run
+     * a record over their nominal size, which must not cost a credit). */
+    return f->n_inflight == 0 || f->budget_bytes >= f->max_budget_bytes ||
+           f->inflight_bytes + bytes <= f->budget_bytes;
 }
 
 /* Time since the last event counts toward the window while data was in flight. */

@@ -50,6 +50,7 @@ typedef struct output_channel {
     uint32_t credits;
     eddy_channel_flow_t flow;   /* in-flight data bounded by time */
     out_entry_t *head, *tail;
+    uint32_t pending_batches;   /* batches in head..tail */
 } output_channel_t;
 
 typedef struct output_group {
@@ -145,6 +146,7 @@ static void out_enqueue(eddy_task_t *t, output_channel_t *ch, char *data, size_t
     e->data = data;
     e->len = len;
     e->is_batch = is_batch;
+    ch->pending_batches += is_batch;
     if (ch->tail)
         ch->tail->next = e;
     else
@@ -168,6 +170,7 @@ static void drain_pending(eddy_task_t *t, output_channel_t *ch)
             if (ch->credits == 0 || !eddy_channel_flow_may_send(&ch->flow, e->len))
                 return;
             ch->credits--;
+            ch->pending_batches--;
             eddy_channel_flow_sent(&ch->flow, e->len, eddy_mono_ns());
         }
         ch->head = e->next;
@@ -247,6 +250,18 @@ static bool outputs_backlogged(const eddy_task_t *t)
     for (uint32_t g = 0; g < t->n_groups; g++)
         for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
             if (t->groups[g].channels[i].head)
+                return true;
+    return false;
+}
+
+/* A step stops once a channel has a second batch waiting: one waiting batch
+ * is normal while credit is on its way back, more would only queue ahead of
+ * the next barrier. */
+static bool outputs_piling_up(const eddy_task_t *t)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++)
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
+            if (t->groups[g].channels[i].pending_batches > 1)
                 return true;
     return false;
 }
@@ -839,8 +854,8 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
     return false;
 }
 
-/* A step ends when its time slice is used up or an output channel is
- * backlogged (its downstream could not take more anyway). The clock is read
+/* A step ends when its time slice is used up or an output channel piles up
+ * batches (its downstream could not take more anyway). The clock is read
  * after 1, 2, 4, ... units, then every SLICE_CHECK_MAX: a costly record is
  * noticed at once, and cheap ones pay one clock read per SLICE_CHECK_MAX. */
 #define SLICE_CHECK_MAX 64u
@@ -859,7 +874,7 @@ static void slice_begin(slice_t *s, uint64_t now_ns)
 
 static bool slice_ended(const eddy_task_t *t, const slice_t *s)
 {
-    return eddy_mono_ns() >= s->deadline_ns || outputs_backlogged(t);
+    return eddy_mono_ns() >= s->deadline_ns || outputs_piling_up(t);
 }
 
 /* slice_ended, checked on the schedule above as `units` more are done. */
