@@ -5,7 +5,7 @@
  * A task never blocks. The worker's loop asks whether it is runnable and
  * then runs one step: a source emits up to EDDY_SOURCE_STEP_RECORDS records,
  * any other task consumes records of one queued input message. A step also
- * ends after EDDY_TASK_SLICE_NS or when an output is backlogged, so the
+ * ends after EDDY_TASK_SLICE_NS or when an output piles up batches, so the
  * worker serves control messages and heartbeats between slices whatever the
  * operators cost (a partly read batch goes on at the next step). Only a
  * single record that takes longer than the heartbeat timeout can still make
