@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "state/keygroup.h"
+#include "runtime/channel_flow.h"
 
 typedef struct in_entry {
     struct in_entry *next;
@@ -47,7 +48,9 @@ typedef struct output_channel {
     eddy_batch_writer_t writer;
     bool writer_open;
     uint32_t credits;
+    eddy_channel_flow_t flow;   /* in-flight data bounded by time */
     out_entry_t *head, *tail;
+    uint32_t pending_batches;   /* batches in head..tail */
 } output_channel_t;
 
 typedef struct output_group {
@@ -100,6 +103,12 @@ struct eddy_task {
     uint32_t n_groups;
     output_group_t *groups;
 
+    /* A failure inside the chain (an operator's process(), an output that
+     * could not be queued) where no error can be returned: the step that
+     * notices it fails the task. Per task, so it never leaks into another. */
+    bool fault;
+    eddy_err_t fault_err;
+
     bool finished, failed;
     uint64_t records_in, records_out;
     uint64_t busy_ns, idle_ns, blocked_ns, last_account_ns;
@@ -107,17 +116,38 @@ struct eddy_task {
 
 /* ---- output side ------------------------------------------------------- */
 
-static void out_enqueue(output_channel_t *ch, char *data, size_t len, bool is_batch)
+static void set_fault(eddy_task_t *t, const char *what)
 {
-    out_entry_t *e = malloc(sizeof *e);
+    if (t->fault)
+        return;
+    t->fault = true;
+    eddy_err_set(&t->fault_err, "%s[%u]: %s", t->def->name, t->instance, what);
+}
+
+/* The first fault of the task, as the step's error. */
+static int take_fault(eddy_task_t *t, eddy_err_t *err)
+{
+    if (err)
+        *err = t->fault_err;
+    return -1;
+}
+
+/* Losing a batch would silently lose records, so a failed allocation fails
+ * the task instead (the job then restores from its last checkpoint). */
+static void out_enqueue(eddy_task_t *t, output_channel_t *ch, char *data, size_t len,
+                        bool is_batch)
+{
+    out_entry_t *e = data ? malloc(sizeof *e) : NULL;
     if (!e) {
         free(data);
+        set_fault(t, "out of memory queueing output");
         return;
     }
     e->next = NULL;
     e->data = data;
     e->len = len;
     e->is_batch = is_batch;
+    ch->pending_batches += is_batch;
     if (ch->tail)
         ch->tail->next = e;
     else
@@ -138,9 +168,11 @@ static void drain_pending(eddy_task_t *t, output_channel_t *ch)
     while (ch->head) {
         out_entry_t *e = ch->head;
         if (e->is_batch) {
-            if (ch->credits == 0)
+            if (ch->credits == 0 || !eddy_channel_flow_may_send(&ch->flow, e->len))
                 return;
             ch->credits--;
+            ch->pending_batches--;
+            eddy_channel_flow_sent(&ch->flow, e->len, eddy_mono_ns());
         }
         ch->head = e->next;
         if (!ch->head)
@@ -157,7 +189,7 @@ static void flush_channel(eddy_task_t *t, output_channel_t *ch)
     size_t len;
     char *data = eddy_batch_writer_finish(&ch->writer, &len);
     ch->writer_open = false;
-    out_enqueue(ch, data, len, true);
+    out_enqueue(t, ch, data, len, true);
     drain_pending(t, ch);
 }
 
@@ -168,7 +200,7 @@ static void append_record(eddy_task_t *t, output_channel_t *ch, const eddy_recor
         ch->writer_open = true;
     }
     eddy_batch_writer_add(&ch->writer, rec);
-    if (eddy_batch_writer_bytes(&ch->writer) >= EDDY_BATCH_BYTES)
+    if (eddy_batch_writer_bytes(&ch->writer) >= eddy_channel_flow_batch_bytes(&ch->flow))
         flush_channel(t, ch);
 }
 
@@ -208,7 +240,7 @@ static void broadcast_small(eddy_task_t *t, uint64_t barrier, bool eos)
             size_t len;
             char *data = eos ? eddy_eos_encode(&ch->id, &len)
                              : eddy_barrier_encode(&ch->id, barrier, &len);
-            out_enqueue(ch, data, len, false);
+            out_enqueue(t, ch, data, len, false);
             drain_pending(t, ch);
         }
     }
@@ -219,6 +251,18 @@ static bool outputs_backlogged(const eddy_task_t *t)
     for (uint32_t g = 0; g < t->n_groups; g++)
         for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
             if (t->groups[g].channels[i].head)
+                return true;
+    return false;
+}
+
+/* A step stops once a channel has a second batch waiting: one waiting batch
+ * is normal while credit is on its way back, more would only queue ahead of
+ * the next barrier. */
+static bool outputs_piling_up(const eddy_task_t *t)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++)
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
+            if (t->groups[g].channels[i].pending_batches > 1)
                 return true;
     return false;
 }
@@ -281,6 +325,8 @@ static int build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *er
             ch->id = (eddy_channel_id_t){t->job, t->epoch, t->stage, t->instance, s, i};
             ch->dst_worker = pl.stages[s].worker_of[i];
             ch->credits = EDDY_CHANNEL_CREDITS;
+            eddy_channel_flow_init(&ch->flow, EDDY_CHANNEL_CREDITS, EDDY_BATCH_BYTES,
+                                   eddy_mono_ns());
             eddy_batch_writer_init(&ch->writer);
         }
     }
@@ -348,11 +394,6 @@ static void return_credit(eddy_task_t *t, input_channel_t *in, bool force)
 
 /* ---- operator chain ---------------------------------------------------- */
 
-static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec);
-
-static int chain_error_pending;
-static eddy_err_t chain_error;
-
 static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
 {
     chain_link_t *link = (chain_link_t *)c;
@@ -366,9 +407,11 @@ static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
         return;
     }
     const eddy_operator_ops_t *ops = t->def->ops[link->next_op].ops;
+    if (t->fault) /* the task fails at the end of this step: nothing more counts */
+        return;
     if (ops->process(t->ops[link->next_op], rec, &t->links[link->next_op + 1].base,
-                     &chain_error) < 0)
-        chain_error_pending = 1;
+                     &t->fault_err) < 0)
+        t->fault = true;
 }
 
 static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
@@ -377,12 +420,8 @@ static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
         const eddy_operator_ops_t *ops = t->def->ops[i].ops;
         if (ops->finish && ops->finish(t->ops[i], &t->links[i + 1].base, err) < 0)
             return -1;
-        if (chain_error_pending) {
-            chain_error_pending = 0;
-            if (err)
-                *err = chain_error;
-            return -1;
-        }
+        if (t->fault)
+            return take_fault(t, err);
     }
     return 0;
 }
@@ -447,6 +486,8 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
         return -1;
     }
     broadcast_small(t, 0, true);
+    if (t->fault)
+        return take_fault(t, err);
     t->finished = true;
     /* TASK_DONE only once what was prepared is durable. */
     eddy_msg_t done = {.type = EDDY_MSG_TASK_DONE};
@@ -820,6 +861,7 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
         out->credits += batches;
         if (out->credits > EDDY_CHANNEL_CREDITS)
             out->credits = EDDY_CHANNEL_CREDITS; /* never more than the receiver can hold */
+        eddy_channel_flow_acked(&out->flow, batches, eddy_mono_ns());
         drain_pending(self, out);
     }
 }
@@ -863,7 +905,11 @@ static input_channel_t *next_ready_input(eddy_task_t *t)
 
 bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
 {
-    if (self->finished || outputs_backlogged(self))
+    if (self->finished)
+        return false;
+    if (self->fault) /* the next step reports it */
+        return true;
+    if (outputs_backlogged(self))
         return false;
     if (self->source) {
         if (self->trigger_checkpoint)
@@ -878,6 +924,41 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
     return false;
 }
 
+/* A step ends when its time slice is used up or an output channel piles up
+ * batches (its downstream could not take more anyway). The clock is read
+ * after 1, 2, 4, ... units, then every SLICE_CHECK_MAX: a costly record is
+ * noticed at once, and cheap ones pay one clock read per SLICE_CHECK_MAX. */
+#define SLICE_CHECK_MAX 64u
+
+typedef struct slice {
+    uint64_t deadline_ns;
+    uint32_t done, next_check;
+} slice_t;
+
+static void slice_begin(slice_t *s, uint64_t now_ns)
+{
+    s->deadline_ns = now_ns + EDDY_TASK_SLICE_NS;
+    s->done = 0;
+    s->next_check = 1;
+}
+
+static bool slice_ended(const eddy_task_t *t, const slice_t *s)
+{
+    return eddy_mono_ns() >= s->deadline_ns || outputs_piling_up(t);
+}
+
+/* slice_ended, checked on the schedule above as `units` more are done. */
+static bool slice_over(const eddy_task_t *t, slice_t *s, uint32_t units)
+{
+    s->done += units;
+    if (s->done < s->next_check)
+        return false;
+    s->next_check = s->done + (s->done < SLICE_CHECK_MAX ? s->done : SLICE_CHECK_MAX);
+    return slice_ended(t, s);
+}
+
+/* Polls the source in growing chunks (so a costly chain is stopped at the
+ * slice) up to its step and rate allowance. */
 static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
 {
     if (t->trigger_checkpoint) {
@@ -886,56 +967,62 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         take_checkpoint(t, checkpoint);
         if (t->trigger_pause)
             t->running = false;
-        return 0;
+        return t->fault ? take_fault(t, err) : 0;
     }
     double allowance = source_allowance(t, now_ns);
     uint32_t max = allowance >= EDDY_SOURCE_STEP_RECORDS ? EDDY_SOURCE_STEP_RECORDS : (uint32_t)allowance;
-    if (max == 0)
-        return 0;
-    int rc = t->def->source->poll(t->source, &t->links[0].base, max, err);
-    if (chain_error_pending) {
-        chain_error_pending = 0;
-        *err = chain_error;
-        return -1;
-    }
-    if (rc < 0)
-        return -1;
-    if (rc == EDDY_SOURCE_IDLE) {
-        /* Nothing to read now: rest past the worker loop's next wait. */
-        t->source_idle_until_ns = now_ns + EDDY_SOURCE_IDLE_NS;
-        return 0;
-    }
-    if (rc == 0) {
-        t->source_done = true;
-        return finish_task(t, err);
+    slice_t slice;
+    slice_begin(&slice, now_ns);
+    for (uint32_t done = 0, chunk = 1; done < max; chunk *= 2) {
+        uint32_t ask = chunk < max - done ? chunk : max - done;
+        uint64_t before = t->records_in;
+        int rc = t->def->source->poll(t->source, &t->links[0].base, ask, err);
+        if (t->fault)
+            return take_fault(t, err);
+        if (rc < 0)
+            return -1;
+        if (rc == EDDY_SOURCE_IDLE) {
+            /* Nothing to read now: rest past the worker loop's next wait. */
+            t->source_idle_until_ns = now_ns + EDDY_SOURCE_IDLE_NS;
+            break;
+        }
+        if (rc == 0) {
+            t->source_done = true;
+            return finish_task(t, err);
+        }
+        uint32_t got = (uint32_t)(t->records_in - before);
+        done += got;
+        if (got < ask || slice_ended(t, &slice))
+            break; /* nothing more to read now, or the slice is used up */
     }
     return 0;
 }
 
-static int step_input(eddy_task_t *t, eddy_err_t *err)
+/* Consumes records of the next ready channel's head message until the slice
+ * is used up; a partly read batch stays at the head (its reader is a cursor)
+ * and goes on at the next step. Its credit returns once it is read through. */
+static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
 {
     input_channel_t *in = next_ready_input(t);
     if (!in)
         return 0;
     in_entry_t *e = in->head;
-    in->head = e->next;
-    if (!in->head)
-        in->tail = NULL;
-    in->queued--;
     int rc = 0;
     switch (e->msg.type) {
     case EDDY_DATA_BATCH: {
+        slice_t slice;
+        slice_begin(&slice, now_ns);
         eddy_record_t rec;
         int more;
         while ((more = eddy_data_next_record(&e->msg, &rec, err)) == 1) {
             t->records_in++;
             chain_emit(&t->links[0].base, &rec);
-            if (chain_error_pending) {
-                chain_error_pending = 0;
-                *err = chain_error;
-                rc = -1;
+            if (t->fault) {
+                rc = take_fault(t, err);
                 break;
             }
+            if (slice_over(t, &slice, 1))
+                return 0;
         }
         if (more < 0)
             rc = -1;
@@ -954,7 +1041,13 @@ static int step_input(eddy_task_t *t, eddy_err_t *err)
     default:
         break;
     }
+    in->head = e->next;
+    if (!in->head)
+        in->tail = NULL;
+    in->queued--;
     free_entry(e);
+    if (rc == 0 && t->fault)
+        rc = take_fault(t, err);
     if (rc == 0 && all_inputs_ended(t))
         rc = finish_task(t, err);
     return rc;
@@ -965,7 +1058,9 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
 #ifndef EDDY_NO_TASK_TIMING
     eddy_task_account(self, now_ns);
 #endif
-    int rc = self->source ? step_source(self, now_ns, err) : step_input(self, err);
+    int rc = self->fault            ? take_fault(self, err)
+             : self->source         ? step_source(self, now_ns, err)
+                                    : step_input(self, now_ns, err);
 #ifndef EDDY_NO_TASK_TIMING
     /* Busy/idle/blocked accounting (DS2's useful time): one clock read per
      * step. EDDY_NO_TASK_TIMING compiles it out, to measure its cost. */

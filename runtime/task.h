@@ -3,10 +3,17 @@
  * and metrics.
  *
  * A task never blocks. The worker's loop asks whether it is runnable and
- * then runs one step: a source emits one batch worth of records, any other
- * task consumes one queued input message. Output that exceeds a channel's
- * credit stays queued in that channel and makes the task not runnable until
- * credit returns, which is how backpressure reaches the sources. */
+ * then runs one step: a source emits up to EDDY_SOURCE_STEP_RECORDS records,
+ * any other task consumes records of one queued input message. A step also
+ * ends after EDDY_TASK_SLICE_NS or when an output piles up batches, so the
+ * worker serves control messages and heartbeats between slices whatever the
+ * operators cost (a partly read batch goes on at the next step). Only a
+ * single record that takes longer than the heartbeat timeout can still make
+ * a busy worker look dead: that is the operator's to avoid.
+ * Output that exceeds a channel's credit or its time-bounded in-flight
+ * budget (runtime/channel_flow.h) stays queued in that channel and makes the
+ * task not runnable until credit returns, which is how backpressure reaches
+ * the sources. */
 #ifndef EDDY_RUNTIME_TASK_H
 #define EDDY_RUNTIME_TASK_H
 
@@ -26,6 +33,9 @@
 #define EDDY_BATCH_BYTES (32u * 1024u)
 #define EDDY_CHANNEL_CREDITS 16u
 #define EDDY_SOURCE_STEP_RECORDS 1024u
+/* Longest a step runs before it yields to the worker's loop (checked between
+ * records, so one costly record may overrun it). */
+#define EDDY_TASK_SLICE_NS (5ull * 1000u * 1000u)
 
 typedef struct eddy_task eddy_task_t;
 

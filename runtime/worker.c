@@ -716,6 +716,9 @@ static bool run_tasks(worker_t *w, uint64_t now)
                 snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", err.msg);
                 send_ctrl(w, &f);
             }
+            /* A step is one time slice (EDDY_TASK_SLICE_NS), so many tasks
+             * on one worker still leave room for the heartbeat. */
+            maybe_heartbeat(w);
             now = eddy_mono_ns();
         }
     }

@@ -2,16 +2,20 @@
  * `eddy local --autoscale` runs wordcount with a simulated per-word cost in
  * the keyed count operator, and the test watches `eddy scaling --json`.
  *
- * Load. The count operator sleeps COST_US per word (--cost-sleep, so the
- * instances' capacity does not depend on how many cores the machine has
- * and how busy they are; a 2-core box running 3 spinning instances would
- * measure a third of their capacity). One instance then processes at most
- * 1e6/COST_US = 200 words/s; measured with sleep overshoot and per-record
- * work on a loaded 2-core box it was 146..192. The source offers RATE
- * lines/s x WORDS words/line = 320 words/s to count, so at target
- * utilisation 0.8 DS2 wants 320 / (0.8 x T) = 2.08..2.74 -> 3 instances;
- * 2 would need T >= 200 (the ceiling), 4 would need T < 133. The window
- * for "3" is only 1.5x wide, so this is as robust as the measurement. */
+ * Load. The count operator sleeps COST_US = 1 ms per word (--cost-sleep, so
+ * the instances' capacity does not depend on how many cores the machine
+ * has and how busy they are; a 2-core box running 3 spinning instances
+ * would measure a third of their capacity). One instance then processes at
+ * most 1e6/COST_US = 1000 words/s (T, a bit less with sleep overshoot and
+ * per-record work). The source offers RATE lines/s x WORDS words/line =
+ * 1600 words/s to count, so at target utilisation 0.8 DS2 wants
+ * 1600 / (0.8 x T) -> 3 instances for 667 <= T < 1000; 2 would need
+ * T >= 1000 (the ceiling), 4 would need T < 667. The window for "3" is only
+ * 1.5x wide, so this is as robust as the measurement.
+ *
+ * Liveness. An overloaded count has seconds of input queued; with eddy's
+ * default heartbeat timeout (3 s) no worker may be declared dead while it
+ * works through them (task steps are time slices). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <signal.h>
@@ -24,10 +28,11 @@
 #include "tests/support/ctl_proc.h"
 #include "tests/support/etcd.h"
 #include "connectors/sources.h"
+#include "tests/support/proc.h"
 
-#define COST_US "5000"
+#define COST_US "1000"
 #define WORDS 4
-#define RATE 80
+#define RATE 400
 #define EXPECTED_P 3
 
 typedef struct applied {
@@ -101,8 +106,7 @@ static void run_autoscale(autoscale_run_t *r, uint64_t lines, const char *rate,
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--job", "wordcount", "--generate",
                     "--lines", lines_s, "--words-per-line", words_s, "--rate", (char *)rate,
                     "--cost-us", COST_US, "--cost-sleep", "--parallelism", "1",
-                    /* a backlogged batch of ~2000 words takes seconds in count */
-                    "--heartbeat-timeout-ms", "30000", "--autoscale", "--controller-flags",
+                    "--autoscale", "--controller-flags",
                     (char *)controller_flags, "--control-port", cport_s, "--http-port", hport_s,
                     "--output", r->output, "--quiet", NULL};
     r->decisions = json_array();
@@ -152,6 +156,16 @@ static void assert_exact(const autoscale_run_t *r)
     free(got);
 }
 
+/* Busy workers stay alive: none is declared dead (the log is the
+ * coordinator's, in eddy local). */
+static void assert_no_worker_declared_dead(const autoscale_run_t *r)
+{
+    char *log = eddy_read_file(r->log, NULL);
+    cr_assert_not_null(log, "no log at %s", r->log);
+    cr_assert(!strstr(log, "declared dead"), "a busy worker was declared dead (log %s)", r->log);
+    free(log);
+}
+
 static void finish(autoscale_run_t *r)
 {
     json_decref(r->decisions);
@@ -193,6 +207,7 @@ Test(autoscale, scales_count_up_to_ds2_optimum_without_oscillation, .timeout = 1
     /* ...and nothing changes after that for the rest of the run (no oscillation). */
     cr_assert_eq(r.n_applied, reached + 1, "parallelism changed again after reaching %d: %s",
                  EXPECTED_P, seen);
+    assert_no_worker_declared_dead(&r);
     assert_exact(&r);
     finish(&r);
 }
@@ -200,11 +215,12 @@ Test(autoscale, scales_count_up_to_ds2_optimum_without_oscillation, .timeout = 1
 Test(autoscale, scales_down_after_the_rate_drops, .timeout = 120)
 {
     autoscale_run_t r = {0};
-    /* RATE lines/s for 14 s, then 10 lines/s (40 words/s: one instance is plenty);
-     * ~900 lines go out in the first 14 s (less while count is backlogged). */
+    /* RATE lines/s for 14 s, then 50 lines/s (200 words/s: one instance is
+     * plenty); ~4500 lines go out in the first 14 s (less while count is
+     * backlogged). */
     char rate[64];
-    snprintf(rate, sizeof rate, "0:%d,14:10", RATE);
-    run_autoscale(&r, 900 + 150, rate,
+    snprintf(rate, sizeof rate, "0:%d,14:50", RATE);
+    run_autoscale(&r, 4500 + 1500, rate,
                   "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
                   "--scale-down-confirmations 2");
     char seen[1024];
@@ -223,6 +239,7 @@ Test(autoscale, scales_down_after_the_rate_drops, .timeout = 120)
     cr_assert_lt(r.applied[down].new_p, r.applied[down].old_p);
     /* The cooldown (3 s) separates the two rescales of count. */
     cr_assert_geq(r.applied[down].time_ms - r.applied[down - 1].time_ms, 3000, "%s", seen);
+    assert_no_worker_declared_dead(&r);
     assert_exact(&r);
     finish(&r);
 }
