@@ -83,6 +83,15 @@ static coord_worker_t *worker_by_identity(coord_t *c, const unsigned char *id, s
 static void on_register(coord_t *c, const unsigned char *identity, size_t identity_len,
                         const eddy_msg_t *m)
 {
+    if (m->u.reg.protocol_version != EDDY_PROTOCOL_VERSION) {
+        eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+                 "worker %s speaks protocol version %u, this coordinator %u: run the same eddy version",
+                 m->u.reg.name, m->u.reg.protocol_version, EDDY_PROTOCOL_VERSION);
+        eddy_warn("%s", refuse.u.registered.error);
+        send_to(c, identity, identity_len, &refuse);
+        return;
+    }
     coord_worker_t *w = worker_by_identity(c, identity, identity_len);
     if (!w) {
         w = calloc(1, sizeof *w);

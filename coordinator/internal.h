@@ -71,6 +71,9 @@ typedef struct coord_job {
     uint32_t argc;
     char **argv;
     eddy_job_graph_t graph;
+    char *plan;                   /* the serialised plan DEPLOY carries, built once at submit */
+    size_t plan_len;
+    uint64_t plan_fingerprint;
     job_state_t state;
     char error[EDDY_ERROR_MAX];
     int64_t submitted_wall_ms;

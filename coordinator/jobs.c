@@ -69,6 +69,7 @@ void coord_job_free(coord_job_t *j)
 {
     eddy_strv_free(j->argc, j->argv);
     eddy_graph_clear(&j->graph);
+    free(j->plan);
     for (uint32_t s = 0; s < EDDY_MAX_STAGES; s++)
         free(j->placement[s].worker_of);
     free(j->inflight_positions);
@@ -169,8 +170,9 @@ static void deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t
     d->job = j->num;
     snprintf(d->job_id, sizeof d->job_id, "%s", j->id);
     snprintf(d->job_name, sizeof d->job_name, "%s", j->name);
-    d->argc = j->argc;
-    d->argv = j->argv;
+    d->plan = j->plan;
+    d->plan_len = (uint32_t)j->plan_len;
+    d->plan_fingerprint = j->plan_fingerprint;
     d->epoch = j->epoch;
     d->mode = mode;
     d->restore_checkpoint = checkpoint;
@@ -283,6 +285,16 @@ coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char *
         free(j);
         return NULL;
     }
+    /* The plan is built here once; workers instantiate it from its bytes. */
+    const eddy_plan_t *plan = eddy_graph_plan(&j->graph);
+    j->plan = plan ? eddy_plan_encode(plan, &j->plan_len) : NULL;
+    if (!j->plan) {
+        eddy_graph_clear(&j->graph);
+        free(j);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    j->plan_fingerprint = eddy_plan_fingerprint(plan);
     j->num = ++c->next_job_num;
     /* The job id is the job's name, made unique among live jobs; an ended
      * job of the same name gives its id to the new one. */

@@ -133,6 +133,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_str(w, m->u.reg.data_endpoint);
         eddy_mpw_i64(w, m->u.reg.pid);
         eddy_mpw_str(w, m->u.reg.host);
+        eddy_mpw_u64(w, m->u.reg.protocol_version);
         break;
     case EDDY_MSG_REGISTERED:
         eddy_mpw_u64(w, m->u.registered.worker_id);
@@ -150,7 +151,9 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_u64(w, d->job);
         eddy_mpw_str(w, d->job_id);
         eddy_mpw_str(w, d->job_name);
-        encode_strv(w, d->argc, d->argv);
+        eddy_mpw_bin(w, d->plan, d->plan_len);
+        eddy_mpw_u64(w, d->plan_fingerprint);
+        encode_strv(w, d->n_plugins, d->plugins);
         eddy_mpw_u64(w, d->epoch);
         eddy_mpw_u64(w, d->mode);
         eddy_mpw_u64(w, d->restore_checkpoint);
@@ -240,8 +243,8 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 }
 
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = 4, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
-    [EDDY_MSG_DEPLOY] = 12,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
+    [EDDY_MSG_REGISTER] = 5, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
+    [EDDY_MSG_DEPLOY] = 14,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,
@@ -266,7 +269,21 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     d->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     eddy_mpr_strcpy(r, d->job_id, sizeof d->job_id);
     eddy_mpr_strcpy(r, d->job_name, sizeof d->job_name);
-    d->argv = decode_strv(r, &d->argc);
+    uint32_t plan_len = 0;
+    const char *plan = eddy_mpr_bytes(r, EDDY_PLAN_MAX_WIRE, &plan_len);
+    if (plan && r->ok) {
+        d->plan = malloc(plan_len ? plan_len : 1);
+        if (d->plan) {
+            memcpy(d->plan, plan, plan_len);
+            d->plan_len = plan_len;
+        } else {
+            eddy_mpr_fail(r, "out of memory");
+        }
+    }
+    d->plan_fingerprint = eddy_mpr_u64(r, UINT64_MAX);
+    d->plugins = decode_strv(r, &d->n_plugins);
+    if (d->n_plugins > EDDY_MAX_PLUGINS)
+        eddy_mpr_fail(r, "too many plugins");
     d->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     d->mode = (uint32_t)eddy_mpr_u64(r, EDDY_DEPLOY_RESTORE);
     d->restore_checkpoint = eddy_mpr_u64(r, UINT64_MAX);
@@ -336,6 +353,7 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         eddy_mpr_strcpy(r, m->u.reg.data_endpoint, sizeof m->u.reg.data_endpoint);
         m->u.reg.pid = eddy_mpr_i64(r);
         eddy_mpr_strcpy(r, m->u.reg.host, sizeof m->u.reg.host);
+        m->u.reg.protocol_version = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         break;
     case EDDY_MSG_REGISTERED:
         m->u.registered.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
@@ -518,7 +536,8 @@ void eddy_msg_clear(eddy_msg_t *msg)
         free(msg->u.heartbeat.tasks);
         break;
     case EDDY_MSG_DEPLOY:
-        eddy_strv_free(msg->u.deploy.argc, msg->u.deploy.argv);
+        free(msg->u.deploy.plan);
+        eddy_strv_free(msg->u.deploy.n_plugins, msg->u.deploy.plugins);
         for (uint32_t s = 0; msg->u.deploy.stages && s < msg->u.deploy.n_stages; s++)
             free(msg->u.deploy.stages[s].worker_of);
         free(msg->u.deploy.stages);

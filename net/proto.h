@@ -26,6 +26,11 @@
 #define EDDY_MAX_TASK_METRICS 65536
 #define EDDY_BODY_MAX (64u << 20)
 #define EDDY_NO_STAGE UINT32_MAX
+#define EDDY_PLAN_MAX_WIRE (16u << 20) /* a serialised plan in a DEPLOY */
+#define EDDY_MAX_PLUGINS 64
+/* Bumped whenever a message's fields change: a worker of another protocol
+ * version is refused at registration with a message naming both. */
+#define EDDY_PROTOCOL_VERSION 2u
 
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
@@ -78,9 +83,12 @@ typedef struct eddy_source_position {
 typedef struct eddy_deploy {
     uint32_t job;
     char job_id[EDDY_NAME_MAX];    /* user-visible id, e.g. "wordcount" */
-    char job_name[EDDY_NAME_MAX];  /* registered job builder */
-    uint32_t argc;
-    char **argv;                   /* job flags, rebuilt into the graph */
+    char job_name[EDDY_NAME_MAX];  /* the job's name, for logs */
+    char *plan;                    /* the serialised plan (plan/plan.h), built once */
+    uint32_t plan_len;
+    uint64_t plan_fingerprint;     /* checked by the worker against the bytes */
+    uint32_t n_plugins;
+    char **plugins;                /* content hashes of the plugins the plan needs */
     uint32_t epoch;
     uint32_t mode;                 /* eddy_deploy_mode_t */
     uint64_t restore_checkpoint;   /* 0: none */
@@ -102,6 +110,7 @@ typedef struct eddy_msg {
             char data_endpoint[EDDY_ENDPOINT_MAX];
             int64_t pid;
             char host[EDDY_NAME_MAX];
+            uint32_t protocol_version;
         } reg;
         struct {
             uint32_t worker_id;

@@ -404,3 +404,28 @@ int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv,
     ((graph_owned_t *)g->config)->plan = plan;
     return 0;
 }
+
+int eddy_job_build_from_plan(eddy_job_graph_t *g, const void *bytes, size_t len,
+                             uint64_t fingerprint, eddy_err_t *err)
+{
+    eddy_plan_t *plan = eddy_plan_decode(bytes, len, err);
+    if (!plan)
+        return -1;
+    uint64_t actual = eddy_plan_fingerprint(plan);
+    if (fingerprint && actual != fingerprint) {
+        eddy_plan_destroy(&plan);
+        return eddy_err_set(err, "the plan's fingerprint is %016llx, the DEPLOY says %016llx",
+                            (unsigned long long)actual, (unsigned long long)fingerprint);
+    }
+    if (eddy_plan_instantiate(plan, eddy_registry_default(), g, err) < 0) {
+        eddy_plan_destroy(&plan);
+        return -1;
+    }
+    ((graph_owned_t *)g->config)->plan = plan;
+    return 0;
+}
+
+const eddy_plan_t *eddy_graph_plan(const eddy_job_graph_t *g)
+{
+    return g->config && g->free_config == free_owned ? ((const graph_owned_t *)g->config)->plan : NULL;
+}

@@ -47,4 +47,13 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
  * process registry, then eddy_plan_instantiate; the graph owns the plan. */
 int eddy_job_build(eddy_job_graph_t *g, const char *name, int argc, char **argv, eddy_err_t *err);
 
+/* A job's graph from a serialised plan (a DEPLOY's): decoded, its
+ * fingerprint checked against the one that travelled with it (0: not
+ * checked), instantiated through the process registry; the graph owns the
+ * plan. An unknown kind names the step and says which plugin may be missing. */
+int eddy_job_build_from_plan(eddy_job_graph_t *g, const void *bytes, size_t len,
+                             uint64_t fingerprint, eddy_err_t *err);
+/* The plan a graph made by eddy_job_build(_from_plan) owns, else NULL. */
+const eddy_plan_t *eddy_graph_plan(const eddy_job_graph_t *g);
+
 #endif

@@ -35,6 +35,7 @@ typedef struct wjob {
     uint32_t num;
     char job_id[EDDY_NAME_MAX];
     eddy_job_graph_t graph;
+    uint64_t plan_fingerprint;
     uint32_t epoch;
     eddy_task_t **tasks;
     uint32_t n_tasks;
@@ -269,10 +270,12 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
     }
     j->num = d->job;
     snprintf(j->job_id, sizeof j->job_id, "%s", d->job_id);
-    if (eddy_job_build(&j->graph, d->job_name, (int)d->argc, d->argv, err) < 0) {
+    if (eddy_job_build_from_plan(&j->graph, d->plan, d->plan_len, d->plan_fingerprint, err) < 0) {
+        eddy_err_wrap(err, "job %s: its plan", d->job_id);
         free(j);
         return NULL;
     }
+    j->plan_fingerprint = d->plan_fingerprint;
     if (eddy_deploy_check(d, j->graph.n_stages, j->graph.max_parallelism, err) < 0) {
         eddy_graph_clear(&j->graph);
         free(j);
@@ -300,6 +303,11 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
      * job as it was and is answered with the error. */
     wjob_t *j = find_job(w, d->job);
     if (j && d->mode == EDDY_DEPLOY_RESCALE) {
+        /* Tasks that stay keep running the plan they were built from. */
+        if (d->plan_fingerprint != j->plan_fingerprint)
+            return eddy_err_set(err, "job %s runs plan %016llx here, the rescale carries plan %016llx",
+                                d->job_id, (unsigned long long)j->plan_fingerprint,
+                                (unsigned long long)d->plan_fingerprint);
         if (eddy_deploy_check(d, j->graph.n_stages, j->graph.max_parallelism, err) < 0)
             return -1;
     } else {
@@ -459,6 +467,7 @@ static void send_register(worker_t *w)
     snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
     reg.u.reg.pid = getpid();
+    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
     gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
     send_ctrl(w, &reg);
 }

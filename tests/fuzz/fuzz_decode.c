@@ -131,8 +131,10 @@ static void write_seeds(const char *dir)
         case EDDY_MSG_DEPLOY:
             strcpy(m.u.deploy.job_id, "wc");
             strcpy(m.u.deploy.job_name, "wordcount");
-            m.u.deploy.argc = 2;
-            m.u.deploy.argv = (char **)argv;
+            m.u.deploy.plan = (char *)"\x95\x01";
+            m.u.deploy.plan_len = 2;
+            m.u.deploy.n_plugins = 2;
+            m.u.deploy.plugins = (char **)argv;
             m.u.deploy.n_stages = 1;
             m.u.deploy.stages = &stage;
             m.u.deploy.n_workers = 1;

@@ -61,6 +61,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         strcpy(m.u.reg.data_endpoint, "tcp://10.1.2.3:41234");
         m.u.reg.pid = 4194301;
         strcpy(m.u.reg.host, "node-7.rack-2.example.org");
+        m.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
         break;
     case EDDY_MSG_REGISTERED:
         m.u.registered.worker_id = 4000000000u;
@@ -79,8 +80,15 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->job = 2;
         strcpy(d->job_id, "wordcount-prod");
         strcpy(d->job_name, "wordcount");
-        d->argc = 4;
-        d->argv = eddy_strv_dup(4, sample_args);
+        d->plan_len = 300;
+        d->plan = malloc(d->plan_len);
+        for (uint32_t i = 0; i < d->plan_len; i++)
+            d->plan[i] = (char)(i * 7); /* bytes, NULs included */
+        d->plan_fingerprint = 0xfedcba9876543210ull;
+        d->n_plugins = 2;
+        static char *const plugins[] = {"0123456789abcdef0123456789abcdef",
+                                        "fedcba9876543210fedcba9876543210"};
+        d->plugins = eddy_strv_dup(2, plugins);
         d->epoch = 9;
         d->mode = EDDY_DEPLOY_RESCALE;
         d->restore_checkpoint = 0x123456789abcull;
@@ -214,6 +222,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_str_eq(a->u.reg.data_endpoint, b->u.reg.data_endpoint);
         cr_assert_eq(a->u.reg.pid, b->u.reg.pid);
         cr_assert_str_eq(a->u.reg.host, b->u.reg.host);
+        cr_assert_eq(a->u.reg.protocol_version, b->u.reg.protocol_version);
         break;
     case EDDY_MSG_REGISTERED:
         cr_assert_eq(a->u.registered.worker_id, b->u.registered.worker_id);
@@ -231,7 +240,10 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(x->job, y->job);
         cr_assert_str_eq(x->job_id, y->job_id);
         cr_assert_str_eq(x->job_name, y->job_name);
-        assert_strv_eq(x->argc, x->argv, y->argc, y->argv);
+        cr_assert_eq(x->plan_len, y->plan_len);
+        cr_assert(x->plan_len == 0 || !memcmp(x->plan, y->plan, x->plan_len));
+        cr_assert_eq(x->plan_fingerprint, y->plan_fingerprint);
+        assert_strv_eq(x->n_plugins, x->plugins, y->n_plugins, y->plugins);
         cr_assert_eq(x->epoch, y->epoch);
         cr_assert_eq(x->mode, y->mode);
         cr_assert_eq(x->restore_checkpoint, y->restore_checkpoint);
@@ -516,19 +528,19 @@ Test(proto, round_trip_variants)
     eddy_msg_t empty = {.type = EDDY_MSG_DEPLOY};
     strcpy(empty.u.deploy.job_id, m.u.deploy.job_id);
     round_trip(&empty);
-    /* Restore mode, an argv with NULL entries (they travel as nil and come
-     * back as ""), a stage with no instances. */
+    /* Restore mode, a plugin list with NULL entries (they travel as nil and
+     * come back as ""), a stage with no instances. */
     m.u.deploy.mode = EDDY_DEPLOY_RESTORE;
-    free(m.u.deploy.argv[1]);
-    m.u.deploy.argv[1] = NULL;
+    free(m.u.deploy.plugins[1]);
+    m.u.deploy.plugins[1] = NULL;
     m.u.deploy.stages[2].parallelism = 0;
     size_t len;
     char *enc = eddy_msg_encode(&m, &len);
     eddy_msg_t d = decode_ok(enc, len);
     cr_assert_eq(d.u.deploy.mode, EDDY_DEPLOY_RESTORE);
-    cr_assert_str_eq(d.u.deploy.argv[1], "");
-    cr_assert_str_eq(d.u.deploy.argv[3], sample_args[3]);
-    cr_assert_null(d.u.deploy.argv[4], "argv stays NULL-terminated");
+    cr_assert_str_eq(d.u.deploy.plugins[1], "");
+    cr_assert_str_eq(d.u.deploy.plugins[0], "0123456789abcdef0123456789abcdef");
+    cr_assert_null(d.u.deploy.plugins[2], "the plugin list stays NULL-terminated");
     cr_assert_eq(d.u.deploy.stages[2].parallelism, 0);
     eddy_msg_clear(&d);
     free(enc);
@@ -672,7 +684,7 @@ Test(proto, wrong_field_counts_rejected)
         expect_splice_rejected(t, INSERT, 1, "\x01", 1, expected);
     }
     /* The type alone. */
-    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 4");
+    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 5");
     expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 2");
 }
 
@@ -681,10 +693,12 @@ Test(proto, wrong_field_types_rejected)
     FOR_EACH_TYPE(t) {
         uint32_t n = elements_of(t);
         for (uint32_t i = 1; i < n; i++) {
-            /* No field of any message is a map, an ext or a bin. */
+            /* No field of any message is a map or an ext; only DEPLOY's
+             * plan (field 4) is a bin. */
             expect_splice_rejected(t, REPLACE, i, "\x80", 1, NULL);
             expect_splice_rejected(t, REPLACE, i, "\xd4\x01\x00", 3, NULL);
-            expect_splice_rejected(t, REPLACE, i, "\xc4\x01x", 3, NULL);
+            if (!(t == EDDY_MSG_DEPLOY && i == 4))
+                expect_splice_rejected(t, REPLACE, i, "\xc4\x01x", 3, NULL);
         }
     }
     /* Specific mismatches. */
@@ -701,7 +715,7 @@ Test(proto, wrong_field_types_rejected)
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, "\x91\x9c\x01\x01\x01\x01\x01\x01\x01"
                                                            "\x01\x01\x01\x01\x01",
                            14, "missing");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x91\x91\xa0", 3, "expected an unsigned");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xa0", 3, "expected an unsigned");
     /* Where a number is expected, ints of either sign and floats are fine. */
     expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
                            "\x91\x9d\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\x05", 15);
@@ -759,8 +773,8 @@ Test(proto, out_of_range_values_rejected)
     expect_field_range(EDDY_MSG_TASK_FAILED, 3, EDDY_MAX_STAGES - 1);
     expect_field_range(EDDY_MSG_TASK_FAILED, 4, EDDY_MAX_PARALLELISM - 1);
     /* DEPLOY: mode, max parallelism. */
-    expect_field_range(EDDY_MSG_DEPLOY, 6, EDDY_DEPLOY_RESTORE);
-    expect_field_range(EDDY_MSG_DEPLOY, 9, EDDY_MAX_PARALLELISM);
+    expect_field_range(EDDY_MSG_DEPLOY, 8, EDDY_DEPLOY_RESTORE);
+    expect_field_range(EDDY_MSG_DEPLOY, 11, EDDY_MAX_PARALLELISM);
     /* Signed fields: a uint64 above INT64_MAX does not fit. */
     unsigned char v[9];
     expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 3, v, packed_u64(1ull << 63, v),
@@ -776,30 +790,30 @@ Test(proto, out_of_range_values_rejected)
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
                            "\x91\x9d\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01",
                            17, "integer out of range");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x93\x00\xcd\x80\x00\x05", 6,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x00\xcd\x80\x00\x05", 6,
                            "integer out of range");
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 12, "\x93\x3f\xcd\x7f\xff\x05", 6);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x93\x40\x00\x05", 4,
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x93\x3f\xcd\x7f\xff\x05", 6);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x40\x00\x05", 4,
                            "integer out of range");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
                            "integer out of range");
 }
 
 Test(proto, deploy_shape_errors_rejected)
 {
     /* workers: (id, endpoint) pairs; positions: (stage, instance, position). */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, "\x93\x01\xa1x\x02", 5,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x93\x01\xa1x\x02", 5,
                            "not (id, endpoint) pairs");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x94\x00\x00\x00\x00", 5,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x00\x00\x00\x00", 5,
                            "not (stage, instance, position) triples");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, "\x92\xa1x\x01", 4, NULL);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x92\xa1x\x01", 4, NULL);
     /* A stage that is not an array, stages beyond the limit. */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\x92\x90\x01", 3, "expected an array");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x92\x90\x01", 3, "expected an array");
     unsigned char stages[3 + EDDY_MAX_STAGES + 1] = {0xdc, 0x00, EDDY_MAX_STAGES + 1};
     memset(stages + 3, 0x90, EDDY_MAX_STAGES + 1);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, stages, sizeof stages, "array too long");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, stages, sizeof stages, "array too long");
     stages[2] = EDDY_MAX_STAGES;
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 10, stages, sizeof stages - 1);
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 12, stages, sizeof stages - 1);
 }
 
 static void expect_string_limit(eddy_msg_type_t type, uint32_t idx, size_t max_ok)
@@ -821,7 +835,7 @@ Test(proto, oversized_strings_rejected)
     expect_string_limit(EDDY_MSG_REGISTERED, 3, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_DEPLOY, 2, EDDY_NAME_MAX - 1);
     expect_string_limit(EDDY_MSG_DEPLOY, 3, EDDY_NAME_MAX - 1);
-    expect_string_limit(EDDY_MSG_DEPLOY, 8, EDDY_ENDPOINT_MAX * 4 - 1);
+    expect_string_limit(EDDY_MSG_DEPLOY, 10, EDDY_ENDPOINT_MAX * 4 - 1);
     expect_string_limit(EDDY_MSG_DEPLOYED, 5, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_ACK, 10, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_TASK_FAILED, 5, EDDY_ERROR_MAX - 1);
@@ -834,7 +848,7 @@ Test(proto, oversized_strings_rejected)
     pair[0] = (char)0x92;
     pair[1] = 0x01;
     memcpy(pair + 2, s, n);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 11, pair, n + 2, "string too long");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, pair, n + 2, "string too long");
     free(pair);
     free(s);
 
@@ -846,10 +860,10 @@ Test(proto, oversized_strings_rejected)
         memcpy(argv + 1, s, n);
         if (len == EDDY_ARG_MAX) {
             expect_splice_accepted(EDDY_MSG_REQUEST, 2, argv, n + 1);
-            expect_splice_accepted(EDDY_MSG_DEPLOY, 4, argv, n + 1);
+            expect_splice_accepted(EDDY_MSG_DEPLOY, 6, argv, n + 1);
         } else {
             expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, argv, n + 1, "string too long");
-            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 4, argv, n + 1, "string too long");
+            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 6, argv, n + 1, "string too long");
         }
         free(argv);
         free(s);
@@ -901,19 +915,19 @@ Test(proto, hostile_headers_rejected_quickly, .timeout = 10)
         expect_reject(padded, sizeof padded, NULL);
         expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, heads[h], 5, NULL);
-        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 2, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_REPLY, REPLACE, 2, heads[h], 5, NULL);
         /* Inside a nested array, after a real element, and as an extra
          * top-level element after the real fields. */
         char nested[2 + sizeof padded] = {(char)0x92, 0x01};
         memcpy(nested + 2, padded, sizeof padded);
-        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, nested, sizeof nested, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, nested, sizeof nested, NULL);
         expect_splice_rejected(EDDY_MSG_DEPLOY, INSERT, 13, padded, sizeof padded, NULL);
     }
     /* A DEPLOY whose stage list claims 4 billion stages, with a few real ones
      * behind it: refused before anything is allocated for it. */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 10, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
                            "announces 4294967295 elements");
 }
 
