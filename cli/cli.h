@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/flags.h"
+#include "net/proto.h"
 
 #define EDDY_DEFAULT_CONTROL_PORT 7600
 #define EDDY_DEFAULT_HTTP_PORT 9250
@@ -40,6 +41,9 @@ int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int a
  * reply. Returns 0 with *status and *body (malloc'd), or -1 with err. */
 int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
                      uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err);
+/* Sends any message (a PLUGIN upload) and waits for the REPLY, likewise. */
+int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
+                     int64_t *status, char **body, eddy_err_t *err);
 /* --coordinator flag value, else $EDDY_COORDINATOR, else the default. */
 const char *eddy_client_default_coordinator(void);
 

@@ -1,11 +1,13 @@
 /* cmd_client.c - subcommands that talk to a running coordinator: submit,
  * rescale, status, scaling, cancel; and `jobs`, which lists built-in jobs. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "plan/plugin.h"
 #include "plan/registry.h"
 
 static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
@@ -171,17 +173,56 @@ int eddy_cmd_scaling(int argc, char **argv)
     return view_command("scaling", argc, argv, render_scaling);
 }
 
+/* Sends the plugin's bytes to the coordinator (PLUGIN), which stores it by
+ * content hash and serves it to the workers. */
+static int upload_plugin(const char *coordinator, const char *path, const char *hash, eddy_err_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return eddy_err_set(err, "cannot open plugin %s: %s", path, strerror(errno));
+    eddy_msg_t up = {.type = EDDY_MSG_PLUGIN};
+    snprintf(up.u.plugin.hash, sizeof up.u.plugin.hash, "%s", hash);
+    char *data = NULL;
+    size_t len = 0, n;
+    char buf[65536];
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        char *grown = len + n <= EDDY_PLUGIN_MAX_WIRE ? realloc(data, len + n) : NULL;
+        if (!grown) {
+            free(data);
+            fclose(f);
+            return eddy_err_set(err, "plugin %s is larger than %u bytes", path, EDDY_PLUGIN_MAX_WIRE);
+        }
+        data = grown;
+        memcpy(data + len, buf, n);
+        len += n;
+    }
+    fclose(f);
+    up.u.plugin.data = data;
+    up.u.plugin.len = (uint32_t)len;
+    int64_t status = -1;
+    char *body = NULL;
+    int rc = eddy_client_send(coordinator, &up, 30000, &status, &body, err);
+    free(data);
+    if (rc == 0 && status != 0)
+        rc = eddy_err_set(err, "the coordinator refused plugin %s: %s", path, body ? body : "");
+    free(body);
+    return rc;
+}
+
 int eddy_cmd_submit(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    const char *job = NULL;
+    const char *job = NULL, *plugin = NULL;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           EDDY_FLAG_STR("job", &job, "JOB", "built-in job to run"), EDDY_FLAG_END};
+                           EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
+                           EDDY_FLAG_STR("plugin", &plugin, "FILE.so",
+                                         "upload this plugin first (its jobs and kinds)"),
+                           EDDY_FLAG_END};
     eddy_args_t rest = {0};
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
     if (rc == 1) {
-        printf("usage: eddy submit --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
+        printf("usage: eddy submit [--plugin FILE.so] --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
         eddy_args_free(&rest);
         return 0;
     }
@@ -189,12 +230,21 @@ int eddy_cmd_submit(int argc, char **argv)
         eddy_args_free(&rest);
         return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
     }
+    /* Load and build here first: a plugin that fails, or bad job flags, stop
+     * the submit before anything reaches the cluster. */
+    char hash[EDDY_PLUGIN_HASH_LEN + 1];
     eddy_job_graph_t g;
-    if (eddy_job_build(&g, job, rest.count, rest.items, &err) < 0) {
+    if ((plugin && eddy_plugin_load(plugin, eddy_registry_default(), hash, &err) < 0) ||
+        eddy_job_build(&g, job, rest.count, rest.items, &err) < 0) {
         eddy_args_free(&rest);
         return eddy_usage_error("submit", err.msg);
     }
     eddy_graph_clear(&g);
+    if (plugin && upload_plugin(coordinator, plugin, hash, &err) < 0) {
+        eddy_args_free(&rest);
+        fprintf(stderr, "eddy submit: %s\n", err.msg);
+        return 1;
+    }
     char **args = calloc((size_t)rest.count + 2, sizeof *args);
     args[0] = (char *)job;
     for (int i = 0; i < rest.count; i++)

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "connectors/sources.h"
+#include "plan/plugin.h"
 #include "plan/registry.h"
 
 #define MAX_LOCAL_WORKERS 64
@@ -97,12 +98,13 @@ int eddy_cmd_local(int argc, char **argv)
 {
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
-    const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1";
+    const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     bool autoscale = false, quiet = false;
     const char *controller_flags = "";
     eddy_flag_t flags[] = {
         EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
-        EDDY_FLAG_STR("job", &job, "JOB", "built-in job to run (see eddy jobs)"),
+        EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or one of --plugin's)"),
+        EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load jobs and kinds from a plugin; workers fetch it"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
@@ -147,6 +149,11 @@ int eddy_cmd_local(int argc, char **argv)
     if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    }
+    /* A plugin that does not load fails here, not in the workers. */
+    if (plugin && eddy_plugin_load(plugin, eddy_registry_default(), NULL, &err) < 0) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", err.msg);
     }
     /* Validate the job's flags, and (the workers share this file system)
      * its input files, before anything starts. */
@@ -202,7 +209,8 @@ int eddy_cmd_local(int argc, char **argv)
         .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000, .submit_job = job,
         .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
-        .exit_when_done = true, .progress = !quiet};
+        .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
+        .n_plugin_files = plugin ? 1 : 0};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

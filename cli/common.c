@@ -43,6 +43,16 @@ const char *eddy_client_default_coordinator(void)
 int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
                      uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err)
 {
+    eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
+    snprintf(req.u.request.verb, sizeof req.u.request.verb, "%s", verb);
+    req.u.request.argc = (uint32_t)argc;
+    req.u.request.argv = argv;
+    return eddy_client_send(coordinator, &req, timeout_ms, status, body, err);
+}
+
+int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
+                     int64_t *status, char **body, eddy_err_t *err)
+{
     void *ctx = zmq_ctx_new();
     void *sock = zmq_socket(ctx, ZMQ_DEALER);
     int linger = 0;
@@ -52,12 +62,8 @@ int eddy_client_call(const char *coordinator, const char *verb, int argc, char *
         eddy_err_set(err, "invalid coordinator address '%s': %s", coordinator, zmq_strerror(errno));
         goto out;
     }
-    eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
-    snprintf(req.u.request.verb, sizeof req.u.request.verb, "%s", verb);
-    req.u.request.argc = (uint32_t)argc;
-    req.u.request.argv = argv;
     size_t len;
-    char *data = eddy_msg_encode(&req, &len);
+    char *data = eddy_msg_encode(req, &len);
     zmq_send(sock, data, len, 0);
     free(data);
     uint64_t deadline = eddy_mono_ms() + timeout_ms;

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "plan/plugin.h"
 #include "net/zrecv.h"
 
 /* How long exit waits for queued metadata-store writes before abandoning them. */
@@ -239,6 +240,12 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         return;
     }
     coord_worker_t *w = NULL;
+    if (m.type == EDDY_MSG_PLUGIN) {
+        /* An upload from a client, or a worker's fetch. */
+        coord_plugins_on_message(c, id, id_len, worker_by_identity(c, id, id_len), &m);
+        eddy_msg_clear(&m);
+        return;
+    }
     if (m.type != EDDY_MSG_REGISTER && m.type != EDDY_MSG_REQUEST) {
         w = worker_by_identity(c, id, id_len);
         if (!w) {
@@ -405,6 +412,12 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     eddy_info("listening on %s, HTTP on %s:%u, metadata store %s, snapshots in %s", opts->bind,
               opts->http_host ? opts->http_host : "0.0.0.0", opts->http_port,
               eddy_metastore_url(c.meta), opts->snapshot_dir);
+    for (uint32_t i = 0; i < opts->n_plugin_files; i++) {
+        char hash[EDDY_PLUGIN_HASH_LEN + 1];
+        if (coord_plugins_add_file(&c, opts->plugin_files[i], hash, err) < 0)
+            goto out;
+        eddy_info("plugin %s loaded as %s", opts->plugin_files[i], hash);
+    }
     coord_jobs_restore_from_store(&c);
 
     while (!*stop) {

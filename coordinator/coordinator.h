@@ -28,6 +28,9 @@ typedef struct eddy_coordinator_options {
     uint32_t min_workers;
     bool exit_when_done;
     bool progress;                   /* print progress lines to stderr */
+    /* Plugin libraries to store and load at start (eddy local --plugin). */
+    const char *const *plugin_files;
+    uint32_t n_plugin_files;
 } eddy_coordinator_options_t;
 
 /* Runs until *stop is set, or (exit_when_done) every job has ended.

@@ -72,6 +72,8 @@ typedef struct coord_job {
     char **argv;
     eddy_job_graph_t graph;
     char *plan;                   /* the serialised plan DEPLOY carries, built once at submit */
+    char **plugins;               /* content hashes of the plugins the plan needs (NULL-ended) */
+    uint32_t n_plugins;
     size_t plan_len;
     uint64_t plan_fingerprint;
     job_state_t state;
@@ -175,6 +177,15 @@ const char *coord_job_state_name(job_state_t s);
 bool coord_all_jobs_ended(coord_t *c);
 void coord_job_free(coord_job_t *j);
 void coord_jobs_restore_from_store(coord_t *c);
+
+/* plugins.c */
+/* Stores and loads a plugin file (eddy local --plugin). */
+int coord_plugins_add_file(coord_t *c, const char *path, char hash[33], eddy_err_t *err);
+/* Loads a stored plugin by hash, if not loaded (a resumed job's). */
+int coord_plugins_ensure(coord_t *c, const char *hash, eddy_err_t *err);
+/* PLUGIN: an upload from a client (w NULL or not), or a worker's fetch. */
+void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len, coord_worker_t *w,
+                              const eddy_msg_t *m);
 
 /* placement.c */
 /* Places every instance of every stage on alive workers, keeping instances

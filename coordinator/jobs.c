@@ -70,6 +70,7 @@ void coord_job_free(coord_job_t *j)
     eddy_strv_free(j->argc, j->argv);
     eddy_graph_clear(&j->graph);
     free(j->plan);
+    eddy_strv_free(j->n_plugins, j->plugins);
     for (uint32_t s = 0; s < EDDY_MAX_STAGES; s++)
         free(j->placement[s].worker_of);
     free(j->inflight_positions);
@@ -102,7 +103,11 @@ static void persist_job(coord_t *c, coord_job_t *j)
     json_t *args = json_array();
     for (uint32_t i = 0; i < j->argc; i++)
         json_array_append_new(args, json_string(j->argv[i]));
-    json_t *doc = json_pack("{s:s, s:s, s:o, s:s, s:o, s:I, s:I, s:i}", "id", j->id, "job", j->name,
+    json_t *plugins = json_array();
+    for (uint32_t i = 0; i < j->n_plugins; i++)
+        json_array_append_new(plugins, json_string(j->plugins[i]));
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:I, s:I, s:i}", "id", j->id, "job", j->name,
+                            "plugins", plugins,
                             "args", args, "state", coord_job_state_name(j->state), "parallelism",
                             parallelism_json(j), "last_checkpoint", (json_int_t)j->last_checkpoint,
                             "submitted_ms", (json_int_t)j->submitted_wall_ms, "epoch", j->epoch);
@@ -173,6 +178,8 @@ static void deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t
     d->plan = j->plan;
     d->plan_len = (uint32_t)j->plan_len;
     d->plan_fingerprint = j->plan_fingerprint;
+    d->n_plugins = j->n_plugins;
+    d->plugins = j->plugins;
     d->epoch = j->epoch;
     d->mode = mode;
     d->restore_checkpoint = checkpoint;
@@ -295,6 +302,12 @@ coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char *
         return NULL;
     }
     j->plan_fingerprint = eddy_plan_fingerprint(plan);
+    if (eddy_registry_plan_plugins(eddy_registry_default(), plan, &j->plugins, &j->n_plugins, err) < 0) {
+        free(j->plan);
+        eddy_graph_clear(&j->graph);
+        free(j);
+        return NULL;
+    }
     j->num = ++c->next_job_num;
     /* The job id is the job's name, made unique among live jobs; an ended
      * job of the same name gives its id to the new one. */
@@ -792,6 +805,20 @@ void coord_jobs_restore_from_store(coord_t *c)
             continue;
         }
         if (!strcmp(state, "finished") || !strcmp(state, "failed") || !strcmp(state, "cancelled")) {
+            json_decref(doc);
+            continue;
+        }
+        json_t *plugins = json_object_get(doc, "plugins");
+        bool plugins_ok = true;
+        for (size_t p = 0; json_is_array(plugins) && p < json_array_size(plugins); p++) {
+            const char *hash = json_string_value(json_array_get(plugins, p));
+            if (!hash || coord_plugins_ensure(c, hash, &err) < 0) {
+                eddy_warn("cannot resume job %s: its plugin: %s", id, hash ? err.msg : "malformed");
+                plugins_ok = false;
+                break;
+            }
+        }
+        if (!plugins_ok) {
             json_decref(doc);
             continue;
         }

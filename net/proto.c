@@ -22,6 +22,7 @@ static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_COMPLETE] = "COMPLETE",     [EDDY_MSG_TASK_DONE] = "TASK_DONE",
     [EDDY_MSG_TASK_FAILED] = "TASK_FAILED", [EDDY_MSG_RELEASE] = "RELEASE",
     [EDDY_MSG_REQUEST] = "REQUEST",       [EDDY_MSG_REPLY] = "REPLY",
+    [EDDY_MSG_PLUGIN] = "PLUGIN",
 };
 
 const char *eddy_msg_type_name(eddy_msg_type_t type)
@@ -237,6 +238,11 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_i64(w, m->u.reply.status);
         eddy_mpw_str(w, m->u.reply.body ? m->u.reply.body : "");
         break;
+    case EDDY_MSG_PLUGIN:
+        eddy_mpw_str(w, m->u.plugin.hash);
+        eddy_mpw_bin(w, m->u.plugin.data, m->u.plugin.len);
+        eddy_mpw_str(w, m->u.plugin.error);
+        break;
     default:
         break;
     }
@@ -247,7 +253,7 @@ static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_DEPLOY] = 14,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
-    [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,
+    [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
 };
 
 char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
@@ -438,6 +444,22 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.reply.status = eddy_mpr_i64(r);
         m->u.reply.body = eddy_mpr_strdup(r, EDDY_BODY_MAX);
         break;
+    case EDDY_MSG_PLUGIN: {
+        eddy_mpr_strcpy(r, m->u.plugin.hash, sizeof m->u.plugin.hash);
+        uint32_t len = 0;
+        const char *data = eddy_mpr_bytes(r, EDDY_PLUGIN_MAX_WIRE, &len);
+        if (data && r->ok && len > 0) {
+            m->u.plugin.data = malloc(len);
+            if (m->u.plugin.data) {
+                memcpy(m->u.plugin.data, data, len);
+                m->u.plugin.len = len;
+            } else {
+                eddy_mpr_fail(r, "out of memory");
+            }
+        }
+        eddy_mpr_strcpy(r, m->u.plugin.error, sizeof m->u.plugin.error);
+        break;
+    }
     default:
         break;
     }
@@ -549,6 +571,9 @@ void eddy_msg_clear(eddy_msg_t *msg)
         break;
     case EDDY_MSG_REPLY:
         free(msg->u.reply.body);
+        break;
+    case EDDY_MSG_PLUGIN:
+        free(msg->u.plugin.data);
         break;
     default:
         break;

@@ -28,6 +28,8 @@
 #define EDDY_NO_STAGE UINT32_MAX
 #define EDDY_PLAN_MAX_WIRE (16u << 20) /* a serialised plan in a DEPLOY */
 #define EDDY_MAX_PLUGINS 64
+#define EDDY_PLUGIN_HASH_MAX 33          /* 32 hex digits and NUL */
+#define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
 #define EDDY_PROTOCOL_VERSION 2u
@@ -47,6 +49,9 @@ typedef enum eddy_msg_type {
     EDDY_MSG_RELEASE,        /* coordinator -> worker: drop the job's tasks */
     EDDY_MSG_REQUEST,        /* client -> coordinator */
     EDDY_MSG_REPLY,          /* coordinator -> client */
+    EDDY_MSG_PLUGIN,         /* client -> coordinator: upload (REPLY answers);
+                              * worker -> coordinator: fetch (no data);
+                              * coordinator -> worker: the plugin, or an error */
     EDDY_MSG_TYPE_COUNT
 } eddy_msg_type_t;
 
@@ -172,6 +177,12 @@ typedef struct eddy_msg {
             int64_t status;                /* 0 ok, else an error (body says why) */
             char *body;
         } reply;
+        struct {
+            char hash[EDDY_PLUGIN_HASH_MAX]; /* content hash (plan/plugin.h) */
+            char *data;                      /* the shared library; NULL/0: a fetch */
+            uint32_t len;
+            char error[EDDY_ERROR_MAX];      /* coordinator -> worker: cannot serve it */
+        } plugin;
     } u;
 } eddy_msg_t;
 

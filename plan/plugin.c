@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
+
+#include "common/fsutil.h"
 
 
 #define MAX_LOADED 256
@@ -60,7 +63,7 @@ int eddy_plugin_hash_file(const char *path, char hash[EDDY_PLUGIN_HASH_LEN + 1],
     return 0;
 }
 
-static bool already_loaded(const eddy_registry_t *registry, const char *hash)
+bool eddy_plugin_loaded(const eddy_registry_t *registry, const char *hash)
 {
     for (unsigned i = 0; i < n_loaded; i++)
         if (loaded_plugins[i].registry == registry && !strcmp(loaded_plugins[i].hash, hash))
@@ -83,7 +86,7 @@ int eddy_plugin_load(const char *path, eddy_registry_t *registry,
         return -1;
     if (hash_out)
         memcpy(hash_out, hash, sizeof hash);
-    if (already_loaded(registry, hash))
+    if (eddy_plugin_loaded(registry, hash))
         return 0;
     if (n_loaded >= MAX_LOADED)
         return eddy_err_set(err, "plugin %s: more than %d plugins loaded", path, MAX_LOADED);
@@ -124,9 +127,11 @@ int eddy_plugin_load(const char *path, eddy_registry_t *registry,
     if (rc < 0) {
         eddy_err_set(err, "plugin %s: %s() failed: %s", path, EDDY_PLUGIN_ENTRY_SYMBOL,
                      ierr.msg[0] ? ierr.msg : "no reason given");
-    } else if (eddy_registry_merge(registry, scratch, &ierr) < 0) {
-        eddy_err_set(err, "plugin %s: %s", path, ierr.msg);
-        rc = -1;
+    } else {
+        eddy_registry_set_origin(scratch, hash);
+        rc = eddy_registry_merge(registry, scratch, &ierr);
+        if (rc < 0)
+            eddy_err_set(err, "plugin %s: %s", path, ierr.msg);
     }
     eddy_registry_destroy(&scratch);
     if (rc < 0) {
@@ -138,4 +143,46 @@ int eddy_plugin_load(const char *path, eddy_registry_t *registry,
     memcpy(loaded_plugins[n_loaded].hash, hash, sizeof hash);
     n_loaded++;
     return 0;
+}
+
+int eddy_plugin_path(const char *dir, const char *hash, char *path, size_t size)
+{
+    if (strlen(hash) != EDDY_PLUGIN_HASH_LEN || strspn(hash, "0123456789abcdef") != EDDY_PLUGIN_HASH_LEN)
+        return -1;
+    snprintf(path, size, "%s/%s.so", dir, hash);
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? 0 : -1;
+}
+
+int eddy_plugin_load_bytes(const void *data, size_t len, const char *expected_hash, const char *dir,
+                           eddy_registry_t *registry, char hash_out[EDDY_PLUGIN_HASH_LEN + 1],
+                           eddy_err_t *err)
+{
+    char hash[EDDY_PLUGIN_HASH_LEN + 1];
+    if (len == 0 || len > EDDY_PLUGIN_MAX_BYTES)
+        return eddy_err_set(err, "a plugin of %zu bytes (expected 1..%u)", len, EDDY_PLUGIN_MAX_BYTES);
+    eddy_plugin_hash_bytes(data, len, hash);
+    if (expected_hash && strcmp(hash, expected_hash))
+        return eddy_err_set(err, "plugin bytes hash to %s, not %s", hash, expected_hash);
+    if (hash_out)
+        memcpy(hash_out, hash, sizeof hash);
+    char existing[4300];
+    if (eddy_plugin_path(dir, hash, existing, sizeof existing) == 0) /* stored before */
+        return eddy_plugin_load(existing, registry, NULL, err);
+    if (eddy_mkdir_p(dir, err) < 0)
+        return eddy_err_wrap(err, "plugin directory");
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s.so", dir, hash);
+    snprintf(tmp, sizeof tmp, "%s/.%s.so.%d", dir, hash, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return eddy_err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+    size_t wrote = fwrite(data, 1, len, f);
+    int close_rc = fclose(f);
+    if (wrote != len || close_rc != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return eddy_err_set(err, "cannot write %s: %s", path, strerror(e));
+    }
+    return eddy_plugin_load(path, registry, NULL, err);
 }

@@ -12,6 +12,7 @@
 #ifndef EDDY_PLAN_PLUGIN_H
 #define EDDY_PLAN_PLUGIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -30,5 +31,18 @@ void eddy_plugin_hash_bytes(const void *data, size_t len, char hash[EDDY_PLUGIN_
  * (its message) or a name clash. hash (may be NULL) gets its content hash. */
 int eddy_plugin_load(const char *path, eddy_registry_t *registry,
                      char hash[EDDY_PLUGIN_HASH_LEN + 1], eddy_err_t *err);
+
+/* Whether a plugin with this content hash is loaded into registry. */
+bool eddy_plugin_loaded(const eddy_registry_t *registry, const char *hash);
+
+/* A plugin received as bytes (uploaded, or fetched from the coordinator):
+ * checks that the bytes have the content hash expected (unless NULL),
+ * writes them to dir/<hash>.so (created if missing; temp + rename, so
+ * processes sharing dir never see half a file), and loads that file. */
+int eddy_plugin_load_bytes(const void *data, size_t len, const char *expected_hash, const char *dir,
+                           eddy_registry_t *registry, char hash[EDDY_PLUGIN_HASH_LEN + 1],
+                           eddy_err_t *err);
+/* dir/<hash>.so when it exists, else NULL: a plugin stored or cached before. */
+int eddy_plugin_path(const char *dir, const char *hash, char *path, size_t size);
 
 #endif

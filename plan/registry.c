@@ -6,6 +6,7 @@
  * made, released with the graph. */
 #include "plan/registry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ typedef struct entry {
         eddy_job_kind_t job;
     } kind;
     void *owned_arg;
+    char origin[EDDY_PLUGIN_ORIGIN_MAX]; /* the content hash of the plugin that registered it, or "" */
 } entry_t;
 
 typedef struct kind_list {
@@ -207,6 +209,55 @@ static int list_move(kind_list_t *dst, kind_list_t *src, eddy_err_t *err)
     return 0;
 }
 
+static void list_set_origin(kind_list_t *l, const char *origin)
+{
+    for (uint32_t i = 0; i < l->count; i++)
+        snprintf(l->items[i]->origin, sizeof l->items[i]->origin, "%s", origin);
+}
+
+void eddy_registry_set_origin(eddy_registry_t *self, const char *origin)
+{
+    list_set_origin(&self->operators, origin);
+    list_set_origin(&self->sources, origin);
+    list_set_origin(&self->keys, origin);
+    list_set_origin(&self->jobs, origin);
+}
+
+static int add_origin(char ***hashes, uint32_t *n, const entry_t *e)
+{
+    if (!e || !e->origin[0])
+        return 0;
+    for (uint32_t i = 0; i < *n; i++)
+        if (!strcmp((*hashes)[i], e->origin))
+            return 0;
+    char **grown = realloc(*hashes, (*n + 2) * sizeof *grown);
+    if (!grown)
+        return -1;
+    *hashes = grown;
+    if (!(grown[*n] = strdup(e->origin)))
+        return -1;
+    grown[++*n] = NULL;
+    return 0;
+}
+
+int eddy_registry_plan_plugins(const eddy_registry_t *self, const eddy_plan_t *plan, char ***hashes,
+                               uint32_t *n, eddy_err_t *err)
+{
+    *hashes = calloc(1, sizeof **hashes);
+    *n = 0;
+    int rc = *hashes ? add_origin(hashes, n, list_find(&self->jobs, plan->job)) : -1;
+    for (uint32_t i = 0; rc == 0 && i < plan->n_nodes; i++) {
+        const eddy_plan_node_t *node = &plan->nodes[i];
+        const kind_list_t *l = node->role == EDDY_NODE_SOURCE ? &self->sources : &self->operators;
+        rc = add_origin(hashes, n, list_find(l, node->kind));
+        if (rc == 0 && node->key_kind[0])
+            rc = add_origin(hashes, n, list_find(&self->keys, node->key_kind));
+    }
+    if (rc < 0)
+        return eddy_err_set(err, "out of memory");
+    return 0;
+}
+
 int eddy_registry_merge(eddy_registry_t *self, eddy_registry_t *from, eddy_err_t *err)
 {
     if (list_check_merge(&self->operators, &from->operators, "operator", err) < 0 ||
@@ -379,8 +430,8 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
             goto fail;
         continue;
     unknown:
-        eddy_err_set(err, "step '%s': unknown %s kind '%s'", n->uid,
-                     n->role == EDDY_NODE_SOURCE ? "source" : "operator", n->kind);
+        eddy_err_set(err, "step '%s': unknown %s kind '%s' (neither built in nor registered by a loaded plugin)",
+                     n->uid, n->role == EDDY_NODE_SOURCE ? "source" : "operator", n->kind);
         goto fail;
     }
     if (eddy_graph_validate(g, err) < 0)

@@ -12,6 +12,8 @@
 #include "plan/graph.h"
 #include "plan/plan.h"
 
+#define EDDY_PLUGIN_ORIGIN_MAX 33
+
 eddy_registry_t *eddy_registry_new(void);
 void eddy_registry_destroy(eddy_registry_t **self_p);
 /* The process's registry (created on first use). */
@@ -27,6 +29,13 @@ const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_
 /* Moves every entry of from into self; nothing moves (and -1 with err names
  * the clash) when any name is taken in self already. */
 int eddy_registry_merge(eddy_registry_t *self, eddy_registry_t *from, eddy_err_t *err);
+/* Marks every entry as registered by the plugin with this content hash
+ * (plan/plugin.c, on its scratch registry before the merge). */
+void eddy_registry_set_origin(eddy_registry_t *self, const char *origin);
+/* The content hashes of the plugins whose kinds (or job) the plan uses, as
+ * a NULL-terminated malloc'd vector (eddy_strv_free). */
+int eddy_registry_plan_plugins(const eddy_registry_t *self, const eddy_plan_t *plan, char ***hashes,
+                               uint32_t *n, eddy_err_t *err);
 /* eddy_register_operator whose kind's arg is owned_arg (malloc'd), freed with
  * the registry entry (also on failure): for adapters that make kinds. */
 int eddy_registry_add_operator_owned(eddy_registry_t *r, const eddy_operator_kind_t *kind,

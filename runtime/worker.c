@@ -19,6 +19,7 @@
 #include "net/proto.h"
 #include "net/zrecv.h"
 #include "state/snapshot_store.h"
+#include "plan/plugin.h"
 #include "plan/registry.h"
 #include "runtime/peers.h"
 #include "runtime/task.h"
@@ -49,6 +50,13 @@ typedef struct wjob {
     struct wjob *next;
 } wjob_t;
 
+typedef struct deferred_deploy {
+    char hash[EDDY_PLUGIN_HASH_MAX];
+    char *encoded;
+    size_t len;
+    struct deferred_deploy *next;
+} deferred_deploy_t;
+
 typedef struct worker {
     const eddy_worker_options_t *opts;
     void *zctx, *ctrl, *inbox;
@@ -64,6 +72,10 @@ typedef struct worker {
     /* Rate limits for lines about bad input (see eddy_log_limited). */
     eddy_log_limit_t malformed_ctrl_log, malformed_data_log, undecodable_data_log,
         violation_log;
+    /* Plugins: fetched from the coordinator into a local cache; DEPLOYs that
+     * wait for one are kept encoded until it arrives. */
+    char plugin_dir[4096];
+    deferred_deploy_t *deferred;
 } worker_t;
 
 static void send_heartbeat(worker_t *w);
@@ -472,6 +484,97 @@ static void send_register(worker_t *w)
     send_ctrl(w, &reg);
 }
 
+/* ---- plugins ------------------------------------------------------------ */
+
+static void handle_ctrl(worker_t *w, const eddy_msg_t *m);
+
+/* A DEPLOY whose plan needs a plugin this worker has not loaded waits for
+ * it: from the local cache if a former run fetched it, else fetched from
+ * the coordinator (PLUGIN); true when the DEPLOY was deferred. */
+static bool defer_for_plugins(worker_t *w, const eddy_msg_t *m)
+{
+    const eddy_deploy_t *d = &m->u.deploy;
+    eddy_registry_t *r = eddy_registry_default();
+    for (uint32_t i = 0; i < d->n_plugins; i++) {
+        const char *hash = d->plugins[i];
+        char path[4300];
+        if (eddy_plugin_loaded(r, hash))
+            continue;
+        eddy_err_t err = {{0}};
+        if (eddy_plugin_path(w->plugin_dir, hash, path, sizeof path) == 0 &&
+            eddy_plugin_load(path, r, NULL, &err) == 0)
+            continue;
+        deferred_deploy_t *dd = calloc(1, sizeof *dd);
+        if (!dd || !(dd->encoded = eddy_msg_encode(m, &dd->len))) {
+            free(dd);
+            return false; /* the DEPLOY then fails naming the missing kind */
+        }
+        snprintf(dd->hash, sizeof dd->hash, "%s", hash);
+        bool asked = false;
+        for (deferred_deploy_t *o = w->deferred; o; o = o->next)
+            asked |= !strcmp(o->hash, hash);
+        dd->next = w->deferred;
+        w->deferred = dd;
+        if (!asked) {
+            eddy_msg_t fetch = {.type = EDDY_MSG_PLUGIN};
+            snprintf(fetch.u.plugin.hash, sizeof fetch.u.plugin.hash, "%s", hash);
+            send_ctrl(w, &fetch);
+            eddy_info("job %s needs plugin %s: fetching it from the coordinator", d->job_id, hash);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* The coordinator's answer to a fetch: load it (or fail the DEPLOYs that
+ * waited for it, with the reason), then handle those DEPLOYs. */
+static void on_plugin(worker_t *w, const eddy_msg_t *m)
+{
+    eddy_err_t err = {{0}};
+    int rc = -1;
+    if (m->u.plugin.error[0])
+        eddy_err_set(&err, "%s", m->u.plugin.error);
+    else
+        rc = eddy_plugin_load_bytes(m->u.plugin.data, m->u.plugin.len, m->u.plugin.hash,
+                                    w->plugin_dir, eddy_registry_default(), NULL, &err);
+    if (rc == 0)
+        eddy_info("plugin %s loaded (%u bytes)", m->u.plugin.hash, m->u.plugin.len);
+    else
+        eddy_error("plugin %s: %s", m->u.plugin.hash, err.msg);
+    deferred_deploy_t *waiting = NULL;
+    for (deferred_deploy_t **pp = &w->deferred; *pp;) {
+        deferred_deploy_t *dd = *pp;
+        if (strcmp(dd->hash, m->u.plugin.hash)) {
+            pp = &dd->next;
+            continue;
+        }
+        *pp = dd->next;
+        dd->next = waiting;
+        waiting = dd;
+    }
+    while (waiting) {
+        deferred_deploy_t *dd = waiting;
+        waiting = dd->next;
+        eddy_msg_t deploy;
+        eddy_err_t derr;
+        if (eddy_msg_decode(dd->encoded, dd->len, &deploy, &derr) == 0) {
+            if (rc == 0) {
+                handle_ctrl(w, &deploy);
+            } else {
+                eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
+                reply.u.deployed.job = deploy.u.deploy.job;
+                reply.u.deployed.epoch = deploy.u.deploy.epoch;
+                snprintf(reply.u.deployed.error, sizeof reply.u.deployed.error,
+                         "cannot load plugin %s: %.400s", m->u.plugin.hash, err.msg);
+                send_ctrl(w, &reply);
+            }
+            eddy_msg_clear(&deploy);
+        }
+        free(dd->encoded);
+        free(dd);
+    }
+}
+
 static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
 {
     switch (m->type) {
@@ -488,6 +591,8 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         }
         break;
     case EDDY_MSG_DEPLOY: {
+        if (defer_for_plugins(w, m))
+            break;
         eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
         reply.u.deployed.job = m->u.deploy.job;
         reply.u.deployed.epoch = m->u.deploy.epoch;
@@ -509,6 +614,9 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         send_ctrl(w, &reply);
         break;
     }
+    case EDDY_MSG_PLUGIN:
+        on_plugin(w, m);
+        break;
     case EDDY_MSG_START: {
         wjob_t *j = find_job(w, m->u.start.job);
         if (j && j->epoch == m->u.start.epoch)
@@ -687,6 +795,12 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
 
 static void teardown(worker_t *w)
 {
+    while (w->deferred) {
+        deferred_deploy_t *dd = w->deferred;
+        w->deferred = dd->next;
+        free(dd->encoded);
+        free(dd);
+    }
     eddy_snapshot_writer_destroy(&w->snapshots);
     while (w->jobs)
         destroy_job(w, w->jobs);
@@ -740,6 +854,10 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     if (!w)
         return eddy_err_set(err, "out of memory");
     w->opts = opts;
+    /* Plugins are content-addressed, so workers of one user may share a cache. */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(w->plugin_dir, sizeof w->plugin_dir, "%s/eddy-plugins-%u", tmp && *tmp ? tmp : "/tmp",
+             (unsigned)getuid());
     int rc = -1;
     w->snapshots = eddy_snapshot_writer_new(err);
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)

@@ -177,6 +177,14 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.reply.body = strdup("job wordcount-prod:\n  stage 0: 2 instances\n  stage 1: 5 "
                                 "instances\n\tlag: 12 ms \xe2\x9c\x93\n");
         break;
+    case EDDY_MSG_PLUGIN:
+        strcpy(m.u.plugin.hash, "0123456789abcdef0123456789abcdef");
+        m.u.plugin.len = 1000;
+        m.u.plugin.data = malloc(m.u.plugin.len);
+        for (uint32_t i = 0; i < m.u.plugin.len; i++)
+            m.u.plugin.data[i] = (char)(i * 13); /* ELF bytes: NULs and all */
+        strcpy(m.u.plugin.error, "no such plugin");
+        break;
     default:
         break;
     }
@@ -328,6 +336,12 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.reply.status, b->u.reply.status);
         cr_assert_str_eq(a->u.reply.body ? a->u.reply.body : "",
                          b->u.reply.body ? b->u.reply.body : "");
+        break;
+    case EDDY_MSG_PLUGIN:
+        cr_assert_str_eq(a->u.plugin.hash, b->u.plugin.hash);
+        cr_assert_eq(a->u.plugin.len, b->u.plugin.len);
+        cr_assert(a->u.plugin.len == 0 || !memcmp(a->u.plugin.data, b->u.plugin.data, a->u.plugin.len));
+        cr_assert_str_eq(a->u.plugin.error, b->u.plugin.error);
         break;
     default:
         cr_assert_fail("unexpected type %d", a->type);
@@ -694,10 +708,10 @@ Test(proto, wrong_field_types_rejected)
         uint32_t n = elements_of(t);
         for (uint32_t i = 1; i < n; i++) {
             /* No field of any message is a map or an ext; only DEPLOY's
-             * plan (field 4) is a bin. */
+             * plan (field 4) and PLUGIN's data (field 2) are bins. */
             expect_splice_rejected(t, REPLACE, i, "\x80", 1, NULL);
             expect_splice_rejected(t, REPLACE, i, "\xd4\x01\x00", 3, NULL);
-            if (!(t == EDDY_MSG_DEPLOY && i == 4))
+            if (!(t == EDDY_MSG_DEPLOY && i == 4) && !(t == EDDY_MSG_PLUGIN && i == 2))
                 expect_splice_rejected(t, REPLACE, i, "\xc4\x01x", 3, NULL);
         }
     }
@@ -729,7 +743,7 @@ Test(proto, wrong_field_types_rejected)
 Test(proto, unknown_types_rejected)
 {
     expect_reject("\x91\x00", 2, "unknown message type");
-    expect_reject("\x91\x0f", 2, "unknown message type");
+    expect_reject("\x91\x10", 2, "unknown message type");
     expect_reject("\x91\x20", 2, "unknown message type"); /* a data-plane type */
     expect_reject("\x91\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 10, "unknown message type");
     expect_reject("\x91\xff", 2, "unknown message type");
