@@ -81,6 +81,7 @@ int eddy_cmd_local(int argc, char **argv)
 {
     uint64_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint64_t interval = 2000, hb = 500, hb_timeout = 3000;
+    uint64_t retained = 2, tolerable = 3, deploy_timeout = 10000;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1";
     bool autoscale = false, quiet = false;
     const char *controller_flags = "";
@@ -94,6 +95,9 @@ int eddy_cmd_local(int argc, char **argv)
         {"checkpoint-interval", EDDY_FLAG_UINT, &interval, "MS", "periodic checkpoints (2000, 0 = off)", false},
         {"heartbeat-ms", EDDY_FLAG_UINT, &hb, "MS", "worker heartbeat interval (500)", false},
         {"heartbeat-timeout-ms", EDDY_FLAG_UINT, &hb_timeout, "MS", "declare a silent worker dead after (3000)", false},
+        {"checkpoints-retained", EDDY_FLAG_UINT, &retained, "N", "complete checkpoints kept (2)", false},
+        {"tolerable-checkpoint-failures", EDDY_FLAG_UINT, &tolerable, "N", "restore after N failed checkpoints in a row (3)", false},
+        {"deploy-timeout-ms", EDDY_FLAG_UINT, &deploy_timeout, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)", false},
         {"autoscale", EDDY_FLAG_BOOL, &autoscale, NULL, "run the DS2 controller too", false},
         {"controller-flags", EDDY_FLAG_STRING, &controller_flags, "\"FLAGS\"", "extra flags for the controller", false},
         {"quiet", EDDY_FLAG_BOOL, &quiet, NULL, "no progress lines", false},
@@ -138,6 +142,11 @@ int eddy_cmd_local(int argc, char **argv)
     if (hb == 0 || hb_timeout <= hb) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms (> 0)");
+    }
+    if (retained < 1 || retained > 64 || tolerable < 1 || tolerable > 1000000 ||
+        deploy_timeout < 1 || deploy_timeout > 3600000) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", "--checkpoints-retained must be 1..64, --tolerable-checkpoint-failures 1..1000000, --deploy-timeout-ms 1..3600000");
     }
     /* Validate the job's flags before anything starts. */
     eddy_job_graph_t graph;
@@ -199,7 +208,9 @@ int eddy_cmd_local(int argc, char **argv)
         .bind = bind, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
         .snapshot_dir = snaps, .heartbeat_ms = (uint32_t)hb,
         .heartbeat_timeout_ms = (uint32_t)hb_timeout, .checkpoint_interval_ms = (uint32_t)interval,
-        .checkpoint_timeout_ms = 60000, .submit_job = job, .submit_argc = job_args.count,
+        .checkpoint_timeout_ms = 60000, .checkpoints_retained = (uint32_t)retained,
+        .tolerable_checkpoint_failures = (uint32_t)tolerable, .deploy_timeout_ms = (uint32_t)deploy_timeout,
+        .submit_job = job, .submit_argc = job_args.count,
         .submit_argv = job_args.items, .min_workers = (uint32_t)workers, .exit_when_done = true,
         .progress = !quiet};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);

@@ -53,6 +53,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *bind = "tcp://0.0.0.0:7600", *http_host = "0.0.0.0";
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
     uint64_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
+    uint64_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000;
     eddy_flag_t flags[] = {
         {"bind", EDDY_FLAG_STRING, &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)", false},
         {"http-host", EDDY_FLAG_STRING, &http_host, "ADDR", "HTTP bind address (0.0.0.0)", false},
@@ -62,6 +63,10 @@ int eddy_cmd_coordinator(int argc, char **argv)
         {"checkpoint-interval", EDDY_FLAG_UINT, &interval, "MS", "periodic checkpoints (2000, 0 = off)", false},
         {"heartbeat-ms", EDDY_FLAG_UINT, &hb, "MS", "worker heartbeat interval (500)", false},
         {"heartbeat-timeout-ms", EDDY_FLAG_UINT, &hb_timeout, "MS", "declare a silent worker dead after (3000)", false},
+        {"checkpoint-timeout-ms", EDDY_FLAG_UINT, &ck_timeout, "MS", "abandon a checkpoint not complete after MS (60000)", false},
+        {"checkpoints-retained", EDDY_FLAG_UINT, &retained, "N", "complete checkpoints kept (2)", false},
+        {"tolerable-checkpoint-failures", EDDY_FLAG_UINT, &tolerable, "N", "restore after N failed checkpoints in a row (3)", false},
+        {"deploy-timeout-ms", EDDY_FLAG_UINT, &deploy_timeout, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)", false},
         {NULL, 0, NULL, NULL, NULL, false},
     };
     int code;
@@ -71,13 +76,20 @@ int eddy_cmd_coordinator(int argc, char **argv)
         return eddy_usage_error("coordinator", "--http-port must be 0..65535");
     if (hb == 0 || hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms (> 0)");
+    if (retained < 1 || retained > 64)
+        return eddy_usage_error("coordinator", "--checkpoints-retained must be 1..64");
+    if (tolerable < 1 || tolerable > 1000000)
+        return eddy_usage_error("coordinator", "--tolerable-checkpoint-failures must be 1..1000000");
+    if (deploy_timeout < 1 || deploy_timeout > 3600000 || ck_timeout < 1 || ck_timeout > 3600000)
+        return eddy_usage_error("coordinator", "--deploy-timeout-ms and --checkpoint-timeout-ms must be 1..3600000");
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
     eddy_coordinator_options_t opts = {
         .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port,
         .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = (uint32_t)hb,
         .heartbeat_timeout_ms = (uint32_t)hb_timeout, .checkpoint_interval_ms = (uint32_t)interval,
-        .checkpoint_timeout_ms = 60000};
+        .checkpoint_timeout_ms = (uint32_t)ck_timeout, .checkpoints_retained = (uint32_t)retained,
+        .tolerable_checkpoint_failures = (uint32_t)tolerable, .deploy_timeout_ms = (uint32_t)deploy_timeout};
     eddy_err_t err = {{0}};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     if (rc < 0) {
