@@ -292,6 +292,11 @@ eddy_test_etcd_t *eddy_test_etcd_start(eddy_err_t *err)
     return self;
 }
 
+int eddy_test_etcd_pid(const eddy_test_etcd_t *self)
+{
+    return (int)self->pid;
+}
+
 const char *eddy_test_etcd_url(const eddy_test_etcd_t *self)
 {
     return self->url;

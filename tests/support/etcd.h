@@ -41,6 +41,8 @@ typedef struct eddy_test_etcd eddy_test_etcd_t;
 eddy_test_etcd_t *eddy_test_etcd_start(eddy_err_t *err);
 /* "http://127.0.0.1:PORT" */
 const char *eddy_test_etcd_url(const eddy_test_etcd_t *self);
+/* The server's pid (to SIGSTOP/SIGCONT it in outage tests). */
+int eddy_test_etcd_pid(const eddy_test_etcd_t *self);
 /* SIGTERM (then SIGKILL after 5 s), reap, remove the data dir. */
 void eddy_test_etcd_stop(eddy_test_etcd_t **self_p);
 
