@@ -127,6 +127,13 @@ void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32
     j->last_checkpoint = id;
 }
 
+void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id)
+{
+    char key[COORD_KEY_MAX];
+    coord_checkpoint_key(key, sizeof key, j->id, id);
+    eddy_metastore_async_delete(c->async, key, EDDY_META_RETRY_FOREVER, NULL, NULL);
+}
+
 void coord_retained_drop_newest(coord_job_t *j)
 {
     if (j->n_retained == 0)
@@ -175,6 +182,9 @@ static void apply_retention(coord_t *c, coord_job_t *j)
         j->n_retained--;
     }
     uint64_t oldest = j->retained[0].id;
+    /* a long gap (nothing known below) is not worth a store call per id */
+    if (oldest > 64 && j->cleaned_below < oldest - 64)
+        j->cleaned_below = oldest - 64;
     for (uint64_t id = j->cleaned_below ? j->cleaned_below : 1; id < oldest; id++)
         delete_checkpoint(c, j, id);
     if (oldest > j->cleaned_below)

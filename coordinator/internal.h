@@ -240,7 +240,10 @@ void coord_checkpoint_discard(coord_t *c, coord_job_t *j);
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 /* Sets the newest complete checkpoint (restart path); takes positions. */
 void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32_t n_positions);
-/* Forgets the newest retained checkpoint (found unusable); keeps its files. */
+/* Deletes checkpoint id's metadata (found unusable) but keeps its files for
+ * inspection; later retention deletes them. */
+void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id);
+/* Forgets the newest retained checkpoint (found unusable). */
 void coord_retained_drop_newest(coord_job_t *j);
 void coord_retained_clear(coord_job_t *j);
 

@@ -345,8 +345,12 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
         eddy_warn("job %s: cannot list its checkpoints: %s", j->id, err.msg);
         return;
     }
-    uint64_t highest = 0;
+    uint64_t highest = 0, lowest = UINT64_MAX;
     for (size_t i = 0; i < list.count; i++) {
+        const char *digits = list.items[i].key + strlen(prefix);
+        uint64_t key_id = strtoull(digits, NULL, 10);
+        if (key_id && key_id < lowest)
+            lowest = key_id; /* recorded, maybe unreadable: deleted by retention later */
         coord_checkpoint_record_t r;
         if (coord_checkpoint_record_parse(list.items[i].value, &r, &err) < 0) {
             eddy_warn("job %s: ignoring %s: %s", j->id, list.items[i].key, err.msg);
@@ -364,8 +368,7 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
         coord_checkpoint_record_clear(&r);
     }
     eddy_kv_list_clear(&list);
-    if (j->n_retained)
-        j->cleaned_below = j->retained[0].id;
+    j->cleaned_below = lowest != UINT64_MAX ? lowest : highest + 1;
     /* ids continue above anything recorded, abandoned ones included */
     uint64_t above = highest > rec->last_checkpoint ? highest : rec->last_checkpoint;
     j->next_checkpoint = above + 1;

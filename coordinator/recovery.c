@@ -116,6 +116,7 @@ void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err)
     if (bad_snapshot && j->n_retained > 1 && j->deploy_checkpoint == j->last_checkpoint) {
         uint64_t bad = j->last_checkpoint;
         coord_retained_drop_newest(j);
+        coord_checkpoint_forget(c, j, bad);
         eddy_warn("job %s: checkpoint %" PRIu64 " cannot be restored (%s); falling back to checkpoint %" PRIu64,
                   j->id, bad, err, j->last_checkpoint);
         char why[EDDY_ERROR_MAX + 64];
