@@ -19,6 +19,12 @@
  *  fake_worker        a peer that registers and heartbeats but never answers
  *                     DEPLOY is quarantined once; the job and a rescale
  *                     complete without waiting on it again.
+ *  stuck_checkpoints  a SIGSTOPped worker (heartbeat timeout far away) makes
+ *                     checkpoints time out: after 3 in a row the job is
+ *                     restored; the stopped worker misses the deploy timeout,
+ *                     is quarantined, and the job finishes on the others.
+ *  deterministic_failure  a sink that always fails: restores back off and
+ *                     the job fails with the restart count and the cause.
  *
  * Waits poll observable conditions with deadlines; the one plain wait (etcd
  * outage) is marked: it gives a stale coordinator time to misbehave. */
@@ -256,7 +262,15 @@ static void wait_log(const char *needle, int count, uint64_t timeout_ms)
 
 /* ---- processes -------------------------------------------------------------- */
 
+static void start_coordinator_with(char *const *extra);
+
 static void start_coordinator(const char *extra_flag, const char *extra_value)
+{
+    char *extra[] = {(char *)extra_flag, (char *)extra_value, NULL};
+    start_coordinator_with(extra_flag ? extra : NULL);
+}
+
+static void start_coordinator_with(char *const *extra)
 {
     eddy_err_t err = {{0}};
     char *argv[32] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
@@ -264,10 +278,8 @@ static void start_coordinator(const char *extra_flag, const char *extra_value)
                       "--checkpoint-interval", "300", "--heartbeat-ms", "200",
                       "--heartbeat-timeout-ms", HB_TIMEOUT};
     int k = 18;
-    if (extra_flag) {
-        argv[k++] = (char *)extra_flag;
-        argv[k++] = (char *)extra_value;
-    }
+    for (int i = 0; extra && extra[i] && k < 31; i++)
+        argv[k++] = extra[i];
     argv[k] = NULL;
     cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
     coord_starts++;
@@ -740,4 +752,73 @@ Test(coordinator_recovery, fake_worker, .fini = teardown, .timeout = 240)
     cr_assert_eq(count_in_log("declared dead: did not confirm the deployment"), 1);
     cr_assert_eq(count_in_log("rescaled wordcount/count 3 -> 4"), 1);
     expect_exact_output();
+}
+
+/* ---- tolerable checkpoint failures + deploy timeout with a real worker ------------ */
+
+Test(coordinator_recovery, stuck_checkpoints, .fini = teardown, .timeout = 240)
+{
+    setup_job(false, false);
+    char *extra[] = {"--heartbeat-timeout-ms", "60000", "--checkpoint-timeout-ms", "1000",
+                     "--deploy-timeout-ms", "2000", NULL};
+    start_coordinator_with(extra);
+    for (int i = 0; i < 3; i++)
+        start_worker();
+    submit();
+    wait_view("running", 2, 30000, "two completed checkpoints");
+    cr_assert(kill(workers[2].pid, SIGSTOP) == 0);
+    wait_log("3 checkpoints in a row failed", 1, 30000);
+    wait_log("quarantined for", 1, 30000);
+    wait_view("finished", 0, 120000, "the job to finish on the two other workers");
+    cr_assert_eq(count_in_log("quarantined for"), 1);
+    kill(workers[2].pid, SIGKILL);
+    expect_epochs_increase(3);
+    expect_exact_output();
+}
+
+/* ---- restart backoff and the final cause --------------------------------------------- */
+
+Test(coordinator_recovery, deterministic_failure, .timeout = 240)
+{
+    eddy_err_t err = {{0}};
+    char *tmp = eddy_test_mkdtemp("detfail", &err);
+    cr_assert(tmp, "%s", err.msg);
+    char in[600], out[600], logf[600];
+    snprintf(in, sizeof in, "%s/in.txt", tmp);
+    snprintf(out, sizeof out, "%s/missing-dir/counts.tsv", tmp); /* never writable */
+    snprintf(logf, sizeof logf, "%s/local.log", tmp);
+    cr_assert(eddy_gen_lines(in, 2000, 5, &err) == 0, "%s", err.msg);
+    int p[2];
+    cr_assert(eddy_test_free_ports(2, p, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", p[0]);
+    snprintf(hp, sizeof hp, "%d", p[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
+                    "--quiet", "--checkpoint-interval", "0", "--job", "wordcount", "--input", in,
+                    "--output", out, NULL};
+    eddy_proc_t local = {0};
+    uint64_t t0 = eddy_mono_ms();
+    cr_assert(eddy_proc_start(&local, argv, NULL, logf, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&local, 200000);
+    uint64_t elapsed = eddy_mono_ms() - t0;
+    char *l = eddy_read_file(logf, NULL);
+    cr_assert_eq(rc, 1, "eddy local exited %d:\n%s", rc, l);
+    cr_assert(strstr(l, "failed: too many restarts (10); last cause: task sink[0] failed: cannot write"),
+              "no final cause:\n%s", l);
+    /* the planned delays double up to the cap */
+    long prev = 0;
+    int n = 0;
+    for (const char *q = l; (q = strstr(q, " of at most 10 in ")); n++) {
+        q += strlen(" of at most 10 in ");
+        long d = strtol(q, NULL, 10);
+        cr_assert(d == 10000 || d == 2 * prev || (n == 0 && d == 100), "delay %ld after %ld:\n%s", d,
+                  prev, l);
+        prev = d;
+    }
+    cr_assert_eq(n, 10, "%d restores planned:\n%s", n, l);
+    /* a lower bound by design (100 ms doubling to 10 s, ten times) */
+    cr_assert_geq(elapsed, 40000, "ten restores took only %llu ms", (unsigned long long)elapsed);
+    free(l);
+    eddy_test_rm_rf(tmp);
+    free(tmp);
 }
