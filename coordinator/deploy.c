@@ -7,10 +7,11 @@
  *  2. Only then does every usable worker get DEPLOY(epoch, full placement).
  *     Each must answer DEPLOYED; the coordinator tracks which have not.
  *  3. When all answered, the sources get START.
- * A worker that does not answer within --deploy-timeout-ms is declared
- * failed and quarantined (no tasks for a backoff period, even if it
- * registers again), and the job is restored on the others, so a peer that
- * heartbeats but never deploys cannot stall every deploy. */
+ * A worker that does not answer within --deploy-timeout-ms while others
+ * did is declared failed and quarantined (no tasks for a backoff period,
+ * even if it registers again), and the job is restored on the others, so a
+ * peer that heartbeats but never deploys cannot stall every deploy. When
+ * none answered, the deploy is retried (a restore with backoff) instead. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ static void send_deploy(coord_t *c, coord_job_t *j)
         coord_send_worker(c, w, &m);
         j->deploy_awaiting[j->deploys_pending++] = w->id;
     }
+    j->n_deploy_targets = j->deploys_pending;
     free(eps);
     free(pos);
     if (j->deploy_checkpoint)
@@ -179,6 +181,16 @@ void coord_deploy_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
 {
     if (!j->deploys_pending || now_ms <= j->deploy_started_ms + c->opts->deploy_timeout_ms)
         return;
+    /* When no worker answered, the cause is more likely general slowness
+     * (or this side) than bad peers: retry, with backoff, quarantining none,
+     * so a slow machine does not lose all its workers at once. */
+    if (j->deploys_pending == j->n_deploy_targets) {
+        char why[160];
+        snprintf(why, sizeof why, "no worker confirmed the deployment of epoch %u within %u ms",
+                 j->epoch, c->opts->deploy_timeout_ms);
+        coord_restore_job(c, j, why, true);
+        return;
+    }
     /* Quarantining a worker restores every job it takes part in (this one
      * included), which clears deploys_pending: copy the ids first. */
     uint32_t n = j->deploys_pending;

@@ -106,6 +106,7 @@ typedef struct coord_job {
     uint32_t n_deploy_positions;
     uint32_t deploys_pending;     /* workers that have not answered DEPLOYED */
     uint32_t *deploy_awaiting;    /* [deploys_pending] their ids */
+    uint32_t n_deploy_targets;    /* workers the DEPLOY went to */
     uint64_t deploy_bytes, deploy_groups;
     uint64_t deploy_started_ms;
 

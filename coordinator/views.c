@@ -155,9 +155,9 @@ void coord_record_decision(coord_t *c, json_t *decision)
     while (json_array_size(c->decisions) > COORD_MAX_DECISIONS)
         json_array_remove(c->decisions, 0);
     char *text = json_dumps(c->decisions, JSON_COMPACT);
-    eddy_err_t err;
+    /* off the loop: c->meta belongs to c->async's thread while the loop runs */
     if (text)
-        eddy_metastore_put(c->meta, "/eddy/scaling/decisions", text, strlen(text), &err);
+        eddy_metastore_async_put(c->async, "/eddy/scaling/decisions", text, strlen(text), 0, NULL, NULL);
     free(text);
 }
 
