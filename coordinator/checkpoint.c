@@ -329,7 +329,11 @@ static void commit(coord_t *c, coord_job_t *j)
     coord_checkpoint_record_t r = {.id = pc->id, .epoch = j->epoch, .time_ms = eddy_wall_ms(),
                                    .duration_ms = (double)(eddy_mono_ms() - pc->started_ms),
                                    .bytes = pc->bytes, .files = pc->files};
-    coord_position_record_t pos[pc->n_positions + 1];
+    coord_position_record_t *pos = calloc(pc->n_positions + 1, sizeof *pos);
+    if (!pos) {
+        coord_checkpoint_abort(c, j, "out of memory", true);
+        return;
+    }
     uint32_t k = 0;
     for (uint32_t s = 0; s < j->graph.n_stages; s++) {
         snprintf(r.stage[s], sizeof r.stage[s], "%s", j->graph.stages[s].name);
@@ -346,6 +350,7 @@ static void commit(coord_t *c, coord_job_t *j)
     r.positions = pos;
     snprintf(r.snapshot_dir, sizeof r.snapshot_dir, "%s", c->opts->snapshot_dir);
     char *text = coord_checkpoint_record_encode(&r);
+    free(pos);
     coord_ticket_t *t = text ? coord_ticket_new(c, j, pc->id) : NULL;
     if (!t) {
         free(text);

@@ -20,7 +20,10 @@
 
 void coord_fail_job(coord_t *c, coord_job_t *j, const char *why)
 {
-    snprintf(j->error, sizeof j->error, "%s", why);
+    /* callers pass longer buffers (a cause plus context): cut at the field */
+    size_t n = strnlen(why, sizeof j->error - 1);
+    memcpy(j->error, why, n);
+    j->error[n] = '\0';
     eddy_error("job %s failed: %s", j->id, why);
     j->ended_ms = eddy_mono_ms();
     j->restore_scheduled = false;
@@ -85,7 +88,9 @@ void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_f
         restore_now(c, j, why);
         return;
     }
-    snprintf(j->last_cause, sizeof j->last_cause, "%s", why);
+    size_t n = strnlen(why, sizeof j->last_cause - 1);
+    memcpy(j->last_cause, why, n);
+    j->last_cause[n] = '\0';
     j->restarts++;
     if (++j->consecutive_restarts > COORD_MAX_RESTARTS) {
         char fail[EDDY_ERROR_MAX + 64];

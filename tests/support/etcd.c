@@ -98,7 +98,7 @@ static int bind_loopback(int *port, eddy_err_t *err)
 
 int eddy_test_free_port(eddy_err_t *err)
 {
-    int port;
+    int port = 0;
     int fd = bind_loopback(&port, err);
     if (fd < 0)
         return -1;
