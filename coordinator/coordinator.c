@@ -71,6 +71,20 @@ uint32_t coord_alive_workers(coord_t *c)
     return n;
 }
 
+bool coord_worker_usable(const coord_worker_t *w, uint64_t now_ms)
+{
+    return w->alive && now_ms >= w->quarantined_until_ms;
+}
+
+uint32_t coord_usable_workers(coord_t *c)
+{
+    uint64_t now = eddy_mono_ms();
+    uint32_t n = 0;
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        n += coord_worker_usable(w, now);
+    return n;
+}
+
 static coord_worker_t *worker_by_identity(coord_t *c, const unsigned char *id, size_t len)
 {
     for (coord_worker_t *w = c->workers; w; w = w->next)
@@ -99,6 +113,14 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         if (!w)
             return;
         w->id = ++c->next_worker_id;
+        /* a quarantined peer registering again stays quarantined */
+        for (coord_worker_t *old = c->workers; old; old = old->next)
+            if (old->quarantined_until_ms > w->quarantined_until_ms &&
+                ((old->identity_len == identity_len && !memcmp(old->identity, identity, identity_len)) ||
+                 !strcmp(old->endpoint, m->u.reg.data_endpoint))) {
+                w->quarantined_until_ms = old->quarantined_until_ms;
+                w->quarantine_ms = old->quarantine_ms;
+            }
         w->next = c->workers;
         c->workers = w;
         memcpy(w->identity, identity, identity_len);
@@ -127,6 +149,23 @@ static void declare_dead(coord_t *c, coord_worker_t *w, const char *why)
     w->alive = false;
     eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
     coord_jobs_on_worker_lost(c, w);
+}
+
+void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why)
+{
+    w->quarantine_ms = w->quarantine_ms ? w->quarantine_ms * 2 : COORD_QUARANTINE_MIN_MS;
+    if (w->quarantine_ms > COORD_QUARANTINE_MAX_MS)
+        w->quarantine_ms = COORD_QUARANTINE_MAX_MS;
+    w->quarantined_until_ms = eddy_mono_ms() + w->quarantine_ms;
+    eddy_warn("worker %u (%s, pid %lld) quarantined for %llu s: %s", w->id, w->name,
+              (long long)w->pid, (unsigned long long)(w->quarantine_ms / 1000), why);
+    /* tasks it may still run for any job are stale: drop them */
+    for (coord_job_t *j = c->jobs; j; j = j->next) {
+        eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
+        rel.u.release.job = j->num;
+        coord_send_worker(c, w, &rel);
+    }
+    declare_dead(c, w, why);
 }
 
 static void check_liveness(coord_t *c, uint64_t now_ms)
@@ -271,7 +310,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         m.u.heartbeat.tasks = NULL;
         break;
     case EDDY_MSG_DEPLOYED:
-        coord_job_on_deployed(c, &m);
+        coord_job_on_deployed(c, w, &m);
         break;
     case EDDY_MSG_ACK:
         coord_job_on_ack(c, &m);
@@ -320,8 +359,11 @@ static void drain_router(coord_t *c)
 
 static void free_coord(coord_t *c)
 {
-    /* first: callbacks of the writes that still finish may look at jobs */
+    /* first: callbacks of the writes that still finish (a job's final
+     * state) may look at jobs */
     eddy_metastore_async_destroy(&c->meta_async, COORD_META_DRAIN_MS);
+    while (c->tickets)
+        coord_ticket_release(c->tickets);
     while (c->jobs) {
         coord_job_t *j = c->jobs;
         c->jobs = j->next;
@@ -371,6 +413,17 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
                          eddy_err_t *err)
 {
     coord_t c = {0};
+    /* zero means "the default" for the options added later */
+    eddy_coordinator_options_t o = *opts;
+    if (!o.checkpoints_retained)
+        o.checkpoints_retained = 2;
+    if (!o.tolerable_checkpoint_failures)
+        o.tolerable_checkpoint_failures = 3;
+    if (!o.deploy_timeout_ms)
+        o.deploy_timeout_ms = 10000;
+    if (!o.checkpoint_timeout_ms)
+        o.checkpoint_timeout_ms = 60000;
+    opts = &o;
     c.opts = opts;
     c.started_ms = eddy_mono_ms();
     c.decisions = json_array();
@@ -418,6 +471,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             goto out;
         eddy_info("plugin %s loaded as %s", opts->plugin_files[i], hash);
     }
+    /* before the loop, with the store used synchronously: nothing is
+     * queued on c.meta_async yet, and the reload writes nothing */
     coord_jobs_restore_from_store(&c);
 
     while (!*stop) {
@@ -436,6 +491,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         }
         eddy_metastore_async_dispatch(c.meta_async);
         drain_router(&c);
+        eddy_metastore_async_dispatch(c.meta_async);
         eddy_http_run(c.http);
         uint64_t now = eddy_mono_ms();
         check_liveness(&c, now);

@@ -21,6 +21,9 @@ typedef struct eddy_coordinator_options {
     uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */
     uint32_t checkpoint_interval_ms; /* 0 disables periodic checkpoints */
     uint32_t checkpoint_timeout_ms;
+    uint32_t checkpoints_retained;   /* complete checkpoints kept (>= 1; CLI default 2) */
+    uint32_t tolerable_checkpoint_failures; /* in a row, then restore (>= 1; default 3) */
+    uint32_t deploy_timeout_ms;      /* a worker not confirming a DEPLOY is quarantined */
     /* eddy local: submit this job once min_workers registered, exit when done. */
     const char *submit_job;
     int submit_argc;

@@ -1,7 +1,9 @@
 /* internal.h - state shared by the coordinator's files (not a public API).
  *
  * coordinator.c owns the loop, sockets and worker registry; jobs.c the job
- * lifecycle and its protocols; placement.c where instances run; views.c the
+ * lifecycle (submit, finish, cancel, timers); one file per protocol:
+ * deploy.c, checkpoint.c, rescale.c, recovery.c; job_store.c the job record
+ * and checkpoint metadata; placement.c where instances run; views.c the
  * JSON and Prometheus renderings of this state. */
 #ifndef EDDY_COORDINATOR_INTERNAL_H
 #define EDDY_COORDINATOR_INTERNAL_H
@@ -10,7 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coordinator/checkpoint.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/job_store.h"
 #include "net/proto.h"
 #include "net/http.h"
 #include "state/metastore.h"
@@ -21,6 +25,12 @@
 #define COORD_MAX_IDENTITY 256
 #define COORD_MAX_RESCALES 256
 #define COORD_MAX_DECISIONS 1024
+#define COORD_MAX_RETAINED 64
+#define COORD_MAX_RESTARTS 10        /* consecutive restores without a checkpoint between */
+#define COORD_RESTART_DELAY_MIN_MS 100
+#define COORD_RESTART_DELAY_MAX_MS 10000
+#define COORD_QUARANTINE_MIN_MS 30000
+#define COORD_QUARANTINE_MAX_MS 600000
 
 typedef struct coord_worker {
     uint32_t id;
@@ -33,6 +43,10 @@ typedef struct coord_worker {
     uint64_t last_seen_ms;
     int64_t registered_wall_ms;
     bool alive;
+    /* A worker that did not confirm a DEPLOY in time gets no tasks until
+     * then, even if it registers again (see deploy.c). */
+    uint64_t quarantined_until_ms;
+    uint64_t quarantine_ms;        /* the next quarantine's length (doubles) */
     eddy_task_metrics_t *metrics;  /* latest heartbeat */
     uint32_t n_metrics;
     struct coord_worker *next;
@@ -64,6 +78,12 @@ typedef struct pending_client {
     bool waiting;
 } pending_client_t;
 
+typedef struct coord_retained {
+    uint64_t id;
+    uint32_t n_positions;
+    int64_t *positions;            /* source positions, as coord_pending_checkpoint_t's */
+} coord_retained_t;
+
 typedef struct coord_job {
     uint32_t num;
     char id[EDDY_NAME_MAX];
@@ -83,20 +103,33 @@ typedef struct coord_job {
 
     eddy_stage_placement_t placement[EDDY_MAX_STAGES];
     uint32_t epoch;
-    uint32_t deploys_pending;
+    /* deploy (deploy.c): the epoch is persisted, then DEPLOY goes out */
+    bool deploy_persisting;
+    eddy_deploy_mode_t deploy_mode;
+    uint64_t deploy_checkpoint;
+    int64_t *deploy_positions;
+    uint32_t n_deploy_positions;
+    uint32_t deploys_pending;     /* workers that have not answered DEPLOYED */
+    uint32_t *deploy_awaiting;    /* [deploys_pending] their ids */
+    uint32_t n_deploy_targets;    /* workers the DEPLOY went to */
     uint64_t deploy_bytes, deploy_groups;
     uint64_t deploy_started_ms;
-    uint32_t restarts;
 
-    /* checkpoints */
+    /* recovery (recovery.c) */
+    uint32_t restarts;            /* all restores after a failure, for views */
+    uint32_t consecutive_restarts;/* since the last complete checkpoint; limits and backs off */
+    bool restore_scheduled;
+    uint64_t restore_at_ms;
+    char last_cause[EDDY_ERROR_MAX];
+
+    /* checkpoints (checkpoint.c) */
     uint64_t next_checkpoint;
-    uint64_t inflight;            /* 0: none */
-    bool inflight_pause;
-    uint32_t acks_pending;
-    uint64_t inflight_started_ms, inflight_bytes, inflight_files;
-    int64_t *inflight_positions;  /* [stage][instance] flattened for source stages */
-    uint64_t last_checkpoint;     /* last complete, 0 none */
-    int64_t *last_positions;
+    coord_pending_checkpoint_t *pending; /* NULL: none in flight */
+    uint32_t consecutive_checkpoint_failures;
+    uint64_t last_checkpoint;     /* newest complete (= retained[n_retained-1].id), 0 none */
+    coord_retained_t retained[COORD_MAX_RETAINED]; /* complete checkpoints, oldest first */
+    uint32_t n_retained;
+    uint64_t cleaned_below;       /* checkpoint ids below this were deleted */
     uint64_t last_checkpoint_wall_ms;
     double last_checkpoint_ms;
     uint64_t last_checkpoint_bytes;
@@ -125,12 +158,25 @@ typedef struct coord_job {
     struct coord_job *next;
 } coord_job_t;
 
+/* What a metadata-store completion callback needs to find its job again:
+ * the job may have been restored (new epoch) or ended meanwhile. Owned by
+ * coord_t's list until the callback ran (or the coordinator is freed). */
+typedef struct coord_ticket {
+    struct coord *c;
+    uint32_t job;
+    uint32_t epoch;
+    uint64_t checkpoint;
+    char job_id[EDDY_NAME_MAX];
+    struct coord_ticket *prev, *next;
+} coord_ticket_t;
+
 typedef struct coord {
     const eddy_coordinator_options_t *opts;
     void *zctx, *router;
     eddy_http_t *http;
-    eddy_metastore_t *meta;
-    eddy_metastore_async_t *meta_async; /* metadata-store calls off the loop (after startup) */
+    eddy_metastore_t *meta;             /* synchronous use only before the loop starts */
+    eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */
+    coord_ticket_t *tickets;
     eddy_snapshot_store_t *store;
     coord_worker_t *workers;
     uint32_t next_worker_id;
@@ -156,27 +202,97 @@ void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len,
                  const char *body);
 coord_worker_t *coord_find_worker(coord_t *c, uint32_t id);
 uint32_t coord_alive_workers(coord_t *c);
+/* Alive and not quarantined: may get tasks. */
+bool coord_worker_usable(const coord_worker_t *w, uint64_t now_ms);
+uint32_t coord_usable_workers(coord_t *c);
+/* Declares w failed (as if its heartbeats stopped) and keeps it out of
+ * placement for a growing backoff period, even if it registers again. */
+void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
 
-/* jobs.c */
+/* jobs.c: lifecycle */
 coord_job_t *coord_job_find(coord_t *c, const char *id);
 coord_job_t *coord_job_by_num(coord_t *c, uint32_t num);
+/* Builds a job (graph, id, flags) without adding, persisting or deploying it. */
+coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **argv, eddy_err_t *err);
+/* Adds a job built by coord_job_new to the coordinator's list. */
+void coord_job_add(coord_t *c, coord_job_t *j);
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char **argv,
                               eddy_err_t *err);
 void coord_jobs_tick(coord_t *c, uint64_t now_ms);
-void coord_job_on_deployed(coord_t *c, const eddy_msg_t *m);
-void coord_job_on_ack(coord_t *c, const eddy_msg_t *m);
 void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m);
-void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m);
-void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w);
 void coord_jobs_on_worker_joined(coord_t *c);
+int coord_job_cancel(coord_t *c, const char *job_id, eddy_err_t *err);
+const char *coord_job_state_name(job_state_t s);
+bool coord_job_ended(const coord_job_t *j);
+bool coord_all_jobs_ended(coord_t *c);
+void coord_job_free(coord_job_t *j);
+void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s);
+void coord_job_release(coord_t *c, coord_job_t *j);
+uint32_t coord_job_total_tasks(const coord_job_t *j);
+uint32_t coord_job_count_positions(const coord_job_t *j);
+uint32_t coord_job_parallelism(const coord_job_t *j, uint32_t stage);
+
+/* deploy.c */
+/* Bumps the epoch, persists it, then sends DEPLOY to every usable worker. */
+void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t checkpoint,
+                  const int64_t *positions);
+void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m);
+/* Quarantines workers that did not confirm a DEPLOY within the timeout. */
+void coord_deploy_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
+
+/* checkpoint.c */
+void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause);
+void coord_job_on_ack(coord_t *c, const eddy_msg_t *m);
+/* Abandons the checkpoint in flight. counts: it is a checkpoint failure
+ * (towards --tolerable-checkpoint-failures). */
+void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool counts);
+/* Drops the pending checkpoint (the job is being restored): files removed. */
+void coord_checkpoint_discard(coord_t *c, coord_job_t *j);
+void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
+/* Sets the newest complete checkpoint (restart path); takes positions. */
+void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32_t n_positions);
+/* Deletes checkpoint id's metadata (found unusable) but keeps its files for
+ * inspection; later retention deletes them. */
+void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id);
+/* Forgets the newest retained checkpoint (found unusable). */
+void coord_retained_drop_newest(coord_job_t *j);
+void coord_retained_clear(coord_job_t *j);
+
+/* rescale.c */
 /* Starts a rescale; the reply goes to identity when it ends. -1 (err) when refused now. */
 int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_t parallelism,
                       const unsigned char *identity, size_t identity_len, eddy_err_t *err);
-int coord_job_cancel(coord_t *c, const char *job_id, eddy_err_t *err);
-const char *coord_job_state_name(job_state_t s);
-bool coord_all_jobs_ended(coord_t *c);
-void coord_job_free(coord_job_t *j);
+/* The rescale's migration snapshot is complete: deploy the new parallelism. */
+void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j);
+/* The rescale's deploy is confirmed everywhere. */
+void coord_rescale_done(coord_t *c, coord_job_t *j);
+/* Ends a rescale that cannot go on, replying why to its client. */
+void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why);
+
+/* recovery.c */
+/* Restores the job from its last complete checkpoint (or from the start).
+ * after_failure: counts against the restart limit and backs off. */
+void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_failure);
+/* Runs a restore whose backoff delay has passed. */
+void coord_recovery_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
+void coord_fail_job(coord_t *c, coord_job_t *j, const char *why);
+void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m);
+void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w);
+/* A RESTORE deploy failed with err: falls back to an older retained
+ * checkpoint when err names a bad snapshot file. */
+void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err);
+
+/* job_store.c */
+/* Writes j's record (asynchronously, FIFO with every other store call);
+ * done(arg) may be NULL. */
+void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done,
+                          void *arg);
+/* Startup: reloads the jobs that had not ended (synchronous; before the loop). */
 void coord_jobs_restore_from_store(coord_t *c);
+coord_ticket_t *coord_ticket_new(coord_t *c, const coord_job_t *j, uint64_t checkpoint);
+void coord_ticket_release(coord_ticket_t *t);
+/* The ticket's job if it still exists with the ticket's epoch, else NULL. */
+coord_job_t *coord_ticket_job(coord_ticket_t *t);
 
 /* plugins.c */
 /* Stores and loads a plugin file (eddy local --plugin). */

@@ -5,15 +5,17 @@
  * stages with the same index share a worker. A rescale or a recovery keeps
  * every instance that is still on an alive worker where it is (its in-memory
  * state stays put) and gives each new or orphaned instance to the least
- * loaded alive worker. */
+ * loaded alive worker. Quarantined workers (deploy.c) count as not alive. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "coordinator/internal.h"
 
 int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_err_t *err)
 {
-    uint32_t n_alive = coord_alive_workers(c);
+    uint64_t now = eddy_mono_ms();
+    uint32_t n_alive = coord_usable_workers(c);
     if (n_alive == 0)
         return eddy_err_set(err, "no alive workers");
     uint32_t *ids = calloc(n_alive, sizeof *ids);
@@ -25,7 +27,7 @@ int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_er
     }
     uint32_t k = 0;
     for (coord_worker_t *w = c->workers; w; w = w->next)
-        if (w->alive)
+        if (coord_worker_usable(w, now) && k < n_alive)
             ids[k++] = w->id;
     /* ids in ascending order (the list is newest first) */
     for (uint32_t a = 1; a < n_alive; a++)

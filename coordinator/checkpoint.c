@@ -1,0 +1,430 @@
+/* checkpoint.c - the checkpoint protocol and the pending checkpoint.
+ *
+ *  trigger   TRIGGER(n) to the workers; a coord_pending_checkpoint_t
+ *            tracks which tasks must ACK. One checkpoint at a time.
+ *  ack       every task ACKs once after its aligned snapshot; duplicate
+ *            and unknown ACKs are logged and ignored.
+ *  commit    when every task acknowledged, the checkpoint's metadata is
+ *            written to the metadata store (retried with backoff). That
+ *            write is the commit point: only when it is durable is the
+ *            checkpoint complete, COMPLETE broadcast (sinks publish) and
+ *            checkpoints beyond the newest --checkpoints-retained deleted
+ *            (metadata first, then files, so no metadata names deleted
+ *            files).
+ *  abort     an ACK with an error, a timeout or a failed commit abandons
+ *            the checkpoint; --tolerable-checkpoint-failures in a row
+ *            restore the job from its last complete checkpoint. A commit
+ *            whose outcome is unknown deletes its metadata key before its
+ *            files (the store runs calls in order).
+ * A rescale's pausing barrier is a migration snapshot, handed to rescale.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/internal.h"
+
+#define COMMIT_RETRIES 4 /* 100+200+400+800 ms of backoff between tries */
+
+/* ---- the pending checkpoint (pure) --------------------------------------- */
+
+coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t epoch,
+                                                         uint32_t n_stages,
+                                                         const uint32_t *parallelism,
+                                                         const bool *source, uint64_t now_ms)
+{
+    if (n_stages == 0 || n_stages > EDDY_MAX_STAGES)
+        return NULL;
+    coord_pending_checkpoint_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->id = id;
+    self->epoch = epoch;
+    self->started_ms = now_ms;
+    self->n_stages = n_stages;
+    for (uint32_t s = 0; s < n_stages; s++) {
+        self->parallelism[s] = parallelism[s];
+        self->source[s] = source[s];
+        self->n_tasks += parallelism[s];
+        if (source[s])
+            self->n_positions += parallelism[s];
+    }
+    self->acked = calloc(self->n_tasks + 1, sizeof *self->acked);
+    self->positions = calloc(self->n_positions + 1, sizeof *self->positions);
+    if (!self->acked || !self->positions) {
+        coord_pending_checkpoint_destroy(&self);
+        return NULL;
+    }
+    for (uint32_t k = 0; k < self->n_positions; k++)
+        self->positions[k] = -1;
+    return self;
+}
+
+void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    free((*self_p)->acked);
+    free((*self_p)->positions);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *self, uint32_t stage,
+                                                 uint32_t instance, int64_t position,
+                                                 uint64_t bytes, uint64_t files)
+{
+    if (stage >= self->n_stages || instance >= self->parallelism[stage])
+        return COORD_ACK_UNKNOWN_TASK;
+    uint32_t task = 0, pos = 0;
+    for (uint32_t s = 0; s < stage; s++) {
+        task += self->parallelism[s];
+        if (self->source[s])
+            pos += self->parallelism[s];
+    }
+    if (self->acked[task + instance])
+        return COORD_ACK_DUPLICATE;
+    self->acked[task + instance] = true;
+    self->n_acked++;
+    if (self->source[stage])
+        self->positions[pos + instance] = position;
+    self->bytes += bytes;
+    self->files += files;
+    return COORD_ACK_ACCEPTED;
+}
+
+bool coord_pending_checkpoint_all_acked(const coord_pending_checkpoint_t *self)
+{
+    return self->n_acked == self->n_tasks;
+}
+
+bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *self,
+                                            uint32_t *stage, uint32_t *instance)
+{
+    uint32_t task = 0;
+    for (uint32_t s = 0; s < self->n_stages; s++)
+        for (uint32_t i = 0; i < self->parallelism[s]; i++, task++)
+            if (!self->acked[task]) {
+                *stage = s;
+                *instance = i;
+                return true;
+            }
+    return false;
+}
+
+/* ---- retained checkpoints ------------------------------------------------- */
+
+void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32_t n_positions)
+{
+    if (j->n_retained == COORD_MAX_RETAINED) {
+        free(j->retained[0].positions);
+        memmove(j->retained, j->retained + 1, (COORD_MAX_RETAINED - 1) * sizeof j->retained[0]);
+        j->n_retained--;
+    }
+    j->retained[j->n_retained++] = (coord_retained_t){id, n_positions, positions};
+    j->last_checkpoint = id;
+}
+
+void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id)
+{
+    char key[COORD_KEY_MAX];
+    coord_checkpoint_key(key, sizeof key, j->id, id);
+    eddy_metastore_async_delete(c->meta_async, key, EDDY_META_RETRY_FOREVER, NULL, NULL);
+}
+
+void coord_retained_drop_newest(coord_job_t *j)
+{
+    if (j->n_retained == 0)
+        return;
+    free(j->retained[--j->n_retained].positions);
+    j->last_checkpoint = j->n_retained ? j->retained[j->n_retained - 1].id : 0;
+}
+
+void coord_retained_clear(coord_job_t *j)
+{
+    while (j->n_retained)
+        coord_retained_drop_newest(j);
+}
+
+/* Deletes a checkpoint's metadata key and then, once that is done, its files. */
+static void on_key_deleted(void *arg, const eddy_meta_result_t *res)
+{
+    coord_ticket_t *t = arg;
+    if (res->rc == 0) {
+        eddy_err_t err;
+        eddy_snapshot_store_remove_checkpoint(t->c->store, t->job_id, t->checkpoint, &err);
+    } else {
+        eddy_warn("job %s: cannot delete the metadata of checkpoint %" PRIu64 ": %s; its files are kept",
+                  t->job_id, t->checkpoint, res->err.msg);
+    }
+    coord_ticket_release(t);
+}
+
+static void delete_checkpoint(coord_t *c, const coord_job_t *j, uint64_t id)
+{
+    char key[COORD_KEY_MAX];
+    coord_checkpoint_key(key, sizeof key, j->id, id);
+    coord_ticket_t *t = coord_ticket_new(c, j, id);
+    if (t)
+        eddy_metastore_async_delete(c->meta_async, key, EDDY_META_RETRY_FOREVER, on_key_deleted, t);
+}
+
+/* Keeps the newest --checkpoints-retained complete checkpoints and deletes
+ * every older id not yet deleted (including abandoned ones). */
+static void apply_retention(coord_t *c, coord_job_t *j)
+{
+    uint32_t keep = c->opts->checkpoints_retained ? c->opts->checkpoints_retained : 1;
+    while (j->n_retained > keep) {
+        free(j->retained[0].positions);
+        memmove(j->retained, j->retained + 1, (j->n_retained - 1) * sizeof j->retained[0]);
+        j->n_retained--;
+    }
+    uint64_t oldest = j->retained[0].id;
+    /* a long gap (nothing known below) is not worth a store call per id */
+    if (oldest > 64 && j->cleaned_below < oldest - 64)
+        j->cleaned_below = oldest - 64;
+    for (uint64_t id = j->cleaned_below ? j->cleaned_below : 1; id < oldest; id++)
+        delete_checkpoint(c, j, id);
+    if (oldest > j->cleaned_below)
+        j->cleaned_below = oldest;
+}
+
+/* ---- trigger and abort ------------------------------------------------------ */
+
+void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
+{
+    uint32_t p[EDDY_MAX_STAGES];
+    bool source[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+        p[s] = j->placement[s].parallelism;
+        source[s] = j->graph.stages[s].source;
+    }
+    uint64_t now = eddy_mono_ms();
+    coord_pending_checkpoint_t *pc =
+        coord_pending_checkpoint_new(j->next_checkpoint, j->epoch, j->graph.n_stages, p, source, now);
+    if (!pc) {
+        eddy_warn("job %s: cannot start checkpoint %" PRIu64 ": out of memory", j->id, j->next_checkpoint);
+        return;
+    }
+    j->next_checkpoint++;
+    pc->pause = pause;
+    j->pending = pc;
+    j->last_trigger_ms = now;
+    if (pause)
+        j->pause_started_ns = eddy_mono_ns(); /* sources stop at this barrier */
+    eddy_msg_t m = {.type = EDDY_MSG_TRIGGER};
+    m.u.trigger.job = j->num;
+    m.u.trigger.epoch = j->epoch;
+    m.u.trigger.checkpoint = pc->id;
+    m.u.trigger.pause_after = pause;
+    /* A rescale's barrier is a migration snapshot, not a recovery point. */
+    m.u.trigger.migrate_stage = pause && j->rescale_stage >= 0 ? (uint32_t)j->rescale_stage : EDDY_NO_STAGE;
+    m.u.trigger.migrate_parallelism = pause && j->rescale_stage >= 0 ? j->rescale_to : 0;
+    coord_broadcast(c, &m);
+}
+
+void coord_checkpoint_discard(coord_t *c, coord_job_t *j)
+{
+    coord_pending_checkpoint_t *pc = j->pending;
+    if (!pc)
+        return;
+    j->checkpoints_failed++;
+    if (pc->committing) {
+        /* its metadata put may still land: delete the key, then the files */
+        delete_checkpoint(c, j, pc->id);
+    } else {
+        eddy_err_t err;
+        eddy_snapshot_store_remove_checkpoint(c->store, j->id, pc->id, &err);
+    }
+    coord_pending_checkpoint_destroy(&j->pending);
+}
+
+void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool counts)
+{
+    if (!j->pending)
+        return;
+    uint64_t id = j->pending->id;
+    bool paused = j->pending->pause;
+    eddy_warn("job %s: checkpoint %" PRIu64 " abandoned: %s", j->id, id, why);
+    coord_checkpoint_discard(c, j);
+    if (paused) {
+        /* the sources stopped behind the barrier: let them go on */
+        eddy_msg_t start = {.type = EDDY_MSG_START};
+        start.u.start.job = j->num;
+        start.u.start.epoch = j->epoch;
+        coord_broadcast(c, &start);
+        char msg[EDDY_ERROR_MAX + 32];
+        snprintf(msg, sizeof msg, "rescale abandoned: %s", why);
+        coord_rescale_abandon(c, j, msg);
+        coord_job_set_state(c, j, JOB_RUNNING);
+    }
+    if (!counts)
+        return;
+    j->consecutive_checkpoint_failures++;
+    uint32_t tolerable = c->opts->tolerable_checkpoint_failures;
+    if (j->consecutive_checkpoint_failures >= tolerable) {
+        char cause[EDDY_ERROR_MAX + 96];
+        snprintf(cause, sizeof cause, "%u checkpoints in a row failed (the last, %" PRIu64 ": %.400s)",
+                 j->consecutive_checkpoint_failures, id, why);
+        j->consecutive_checkpoint_failures = 0;
+        coord_restore_job(c, j, cause, true);
+    }
+}
+
+/* ---- commit ---------------------------------------------------------------- */
+
+static void complete(coord_t *c, coord_job_t *j)
+{
+    coord_pending_checkpoint_t *pc = j->pending;
+    j->pending = NULL;
+    double duration = (double)(eddy_mono_ms() - pc->started_ms);
+    coord_retained_push(j, pc->id, pc->positions, pc->n_positions);
+    pc->positions = NULL;
+    j->last_checkpoint_wall_ms = (uint64_t)eddy_wall_ms();
+    j->last_checkpoint_ms = duration;
+    j->last_checkpoint_bytes = pc->bytes;
+    j->checkpoints_completed++;
+    j->consecutive_checkpoint_failures = 0;
+    j->consecutive_restarts = 0; /* the job makes progress again */
+    coord_pending_checkpoint_destroy(&pc);
+    eddy_msg_t m = {.type = EDDY_MSG_COMPLETE};
+    m.u.complete.job = j->num;
+    m.u.complete.checkpoint = j->last_checkpoint;
+    coord_broadcast(c, &m);
+    eddy_debug("job %s: checkpoint %" PRIu64 " complete in %.0f ms, %" PRIu64 " bytes", j->id,
+               j->last_checkpoint, duration, j->last_checkpoint_bytes);
+    coord_job_store_save(c, j, 3, NULL, NULL);
+    apply_retention(c, j);
+}
+
+static void on_metadata_written(void *arg, const eddy_meta_result_t *res)
+{
+    coord_ticket_t *t = arg;
+    coord_t *c = t->c;
+    coord_job_t *j = coord_ticket_job(t);
+    uint64_t id = t->checkpoint;
+    bool current = j && !coord_job_ended(j) && j->pending && j->pending->id == id &&
+                   j->pending->committing;
+    if (!current) {
+        /* restored, ended or timed out meanwhile: discard deleted the key */
+        coord_ticket_release(t);
+        return;
+    }
+    coord_ticket_release(t);
+    if (res->rc == 0) {
+        complete(c, j);
+        return;
+    }
+    char why[EDDY_ERROR_MAX + 64];
+    snprintf(why, sizeof why, "cannot record it in the metadata store after %u attempts: %.400s",
+             res->attempts, res->err.msg);
+    coord_checkpoint_abort(c, j, why, true);
+}
+
+static void commit(coord_t *c, coord_job_t *j)
+{
+    coord_pending_checkpoint_t *pc = j->pending;
+    coord_checkpoint_record_t r = {.id = pc->id, .epoch = j->epoch, .time_ms = eddy_wall_ms(),
+                                   .duration_ms = (double)(eddy_mono_ms() - pc->started_ms),
+                                   .bytes = pc->bytes, .files = pc->files};
+    coord_position_record_t *pos = calloc(pc->n_positions + 1, sizeof *pos);
+    if (!pos) {
+        coord_checkpoint_abort(c, j, "out of memory", true);
+        return;
+    }
+    uint32_t k = 0;
+    for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+        snprintf(r.stage[s], sizeof r.stage[s], "%s", j->graph.stages[s].name);
+        r.parallelism[s] = j->placement[s].parallelism;
+        if (j->graph.stages[s].source)
+            for (uint32_t i = 0; i < pc->parallelism[s] && k < pc->n_positions; i++, k++) {
+                snprintf(pos[k].stage, sizeof pos[k].stage, "%s", j->graph.stages[s].name);
+                pos[k].instance = i;
+                pos[k].position = pc->positions[k];
+            }
+    }
+    r.n_stages = j->graph.n_stages;
+    r.n_positions = k;
+    r.positions = pos;
+    snprintf(r.snapshot_dir, sizeof r.snapshot_dir, "%s", c->opts->snapshot_dir);
+    char *text = coord_checkpoint_record_encode(&r);
+    free(pos);
+    coord_ticket_t *t = text ? coord_ticket_new(c, j, pc->id) : NULL;
+    if (!t) {
+        free(text);
+        coord_checkpoint_abort(c, j, "out of memory", true);
+        return;
+    }
+    pc->committing = true;
+    char key[COORD_KEY_MAX];
+    coord_checkpoint_key(key, sizeof key, j->id, pc->id);
+    eddy_metastore_async_put(c->meta_async, key, text, strlen(text), COMMIT_RETRIES, on_metadata_written, t);
+    free(text);
+}
+
+void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
+{
+    coord_job_t *j = coord_job_by_num(c, m->u.ack.job);
+    if (j && m->u.ack.checkpoint == EDDY_FINAL_CHECKPOINT) {
+        /* a task's final commit (see coord_job_on_task_done) */
+        if (j->finishing && m->u.ack.epoch == j->epoch && !coord_job_ended(j) &&
+            --j->final_acks_pending == 0) {
+            j->finishing = false;
+            j->ended_ms = eddy_mono_ms();
+            eddy_info("job %s finished in %.2f s", j->id, (double)(j->ended_ms - j->started_ms) / 1000.0);
+            coord_job_set_state(c, j, JOB_FINISHED);
+            coord_job_release(c, j);
+        }
+        return;
+    }
+    coord_pending_checkpoint_t *pc = j ? j->pending : NULL;
+    if (!pc || m->u.ack.checkpoint != pc->id || m->u.ack.epoch != j->epoch || pc->committing)
+        return; /* stale: an older checkpoint or epoch */
+    if (m->u.ack.error[0]) {
+        coord_checkpoint_abort(c, j, m->u.ack.error, true);
+        return;
+    }
+    coord_ack_verdict_t v = coord_pending_checkpoint_ack(pc, m->u.ack.stage, m->u.ack.instance,
+                                                         m->u.ack.position, m->u.ack.bytes_written,
+                                                         m->u.ack.files_written);
+    if (v != COORD_ACK_ACCEPTED) {
+        eddy_warn("job %s: ignoring a %s ACK of checkpoint %" PRIu64 " from task %u[%u]", j->id,
+                  v == COORD_ACK_DUPLICATE ? "duplicate" : "unknown task's", pc->id, m->u.ack.stage,
+                  m->u.ack.instance);
+        return;
+    }
+    if (!coord_pending_checkpoint_all_acked(pc))
+        return;
+    if (pc->pause && j->rescale_stage >= 0)
+        coord_rescale_on_snapshot(c, j);
+    else
+        commit(c, j);
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
+{
+    if (j->pending) {
+        if (now_ms > j->pending->started_ms + c->opts->checkpoint_timeout_ms) {
+            uint32_t s = 0, i = 0;
+            char why[160];
+            if (!j->pending->committing && coord_pending_checkpoint_first_missing(j->pending, &s, &i))
+                snprintf(why, sizeof why, "timed out (%u of %u tasks acknowledged; none from %s[%u])",
+                         j->pending->n_acked, j->pending->n_tasks, j->graph.stages[s].name, i);
+            else
+                snprintf(why, sizeof why, "timed out while its metadata was being recorded");
+            coord_checkpoint_abort(c, j, why, true);
+        }
+        return;
+    }
+    if (j->state == JOB_RESCALING && !j->deploys_pending && !j->deploy_persisting && j->rescale_stage >= 0) {
+        coord_checkpoint_trigger(c, j, true); /* a periodic checkpoint was in the way */
+        return;
+    }
+    if (j->state == JOB_RUNNING && !j->any_done && c->opts->checkpoint_interval_ms &&
+        now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms)
+        coord_checkpoint_trigger(c, j, false);
+}

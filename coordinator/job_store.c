@@ -1,0 +1,463 @@
+/* job_store.c - the job record and checkpoint metadata: their one writer
+ * and one reader, and the coordinator-restart reload.
+ *
+ * Record encode/parse are pure (unit-tested in tests/unit/test_job_store.c).
+ * coord_job_store_save() writes a job's record through the asynchronous
+ * metadata store, so it lands in order with every other call.
+ * coord_jobs_restore_from_store() runs once before the loop: it rebuilds
+ * each job that had not ended in memory only, with the checkpoints whose
+ * metadata exists (their write was the commit point, so the newest one is
+ * what sinks may already have published) and an epoch above any used
+ * before. Nothing is written back here: the first write is the restore's
+ * deploy, which records a higher epoch before any DEPLOY goes out. */
+#include "coordinator/job_store.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "coordinator/internal.h"
+
+/* ---- keys ------------------------------------------------------------------ */
+
+void coord_job_key(char *buf, size_t size, const char *job_id)
+{
+    snprintf(buf, size, "/eddy/jobs/%s", job_id);
+}
+
+void coord_checkpoint_key(char *buf, size_t size, const char *job_id, uint64_t checkpoint)
+{
+    snprintf(buf, size, "/eddy/jobs/%s/checkpoints/%020" PRIu64, job_id, checkpoint);
+}
+
+void coord_checkpoint_prefix(char *buf, size_t size, const char *job_id)
+{
+    snprintf(buf, size, "/eddy/jobs/%s/checkpoints/", job_id);
+}
+
+/* ---- the job record ----------------------------------------------------------- */
+
+static json_t *parallelism_json(uint32_t n, const char (*names)[EDDY_NAME_MAX], const uint32_t *p)
+{
+    json_t *o = json_object();
+    for (uint32_t s = 0; s < n; s++)
+        json_object_set_new(o, names[s], json_integer(p[s]));
+    return o;
+}
+
+static int parallelism_parse(json_t *o, uint32_t *n, char (*names)[EDDY_NAME_MAX], uint32_t *p)
+{
+    const char *name;
+    json_t *v;
+    *n = 0;
+    json_object_foreach(o, name, v)
+    {
+        if (*n == EDDY_MAX_STAGES || !json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > UINT32_MAX || strlen(name) >= EDDY_NAME_MAX)
+            return -1;
+        snprintf(names[*n], EDDY_NAME_MAX, "%s", name);
+        p[(*n)++] = (uint32_t)json_integer_value(v);
+    }
+    return 0;
+}
+
+static char *dump(json_t *doc)
+{
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+char *coord_job_record_encode(const coord_job_record_t *r)
+{
+    json_t *args = json_array();
+    for (uint32_t i = 0; i < r->argc; i++)
+        json_array_append_new(args, json_string(r->argv[i]));
+    json_t *plugins = json_array();
+    for (uint32_t i = 0; i < r->n_plugins; i++)
+        json_array_append_new(plugins, json_string(r->plugins[i]));
+    return dump(json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id, "job",
+                          r->job, "args", args, "plugins", plugins, "state", r->state, "parallelism",
+                          parallelism_json(r->n_stages, r->stage, r->parallelism), "last_checkpoint",
+                          (json_int_t)r->last_checkpoint, "submitted_ms", (json_int_t)r->submitted_ms,
+                          "epoch", (json_int_t)r->epoch, "restarts", (json_int_t)r->restarts));
+}
+
+static int copy_str(char *dst, size_t size, const char *src)
+{
+    if (strlen(src) >= size)
+        return -1;
+    memcpy(dst, src, strlen(src) + 1);
+    return 0;
+}
+
+int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *err)
+{
+    memset(r, 0, sizeof *r);
+    json_error_t jerr;
+    json_t *doc = json_loads(text, 0, &jerr);
+    if (!doc)
+        return eddy_err_set(err, "job record is not JSON: %s", jerr.text);
+    const char *id, *job, *state;
+    json_t *args, *par;
+    json_int_t last = 0, submitted = 0, epoch = 0, restarts = 0;
+    int rc = -1;
+    if (json_unpack_ex(doc, &jerr, 0, "{s:s, s:s, s:o, s:s, s:o, s:I, s?I, s?I, s?I}", "id", &id,
+                       "job", &job, "args", &args, "state", &state, "parallelism", &par,
+                       "last_checkpoint", &last, "submitted_ms", &submitted, "epoch", &epoch,
+                       "restarts", &restarts) < 0) {
+        eddy_err_set(err, "job record: %s", jerr.text);
+        goto out;
+    }
+    if (copy_str(r->id, sizeof r->id, id) < 0 || copy_str(r->job, sizeof r->job, job) < 0 ||
+        copy_str(r->state, sizeof r->state, state) < 0) {
+        eddy_err_set(err, "job record: id, job or state is too long");
+        goto out;
+    }
+    if (!json_is_array(args) || !json_is_object(par) || last < 0 || epoch < 0 ||
+        epoch > UINT32_MAX || restarts < 0 || restarts > UINT32_MAX) {
+        eddy_err_set(err, "job record: malformed args, parallelism, last_checkpoint or epoch");
+        goto out;
+    }
+    if (parallelism_parse(par, &r->n_stages, r->stage, r->parallelism) < 0) {
+        eddy_err_set(err, "job record: malformed parallelism");
+        goto out;
+    }
+    r->argc = (uint32_t)json_array_size(args);
+    r->argv = calloc(r->argc + 1, sizeof *r->argv);
+    for (uint32_t i = 0; r->argv && i < r->argc; i++) {
+        const char *a = json_string_value(json_array_get(args, i));
+        if (!a || !(r->argv[i] = strdup(a))) {
+            eddy_err_set(err, "job record: argument %u is not a string", i);
+            goto out;
+        }
+    }
+    if (!r->argv) {
+        eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    json_t *plugins = json_object_get(doc, "plugins"); /* absent in records before plugins */
+    r->n_plugins = json_is_array(plugins) ? (uint32_t)json_array_size(plugins) : 0;
+    r->plugins = calloc(r->n_plugins + 1, sizeof *r->plugins);
+    for (uint32_t i = 0; r->plugins && i < r->n_plugins; i++) {
+        const char *h = json_string_value(json_array_get(plugins, i));
+        if (!h || !(r->plugins[i] = strdup(h))) {
+            eddy_err_set(err, "job record: plugin %u is not a string", i);
+            goto out;
+        }
+    }
+    if (!r->plugins) {
+        eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    r->last_checkpoint = (uint64_t)last;
+    r->submitted_ms = submitted;
+    r->epoch = (uint32_t)epoch;
+    r->restarts = (uint32_t)restarts;
+    rc = 0;
+out:
+    json_decref(doc);
+    if (rc < 0)
+        coord_job_record_clear(r);
+    return rc;
+}
+
+void coord_job_record_clear(coord_job_record_t *r)
+{
+    if (r->argv)
+        for (uint32_t i = 0; i < r->argc; i++)
+            free(r->argv[i]);
+    free(r->argv);
+    if (r->plugins)
+        for (uint32_t i = 0; i < r->n_plugins; i++)
+            free(r->plugins[i]);
+    free(r->plugins);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- checkpoint metadata ------------------------------------------------------ */
+
+char *coord_checkpoint_record_encode(const coord_checkpoint_record_t *r)
+{
+    json_t *positions = json_array();
+    for (uint32_t k = 0; k < r->n_positions; k++)
+        json_array_append_new(positions, json_pack("{s:s, s:I, s:I}", "stage", r->positions[k].stage,
+                                                   "instance", (json_int_t)r->positions[k].instance,
+                                                   "position", (json_int_t)r->positions[k].position));
+    return dump(json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:o, s:o, s:s}", "id", (json_int_t)r->id,
+                          "time_ms", (json_int_t)r->time_ms, "epoch", (json_int_t)r->epoch,
+                          "duration_ms", r->duration_ms, "bytes", (json_int_t)r->bytes, "files",
+                          (json_int_t)r->files, "positions", positions, "parallelism",
+                          parallelism_json(r->n_stages, r->stage, r->parallelism), "snapshot_dir",
+                          r->snapshot_dir));
+}
+
+int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r, eddy_err_t *err)
+{
+    memset(r, 0, sizeof *r);
+    json_error_t jerr;
+    json_t *doc = json_loads(text, 0, &jerr);
+    if (!doc)
+        return eddy_err_set(err, "checkpoint metadata is not JSON: %s", jerr.text);
+    json_int_t id = 0, time_ms = 0, epoch = 0, bytes = 0, files = 0;
+    double duration = 0;
+    json_t *positions, *par = NULL;
+    const char *dir = "";
+    int rc = -1;
+    if (json_unpack_ex(doc, &jerr, 0, "{s:I, s:o, s?I, s?I, s?F, s?I, s?I, s?o, s?s}", "id", &id,
+                       "positions", &positions, "time_ms", &time_ms, "epoch", &epoch, "duration_ms",
+                       &duration, "bytes", &bytes, "files", &files, "parallelism", &par,
+                       "snapshot_dir", &dir) < 0) {
+        eddy_err_set(err, "checkpoint metadata: %s", jerr.text);
+        goto out;
+    }
+    if (id <= 0 || !json_is_array(positions) || (par && !json_is_object(par)) ||
+        copy_str(r->snapshot_dir, sizeof r->snapshot_dir, dir) < 0 ||
+        (par && parallelism_parse(par, &r->n_stages, r->stage, r->parallelism) < 0)) {
+        eddy_err_set(err, "checkpoint metadata: malformed id, positions or parallelism");
+        goto out;
+    }
+    r->n_positions = (uint32_t)json_array_size(positions);
+    r->positions = calloc(r->n_positions + 1, sizeof *r->positions);
+    if (!r->positions) {
+        eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    for (uint32_t k = 0; k < r->n_positions; k++) {
+        const char *stage;
+        json_int_t instance, position;
+        if (json_unpack(json_array_get(positions, k), "{s:s, s:I, s:I}", "stage", &stage,
+                        "instance", &instance, "position", &position) < 0 ||
+            instance < 0 || instance > UINT32_MAX ||
+            copy_str(r->positions[k].stage, sizeof r->positions[k].stage, stage) < 0) {
+            eddy_err_set(err, "checkpoint metadata: malformed position %u", k);
+            goto out;
+        }
+        r->positions[k].instance = (uint32_t)instance;
+        r->positions[k].position = position;
+    }
+    r->id = (uint64_t)id;
+    r->time_ms = time_ms;
+    r->epoch = (uint32_t)epoch;
+    r->duration_ms = duration;
+    r->bytes = (uint64_t)bytes;
+    r->files = (uint64_t)files;
+    rc = 0;
+out:
+    json_decref(doc);
+    if (rc < 0)
+        coord_checkpoint_record_clear(r);
+    return rc;
+}
+
+void coord_checkpoint_record_clear(coord_checkpoint_record_t *r)
+{
+    free(r->positions);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- tickets --------------------------------------------------------------------- */
+
+coord_ticket_t *coord_ticket_new(coord_t *c, const coord_job_t *j, uint64_t checkpoint)
+{
+    coord_ticket_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->c = c;
+    t->job = j->num;
+    t->epoch = j->epoch;
+    t->checkpoint = checkpoint;
+    snprintf(t->job_id, sizeof t->job_id, "%s", j->id);
+    t->next = c->tickets;
+    if (c->tickets)
+        c->tickets->prev = t;
+    c->tickets = t;
+    return t;
+}
+
+void coord_ticket_release(coord_ticket_t *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        t->c->tickets = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    free(t);
+}
+
+coord_job_t *coord_ticket_job(coord_ticket_t *t)
+{
+    coord_job_t *j = coord_job_by_num(t->c, t->job);
+    return j && j->epoch == t->epoch ? j : NULL;
+}
+
+/* ---- save ---------------------------------------------------------------------------- */
+
+void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done, void *arg)
+{
+    coord_job_record_t r = {.argc = j->argc, .argv = j->argv, .n_plugins = j->n_plugins,
+                            .plugins = j->plugins, .n_stages = j->graph.n_stages,
+                            .last_checkpoint = j->last_checkpoint, .submitted_ms = j->submitted_wall_ms,
+                            .epoch = j->epoch, .restarts = j->restarts};
+    snprintf(r.id, sizeof r.id, "%s", j->id);
+    snprintf(r.job, sizeof r.job, "%s", j->name);
+    snprintf(r.state, sizeof r.state, "%s", coord_job_state_name(j->state));
+    for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+        snprintf(r.stage[s], sizeof r.stage[s], "%s", j->graph.stages[s].name);
+        r.parallelism[s] = coord_job_parallelism(j, s);
+    }
+    char *text = coord_job_record_encode(&r);
+    char key[COORD_KEY_MAX];
+    coord_job_key(key, sizeof key, j->id);
+    if (text)
+        eddy_metastore_async_put(c->meta_async, key, text, strlen(text), retries, done, arg);
+    else if (done) {
+        eddy_meta_result_t res = {.rc = -1, .key = key};
+        eddy_err_set(&res.err, "out of memory");
+        done(arg, &res);
+    }
+    free(text);
+}
+
+/* ---- coordinator restart --------------------------------------------------------- */
+
+/* Positions of a checkpoint in the job's source-instance order, or NULL
+ * when they do not fit the job (a different parallelism of a source). */
+static int64_t *positions_for(const coord_job_t *j, const coord_checkpoint_record_t *r, uint32_t *n)
+{
+    *n = 0;
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        if (j->graph.stages[s].source)
+            *n += j->graph.stages[s].parallelism;
+    if (*n != r->n_positions)
+        return NULL;
+    int64_t *out = calloc(*n + 1, sizeof *out);
+    uint32_t k = 0;
+    for (uint32_t s = 0; out && s < j->graph.n_stages; s++) {
+        if (!j->graph.stages[s].source)
+            continue;
+        for (uint32_t i = 0; i < j->graph.stages[s].parallelism; i++, k++) {
+            bool found = false;
+            for (uint32_t q = 0; q < r->n_positions && !found; q++)
+                if (!strcmp(r->positions[q].stage, j->graph.stages[s].name) && r->positions[q].instance == i) {
+                    out[k] = r->positions[q].position;
+                    found = true;
+                }
+            if (!found) {
+                free(out);
+                return NULL;
+            }
+        }
+    }
+    return out;
+}
+
+/* Loads the job's recorded checkpoints (ascending ids) into j->retained. */
+static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_t *rec)
+{
+    char prefix[COORD_KEY_MAX];
+    coord_checkpoint_prefix(prefix, sizeof prefix, j->id);
+    eddy_kv_list_t list = {0};
+    eddy_err_t err;
+    if (eddy_metastore_list(c->meta, prefix, &list, &err) < 0) {
+        eddy_warn("job %s: cannot list its checkpoints: %s", j->id, err.msg);
+        return;
+    }
+    uint64_t highest = 0, lowest = UINT64_MAX;
+    for (size_t i = 0; i < list.count; i++) {
+        const char *digits = list.items[i].key + strlen(prefix);
+        uint64_t key_id = strtoull(digits, NULL, 10);
+        if (key_id && key_id < lowest)
+            lowest = key_id; /* recorded, maybe unreadable: deleted by retention later */
+        coord_checkpoint_record_t r;
+        if (coord_checkpoint_record_parse(list.items[i].value, &r, &err) < 0) {
+            eddy_warn("job %s: ignoring %s: %s", j->id, list.items[i].key, err.msg);
+            continue;
+        }
+        if (r.id > highest)
+            highest = r.id;
+        uint32_t n;
+        int64_t *pos = positions_for(j, &r, &n);
+        if (pos)
+            coord_retained_push(j, r.id, pos, n);
+        else
+            eddy_warn("job %s: checkpoint %" PRIu64 "'s source positions do not fit the job; not using it",
+                      j->id, r.id);
+        coord_checkpoint_record_clear(&r);
+    }
+    eddy_kv_list_clear(&list);
+    j->cleaned_below = lowest != UINT64_MAX ? lowest : highest + 1;
+    /* ids continue above anything recorded, abandoned ones included */
+    uint64_t above = highest > rec->last_checkpoint ? highest : rec->last_checkpoint;
+    j->next_checkpoint = above + 1;
+    if (rec->last_checkpoint > j->last_checkpoint)
+        eddy_warn("job %s: its record names checkpoint %" PRIu64 " but the newest usable one is %" PRIu64,
+                  j->id, rec->last_checkpoint, j->last_checkpoint);
+}
+
+void coord_jobs_restore_from_store(coord_t *c)
+{
+    eddy_kv_list_t list = {0};
+    eddy_err_t err;
+    if (eddy_metastore_list(c->meta, "/eddy/jobs/", &list, &err) < 0) {
+        eddy_warn("cannot read jobs from the metadata store: %s", err.msg);
+        return;
+    }
+    for (size_t i = 0; i < list.count; i++) {
+        const char *rest = list.items[i].key + strlen("/eddy/jobs/");
+        if (strchr(rest, '/'))
+            continue; /* checkpoints and other sub-keys */
+        coord_job_record_t rec;
+        if (coord_job_record_parse(list.items[i].value, &rec, &err) < 0) {
+            eddy_warn("ignoring malformed job record %s: %s", list.items[i].key, err.msg);
+            continue;
+        }
+        if (!strcmp(rec.state, "finished") || !strcmp(rec.state, "failed") ||
+            !strcmp(rec.state, "cancelled")) {
+            coord_job_record_clear(&rec);
+            continue;
+        }
+        bool plugins_ok = true;
+        for (uint32_t p = 0; p < rec.n_plugins && plugins_ok; p++)
+            if (coord_plugins_ensure(c, rec.plugins[p], &err) < 0) {
+                eddy_warn("cannot resume job %s: its plugin: %s", rec.id, err.msg);
+                plugins_ok = false;
+            }
+        if (!plugins_ok) {
+            coord_job_record_clear(&rec);
+            continue;
+        }
+        coord_job_t *j = coord_job_new(c, rec.job, (int)rec.argc, rec.argv, &err);
+        if (!j) {
+            eddy_warn("cannot resume job %s: %s", rec.id, err.msg);
+            coord_job_record_clear(&rec);
+            continue;
+        }
+        snprintf(j->id, sizeof j->id, "%s", rec.id);
+        j->submitted_wall_ms = rec.submitted_ms;
+        j->restarts = rec.restarts;
+        for (uint32_t s = 0; s < j->graph.n_stages; s++)
+            for (uint32_t q = 0; q < rec.n_stages; q++)
+                if (!strcmp(rec.stage[q], j->graph.stages[s].name) &&
+                    rec.parallelism[q] <= j->graph.max_parallelism)
+                    j->graph.stages[s].parallelism = rec.parallelism[q];
+        load_checkpoints(c, j, &rec);
+        /* a placement is needed to restore; the parallelism comes from the record */
+        for (uint32_t s = 0; s < j->graph.n_stages; s++)
+            j->placement[s].parallelism = j->graph.stages[s].parallelism;
+        /* Above any epoch the previous coordinator used (it persisted each
+         * before deploying), so messages of its tasks are stale; the restore
+         * deploys (and records) the next one. */
+        j->epoch = rec.epoch + 1;
+        coord_job_add(c, j);
+        c->resumed_jobs = true;
+        eddy_info("resumed job %s from the metadata store (last checkpoint %" PRIu64 ", epoch %u)",
+                  j->id, j->last_checkpoint, rec.epoch);
+        coord_job_record_clear(&rec);
+    }
+    eddy_kv_list_clear(&list);
+}

@@ -1,0 +1,71 @@
+/* job_store.h - the job record and checkpoint metadata in the metadata store.
+ *
+ * Keys: /eddy/jobs/JOB (the job record) and /eddy/jobs/JOB/checkpoints/ID
+ * (20 digits; one per complete checkpoint, written when it completes: that
+ * write is the checkpoint's commit point). This file is the ONE writer and
+ * ONE reader of both JSON documents; job_store.c also turns a coordinator's
+ * job into a record and, at startup, records back into jobs. */
+#ifndef EDDY_COORDINATOR_JOB_STORE_H
+#define EDDY_COORDINATOR_JOB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/proto.h"
+
+#define COORD_KEY_MAX 256
+
+typedef struct coord_job_record {
+    char id[EDDY_NAME_MAX];
+    char job[EDDY_NAME_MAX];     /* registered job builder */
+    char state[16];
+    uint32_t argc;
+    char **argv;                 /* owned */
+    uint32_t n_plugins;
+    char **plugins;              /* owned: content hashes of the plugins the job needs */
+    uint32_t n_stages;
+    char stage[EDDY_MAX_STAGES][EDDY_NAME_MAX];
+    uint32_t parallelism[EDDY_MAX_STAGES];
+    uint64_t last_checkpoint;    /* last complete checkpoint the coordinator knew, 0 none */
+    int64_t submitted_ms;
+    uint32_t epoch;              /* highest epoch ever deployed (or about to be) */
+    uint32_t restarts;
+} coord_job_record_t;
+
+typedef struct coord_position_record {
+    char stage[EDDY_NAME_MAX];
+    uint32_t instance;
+    int64_t position;
+} coord_position_record_t;
+
+typedef struct coord_checkpoint_record {
+    uint64_t id;
+    uint32_t epoch;
+    int64_t time_ms;
+    double duration_ms;
+    uint64_t bytes, files;
+    uint32_t n_positions;
+    coord_position_record_t *positions; /* owned */
+    uint32_t n_stages;                  /* parallelism at the checkpoint */
+    char stage[EDDY_MAX_STAGES][EDDY_NAME_MAX];
+    uint32_t parallelism[EDDY_MAX_STAGES];
+    char snapshot_dir[1024];
+} coord_checkpoint_record_t;
+
+void coord_job_key(char *buf, size_t size, const char *job_id);
+void coord_checkpoint_key(char *buf, size_t size, const char *job_id, uint64_t checkpoint);
+/* "/eddy/jobs/JOB/checkpoints/" */
+void coord_checkpoint_prefix(char *buf, size_t size, const char *job_id);
+
+/* Compact JSON with sorted keys, malloc'd; NULL when out of memory. */
+char *coord_job_record_encode(const coord_job_record_t *r);
+/* 0, or -1 with err naming what is missing or malformed; *r is then cleared. */
+int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *err);
+void coord_job_record_clear(coord_job_record_t *r);
+
+char *coord_checkpoint_record_encode(const coord_checkpoint_record_t *r);
+int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r, eddy_err_t *err);
+void coord_checkpoint_record_clear(coord_checkpoint_record_t *r);
+
+#endif

@@ -1,0 +1,180 @@
+/* recovery.c - restoring a job after a failure, and failing it for good.
+ *
+ * A dead worker, a failed task, a failed deploy or too many failed
+ * checkpoints restore the job: DEPLOY(mode=RESTORE) of the whole job on the
+ * usable workers from its newest complete checkpoint (sources rewind to its
+ * positions), or from the beginning when there is none. Restores after a
+ * failure back off exponentially (100 ms doubling to 10 s) and are limited
+ * to COORD_MAX_RESTARTS in a row without a complete checkpoint between; the
+ * final failure names the last cause. When a restore fails because a file
+ * of the checkpoint is corrupt or missing, the job falls back to the
+ * previous retained checkpoint, with a warning naming the file. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/internal.h"
+
+void coord_fail_job(coord_t *c, coord_job_t *j, const char *why)
+{
+    /* callers pass longer buffers (a cause plus context): cut at the field */
+    size_t n = strnlen(why, sizeof j->error - 1);
+    memcpy(j->error, why, n);
+    j->error[n] = '\0';
+    eddy_error("job %s failed: %s", j->id, why);
+    j->ended_ms = eddy_mono_ms();
+    j->restore_scheduled = false;
+    j->deploy_persisting = false;
+    j->deploys_pending = 0;
+    c->any_failed = true;
+    coord_checkpoint_discard(c, j);
+    coord_job_set_state(c, j, JOB_FAILED);
+    coord_job_release(c, j);
+    coord_rescale_abandon(c, j, why);
+}
+
+static uint64_t restart_delay_ms(uint32_t attempt)
+{
+    uint64_t ms = COORD_RESTART_DELAY_MIN_MS;
+    for (uint32_t i = 1; i < attempt && ms < COORD_RESTART_DELAY_MAX_MS; i++)
+        ms *= 2;
+    return ms < COORD_RESTART_DELAY_MAX_MS ? ms : COORD_RESTART_DELAY_MAX_MS;
+}
+
+/* Places the job on the usable workers and deploys it from its newest
+ * retained checkpoint. */
+static void restore_now(coord_t *c, coord_job_t *j, const char *why)
+{
+    j->restore_scheduled = false;
+    if (coord_usable_workers(c) == 0) {
+        eddy_warn("job %s: %s; waiting for a worker to register", j->id, why);
+        coord_job_set_state(c, j, JOB_WAITING);
+        return;
+    }
+    uint32_t p[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        p[s] = coord_job_parallelism(j, s);
+    eddy_err_t err;
+    if (coord_place(c, j, p, &err) < 0) {
+        eddy_warn("job %s: cannot place it: %s; waiting for workers", j->id, err.msg);
+        coord_job_set_state(c, j, JOB_WAITING);
+        return;
+    }
+    const coord_retained_t *from = j->n_retained ? &j->retained[j->n_retained - 1] : NULL;
+    if (from)
+        eddy_warn("job %s: %s; restoring from checkpoint %" PRIu64, j->id, why, from->id);
+    else
+        eddy_warn("job %s: %s; restarting from the beginning (no checkpoint yet)", j->id, why);
+    coord_job_set_state(c, j, JOB_RESTORING);
+    coord_deploy(c, j, EDDY_DEPLOY_RESTORE, from ? from->id : 0, from ? from->positions : NULL);
+}
+
+void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_failure)
+{
+    if (coord_job_ended(j))
+        return;
+    coord_checkpoint_discard(c, j);
+    char msg[EDDY_ERROR_MAX + 96];
+    snprintf(msg, sizeof msg, "rescale interrupted (%.400s); the job is restored from checkpoint %" PRIu64,
+             why, j->last_checkpoint);
+    coord_rescale_abandon(c, j, msg);
+    /* the previous epoch's deploy is void */
+    j->deploy_persisting = false;
+    j->deploys_pending = 0;
+    if (!after_failure) {
+        restore_now(c, j, why);
+        return;
+    }
+    size_t n = strnlen(why, sizeof j->last_cause - 1);
+    memcpy(j->last_cause, why, n);
+    j->last_cause[n] = '\0';
+    j->restarts++;
+    if (++j->consecutive_restarts > COORD_MAX_RESTARTS) {
+        char fail[EDDY_ERROR_MAX + 64];
+        snprintf(fail, sizeof fail, "too many restarts (%u); last cause: %.420s", COORD_MAX_RESTARTS, why);
+        coord_fail_job(c, j, fail);
+        return;
+    }
+    uint64_t delay = restart_delay_ms(j->consecutive_restarts);
+    eddy_info("job %s: %s; restore %u of at most %u in %" PRIu64 " ms", j->id, why,
+              j->consecutive_restarts, COORD_MAX_RESTARTS, delay);
+    j->restore_scheduled = true;
+    j->restore_at_ms = eddy_mono_ms() + delay;
+    coord_job_set_state(c, j, JOB_RESTORING);
+    /* tasks of the old epoch stop now, not after the delay */
+    coord_job_release(c, j);
+}
+
+void coord_recovery_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
+{
+    if (j->restore_scheduled && now_ms >= j->restore_at_ms)
+        restore_now(c, j, j->last_cause);
+}
+
+void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err)
+{
+    /* The snapshot store names the file ("snapshot file PATH is truncated"). */
+    bool bad_snapshot = strstr(err, "snapshot file") != NULL;
+    if (bad_snapshot && j->n_retained > 1 && j->deploy_checkpoint == j->last_checkpoint) {
+        uint64_t bad = j->last_checkpoint;
+        coord_retained_drop_newest(j);
+        coord_checkpoint_forget(c, j, bad);
+        eddy_warn("job %s: checkpoint %" PRIu64 " cannot be restored (%s); falling back to checkpoint %" PRIu64,
+                  j->id, bad, err, j->last_checkpoint);
+        char why[EDDY_ERROR_MAX + 64];
+        snprintf(why, sizeof why, "checkpoint %" PRIu64 " is unusable", bad);
+        coord_restore_job(c, j, why, false);
+        return;
+    }
+    char why[EDDY_ERROR_MAX + 32];
+    snprintf(why, sizeof why, "deploy failed: %.480s", err);
+    coord_restore_job(c, j, why, true);
+}
+
+void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m)
+{
+    coord_job_t *j = coord_job_by_num(c, m->u.task_failed.job);
+    if (!j || m->u.task_failed.epoch != j->epoch || coord_job_ended(j))
+        return;
+    char why[EDDY_ERROR_MAX + 64];
+    snprintf(why, sizeof why, "task %s[%u] failed: %.400s",
+             m->u.task_failed.stage < j->graph.n_stages ? j->graph.stages[m->u.task_failed.stage].name : "?",
+             m->u.task_failed.instance, m->u.task_failed.error);
+    if (!j->last_checkpoint && !j->any_done && j->restarts >= 2) {
+        char fail[EDDY_ERROR_MAX + 128];
+        snprintf(fail, sizeof fail, "too many restarts (%u) without a checkpoint; last cause: %.420s",
+                 j->restarts, why);
+        coord_fail_job(c, j, fail);
+    } else {
+        coord_restore_job(c, j, why, true);
+    }
+}
+
+void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w)
+{
+    for (coord_job_t *j = c->jobs; j; j = j->next) {
+        if (coord_job_ended(j) || j->state == JOB_WAITING || j->restore_scheduled)
+            continue;
+        bool involved = j->deploys_pending > 0 || j->deploy_persisting;
+        for (uint32_t s = 0; s < j->graph.n_stages && !involved; s++)
+            for (uint32_t i = 0; i < j->placement[s].parallelism; i++)
+                if (j->placement[s].worker_of && j->placement[s].worker_of[i] == w->id)
+                    involved = true;
+        if (involved && j->finishing) {
+            /* Every task finished, some sinks may have published already: a
+             * restore would replay and duplicate. What the lost worker's
+             * sinks prepared stays unpublished (their .pending files). */
+            char why[160];
+            snprintf(why, sizeof why, "worker %u (%s) was lost during the final commit", w->id,
+                     w->name);
+            coord_fail_job(c, j, why);
+        } else if (involved) {
+            char why[128];
+            snprintf(why, sizeof why, "worker %u (%s) was lost", w->id, w->name);
+            coord_restore_job(c, j, why, true);
+        }
+    }
+}

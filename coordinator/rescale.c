@@ -1,0 +1,125 @@
+/* rescale.c - changing a keyed operator's parallelism while the job runs.
+ *
+ *  1. A checkpoint whose barrier also pauses the sources (checkpoint.c);
+ *     at it the rescaled stage writes only the key groups that change
+ *     owner: a migration snapshot, not a recovery point.
+ *  2. When every task acknowledged it, a deploy in RESCALE mode (deploy.c)
+ *     with the new parallelism; tasks load only the key groups they newly
+ *     own, the others keep running with their state.
+ *  3. When every worker confirmed, the sources resume and the rescale is
+ *     recorded (and answered to the client that asked).
+ * A failure meanwhile restores the job from its last complete checkpoint. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/internal.h"
+
+void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why)
+{
+    if (j->rescale_client.waiting) {
+        coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 1, why);
+        j->rescale_client.waiting = false;
+    }
+    j->rescale_stage = -1;
+    if (j->migration) { /* a rescale's moved key groups, no longer needed */
+        eddy_err_t err;
+        eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+        j->migration = 0;
+    }
+}
+
+int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_t parallelism,
+                      const unsigned char *identity, size_t identity_len, eddy_err_t *err)
+{
+    coord_job_t *j = coord_job_find(c, job_id);
+    if (!j)
+        return eddy_err_set(err, "no job '%s'", job_id);
+    int s = eddy_graph_find_stage(&j->graph, stage);
+    if (s < 0)
+        return eddy_err_set(err, "job %s has no operator '%s'", job_id, stage);
+    if (!eddy_stage_is_keyed(&j->graph.stages[s]))
+        return eddy_err_set(err, "operator '%s' is not keyed; only keyed operators can be rescaled",
+                            stage);
+    if (parallelism < 1 || parallelism > j->graph.max_parallelism)
+        return eddy_err_set(err, "parallelism %u is out of range 1..%u (the job's max parallelism)",
+                            parallelism, j->graph.max_parallelism);
+    if (j->state != JOB_RUNNING || j->rescale_stage >= 0)
+        return eddy_err_set(err, "job %s is %s; try again when it is running", job_id,
+                            j->rescale_stage >= 0 ? "already rescaling" : coord_job_state_name(j->state));
+    if (j->any_done)
+        return eddy_err_set(err, "job %s has reached the end of its input; not rescaling", job_id);
+    uint32_t old = j->placement[s].parallelism;
+    if (old == parallelism) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s/%s already has parallelism %u", job_id, stage, parallelism);
+        coord_reply(c, identity, identity_len, 0, msg);
+        return 0;
+    }
+    j->rescale_stage = s;
+    j->rescale_from = old;
+    j->rescale_to = parallelism;
+    j->pause_started_ns = eddy_mono_ns();
+    j->rescale_client.waiting = identity_len > 0;
+    memcpy(j->rescale_client.identity, identity, identity_len);
+    j->rescale_client.identity_len = identity_len;
+    eddy_info("job %s: rescaling %s %u -> %u", job_id, stage, old, parallelism);
+    coord_job_set_state(c, j, JOB_RESCALING);
+    if (!j->pending)
+        coord_checkpoint_trigger(c, j, true);
+    /* else: the rescale's own checkpoint starts when the running one ends */
+    return 0;
+}
+
+void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
+{
+    coord_pending_checkpoint_t *pc = j->pending;
+    j->pending = NULL;
+    j->migration = pc->id;
+    j->migration_bytes = pc->bytes;
+    uint32_t p[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        p[s] = coord_job_parallelism(j, s);
+    p[j->rescale_stage] = j->rescale_to;
+    eddy_err_t err;
+    if (coord_place(c, j, p, &err) < 0) {
+        coord_pending_checkpoint_destroy(&pc);
+        coord_restore_job(c, j, err.msg, true);
+        return;
+    }
+    /* sources are not keyed, so their positions keep their order */
+    coord_deploy(c, j, EDDY_DEPLOY_RESCALE, j->migration, pc->positions);
+    coord_pending_checkpoint_destroy(&pc);
+}
+
+void coord_rescale_done(coord_t *c, coord_job_t *j)
+{
+    double pause_ms = (double)(eddy_mono_ns() - j->pause_started_ns) / 1e6;
+    rescale_record_t *r = &j->rescales[j->n_rescales % COORD_MAX_RESCALES];
+    j->n_rescales++;
+    r->time_ms = eddy_wall_ms();
+    memcpy(r->stage, j->graph.stages[j->rescale_stage].name, sizeof r->stage);
+    r->old_p = j->rescale_from;
+    r->new_p = j->rescale_to;
+    r->pause_ms = pause_ms;
+    r->bytes_moved = j->deploy_bytes;
+    r->groups_moved = j->deploy_groups;
+    r->checkpoint = j->migration;
+    eddy_err_t err;
+    eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+    j->migration = 0;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "rescaled %s/%s %u -> %u: paused %.1f ms, moved %" PRIu64 " key groups (%" PRIu64 " bytes)",
+             j->id, r->stage, r->old_p, r->new_p, pause_ms, r->groups_moved, r->bytes_moved);
+    eddy_info("%s", msg);
+    if (j->rescale_client.waiting) {
+        coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 0, msg);
+        j->rescale_client.waiting = false;
+    }
+    j->rescale_stage = -1;
+    coord_job_store_save(c, j, 3, NULL, NULL);
+}
