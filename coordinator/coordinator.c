@@ -489,8 +489,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
             goto out;
         }
-        eddy_metastore_async_dispatch(c.meta_async);
         drain_router(&c);
+        /* completions of metadata-store calls: commit points, job records */
         eddy_metastore_async_dispatch(c.meta_async);
         eddy_http_run(c.http);
         uint64_t now = eddy_mono_ms();

@@ -314,6 +314,9 @@ static const char *job_id(void)
 
 static void submit(void)
 {
+    /* Every started worker takes part: a test that stops "worker 3" means
+     * one with tasks, not one that registered after the deploy. */
+    wait_log(") registered, data at", n_workers, 30000);
     char *wc[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
                   "--input", input, "--output", output, "--parallelism", "3", "--rate", rate, NULL};
     char *etl_argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "etl",
@@ -680,6 +683,7 @@ static void fake_register(void *sock)
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://127.0.0.1:9");
     snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "localhost");
     reg.u.reg.pid = getpid();
+    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
     fake_send(sock, &reg);
 }
 
