@@ -139,3 +139,29 @@ if ! cmp -s "$work/expected.tsv" "$work/out.tsv"; then
 fi
 [ "$rescaled" = 1 ] || fail "the mid-run rescale did not happen (job too short? raise EDDY_TEST_LINES)"
 log "PASS: $(wc -l <"$work/out.tsv") distinct words match the reference"
+
+# A user's job from the host: a plugin built here (examples/clicks) is
+# uploaded by a host-side `eddy submit --plugin` to the running containers,
+# which fetch it from the coordinator; no new image.
+plugin="$(dirname "${binary:-$repo/build/eddy}")/examples/libclicks.so"
+if [ -n "$binary" ] && [ -f "$plugin" ]; then
+  cport=$(docker port "$coord" 7600/tcp | head -n 1 | sed 's/.*://')
+  [ -n "$cport" ] || fail "coordinator control port not published"
+  awk 'BEGIN { srand(7); for (i = 0; i < 5000; i++) printf "u%d p%d\n", int(rand() * 50), int(rand() * 9) }' \
+    >"$work/clicks.txt"
+  cut -d' ' -f1 "$work/clicks.txt" | LC_ALL=C sort | uniq -c | awk '{print $2"\t"$1}' \
+    >"$work/clicks-expected.tsv"
+  docker cp "$work/clicks.txt" "$coord:/data/clicks.txt" || fail "docker cp of the clicks input failed"
+  out=$("$binary" submit --plugin "$plugin" --job clicks --input /data/clicks.txt \
+          --output /data/clicks.tsv --coordinator "tcp://127.0.0.1:$cport" 2>&1) \
+    || fail "host-side submit of the clicks plugin failed: $out"
+  log "submitted the clicks plugin from the host: $out"
+  clicks_done() { docker exec "$coord" test -f /data/clicks.tsv; }
+  wait_until 120 "the plugin job's output" clicks_done
+  docker cp "$coord:/data/clicks.tsv" "$work/clicks.tsv" || fail "no /data/clicks.tsv"
+  cmp -s "$work/clicks-expected.tsv" "$work/clicks.tsv" || fail "the plugin job's output differs"
+  log "PASS: the plugin job submitted from the host matches ($(wc -l <"$work/clicks.tsv") users)"
+else
+  log "plugin check skipped: no $plugin"
+fi
+
