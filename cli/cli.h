@@ -9,11 +9,11 @@
 
 #include "common/err.h"
 #include "common/flags.h"
-#include "net/proto.h"
+#include "net/client.h"
 
 #define EDDY_DEFAULT_CONTROL_PORT 7600
 #define EDDY_DEFAULT_HTTP_PORT 9250
-#define EDDY_DEFAULT_COORDINATOR "tcp://127.0.0.1:7600"
+#define EDDY_DEFAULT_COORDINATOR EDDY_CLIENT_DEFAULT_COORDINATOR
 
 extern volatile sig_atomic_t eddy_cli_stop;
 void eddy_cli_install_signals(void);
@@ -37,14 +37,5 @@ int eddy_usage_error(const char *sub, const char *msg);
 int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int argc, char **argv,
                    eddy_args_t *positional, eddy_args_t *passthrough, int *exit_code);
 
-/* Sends one request to the coordinator and waits up to timeout_ms for the
- * reply. Returns 0 with *status and *body (malloc'd), or -1 with err. */
-int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
-                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err);
-/* Sends any message (a PLUGIN upload) and waits for the REPLY, likewise. */
-int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
-                     int64_t *status, char **body, eddy_err_t *err);
-/* --coordinator flag value, else $EDDY_COORDINATOR, else the default. */
-const char *eddy_client_default_coordinator(void);
 
 #endif

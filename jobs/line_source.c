@@ -61,10 +61,10 @@ eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags
             eddy_builder_fail(b, "--input path is too long");
     } else if (f->socket) {
         kind = "socket";
-        char host[256];
-        uint16_t port;
+        char host[256] = "";
+        uint16_t port = 0;
         if (eddy_parse_host_port(f->socket, host, sizeof host, &port, &err) < 0)
-            eddy_builder_fail(b, "--socket: %s", err.msg);
+            eddy_builder_fail(b, "--socket: %s", err.msg); /* the step below is then a no-op */
         cfg = eddy_config_new();
         if (cfg) {
             eddy_config_set_str(cfg, "host", host);

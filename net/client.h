@@ -1,0 +1,23 @@
+/* client.h - talking to a coordinator as a client (CLI subcommands, the
+ * controller): one request, one REPLY, with a deadline. */
+#ifndef EDDY_NET_CLIENT_H
+#define EDDY_NET_CLIENT_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+#include "net/proto.h"
+
+#define EDDY_CLIENT_DEFAULT_COORDINATOR "tcp://127.0.0.1:7600"
+
+/* Sends one request to the coordinator and waits up to timeout_ms for the
+ * reply. Returns 0 with *status and *body (malloc'd), or -1 with err. */
+int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
+                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err);
+/* Sends any message (a PLUGIN upload) and waits for the REPLY, likewise. */
+int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
+                     int64_t *status, char **body, eddy_err_t *err);
+/* $EDDY_COORDINATOR, else EDDY_CLIENT_DEFAULT_COORDINATOR. */
+const char *eddy_client_default_coordinator(void);
+
+#endif
