@@ -318,9 +318,16 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     case EDDY_MSG_TASK_DONE:
         coord_job_on_task_done(c, &m);
         break;
-    case EDDY_MSG_TASK_FAILED:
+    case EDDY_MSG_TASK_FAILED: {
+        /* The cause names the worker: an input one worker cannot open is
+         * that worker's problem, and the user has to know which. */
+        char cause[sizeof m.u.task_failed.error];
+        snprintf(cause, sizeof cause, "%s", m.u.task_failed.error);
+        snprintf(m.u.task_failed.error, sizeof m.u.task_failed.error, "on worker %u (%s): %.*s",
+                 w->id, w->name, (int)(sizeof cause - 96), cause);
         coord_job_on_task_failed(c, &m);
         break;
+    }
     case EDDY_MSG_REQUEST:
         on_request(c, id, id_len, &m);
         break;
