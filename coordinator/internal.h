@@ -213,7 +213,10 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
 coord_job_t *coord_job_find(coord_t *c, const char *id);
 coord_job_t *coord_job_by_num(coord_t *c, uint32_t num);
 /* Builds a job (graph, id, flags) without adding, persisting or deploying it. */
-coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **argv, eddy_err_t *err);
+/* Builds the job's plan from its flags, or (plan_bytes set) instantiates
+ * the plan it was submitted with (a resumed job). */
+coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **argv,
+                           const void *plan_bytes, size_t plan_len, eddy_err_t *err);
 /* Adds a job built by coord_job_new to the coordinator's list. */
 void coord_job_add(coord_t *c, coord_job_t *j);
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char **argv,

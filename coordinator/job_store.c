@@ -79,8 +79,19 @@ char *coord_job_record_encode(const coord_job_record_t *r)
     json_t *plugins = json_array();
     for (uint32_t i = 0; i < r->n_plugins; i++)
         json_array_append_new(plugins, json_string(r->plugins[i]));
-    return dump(json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id, "job",
-                          r->job, "args", args, "plugins", plugins, "state", r->state, "parallelism",
+    char *hex = malloc(r->plan_len * 2 + 1);
+    if (!hex) {
+        json_decref(args);
+        json_decref(plugins);
+        return NULL;
+    }
+    for (size_t i = 0; i < r->plan_len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)r->plan[i]);
+    hex[r->plan_len * 2] = '\0';
+    json_t *plan = json_string(hex);
+    free(hex);
+    return dump(json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id, "job",
+                          r->job, "args", args, "plugins", plugins, "plan", plan, "state", r->state, "parallelism",
                           parallelism_json(r->n_stages, r->stage, r->parallelism), "last_checkpoint",
                           (json_int_t)r->last_checkpoint, "submitted_ms", (json_int_t)r->submitted_ms,
                           "epoch", (json_int_t)r->epoch, "restarts", (json_int_t)r->restarts));
@@ -153,6 +164,28 @@ int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *
         eddy_err_set(err, "out of memory");
         goto out;
     }
+    const char *hex = json_string_value(json_object_get(doc, "plan")); /* absent before plans */
+    size_t hex_len = hex ? strlen(hex) : 0;
+    if (hex_len % 2 || hex_len / 2 > EDDY_PLAN_MAX_WIRE) {
+        eddy_err_set(err, "job record: malformed plan");
+        goto out;
+    }
+    if (hex_len) {
+        r->plan = malloc(hex_len / 2);
+        if (!r->plan) {
+            eddy_err_set(err, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < hex_len / 2; i++) {
+            unsigned v;
+            if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+                eddy_err_set(err, "job record: malformed plan");
+                goto out;
+            }
+            r->plan[i] = (char)v;
+        }
+        r->plan_len = hex_len / 2;
+    }
     r->last_checkpoint = (uint64_t)last;
     r->submitted_ms = submitted;
     r->epoch = (uint32_t)epoch;
@@ -175,6 +208,7 @@ void coord_job_record_clear(coord_job_record_t *r)
         for (uint32_t i = 0; i < r->n_plugins; i++)
             free(r->plugins[i]);
     free(r->plugins);
+    free(r->plan);
     memset(r, 0, sizeof *r);
 }
 
@@ -300,7 +334,8 @@ coord_job_t *coord_ticket_job(coord_ticket_t *t)
 void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done, void *arg)
 {
     coord_job_record_t r = {.argc = j->argc, .argv = j->argv, .n_plugins = j->n_plugins,
-                            .plugins = j->plugins, .n_stages = j->graph.n_stages,
+                            .plugins = j->plugins, .plan = j->plan, .plan_len = j->plan_len,
+                            .n_stages = j->graph.n_stages,
                             .last_checkpoint = j->last_checkpoint, .submitted_ms = j->submitted_wall_ms,
                             .epoch = j->epoch, .restarts = j->restarts};
     snprintf(r.id, sizeof r.id, "%s", j->id);
@@ -431,7 +466,7 @@ void coord_jobs_restore_from_store(coord_t *c)
             coord_job_record_clear(&rec);
             continue;
         }
-        coord_job_t *j = coord_job_new(c, rec.job, (int)rec.argc, rec.argv, &err);
+        coord_job_t *j = coord_job_new(c, rec.job, (int)rec.argc, rec.argv, rec.plan, rec.plan_len, &err);
         if (!j) {
             eddy_warn("cannot resume job %s: %s", rec.id, err.msg);
             coord_job_record_clear(&rec);

@@ -24,6 +24,8 @@ typedef struct coord_job_record {
     char **argv;                 /* owned */
     uint32_t n_plugins;
     char **plugins;              /* owned: content hashes of the plugins the job needs */
+    char *plan;                  /* owned: the serialised plan it was submitted with */
+    size_t plan_len;
     uint32_t n_stages;
     char stage[EDDY_MAX_STAGES][EDDY_NAME_MAX];
     uint32_t parallelism[EDDY_MAX_STAGES];

@@ -113,14 +113,19 @@ void coord_job_release(coord_t *c, coord_job_t *j)
 
 /* ---- submit ------------------------------------------------------------------ */
 
-coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **argv, eddy_err_t *err)
+coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **argv,
+                           const void *plan_bytes, size_t plan_len, eddy_err_t *err)
 {
     coord_job_t *j = calloc(1, sizeof *j);
     if (!j) {
         eddy_err_set(err, "out of memory");
         return NULL;
     }
-    if (eddy_job_build(&j->graph, job_name, argc, argv, err) < 0) {
+    /* A resumed job runs the plan it was submitted with (its record keeps
+     * it), not one rebuilt from its flags by whatever code runs now. */
+    int built = plan_bytes ? eddy_job_build_from_plan(&j->graph, plan_bytes, plan_len, 0, err)
+                           : eddy_job_build(&j->graph, job_name, argc, argv, err);
+    if (built < 0) {
         free(j);
         return NULL;
     }
@@ -175,7 +180,7 @@ void coord_job_add(coord_t *c, coord_job_t *j)
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char **argv,
                               eddy_err_t *err)
 {
-    coord_job_t *j = coord_job_new(c, job_name, argc, argv, err);
+    coord_job_t *j = coord_job_new(c, job_name, argc, argv, NULL, 0, err);
     if (!j)
         return NULL;
     coord_job_add(c, j);
