@@ -162,12 +162,16 @@ int eddy_cmd_local(int argc, char **argv)
     /* Validate the job's flags, and (the workers share this file system)
      * its input files, before anything starts. */
     eddy_job_graph_t graph;
-    if (eddy_job_build(&graph, job, job_args.count, job_args.items, &err) < 0 ||
-        check_local_inputs(&graph, &err) < 0) {
+    if (eddy_job_build(&graph, job, job_args.count, job_args.items, &err) < 0) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", err.msg);
     }
+    int inputs_ok = check_local_inputs(&graph, &err);
     eddy_graph_clear(&graph);
+    if (inputs_ok < 0) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", err.msg);
+    }
 
     char dir[4096];
     bool temporary = !state_dir;
