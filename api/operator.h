@@ -27,7 +27,27 @@
  * directories to make durable; the runtime fsyncs them on its snapshot
  * writer thread and acknowledges the checkpoint (or reports the task done,
  * or sends the job's final ACK) only after that succeeded. With a NULL list
- * the operator makes its work durable itself before returning. */
+ * the operator makes its work durable itself before returning.
+ *
+ * Event time (Flink's semantics): records carry a timestamp (ms) from their
+ * source's timestamp assigner; watermarks travel in band behind the records
+ * before them. A task's watermark is the minimum over its live input
+ * channels (idle and finished ones excluded), never decreasing; whenever it
+ * advances the runtime calls watermark(wm) on each operator of the chain in
+ * order (an operator fires its timers/windows there, emitting downstream
+ * first) and then forwards wm to every output channel. At end of a bounded
+ * input the watermark becomes EDDY_WATERMARK_MAX before finish(). A record
+ * is late for an operator when its timestamp <= the last watermark it saw.
+ * tick(now_ms) is processing time: called about every
+ * EDDY_TICK_INTERVAL_MS with the wall clock (epoch ms), for processing-time
+ * timers and windows.
+ *
+ * Keyed operators whose state does not fit the per-key value of
+ * ctx->keyed_state (window contents, timers, join buffers) keep it in their
+ * own structures partitioned by key group and implement write_group /
+ * read_group / drop_group: the runtime snapshots, restores and moves each
+ * key group's bytes together with the keyed state of that group, so the
+ * operator's state is checkpointed, rescaled and restored like the rest. */
 #ifndef EDDY_API_OPERATOR_H
 #define EDDY_API_OPERATOR_H
 
@@ -66,7 +86,14 @@ typedef struct eddy_op_context {
     const void *config;              /* the operator's own config from the job graph */
     const void *job_config;          /* the job's parsed flags */
     uint64_t restored_checkpoint;    /* checkpoint the task starts from, 0 = fresh */
+    /* Counters the operator bumps; the task exports them as metrics. */
+    uint64_t *late_records;          /* eddy_late_records_total */
 } eddy_op_context_t;
+
+/* Watermarks: no event time yet / end of input (every window fires). */
+#define EDDY_WATERMARK_MIN INT64_MIN
+#define EDDY_WATERMARK_MAX INT64_MAX
+#define EDDY_TICK_INTERVAL_MS 50
 
 /* The id prepare()/commit() get for what is left at end of input. */
 #define EDDY_FINAL_CHECKPOINT UINT64_MAX
@@ -83,6 +110,17 @@ typedef struct eddy_operator_ops {
      * task's ACK carry the error, so the checkpoint is abandoned. */
     int (*prepare)(void *self, uint64_t checkpoint, eddy_sync_list_t *sync, eddy_err_t *err);
     void (*commit)(void *self, uint64_t checkpoint, eddy_sync_list_t *sync);
+    /* Event and processing time (may be NULL, see above). */
+    int (*watermark)(void *self, int64_t watermark, eddy_collector_t *out, eddy_err_t *err);
+    int (*tick)(void *self, int64_t now_ms, eddy_collector_t *out, eddy_err_t *err);
+    /* Keyed operators with state of their own, per key group (may be NULL).
+     * write_group serialises key group kg into a malloc'd buffer (an empty
+     * group may give NULL/0); read_group replaces group kg with such bytes
+     * (0 bytes: empty), rejecting malformed input with a clear error;
+     * drop_group forgets group kg (it moved to another instance). */
+    int (*write_group)(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
+    int (*read_group)(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err);
+    void (*drop_group)(void *self, uint32_t kg);
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

@@ -14,6 +14,7 @@ typedef enum eddy_row_kind {
     EDDY_UPDATE_BEFORE = 1, /* -U */
     EDDY_UPDATE_AFTER = 2,  /* +U */
     EDDY_DELETE = 3,        /* -D */
+    EDDY_LATE = 4,          /* a record too late for its windows, on its way to a late output */
 } eddy_row_kind_t;
 
 #define EDDY_RECORD_MAX_BYTES (16u << 20)
