@@ -63,6 +63,14 @@ eddy_stream_t eddy_reduce(eddy_keyed_stream_t in, const char *uid, const char *k
 eddy_stream_t eddy_aggregate(eddy_keyed_stream_t in, const char *uid, const char *kind,
                              eddy_config_t *config);
 
+/* Keyed windows (a kind registered with eddy_register_window, api/window.h;
+ * the config names the assigner: see there) and keyed process functions
+ * with timers and state (eddy_register_process, api/process.h). */
+eddy_stream_t eddy_window(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                          eddy_config_t *config);
+eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                           eddy_config_t *config);
+
 /* Returns the sink step, for eddy_set_name/eddy_set_parallelism only. */
 eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
 

@@ -163,6 +163,18 @@ eddy_stream_t eddy_aggregate(eddy_keyed_stream_t in, const char *uid, const char
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_AGGREGATE, in.key_kind, config);
 }
 
+eddy_stream_t eddy_window(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                          eddy_config_t *config)
+{
+    return add_step(in.builder, in.node, uid, kind, EDDY_NODE_WINDOW, in.key_kind, config);
+}
+
+eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *kind,
+                           eddy_config_t *config)
+{
+    return add_step(in.builder, in.node, uid, kind, EDDY_NODE_PROCESS, in.key_kind, config);
+}
+
 eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config)
 {
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_SINK, NULL, config);

@@ -15,12 +15,13 @@
 #include "net/mpcodec.h"
 #include "state/keygroup.h"
 
-static const char *role_names[] = {"source", "map", "flat_map", "filter", "reduce", "aggregate", "sink"};
+static const char *role_names[] = {"source", "map",  "flat_map", "filter", "reduce",
+                                   "aggregate", "sink", "window", "process"};
 static const char *edge_names[] = {"none", "forward", "hash", "global", "rebalance"};
 
 const char *eddy_node_role_name(eddy_node_role_t role)
 {
-    return (unsigned)role <= EDDY_NODE_SINK ? role_names[role] : "?";
+    return (unsigned)role < EDDY_NODE_ROLE_COUNT ? role_names[role] : "?";
 }
 
 const char *eddy_edge_name(eddy_edge_t edge)
@@ -133,7 +134,7 @@ int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
             if (!strcmp(self->nodes[k].name, n->name))
                 return eddy_err_set(err, "two steps have the name '%s'", n->name);
         }
-        if ((unsigned)n->role > EDDY_NODE_SINK || (unsigned)n->edge > EDDY_EDGE_REBALANCE)
+        if ((unsigned)n->role >= EDDY_NODE_ROLE_COUNT || (unsigned)n->edge > EDDY_EDGE_REBALANCE)
             return eddy_err_set(err, "step '%s' has an unknown role or edge", n->uid);
         bool source = n->role == EDDY_NODE_SOURCE;
         if (source != (n->input < 0) || source != (n->edge == EDDY_EDGE_NONE))
@@ -148,7 +149,8 @@ int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
             return eddy_err_set(err, "step '%s': %s", n->uid,
                                 n->key_kind[0] ? "a key needs a keyed (HASH) input"
                                                : "a keyed input needs a key selector");
-        if ((n->role == EDDY_NODE_REDUCE || n->role == EDDY_NODE_AGGREGATE) &&
+        if ((n->role == EDDY_NODE_REDUCE || n->role == EDDY_NODE_AGGREGATE ||
+             n->role == EDDY_NODE_WINDOW || n->role == EDDY_NODE_PROCESS) &&
             n->edge != EDDY_EDGE_HASH)
             return eddy_err_set(err, "step '%s': %s needs a keyed stream (key_by first)", n->uid,
                                 eddy_node_role_name(n->role));
@@ -258,7 +260,7 @@ eddy_plan_t *eddy_plan_decode(const void *data, size_t len, eddy_err_t *err)
         eddy_mpr_strcpy(&r, uid, sizeof uid);
         eddy_mpr_strcpy(&r, name, sizeof name);
         eddy_mpr_strcpy(&r, kind, sizeof kind);
-        uint64_t role = eddy_mpr_u64(&r, EDDY_NODE_SINK);
+        uint64_t role = eddy_mpr_u64(&r, EDDY_NODE_ROLE_COUNT - 1);
         uint64_t parallelism = eddy_mpr_u64(&r, EDDY_MAX_KEY_GROUPS);
         int64_t input = eddy_mpr_i64(&r);
         uint64_t edge = eddy_mpr_u64(&r, EDDY_EDGE_REBALANCE);

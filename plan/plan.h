@@ -36,6 +36,9 @@ typedef enum eddy_node_role {
     EDDY_NODE_REDUCE,
     EDDY_NODE_AGGREGATE,
     EDDY_NODE_SINK,
+    EDDY_NODE_WINDOW,   /* keyed: a window operator (api/window.h) */
+    EDDY_NODE_PROCESS,  /* keyed: a process function with timers and state (api/process.h) */
+    EDDY_NODE_ROLE_COUNT
 } eddy_node_role_t;
 
 typedef struct eddy_plan_node {
