@@ -71,6 +71,13 @@ typedef struct eddy_key_kind {
     eddy_key_fn key;
 } eddy_key_kind_t;
 
+/* Event time: a record's timestamp (epoch ms), for sources that use it
+ * (eddy_event_time in stream.h). */
+typedef struct eddy_timestamp_kind {
+    const char *name;
+    int64_t (*timestamp)(const eddy_record_t *rec);
+} eddy_timestamp_kind_t;
+
 /* A job: parses its flags and records its pipeline. No I/O here: the build
  * runs on the submitting side, which may not see the job's files. */
 typedef struct eddy_job_kind {
@@ -83,6 +90,7 @@ typedef struct eddy_job_kind {
 int eddy_register_operator(eddy_registry_t *r, const eddy_operator_kind_t *kind, eddy_err_t *err);
 int eddy_register_source(eddy_registry_t *r, const eddy_source_kind_t *kind, eddy_err_t *err);
 int eddy_register_key(eddy_registry_t *r, const eddy_key_kind_t *kind, eddy_err_t *err);
+int eddy_register_timestamp(eddy_registry_t *r, const eddy_timestamp_kind_t *kind, eddy_err_t *err);
 int eddy_register_job(eddy_registry_t *r, const eddy_job_kind_t *kind, eddy_err_t *err);
 
 /* Function operators. config is the step's configuration (never NULL). */

@@ -74,6 +74,30 @@ eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *
 /* Returns the sink step, for eddy_set_name/eddy_set_parallelism only. */
 eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
 
+/* Event time for a source step (Flink's assignTimestampsAndWatermarks with
+ * bounded out-of-orderness): each record's timestamp comes from the
+ * registered timestamp assigner `timestamps` (EDDY_TIMESTAMPS_FROM_SOURCE:
+ * keep the timestamps the source set); every interval_ms (0: 200 ms) and
+ * only when it rose, the source emits watermark = max timestamp seen -
+ * max_delay_ms - 1, in band behind the records before it; at end of a
+ * bounded input it emits EDDY_WATERMARK_MAX. idle_timeout_ms > 0: after
+ * that long without a record the source declares itself idle, and
+ * downstream operators leave it out of their minimum until it emits again. */
+#define EDDY_TIMESTAMPS_FROM_SOURCE "source"
+#define EDDY_WATERMARK_INTERVAL_MS 200
+typedef struct eddy_event_time_spec {
+    const char *timestamps;
+    int64_t max_delay_ms;
+    int64_t interval_ms;
+    int64_t idle_timeout_ms;
+} eddy_event_time_spec_t;
+eddy_stream_t eddy_event_time(eddy_stream_t source, const eddy_event_time_spec_t *spec);
+/* The source config keys eddy_event_time sets (the plan carries them). */
+#define EDDY_EVENT_TIME_TIMESTAMPS "event_time.timestamps"
+#define EDDY_EVENT_TIME_MAX_DELAY "event_time.max_delay_ms"
+#define EDDY_EVENT_TIME_INTERVAL "event_time.interval_ms"
+#define EDDY_EVENT_TIME_IDLE "event_time.idle_timeout_ms"
+
 /* Properties of the step that made s. */
 eddy_stream_t eddy_set_name(eddy_stream_t s, const char *name);
 eddy_stream_t eddy_set_parallelism(eddy_stream_t s, uint32_t parallelism);

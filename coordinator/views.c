@@ -339,6 +339,8 @@ char *coord_view_metrics(coord_t *c)
         {"eddy_task_state_keys", "gauge", "Keys in the instance's keyed state."},
         {"eddy_task_state_bytes", "gauge", "Bytes of the instance's keyed state."},
         {"eddy_source_offered_rate", "gauge", "Configured source rate, records/s (0 = unlimited)."},
+        {"eddy_task_watermark_ms", "gauge", "Event-time watermark of the instance, epoch ms."},
+        {"eddy_late_records_total", "counter", "Records later than the watermark for every window they belong to (dropped or sent to the late output)."},
     };
     size_t nf = sizeof fams / sizeof fams[0];
     for (size_t f = 0; f < nf; f++) {
@@ -373,6 +375,12 @@ char *coord_view_metrics(coord_t *c)
                                 continue;
                             v = m->offered_rate;
                             break;
+                        case 11:
+                            if (m->watermark == INT64_MIN)
+                                continue;
+                            v = (double)m->watermark; /* end of input: INT64_MAX */
+                            break;
+                        case 12: v = (double)m->late_records; break;
                         }
                         tb_printf(&b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n",
                                   fams[f].name, j->id, op, m->instance, w->id, v);

@@ -167,6 +167,17 @@ char *eddy_credit_encode(const eddy_channel_id_t *ch, uint32_t batches, size_t *
     return encode_small(EDDY_DATA_CREDIT, ch, 1, batches, len);
 }
 
+char *eddy_watermark_encode(const eddy_channel_id_t *ch, int64_t watermark, bool idle, size_t *len)
+{
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, HEADER_FIELDS + 2);
+    pack_channel(&w.pk, EDDY_DATA_WATERMARK, ch);
+    eddy_mpw_i64(&w, watermark);
+    eddy_mpw_u64(&w, idle ? 1 : 0);
+    return eddy_mpw_release(&w, len);
+}
+
 /* ---- DATA fast path ------------------------------------------------------
  * A batch holds thousands of records; building msgpack-c's object tree for
  * each (four objects per record, zone-allocated) cost more than the work
@@ -366,7 +377,7 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
     eddy_mpr_t *r = &msg->reader;
     msg->reader_open = true;
     uint64_t type = eddy_mpr_u64(r, UINT64_MAX);
-    if (r->ok && (type < EDDY_DATA_BATCH || type > EDDY_DATA_CREDIT)) {
+    if (r->ok && (type < EDDY_DATA_BATCH || type > EDDY_DATA_WATERMARK)) {
         /* Checked before the channel, so a control message sent to a data
          * port is named as such rather than as a missing field. */
         eddy_data_msg_close(msg);
@@ -395,6 +406,11 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
     case EDDY_DATA_CREDIT:
         name = "CREDIT";
         msg->credit = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        break;
+    case EDDY_DATA_WATERMARK:
+        name = "WATERMARK";
+        msg->watermark = eddy_mpr_i64(r);
+        msg->idle = eddy_mpr_u64(r, 1) != 0;
         break;
     default: /* the type was not an unsigned integer: r is failed */
         break;

@@ -8,6 +8,11 @@
  *   BARRIER [33, job, epoch, ss, si, ds, di, checkpoint]
  *   EOS     [34, job, epoch, ss, si, ds, di]            end of this channel
  *   CREDIT  [35, job, epoch, ss, si, ds, di, batches]   receiver -> sender
+ *   WATERMARK [36, job, epoch, ss, si, ds, di, watermark, idle]
+ *           event time: no record with a timestamp <= watermark follows on
+ *           this channel (int64 ms); idle 1 says the sender has nothing to
+ *           send for now and is to be left out of the receiver's minimum
+ *           until it sends again (Flink's WatermarkStatus.IDLE)
  * Flow control is credit based (as Flink's): a sender may have at most its
  * credit of DATA batches unconsumed per channel, so no queue and no ZeroMQ
  * high-water mark is ever exceeded and nothing is dropped. */
@@ -28,6 +33,7 @@ typedef enum eddy_data_type {
     EDDY_DATA_BARRIER = 33,
     EDDY_DATA_EOS = 34,
     EDDY_DATA_CREDIT = 35,
+    EDDY_DATA_WATERMARK = 36,
 } eddy_data_type_t;
 
 typedef struct eddy_channel_id {
@@ -57,6 +63,7 @@ char *eddy_batch_writer_finish(eddy_batch_writer_t *w, size_t *len);
 char *eddy_barrier_encode(const eddy_channel_id_t *ch, uint64_t checkpoint, size_t *len);
 char *eddy_eos_encode(const eddy_channel_id_t *ch, size_t *len);
 char *eddy_credit_encode(const eddy_channel_id_t *ch, uint32_t batches, size_t *len);
+char *eddy_watermark_encode(const eddy_channel_id_t *ch, int64_t watermark, bool idle, size_t *len);
 
 /* A decoded data-plane message. For DATA, records are read one by one with
  * eddy_data_next_record; they point into the caller's buffer, which must
@@ -66,6 +73,8 @@ typedef struct eddy_data_msg {
     eddy_channel_id_t channel;
     uint64_t checkpoint;  /* BARRIER */
     uint32_t credit;      /* CREDIT */
+    int64_t watermark;    /* WATERMARK */
+    bool idle;            /* WATERMARK */
     uint32_t records;     /* DATA */
     eddy_mpr_t reader;    /* BARRIER, EOS, CREDIT */
     bool reader_open;

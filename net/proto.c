@@ -89,7 +89,7 @@ static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
 
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 13);
+    eddy_mpw_array(w, 15);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -103,13 +103,15 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_u64(w, m->state_bytes);
     eddy_mpw_i64(w, m->position);
     eddy_mpw_double(w, m->offered_rate);
+    eddy_mpw_i64(w, m->watermark);
+    eddy_mpw_u64(w, m->late_records);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
 {
     const msgpack_object *si;
     uint32_t sc, sn;
-    eddy_mpr_enter(r, 13, &si, &sc, &sn);
+    eddy_mpr_enter(r, 15, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -123,6 +125,8 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     m->state_bytes = eddy_mpr_u64(r, UINT64_MAX);
     m->position = eddy_mpr_i64(r);
     m->offered_rate = eddy_mpr_double(r);
+    m->watermark = eddy_mpr_i64(r);
+    m->late_records = eddy_mpr_u64(r, UINT64_MAX);
     eddy_mpr_leave(r, si, sc, sn);
 }
 

@@ -32,7 +32,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 2u
+#define EDDY_PROTOCOL_VERSION 3u
 
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
@@ -68,6 +68,8 @@ typedef struct eddy_task_metrics {
     uint64_t state_keys, state_bytes;
     int64_t position;        /* sources: next input position, else -1 */
     double offered_rate;     /* sources: configured rate (0 = unlimited) */
+    int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
+    uint64_t late_records;   /* records its windows dropped or sent on as late */
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

@@ -187,6 +187,32 @@ static eddy_plan_node_t *node_of(eddy_stream_t s)
     return &s.builder->plan->nodes[s.node & NODE_MASK];
 }
 
+eddy_stream_t eddy_event_time(eddy_stream_t source, const eddy_event_time_spec_t *spec)
+{
+    eddy_plan_node_t *n = node_of(source);
+    if (!n)
+        return source;
+    if (n->role != EDDY_NODE_SOURCE) {
+        eddy_builder_fail(source.builder, "step '%s': event time is assigned at a source", n->uid);
+        return failed_stream(source.builder);
+    }
+    if (!spec || !spec->timestamps || !spec->timestamps[0] || spec->max_delay_ms < 0 ||
+        spec->interval_ms < 0 || spec->idle_timeout_ms < 0) {
+        eddy_builder_fail(source.builder, "step '%s': event time needs a timestamp assigner and "
+                          "delays, interval and idle timeout >= 0", n->uid);
+        return failed_stream(source.builder);
+    }
+    int64_t interval = spec->interval_ms ? spec->interval_ms : EDDY_WATERMARK_INTERVAL_MS;
+    if (eddy_config_set_str(n->config, EDDY_EVENT_TIME_TIMESTAMPS, spec->timestamps) < 0 ||
+        eddy_config_set_int(n->config, EDDY_EVENT_TIME_MAX_DELAY, spec->max_delay_ms) < 0 ||
+        eddy_config_set_int(n->config, EDDY_EVENT_TIME_INTERVAL, interval) < 0 ||
+        eddy_config_set_int(n->config, EDDY_EVENT_TIME_IDLE, spec->idle_timeout_ms) < 0) {
+        eddy_builder_fail(source.builder, "step '%s': cannot record its event time", n->uid);
+        return failed_stream(source.builder);
+    }
+    return source;
+}
+
 eddy_stream_t eddy_set_name(eddy_stream_t s, const char *name)
 {
     eddy_plan_node_t *n = node_of(s);

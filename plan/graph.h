@@ -43,6 +43,13 @@ typedef struct eddy_chained_op {
     const void *config;
 } eddy_chained_op_t;
 
+/* A source stage's event time (eddy_event_time in api/stream.h). */
+typedef struct eddy_event_time {
+    bool enabled;
+    int64_t (*timestamp)(const eddy_record_t *rec); /* NULL: the source's own */
+    int64_t max_delay_ms, interval_ms, idle_ms;
+} eddy_event_time_t;
+
 typedef struct eddy_stage_def {
     char name[EDDY_NAME_MAX];
     uint32_t parallelism;
@@ -53,6 +60,7 @@ typedef struct eddy_stage_def {
     const eddy_source_ops_t *source;
     const void *source_config;
     eddy_rate_schedule_t rate; /* sources */
+    eddy_event_time_t event_time; /* sources */
     uint32_t n_ops;
     eddy_chained_op_t ops[EDDY_MAX_CHAIN];
 } eddy_stage_def_t;

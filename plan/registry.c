@@ -21,6 +21,7 @@ typedef struct entry {
         eddy_operator_kind_t op;
         eddy_source_kind_t source;
         eddy_key_kind_t key;
+        eddy_timestamp_kind_t timestamp;
         eddy_job_kind_t job;
     } kind;
     void *owned_arg;
@@ -33,7 +34,7 @@ typedef struct kind_list {
 } kind_list_t;
 
 struct eddy_registry {
-    kind_list_t operators, sources, keys, jobs;
+    kind_list_t operators, sources, keys, timestamps, jobs;
 };
 
 eddy_registry_t *eddy_registry_new(void)
@@ -64,6 +65,7 @@ void eddy_registry_destroy(eddy_registry_t **self_p)
     list_free(&r->operators);
     list_free(&r->sources);
     list_free(&r->keys);
+    list_free(&r->timestamps);
     list_free(&r->jobs);
     free(r);
     *self_p = NULL;
@@ -176,6 +178,18 @@ int eddy_register_key(eddy_registry_t *r, const eddy_key_kind_t *kind, eddy_err_
     return list_add(&r->keys, e, err);
 }
 
+int eddy_register_timestamp(eddy_registry_t *r, const eddy_timestamp_kind_t *kind, eddy_err_t *err)
+{
+    if (!kind || !kind->timestamp)
+        return eddy_err_set(err, "a timestamp kind needs a timestamp function");
+    entry_t *e = list_new_entry(&r->timestamps, "timestamp assigner", kind->name, err);
+    if (!e)
+        return -1;
+    e->kind.timestamp = *kind;
+    e->kind.timestamp.name = e->name;
+    return list_add(&r->timestamps, e, err);
+}
+
 int eddy_register_job(eddy_registry_t *r, const eddy_job_kind_t *kind, eddy_err_t *err)
 {
     if (!kind || !kind->build)
@@ -220,6 +234,7 @@ void eddy_registry_set_origin(eddy_registry_t *self, const char *origin)
     list_set_origin(&self->operators, origin);
     list_set_origin(&self->sources, origin);
     list_set_origin(&self->keys, origin);
+    list_set_origin(&self->timestamps, origin);
     list_set_origin(&self->jobs, origin);
 }
 
@@ -252,6 +267,9 @@ int eddy_registry_plan_plugins(const eddy_registry_t *self, const eddy_plan_t *p
         rc = add_origin(hashes, n, list_find(l, node->kind));
         if (rc == 0 && node->key_kind[0])
             rc = add_origin(hashes, n, list_find(&self->keys, node->key_kind));
+        const char *ts = eddy_config_str(node->config, EDDY_EVENT_TIME_TIMESTAMPS, NULL);
+        if (rc == 0 && ts)
+            rc = add_origin(hashes, n, list_find(&self->timestamps, ts));
     }
     if (rc < 0)
         return eddy_err_set(err, "out of memory");
@@ -263,11 +281,14 @@ int eddy_registry_merge(eddy_registry_t *self, eddy_registry_t *from, eddy_err_t
     if (list_check_merge(&self->operators, &from->operators, "operator", err) < 0 ||
         list_check_merge(&self->sources, &from->sources, "source", err) < 0 ||
         list_check_merge(&self->keys, &from->keys, "key selector", err) < 0 ||
+        list_check_merge(&self->timestamps, &from->timestamps, "timestamp assigner", err) < 0 ||
         list_check_merge(&self->jobs, &from->jobs, "job", err) < 0)
         return -1;
     if (list_move(&self->operators, &from->operators, err) < 0 ||
         list_move(&self->sources, &from->sources, err) < 0 ||
-        list_move(&self->keys, &from->keys, err) < 0 || list_move(&self->jobs, &from->jobs, err) < 0)
+        list_move(&self->keys, &from->keys, err) < 0 ||
+        list_move(&self->timestamps, &from->timestamps, err) < 0 ||
+        list_move(&self->jobs, &from->jobs, err) < 0)
         return -1; /* only out of memory can get here */
     return 0;
 }
@@ -288,6 +309,12 @@ const eddy_key_kind_t *eddy_registry_key(const eddy_registry_t *self, const char
 {
     entry_t *e = list_find(&self->keys, name);
     return e ? &e->kind.key : NULL;
+}
+
+const eddy_timestamp_kind_t *eddy_registry_timestamp(const eddy_registry_t *self, const char *name)
+{
+    entry_t *e = list_find(&self->timestamps, name);
+    return e ? &e->kind.timestamp : NULL;
 }
 
 const eddy_job_kind_t *eddy_registry_job(const eddy_registry_t *self, const char *name)
@@ -367,6 +394,30 @@ static int configure(graph_owned_t *owned, const eddy_plan_node_t *n, eddy_confi
     return 0;
 }
 
+/* A source step's event time, from its config (eddy_event_time). */
+static int event_time_of(const eddy_registry_t *registry, const eddy_plan_node_t *n,
+                         eddy_event_time_t *et, eddy_err_t *err)
+{
+    memset(et, 0, sizeof *et);
+    const char *ts = eddy_config_str(n->config, EDDY_EVENT_TIME_TIMESTAMPS, NULL);
+    if (!ts)
+        return 0;
+    if (strcmp(ts, EDDY_TIMESTAMPS_FROM_SOURCE) != 0) {
+        const eddy_timestamp_kind_t *k = eddy_registry_timestamp(registry, ts);
+        if (!k)
+            return eddy_err_set(err, "step '%s': unknown timestamp assigner '%s'", n->uid, ts);
+        et->timestamp = k->timestamp;
+    }
+    et->enabled = true;
+    et->max_delay_ms = eddy_config_int(n->config, EDDY_EVENT_TIME_MAX_DELAY, 0);
+    et->interval_ms = eddy_config_int(n->config, EDDY_EVENT_TIME_INTERVAL, EDDY_WATERMARK_INTERVAL_MS);
+    et->idle_ms = eddy_config_int(n->config, EDDY_EVENT_TIME_IDLE, 0);
+    if (et->max_delay_ms < 0 || et->interval_ms < 1 || et->idle_ms < 0)
+        return eddy_err_set(err, "step '%s': watermark delay and idle timeout must be >= 0 and the "
+                            "interval >= 1 ms", n->uid);
+    return 0;
+}
+
 int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *registry,
                           eddy_job_graph_t *g, eddy_err_t *err)
 {
@@ -402,6 +453,8 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
                 eddy_err_wrap(err, "step '%s': rate", n->uid);
                 goto fail;
             }
+            if (event_time_of(registry, n, &g->stages[g->n_stages - 1].event_time, err) < 0)
+                goto fail;
             continue;
         }
         const eddy_operator_kind_t *k = eddy_registry_operator(registry, n->kind);

@@ -22,6 +22,7 @@ eddy_registry_t *eddy_registry_default(void);
 const eddy_operator_kind_t *eddy_registry_operator(const eddy_registry_t *self, const char *name);
 const eddy_source_kind_t *eddy_registry_source(const eddy_registry_t *self, const char *name);
 const eddy_key_kind_t *eddy_registry_key(const eddy_registry_t *self, const char *name);
+const eddy_timestamp_kind_t *eddy_registry_timestamp(const eddy_registry_t *self, const char *name);
 const eddy_job_kind_t *eddy_registry_job(const eddy_registry_t *self, const char *name);
 uint32_t eddy_registry_job_count(const eddy_registry_t *self);
 const eddy_job_kind_t *eddy_registry_job_at(const eddy_registry_t *self, uint32_t i);

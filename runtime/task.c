@@ -14,8 +14,12 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "state/group_envelope.h"
 #include "state/keygroup.h"
 #include "runtime/channel_flow.h"
+#include "runtime/watermark_valve.h"
+
+_Static_assert(EDDY_MAX_CHAIN <= EDDY_GROUP_MAX_OPS, "a key group snapshot holds every chained operator");
 
 typedef struct in_entry {
     struct in_entry *next;
@@ -83,6 +87,16 @@ struct eddy_task {
     eddy_keyed_state_t *state;
     uint8_t *held;           /* [max_parallelism] key groups present in state */
 
+    /* event time: the task's watermark (last one handed to the chain and
+     * forwarded), the valve over the inputs, whether downstream was told
+     * this task is idle, and operators' late records */
+    int64_t watermark;
+    eddy_wm_valve_t *valve;
+    bool idle_out;
+    bool time_ops;           /* some chained operator has watermark() or tick() */
+    uint64_t late_records;
+    uint64_t next_tick_ns;
+
     /* source */
     void *source;
     bool running, source_done;
@@ -93,6 +107,8 @@ struct eddy_task {
     uint64_t created_ns, last_refill_ns;
     double tokens;
     double offered_rate;
+    int64_t max_timestamp;   /* event time: the largest timestamp read */
+    uint64_t last_wm_ns, last_record_ns;
 
     /* inputs */
     uint32_t n_inputs;
@@ -246,6 +262,22 @@ static void broadcast_small(eddy_task_t *t, uint64_t barrier, bool eos)
     }
 }
 
+/* A watermark (or the idle status) goes to every output channel, behind
+ * the records before it. */
+static void broadcast_watermark(eddy_task_t *t, int64_t wm, bool idle)
+{
+    for (uint32_t g = 0; g < t->n_groups; g++) {
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++) {
+            output_channel_t *ch = &t->groups[g].channels[i];
+            flush_channel(t, ch);
+            size_t len;
+            char *data = eddy_watermark_encode(&ch->id, wm, idle, &len);
+            out_enqueue(t, ch, data, len, false);
+            drain_pending(t, ch);
+        }
+    }
+}
+
 static bool outputs_backlogged(const eddy_task_t *t)
 {
     for (uint32_t g = 0; g < t->n_groups; g++)
@@ -356,6 +388,21 @@ static void free_inputs(eddy_task_t *t)
     free(t->inputs);
     t->inputs = NULL;
     t->n_inputs = 0;
+    eddy_wm_valve_destroy(&t->valve);
+}
+
+/* The valve starts at the task's watermark: a rewired or restored task's
+ * clock never goes back. Forward edges' unused channels count as ended. */
+static int build_valve(eddy_task_t *t, eddy_err_t *err)
+{
+    eddy_wm_valve_destroy(&t->valve);
+    t->valve = eddy_wm_valve_new(t->n_inputs, t->watermark);
+    if (!t->valve)
+        return eddy_err_set(err, "out of memory");
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].eos)
+            eddy_wm_valve_ended(t->valve, i, NULL);
+    return 0;
 }
 
 static int build_inputs(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
@@ -377,7 +424,7 @@ static int build_inputs(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *er
         if (t->def->edge == EDDY_EDGE_FORWARD && i != t->instance)
             t->inputs[i].eos = true;
     }
-    return 0;
+    return build_valve(t, err);
 }
 
 static void return_credit(eddy_task_t *t, input_channel_t *in, bool force)
@@ -398,9 +445,20 @@ static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
 {
     chain_link_t *link = (chain_link_t *)c;
     eddy_task_t *t = link->task;
+    eddy_record_t stamped;
     if (link->next_op == 0 && t->source) {
         t->records_in++; /* a source's input is what it reads from outside */
         t->tokens -= 1.0;
+        const eddy_event_time_t *et = &t->def->event_time;
+        if (et->enabled) {
+            stamped = *rec;
+            if (et->timestamp)
+                stamped.timestamp = et->timestamp(rec);
+            if (stamped.timestamp > t->max_timestamp)
+                t->max_timestamp = stamped.timestamp;
+            t->idle_out = false; /* the record itself wakes the channel downstream */
+            rec = &stamped;
+        }
     }
     if (link->next_op >= t->def->n_ops) {
         route(t, rec);
@@ -412,6 +470,47 @@ static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
     if (ops->process(t->ops[link->next_op], rec, &t->links[link->next_op + 1].base,
                      &t->fault_err) < 0)
         t->fault = true;
+}
+
+/* The task's watermark moved to wm: each chained operator fires what it
+ * must (its output feeding the next one), then wm goes downstream. */
+static void advance_watermark(eddy_task_t *t, int64_t wm)
+{
+    if (wm <= t->watermark)
+        return;
+    t->watermark = wm;
+    for (uint32_t i = 0; i < t->def->n_ops && !t->fault; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->watermark &&
+            ops->watermark(t->ops[i], wm, &t->links[i + 1].base, &t->fault_err) < 0)
+            t->fault = true;
+    }
+    if (!t->fault)
+        broadcast_watermark(t, wm, false);
+    t->idle_out = false;
+}
+
+/* Sources: the bounded-out-of-orderness watermark, every interval, and the
+ * idle status after idle_ms without a record. */
+static void source_watermark(eddy_task_t *t, uint64_t now_ns)
+{
+    const eddy_event_time_t *et = &t->def->event_time;
+    if (!et->enabled || t->finished)
+        return;
+    if (now_ns - t->last_wm_ns >= (uint64_t)et->interval_ms * 1000000u) {
+        t->last_wm_ns = now_ns;
+        if (t->max_timestamp != EDDY_WATERMARK_MIN) {
+            int64_t wm = t->max_timestamp < EDDY_WATERMARK_MIN + et->max_delay_ms + 1
+                             ? EDDY_WATERMARK_MIN
+                             : t->max_timestamp - et->max_delay_ms - 1;
+            advance_watermark(t, wm);
+        }
+    }
+    if (et->idle_ms > 0 && !t->idle_out &&
+        now_ns - t->last_record_ns >= (uint64_t)et->idle_ms * 1000000u) {
+        t->idle_out = true;
+        broadcast_watermark(t, t->watermark, true);
+    }
 }
 
 static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
@@ -475,6 +574,10 @@ static eddy_snapshot_unit_t *sync_unit(eddy_sync_list_t **sync, const eddy_msg_t
 
 static int finish_task(eddy_task_t *t, eddy_err_t *err)
 {
+    /* End of input: every window fires (Flink's MAX_WATERMARK). */
+    advance_watermark(t, EDDY_WATERMARK_MAX);
+    if (t->fault)
+        return take_fault(t, err);
     if (run_finish_chain(t, err) < 0)
         return -1;
     /* What is left is published only when the whole job is done (the
@@ -508,6 +611,34 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
 
 /* ---- checkpoints ------------------------------------------------------- */
 
+/* One key group's snapshot: the task's watermark, the per-key values and
+ * each chained operator's own state of the group (state/group_envelope.h). */
+static int write_group(eddy_task_t *t, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    eddy_group_envelope_t env = {.watermark = t->watermark, .n_ops = t->def->n_ops};
+    char *keyed = NULL;
+    char *parts[EDDY_GROUP_MAX_OPS] = {0};
+    int rc = -1;
+    if (eddy_keyed_state_write_group(t->state, kg, &keyed, &env.keyed_len, err) < 0)
+        goto out;
+    env.keyed = keyed;
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->write_group && ops->write_group(t->ops[i], kg, &parts[i], &env.op_lens[i], err) < 0) {
+            eddy_err_wrap(err, "%s[%u]: %s: key group %u", t->def->name, t->instance, ops->kind, kg);
+            goto out;
+        }
+        env.ops[i] = parts[i];
+    }
+    *out = eddy_group_envelope_encode(&env, len);
+    rc = *out ? 0 : eddy_err_set(err, "out of memory");
+out:
+    free(keyed);
+    for (uint32_t i = 0; i < EDDY_GROUP_MAX_OPS; i++)
+        free(parts[i]);
+    return rc;
+}
+
 /* Serialises the owned key groups into a unit for the snapshot writer; the
  * barrier can go on as soon as this returns, durability follows. */
 static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint, bool migration,
@@ -530,7 +661,7 @@ static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint
                                        t->graph->max_parallelism) == t->instance)
             continue;
         uint32_t i = u->n_groups;
-        if (eddy_keyed_state_write_group(t->state, kg, &u->data[i], &u->lens[i], err) < 0) {
+        if (write_group(t, kg, &u->data[i], &u->lens[i], err) < 0) {
             eddy_snapshot_unit_free(u);
             return NULL;
         }
@@ -642,6 +773,13 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.job_config = t->graph->config;
     t->ctx.key_fn = t->def->key_fn;
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
+    t->ctx.late_records = &t->late_records;
+    t->watermark = EDDY_WATERMARK_MIN;
+    t->max_timestamp = EDDY_WATERMARK_MIN;
+    t->last_wm_ns = t->last_record_ns = t->created_ns;
+    for (uint32_t i = 0; i < t->def->n_ops; i++)
+        if (t->def->ops[i].ops->watermark || t->def->ops[i].ops->tick)
+            t->time_ops = true;
     if (eddy_stage_is_keyed(t->def)) {
         t->ctx.key_groups = eddy_kg_range_for(t->instance, t->parallelism, t->graph->max_parallelism);
         size_t value_size = 8;
@@ -729,6 +867,9 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
         for (uint32_t kg = old.start; kg < old.end; kg++)
             if (!eddy_kg_range_contains(now, kg)) {
                 eddy_keyed_state_drop_group(self->state, kg);
+                for (uint32_t i = 0; i < self->def->n_ops; i++)
+                    if (self->def->ops[i].ops->drop_group)
+                        self->def->ops[i].ops->drop_group(self->ops[i], kg);
                 self->held[kg] = 0;
             }
         self->ctx.key_groups = now;
@@ -738,11 +879,36 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
     return 0;
 }
 
+static int read_group(eddy_task_t *t, uint32_t kg, const char *data, size_t len, int64_t *wm,
+                      eddy_err_t *err)
+{
+    eddy_group_envelope_t env;
+    if (eddy_group_envelope_decode(data, len, &env, err) < 0)
+        return -1;
+    if (env.n_ops != 0 && env.n_ops != t->def->n_ops)
+        return eddy_err_set(err, "the snapshot holds state of %u operators, the stage chains %u",
+                            env.n_ops, t->def->n_ops);
+    if (eddy_keyed_state_read_group(t->state, kg, env.keyed, env.keyed_len, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (!ops->read_group)
+            continue;
+        if (ops->read_group(t->ops[i], kg, i < env.n_ops ? env.ops[i] : NULL,
+                            i < env.n_ops ? env.op_lens[i] : 0, err) < 0)
+            return eddy_err_wrap(err, "%s", ops->kind);
+    }
+    *wm = env.watermark;
+    return 0;
+}
+
 int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
                              uint64_t *groups, eddy_err_t *err)
 {
     if (!self->state)
         return 0;
+    int64_t floor = EDDY_WATERMARK_MIN;
+    bool floor_set = false;
     for (uint32_t kg = self->ctx.key_groups.start; kg < self->ctx.key_groups.end; kg++) {
         if (self->held[kg])
             continue;
@@ -754,14 +920,25 @@ int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *b
         if (eddy_snapshot_store_read_group(self->env->store, self->job_id, checkpoint,
                                            self->def->name, kg, &data, &len, err) < 0)
             return -1;
-        int rc = eddy_keyed_state_read_group(self->state, kg, data, len, err);
+        int64_t group_wm = EDDY_GROUP_NO_WATERMARK;
+        int rc = read_group(self, kg, data, len, &group_wm, err);
         free(data);
         if (rc < 0)
             return eddy_err_wrap(err, "%s[%u]: key group %u of checkpoint %llu", self->def->name,
                                  self->instance, kg, (unsigned long long)checkpoint);
+        if (group_wm != EDDY_GROUP_NO_WATERMARK && (!floor_set || group_wm < floor)) {
+            floor = group_wm;
+            floor_set = true;
+        }
         self->held[kg] = 1;
         *bytes += len;
         *groups += 1;
+    }
+    /* The restored groups' clock: the lowest watermark among them. */
+    if (floor_set && floor > self->watermark) {
+        self->watermark = floor;
+        if (self->def->input >= 0 && build_valve(self, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -801,6 +978,7 @@ static const char *data_type_name(eddy_data_type_t type)
     case EDDY_DATA_BARRIER: return "barrier";
     case EDDY_DATA_EOS: return "end of stream";
     case EDDY_DATA_CREDIT: return "credit";
+    case EDDY_DATA_WATERMARK: return "watermark";
     }
     return "message";
 }
@@ -991,11 +1169,14 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
             return finish_task(t, err);
         }
         uint32_t got = (uint32_t)(t->records_in - before);
+        if (got)
+            t->last_record_ns = now_ns;
         done += got;
         if (got < ask || slice_ended(t, &slice))
             break; /* nothing more to read now, or the slice is used up */
     }
-    return 0;
+    source_watermark(t, now_ns);
+    return t->fault ? take_fault(t, err) : 0;
 }
 
 /* Consumes records of the next ready channel's head message until the slice
@@ -1007,9 +1188,12 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     if (!in)
         return 0;
     in_entry_t *e = in->head;
+    uint32_t ch = (uint32_t)(in - t->inputs);
+    int64_t wm;
     int rc = 0;
     switch (e->msg.type) {
     case EDDY_DATA_BATCH: {
+        eddy_wm_valve_activity(t->valve, ch);
         slice_t slice;
         slice_begin(&slice, now_ns);
         eddy_record_t rec;
@@ -1036,7 +1220,21 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         break;
     case EDDY_DATA_EOS:
         in->eos = true;
+        if (eddy_wm_valve_ended(t->valve, ch, &wm))
+            advance_watermark(t, wm);
         check_alignment(t);
+        break;
+    case EDDY_DATA_WATERMARK:
+        if (e->msg.idle) {
+            if (eddy_wm_valve_idle(t->valve, ch, &wm))
+                advance_watermark(t, wm);
+            if (eddy_wm_valve_all_idle(t->valve) && !t->idle_out) {
+                t->idle_out = true;
+                broadcast_watermark(t, t->watermark, true);
+            }
+        } else if (eddy_wm_valve_watermark(t->valve, ch, e->msg.watermark, &wm)) {
+            advance_watermark(t, wm);
+        }
         break;
     default:
         break;
@@ -1073,6 +1271,24 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
         self->finished = true;
     }
     return rc;
+}
+
+void eddy_task_tick(eddy_task_t *self, uint64_t now_ns)
+{
+    if (self->finished || self->fault || now_ns < self->next_tick_ns)
+        return;
+    self->next_tick_ns = now_ns + (uint64_t)EDDY_TICK_INTERVAL_MS * 1000000u;
+    if (self->source && self->running)
+        source_watermark(self, now_ns);
+    if (!self->time_ops)
+        return;
+    int64_t now_ms = (int64_t)eddy_wall_ms();
+    for (uint32_t i = 0; i < self->def->n_ops && !self->fault; i++) {
+        const eddy_operator_ops_t *ops = self->def->ops[i].ops;
+        if (ops->tick && ops->tick(self->ops[i], now_ms, &self->links[i + 1].base,
+                                   &self->fault_err) < 0)
+            self->fault = true;
+    }
 }
 
 void eddy_task_flush(eddy_task_t *self)
@@ -1113,5 +1329,7 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
         out->state_bytes = eddy_keyed_state_bytes(self->state);
     }
     out->position = self->source ? self->def->source->position(self->source) : -1;
+    out->watermark = self->watermark;
+    out->late_records = self->late_records;
     out->offered_rate = self->offered_rate;
 }

@@ -117,6 +117,10 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
 bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns);
 /* Runs one step; -1 when the task failed (err says why; it is then finished). */
 int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err);
+/* Processing time: at most every EDDY_TICK_INTERVAL_MS, sources emit their
+ * periodic watermark (or idle status) and operators with tick() get the
+ * wall clock. A failure surfaces at the next step. */
+void eddy_task_tick(eddy_task_t *self, uint64_t now_ns);
 /* Flushes partially filled output batches (latency bound for slow streams)
  * and returns owed credits upstream. */
 void eddy_task_flush(eddy_task_t *self);

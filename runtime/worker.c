@@ -902,6 +902,9 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         uint64_t now = eddy_mono_ns();
         busy = run_tasks(w, now);
         now = eddy_mono_ns();
+        for (wjob_t *j = w->jobs; j; j = j->next)
+            for (uint32_t i = 0; i < j->n_tasks; i++)
+                eddy_task_tick(j->tasks[i], now);
         if (!busy || now - last_flush >= FLUSH_INTERVAL_NS) {
             for (wjob_t *j = w->jobs; j; j = j->next)
                 for (uint32_t i = 0; i < j->n_tasks; i++)

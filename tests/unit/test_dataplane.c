@@ -172,6 +172,18 @@ Test(dataplane, small_messages_round_trip)
         cr_assert_eq(msg.credit, UINT32_MAX - (uint32_t)c);
         eddy_data_msg_close(&msg);
         free(enc);
+
+        int64_t wms[] = {INT64_MIN, -1, 0, 1700000000123, INT64_MAX};
+        for (size_t k = 0; k < sizeof wms / sizeof wms[0]; k++) {
+            enc = eddy_watermark_encode(chans[c], wms[k], k % 2 == 1, &len);
+            cr_assert_eq(eddy_data_decode(enc, len, &msg, &err), 0, "%s", err.msg);
+            cr_assert_eq(msg.type, EDDY_DATA_WATERMARK);
+            assert_channel_eq(&msg.channel, chans[c]);
+            cr_assert_eq(msg.watermark, wms[k]);
+            cr_assert_eq(msg.idle, k % 2 == 1);
+            eddy_data_msg_close(&msg);
+            free(enc);
+        }
     }
 }
 
@@ -416,6 +428,15 @@ Test(dataplane, malformed_small_messages_rejected)
     eddy_mpw_reset(&w);
     pack_header(&w, 7, EDDY_DATA_CREDIT);
     expect_reject(w.buf.data, w.buf.size, "missing");
+    eddy_mpw_reset(&w);
+    pack_header(&w, 8, EDDY_DATA_WATERMARK);
+    eddy_mpw_i64(&w, 5);
+    expect_reject(w.buf.data, w.buf.size, "WATERMARK message: field 8: missing");
+    eddy_mpw_reset(&w);
+    pack_header(&w, 9, EDDY_DATA_WATERMARK);
+    eddy_mpw_i64(&w, 5);
+    eddy_mpw_u64(&w, 2);
+    expect_reject(w.buf.data, w.buf.size, "integer out of range");
     eddy_mpw_reset(&w);
     pack_header(&w, 7, EDDY_DATA_BATCH);
     expect_reject(w.buf.data, w.buf.size, "DATA message: announces 7 elements");

@@ -41,6 +41,8 @@ static eddy_task_metrics_t sample_metrics(uint32_t i)
         .state_bytes = (1ull << 40) + i,
         .position = i % 2 ? -1 : (int64_t)i * 1000,
         .offered_rate = i % 3 ? 12345.625 * i : 0.0,
+        .watermark = i % 2 ? INT64_MIN : 1700000000000 + i,
+        .late_records = 3ull * i,
     };
     return m;
 }
@@ -209,6 +211,8 @@ static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metr
     cr_assert_eq(a->position, b->position);
     /* Bitwise, so a NaN made by a flipped byte still compares equal. */
     cr_assert_eq(memcmp(&a->offered_rate, &b->offered_rate, sizeof a->offered_rate), 0);
+    cr_assert_eq(a->watermark, b->watermark);
+    cr_assert_eq(a->late_records, b->late_records);
 }
 
 static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
@@ -732,9 +736,10 @@ Test(proto, wrong_field_types_rejected)
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xa0", 3, "expected an unsigned");
     /* Where a number is expected, ints of either sign and floats are fine. */
     expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
-                           "\x91\x9d\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\x05", 15);
+                           "\x91\x9f\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\x05\xff\x00",
+                           17);
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
-                           "\x91\x9d\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\xc0", 15,
+                           "\x91\x9f\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\xc0\x01\x01", 17,
                            "expected a number");
     /* A nil string field decodes as empty. */
     expect_splice_accepted(EDDY_MSG_REGISTER, 4, "\xc0", 1);
@@ -796,14 +801,14 @@ Test(proto, out_of_range_values_rejected)
     expect_splice_accepted(EDDY_MSG_REGISTER, 3, v, packed_u64(INT64_MAX, v));
     /* Nested: a heartbeat metric's stage, a source position's instance. */
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
-                           "\x91\x9d\x01\x01\x40\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01", 15,
+                           "\x91\x9f\x01\x01\x40\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01", 17,
                            "integer out of range");
     expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
-                           "\x91\x9d\x01\x01\x3f\xcd\x7f\xff\x01\x01\x01\x01\x01\x01\x01\xff\x01",
-                           17);
+                           "\x91\x9f\x01\x01\x3f\xcd\x7f\xff\x01\x01\x01\x01\x01\x01\x01\xff\x01\x01\x01",
+                           19);
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
-                           "\x91\x9d\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01",
-                           17, "integer out of range");
+                           "\x91\x9f\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01\x01\x01",
+                           19, "integer out of range");
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x00\xcd\x80\x00\x05", 6,
                            "integer out of range");
     expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x93\x3f\xcd\x7f\xff\x05", 6);

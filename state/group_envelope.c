@@ -1,0 +1,81 @@
+/* group_envelope.c - one key group's snapshot bytes (see group_envelope.h).
+ *
+ * The decoder copies nothing: the keyed and operator parts point into the
+ * file's bytes, which the task frees after loading them. A legacy file is
+ * recognised by its first element, which is an integer (the keyed-state
+ * format's version) rather than the "eddy-kg" tag. */
+#include "state/group_envelope.h"
+
+#include <string.h>
+
+#include "net/mpcodec.h"
+
+#define TAG "eddy-kg"
+#define VERSION 2u
+#define MAX_PART (1u << 31)
+
+char *eddy_group_envelope_encode(const eddy_group_envelope_t *env, size_t *len)
+{
+    if (env->n_ops > EDDY_GROUP_MAX_OPS)
+        return NULL;
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, 5);
+    eddy_mpw_str(&w, TAG);
+    eddy_mpw_u64(&w, VERSION);
+    eddy_mpw_i64(&w, env->watermark);
+    eddy_mpw_bin(&w, env->keyed ? env->keyed : "", env->keyed ? env->keyed_len : 0);
+    eddy_mpw_array(&w, env->n_ops);
+    for (uint32_t i = 0; i < env->n_ops; i++)
+        eddy_mpw_bin(&w, env->ops[i] ? env->ops[i] : "", env->ops[i] ? env->op_lens[i] : 0);
+    return eddy_mpw_release(&w, len);
+}
+
+/* The envelope's first bytes: fixarray(5) then fixstr(7) "eddy-kg". */
+static int is_envelope(const unsigned char *p, size_t len)
+{
+    static const unsigned char head[] = {0x95, 0xa7, 'e', 'd', 'd', 'y', '-', 'k', 'g'};
+    return len >= sizeof head && memcmp(p, head, sizeof head) == 0;
+}
+
+int eddy_group_envelope_decode(const void *data, size_t len, eddy_group_envelope_t *env,
+                               eddy_err_t *err)
+{
+    memset(env, 0, sizeof *env);
+    if (!is_envelope(data, len)) {
+        env->watermark = EDDY_GROUP_NO_WATERMARK;
+        env->keyed = data;
+        env->keyed_len = len;
+        return 0;
+    }
+    eddy_mpr_t r;
+    if (eddy_mpr_open(&r, data, len, err) < 0)
+        return eddy_err_wrap(err, "key group snapshot");
+    char tag[16];
+    eddy_mpr_strcpy(&r, tag, sizeof tag);
+    uint64_t version = eddy_mpr_u64(&r, UINT64_MAX);
+    if (r.ok && version != VERSION)
+        eddy_mpr_fail(&r, "unsupported key group snapshot version");
+    env->watermark = eddy_mpr_i64(&r);
+    uint32_t n;
+    env->keyed = eddy_mpr_bytes(&r, MAX_PART, &n);
+    env->keyed_len = n;
+    const msgpack_object *items;
+    uint32_t count, next;
+    uint32_t n_ops = eddy_mpr_enter(&r, EDDY_GROUP_MAX_OPS, &items, &count, &next);
+    for (uint32_t i = 0; r.ok && i < n_ops; i++) {
+        env->ops[i] = eddy_mpr_bytes(&r, MAX_PART, &n);
+        env->op_lens[i] = n;
+        if (n == 0)
+            env->ops[i] = NULL;
+    }
+    eddy_mpr_leave(&r, items, count, next);
+    env->n_ops = r.ok ? n_ops : 0;
+    int rc = eddy_mpr_finish(&r, "key group snapshot", err);
+    eddy_mpr_close(&r);
+    if (rc < 0) {
+        memset(env, 0, sizeof *env);
+        return -1;
+    }
+    return 0;
+}
