@@ -29,6 +29,7 @@ int eddy_cmd_scaling(int argc, char **argv);
 int eddy_cmd_jobs(int argc, char **argv);
 int eddy_cmd_cancel(int argc, char **argv);
 int eddy_cmd_plan(int argc, char **argv);
+int eddy_cmd_nexmark(int argc, char **argv);
 
 /* Prints "eddy SUB: message" and returns 2. */
 int eddy_usage_error(const char *sub, const char *msg);

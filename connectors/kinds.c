@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connectors/nexmark.h"
 #include "connectors/sources.h"
 
 static int copy_string(char *dst, size_t size, const eddy_config_t *cfg, const char *key,
@@ -67,6 +68,27 @@ static void *generator_configure(const eddy_config_t *cfg, const void *arg, eddy
     return c;
 }
 
+static void *nexmark_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+{
+    (void)arg;
+    eddy_nexmark_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    int64_t events, seed, disorder;
+    if (int_in_range(cfg, "events", 1000000, 0, INT64_MAX, &events, err) < 0 ||
+        int_in_range(cfg, "seed", 42, INT64_MIN, INT64_MAX, &seed, err) < 0 ||
+        int_in_range(cfg, "disorder_ms", 0, 0, EDDY_NEXMARK_MAX_DISORDER_MS, &disorder, err) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->events = (uint64_t)events;
+    c->seed = (uint64_t)seed;
+    c->disorder_ms = disorder;
+    return c;
+}
+
 static void *socket_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
     (void)arg;
@@ -97,6 +119,12 @@ static const eddy_source_kind_t generator_kind = {
     .configure = generator_configure,
     .release = free,
 };
+static const eddy_source_kind_t nexmark_kind = {
+    .name = "nexmark",
+    .ops = &eddy_nexmark_source_ops,
+    .configure = nexmark_configure,
+    .release = free,
+};
 static const eddy_source_kind_t socket_kind = {
     .name = "socket",
     .ops = &eddy_socket_source_ops,
@@ -108,6 +136,7 @@ int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_register_source(r, &file_kind, err) < 0 ||
         eddy_register_source(r, &generator_kind, err) < 0 ||
+        eddy_register_source(r, &nexmark_kind, err) < 0 ||
         eddy_register_source(r, &socket_kind, err) < 0)
         return -1;
     return 0;

@@ -2,6 +2,9 @@
  *   file       {path}                  lines of a file (replayable)
  *   generator  {lines, words_per_line, vocabulary, seed}
  *                                      deterministic lines of words (replayable)
+ *   nexmark    {events, seed, disorder_ms}
+ *                                      Nexmark events as CSV lines, timestamped
+ *                                      (connectors/nexmark.h; replayable)
  *   socket     {host, port}            lines from a TCP server (not replayable)
  * Every source also takes {rate}: "R" or "T:R,T:R" lines/s (plan/registry.c).
  * Configurations are checked here, where a worker opens the plan, so a plan
