@@ -61,8 +61,17 @@ static void *table_file_configure(const eddy_config_t *cfg, const void *arg, edd
         free(c);
         return NULL;
     }
-    if (!c)
+    if (!c) {
         eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    const char *format = eddy_config_str(cfg, "format", "table");
+    if (strcmp(format, "table") != 0 && strcmp(format, "lines") != 0) {
+        eddy_err_set(err, "'format' is '%s'; expected table or lines", format);
+        free(c);
+        return NULL;
+    }
+    c->lines = !strcmp(format, "lines");
     return c;
 }
 
@@ -107,7 +116,20 @@ static const eddy_operator_kind_t part_file_kind = {
     .configure = part_file_configure,
     .release = free,
 };
+/* The record's data up to its first tab (all of it without one). */
+static uint32_t tab_prefix(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    const char *tab = memchr(rec->data, '\t', rec->len);
+    return tab ? (uint32_t)(tab - rec->data) : rec->len;
+}
+
+static const eddy_operator_kind_t print_kind = {
+    .name = "print",
+    .ops = &eddy_print_sink_ops,
+};
 static const eddy_key_kind_t whole_record_kind = {.name = "whole_record", .key = whole_record};
+static const eddy_key_kind_t tab_prefix_kind = {.name = "tab_prefix", .key = tab_prefix};
 
 int eddy_operators_register(eddy_registry_t *r, eddy_err_t *err)
 {
@@ -115,7 +137,9 @@ int eddy_operators_register(eddy_registry_t *r, eddy_err_t *err)
         eddy_register_operator(r, &changelog_kind, err) < 0 ||
         eddy_register_operator(r, &table_file_kind, err) < 0 ||
         eddy_register_operator(r, &part_file_kind, err) < 0 ||
-        eddy_register_key(r, &whole_record_kind, err) < 0)
+        eddy_register_operator(r, &print_kind, err) < 0 ||
+        eddy_register_key(r, &whole_record_kind, err) < 0 ||
+        eddy_register_key(r, &tab_prefix_kind, err) < 0)
         return -1;
     return 0;
 }

@@ -247,6 +247,22 @@ const eddy_operator_ops_t eddy_changelog_sink_ops = {
     .kind = "changelog_sink", .open = changelog_open, .process = changelog_process,
     .finish = changelog_finish, .close = noop_close};
 
+static int print_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                         eddy_err_t *err)
+{
+    (void)self;
+    (void)out;
+    if (rec->kind == EDDY_UPDATE_BEFORE || rec->kind == EDDY_DELETE)
+        return 0;
+    if (fwrite(rec->data, 1, rec->len, stdout) != rec->len || putchar('\n') == EOF)
+        return eddy_err_set(err, "writing to stdout failed");
+    return 0;
+}
+
+const eddy_operator_ops_t eddy_print_sink_ops = {
+    .kind = "print_sink", .open = changelog_open, .process = print_process,
+    .finish = changelog_finish, .close = noop_close};
+
 typedef struct table_row {
     char *key;
     uint32_t len;
@@ -333,6 +349,13 @@ static int table_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
         /* Several updates of one key can arrive (changelog input): keep the last. */
         if (i + 1 < s->count && row_compare(&s->rows[i], &s->rows[i + 1]) == 0)
             continue;
+        if (s->cfg->lines) {
+            for (int64_t k = 0; k < s->rows[i].value; k++) {
+                fwrite(s->rows[i].key, 1, s->rows[i].len, f);
+                fputc('\n', f);
+            }
+            continue;
+        }
         fwrite(s->rows[i].key, 1, s->rows[i].len, f);
         fprintf(f, "\t%" PRId64 "\n", s->rows[i].value);
     }

@@ -54,6 +54,7 @@ void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t em
 extern const eddy_operator_ops_t eddy_changelog_sink_ops; /* stdout, config unused */
 typedef struct eddy_table_file_config {
     char path[4096];
+    bool lines; /* format "lines": each key written value times (a multiset of lines) */
 } eddy_table_file_config_t;
 /* Collects [key, value] records and at end of input writes "key<TAB>value"
  * lines in byte order of the key to path, atomically (temp + fsync + rename). */
@@ -78,6 +79,9 @@ typedef struct eddy_part_file_config {
     char directory[4096];
 } eddy_part_file_config_t;
 extern const eddy_operator_ops_t eddy_part_file_sink_ops;
+
+/* Writes each record's data and '\n' to stdout (rows as they come). */
+extern const eddy_operator_ops_t eddy_print_sink_ops;
 
 /* Formats a record as Flink's changelog row: "+I[word, 1]". Returns length. */
 size_t eddy_format_changelog(const eddy_record_t *rec, char *buf, size_t size);
