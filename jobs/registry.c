@@ -2,13 +2,15 @@
 #include "connectors/kinds.h"
 #include "jobs/etl.h"
 #include "jobs/jobs.h"
+#include "jobs/nexmark.h"
 #include "jobs/wordcount.h"
 #include "operators/kinds.h"
 
 int eddy_jobs_register_builtin(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_operators_register(r, err) < 0 || eddy_connectors_register(r, err) < 0 ||
-        eddy_wordcount_register(r, err) < 0 || eddy_etl_register(r, err) < 0)
+        eddy_wordcount_register(r, err) < 0 || eddy_etl_register(r, err) < 0 ||
+        eddy_nexmark_register(r, err) < 0)
         return -1;
     return 0;
 }

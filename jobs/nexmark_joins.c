@@ -1,0 +1,180 @@
+/* nexmark_joins.c - Nexmark's join queries as keyed process functions.
+ *
+ * q3 (incremental join, unbounded state), keyed by person id: a person in
+ * OR/ID/CA is kept for good; an auction of category 10 whose seller is not
+ * seen yet waits in list state; each pair is emitted once, whichever side
+ * comes first. q4's first step, keyed by auction id: the auction's window
+ * (date_time..expires) and its highest bid in it; an event-time timer at
+ * `expires` emits (category, winning price) once the watermark has passed
+ * the auction's end, then forgets the auction. Bids that arrive before
+ * their auction wait in list state. Rows come from nexmark.c's projection:
+ *   q3  "id<TAB>P<TAB>name<TAB>city<TAB>state" | "seller<TAB>A<TAB>auction"
+ *   q4  "id<TAB>A<TAB>date_time<TAB>expires<TAB>category" | "auction<TAB>B<TAB>price"
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/process.h"
+#include "jobs/nexmark.h"
+
+#define ROW_MAX 1024
+
+/* The i-th tab-separated field of a row (0 is the key). */
+static bool field(const eddy_record_t *r, int i, const char **p, int *len)
+{
+    const char *s = r->data, *end = r->data + r->len;
+    for (; i > 0; i--) {
+        const char *tab = memchr(s, '\t', (size_t)(end - s));
+        if (!tab)
+            return false;
+        s = tab + 1;
+    }
+    const char *tab = memchr(s, '\t', (size_t)(end - s));
+    *p = s;
+    *len = (int)((tab ? tab : end) - s);
+    return true;
+}
+
+static int64_t field_int(const eddy_record_t *r, int i)
+{
+    const char *p;
+    int len;
+    int64_t v = 0;
+    if (!field(r, i, &p, &len))
+        return 0;
+    for (int k = 0; k < len && p[k] >= '0' && p[k] <= '9'; k++)
+        v = v * 10 + (p[k] - '0');
+    return v;
+}
+
+static char side_of(const eddy_record_t *r)
+{
+    const char *p;
+    int len;
+    return field(r, 1, &p, &len) && len == 1 ? p[0] : '?';
+}
+
+static int emit_pair(const eddy_record_t *person, const eddy_record_t *auction,
+                     eddy_collector_t *out, eddy_err_t *err)
+{
+    const char *name, *city, *state, *id;
+    int nl, cl, sl, il;
+    if (!field(person, 2, &name, &nl) || !field(person, 3, &city, &cl) ||
+        !field(person, 4, &state, &sl) || !field(auction, 2, &id, &il))
+        return eddy_err_set(err, "nexmark q3: malformed row");
+    char row[ROW_MAX];
+    int n = snprintf(row, sizeof row, "%.*s\t%.*s\t%.*s\t%.*s", nl, name, cl, city, sl, state, il, id);
+    if (n < 0 || n >= (int)sizeof row)
+        return eddy_err_set(err, "nexmark q3: row too long");
+    int64_t ts = person->timestamp > auction->timestamp ? person->timestamp : auction->timestamp;
+    eddy_record_t rec = {row, (uint32_t)n, EDDY_INSERT, 1, ts};
+    eddy_emit(out, &rec);
+    return 0;
+}
+
+static int q3_process(eddy_process_context_t *ctx, const eddy_record_t *rec, eddy_collector_t *out,
+                      eddy_err_t *err)
+{
+    eddy_record_t person;
+    bool have_person = eddy_process_list_at(ctx, "P", 1, 0, &person);
+    switch (side_of(rec)) {
+    case 'P': {
+        if (have_person)
+            return 0; /* a person registers once */
+        if (eddy_process_list_add(ctx, "P", 1, rec) < 0)
+            return eddy_err_set(err, "out of memory");
+        eddy_record_t auction;
+        for (size_t i = 0; eddy_process_list_at(ctx, "A", 1, i, &auction); i++)
+            if (emit_pair(rec, &auction, out, err) < 0)
+                return -1;
+        eddy_process_list_clear(ctx, "A", 1);
+        return 0;
+    }
+    case 'A':
+        if (have_person)
+            return emit_pair(&person, rec, out, err);
+        return eddy_process_list_add(ctx, "A", 1, rec) < 0 ? eddy_err_set(err, "out of memory") : 0;
+    default:
+        return eddy_err_set(err, "nexmark q3: a row that is neither a person nor an auction");
+    }
+}
+
+typedef struct auction_state {
+    int64_t date_time, expires, category, max_price;
+    uint8_t has_auction, has_bid;
+} auction_state_t;
+
+static void offer_bid(auction_state_t *a, int64_t ts, int64_t price)
+{
+    if (ts < a->date_time || ts > a->expires)
+        return;
+    if (!a->has_bid || price > a->max_price)
+        a->max_price = price;
+    a->has_bid = 1;
+}
+
+static int q4_process(eddy_process_context_t *ctx, const eddy_record_t *rec, eddy_collector_t *out,
+                      eddy_err_t *err)
+{
+    (void)out;
+    auction_state_t *a = eddy_process_value(ctx, NULL);
+    if (!a)
+        return eddy_err_set(err, "out of memory");
+    switch (side_of(rec)) {
+    case 'A': {
+        if (a->has_auction)
+            return 0;
+        a->has_auction = 1;
+        a->date_time = field_int(rec, 2);
+        a->expires = field_int(rec, 3);
+        a->category = field_int(rec, 4);
+        eddy_record_t bid;
+        for (size_t i = 0; eddy_process_list_at(ctx, "B", 1, i, &bid); i++)
+            offer_bid(a, bid.timestamp, bid.value);
+        eddy_process_list_clear(ctx, "B", 1);
+        if (eddy_process_timer_register(ctx, EDDY_EVENT_TIME, a->expires, "", 0) < 0)
+            return eddy_err_set(err, "out of memory");
+        return 0;
+    }
+    case 'B':
+        if (a->has_auction) {
+            offer_bid(a, rec->timestamp, rec->value);
+            return 0;
+        }
+        return eddy_process_list_add(ctx, "B", 1, rec) < 0 ? eddy_err_set(err, "out of memory") : 0;
+    default:
+        return eddy_err_set(err, "nexmark q4: a row that is neither an auction nor a bid");
+    }
+}
+
+static int q4_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,
+                       const void *ns, uint32_t ns_len, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)domain;
+    (void)ns;
+    (void)ns_len;
+    (void)err;
+    auction_state_t *a = eddy_process_value_get(ctx);
+    if (a && a->has_auction && a->has_bid) {
+        char row[32];
+        int n = snprintf(row, sizeof row, "%" PRId64, a->category);
+        eddy_record_t rec = {row, (uint32_t)n, EDDY_INSERT, a->max_price, time};
+        eddy_emit(out, &rec);
+    }
+    eddy_process_value_clear(ctx);
+    return 0;
+}
+
+static const eddy_process_udf_t q3_udf = {.process = q3_process};
+static const eddy_process_udf_t q4_udf = {.value_size = sizeof(auction_state_t),
+                                          .process = q4_process, .on_timer = q4_on_timer};
+
+int eddy_nexmark_register_joins(eddy_registry_t *r, eddy_err_t *err)
+{
+    if (eddy_register_process(r, "nexmark_q3_join", &q3_udf, err) < 0 ||
+        eddy_register_process(r, "nexmark_q4_winning", &q4_udf, err) < 0)
+        return -1;
+    return 0;
+}
