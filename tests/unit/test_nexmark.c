@@ -15,6 +15,7 @@
 #include "connectors/nexmark.h"
 #include "plan/registry.h"
 #include "tests/support/nexmark_ref.h"
+#include "tests/support/proc.h"
 #include "tests/unit/leak_check.h"
 
 TestSuite(nexmark, .fini = eddy_test_leak_check);
@@ -320,6 +321,60 @@ Test(nexmark, resumed_and_parallel_sources_make_the_sequential_events)
     kind->release(cfg);
     eddy_config_destroy(&config);
     eddy_registry_destroy(&r);
+}
+
+Test(nexmark, cli_generate_writes_the_generators_lines_and_rejects_bad_flags)
+{
+    char path[] = "/tmp/eddy-nexmark-gen-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    char *gen[] = {EDDY_BINARY, "nexmark", "generate", "--events", "777", "--seed", "5",
+                   "--disorder-ms", "40", "--output", path, NULL};
+    char *errout = NULL;
+    cr_assert_eq(eddy_proc_run(gen, 60000, NULL, &errout), 0, "%s", errout);
+    free(errout);
+    size_t len;
+    char *text = eddy_read_file(path, &len);
+    unlink(path);
+    cr_assert_not_null(text);
+    eddy_nexmark_config_t cfg = {.events = 777, .seed = 5, .disorder_ms = 40};
+    char **want = sequential(&cfg, 777);
+    const char *p = text;
+    for (uint64_t i = 0; i < 777; i++) {
+        size_t n = strlen(want[i]);
+        cr_assert(strncmp(p, want[i], n) == 0 && p[n] == '\n', "line %llu", (unsigned long long)i);
+        p += n + 1;
+    }
+    cr_assert_eq((size_t)(p - text), len);
+    free_lines(want, 777);
+    free(text);
+
+    char *out = NULL;
+    char *to_stdout[] = {EDDY_BINARY, "nexmark", "generate", "--events", "3", NULL};
+    cr_assert_eq(eddy_proc_run(to_stdout, 60000, &out, NULL), 0);
+    cr_assert_eq(strncmp(out, "P,1700000000000,1000,", 21), 0, "%s", out);
+    free(out);
+
+    char *bad[][8] = {
+        {EDDY_BINARY, "nexmark", "generate", NULL},
+        {EDDY_BINARY, "nexmark", "generate", "--events", "0", NULL},
+        {EDDY_BINARY, "nexmark", "generate", "--events", "5", "--disorder-ms", "-1", NULL},
+        {EDDY_BINARY, "nexmark", "generate", "--events", "5", "--bogus", NULL},
+        {EDDY_BINARY, "nexmark", "frobnicate", NULL},
+        {EDDY_BINARY, "nexmark", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errout = NULL;
+        cr_assert_eq(eddy_proc_run(bad[i], 60000, NULL, &errout), 2, "case %zu", i);
+        cr_assert(errout && strchr(errout, '\n') == errout + strlen(errout) - 1,
+                  "one line, case %zu: %s", i, errout);
+        free(errout);
+    }
+    char *help[] = {EDDY_BINARY, "nexmark", "generate", "--help", NULL};
+    cr_assert_eq(eddy_proc_run(help, 60000, &out, NULL), 0);
+    cr_assert(strstr(out, "--disorder-ms"), "%s", out);
+    free(out);
 }
 
 /* ---- reference queries on hand-written events --------------------------- */
