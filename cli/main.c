@@ -42,7 +42,7 @@ static const subcommand_t commands[] = {
     {"scaling", eddy_cmd_scaling, "show the controller's scaling decisions"},
     {"jobs", eddy_cmd_jobs, "list the jobs (built in and from loaded plugins)"},
     {"cancel", eddy_cmd_cancel, "cancel a running job"},
-    {"nexmark", eddy_cmd_nexmark, "Nexmark benchmark tools: nexmark generate --events N writes events"},
+    {"nexmark", eddy_cmd_nexmark, "write Nexmark benchmark events: nexmark generate --events N"},
     {"plan", eddy_cmd_plan, "print a job's plan (stages, chaining, parallelism, keys) without running it"},
 };
 
