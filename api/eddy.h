@@ -13,6 +13,7 @@
 #include "api/config.h"
 #include "api/operator.h"
 #include "api/plugin.h"
+#include "api/window.h"
 #include "api/stream.h"
 
 #endif

@@ -3,10 +3,13 @@
  * ListState with a namespace, e.g. a window's elements or a join side's
  * buffered rows).
  *
- * Entries are copied in. Order within a list is insertion order. A list
- * pointer from get stays valid until the next change of that key group.
+ * Entries are copied in. Order within a list is insertion order. A record
+ * from at() points into the state and stays valid until the next change of
+ * that key group.
  * Per key group serialisation (msgpack, bounds-checked, versioned): a group
- * moves, restores and drops as a unit. */
+ * moves, restores and drops as a unit; read_group replaces the group (0
+ * bytes: empty), and on malformed bytes fails with err saying why and leaves
+ * the group empty. Keys and namespaces may be empty (length 0). */
 #ifndef EDDY_STATE_LIST_STATE_H
 #define EDDY_STATE_LIST_STATE_H
 

@@ -13,7 +13,10 @@
  *
  * Per key group serialisation (msgpack, bounds-checked, versioned) so the
  * timers move and restore with their key group; the key group of a timer is
- * the one the caller gives at registration (the key's). */
+ * the one the caller gives at registration (the key's). read_group replaces
+ * the group (0 bytes: empty, as operator.h's read_group); on malformed bytes
+ * it fails with err saying why and leaves the group empty. A callback must
+ * not start another advance of the same object. */
 #ifndef EDDY_STATE_TIMERS_H
 #define EDDY_STATE_TIMERS_H
 

@@ -1,0 +1,117 @@
+/* window.h - keyed windows with Flink's semantics (its WindowOperator with
+ * the default event-time / processing-time triggers).
+ *
+ * A window kind is registered from user functions and used as a step:
+ *
+ *   static const eddy_window_udf_t sum = {.reduce = add};
+ *   eddy_register_window(r, "sum_window", &sum, err);
+ *   ...
+ *   eddy_config_t *w = eddy_config_new();
+ *   eddy_config_set_str(w, "assigner", "tumbling");
+ *   eddy_config_set_int(w, "size_ms", 10000);
+ *   eddy_window(eddy_key_by(bids, "auction"), "per_auction", "sum_window", w);
+ *
+ * Step config (clear errors name the key; other keys are left for the
+ * user's functions, which see the config):
+ *   assigner    "tumbling" | "sliding" | "session" (required)
+ *   size_ms     window size, > 0 (tumbling, sliding)
+ *   slide_ms    slide, > 0 (sliding; at most 65536 windows per record)
+ *   offset_ms   |offset| < size (tumbling) or < slide (sliding); default 0
+ *   gap_ms      session gap, > 0 (session)
+ *   time        "event" (default) | "processing"
+ *   lateness_ms allowed lateness >= 0, event time only; default 0
+ *   late        "drop" (default) | "emit"
+ *
+ * Windows are [start, end). Tumbling: start = ts - ((ts - offset) mod size)
+ * (mod >= 0, also for negative times). Sliding: every window of `size`
+ * whose start is aligned to slide/offset and that contains ts. Session:
+ * [ts, ts + gap), merged with every window of the key it intersects
+ * (touching windows merge too, as in Flink), also when a record bridges two
+ * sessions; merged state is combined with the aggregate's merge() (or the
+ * reduce function), element lists are concatenated.
+ *
+ * Event time (record timestamps): a window fires when the watermark reaches
+ * end - 1. A record is late, counted in eddy_late_records_total and dropped
+ * (late = "drop") or sent on unchanged with kind EDDY_LATE (late = "emit",
+ * for a late output) when end - 1 + lateness <= watermark for every window
+ * it belongs to (for sessions: the window after merging) and ts + lateness
+ * <= watermark. With lateness a window's state is kept until the watermark
+ * passes end - 1 + lateness; a record arriving in that time fires the
+ * window again at once with the updated result (a late firing).
+ * Processing time: records are assigned by the operator's processing clock
+ * (the last tick()'s time; the wall clock before the first tick) and
+ * windows fire from tick(); there is no lateness. At end of a bounded input
+ * (finish()) every processing-time window still open fires, so a bounded
+ * job shows its last windows. A window's state is removed once it can no
+ * longer fire.
+ *
+ * A firing emits, without a process function, one record {data = key,
+ * value = result, timestamp = end - 1}. A process function sees the key,
+ * the window and its elements: every record of the window (element lists)
+ * or, with reduce / aggregate, the one result as a record like the above
+ * (Flink's aggregate(agg, processWindowFunction)). Records it emits get
+ * timestamp end - 1 (Flink's TimestampedCollector).
+ *
+ * Window state (accumulators or element lists, session window sets,
+ * timers) is keyed state: checkpointed, restored and moved with its key
+ * groups; accumulators are copied as bytes and must hold no pointers. */
+#ifndef EDDY_API_WINDOW_H
+#define EDDY_API_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/config.h"
+#include "api/operator.h"
+#include "api/plugin.h"
+
+typedef struct eddy_window {
+    int64_t start; /* inclusive */
+    int64_t end;   /* exclusive */
+} eddy_window_t;
+
+/* The elements of one firing. get() fills *rec with element i (< count);
+ * its pointers are valid during the process call only. */
+typedef struct eddy_window_elements eddy_window_elements_t;
+struct eddy_window_elements {
+    size_t count;
+    void (*get)(const eddy_window_elements_t *self, size_t i, eddy_record_t *rec);
+};
+
+static inline eddy_record_t eddy_window_element(const eddy_window_elements_t *e, size_t i)
+{
+    eddy_record_t rec;
+    e->get(e, i, &rec);
+    return rec;
+}
+
+/* What a process function knows about the firing. */
+typedef struct eddy_window_context {
+    const char *key;
+    uint32_t key_len;
+    eddy_window_t window;
+    int64_t watermark;       /* the operator's current watermark */
+    int64_t processing_time; /* the operator's processing clock */
+    const eddy_config_t *config; /* the step's config (never NULL) */
+} eddy_window_context_t;
+
+typedef void (*eddy_window_process_fn)(const eddy_window_context_t *ctx,
+                                       const eddy_window_elements_t *elements,
+                                       eddy_collector_t *out);
+
+/* At most one of reduce and aggregate (aggregate is used when acc_size > 0);
+ * with neither the window keeps its elements and needs process. reduce
+ * folds record values (the first value starts it); sessions need
+ * aggregate.merge. */
+typedef struct eddy_window_udf {
+    int64_t (*reduce)(int64_t a, int64_t b);
+    eddy_aggregate_udf_t aggregate;
+    eddy_window_process_fn process;
+} eddy_window_udf_t;
+
+/* Registers operator kind `name` (an eddy_window step); the udf is copied.
+ * -1 with err when the functions do not form one of the shapes above. */
+int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window_udf_t *udf,
+                         eddy_err_t *err);
+
+#endif

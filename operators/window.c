@@ -1,0 +1,1178 @@
+/* window.c - the keyed window operator (api/window.h), after Flink's
+ * WindowOperator with its default triggers: assigners, per-window state,
+ * session merging (MergingWindowSet), event/processing-time timers, allowed
+ * lateness, late records, and the per-key-group snapshot of all of it.
+ *
+ * State, all partitioned by key group and owned by one operator instance:
+ * - accs: (key ++ state window) -> accumulator, for reduce / aggregate
+ *   (an eddy_keyed_state_t used as a hash map; pointers stay valid until
+ *   the entry is removed);
+ * - lists: (key, state window) -> element list, without reduce / aggregate;
+ * - timers: (key, window) -> trigger timer at end - 1 and cleanup timer at
+ *   end - 1 + lateness (one timer when they coincide);
+ * - sessions: key -> its merging window set, an array sorted by start of
+ *   disjoint windows, each with the state window its state lives under, so
+ *   a record that extends a session moves no state (Flink's
+ *   MergingWindowSet); the map value is a pointer to that array, so this
+ *   table is serialised here, never by keyed_state's own writer.
+ * A window has timers exactly while it has state, so a non-merging window
+ * registers them when its state is created, not per record. Windows travel
+ * as 16 bytes (start, end as big-endian with the sign bit flipped) so timer
+ * ties fire in window order. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/window.h"
+#include "common/clock.h"
+#include "net/mpcodec.h"
+#include "plan/registry.h"
+#include "state/keygroup.h"
+#include "state/list_state.h"
+#include "state/timers.h"
+
+#define WIN_NS 16
+#define WIN_STATE_VERSION 1u
+#define WIN_MAX_PER_RECORD 65536
+#define WIN_MAX_ACC 4096
+
+typedef enum { ASSIGN_TUMBLING, ASSIGN_SLIDING, ASSIGN_SESSION } assigner_t;
+typedef enum { STORE_REDUCE, STORE_AGGREGATE, STORE_LIST } store_t;
+
+static const char *const assigner_names[] = {"tumbling", "sliding", "session"};
+
+/* The kind's arg: the user's functions and the kind's name (for errors). */
+typedef struct window_kind {
+    eddy_window_udf_t udf;
+    char name[64];
+} window_kind_t;
+
+/* What configure() makes of a step's config: ctx->config of the ops. */
+typedef struct window_conf {
+    const window_kind_t *kind;
+    const eddy_config_t *config;
+    assigner_t assigner;
+    store_t store;
+    int64_t size, slide, offset, gap, lateness;
+    bool processing;
+    bool emit_late;
+    size_t acc_size; /* bytes of an accs value */
+} window_conf_t;
+
+typedef struct session_entry {
+    eddy_window_t w;  /* the window as the user sees it */
+    eddy_window_t sw; /* the window its state is kept under */
+} session_entry_t;
+
+typedef struct session_set {
+    uint32_t n, cap;
+    session_entry_t e[];
+} session_set_t;
+
+typedef struct window_op {
+    const window_conf_t *c;
+    const eddy_window_udf_t *udf;
+    eddy_key_fn key_fn;
+    uint32_t max_kg;
+    uint64_t *late_records;
+    eddy_timers_t *timers;
+    eddy_keyed_state_t *accs;     /* reduce / aggregate */
+    eddy_list_state_t *lists;     /* element lists */
+    eddy_keyed_state_t *sessions; /* session assigner: key -> session_set_t * */
+    int64_t wm;
+    int64_t proc_now;
+    bool ticked;
+    char *scratch; /* key ++ window, for accs lookups */
+    size_t scratch_cap;
+    unsigned char *acc_tmp; /* one accumulator, for merges */
+    eddy_collector_t *out;  /* while timers fire */
+} window_op_t;
+
+/* ---- windows ------------------------------------------------------------ */
+
+static void put_be64(unsigned char *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v ^ (UINT64_C(1) << 63);
+    for (int i = 7; i >= 0; i--, u >>= 8)
+        p[i] = (unsigned char)u;
+}
+
+static int64_t get_be64(const unsigned char *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u = (u << 8) | p[i];
+    return (int64_t)(u ^ (UINT64_C(1) << 63));
+}
+
+static void window_encode(unsigned char ns[WIN_NS], eddy_window_t w)
+{
+    put_be64(ns, w.start);
+    put_be64(ns + 8, w.end);
+}
+
+static eddy_window_t window_decode(const unsigned char *ns)
+{
+    eddy_window_t w = {get_be64(ns), get_be64(ns + 8)};
+    return w;
+}
+
+static int64_t sat64(__int128 v)
+{
+    return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
+
+static int64_t max_ts(eddy_window_t w) { return w.end - 1; }
+
+/* Flink's cleanup time: end - 1 + lateness, saturating (event time only). */
+static int64_t cleanup_time(const window_conf_t *c, eddy_window_t w)
+{
+    return c->processing ? max_ts(w) : sat64((__int128)max_ts(w) + c->lateness);
+}
+
+static bool window_late(const window_op_t *op, eddy_window_t w)
+{
+    return !op->c->processing && cleanup_time(op->c, w) <= op->wm;
+}
+
+/* Flink's TimeWindow.getWindowStartWithOffset, without overflow. */
+static __int128 window_start(int64_t ts, int64_t offset, int64_t size)
+{
+    __int128 rem = ((__int128)ts - offset) % size;
+    if (rem < 0)
+        rem += size;
+    return (__int128)ts - rem;
+}
+
+static bool windows_intersect(eddy_window_t a, eddy_window_t b)
+{
+    return a.start <= b.end && a.end >= b.start;
+}
+
+static eddy_time_domain_t domain(const window_op_t *op)
+{
+    return op->c->processing ? EDDY_PROCESSING_TIME : EDDY_EVENT_TIME;
+}
+
+static int64_t processing_time(const window_op_t *op)
+{
+    return op->ticked ? op->proc_now : eddy_wall_ms();
+}
+
+/* ---- per-window state -------------------------------------------------- */
+
+/* key ++ window in op->scratch; returns its length (0 when out of memory). */
+static uint32_t acc_key(window_op_t *op, const char *key, uint32_t klen, eddy_window_t sw)
+{
+    size_t need = (size_t)klen + WIN_NS;
+    if (need > op->scratch_cap) {
+        char *p = realloc(op->scratch, need);
+        if (!p)
+            return 0;
+        op->scratch = p;
+        op->scratch_cap = need;
+    }
+    if (klen)
+        memcpy(op->scratch, key, klen);
+    window_encode((unsigned char *)op->scratch + klen, sw);
+    return (uint32_t)need;
+}
+
+static void *acc_get(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                     eddy_window_t sw)
+{
+    uint32_t n = acc_key(op, key, klen, sw);
+    if (!n)
+        return NULL;
+    return eddy_keyed_state_get(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n);
+}
+
+static void acc_remove(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                       eddy_window_t sw)
+{
+    uint32_t n = acc_key(op, key, klen, sw);
+    if (n)
+        eddy_keyed_state_remove(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n);
+}
+
+/* Folds rec into the state of (key, sw); *created when the state is new. */
+static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                     eddy_window_t sw, const eddy_record_t *rec, bool *created, eddy_err_t *err)
+{
+    if (op->c->store == STORE_LIST) {
+        unsigned char ns[WIN_NS];
+        window_encode(ns, sw);
+        if (eddy_list_state_add(op->lists, kg, key, klen, ns, WIN_NS, rec) < 0)
+            return eddy_err_set(err, "window: out of memory in list state");
+        *created = eddy_list_state_size(op->lists, kg, key, klen, ns, WIN_NS) == 1;
+        return 0;
+    }
+    uint32_t n = acc_key(op, key, klen, sw);
+    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
+                                            op->scratch, n, created)
+                  : NULL;
+    if (!acc)
+        return eddy_err_set(err, "window: out of memory in window state");
+    if (op->c->store == STORE_REDUCE) {
+        int64_t *v = acc;
+        *v = *created ? rec->value : op->udf->reduce(*v, rec->value);
+    } else {
+        if (*created && op->udf->aggregate.create)
+            op->udf->aggregate.create(acc);
+        op->udf->aggregate.add(acc, rec);
+    }
+    return 0;
+}
+
+static void state_clear(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                        eddy_window_t sw)
+{
+    if (op->c->store == STORE_LIST) {
+        unsigned char ns[WIN_NS];
+        window_encode(ns, sw);
+        eddy_list_state_clear(op->lists, kg, key, klen, ns, WIN_NS);
+    } else {
+        acc_remove(op, kg, key, klen, sw);
+    }
+}
+
+/* Merges the state of (key, from) into (key, to) and removes it. */
+static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                       eddy_window_t to, eddy_window_t from, eddy_err_t *err)
+{
+    if (op->c->store == STORE_LIST) {
+        unsigned char a[WIN_NS], b[WIN_NS];
+        window_encode(a, to);
+        window_encode(b, from);
+        if (eddy_list_state_move(op->lists, kg, key, klen, b, WIN_NS, a, WIN_NS) < 0)
+            return eddy_err_set(err, "window: out of memory merging sessions");
+        return 0;
+    }
+    void *other = acc_get(op, kg, key, klen, from);
+    if (!other)
+        return 0;
+    memcpy(op->acc_tmp, other, op->c->acc_size);
+    acc_remove(op, kg, key, klen, from);
+    uint32_t n = acc_key(op, key, klen, to);
+    bool created = false;
+    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
+                                            op->scratch, n, &created)
+                  : NULL;
+    if (!acc)
+        return eddy_err_set(err, "window: out of memory merging sessions");
+    if (created)
+        memcpy(acc, op->acc_tmp, op->c->acc_size);
+    else if (op->c->store == STORE_REDUCE)
+        *(int64_t *)acc = op->udf->reduce(*(int64_t *)acc, *(int64_t *)op->acc_tmp);
+    else
+        op->udf->aggregate.merge(acc, op->acc_tmp);
+    return 0;
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+static int timer_add(window_op_t *op, int64_t time, uint32_t kg, const char *key, uint32_t klen,
+                     eddy_window_t w, eddy_err_t *err)
+{
+    unsigned char ns[WIN_NS];
+    window_encode(ns, w);
+    if (eddy_timers_register(op->timers, domain(op), time, kg, key, klen, ns, WIN_NS) < 0)
+        return eddy_err_set(err, "window: out of memory registering a timer");
+    return 0;
+}
+
+static void timer_del(window_op_t *op, int64_t time, uint32_t kg, const char *key, uint32_t klen,
+                      eddy_window_t w)
+{
+    unsigned char ns[WIN_NS];
+    window_encode(ns, w);
+    eddy_timers_delete(op->timers, domain(op), time, kg, key, klen, ns, WIN_NS);
+}
+
+/* Timers of a window whose state was just created: the trigger's at end - 1
+ * (unless the watermark is past it: the caller fires at once) and the
+ * cleanup timer (Flink's registerCleanupTimer). */
+static int timers_for_new_window(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                                 eddy_window_t w, eddy_err_t *err)
+{
+    int64_t t = max_ts(w), clean = cleanup_time(op->c, w);
+    if ((op->c->processing || t > op->wm) && timer_add(op, t, kg, key, klen, w, err) < 0)
+        return -1;
+    if (clean != t && timer_add(op, clean, kg, key, klen, w, err) < 0)
+        return -1;
+    return 0;
+}
+
+static void timers_delete_window(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                                 eddy_window_t w)
+{
+    int64_t t = max_ts(w), clean = cleanup_time(op->c, w);
+    timer_del(op, t, kg, key, klen, w);
+    if (clean != t)
+        timer_del(op, clean, kg, key, klen, w);
+}
+
+/* ---- firing ------------------------------------------------------------- */
+
+typedef struct list_elements {
+    eddy_window_elements_t base;
+    eddy_list_state_t *lists;
+    uint32_t kg;
+    const char *key;
+    uint32_t klen;
+    unsigned char ns[WIN_NS];
+} list_elements_t;
+
+static void list_get(const eddy_window_elements_t *self, size_t i, eddy_record_t *rec)
+{
+    const list_elements_t *e = (const list_elements_t *)self;
+    if (!eddy_list_state_at(e->lists, e->kg, e->key, e->klen, e->ns, WIN_NS, i, rec))
+        *rec = eddy_record_make("", 0, 0);
+}
+
+typedef struct one_element {
+    eddy_window_elements_t base;
+    eddy_record_t rec;
+} one_element_t;
+
+static void one_get(const eddy_window_elements_t *self, size_t i, eddy_record_t *rec)
+{
+    (void)i;
+    *rec = ((const one_element_t *)self)->rec;
+}
+
+/* Stamps what a process function emits with the window's end - 1. */
+typedef struct stamping {
+    eddy_collector_t base;
+    eddy_collector_t *down;
+    int64_t ts;
+} stamping_t;
+
+static void stamp_emit(eddy_collector_t *c, const eddy_record_t *rec)
+{
+    stamping_t *s = (stamping_t *)c;
+    eddy_record_t r = *rec;
+    r.timestamp = s->ts;
+    eddy_emit(s->down, &r);
+}
+
+/* Emits window w's contents, kept under state window sw (nothing when empty). */
+static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char *key,
+                 uint32_t klen, eddy_window_t w, eddy_window_t sw)
+{
+    const eddy_window_udf_t *udf = op->udf;
+    eddy_window_context_t wc = {key, klen, w, op->wm, processing_time(op), op->c->config};
+    stamping_t stamp = {{stamp_emit}, out, max_ts(w)};
+    if (op->c->store == STORE_LIST) {
+        list_elements_t e = {{0, list_get}, op->lists, kg, key, klen, {0}};
+        window_encode(e.ns, sw);
+        e.base.count = eddy_list_state_size(op->lists, kg, key, klen, e.ns, WIN_NS);
+        if (e.base.count)
+            udf->process(&wc, &e.base, &stamp.base);
+        return;
+    }
+    const void *acc = acc_get(op, kg, key, klen, sw);
+    if (!acc)
+        return;
+    int64_t result = op->c->store == STORE_REDUCE ? *(const int64_t *)acc
+                                                  : udf->aggregate.result(acc);
+    eddy_record_t rec = {key, klen, EDDY_INSERT, result, max_ts(w)};
+    if (!udf->process) {
+        eddy_emit(out, &rec);
+        return;
+    }
+    one_element_t one = {{1, one_get}, rec};
+    udf->process(&wc, &one.base, &stamp.base);
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static session_set_t **session_slot(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                                    bool create)
+{
+    uint64_t h = eddy_key_hash(key, klen);
+    if (!create)
+        return eddy_keyed_state_get(op->sessions, kg, h, key, klen);
+    return eddy_keyed_state_upsert(op->sessions, kg, h, key, klen, NULL);
+}
+
+static void session_forget_key(window_op_t *op, uint32_t kg, const char *key, uint32_t klen)
+{
+    session_set_t **slot = session_slot(op, kg, key, klen, false);
+    if (slot) {
+        free(*slot);
+        eddy_keyed_state_remove(op->sessions, kg, eddy_key_hash(key, klen), key, klen);
+    }
+}
+
+/* Index of window w in the set, or -1. */
+static int64_t session_find(const session_set_t *s, eddy_window_t w)
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->e[mid].w.start < w.start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n && s->e[lo].w.start == w.start && s->e[lo].w.end == w.end ? (int64_t)lo : -1;
+}
+
+/* Flink's MergingWindowSet.addWindow plus WindowOperator's merge function:
+ * adds [ts, ts + gap) to the key's set, merging it with every window it
+ * intersects. *actual is the window the record belongs to, *sw the window
+ * its state lives under; *fresh when the window was not in the set before
+ * in this shape (it needs its timers); *late when it is a new window that
+ * is already late (nothing was added). */
+static int session_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                       eddy_window_t w, eddy_window_t *actual, eddy_window_t *sw, bool *fresh,
+                       bool *late, eddy_err_t *err)
+{
+    *fresh = *late = false;
+    session_set_t **slot = session_slot(op, kg, key, klen, true);
+    if (!slot)
+        return eddy_err_set(err, "window: out of memory in session state");
+    session_set_t *s = *slot;
+    uint32_t n = s ? s->n : 0;
+    /* Windows are sorted and disjoint, so ends are sorted too: the ones w
+     * intersects are one run [lo, hi). */
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->e[mid].w.end < w.start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    hi = lo;
+    while (hi < n && windows_intersect(s->e[hi].w, w))
+        hi++;
+
+    if (hi == lo) { /* a new session */
+        if (window_late(op, w)) {
+            *late = true;
+            if (n == 0)
+                session_forget_key(op, kg, key, klen);
+            return 0;
+        }
+        if (!s || s->n == s->cap) {
+            uint32_t cap = s ? s->cap * 2 : 2;
+            session_set_t *g = realloc(s, sizeof *s + (size_t)cap * sizeof s->e[0]);
+            if (!g) {
+                if (!s)
+                    session_forget_key(op, kg, key, klen);
+                return eddy_err_set(err, "window: out of memory in session state");
+            }
+            if (!s)
+                g->n = 0;
+            g->cap = cap;
+            s = *slot = g;
+        }
+        memmove(&s->e[lo + 1], &s->e[lo], (size_t)(s->n - lo) * sizeof s->e[0]);
+        s->e[lo].w = s->e[lo].sw = w;
+        s->n++;
+        *actual = *sw = w;
+        *fresh = true;
+        return 0;
+    }
+
+    eddy_window_t cover = w;
+    for (uint32_t i = lo; i < hi; i++) {
+        if (s->e[i].w.start < cover.start)
+            cover.start = s->e[i].w.start;
+        if (s->e[i].w.end > cover.end)
+            cover.end = s->e[i].w.end;
+    }
+    if (hi - lo == 1 && s->e[lo].w.start == cover.start && s->e[lo].w.end == cover.end) {
+        *actual = cover; /* inside an existing session: nothing changes */
+        *sw = s->e[lo].sw;
+        return 0;
+    }
+    /* The merged windows' timers go, the merged window gets its own (the
+     * caller registers them), their state moves under the first one's
+     * state window. Copy the run first: the merges below may not touch s,
+     * but keep it simple and safe. */
+    eddy_window_t target = s->e[lo].sw;
+    if (window_late(op, cover))
+        return eddy_err_set(err, "window: merging made a window end before the watermark");
+    for (uint32_t i = lo; i < hi; i++)
+        timers_delete_window(op, kg, key, klen, s->e[i].w);
+    for (uint32_t i = lo + 1; i < hi; i++)
+        if (state_merge(op, kg, key, klen, target, s->e[i].sw, err) < 0)
+            return -1;
+    s->e[lo].w = cover;
+    memmove(&s->e[lo + 1], &s->e[hi], (size_t)(s->n - hi) * sizeof s->e[0]);
+    s->n -= hi - lo - 1;
+    *actual = cover;
+    *sw = target;
+    *fresh = true;
+    return 0;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static void late_record(window_op_t *op, const eddy_record_t *rec, eddy_collector_t *out)
+{
+    if (op->late_records)
+        (*op->late_records)++;
+    if (op->c->emit_late) {
+        eddy_record_t r = *rec;
+        r.kind = EDDY_LATE;
+        eddy_emit(out, &r);
+    }
+}
+
+/* Adds rec to window w of the key (non-merging assigners). */
+static int add_to_window(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                         eddy_window_t w, const eddy_record_t *rec, eddy_collector_t *out,
+                         eddy_err_t *err)
+{
+    bool created;
+    if (state_add(op, kg, key, klen, w, rec, &created, err) < 0)
+        return -1;
+    if (created && timers_for_new_window(op, kg, key, klen, w, err) < 0)
+        return -1;
+    /* Flink's EventTimeTrigger: a window already past end - 1 (but within
+     * lateness) fires at once with the updated contents. */
+    if (!op->c->processing && max_ts(w) <= op->wm)
+        fire(op, out, kg, key, klen, w, w);
+    return 0;
+}
+
+static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                          eddy_err_t *err)
+{
+    window_op_t *op = self;
+    const window_conf_t *c = op->c;
+    const char *key;
+    uint32_t klen = op->key_fn(rec, &key);
+    uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
+    int64_t ts = c->processing ? processing_time(op) : rec->timestamp;
+    bool skipped = true;
+
+    if (c->assigner == ASSIGN_TUMBLING) {
+        __int128 start = window_start(ts, c->offset, c->size);
+        eddy_window_t w = {sat64(start), sat64(start + c->size)};
+        if (!window_late(op, w)) {
+            skipped = false;
+            if (add_to_window(op, kg, key, klen, w, rec, out, err) < 0)
+                return -1;
+        }
+    } else if (c->assigner == ASSIGN_SLIDING) {
+        /* Flink's order: the latest window first. */
+        for (__int128 start = window_start(ts, c->offset, c->slide); start > (__int128)ts - c->size;
+             start -= c->slide) {
+            eddy_window_t w = {sat64(start), sat64(start + c->size)};
+            if (window_late(op, w))
+                continue;
+            skipped = false;
+            if (add_to_window(op, kg, key, klen, w, rec, out, err) < 0)
+                return -1;
+        }
+    } else {
+        eddy_window_t w = {ts, sat64((__int128)ts + c->gap)}, actual, sw;
+        bool fresh, late;
+        if (session_add(op, kg, key, klen, w, &actual, &sw, &fresh, &late, err) < 0)
+            return -1;
+        if (!late) {
+            skipped = false;
+            bool created;
+            if (state_add(op, kg, key, klen, sw, rec, &created, err) < 0)
+                return -1;
+            if (fresh && timers_for_new_window(op, kg, key, klen, actual, err) < 0)
+                return -1;
+            if (!c->processing && max_ts(actual) <= op->wm)
+                fire(op, out, kg, key, klen, actual, sw);
+        }
+    }
+    /* Flink drops (and counts) a record only when it was skipped by every
+     * window and is itself late; a record between sliding windows that are
+     * not late is dropped silently, as there. */
+    if (skipped && !c->processing && sat64((__int128)ts + c->lateness) <= op->wm)
+        late_record(op, rec, out);
+    return 0;
+}
+
+/* ---- timers firing ------------------------------------------------------ */
+
+static int on_timer(void *vctx, const eddy_timer_t *t, eddy_err_t *err)
+{
+    window_op_t *op = vctx;
+    if (t->ns_len != WIN_NS)
+        return eddy_err_set(err, "window: a timer has a namespace of %u bytes", t->ns_len);
+    const char *key = t->key;
+    uint32_t klen = t->key_len, kg = t->kg;
+    eddy_window_t w = window_decode(t->ns), sw = w;
+    session_set_t *s = NULL;
+    int64_t idx = -1;
+    if (op->c->assigner == ASSIGN_SESSION) {
+        session_set_t **slot = session_slot(op, kg, key, klen, false);
+        s = slot ? *slot : NULL;
+        idx = s ? session_find(s, w) : -1;
+        if (idx < 0)
+            return 0; /* a timer of a window merged away (Flink ignores it too) */
+        sw = s->e[idx].sw;
+    }
+    /* Processing-time triggers fire on any of their timers; event-time ones
+     * at end - 1 only (not at the cleanup timer of a lateness). */
+    if (op->c->processing || t->time == max_ts(w))
+        fire(op, op->out, kg, key, klen, w, sw);
+    if (t->time == cleanup_time(op->c, w)) {
+        state_clear(op, kg, key, klen, sw);
+        timers_delete_window(op, kg, key, klen, w);
+        if (s) {
+            memmove(&s->e[idx], &s->e[idx + 1], (size_t)(s->n - (uint32_t)idx - 1) * sizeof s->e[0]);
+            if (--s->n == 0)
+                session_forget_key(op, kg, key, klen);
+        }
+    }
+    return 0;
+}
+
+static int window_watermark(void *self, int64_t wm, eddy_collector_t *out, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    if (wm <= op->wm)
+        return 0;
+    op->wm = wm;
+    if (op->c->processing)
+        return 0;
+    op->out = out;
+    int rc = eddy_timers_advance(op->timers, EDDY_EVENT_TIME, wm, on_timer, op, err);
+    op->out = NULL;
+    return rc;
+}
+
+static int window_tick(void *self, int64_t now_ms, eddy_collector_t *out, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    if (!op->ticked || now_ms > op->proc_now)
+        op->proc_now = now_ms;
+    op->ticked = true;
+    if (!op->c->processing)
+        return 0;
+    op->out = out;
+    int rc = eddy_timers_advance(op->timers, EDDY_PROCESSING_TIME, op->proc_now, on_timer, op, err);
+    op->out = NULL;
+    return rc;
+}
+
+/* End of a bounded input: processing-time windows still open fire (the
+ * runtime already moved event time to EDDY_WATERMARK_MAX). */
+static int window_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    if (!op->c->processing)
+        return 0;
+    op->out = out;
+    int rc = eddy_timers_advance(op->timers, EDDY_PROCESSING_TIME, INT64_MAX, on_timer, op, err);
+    op->out = NULL;
+    return rc;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void free_session(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    (void)ctx;
+    (void)key;
+    (void)key_len;
+    free(*(session_set_t **)value);
+}
+
+static void sessions_drop_group(window_op_t *op, uint32_t kg)
+{
+    if (!op->sessions)
+        return;
+    eddy_keyed_state_foreach(op->sessions, kg, free_session, NULL);
+    eddy_keyed_state_drop_group(op->sessions, kg);
+}
+
+static void window_close(void *self)
+{
+    window_op_t *op = self;
+    if (!op)
+        return;
+    if (op->sessions)
+        for (uint32_t kg = 0; kg < op->max_kg; kg++)
+            eddy_keyed_state_foreach(op->sessions, kg, free_session, NULL);
+    eddy_keyed_state_destroy(&op->sessions);
+    eddy_keyed_state_destroy(&op->accs);
+    eddy_list_state_destroy(&op->lists);
+    eddy_timers_destroy(&op->timers);
+    free(op->scratch);
+    free(op->acc_tmp);
+    free(op);
+}
+
+static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    if (!ctx->key_fn || !ctx->config || ctx->max_parallelism == 0) {
+        eddy_err_set(err, "window needs a keyed stage (key_by before it)");
+        return NULL;
+    }
+    const window_conf_t *c = ctx->config;
+    window_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    op->c = c;
+    op->udf = &c->kind->udf;
+    op->key_fn = ctx->key_fn;
+    op->max_kg = ctx->max_parallelism;
+    op->late_records = ctx->late_records;
+    op->wm = EDDY_WATERMARK_MIN;
+    op->timers = eddy_timers_new(op->max_kg);
+    bool ok = op->timers != NULL;
+    if (c->store == STORE_LIST) {
+        ok = ok && (op->lists = eddy_list_state_new(op->max_kg)) != NULL;
+    } else {
+        ok = ok && (op->accs = eddy_keyed_state_new(op->max_kg, c->acc_size)) != NULL;
+        ok = ok && (op->acc_tmp = calloc(1, c->acc_size)) != NULL;
+    }
+    if (c->assigner == ASSIGN_SESSION)
+        ok = ok && (op->sessions = eddy_keyed_state_new(op->max_kg, sizeof(session_set_t *)));
+    if (!ok) {
+        window_close(op);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    return op;
+}
+
+/* ---- per key group state ------------------------------------------------ */
+
+/* One versioned envelope per key group (msgpack):
+ *   [version, kg, assigner, store, acc_size, watermark,
+ *    timers (bin | nil), accs (bin | nil), lists (bin | nil),
+ *    [key (bin), [start, end, state_start, state_end, ...], ...]]
+ * The parts are the timer service's, keyed state's and list state's own
+ * per-group formats. The watermark lets a restored instance continue
+ * exactly: records it sees again are judged late as before. */
+
+typedef struct session_writer {
+    eddy_mpw_t *w;
+} session_writer_t;
+
+static void write_session(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    eddy_mpw_t *w = ((session_writer_t *)ctx)->w;
+    const session_set_t *s = *(session_set_t **)value;
+    eddy_mpw_bin(w, key, key_len);
+    eddy_mpw_array(w, s->n * 4);
+    for (uint32_t i = 0; i < s->n; i++) {
+        eddy_mpw_i64(w, s->e[i].w.start);
+        eddy_mpw_i64(w, s->e[i].w.end);
+        eddy_mpw_i64(w, s->e[i].sw.start);
+        eddy_mpw_i64(w, s->e[i].sw.end);
+    }
+}
+
+static void count_list(void *ctx, const void *key, uint32_t key_len, const void *ns,
+                       uint32_t ns_len, size_t n)
+{
+    (void)key;
+    (void)key_len;
+    (void)ns;
+    (void)ns_len;
+    *(size_t *)ctx += n;
+}
+
+static bool group_empty(window_op_t *op, uint32_t kg)
+{
+    if (op->accs && eddy_keyed_state_group_keys(op->accs, kg))
+        return false;
+    if (op->sessions && eddy_keyed_state_group_keys(op->sessions, kg))
+        return false;
+    size_t n = 0;
+    if (op->lists)
+        eddy_list_state_foreach(op->lists, kg, count_list, &n);
+    return n == 0;
+}
+
+static void write_part(eddy_mpw_t *w, const char *bytes, size_t len)
+{
+    if (bytes && len)
+        eddy_mpw_bin(w, bytes, len);
+    else
+        msgpack_pack_nil(&w->pk);
+}
+
+static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    *out = NULL;
+    *len = 0;
+    if (kg >= op->max_kg)
+        return eddy_err_set(err, "window: key group %u out of range", kg);
+    /* Timers exist only with state, so a group without state is empty. */
+    if (group_empty(op, kg))
+        return 0;
+    char *parts[3] = {NULL, NULL, NULL};
+    size_t lens[3] = {0, 0, 0};
+    int rc = eddy_timers_write_group(op->timers, kg, &parts[0], &lens[0], err);
+    if (rc == 0 && op->accs && eddy_keyed_state_group_keys(op->accs, kg))
+        rc = eddy_keyed_state_write_group(op->accs, kg, &parts[1], &lens[1], err);
+    if (rc == 0 && op->lists)
+        rc = eddy_list_state_write_group(op->lists, kg, &parts[2], &lens[2], err);
+    if (rc == 0) {
+        eddy_mpw_t w;
+        eddy_mpw_init(&w);
+        eddy_mpw_array(&w, 10);
+        eddy_mpw_u64(&w, WIN_STATE_VERSION);
+        eddy_mpw_u64(&w, kg);
+        eddy_mpw_u64(&w, op->c->assigner);
+        eddy_mpw_u64(&w, op->c->store);
+        eddy_mpw_u64(&w, op->c->acc_size);
+        eddy_mpw_i64(&w, op->wm);
+        for (int i = 0; i < 3; i++)
+            write_part(&w, parts[i], lens[i]);
+        uint32_t n_keys = op->sessions ? (uint32_t)eddy_keyed_state_group_keys(op->sessions, kg) : 0;
+        eddy_mpw_array(&w, n_keys * 2);
+        if (n_keys) {
+            session_writer_t sw = {&w};
+            eddy_keyed_state_foreach(op->sessions, kg, write_session, &sw);
+        }
+        *out = eddy_mpw_release(&w, len);
+        eddy_mpw_free(&w);
+        if (!*out)
+            rc = eddy_err_set(err, "out of memory");
+    }
+    for (int i = 0; i < 3; i++)
+        free(parts[i]);
+    return rc;
+}
+
+static void window_drop_group(void *self, uint32_t kg)
+{
+    window_op_t *op = self;
+    if (kg >= op->max_kg)
+        return;
+    eddy_timers_drop_group(op->timers, kg);
+    if (op->accs)
+        eddy_keyed_state_drop_group(op->accs, kg);
+    if (op->lists)
+        eddy_list_state_drop_group(op->lists, kg);
+    sessions_drop_group(op, kg);
+}
+
+typedef struct acc_check {
+    uint32_t kg, max_kg;
+    bool bad;
+} acc_check_t;
+
+static void check_acc_key(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    (void)value;
+    acc_check_t *c = ctx;
+    if (key_len < WIN_NS || eddy_key_group_of(key, key_len - WIN_NS, c->max_kg) != c->kg)
+        c->bad = true;
+}
+
+/* A nil or bin part: its bytes (NULL/0 for nil). */
+static const char *read_part(eddy_mpr_t *r, uint32_t *len)
+{
+    *len = 0;
+    if (r->ok && r->next < r->count && r->items[r->next].type == MSGPACK_OBJECT_NIL) {
+        r->next++;
+        return NULL;
+    }
+    return eddy_mpr_bytes(r, UINT32_MAX, len);
+}
+
+static int read_sessions(window_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_t *err)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, UINT32_MAX, &si, &sc, &sn);
+    if (r->ok && (n % 2 || (n && !op->sessions)))
+        eddy_mpr_fail(r, n % 2 ? "sessions: odd element count" : "sessions for a non-session window");
+    for (uint32_t k = 0; r->ok && k < n / 2; k++) {
+        uint32_t klen;
+        const char *key = eddy_mpr_bytes(r, EDDY_RECORD_MAX_BYTES, &klen);
+        const msgpack_object *ii;
+        uint32_t ic, in;
+        uint32_t m = eddy_mpr_enter(r, UINT32_MAX, &ii, &ic, &in);
+        if (!r->ok)
+            break;
+        if (m == 0 || m % 4) {
+            eddy_mpr_fail(r, "sessions: a window set needs 4 integers per window");
+            break;
+        }
+        if (eddy_key_group_of(key, klen, op->max_kg) != kg) {
+            eddy_mpr_fail(r, "sessions: a key of another key group");
+            break;
+        }
+        session_set_t *s = malloc(sizeof *s + (size_t)(m / 4) * sizeof s->e[0]);
+        if (!s) {
+            eddy_mpr_fail(r, "out of memory");
+            break;
+        }
+        s->n = s->cap = m / 4;
+        for (uint32_t i = 0; i < s->n; i++) {
+            s->e[i].w.start = eddy_mpr_i64(r);
+            s->e[i].w.end = eddy_mpr_i64(r);
+            s->e[i].sw.start = eddy_mpr_i64(r);
+            s->e[i].sw.end = eddy_mpr_i64(r);
+            if (r->ok && (s->e[i].w.start >= s->e[i].w.end || s->e[i].sw.start >= s->e[i].sw.end ||
+                          (i && !(s->e[i - 1].w.end < s->e[i].w.start))))
+                eddy_mpr_fail(r, "sessions: windows must be non-empty, sorted and disjoint");
+        }
+        eddy_mpr_leave(r, ii, ic, in);
+        bool created = false;
+        session_set_t **slot =
+            r->ok ? eddy_keyed_state_upsert(op->sessions, kg, eddy_key_hash(key, klen), key, klen,
+                                            &created)
+                  : NULL;
+        if (!slot || !created) {
+            free(s);
+            if (r->ok)
+                eddy_mpr_fail(r, slot ? "sessions: a key appears twice" : "out of memory");
+            break;
+        }
+        *slot = s;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+    (void)err;
+    return r->ok ? 0 : -1;
+}
+
+static int window_read_group(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    if (kg >= op->max_kg)
+        return eddy_err_set(err, "window: key group %u out of range", kg);
+    window_drop_group(op, kg);
+    if (len == 0)
+        return 0;
+    eddy_mpr_t r;
+    if (eddy_mpr_open(&r, data, len, err) < 0)
+        return eddy_err_wrap(err, "window state of key group %u", kg);
+    uint64_t version = eddy_mpr_u64(&r, UINT32_MAX);
+    uint64_t gk = eddy_mpr_u64(&r, UINT32_MAX);
+    uint64_t assigner = eddy_mpr_u64(&r, 2);
+    uint64_t store = eddy_mpr_u64(&r, 2);
+    uint64_t acc_size = eddy_mpr_u64(&r, WIN_MAX_ACC);
+    int64_t wm = eddy_mpr_i64(&r);
+    int rc = 0;
+    if (r.ok && version != WIN_STATE_VERSION)
+        rc = eddy_err_set(err, "window state of key group %u has version %" PRIu64 ", expected %u",
+                          kg, version, WIN_STATE_VERSION);
+    else if (r.ok && gk != kg)
+        rc = eddy_err_set(err, "window state of key group %" PRIu64 " given for key group %u", gk, kg);
+    else if (r.ok && (assigner == ASSIGN_SESSION) != (op->c->assigner == ASSIGN_SESSION))
+        rc = eddy_err_set(err, "window state of key group %u was written by a %s window, this one is %s",
+                          kg, assigner_names[assigner], assigner_names[op->c->assigner]);
+    else if (r.ok && (store != op->c->store || acc_size != op->c->acc_size))
+        rc = eddy_err_set(err, "window state of key group %u holds %s, this window keeps %s", kg,
+                          store == STORE_LIST ? "element lists" : "accumulators",
+                          op->c->store == STORE_LIST ? "element lists" : "accumulators of another size");
+    bool own_msg = rc < 0; /* already names the key group */
+    uint32_t tl = 0, al = 0, ll = 0;
+    const char *tb = NULL, *ab = NULL, *lb = NULL;
+    if (rc == 0) {
+        tb = read_part(&r, &tl);
+        ab = read_part(&r, &al);
+        lb = read_part(&r, &ll);
+        if (r.ok && ((ab && !op->accs) || (lb && !op->lists)))
+            eddy_mpr_fail(&r, "state of another kind of window");
+    }
+    if (rc == 0 && r.ok && tb && eddy_timers_read_group(op->timers, kg, tb, tl, err) < 0)
+        rc = -1;
+    if (rc == 0 && r.ok && ab) {
+        if (eddy_keyed_state_read_group(op->accs, kg, ab, al, err) < 0) {
+            rc = -1;
+        } else {
+            acc_check_t check = {kg, op->max_kg, false};
+            eddy_keyed_state_foreach(op->accs, kg, check_acc_key, &check);
+            if (check.bad)
+                eddy_mpr_fail(&r, "accumulators: a key of another key group");
+        }
+    }
+    if (rc == 0 && r.ok && lb && eddy_list_state_read_group(op->lists, kg, lb, ll, err) < 0)
+        rc = -1;
+    if (rc == 0 && r.ok)
+        read_sessions(op, kg, &r, err);
+    if (rc == 0 && eddy_mpr_finish(&r, "window state", err) < 0)
+        rc = -1;
+    eddy_mpr_close(&r);
+    if (rc < 0) {
+        window_drop_group(op, kg);
+        return own_msg ? -1 : eddy_err_wrap(err, "window state of key group %u", kg);
+    }
+    if (wm > op->wm)
+        op->wm = wm;
+    return 0;
+}
+
+static const eddy_operator_ops_t window_ops = {
+    .kind = "window",
+    .open = window_open,
+    .process = window_process,
+    .finish = window_finish,
+    .close = window_close,
+    .watermark = window_watermark,
+    .tick = window_tick,
+    .write_group = window_write_group,
+    .read_group = window_read_group,
+    .drop_group = window_drop_group,
+};
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* The type of key in cfg, or -1 when absent. */
+static int config_type(const eddy_config_t *cfg, const char *key)
+{
+    for (size_t i = 0; i < eddy_config_count(cfg); i++)
+        if (!strcmp(eddy_config_key_at(cfg, i), key))
+            return (int)eddy_config_type_at(cfg, i);
+    return -1;
+}
+
+static int get_int(const eddy_config_t *cfg, const char *kind, const char *key, int64_t dflt,
+                   int64_t *v, eddy_err_t *err)
+{
+    int t = config_type(cfg, key);
+    if (t >= 0 && t != EDDY_CONFIG_INT)
+        return eddy_err_set(err, "window '%s': '%s' must be an integer (milliseconds)", kind, key);
+    *v = t < 0 ? dflt : eddy_config_int(cfg, key, dflt);
+    return 0;
+}
+
+static int get_str(const eddy_config_t *cfg, const char *kind, const char *key, const char *dflt,
+                   const char **v, eddy_err_t *err)
+{
+    int t = config_type(cfg, key);
+    if (t >= 0 && t != EDDY_CONFIG_STR)
+        return eddy_err_set(err, "window '%s': '%s' must be a string", kind, key);
+    *v = eddy_config_str(cfg, key, dflt);
+    return 0;
+}
+
+static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window_conf_t *c,
+                        eddy_err_t *err)
+{
+    const char *name = k->name, *assigner = NULL, *time = NULL, *late = NULL;
+    if (get_str(cfg, name, "assigner", NULL, &assigner, err) < 0 ||
+        get_str(cfg, name, "time", "event", &time, err) < 0 ||
+        get_str(cfg, name, "late", "drop", &late, err) < 0 ||
+        get_int(cfg, name, "size_ms", 0, &c->size, err) < 0 ||
+        get_int(cfg, name, "slide_ms", 0, &c->slide, err) < 0 ||
+        get_int(cfg, name, "offset_ms", 0, &c->offset, err) < 0 ||
+        get_int(cfg, name, "gap_ms", 0, &c->gap, err) < 0 ||
+        get_int(cfg, name, "lateness_ms", 0, &c->lateness, err) < 0)
+        return -1;
+    if (!assigner)
+        return eddy_err_set(err, "window '%s': 'assigner' is required (tumbling, sliding or session)",
+                            name);
+    if (!strcmp(assigner, "tumbling"))
+        c->assigner = ASSIGN_TUMBLING;
+    else if (!strcmp(assigner, "sliding"))
+        c->assigner = ASSIGN_SLIDING;
+    else if (!strcmp(assigner, "session"))
+        c->assigner = ASSIGN_SESSION;
+    else
+        return eddy_err_set(err, "window '%s': 'assigner' is '%s'; expected tumbling, sliding or session",
+                            name, assigner);
+    /* Keys of other assigners are mistakes, not parameters of the user's. */
+    static const char *const only[3][3] = {{"slide_ms", "gap_ms", NULL},
+                                           {"gap_ms", NULL, NULL},
+                                           {"size_ms", "slide_ms", "offset_ms"}};
+    for (int i = 0; i < 3 && only[c->assigner][i]; i++)
+        if (eddy_config_has(cfg, only[c->assigner][i]))
+            return eddy_err_set(err, "window '%s': '%s' does not apply to assigner '%s'", name,
+                                only[c->assigner][i], assigner);
+    if (c->assigner == ASSIGN_SESSION) {
+        if (c->gap <= 0)
+            return eddy_err_set(err, "window '%s': 'gap_ms' must be > 0 for session windows (got %" PRId64 ")",
+                                name, c->gap);
+    } else {
+        if (c->size <= 0)
+            return eddy_err_set(err, "window '%s': 'size_ms' must be > 0 for %s windows (got %" PRId64 ")",
+                                name, assigner, c->size);
+        if (c->assigner == ASSIGN_SLIDING) {
+            if (c->slide <= 0)
+                return eddy_err_set(err, "window '%s': 'slide_ms' must be > 0 (got %" PRId64 ")", name,
+                                    c->slide);
+            if (c->size / c->slide + 1 > WIN_MAX_PER_RECORD)
+                return eddy_err_set(err, "window '%s': 'size_ms' / 'slide_ms' puts a record in more than %d windows",
+                                    name, WIN_MAX_PER_RECORD);
+        } else {
+            c->slide = c->size;
+        }
+        if (c->offset <= -c->slide || c->offset >= c->slide)
+            return eddy_err_set(err, "window '%s': 'offset_ms' must satisfy |offset_ms| < %s (got %" PRId64 ")",
+                                name, c->assigner == ASSIGN_SLIDING ? "'slide_ms'" : "'size_ms'",
+                                c->offset);
+    }
+    if (!strcmp(time, "event"))
+        c->processing = false;
+    else if (!strcmp(time, "processing"))
+        c->processing = true;
+    else
+        return eddy_err_set(err, "window '%s': 'time' is '%s'; expected event or processing", name, time);
+    if (c->lateness < 0)
+        return eddy_err_set(err, "window '%s': 'lateness_ms' must be >= 0 (got %" PRId64 ")", name,
+                            c->lateness);
+    if (c->processing && eddy_config_has(cfg, "lateness_ms"))
+        return eddy_err_set(err, "window '%s': 'lateness_ms' applies to event time only", name);
+    if (!strcmp(late, "drop"))
+        c->emit_late = false;
+    else if (!strcmp(late, "emit"))
+        c->emit_late = true;
+    else
+        return eddy_err_set(err, "window '%s': 'late' is '%s'; expected drop or emit", name, late);
+
+    const eddy_window_udf_t *u = &k->udf;
+    c->store = u->reduce ? STORE_REDUCE : u->aggregate.acc_size ? STORE_AGGREGATE : STORE_LIST;
+    c->acc_size = c->store == STORE_REDUCE ? sizeof(int64_t)
+                  : c->store == STORE_AGGREGATE ? u->aggregate.acc_size : 0;
+    if (c->assigner == ASSIGN_SESSION && c->store == STORE_AGGREGATE && !u->aggregate.merge)
+        return eddy_err_set(err, "window '%s': session windows merge, so its aggregate needs merge()",
+                            name);
+    return 0;
+}
+
+static void *window_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+{
+    window_conf_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    c->kind = arg;
+    c->config = cfg;
+    if (parse_config(cfg, arg, c, err) < 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window_udf_t *udf,
+                         eddy_err_t *err)
+{
+    const char *n = name ? name : "";
+    if (!udf)
+        return eddy_err_set(err, "window '%s' needs its functions", n);
+    const eddy_aggregate_udf_t *a = &udf->aggregate;
+    bool has_agg = a->acc_size || a->create || a->add || a->merge || a->result;
+    if (udf->reduce && has_agg)
+        return eddy_err_set(err, "window '%s' takes reduce() or an aggregate, not both", n);
+    if (has_agg && (!a->add || !a->result || a->acc_size == 0 || a->acc_size > WIN_MAX_ACC))
+        return eddy_err_set(err, "window '%s': its aggregate needs add(), result() and an accumulator of 1..%d bytes",
+                            n, WIN_MAX_ACC);
+    if (!udf->reduce && !has_agg && !udf->process)
+        return eddy_err_set(err, "window '%s' needs reduce(), an aggregate or a process function", n);
+    if (strlen(n) >= sizeof((window_kind_t *)0)->name)
+        return eddy_err_set(err, "window name '%s' is too long", n);
+    window_kind_t *k = calloc(1, sizeof *k);
+    if (!k)
+        return eddy_err_set(err, "out of memory");
+    k->udf = *udf;
+    strcpy(k->name, n);
+    eddy_operator_kind_t kind = {name, &window_ops, window_configure, free, k};
+    return eddy_registry_add_operator_owned(r, &kind, k, err);
+}
