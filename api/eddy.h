@@ -1,7 +1,8 @@
 /* eddy.h - everything a job author includes: records and collectors
  * (net/record.h via operator.h), the operator and source interfaces
  * (operator.h), operator configurations (config.h), the stream builder
- * (stream.h), and registering kinds and jobs from a plugin (plugin.h).
+ * (stream.h), registering kinds and jobs from a plugin (plugin.h), and
+ * keyed process functions with state and timers (process.h).
  *
  * A plugin is built against these headers only:
  *   cc -shared -fPIC $(pkg-config --cflags eddy) -o libmyjob.so myjob.c
@@ -13,7 +14,8 @@
 #include "api/config.h"
 #include "api/operator.h"
 #include "api/plugin.h"
-#include "api/window.h"
+#include "api/process.h"
 #include "api/stream.h"
+#include "api/window.h"
 
 #endif
