@@ -373,7 +373,7 @@ static eddy_stream_t add_source(eddy_job_builder_t *b, const nexmark_flags_t *f)
     return eddy_event_time(src, &et);
 }
 
-static eddy_stream_t add_query(eddy_job_builder_t *b, eddy_stream_t events, const char *q,
+static eddy_stream_t add_query(eddy_stream_t events, const char *q,
                                bool *final_table)
 {
     eddy_config_t *pc = eddy_config_new();
@@ -465,7 +465,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     eddy_builder_set_max_parallelism(b, f.max_parallelism);
     eddy_builder_set_default_parallelism(b, f.parallelism);
     bool final_table;
-    eddy_stream_t rows = add_query(b, add_source(b, &f), f.query, &final_table);
+    eddy_stream_t rows = add_query(add_source(b, &f), f.query, &final_table);
     if (f.output) {
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", f.output) < 0)
