@@ -142,7 +142,7 @@ Test(nexmark, generator_source_equals_its_file)
 static void rescale_mid_run(const char *query, const char *op)
 {
     generate(EVENTS, "0");
-    const char *extra[] = {"--input", events_path, "--rate", "8000", NULL};
+    const char *extra[] = {"--input", events_path, "--rate", "4000", NULL};
     start_query(query, extra);
     char coord[64];
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
@@ -177,16 +177,15 @@ Test(nexmark, q3_join_survives_a_rescale)
 Test(nexmark, q7_survives_a_killed_worker)
 {
     generate(EVENTS, "0");
-    const char *extra[] = {"--input", events_path, "--rate", "10000", NULL};
+    const char *extra[] = {"--input", events_path, "--rate", "4000", NULL};
     start_query("q7", extra);
     bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, &job);
     cr_assert(ok, "job never reached state running; log:\n%s", log_text());
     /* Let a checkpoint or two complete, then kill one worker. */
-    json_t *st = NULL;
     pid_t victim = 0;
-    for (int tries = 0; tries < 100 && !victim; tries++) {
+    for (int tries = 0; tries < 200 && !victim && eddy_proc_alive(&job); tries++) {
         eddy_nap_ms(100);
-        st = eddy_test_status(ports[0]);
+        json_t *st = eddy_test_status(ports[0]);
         json_t *w = st ? json_array_get(json_object_get(st, "workers"), 0) : NULL;
         json_t *job_st = st ? eddy_test_status_job(st, "nexmark") : NULL;
         json_int_t chk = job_st ? json_integer_value(json_object_get(job_st, "last_checkpoint")) : 0;
