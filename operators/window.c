@@ -491,11 +491,11 @@ static int session_add(window_op_t *op, uint32_t kg, uint64_t h, const char *key
     }
     /* The merged windows' timers go, the merged window gets its own (the
      * caller registers them), their state moves under the first one's
-     * state window. Copy the run first: the merges below may not touch s,
-     * but keep it simple and safe. */
+     * state window. A merged window cannot end before the watermark here
+     * (Flink throws if it did); should a moved-in key group's windows be
+     * behind this instance's watermark, the merged window fires at once
+     * and is cleaned up at the next watermark instead. */
     eddy_window_t target = s->e[lo].sw;
-    if (window_late(op, cover))
-        return eddy_err_set(err, "window: merging made a window end before the watermark");
     for (uint32_t i = lo; i < hi; i++)
         timers_delete_window(op, kg, key, klen, s->e[i].w);
     for (uint32_t i = lo + 1; i < hi; i++)
