@@ -54,7 +54,10 @@
  *
  * Window state (accumulators or element lists, session window sets,
  * timers) is keyed state: checkpointed, restored and moved with its key
- * groups; accumulators are copied as bytes and must hold no pointers. */
+ * groups; accumulators are copied as bytes and must hold no pointers. A key
+ * group's state carries the watermark it was written at and an instance
+ * that reads it continues from at least that watermark, so a restore
+ * continues exactly (a replayed record is as late as it was). */
 #ifndef EDDY_API_WINDOW_H
 #define EDDY_API_WINDOW_H
 

@@ -387,21 +387,21 @@ static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char
 
 /* ---- sessions ----------------------------------------------------------- */
 
-static session_set_t **session_slot(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
-                                    bool create)
+static session_set_t **session_slot(window_op_t *op, uint32_t kg, uint64_t h, const char *key,
+                                    uint32_t klen, bool create)
 {
-    uint64_t h = eddy_key_hash(key, klen);
     if (!create)
         return eddy_keyed_state_get(op->sessions, kg, h, key, klen);
     return eddy_keyed_state_upsert(op->sessions, kg, h, key, klen, NULL);
 }
 
-static void session_forget_key(window_op_t *op, uint32_t kg, const char *key, uint32_t klen)
+static void session_forget_key(window_op_t *op, uint32_t kg, uint64_t h, const char *key,
+                               uint32_t klen)
 {
-    session_set_t **slot = session_slot(op, kg, key, klen, false);
+    session_set_t **slot = session_slot(op, kg, h, key, klen, false);
     if (slot) {
         free(*slot);
-        eddy_keyed_state_remove(op->sessions, kg, eddy_key_hash(key, klen), key, klen);
+        eddy_keyed_state_remove(op->sessions, kg, h, key, klen);
     }
 }
 
@@ -425,12 +425,12 @@ static int64_t session_find(const session_set_t *s, eddy_window_t w)
  * its state lives under; *fresh when the window was not in the set before
  * in this shape (it needs its timers); *late when it is a new window that
  * is already late (nothing was added). */
-static int session_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+static int session_add(window_op_t *op, uint32_t kg, uint64_t h, const char *key, uint32_t klen,
                        eddy_window_t w, eddy_window_t *actual, eddy_window_t *sw, bool *fresh,
                        bool *late, eddy_err_t *err)
 {
     *fresh = *late = false;
-    session_set_t **slot = session_slot(op, kg, key, klen, true);
+    session_set_t **slot = session_slot(op, kg, h, key, klen, true);
     if (!slot)
         return eddy_err_set(err, "window: out of memory in session state");
     session_set_t *s = *slot;
@@ -453,7 +453,7 @@ static int session_add(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         if (window_late(op, w)) {
             *late = true;
             if (n == 0)
-                session_forget_key(op, kg, key, klen);
+                session_forget_key(op, kg, h, key, klen);
             return 0;
         }
         if (!s || s->n == s->cap) {
@@ -461,7 +461,7 @@ static int session_add(window_op_t *op, uint32_t kg, const char *key, uint32_t k
             session_set_t *g = realloc(s, sizeof *s + (size_t)cap * sizeof s->e[0]);
             if (!g) {
                 if (!s)
-                    session_forget_key(op, kg, key, klen);
+                    session_forget_key(op, kg, h, key, klen);
                 return eddy_err_set(err, "window: out of memory in session state");
             }
             if (!s)
@@ -491,11 +491,11 @@ static int session_add(window_op_t *op, uint32_t kg, const char *key, uint32_t k
     }
     /* The merged windows' timers go, the merged window gets its own (the
      * caller registers them), their state moves under the first one's
-     * state window. Copy the run first: the merges below may not touch s,
-     * but keep it simple and safe. */
+     * state window. A merged window cannot end before the watermark here
+     * (Flink throws if it did); should a moved-in key group's windows be
+     * behind this instance's watermark, the merged window fires at once
+     * and is cleaned up at the next watermark instead. */
     eddy_window_t target = s->e[lo].sw;
-    if (window_late(op, cover))
-        return eddy_err_set(err, "window: merging made a window end before the watermark");
     for (uint32_t i = lo; i < hi; i++)
         timers_delete_window(op, kg, key, klen, s->e[i].w);
     for (uint32_t i = lo + 1; i < hi; i++)
@@ -547,7 +547,8 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
     const window_conf_t *c = op->c;
     const char *key;
     uint32_t klen = op->key_fn(rec, &key);
-    uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
+    uint64_t h = eddy_key_hash(key, klen);
+    uint32_t kg = eddy_key_group_of_hash(h, op->max_kg);
     int64_t ts = c->processing ? processing_time(op) : rec->timestamp;
     bool skipped = true;
 
@@ -573,7 +574,7 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
     } else {
         eddy_window_t w = {ts, sat64((__int128)ts + c->gap)}, actual, sw;
         bool fresh, late;
-        if (session_add(op, kg, key, klen, w, &actual, &sw, &fresh, &late, err) < 0)
+        if (session_add(op, kg, h, key, klen, w, &actual, &sw, &fresh, &late, err) < 0)
             return -1;
         if (!late) {
             skipped = false;
@@ -606,8 +607,10 @@ static int on_timer(void *vctx, const eddy_timer_t *t, eddy_err_t *err)
     eddy_window_t w = window_decode(t->ns), sw = w;
     session_set_t *s = NULL;
     int64_t idx = -1;
+    uint64_t h = 0;
     if (op->c->assigner == ASSIGN_SESSION) {
-        session_set_t **slot = session_slot(op, kg, key, klen, false);
+        h = eddy_key_hash(key, klen);
+        session_set_t **slot = session_slot(op, kg, h, key, klen, false);
         s = slot ? *slot : NULL;
         idx = s ? session_find(s, w) : -1;
         if (idx < 0)
@@ -624,7 +627,7 @@ static int on_timer(void *vctx, const eddy_timer_t *t, eddy_err_t *err)
         if (s) {
             memmove(&s->e[idx], &s->e[idx + 1], (size_t)(s->n - (uint32_t)idx - 1) * sizeof s->e[0]);
             if (--s->n == 0)
-                session_forget_key(op, kg, key, klen);
+                session_forget_key(op, kg, h, key, klen);
         }
     }
     return 0;

@@ -740,3 +740,146 @@ Test(window, config_errors_name_the_key)
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), -1, "names stay unique");
     eddy_registry_destroy(&r);
 }
+
+/* ---- randomised: restore and rescale against an uninterrupted run ---- */
+
+typedef struct big_out {
+    eddy_collector_t base;
+    char *rows[20000];
+    int n;
+} big_out_t;
+
+static void big_collect(eddy_collector_t *c, const eddy_record_t *rec)
+{
+    big_out_t *o = (big_out_t *)c;
+    cr_assert_lt(o->n, 20000);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%d %.*s=%lld@%lld", rec->kind, (int)rec->len, rec->data,
+             (long long)rec->value, (long long)rec->timestamp);
+    o->rows[o->n++] = strdup(buf);
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void big_free(big_out_t *o)
+{
+    for (int i = 0; i < o->n; i++)
+        free(o->rows[i]);
+    o->n = 0;
+}
+
+typedef struct event {
+    char data[16];
+    int64_t value, ts, wm; /* wm: a watermark after the record (INT64_MIN: none) */
+} event_t;
+
+static void drive(win_t *w, big_out_t *o, const event_t *e)
+{
+    eddy_err_t err = {{0}};
+    eddy_record_t r = {e->data, (uint32_t)strlen(e->data), EDDY_INSERT, e->value, e->ts};
+    cr_assert_eq(w->kind->ops->process(w->op, &r, &o->base, &err), 0, "%s", err.msg);
+    if (e->wm != INT64_MIN)
+        cr_assert_eq(w->kind->ops->watermark(w->op, e->wm, &o->base, &err), 0, "%s", err.msg);
+}
+
+static void random_run(const char *kind, const char *spec, unsigned seed)
+{
+    enum { N = 3000, SPLIT = 1500 };
+    static event_t ev[N];
+    srand(seed);
+    int64_t wm = INT64_MIN;
+    for (int i = 0; i < N; i++) {
+        int key = rand() % 40;
+        snprintf(ev[i].data, sizeof ev[i].data, "k%d:%d", key, i % 100);
+        ev[i].value = rand() % 100;
+        ev[i].ts = i * 3 + rand() % 120 - 60;
+        ev[i].wm = INT64_MIN;
+        if (i % 25 == 24 && i * 3 - 40 > wm)
+            ev[i].wm = wm = i * 3 - 40;
+    }
+    ev[N - 1].wm = EDDY_WATERMARK_MAX;
+
+    /* uninterrupted */
+    win_t a;
+    big_out_t oa = {.base.emit = big_collect};
+    win_open(&a, kind, spec);
+    for (int i = 0; i < SPLIT; i++)
+        drive(&a, &oa, &ev[i]);
+    big_free(&oa);
+    uint64_t late_at_split = a.late;
+
+    /* restored into a new instance at the split */
+    win_t b;
+    big_out_t ob = {.base.emit = big_collect};
+    win_open_twin(&b, &a);
+    copy_all_groups(&a, &b);
+    /* rescaled at the split: odd key groups move to a second instance */
+    win_t c, d;
+    big_out_t oc = {.base.emit = big_collect}, od = {.base.emit = big_collect};
+    win_open_twin(&c, &a);
+    win_open_twin(&d, &a);
+    copy_all_groups(&a, &c);
+    for (uint32_t kg = 1; kg < K; kg += 2)
+        move_group(&c, &d, kg);
+
+    for (int i = SPLIT; i < N; i++) {
+        drive(&a, &oa, &ev[i]);
+        drive(&b, &ob, &ev[i]);
+        const char *key;
+        eddy_record_t r = eddy_record_make(ev[i].data, (uint32_t)strlen(ev[i].data), 0);
+        uint32_t klen = key_before_colon(&r, &key);
+        uint32_t kg = eddy_key_group_of(key, klen, K);
+        event_t only_record = ev[i];
+        only_record.wm = INT64_MIN;
+        drive(kg % 2 ? &d : &c, kg % 2 ? &od : &oc, &only_record);
+        if (ev[i].wm != INT64_MIN) { /* watermarks reach every instance */
+            eddy_err_t err = {{0}};
+            cr_assert_eq(c.kind->ops->watermark(c.op, ev[i].wm, &oc.base, &err), 0);
+            cr_assert_eq(d.kind->ops->watermark(d.op, ev[i].wm, &od.base, &err), 0);
+        }
+    }
+    cr_assert_gt(oa.n, 50, "%s %s", kind, spec);
+    cr_assert_eq(ob.n, oa.n, "%s %s", kind, spec);
+    for (int i = 0; i < oa.n; i++)
+        cr_assert_str_eq(ob.rows[i], oa.rows[i], "%s %s: row %d", kind, spec, i);
+    cr_assert_eq(b.late, a.late - late_at_split);
+
+    /* the rescaled pair gives the same rows (in another interleaving) */
+    cr_assert_eq(oc.n + od.n, oa.n, "%s %s", kind, spec);
+    for (int i = 0; i < od.n; i++)
+        oc.rows[oc.n + i] = od.rows[i];
+    int n = oc.n + od.n;
+    qsort(oc.rows, (size_t)n, sizeof oc.rows[0], cmp_rows);
+    qsort(oa.rows, (size_t)oa.n, sizeof oa.rows[0], cmp_rows);
+    for (int i = 0; i < n; i++)
+        cr_assert_str_eq(oc.rows[i], oa.rows[i], "%s %s: sorted row %d", kind, spec, i);
+    cr_assert_eq(c.late + d.late, a.late - late_at_split);
+    oc.n = n;
+    od.n = 0;
+
+    assert_no_state(&a);
+    assert_no_state(&b);
+    assert_no_state(&c);
+    assert_no_state(&d);
+    big_free(&oa);
+    big_free(&ob);
+    big_free(&oc);
+    win_close(&d);
+    win_close(&c);
+    win_close(&b);
+    win_close(&a);
+}
+
+Test(window, random_streams_restore_and_rescale_like_an_uninterrupted_run)
+{
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        random_run("sum", "assigner=tumbling size_ms=50 lateness_ms=20", seed);
+        random_run("avg", "assigner=sliding size_ms=60 slide_ms=20 lateness_ms=10 late=emit", seed);
+        random_run("avg", "assigner=session gap_ms=15 lateness_ms=25", seed);
+        random_run("list", "assigner=session gap_ms=15", seed);
+        random_run("avg_process", "assigner=tumbling size_ms=40 offset_ms=7", seed);
+    }
+}
