@@ -121,6 +121,18 @@ typedef struct eddy_operator_ops {
     int (*write_group)(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
     int (*read_group)(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err);
     void (*drop_group)(void *self, uint32_t kg);
+    /* Operators that hold back output (a pre-aggregation) emit it here:
+     * called before a barrier goes downstream (may be NULL). */
+    int (*flush)(void *self, eddy_collector_t *out, eddy_err_t *err);
+    /* Local-global aggregation (Flink SQL's two-phase aggregation): a keyed
+     * operator whose records can be combined before the shuffle returns the
+     * ops of that combiner for its config (NULL: not exact here). eddy then
+     * chains the combiner, with the same config and the keyed step's key
+     * selector as ctx->key_fn, at the end of the stage feeding the keyed
+     * step (when that stage feeds nothing else); it sends EDDY_PARTIAL
+     * records, flushed before every barrier and watermark and at end of
+     * input, so it holds no state across a checkpoint. */
+    const struct eddy_operator_ops *(*combiner)(const void *config);
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

@@ -37,7 +37,7 @@ static void split_words(const eddy_record_t *in, eddy_collector_t *out, const ed
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
     const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *rate_schedule = NULL;
-    bool generate = false, cost_sleep = false;
+    bool generate = false, cost_sleep = false, no_combine = false;
     uint32_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
     uint32_t vocabulary = 10000, words = 8;
     uint64_t lines = 1000000, seed = 42;
@@ -57,6 +57,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_U32("max-parallelism", &max_parallelism, 1, EDDY_MAX_KEY_GROUPS, "K", "key groups (128)"),
         EDDY_FLAG_F64("cost-us", &cost_us, 0, MAX_COST_US, "US", "simulated cost per counted word (0)"),
         EDDY_FLAG_SWITCH("cost-sleep", &cost_sleep, "the cost sleeps instead of spinning"),
+        EDDY_FLAG_SWITCH("no-local-aggregation", &no_combine,
+                         "shuffle every word (no pre-aggregation before the shuffle)"),
         EDDY_FLAG_END,
     };
     int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
@@ -94,6 +96,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         eddy_config_set_str(sum, "emit", output ? "final" : "changelog");
         eddy_config_set_double(sum, "cost_us", cost_us);
         eddy_config_set_bool(sum, "cost_sleep", cost_sleep);
+        eddy_config_set_bool(sum, "combine", !no_combine);
     }
     eddy_stream_t counts = eddy_aggregate(eddy_key_by(words_s, "whole_record"), "count", "sum", sum);
     if (output) {
@@ -120,7 +123,9 @@ const eddy_job_kind_t eddy_wordcount_job = {
              "  --max-parallelism K            key groups (default 128)\n"
              "  --cost-us US                   simulated per-word cost in count (demos)\n"
              "  --cost-sleep                   the cost sleeps instead of spinning (needs no CPU:\n"
-             "                                 for more instances than cores)\n",
+             "                                 for more instances than cores)\n"
+             "  --no-local-aggregation         with --output, shuffle every word instead of\n"
+             "                                 per-instance partial counts (local-global)\n",
     .build = build,
 };
 

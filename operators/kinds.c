@@ -34,6 +34,7 @@ static void *sum_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t
     eddy_aggregate_sum_config(c, mode);
     c->cost_us = cost_us;
     c->cost_sleep = eddy_config_bool(cfg, "cost_sleep", false);
+    c->combine = eddy_config_bool(cfg, "combine", true);
     return c;
 }
 

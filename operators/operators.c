@@ -133,6 +133,11 @@ static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collecto
     }
     if (created && cfg->init)
         cfg->init(acc);
+    if (rec->kind == EDDY_PARTIAL && cfg->merge) {
+        /* A combiner's partial accumulator (only sent where exact: FINAL). */
+        cfg->merge(acc, &rec->value);
+        return 0;
+    }
     if (cfg->emit == EDDY_EMIT_CHANGELOG && !created) {
         eddy_record_t before = {key, klen, EDDY_UPDATE_BEFORE, cfg->result(acc), rec->timestamp};
         eddy_emit(out, &before);
@@ -175,9 +180,112 @@ static size_t aggregate_value_size(const void *config)
     return ((const eddy_aggregate_config_t *)config)->acc_size;
 }
 
+/* Exact where the accumulator travels as a record's int64 value, merge
+ * exists, only final results are emitted (a changelog would show fewer
+ * intermediate updates) and no per-record cost is simulated. */
+static const eddy_operator_ops_t *aggregate_combiner(const void *config)
+{
+    const eddy_aggregate_config_t *cfg = config;
+    if (!cfg->combine || !cfg->merge || cfg->acc_size != sizeof(int64_t) ||
+        cfg->emit != EDDY_EMIT_FINAL || cfg->cost_us > 0)
+        return NULL;
+    return &eddy_combiner_ops;
+}
+
 const eddy_operator_ops_t eddy_aggregate_ops = {
     .kind = "aggregate", .state_value_size = aggregate_value_size, .open = aggregate_open,
-    .process = aggregate_process, .finish = aggregate_finish, .close = fn_close};
+    .process = aggregate_process, .finish = aggregate_finish, .close = fn_close,
+    .combiner = aggregate_combiner};
+
+/* ---- local pre-aggregation (combiner) ------------------------------------ */
+
+/* Keys held before the combiner flushes on its own: bounds its memory and
+ * keeps partials flowing on a stream with many distinct keys. */
+#define COMBINER_MAX_KEYS 16384u
+
+typedef struct combiner_op {
+    const eddy_aggregate_config_t *cfg;
+    eddy_key_fn key_fn;
+    eddy_keyed_state_t *acc; /* one "key group": everything since the last flush */
+} combiner_op_t;
+
+static void combiner_close(void *self)
+{
+    combiner_op_t *op = self;
+    eddy_keyed_state_destroy(&op->acc);
+    free(op);
+}
+
+static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    if (!ctx->key_fn) {
+        eddy_err_set(err, "a combiner needs the keyed step's key selector");
+        return NULL;
+    }
+    combiner_op_t *op = calloc(1, sizeof *op);
+    if (op)
+        op->acc = eddy_keyed_state_new(1, sizeof(int64_t));
+    if (!op || !op->acc) {
+        if (op)
+            combiner_close(op);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    op->cfg = ctx->config;
+    op->key_fn = ctx->key_fn;
+    return op;
+}
+
+static void emit_partial(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    eddy_record_t rec = {key, key_len, EDDY_PARTIAL, *(int64_t *)value, 0};
+    eddy_emit(ctx, &rec);
+}
+
+static int combiner_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)err;
+    combiner_op_t *op = self;
+    eddy_keyed_state_foreach(op->acc, 0, emit_partial, out);
+    eddy_keyed_state_drop_group(op->acc, 0);
+    return 0;
+}
+
+static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                            eddy_err_t *err)
+{
+    combiner_op_t *op = self;
+    if (rec->kind != EDDY_INSERT && rec->kind != EDDY_PARTIAL) {
+        eddy_emit(out, rec); /* retractions and late records pass as they are */
+        return 0;
+    }
+    const char *key;
+    uint32_t klen = op->key_fn(rec, &key);
+    bool created;
+    int64_t *acc = eddy_keyed_state_upsert(op->acc, 0, eddy_key_hash(key, klen), key, klen, &created);
+    if (!acc)
+        return eddy_err_set(err, "out of memory in the combiner");
+    if (created && op->cfg->init)
+        op->cfg->init(acc);
+    if (rec->kind == EDDY_PARTIAL)
+        op->cfg->merge(acc, &rec->value);
+    else
+        op->cfg->add(acc, rec);
+    if (created && eddy_keyed_state_keys(op->acc) >= COMBINER_MAX_KEYS)
+        return combiner_flush(op, out, err);
+    return 0;
+}
+
+static int combiner_watermark(void *self, int64_t wm, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)wm;
+    return combiner_flush(self, out, err);
+}
+
+const eddy_operator_ops_t eddy_combiner_ops = {
+    .kind = "combiner", .open = combiner_open, .process = combiner_process,
+    .finish = combiner_flush, .close = combiner_close, .watermark = combiner_watermark,
+    .flush = combiner_flush};
 
 static void sum_add(void *acc, const eddy_record_t *rec) { *(int64_t *)acc += rec->value; }
 static void sum_merge(void *acc, const void *other) { *(int64_t *)acc += *(const int64_t *)other; }
@@ -191,6 +299,7 @@ void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t em
     cfg->merge = sum_merge;
     cfg->result = sum_result;
     cfg->emit = emit;
+    cfg->combine = true;
 }
 
 /* ---- sinks -------------------------------------------------------------- */
@@ -198,7 +307,7 @@ void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t em
 size_t eddy_format_changelog(const eddy_record_t *rec, char *buf, size_t size)
 {
     static const char *kinds[] = {"+I", "-U", "+U", "-D"};
-    int n = snprintf(buf, size, "%s[%.*s, %" PRId64 "]\n", kinds[rec->kind & 3], (int)rec->len,
+    int n = snprintf(buf, size, "%s[%.*s, %" PRId64 "]\n", rec->kind <= EDDY_DELETE ? kinds[rec->kind] : "?L", (int)rec->len,
                      rec->data, rec->value);
     if (n < 0)
         return 0;

@@ -45,8 +45,13 @@ typedef struct eddy_aggregate_config {
      * while "working", so demos and tests with more instances than cores
      * still see each instance's capacity (e.g. autoscaling on a 2-core box). */
     bool cost_sleep;
+    /* Local-global aggregation where exact (merge, an int64 accumulator,
+     * emit FINAL, no simulated cost): config {combine: true}, the default. */
+    bool combine;
 } eddy_aggregate_config_t;
 extern const eddy_operator_ops_t eddy_aggregate_ops;
+/* The pre-aggregation chained before an aggregate's shuffle. */
+extern const eddy_operator_ops_t eddy_combiner_ops;
 /* A ready-made sum of record values (count when values are 1). */
 void eddy_aggregate_sum_config(eddy_aggregate_config_t *cfg, eddy_emit_mode_t emit);
 

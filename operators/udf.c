@@ -90,6 +90,7 @@ static void *aggregate_configure(const eddy_config_t *cfg, const void *arg, eddy
     c->merge = fns->aggregate.merge;
     c->result = fns->aggregate.result;
     c->emit = mode;
+    c->combine = eddy_config_bool(cfg, "combine", true);
     return c;
 }
 

@@ -94,6 +94,23 @@ int eddy_graph_chain(eddy_job_graph_t *g, int stage, const eddy_operator_ops_t *
     return 0;
 }
 
+void eddy_graph_add_combiners(eddy_job_graph_t *g)
+{
+    for (uint32_t i = 0; i < g->n_stages; i++) {
+        eddy_stage_def_t *s = &g->stages[i];
+        if (s->edge != EDDY_EDGE_HASH || s->n_ops == 0 || !s->ops[0].ops->combiner)
+            continue;
+        const eddy_operator_ops_t *combiner = s->ops[0].ops->combiner(s->ops[0].config);
+        eddy_stage_def_t *up = &g->stages[s->input];
+        uint32_t consumers = 0;
+        for (uint32_t j = 0; j < g->n_stages; j++)
+            consumers += g->stages[j].input == s->input;
+        if (!combiner || consumers != 1 || up->n_ops >= EDDY_MAX_CHAIN)
+            continue;
+        up->ops[up->n_ops++] = (eddy_chained_op_t){combiner, s->ops[0].config, s->key_fn};
+    }
+}
+
 int eddy_graph_validate(const eddy_job_graph_t *g, eddy_err_t *err)
 {
     if (g->n_stages == 0)

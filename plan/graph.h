@@ -41,6 +41,7 @@ typedef struct eddy_rate_schedule {
 typedef struct eddy_chained_op {
     const eddy_operator_ops_t *ops;
     const void *config;
+    eddy_key_fn key_fn; /* a combiner's: the keyed step's selector (else NULL) */
 } eddy_chained_op_t;
 
 /* A source stage's event time (eddy_event_time in api/stream.h). */
@@ -83,6 +84,9 @@ int eddy_graph_add_stage(eddy_job_graph_t *g, const char *name, uint32_t paralle
                          eddy_edge_t edge, eddy_key_fn key_fn, eddy_err_t *err);
 int eddy_graph_chain(eddy_job_graph_t *g, int stage, const eddy_operator_ops_t *ops,
                      const void *config, eddy_err_t *err);
+/* Chains each keyed stage's combiner (eddy_operator_ops_t.combiner) to the
+ * stage feeding it, where that stage feeds nothing else and has room. */
+void eddy_graph_add_combiners(eddy_job_graph_t *g);
 /* Checks names, edges, parallelism (FORWARD needs equal parallelism). */
 int eddy_graph_validate(const eddy_job_graph_t *g, eddy_err_t *err);
 int eddy_graph_find_stage(const eddy_job_graph_t *g, const char *name);

@@ -489,6 +489,7 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
     }
     if (eddy_graph_validate(g, err) < 0)
         goto fail;
+    eddy_graph_add_combiners(g);
     return 0;
 fail:
     eddy_graph_clear(g);

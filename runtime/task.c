@@ -671,8 +671,20 @@ static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint
     return u;
 }
 
+/* Operators that hold back output emit it, so it travels ahead of the
+ * barrier and no checkpoint depends on what they held. */
+static void flush_chain(eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->def->n_ops && !t->fault; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->flush && ops->flush(t->ops[i], &t->links[i + 1].base, &t->fault_err) < 0)
+            t->fault = true;
+    }
+}
+
 static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
 {
+    flush_chain(t);
     eddy_msg_t ack = {.type = EDDY_MSG_ACK};
     ack.u.ack.job = t->job;
     ack.u.ack.epoch = t->epoch;
@@ -813,6 +825,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     for (uint32_t i = 0; i < t->def->n_ops; i++) {
         eddy_op_context_t ctx = t->ctx;
         ctx.config = t->def->ops[i].config;
+        if (t->def->ops[i].key_fn)
+            ctx.key_fn = t->def->ops[i].key_fn;
         t->ops[i] = t->def->ops[i].ops->open(&ctx, err);
         if (!t->ops[i]) {
             eddy_err_wrap(err, "stage %s[%u]: %s", t->def->name, t->instance, t->def->ops[i].ops->kind);
