@@ -307,8 +307,8 @@ static int cur_array(cursor_t *c, uint64_t *n)
 static const char *cur_record(cursor_t *c, eddy_record_t *rec)
 {
     uint64_t kind;
-    if (cur_uint(c, EDDY_DELETE, &kind) < 0)
-        return "kind is not a row kind (0..3)";
+    if (cur_uint(c, EDDY_LATE, &kind) < 0)
+        return "kind is not a row kind (0..4)";
     if (cur_i64(c, &rec->value) < 0)
         return "value: expected a signed integer";
     if (cur_i64(c, &rec->timestamp) < 0)
