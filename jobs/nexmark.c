@@ -13,7 +13,20 @@
  * neither loses nor repeats a row), or to stdout as they come.
  *
  * Projections put the key first and tab-separate the rest, so the key
- * selector "tab_prefix" works for every keyed step. */
+ * selector "tab_prefix" works for every keyed step ("nexmark_key" where a
+ * row may be its key alone).
+ *
+ * Late events (--late-output, q4 q5 q7 q8 q11): windows run with late =
+ * "emit" and q4's timer step calls eddy_process_late, so a late row goes on
+ * as EDDY_LATE past every later step (api/operator.h) to the query's last
+ * step. The late file must hold the event's input line, which a row does
+ * not determine (q5 keeps only the auction), so with --late-output the
+ * projection keeps the line after each row, behind a '\n' (a line holds
+ * none): key selectors and window functions read a row only up to it
+ * (row_key, row_len). A second reader of the last step (eddy_late_records)
+ * takes the late rows, "nexmark_origin" cuts them to their line, and the
+ * lines are counted per distinct line in keyed state and written byte-sorted
+ * at end of input, like the result rows: exactly once through restores. */
 #include "jobs/nexmark.h"
 
 #include <inttypes.h>
@@ -113,41 +126,44 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
             return 0;
         int64_t price = !strcmp(q, "q1") ? eddy_nexmark_q1_price(b->price) : b->price;
         project_emit(op, out, row,
-                 snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
-                          b->auction, b->bidder, price, ev.date_time),
-                 price, ts);
+                     snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
+                              b->auction, b->bidder, price, ev.date_time),
+                     price, ts);
     } else if (!strcmp(q, "q2")) {
         if (bid && b->auction % 123 == 0)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, b->auction, b->price),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, b->auction, b->price), 1,
+                         ts);
     } else if (!strcmp(q, "q3")) {
         if (ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
             project_emit(op, out, row,
-                     snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
-                              (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
-                              (int)p->state.len, p->state.ptr),
-                     1, ts);
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
+                                  (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
+                                  (int)p->state.len, p->state.ptr),
+                         1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id), 1,
+                         ts);
     } else if (!strcmp(q, "q4")) {
         if (ev.type == EDDY_NEXMARK_AUCTION)
             project_emit(op, out, row,
-                     snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
-                              a->id, ev.date_time, a->expires, a->category),
-                     1, ts);
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
+                                  a->id, ev.date_time, a->expires, a->category),
+                         1, ts);
         else if (bid)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tB\t%" PRId64, b->auction, b->price),
-                     b->price, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tB\t%" PRId64, b->auction, b->price),
+                         b->price, ts);
     } else if (!strcmp(q, "q5")) {
         if (bid)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->auction), 1, ts);
     } else if (!strcmp(q, "q8")) {
         if (ev.type == EDDY_NEXMARK_PERSON)
             project_emit(op, out, row,
-                     snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
-                              p->name.ptr),
-                     1, ts);
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
+                                  p->name.ptr),
+                         1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tA", a->seller), 1, ts);
     } else if (!strcmp(q, "q11") || !strcmp(q, "q12")) {

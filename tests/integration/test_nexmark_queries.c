@@ -188,7 +188,8 @@ Test(nexmark, q7_survives_a_killed_worker)
         json_t *st = eddy_test_status(ports[0]);
         json_t *w = st ? json_array_get(json_object_get(st, "workers"), 0) : NULL;
         json_t *job_st = st ? eddy_test_status_job(st, "nexmark") : NULL;
-        json_int_t chk = job_st ? json_integer_value(json_object_get(job_st, "last_checkpoint")) : 0;
+        json_t *last = job_st ? json_object_get(job_st, "last_checkpoint") : NULL;
+        json_int_t chk = json_integer_value(json_object_get(last, "completed"));
         if (w && chk >= 2)
             victim = (pid_t)json_integer_value(json_object_get(w, "pid"));
         json_decref(st);
