@@ -363,7 +363,8 @@ static int table_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
 {
     (void)out;
     table_sink_t *s = self;
-    qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
+    if (s->count) /* an empty table has no rows array (qsort wants one) */
+        qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->cfg->path, (int)getpid());
     FILE *f = fopen(tmp, "w");
