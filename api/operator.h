@@ -42,6 +42,17 @@
  * EDDY_TICK_INTERVAL_MS with the wall clock (epoch ms), for processing-time
  * timers and windows.
  *
+ * Late records (Flink's side output for late data): an operator that judged
+ * a record too late (a window with late = "emit", a process function
+ * calling eddy_process_late) sends it on unchanged but with kind EDDY_LATE.
+ * Such a record is not data for anything after it: the runtime hands it
+ * past every operator whose ops do not set sees_late, unchanged, to the
+ * next operator of the chain or, at the chain's end, to the task's outputs
+ * (a sink's task has none, so a sink drops it). So windows, aggregates,
+ * process functions and user functions downstream never see it and need no
+ * check of their own; only an operator that sets sees_late (the built-in
+ * late_records step, eddy_late_records in stream.h) gets it in process().
+ *
  * Keyed operators whose state does not fit the per-key value of
  * ctx->keyed_state (window contents, timers, join buffers) keep it in their
  * own structures partitioned by key group and implement write_group /
@@ -133,6 +144,9 @@ typedef struct eddy_operator_ops {
      * records, flushed before every barrier and watermark and at end of
      * input, so it holds no state across a checkpoint. */
     const struct eddy_operator_ops *(*combiner)(const void *config);
+    /* process() also gets EDDY_LATE records (see above); false: they pass
+     * this operator by unseen. */
+    bool sees_late;
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

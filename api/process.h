@@ -34,7 +34,13 @@
  * becomes EDDY_WATERMARK_MAX, so every event-time timer fires before the
  * step finishes; processing-time timers still pending then do not fire.
  * Late records (timestamp <= the watermark) are passed to process() like any
- * other: the function decides what late means for it.
+ * other: the function decides what late means for it. When it judges one
+ * too late to count (its result was already emitted), it hands it to
+ * eddy_process_late, which counts it in eddy_late_records_total and, with
+ * the step's config late = "emit", sends it on unchanged but with kind
+ * EDDY_LATE, for a late output (eddy_late_records, api/stream.h); with
+ * late = "drop" (the default) it is dropped. Records of kind EDDY_LATE
+ * from steps before never reach process() (api/operator.h).
  *
  * Records and the key are borrowed for the call; a record read from list
  * state stays valid until the next list add or clear, and never past the
@@ -90,6 +96,11 @@ int64_t eddy_process_watermark(const eddy_process_context_t *ctx);
 int64_t eddy_process_time(const eddy_process_context_t *ctx);
 /* The step's configuration (never NULL). */
 const eddy_config_t *eddy_process_config(const eddy_process_context_t *ctx);
+
+/* rec is late for the function: count it, and send it on as EDDY_LATE when
+ * the step's config has late = "emit" (see above). */
+void eddy_process_late(eddy_process_context_t *ctx, const eddy_record_t *rec,
+                       eddy_collector_t *out);
 
 /* Timers of the current key. register: 0, or -1 when out of memory.
  * delete: true when such a timer was pending. */

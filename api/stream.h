@@ -71,6 +71,19 @@ eddy_stream_t eddy_window(eddy_keyed_stream_t in, const char *uid, const char *k
 eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *kind,
                            eddy_config_t *config);
 
+/* Side output of late records (Flink's sideOutputLateData): the records
+ * of `in` that a step before it judged late and sent on with kind EDDY_LATE
+ * (a window with late = "emit", api/window.h; a process function through
+ * eddy_process_late, api/process.h), as ordinary EDDY_INSERT records with
+ * their bytes, value and timestamp; `in`'s other records are not in it.
+ * Late records pass every step that is not such a side output unseen
+ * (api/operator.h), so they reach the end of the pipeline unchanged and
+ * `in` may be its last step: e.g. the stream a sink reads, taken a second
+ * time here for a late output. A filter step of kind EDDY_LATE_RECORDS_KIND;
+ * it reads `in` round robin (eddy_rebalance) unless `in` was partitioned. */
+eddy_stream_t eddy_late_records(eddy_stream_t in, const char *uid);
+#define EDDY_LATE_RECORDS_KIND "late_records"
+
 /* Returns the sink step, for eddy_set_name/eddy_set_parallelism only. */
 eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config);
 

@@ -33,9 +33,9 @@
  * Event time (record timestamps): a window fires when the watermark reaches
  * end - 1. A record is late, counted in eddy_late_records_total and dropped
  * (late = "drop") or sent on unchanged with kind EDDY_LATE (late = "emit",
- * for a late output) when end - 1 + lateness <= watermark for every window
- * it belongs to (for sessions: the window after merging) and ts + lateness
- * <= watermark. With lateness a window's state is kept until the watermark
+ * for a late output: eddy_late_records in stream.h) when end - 1 +
+ * lateness <= watermark for every window it belongs to (for sessions: the
+ * window after merging) and ts + lateness <= watermark. With lateness a window's state is kept until the watermark
  * passes end - 1 + lateness; a record arriving in that time fires the
  * window again at once with the updated result (a late firing).
  * Processing time: records are assigned by the operator's processing clock

@@ -13,7 +13,20 @@
  * neither loses nor repeats a row), or to stdout as they come.
  *
  * Projections put the key first and tab-separate the rest, so the key
- * selector "tab_prefix" works for every keyed step. */
+ * selector "tab_prefix" works for every keyed step ("nexmark_key" where a
+ * row may be its key alone).
+ *
+ * Late events (--late-output, q4 q5 q7 q8 q11): windows run with late =
+ * "emit" and q4's timer step calls eddy_process_late, so a late row goes on
+ * as EDDY_LATE past every later step (api/operator.h) to the query's last
+ * step. The late file must hold the event's input line, which a row does
+ * not determine (q5 keeps only the auction), so with --late-output the
+ * projection keeps the line after each row, behind a '\n' (a line holds
+ * none): key selectors and window functions read a row only up to it
+ * (row_key, row_len). A second reader of the last step (eddy_late_records)
+ * takes the late rows, "nexmark_origin" cuts them to their line, and the
+ * lines are counted per distinct line in keyed state and written byte-sorted
+ * at end of input, like the result rows: exactly once through restores. */
 #include "jobs/nexmark.h"
 
 #include <inttypes.h>
@@ -39,6 +52,9 @@ static const char *const queries[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q7", 
 
 typedef struct project_op {
     char query[8];
+    bool origin;           /* config origin: keep the event line after each row */
+    const char *line;      /* the event line of the current call */
+    uint32_t line_len;
 } project_op_t;
 
 static void *project_open(const eddy_op_context_t *ctx, eddy_err_t *err)
@@ -50,6 +66,7 @@ static void *project_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     snprintf(op->query, sizeof op->query, "%s",
              eddy_config_str(ctx->config, "query", "q0"));
+    op->origin = eddy_config_bool(ctx->config, "origin", false);
     return op;
 }
 
@@ -57,6 +74,22 @@ static void emit_row(eddy_collector_t *out, const char *row, int len, int64_t va
 {
     if (len <= 0 || len >= ROW_MAX)
         return;
+    eddy_record_t rec = {row, (uint32_t)len, EDDY_INSERT, value, ts};
+    eddy_emit(out, &rec);
+}
+
+/* A projected row, with "\n" and the event line after it when the
+ * projection keeps origins (row has room for ROW_MAX + 1 + ROW_MAX). */
+static void project_emit(const project_op_t *op, eddy_collector_t *out, char *row, int len,
+                         int64_t value, int64_t ts)
+{
+    if (len <= 0 || len >= ROW_MAX)
+        return;
+    if (op->origin) {
+        row[len++] = '\n';
+        memcpy(row + len, op->line, op->line_len);
+        len += (int)op->line_len;
+    }
     eddy_record_t rec = {row, (uint32_t)len, EDDY_INSERT, value, ts};
     eddy_emit(out, &rec);
 }
@@ -76,7 +109,12 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
         len--;
     if (eddy_nexmark_parse(rec->data, len, &ev, err) < 0)
         return eddy_err_wrap(err, "nexmark event '%.*s'", (int)(len > 80 ? 80 : len), rec->data);
-    char row[ROW_MAX];
+    if (op->origin && len >= ROW_MAX)
+        return eddy_err_set(err, "nexmark event of %u bytes is too long to keep for "
+                            "--late-output (at most %d)", len, ROW_MAX - 1);
+    op->line = rec->data;
+    op->line_len = len;
+    char row[2 * ROW_MAX + 1];
     int64_t ts = ev.date_time;
     const char *q = op->query;
     const eddy_nexmark_bid_t *b = &ev.u.bid;
@@ -87,47 +125,50 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
         if (!bid)
             return 0;
         int64_t price = !strcmp(q, "q1") ? eddy_nexmark_q1_price(b->price) : b->price;
-        emit_row(out, row,
-                 snprintf(row, sizeof row, "%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
-                          b->auction, b->bidder, price, ev.date_time),
-                 price, ts);
+        project_emit(op, out, row,
+                     snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
+                              b->auction, b->bidder, price, ev.date_time),
+                     price, ts);
     } else if (!strcmp(q, "q2")) {
         if (bid && b->auction % 123 == 0)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64 "\t%" PRId64, b->auction, b->price),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, b->auction, b->price), 1,
+                         ts);
     } else if (!strcmp(q, "q3")) {
         if (ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
-            emit_row(out, row,
-                     snprintf(row, sizeof row, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
-                              (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
-                              (int)p->state.len, p->state.ptr),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
+                                  (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
+                                  (int)p->state.len, p->state.ptr),
+                         1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id), 1,
+                         ts);
     } else if (!strcmp(q, "q4")) {
         if (ev.type == EDDY_NEXMARK_AUCTION)
-            emit_row(out, row,
-                     snprintf(row, sizeof row, "%" PRId64 "\tA\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
-                              a->id, ev.date_time, a->expires, a->category),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64 "\t%" PRId64 "\t%" PRId64,
+                                  a->id, ev.date_time, a->expires, a->category),
+                         1, ts);
         else if (bid)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64 "\tB\t%" PRId64, b->auction, b->price),
-                     b->price, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tB\t%" PRId64, b->auction, b->price),
+                         b->price, ts);
     } else if (!strcmp(q, "q5")) {
         if (bid)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64, b->auction), 1, ts);
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->auction), 1, ts);
     } else if (!strcmp(q, "q8")) {
         if (ev.type == EDDY_NEXMARK_PERSON)
-            emit_row(out, row,
-                     snprintf(row, sizeof row, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
-                              p->name.ptr),
-                     1, ts);
+            project_emit(op, out, row,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
+                                  p->name.ptr),
+                         1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64 "\tA", a->seller), 1, ts);
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tA", a->seller), 1, ts);
     } else if (!strcmp(q, "q11") || !strcmp(q, "q12")) {
         if (bid)
-            emit_row(out, row, snprintf(row, sizeof row, "%" PRId64, b->bidder), 1, ts);
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->bidder), 1, ts);
     }
     return 0;
 }
@@ -156,6 +197,33 @@ static int64_t line_date_time(const eddy_record_t *rec)
 
 static const eddy_timestamp_kind_t date_time_kind = {.name = "nexmark_date_time",
                                                      .timestamp = line_date_time};
+
+/* The key of a projected row: up to its first tab, or to the '\n' before a
+ * kept event line (a row without either is all key, like whole_record). */
+static uint32_t row_key(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    for (uint32_t i = 0; i < rec->len; i++)
+        if (rec->data[i] == '\t' || rec->data[i] == '\n')
+            return i;
+    return rec->len;
+}
+
+static const eddy_key_kind_t row_key_kind = {.name = "nexmark_key", .key = row_key};
+
+/* The late output's line: the event line a late row kept after its '\n'. */
+static void origin_line(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *cfg)
+{
+    (void)cfg;
+    const char *nl = memchr(in->data, '\n', in->len);
+    if (!nl)
+        return; /* not from a projection that keeps lines: nothing to write */
+    eddy_record_t r = *in;
+    r.data = nl + 1;
+    r.len = (uint32_t)(in->data + in->len - r.data);
+    r.value = 1;
+    eddy_emit(out, &r);
+}
 
 /* ---- window functions ------------------------------------------------- */
 
@@ -198,12 +266,21 @@ static int64_t max_value(const eddy_window_elements_t *elements)
     return max;
 }
 
-/* What follows the first tab of a record. */
+/* The length of a row without the event line the projection may keep
+ * after it (--late-output): everything before the first '\n'. */
+static uint32_t row_len(const eddy_record_t *r)
+{
+    const char *nl = memchr(r->data, '\n', r->len);
+    return nl ? (uint32_t)(nl - r->data) : r->len;
+}
+
+/* What follows the first tab of a row (without a kept event line). */
 static const char *after_tab(const eddy_record_t *r, int *len)
 {
-    const char *tab = memchr(r->data, '\t', r->len);
-    const char *rest = tab ? tab + 1 : r->data + r->len;
-    *len = (int)(r->data + r->len - rest);
+    uint32_t n = row_len(r);
+    const char *tab = memchr(r->data, '\t', n);
+    const char *rest = tab ? tab + 1 : r->data + n;
+    *len = (int)(r->data + n - rest);
     return rest;
 }
 
@@ -239,7 +316,8 @@ static void q7_local(const eddy_window_context_t *ctx, const eddy_window_element
             continue;
         char row[ROW_MAX];
         emit_row(out, row,
-                 snprintf(row, sizeof row, "%" PRId64 "\t%.*s", ctx->window.end, (int)r.len, r.data),
+                 snprintf(row, sizeof row, "%" PRId64 "\t%.*s", ctx->window.end, (int)row_len(&r),
+                          r.data),
                  r.value, ctx->window.end - 1);
     }
 }
@@ -321,19 +399,22 @@ static const window_fn_t window_fns[] = {
 /* ---- the job ----------------------------------------------------------- */
 
 typedef struct nexmark_flags {
-    const char *query, *input, *output, *rate;
+    const char *query, *input, *output, *late_output, *rate;
     uint64_t events, seed;
     int64_t max_delay_ms, disorder_ms, idle_ms;
     uint32_t parallelism, max_parallelism;
 } nexmark_flags_t;
 
+/* late: the window sends its late records on (for --late-output). */
 static eddy_config_t *window_config(const char *assigner, int64_t size, int64_t slide,
-                                    const char *time)
+                                    const char *time, bool late)
 {
     eddy_config_t *c = eddy_config_new();
     if (!c)
         return NULL;
     eddy_config_set_str(c, "assigner", assigner);
+    if (late)
+        eddy_config_set_str(c, "late", "emit");
     if (!strcmp(assigner, "session"))
         eddy_config_set_int(c, "gap_ms", size);
     else
@@ -373,12 +454,25 @@ static eddy_stream_t add_source(eddy_job_builder_t *b, const nexmark_flags_t *f)
     return eddy_event_time(src, &et);
 }
 
-static eddy_stream_t add_query(eddy_stream_t events, const char *q,
+/* The queries in event time whose steps may judge a record late: their
+ * projection keeps each event's line for --late-output. */
+static bool may_be_late(const char *q)
+{
+    return !strcmp(q, "q4") || !strcmp(q, "q5") || !strcmp(q, "q7") || !strcmp(q, "q8") ||
+           !strcmp(q, "q11");
+}
+
+/* late: windows and q4's timer step send late records on (kind EDDY_LATE,
+ * each row with its event line after a '\n'), else they drop them. */
+static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
                                bool *final_table)
 {
+    late = late && may_be_late(q);
     eddy_config_t *pc = eddy_config_new();
-    if (pc)
+    if (pc) {
         eddy_config_set_str(pc, "query", q);
+        eddy_config_set_bool(pc, "origin", late);
+    }
     eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project", pc);
     *final_table = false;
     if (!strcmp(q, "q0") || !strcmp(q, "q1") || !strcmp(q, "q2"))
@@ -386,8 +480,11 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q,
     if (!strcmp(q, "q3"))
         return eddy_process(eddy_key_by(rows, "tab_prefix"), "join", "nexmark_q3_join", NULL);
     if (!strcmp(q, "q4")) {
+        eddy_config_t *wc = eddy_config_new();
+        if (wc && late)
+            eddy_config_set_str(wc, "late", "emit");
         eddy_stream_t winners =
-            eddy_process(eddy_key_by(rows, "tab_prefix"), "winning_bids", "nexmark_q4_winning", NULL);
+            eddy_process(eddy_key_by(rows, "tab_prefix"), "winning_bids", "nexmark_q4_winning", wc);
         eddy_config_t *avg = eddy_config_new();
         if (avg)
             eddy_config_set_str(avg, "emit", "final");
@@ -395,28 +492,28 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q,
         return eddy_aggregate(eddy_key_by(winners, "whole_record"), "average", "nexmark_average", avg);
     }
     if (!strcmp(q, "q5")) {
-        eddy_stream_t counts = eddy_window(eddy_key_by(rows, "whole_record"), "bids_per_auction",
+        eddy_stream_t counts = eddy_window(eddy_key_by(rows, "nexmark_key"), "bids_per_auction",
                                            "nexmark_q5_counts",
-                                           window_config("sliding", WINDOW_MS, SLIDE_MS, "event"));
+                                           window_config("sliding", WINDOW_MS, SLIDE_MS, "event", late));
         return eddy_window(eddy_key_by(counts, "tab_prefix"), "hottest", "nexmark_q5_hottest",
-                           window_config("tumbling", SLIDE_MS, 0, "event"));
+                           window_config("tumbling", SLIDE_MS, 0, "event", late));
     }
     if (!strcmp(q, "q7")) {
         eddy_stream_t local = eddy_window(eddy_key_by(rows, "tab_prefix"), "max_per_auction",
                                           "nexmark_q7_local",
-                                          window_config("tumbling", WINDOW_MS, 0, "event"));
+                                          window_config("tumbling", WINDOW_MS, 0, "event", late));
         return eddy_window(eddy_key_by(local, "tab_prefix"), "highest_bids", "nexmark_q7_global",
-                           window_config("tumbling", WINDOW_MS, 0, "event"));
+                           window_config("tumbling", WINDOW_MS, 0, "event", late));
     }
     if (!strcmp(q, "q8"))
         return eddy_window(eddy_key_by(rows, "tab_prefix"), "new_sellers", "nexmark_q8_join",
-                           window_config("tumbling", WINDOW_MS, 0, "event"));
+                           window_config("tumbling", WINDOW_MS, 0, "event", late));
     if (!strcmp(q, "q11"))
-        return eddy_window(eddy_key_by(rows, "whole_record"), "sessions", "nexmark_bidder_count",
-                           window_config("session", SESSION_GAP_MS, 0, "event"));
-    /* q12 */
+        return eddy_window(eddy_key_by(rows, "nexmark_key"), "sessions", "nexmark_bidder_count",
+                           window_config("session", SESSION_GAP_MS, 0, "event", late));
+    /* q12: processing time, nothing is late */
     return eddy_window(eddy_key_by(rows, "whole_record"), "bids_per_bidder", "nexmark_bidder_count",
-                       window_config("tumbling", WINDOW_MS, 0, "processing"));
+                       window_config("tumbling", WINDOW_MS, 0, "processing", false));
 }
 
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
@@ -436,6 +533,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_I64("idle-timeout-ms", &f.idle_ms, 0, EDDY_FLAG_MS_MAX, "MS",
                       "a source without events for MS is idle (0: never)"),
         EDDY_FLAG_STR("output", &f.output, "FILE", "result rows, byte-sorted, at end of input"),
+        EDDY_FLAG_STR("late-output", &f.late_output, "FILE",
+                      "late events' lines, byte-sorted, at end of input"),
         EDDY_FLAG_U32("parallelism", &f.parallelism, 1, EDDY_MAX_KEY_GROUPS, "P",
                       "parallelism of every step (2)"),
         EDDY_FLAG_U32("max-parallelism", &f.max_parallelism, 1, EDDY_MAX_KEY_GROUPS, "K",
@@ -459,13 +558,33 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         return eddy_err_set(err, "nexmark needs exactly one of --events N and --input FILE");
     if (f.input && f.disorder_ms)
         return eddy_err_set(err, "--disorder-ms applies to generated events (--events), not --input");
+    if (f.late_output && !may_be_late(f.query))
+        return eddy_err_set(err, "--late-output: nothing is late in %s (only q4 q5 q7 q8 q11 "
+                            "judge events late)", f.query);
     if (f.parallelism > f.max_parallelism)
         return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
                             f.parallelism, f.max_parallelism);
     eddy_builder_set_max_parallelism(b, f.max_parallelism);
     eddy_builder_set_default_parallelism(b, f.parallelism);
     bool final_table;
-    eddy_stream_t rows = add_query(add_source(b, &f), f.query, &final_table);
+    eddy_stream_t rows = add_query(add_source(b, &f), f.query, f.late_output != NULL, &final_table);
+    if (f.late_output) {
+        /* Late records pass every later step unseen (api/operator.h) and
+         * leave the last one with its rows; a second reader of that step
+         * takes them, and each distinct line is counted in keyed state, as
+         * the rows below, so a restore neither loses nor repeats one. */
+        eddy_config_t *lc = eddy_config_new(), *out = eddy_config_new();
+        if (lc)
+            eddy_config_set_str(lc, "emit", "final");
+        if (out && (eddy_config_set_str(out, "path", f.late_output) < 0 ||
+                    eddy_config_set_str(out, "format", "lines") < 0))
+            eddy_builder_fail(b, "--late-output path is too long");
+        eddy_stream_t lines = eddy_flat_map(eddy_late_records(rows, "late"), "late_lines",
+                                            "nexmark_origin", NULL);
+        eddy_stream_t counted =
+            eddy_aggregate(eddy_key_by(lines, "whole_record"), "collect_late", "nexmark_count", lc);
+        eddy_sink(eddy_global(counted), "late_sink", "table_file", out);
+    }
     if (f.output) {
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", f.output) < 0)
@@ -497,6 +616,10 @@ static const eddy_job_kind_t nexmark_job = {
              "  --idle-timeout-ms MS           a source instance without events is idle after MS\n"
              "  --output FILE                  result rows, tab-separated, byte-sorted, written at\n"
              "                                 end of input; without it rows go to stdout as they come\n"
+             "  --late-output FILE             events too late for their window (q5 q7 q8 q11) or\n"
+             "                                 for q4's auction end, as their input lines, byte-\n"
+             "                                 sorted, written at end of input (without it they are\n"
+             "                                 dropped; both ways counted in eddy_late_records_total)\n"
              "  --parallelism P                instances of every step (default 2)\n"
              "  --max-parallelism K            key groups (default 128)\n",
     .build = build,
@@ -531,6 +654,8 @@ int eddy_nexmark_register(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_register_operator(r, &project_kind, err) < 0 ||
         eddy_register_timestamp(r, &date_time_kind, err) < 0 ||
+        eddy_register_key(r, &row_key_kind, err) < 0 ||
+        eddy_register_flat_map(r, "nexmark_origin", origin_line, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_count", &count_udf, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_average", &avg_udf, err) < 0)
         return -1;

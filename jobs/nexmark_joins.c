@@ -6,8 +6,14 @@
  * comes first. q4's first step, keyed by auction id: the auction's window
  * (date_time..expires) and its highest bid in it; an event-time timer at
  * `expires` emits (category, winning price) once the watermark has passed
- * the auction's end, then forgets the auction. Bids that arrive before
- * their auction wait in list state. Rows come from nexmark.c's projection:
+ * the auction's end and leaves a small tombstone of the auction (its window,
+ * no bids). Bids that arrive before their auction wait in list state; a bid
+ * that arrives after the timer fired finds the tombstone: in the auction's
+ * window it is late for q4 (eddy_process_late: counted, and sent on for
+ * --late-output), outside it it never counted and is dropped. So q4 keeps
+ * a few bytes per auction for good (like q3's unbounded state) instead of
+ * keeping such bids waiting in a list forever. Rows come from nexmark.c's
+ * projection (each possibly followed by '\n' and its event line):
  *   q3  "id<TAB>P<TAB>name<TAB>city<TAB>state" | "seller<TAB>A<TAB>auction"
  *   q4  "id<TAB>A<TAB>date_time<TAB>expires<TAB>category" | "auction<TAB>B<TAB>price"
  */
@@ -103,7 +109,7 @@ static int q3_process(eddy_process_context_t *ctx, const eddy_record_t *rec, edd
 
 typedef struct auction_state {
     int64_t date_time, expires, category, max_price;
-    uint8_t has_auction, has_bid;
+    uint8_t has_auction, has_bid, fired;
 } auction_state_t;
 
 static void offer_bid(auction_state_t *a, int64_t ts, int64_t price)
@@ -139,6 +145,11 @@ static int q4_process(eddy_process_context_t *ctx, const eddy_record_t *rec, edd
         return 0;
     }
     case 'B':
+        if (a->fired) {
+            if (rec->timestamp >= a->date_time && rec->timestamp <= a->expires)
+                eddy_process_late(ctx, rec, out);
+            return 0;
+        }
         if (a->has_auction) {
             offer_bid(a, rec->timestamp, rec->value);
             return 0;
@@ -157,13 +168,16 @@ static int q4_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, i
     (void)ns_len;
     (void)err;
     auction_state_t *a = eddy_process_value_get(ctx);
-    if (a && a->has_auction && a->has_bid) {
+    if (!a || !a->has_auction || a->fired)
+        return 0;
+    if (a->has_bid) {
         char row[32];
         int n = snprintf(row, sizeof row, "%" PRId64, a->category);
         eddy_record_t rec = {row, (uint32_t)n, EDDY_INSERT, a->max_price, time};
         eddy_emit(out, &rec);
     }
-    eddy_process_value_clear(ctx);
+    a->fired = 1; /* the tombstone: see the file comment */
+    a->has_bid = 0;
     return 0;
 }
 

@@ -125,6 +125,10 @@ static uint32_t tab_prefix(const eddy_record_t *rec, const char **key)
     return tab ? (uint32_t)(tab - rec->data) : rec->len;
 }
 
+static const eddy_operator_kind_t late_records_kind = {
+    .name = EDDY_LATE_RECORDS_KIND,
+    .ops = &eddy_late_records_ops,
+};
 static const eddy_operator_kind_t print_kind = {
     .name = "print",
     .ops = &eddy_print_sink_ops,
@@ -139,6 +143,7 @@ int eddy_operators_register(eddy_registry_t *r, eddy_err_t *err)
         eddy_register_operator(r, &table_file_kind, err) < 0 ||
         eddy_register_operator(r, &part_file_kind, err) < 0 ||
         eddy_register_operator(r, &print_kind, err) < 0 ||
+        eddy_register_operator(r, &late_records_kind, err) < 0 ||
         eddy_register_key(r, &whole_record_kind, err) < 0 ||
         eddy_register_key(r, &tab_prefix_kind, err) < 0)
         return -1;

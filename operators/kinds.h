@@ -4,6 +4,7 @@
  *   changelog    sink: Flink-style changelog rows on stdout
  *   table_file   sink {path}: "key<TAB>value" lines in byte order at end of input
  *   part_file    sink {directory}: exactly-once part files (two-phase commit)
+ *   late_records the stream's late records as data (eddy_late_records)
  * and the key selector
  *   whole_record the record's bytes are its key */
 #ifndef EDDY_OPERATORS_KINDS_H

@@ -65,6 +65,32 @@ const eddy_operator_ops_t eddy_flat_map_ops = {
 const eddy_operator_ops_t eddy_filter_ops = {
     .kind = "filter", .open = fn_open, .process = filter_process, .close = fn_close};
 
+/* ---- late records (side output) ----------------------------------------- */
+
+static void *late_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)err;
+    static int token;
+    return &token;
+}
+
+static int late_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                        eddy_err_t *err)
+{
+    (void)self;
+    (void)err;
+    if (rec->kind != EDDY_LATE)
+        return 0;
+    eddy_record_t r = *rec;
+    r.kind = EDDY_INSERT;
+    eddy_emit(out, &r);
+    return 0;
+}
+
+const eddy_operator_ops_t eddy_late_records_ops = {
+    .kind = "late_records", .open = late_open, .process = late_process, .sees_late = true};
+
 /* ---- keyed aggregate ---------------------------------------------------- */
 
 typedef struct aggregate_op {
@@ -446,7 +472,8 @@ static int table_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
 {
     (void)out;
     table_sink_t *s = self;
-    qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
+    if (s->count) /* an empty table has no rows array (qsort wants one) */
+        qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->cfg->path, (int)getpid());
     FILE *f = fopen(tmp, "w");

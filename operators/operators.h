@@ -1,5 +1,5 @@
 /* operators.h - the built-in operators: stateless functions (map, flat_map,
- * filter), the keyed aggregate (reduce/aggregate with per-key accumulators in
+ * filter, late records), the keyed aggregate (reduce/aggregate with per-key accumulators in
  * the keyed state backend), and sinks (changelog to stdout, sorted final
  * table to a file). Each is an eddy_operator_ops_t with a config struct the
  * job builder fills in and keeps alive as long as the graph. */
@@ -25,6 +25,11 @@ typedef struct eddy_filter_config {
     const void *arg;
 } eddy_filter_config_t;
 extern const eddy_operator_ops_t eddy_filter_ops;
+
+/* The late records of a stream as data (eddy_late_records, api/stream.h):
+ * keeps only EDDY_LATE records, sending each on as EDDY_INSERT with its
+ * bytes, value and timestamp unchanged; sees_late. No config. */
+extern const eddy_operator_ops_t eddy_late_records_ops;
 
 /* Keyed aggregate: one accumulator of acc_size bytes per key (zeroed when
  * created, then init() if set); add() folds a record in; merge() combines two

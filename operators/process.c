@@ -40,6 +40,7 @@
 typedef struct process_step {
     const eddy_process_udf_t *udf; /* the registry's copy */
     const eddy_config_t *config;
+    bool emit_late;                /* config late = "emit" */
 } process_step_t;
 
 typedef struct process_op process_op_t;
@@ -64,6 +65,7 @@ struct process_op {
     int64_t now_ms;
     bool ticked;
     eddy_collector_t *out; /* during an advance */
+    uint64_t *late_records; /* the task's eddy_late_records_total (may be NULL) */
 };
 
 static void set_key(process_op_t *op, const char *key, uint32_t key_len, uint32_t kg,
@@ -112,6 +114,7 @@ static void *process_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->ctx.op = op;
     op->step = step;
     op->key_fn = ctx->key_fn;
+    op->late_records = ctx->late_records;
     op->max_key_groups = ctx->max_parallelism;
     op->watermark = EDDY_WATERMARK_MIN;
     op->lists = eddy_list_state_new(op->max_key_groups);
@@ -324,6 +327,18 @@ const eddy_config_t *eddy_process_config(const eddy_process_context_t *ctx)
     return ctx->op->step->config;
 }
 
+void eddy_process_late(eddy_process_context_t *ctx, const eddy_record_t *rec,
+                       eddy_collector_t *out)
+{
+    if (ctx->op->late_records)
+        (*ctx->op->late_records)++;
+    if (!ctx->op->step->emit_late)
+        return;
+    eddy_record_t r = *rec;
+    r.kind = EDDY_LATE;
+    eddy_emit(out, &r);
+}
+
 int eddy_process_timer_register(eddy_process_context_t *ctx, eddy_time_domain_t domain,
                                  int64_t time, const void *ns, uint32_t ns_len)
 {
@@ -396,6 +411,13 @@ static void *process_configure(const eddy_config_t *cfg, const void *arg, eddy_e
     }
     step->udf = arg;
     step->config = cfg;
+    const char *late = eddy_config_str(cfg, "late", "drop");
+    if (strcmp(late, "drop") != 0 && strcmp(late, "emit") != 0) {
+        eddy_err_set(err, "'late' is '%s'; expected drop or emit", late);
+        free(step);
+        return NULL;
+    }
+    step->emit_late = !strcmp(late, "emit");
     return step;
 }
 

@@ -131,6 +131,17 @@ eddy_stream_t eddy_filter(eddy_stream_t in, const char *uid, const char *kind,
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_FILTER, NULL, config);
 }
 
+eddy_stream_t eddy_late_records(eddy_stream_t in, const char *uid)
+{
+    /* Round robin unless partitioned: `in` has another reader, so a
+     * forward edge would not chain, and an unchained forward edge breaks
+     * once the two steps' parallelism differs (a rescale). */
+    if (in.node >= 0 && (eddy_edge_t)(in.node >> EDGE_SHIFT) == EDDY_EDGE_NONE)
+        in = partition(in, EDDY_EDGE_REBALANCE);
+    return add_step(in.builder, in.node, uid, EDDY_LATE_RECORDS_KIND, EDDY_NODE_FILTER, NULL,
+                    NULL);
+}
+
 eddy_keyed_stream_t eddy_key_by(eddy_stream_t in, const char *key_kind)
 {
     if (in.node >= 0 && (!key_kind || !key_kind[0])) {

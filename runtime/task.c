@@ -460,15 +460,24 @@ static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
             rec = &stamped;
         }
     }
-    if (link->next_op >= t->def->n_ops) {
+    uint32_t next = link->next_op;
+    /* A late record is not data: it passes every operator that does not
+     * ask for late records, unchanged (the one place of this rule, see
+     * api/operator.h). */
+    if (rec->kind == EDDY_LATE) {
+        while (next < t->def->n_ops && !t->def->ops[next].ops->sees_late)
+            next++;
+        if (next >= t->def->n_ops && t->n_groups == 0)
+            return; /* past a sink: nowhere to go, and not an output record */
+    }
+    if (next >= t->def->n_ops) {
         route(t, rec);
         return;
     }
-    const eddy_operator_ops_t *ops = t->def->ops[link->next_op].ops;
+    const eddy_operator_ops_t *ops = t->def->ops[next].ops;
     if (t->fault) /* the task fails at the end of this step: nothing more counts */
         return;
-    if (ops->process(t->ops[link->next_op], rec, &t->links[link->next_op + 1].base,
-                     &t->fault_err) < 0)
+    if (ops->process(t->ops[next], rec, &t->links[next + 1].base, &t->fault_err) < 0)
         t->fault = true;
 }
 

@@ -41,7 +41,7 @@ static eddy_record_t sample_record(uint32_t i, char *store)
     static const int64_t values[] = {0, 1, -1, INT64_MAX, INT64_MIN, 127, -32, 128, -33, 65536};
     static const uint32_t lens[] = {0, 1, 3, 31, 32, 255, 256, 65535, 65536, 70000};
     eddy_record_t r;
-    r.kind = (uint8_t)(i % 4);
+    r.kind = (uint8_t)(i % 5); /* EDDY_INSERT .. EDDY_LATE */
     r.value = i < 10 ? values[i] : (int64_t)i * -7919 + (int64_t)i * i;
     r.timestamp = i % 5 == 0 ? 0 : i % 5 == 1 ? INT64_MAX : (int64_t)1700000000000 + i;
     r.len = i < 10 ? lens[i] : i % 37;

@@ -654,3 +654,91 @@ Test(process, register_look_up_configure_open)
     eddy_config_destroy(&cfg);
     eddy_registry_destroy(&r);
 }
+
+/* ---- late records --------------------------------------------------------- */
+
+typedef struct kinds_seen {
+    eddy_collector_t base;
+    uint8_t kind[8];
+    char row[8][16];
+    int64_t value[8], ts[8];
+    int n;
+} kinds_seen_t;
+
+static void collect_kind(eddy_collector_t *c, const eddy_record_t *rec)
+{
+    kinds_seen_t *self = (kinds_seen_t *)c;
+    cr_assert_lt(self->n, 8);
+    self->kind[self->n] = rec->kind;
+    snprintf(self->row[self->n], sizeof self->row[0], "%.*s", (int)rec->len, rec->data);
+    self->value[self->n] = rec->value;
+    self->ts[self->n++] = rec->timestamp;
+}
+
+/* Every record at or below the watermark is late for this function. */
+static int late_below_watermark(eddy_process_context_t *ctx, const eddy_record_t *rec,
+                                eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)err;
+    if (rec->timestamp <= eddy_process_watermark(ctx))
+        eddy_process_late(ctx, rec, out);
+    else
+        eddy_emit(out, rec);
+    return 0;
+}
+
+/* late = "emit" sends the record on unchanged but as EDDY_LATE, "drop" (the
+ * default) drops it; both count it in the task's late counter; any other
+ * value is refused when the step is configured. */
+Test(process, late_records_are_counted_and_sent_on_or_dropped)
+{
+    eddy_registry_t *r = eddy_registry_new();
+    eddy_err_t err = {{0}};
+    const eddy_process_udf_t udf = {.process = late_below_watermark};
+    cr_assert_eq(eddy_register_process(r, "late", &udf, &err), 0, "%s", err.msg);
+    const eddy_operator_kind_t *kind = eddy_registry_operator(r, "late");
+    cr_assert_not_null(kind);
+
+    eddy_config_t *bad = eddy_config_new();
+    eddy_config_set_str(bad, "late", "keep");
+    cr_assert_null(kind->configure(bad, kind->arg, &err));
+    cr_assert(strstr(err.msg, "'late' is 'keep'"), "%s", err.msg);
+    eddy_config_destroy(&bad);
+
+    const char *modes[] = {"emit", NULL, "drop"};
+    for (int m = 0; m < 3; m++) {
+        eddy_config_t *cfg = eddy_config_new();
+        if (modes[m])
+            eddy_config_set_str(cfg, "late", modes[m]);
+        void *conf = kind->configure(cfg, kind->arg, &err);
+        cr_assert_not_null(conf, "%s", err.msg);
+        uint64_t late_count = 0;
+        eddy_op_context_t ctx = {.job_id = "t", .stage_name = "s", .parallelism = 1,
+                                 .max_parallelism = K, .key_groups = {0, K}, .key_fn = by_id,
+                                 .config = conf, .late_records = &late_count};
+        void *op = kind->ops->open(&ctx, &err);
+        cr_assert_not_null(op, "%s", err.msg);
+        kinds_seen_t out = {.base.emit = collect_kind};
+        cr_assert_eq(kind->ops->watermark(op, 100, &out.base, &err), 0);
+        eddy_record_t on_time = eddy_record_make("P|1|a", 5, 7), late = eddy_record_make("P|1|b", 5, 9);
+        on_time.timestamp = 101;
+        late.timestamp = 100;
+        cr_assert_eq(kind->ops->process(op, &on_time, &out.base, &err), 0);
+        cr_assert_eq(kind->ops->process(op, &late, &out.base, &err), 0);
+        cr_assert_eq(late_count, 1, "mode %s", modes[m] ? modes[m] : "(default)");
+        cr_assert_eq(out.kind[0], EDDY_INSERT);
+        if (m == 0) {
+            cr_assert_eq(out.n, 2);
+            cr_assert_eq(out.kind[1], EDDY_LATE);
+            cr_assert_str_eq(out.row[1], "P|1|b");
+            cr_assert_eq(out.value[1], 9);
+            cr_assert_eq(out.ts[1], 100);
+        } else {
+            cr_assert_eq(out.n, 1, "mode %s sent the late record on", modes[m] ? modes[m] : "(default)");
+        }
+        kind->ops->close(op);
+        kind->release(conf);
+        eddy_config_destroy(&cfg);
+    }
+    eddy_registry_destroy(&r);
+}

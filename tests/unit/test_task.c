@@ -10,12 +10,14 @@
  *   several steps (the rest stays queued, read on by cursor), and its credit
  *   goes back once, when it is read through. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
 #include "net/dataplane.h"
+#include "operators/operators.h"
 #include "runtime/task.h"
 
 #include "leak_check.h"
@@ -24,9 +26,21 @@ TestSuite(task, .fini = eddy_test_leak_check);
 
 /* ---- test host ---------------------------------------------------------- */
 
+#define HOST_MAX_RECORDS 16
+
+/* A record as it left a task in a DATA batch. */
+typedef struct sent_record {
+    char data[16];
+    uint8_t kind;
+    int64_t value, timestamp;
+    uint32_t dst_stage;
+} sent_record_t;
+
 typedef struct host {
     uint32_t credits_returned;
     uint32_t done_reports;
+    sent_record_t sent[HOST_MAX_RECORDS];
+    uint32_t n_sent;
 } host_t;
 
 static void count_message(host_t *h, char *data, size_t len)
@@ -36,6 +50,16 @@ static void count_message(host_t *h, char *data, size_t len)
     if (eddy_data_decode(data, len, &msg, &err) == 0) {
         if (msg.type == EDDY_DATA_CREDIT)
             h->credits_returned += msg.credit;
+        eddy_record_t rec;
+        while (msg.type == EDDY_DATA_BATCH && eddy_data_next_record(&msg, &rec, &err) == 1) {
+            cr_assert_lt(h->n_sent, HOST_MAX_RECORDS);
+            sent_record_t *s = &h->sent[h->n_sent++];
+            snprintf(s->data, sizeof s->data, "%.*s", (int)rec.len, rec.data);
+            s->kind = rec.kind;
+            s->value = rec.value;
+            s->timestamp = rec.timestamp;
+            s->dst_stage = msg.channel.dst_stage;
+        }
         eddy_data_msg_close(&msg);
     }
     free(data);
@@ -139,6 +163,37 @@ static int64_t no_position(void *self)
 static const eddy_source_ops_t unused_source = {.kind = "unused", .poll = no_poll,
                                                 .position = no_position};
 
+/* Records every record its process() gets (data and kind) in the capture
+ * its config points at, and passes it on. */
+typedef struct capture {
+    char data[HOST_MAX_RECORDS][16];
+    uint8_t kind[HOST_MAX_RECORDS];
+    uint32_t n;
+} capture_t;
+
+static void *capture_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)err;
+    return (void *)ctx->config;
+}
+
+static int capture_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                           eddy_err_t *err)
+{
+    (void)err;
+    capture_t *c = self;
+    cr_assert_lt(c->n, HOST_MAX_RECORDS);
+    snprintf(c->data[c->n], sizeof c->data[0], "%.*s", (int)rec->len, rec->data);
+    c->kind[c->n++] = rec->kind;
+    eddy_emit(out, rec);
+    return 0;
+}
+
+static const eddy_operator_ops_t capture_ops = {
+    .kind = "capture", .open = capture_open, .process = capture_process};
+static const eddy_operator_ops_t capture_late_ops = {
+    .kind = "capture-late", .open = capture_open, .process = capture_process, .sees_late = true};
+
 /* ---- fixture ------------------------------------------------------------ */
 
 #define WORKER 1
@@ -148,7 +203,7 @@ typedef struct fixture {
     eddy_task_env_t env;
     eddy_job_graph_t graph;
     uint32_t src_workers[1], op_workers[2];
-    eddy_stage_placement_t placement[2];
+    eddy_stage_placement_t placement[3];
 } fixture_t;
 
 /* Stage 0: an unused source (1 instance); stage 1: two instances of `ops`. */
@@ -318,6 +373,158 @@ Test(task, a_costly_batch_is_consumed_over_several_time_slices)
     eddy_task_flush(t);
     cr_assert_eq(f.host.credits_returned, 1);
 
+    eddy_task_destroy(&t);
+    eddy_graph_clear(&f.graph);
+}
+
+/* ---- late records pass operators that do not ask for them ---------------- */
+
+/* Stage 0: an unused source; stage 1: one instance of `ops`; stage 2 (when
+ * downstream): one instance reading stage 1, so stage 1 has an output. */
+static void late_fixture_init(fixture_t *f, const eddy_operator_ops_t *const *ops,
+                              const void *const *configs, uint32_t n_ops, bool downstream)
+{
+    memset(f, 0, sizeof *f);
+    f->env = (eddy_task_env_t){.host = &f->host, .send_remote = host_send_remote,
+                               .send_local = host_send_local, .notify = host_notify,
+                               .submit_snapshot = host_submit_snapshot, .self_worker_id = WORKER};
+    eddy_err_t err = {{0}};
+    eddy_graph_init(&f->graph, "test");
+    f->graph.max_parallelism = 128;
+    cr_assert(eddy_graph_add_source(&f->graph, "src", 1, &unused_source, NULL, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_graph_add_stage(&f->graph, "op", 1, 0, EDDY_EDGE_REBALANCE, NULL, &err) == 1,
+              "%s", err.msg);
+    for (uint32_t i = 0; i < n_ops; i++)
+        cr_assert(eddy_graph_chain(&f->graph, 1, ops[i], configs[i], &err) == 0, "%s", err.msg);
+    if (downstream) {
+        cr_assert(eddy_graph_add_stage(&f->graph, "next", 1, 1, EDDY_EDGE_REBALANCE, NULL, &err) == 2,
+                  "%s", err.msg);
+        cr_assert(eddy_graph_chain(&f->graph, 2, &capture_ops, NULL, &err) == 0, "%s", err.msg);
+    }
+    f->src_workers[0] = WORKER;
+    f->op_workers[0] = f->op_workers[1] = WORKER;
+    f->placement[0] = (eddy_stage_placement_t){1, f->src_workers};
+    f->placement[1] = (eddy_stage_placement_t){1, f->op_workers};
+    f->placement[2] = (eddy_stage_placement_t){1, f->op_workers + 1};
+}
+
+static eddy_task_t *late_fixture_task(fixture_t *f, bool downstream)
+{
+    eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "test", .graph = &f->graph,
+                              .stage = 1, .instance = 0,
+                              .placement = {downstream ? 3 : 2, f->placement}, .start_position = -1};
+    eddy_err_t err = {{0}};
+    eddy_task_t *t = eddy_task_new(&f->env, &cfg, &err);
+    cr_assert(t, "%s", err.msg);
+    return t;
+}
+
+/* "a" (data), "late" (EDDY_LATE, value 7, timestamp 1000), "b" (data), as
+ * one batch into op[0], stepped through and flushed. */
+static void run_late_batch(eddy_task_t *t)
+{
+    eddy_batch_writer_t w;
+    eddy_batch_writer_init(&w);
+    eddy_channel_id_t ch = channel_to(0);
+    eddy_batch_writer_begin(&w, &ch);
+    eddy_record_t a = eddy_record_make("a", 1, 1), late = eddy_record_make("late", 4, 7),
+                  b = eddy_record_make("b", 1, 1);
+    late.kind = EDDY_LATE;
+    late.timestamp = 1000;
+    eddy_batch_writer_add(&w, &a);
+    eddy_batch_writer_add(&w, &late);
+    eddy_batch_writer_add(&w, &b);
+    size_t len;
+    char *data = eddy_batch_writer_finish(&w, &len);
+    eddy_batch_writer_free(&w);
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_data_decode(data, len, &msg, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_task_deliver(t, &msg, NULL, data, &err) == 0, "%s", err.msg);
+    while (eddy_task_runnable(t, eddy_mono_ns()))
+        cr_assert_eq(eddy_task_step(t, eddy_mono_ns(), &err), 0, "%s", err.msg);
+    eddy_task_flush(t);
+}
+
+static uint64_t records_out(const eddy_task_t *t)
+{
+    eddy_task_metrics_t m;
+    eddy_task_metrics(t, &m);
+    return m.records_out;
+}
+
+/* A late record skips the operators without sees_late, in order, and
+ * leaves the task unchanged (kind, bytes, value, timestamp) in its place
+ * among the data records; an operator with sees_late gets it. */
+Test(task, a_late_record_passes_operators_that_do_not_ask_for_it)
+{
+    fixture_t f;
+    capture_t first = {0}, seeing = {0}, last = {0};
+    const eddy_operator_ops_t *ops[] = {&capture_ops, &capture_late_ops, &capture_ops};
+    const void *configs[] = {&first, &seeing, &last};
+    late_fixture_init(&f, ops, configs, 3, true);
+    eddy_task_t *t = late_fixture_task(&f, true);
+    run_late_batch(t);
+
+    cr_assert_eq(first.n, 2, "an operator without sees_late saw %u records", first.n);
+    cr_assert_str_eq(first.data[0], "a");
+    cr_assert_str_eq(first.data[1], "b");
+    cr_assert_eq(seeing.n, 3);
+    cr_assert_str_eq(seeing.data[1], "late");
+    cr_assert_eq(seeing.kind[1], EDDY_LATE);
+    cr_assert_eq(last.n, 2);
+
+    cr_assert_eq(f.host.n_sent, 3, "the task sent %u records", f.host.n_sent);
+    const char *order[] = {"a", "late", "b"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(f.host.sent[i].data, order[i]);
+        cr_assert_eq(f.host.sent[i].dst_stage, 2);
+    }
+    cr_assert_eq(f.host.sent[1].kind, EDDY_LATE);
+    cr_assert_eq(f.host.sent[1].value, 7);
+    cr_assert_eq(f.host.sent[1].timestamp, 1000);
+    cr_assert_eq(f.host.sent[0].kind, EDDY_INSERT);
+    cr_assert_eq(records_out(t), 3);
+    eddy_task_destroy(&t);
+    eddy_graph_clear(&f.graph);
+}
+
+/* The built-in side output keeps only the late records, as data. */
+Test(task, the_late_records_step_turns_late_records_into_data)
+{
+    fixture_t f;
+    capture_t before = {0};
+    const eddy_operator_ops_t *ops[] = {&capture_ops, &eddy_late_records_ops};
+    const void *configs[] = {&before, NULL};
+    late_fixture_init(&f, ops, configs, 2, true);
+    eddy_task_t *t = late_fixture_task(&f, true);
+    run_late_batch(t);
+
+    cr_assert_eq(before.n, 2);
+    cr_assert_eq(f.host.n_sent, 1, "the side output sent %u records", f.host.n_sent);
+    cr_assert_str_eq(f.host.sent[0].data, "late");
+    cr_assert_eq(f.host.sent[0].kind, EDDY_INSERT);
+    cr_assert_eq(f.host.sent[0].value, 7);
+    cr_assert_eq(f.host.sent[0].timestamp, 1000);
+    eddy_task_destroy(&t);
+    eddy_graph_clear(&f.graph);
+}
+
+/* At the end of a sink's chain (no outputs) a late record goes nowhere and
+ * is not counted as output. */
+Test(task, a_late_record_ends_at_a_sink)
+{
+    fixture_t f;
+    capture_t sink = {0};
+    const eddy_operator_ops_t *ops[] = {&capture_ops};
+    const void *configs[] = {&sink};
+    late_fixture_init(&f, ops, configs, 1, false);
+    eddy_task_t *t = late_fixture_task(&f, false);
+    run_late_batch(t);
+    cr_assert_eq(sink.n, 2);
+    cr_assert_eq(f.host.n_sent, 0);
+    cr_assert_eq(records_out(t), 2, "records_out counts what the chain emitted, not the late one");
+    cr_assert_eq(records_in(t), 3);
     eddy_task_destroy(&t);
     eddy_graph_clear(&f.graph);
 }
