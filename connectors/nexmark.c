@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmt.h"
 #include "connectors/sources.h"
 
 /* ---- parser ------------------------------------------------------------- */
@@ -165,16 +166,9 @@ static void put_str(out_t *o, eddy_nexmark_str_t s)
 
 static void put_int(out_t *o, int64_t v)
 {
-    char tmp[24], *e = tmp + sizeof tmp, *q = e;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--q = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *--q = '-';
-    *--q = ',';
-    put(o, q, (size_t)(e - q));
+    char tmp[1 + EDDY_I64_CHARS];
+    tmp[0] = ',';
+    put(o, tmp, (size_t)(eddy_fmt_i64(tmp + 1, v) - tmp));
 }
 
 uint32_t eddy_nexmark_format(const eddy_nexmark_event_t *ev, char *buf, size_t size)

@@ -1,0 +1,15 @@
+/* fmt.h - number formatting for hot paths (rows made per record), where
+ * snprintf's format parsing costs more than the work it does. */
+#ifndef EDDY_COMMON_FMT_H
+#define EDDY_COMMON_FMT_H
+
+#include <stdint.h>
+
+/* Longest decimal int64: "-9223372036854775808". */
+#define EDDY_I64_CHARS 20
+
+/* Writes v in decimal at p (at most EDDY_I64_CHARS bytes, no NUL) and
+ * returns the end of what it wrote. */
+char *eddy_fmt_i64(char *p, int64_t v);
+
+#endif
