@@ -7,6 +7,8 @@
 #   ckpt=off   eddy local --workers 2 --parallelism 2 --checkpoint-interval 0
 #   ckpt=2000  same with the default 2000 ms checkpoint interval
 #   ckpt=1000  same with 1000 ms
+#   no-local-agg  ckpt=2000 with --no-local-aggregation: every word is
+#              shuffled, not per-batch partial counts (local-global off)
 # Every eddy output must be byte-identical to the baseline's, or the script
 # fails. words/s = total words / wall time of the whole command (startup,
 # deploy and writing the output included).
@@ -67,15 +69,16 @@ WORDS=$(awk '{print $2}' <<<"$base_line")
 DISTINCT=$(awk '{print $4}' <<<"$base_line")
 
 declare -A best
-run_eddy() { # name interval
+run_eddy() { # name interval [extra flags]
     local name=$1 interval=$2 i t0 t1 wall
+    shift 2
     for ((i = 1; i <= RUNS; i++)); do
         PORT=$((PORT + 2))
         rm -f "$TMP/eddy.out"
         t0=$(now)
         "$BUILD/eddy" local --workers "$WORKERS" --job wordcount --input "$TEXT" \
             --output "$TMP/eddy.out" --parallelism "$PARALLELISM" \
-            --checkpoint-interval "$interval" --quiet \
+            --checkpoint-interval "$interval" --quiet "$@" \
             --control-port "$PORT" --http-port $((PORT + 1)) >"$TMP/eddy.log" 2>&1 || {
             echo "eddy ($name) failed:" >&2
             tail -20 "$TMP/eddy.log" >&2
@@ -97,6 +100,7 @@ run_eddy() { # name interval
 run_eddy ckpt=off 0
 run_eddy ckpt=2000 2000
 run_eddy ckpt=1000 1000
+run_eddy no-local-agg 2000 --no-local-aggregation
 
 wps() { echo "$WORDS / $1" | bc -l; }
 base_wps=$(wps "$best_base")
@@ -107,7 +111,7 @@ echo "wordcount: $(stat -c %s "$TEXT") bytes, $WORDS words, $DISTINCT distinct,"
 echo "outputs: all eddy runs byte-identical to the baseline"
 printf '%-12s %9s %14s %12s %12s\n' config wall_s words_per_s vs_baseline vs_ckpt_off
 printf '%-12s %9.3f %14.0f %12.3f %12s\n' baseline "$best_base" "$base_wps" 1 -
-for name in ckpt=off ckpt=2000 ckpt=1000; do
+for name in ckpt=off ckpt=2000 ckpt=1000 no-local-agg; do
     w=$(wps "${best[$name]}")
     printf '%-12s %9.3f %14.0f %12.3f %12.3f\n' "$name" "${best[$name]}" "$w" \
         "$(echo "$w / $base_wps" | bc -l)" "$(echo "$w / $off_wps" | bc -l)"
