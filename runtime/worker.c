@@ -177,6 +177,15 @@ static void env_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
     eddy_snapshot_writer_submit(w->snapshots, unit);
 }
 
+/* Whether a job with this id is still deployed on this worker. */
+static bool job_is_here(const worker_t *w, const char *job_id)
+{
+    for (const wjob_t *j = w->jobs; j; j = j->next)
+        if (!strcmp(j->job_id, job_id))
+            return true;
+    return false;
+}
+
 /* Messages whose data became durable since the last call: checkpoint ACKs
  * (failures are in the ACK), TASK_DONE after a final prepare (a failure
  * turns it into TASK_FAILED), the final ACK after the last commit. */
@@ -185,6 +194,15 @@ static void send_durable_acks(worker_t *w)
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
         eddy_msg_t *m = &u->ack;
+        if (u->error[0] && !job_is_here(w, u->job)) {
+            /* The job ended (or was cancelled) while its last checkpoint was
+             * being written, and the coordinator deleted that checkpoint's
+             * directory: nothing is lost, the result no longer matters. */
+            eddy_info("checkpoint %llu of %s/%s abandoned: the job was released before its "
+                      "snapshot was written", (unsigned long long)u->checkpoint, u->job, u->op);
+            eddy_snapshot_unit_free(u);
+            continue;
+        }
         if (u->error[0])
             eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
                        u->op, u->error);
