@@ -227,7 +227,7 @@ const eddy_operator_ops_t eddy_aggregate_ops = {
 
 /* Keys held before the combiner flushes on its own: bounds its memory and
  * keeps partials flowing on a stream with many distinct keys. */
-#define COMBINER_MAX_KEYS 16384u
+#define COMBINER_MAX_KEYS 65536u
 
 typedef struct combiner_op {
     const eddy_aggregate_config_t *cfg;
