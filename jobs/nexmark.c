@@ -52,6 +52,7 @@ static const char *const queries[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q7", 
 
 typedef struct project_op {
     char query[8];
+    char event;            /* config event: 'P' persons, 'A' auctions only; 0: all */
     bool origin;           /* config origin: keep the event line after each row */
     const char *line;      /* the event line of the current call */
     uint32_t line_len;
@@ -67,6 +68,8 @@ static void *project_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     snprintf(op->query, sizeof op->query, "%s",
              eddy_config_str(ctx->config, "query", "q0"));
     op->origin = eddy_config_bool(ctx->config, "origin", false);
+    const char *event = eddy_config_str(ctx->config, "event", "");
+    op->event = !strcmp(event, "person") ? 'P' : !strcmp(event, "auction") ? 'A' : 0;
     return op;
 }
 
@@ -135,16 +138,16 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
                          snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, b->auction, b->price), 1,
                          ts);
     } else if (!strcmp(q, "q3")) {
-        if (ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
+        /* The two inputs of the join (nexmark_joins.c), one projection each. */
+        if (op->event == 'P' && ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\t%.*s\t%.*s\t%.*s", p->id,
                                   (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
                                   (int)p->state.len, p->state.ptr),
                          1, ts);
-        else if (ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
+        else if (op->event == 'A' && ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id), 1,
-                         ts);
+                         snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, a->seller, a->id), 1, ts);
     } else if (!strcmp(q, "q4")) {
         if (ev.type == EDDY_NEXMARK_AUCTION)
             project_emit(op, out, row,
@@ -159,13 +162,13 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
         if (bid)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->auction), 1, ts);
     } else if (!strcmp(q, "q8")) {
-        if (ev.type == EDDY_NEXMARK_PERSON)
+        if (op->event == 'P' && ev.type == EDDY_NEXMARK_PERSON)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
+                         snprintf(row, ROW_MAX, "%" PRId64 "\t%.*s", p->id, (int)p->name.len,
                                   p->name.ptr),
                          1, ts);
-        else if (ev.type == EDDY_NEXMARK_AUCTION)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tA", a->seller), 1, ts);
+        else if (op->event == 'A' && ev.type == EDDY_NEXMARK_AUCTION)
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, a->seller), 1, ts);
     } else if (!strcmp(q, "q11") || !strcmp(q, "q12")) {
         if (bid)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->bidder), 1, ts);
@@ -343,33 +346,6 @@ static void q7_global(const eddy_window_context_t *ctx, const eddy_window_elemen
     }
 }
 
-/* q8, per person id and window: the person registered and opened an auction. */
-static void q8_join(const eddy_window_context_t *ctx, const eddy_window_elements_t *elements,
-                    eddy_collector_t *out)
-{
-    const char *name = NULL;
-    int name_len = 0;
-    bool auction = false;
-    for (size_t i = 0; i < elements->count; i++) {
-        eddy_record_t r = eddy_window_element(elements, i);
-        int rest_len;
-        const char *rest = after_tab(&r, &rest_len);
-        if (rest_len >= 1 && rest[0] == 'A')
-            auction = true;
-        else if (rest_len >= 2 && rest[0] == 'P' && rest[1] == '\t') {
-            name = rest + 2;
-            name_len = rest_len - 2;
-        }
-    }
-    if (!name || !auction)
-        return;
-    char row[ROW_MAX];
-    emit_row(out, row,
-             snprintf(row, sizeof row, "%.*s\t%.*s\t%" PRId64, (int)ctx->key_len, ctx->key, name_len,
-                      name, ctx->window.start),
-             1, ctx->window.end - 1);
-}
-
 /* q11 and q12: a bidder's count per (session) window. */
 static void bidder_count(const eddy_window_context_t *ctx, const eddy_window_elements_t *elements,
                          eddy_collector_t *out)
@@ -392,7 +368,6 @@ static const window_fn_t window_fns[] = {
     {"nexmark_q5_hottest", {.process = q5_hottest}},
     {"nexmark_q7_local", {.process = q7_local}},
     {"nexmark_q7_global", {.process = q7_global}},
-    {"nexmark_q8_join", {.process = q8_join}},
     {"nexmark_bidder_count", {.aggregate = count_udf, .process = bidder_count}},
 };
 
@@ -464,21 +439,49 @@ static bool may_be_late(const char *q)
 
 /* late: windows and q4's timer step send late records on (kind EDDY_LATE,
  * each row with its event line after a '\n'), else they drop them. */
-static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
-                               bool *final_table)
+static eddy_config_t *project_config(const char *q, bool late, const char *event)
 {
-    late = late && may_be_late(q);
     eddy_config_t *pc = eddy_config_new();
     if (pc) {
         eddy_config_set_str(pc, "query", q);
         eddy_config_set_bool(pc, "origin", late);
+        if (event)
+            eddy_config_set_str(pc, "event", event);
     }
-    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project", pc);
+    return pc;
+}
+
+/* q3 and q8 join persons and auctions: two projections of the events, one
+ * per side, connected into one keyed two-input step (eddy_process2) keyed
+ * by person id on the left and by seller on the right. */
+static eddy_stream_t add_join(eddy_stream_t events, const char *q, bool late, const char *uid,
+                              const char *kind, eddy_config_t *config)
+{
+    eddy_stream_t persons = eddy_flat_map(events, "persons", "nexmark_project",
+                                          project_config(q, late, "person"));
+    eddy_stream_t auctions = eddy_flat_map(events, "auctions", "nexmark_project",
+                                           project_config(q, late, "auction"));
+    return eddy_process2(eddy_key_by(persons, "nexmark_key"), eddy_key_by(auctions, "nexmark_key"),
+                         uid, kind, config);
+}
+
+static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
+                               bool *final_table)
+{
+    late = late && may_be_late(q);
     *final_table = false;
+    if (!strcmp(q, "q3"))
+        return add_join(events, q, late, "join", "nexmark_q3_join", NULL);
+    if (!strcmp(q, "q8")) {
+        eddy_config_t *jc = eddy_config_new();
+        if (jc && late)
+            eddy_config_set_str(jc, "late", "emit");
+        return add_join(events, q, late, "new_sellers", "nexmark_q8_join", jc);
+    }
+    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project",
+                                       project_config(q, late, NULL));
     if (!strcmp(q, "q0") || !strcmp(q, "q1") || !strcmp(q, "q2"))
         return rows;
-    if (!strcmp(q, "q3"))
-        return eddy_process(eddy_key_by(rows, "tab_prefix"), "join", "nexmark_q3_join", NULL);
     if (!strcmp(q, "q4")) {
         eddy_config_t *wc = eddy_config_new();
         if (wc && late)
@@ -505,9 +508,6 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
         return eddy_window(eddy_key_by(local, "tab_prefix"), "highest_bids", "nexmark_q7_global",
                            window_config("tumbling", WINDOW_MS, 0, "event", late));
     }
-    if (!strcmp(q, "q8"))
-        return eddy_window(eddy_key_by(rows, "tab_prefix"), "new_sellers", "nexmark_q8_join",
-                           window_config("tumbling", WINDOW_MS, 0, "event", late));
     if (!strcmp(q, "q11"))
         return eddy_window(eddy_key_by(rows, "nexmark_key"), "sessions", "nexmark_bidder_count",
                            window_config("session", SESSION_GAP_MS, 0, "event", late));
