@@ -194,6 +194,8 @@ int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
         if (!source && self->nodes[n->input].role == EDDY_NODE_SINK)
             return eddy_err_set(err, "step '%s' reads from sink '%s'", n->uid,
                                 self->nodes[n->input].uid);
+        if (validate_second_input(self, i, err) < 0)
+            return -1;
         if ((n->edge == EDDY_EDGE_HASH) != (n->key_kind[0] != 0))
             return eddy_err_set(err, "step '%s': %s", n->uid,
                                 n->key_kind[0] ? "a key needs a keyed (HASH) input"
@@ -203,8 +205,6 @@ int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
             n->edge != EDDY_EDGE_HASH)
             return eddy_err_set(err, "step '%s': %s needs a keyed stream (key_by first)", n->uid,
                                 eddy_node_role_name(n->role));
-        if (validate_second_input(self, i, err) < 0)
-            return -1;
         uint32_t p = eddy_plan_parallelism(self, i);
         if (p < 1 || p > self->max_parallelism)
             return eddy_err_set(err, "step '%s': parallelism %u is out of range 1..%u", n->uid, p,
