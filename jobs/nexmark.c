@@ -7,7 +7,8 @@
  * query is an ordinary pipeline of eddy's operators: event time from the
  * events' date_time with bounded out-of-orderness (--max-delay-ms), keyed
  * windows (operators/window.c), keyed process functions for the joins
- * (operators/process.c), and "global per-window" steps keyed by the
+ * (operators/process.c; q3 and q8 read persons and auctions as two inputs,
+ * eddy_process2), and "global per-window" steps keyed by the
  * window's end. Results go to --output as byte-sorted lines written at end
  * of input (counted per distinct line in keyed state first, so a restore
  * neither loses nor repeats a row), or to stdout as they come.
@@ -17,7 +18,7 @@
  * row may be its key alone).
  *
  * Late events (--late-output, q4 q5 q7 q8 q11): windows run with late =
- * "emit" and q4's timer step calls eddy_process_late, so a late row goes on
+ * "emit" and q4's timer step and q8's window join call eddy_process_late, so a late row goes on
  * as EDDY_LATE past every later step (api/operator.h) to the query's last
  * step. The late file must hold the event's input line, which a row does
  * not determine (q5 keeps only the auction), so with --late-output the
