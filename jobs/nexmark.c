@@ -53,7 +53,6 @@ static const char *const queries[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q7", 
 
 typedef struct project_op {
     char query[8];
-    char event;            /* config event: 'P' persons, 'A' auctions only; 0: all */
     bool origin;           /* config origin: keep the event line after each row */
     const char *line;      /* the event line of the current call */
     uint32_t line_len;
@@ -69,8 +68,6 @@ static void *project_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     snprintf(op->query, sizeof op->query, "%s",
              eddy_config_str(ctx->config, "query", "q0"));
     op->origin = eddy_config_bool(ctx->config, "origin", false);
-    const char *event = eddy_config_str(ctx->config, "event", "");
-    op->event = !strcmp(event, "person") ? 'P' : !strcmp(event, "auction") ? 'A' : 0;
     return op;
 }
 
@@ -139,16 +136,18 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
                          snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, b->auction, b->price), 1,
                          ts);
     } else if (!strcmp(q, "q3")) {
-        /* The two inputs of the join (nexmark_joins.c), one projection each. */
-        if (op->event == 'P' && ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
+        /* Rows of the join's two inputs, tagged with their side for
+         * nexmark_side, which splits them (add_join). */
+        if (ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\t%.*s\t%.*s\t%.*s", p->id,
+                         snprintf(row, ROW_MAX, "P\t%" PRId64 "\t%.*s\t%.*s\t%.*s", p->id,
                                   (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
                                   (int)p->state.len, p->state.ptr),
                          1, ts);
-        else if (op->event == 'A' && ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
+        else if (ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\t%" PRId64, a->seller, a->id), 1, ts);
+                         snprintf(row, ROW_MAX, "A\t%" PRId64 "\t%" PRId64, a->seller, a->id), 1,
+                         ts);
     } else if (!strcmp(q, "q4")) {
         if (ev.type == EDDY_NEXMARK_AUCTION)
             project_emit(op, out, row,
@@ -163,13 +162,13 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
         if (bid)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->auction), 1, ts);
     } else if (!strcmp(q, "q8")) {
-        if (op->event == 'P' && ev.type == EDDY_NEXMARK_PERSON)
+        if (ev.type == EDDY_NEXMARK_PERSON)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\t%.*s", p->id, (int)p->name.len,
+                         snprintf(row, ROW_MAX, "P\t%" PRId64 "\t%.*s", p->id, (int)p->name.len,
                                   p->name.ptr),
                          1, ts);
-        else if (op->event == 'A' && ev.type == EDDY_NEXMARK_AUCTION)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, a->seller), 1, ts);
+        else if (ev.type == EDDY_NEXMARK_AUCTION)
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "A\t%" PRId64, a->seller), 1, ts);
     } else if (!strcmp(q, "q11") || !strcmp(q, "q12")) {
         if (bid)
             project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64, b->bidder), 1, ts);
@@ -214,6 +213,19 @@ static uint32_t row_key(const eddy_record_t *rec, const char **key)
 }
 
 static const eddy_key_kind_t row_key_kind = {.name = "nexmark_key", .key = row_key};
+
+/* One side of a join's tagged rows ("P<TAB>row" or "A<TAB>row", config
+ * side = "P" | "A"), without the tag. */
+static void side_rows(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *cfg)
+{
+    const char *side = eddy_config_str(cfg, "side", "");
+    if (in->len < 2 || in->data[1] != '\t' || in->data[0] != side[0])
+        return;
+    eddy_record_t r = *in;
+    r.data += 2;
+    r.len -= 2;
+    eddy_emit(out, &r);
+}
 
 /* The late output's line: the event line a late row kept after its '\n'. */
 static void origin_line(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *cfg)
@@ -440,28 +452,33 @@ static bool may_be_late(const char *q)
 
 /* late: windows and q4's timer step send late records on (kind EDDY_LATE,
  * each row with its event line after a '\n'), else they drop them. */
-static eddy_config_t *project_config(const char *q, bool late, const char *event)
+static eddy_config_t *project_config(const char *q, bool late)
 {
     eddy_config_t *pc = eddy_config_new();
     if (pc) {
         eddy_config_set_str(pc, "query", q);
         eddy_config_set_bool(pc, "origin", late);
-        if (event)
-            eddy_config_set_str(pc, "event", event);
     }
     return pc;
 }
 
-/* q3 and q8 join persons and auctions: two projections of the events, one
- * per side, connected into one keyed two-input step (eddy_process2) keyed
- * by person id on the left and by seller on the right. */
-static eddy_stream_t add_join(eddy_stream_t events, const char *q, bool late, const char *uid,
-                              const char *kind, eddy_config_t *config)
+static eddy_config_t *side_config(const char *side)
 {
-    eddy_stream_t persons = eddy_flat_map(events, "persons", "nexmark_project",
-                                          project_config(q, late, "person"));
-    eddy_stream_t auctions = eddy_flat_map(events, "auctions", "nexmark_project",
-                                           project_config(q, late, "auction"));
+    eddy_config_t *c = eddy_config_new();
+    if (c)
+        eddy_config_set_str(c, "side", side);
+    return c;
+}
+
+/* q3 and q8 join persons and auctions: the projection (chained with the
+ * source, so bids never leave it) tags each row with its side; two steps
+ * split them into persons and auctions, which are connected into one keyed
+ * two-input step (eddy_process2), persons keyed by id, auctions by seller. */
+static eddy_stream_t add_join(eddy_stream_t rows, const char *uid, const char *kind,
+                              eddy_config_t *config)
+{
+    eddy_stream_t persons = eddy_flat_map(rows, "persons", "nexmark_side", side_config("P"));
+    eddy_stream_t auctions = eddy_flat_map(rows, "auctions", "nexmark_side", side_config("A"));
     return eddy_process2(eddy_key_by(persons, "nexmark_key"), eddy_key_by(auctions, "nexmark_key"),
                          uid, kind, config);
 }
@@ -471,16 +488,16 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
 {
     late = late && may_be_late(q);
     *final_table = false;
+    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project",
+                                       project_config(q, late));
     if (!strcmp(q, "q3"))
-        return add_join(events, q, late, "join", "nexmark_q3_join", NULL);
+        return add_join(rows, "join", "nexmark_q3_join", NULL);
     if (!strcmp(q, "q8")) {
         eddy_config_t *jc = eddy_config_new();
         if (jc && late)
             eddy_config_set_str(jc, "late", "emit");
-        return add_join(events, q, late, "new_sellers", "nexmark_q8_join", jc);
+        return add_join(rows, "new_sellers", "nexmark_q8_join", jc);
     }
-    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project",
-                                       project_config(q, late, NULL));
     if (!strcmp(q, "q0") || !strcmp(q, "q1") || !strcmp(q, "q2"))
         return rows;
     if (!strcmp(q, "q4")) {
@@ -657,6 +674,7 @@ int eddy_nexmark_register(eddy_registry_t *r, eddy_err_t *err)
         eddy_register_timestamp(r, &date_time_kind, err) < 0 ||
         eddy_register_key(r, &row_key_kind, err) < 0 ||
         eddy_register_flat_map(r, "nexmark_origin", origin_line, err) < 0 ||
+        eddy_register_flat_map(r, "nexmark_side", side_rows, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_count", &count_udf, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_average", &avg_udf, err) < 0)
         return -1;

@@ -20,7 +20,8 @@
  * --late-output), outside it it never counted and is dropped. So q4 keeps
  * a few bytes per auction for good (like q3's unbounded state) instead of
  * keeping such bids waiting in a list forever. Rows come from nexmark.c's
- * projection (each possibly followed by '\n' and its event line):
+ * projection (each possibly followed by '\n' and its event line; q3 and q8
+ * rows without the side tag that nexmark_side split them by):
  *   q3  persons "id<TAB>name<TAB>city<TAB>state", auctions "seller<TAB>auction"
  *   q8  persons "id<TAB>name", auctions "seller"
  *   q4  "id<TAB>A<TAB>date_time<TAB>expires<TAB>category" | "auction<TAB>B<TAB>price"
