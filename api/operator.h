@@ -99,6 +99,12 @@ typedef struct eddy_op_context {
     uint64_t restored_checkpoint;    /* checkpoint the task starts from, 0 = fresh */
     /* Counters the operator bumps; the task exports them as metrics. */
     uint64_t *late_records;          /* eddy_late_records_total */
+    /* Two-input keyed stages (eddy_process2, api/stream.h): the second
+     * input's key selector (key_fn is the first's), and where the task
+     * keeps which input (0 or 1) the record its first operator is
+     * processing came from. NULL in every other stage. */
+    eddy_key_fn second_key_fn;
+    const uint32_t *input;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

@@ -94,6 +94,10 @@ int64_t eddy_process_watermark(const eddy_process_context_t *ctx);
 /* Processing time (epoch ms): the latest tick's (in on_timer for a
  * processing timer: the tick that fired it), the wall clock before the first. */
 int64_t eddy_process_time(const eddy_process_context_t *ctx);
+/* In process() of a two-input step (eddy_process2, api/stream.h): the input
+ * the record came from, 0 (left) or 1 (right). 0 in a one-input step and
+ * in on_timer. */
+uint32_t eddy_process_input(const eddy_process_context_t *ctx);
 /* The step's configuration (never NULL). */
 const eddy_config_t *eddy_process_config(const eddy_process_context_t *ctx);
 

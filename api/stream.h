@@ -70,6 +70,18 @@ eddy_stream_t eddy_window(eddy_keyed_stream_t in, const char *uid, const char *k
                           eddy_config_t *config);
 eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *kind,
                            eddy_config_t *config);
+/* Two keyed streams connected into one keyed process step (Flink's
+ * connect(...).process(KeyedCoProcessFunction)): records of both reach the
+ * instance that owns their key, whichever input they came from, and share
+ * that key's state and timers; eddy_process_input (api/process.h) tells the
+ * function which input a record came from (0: left, 1: right). Each input
+ * has its own key selector (e.g. a person's id and an auction's seller);
+ * their keys must mean the same thing, since both hash into the job's key
+ * groups. Both inputs must be keyed and come from different steps of the
+ * same job. Checkpoint barriers are aligned across both inputs, the step's
+ * watermark is the minimum over both, and its input ends when both ended. */
+eddy_stream_t eddy_process2(eddy_keyed_stream_t left, eddy_keyed_stream_t right, const char *uid,
+                            const char *kind, eddy_config_t *config);
 
 /* Side output of late records (Flink's sideOutputLateData): the records
  * of `in` that a step before it judged late and sent on with kind EDDY_LATE

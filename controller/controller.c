@@ -14,6 +14,7 @@ typedef struct op_snapshot {
     uint32_t parallelism, min_parallelism, max_parallelism;
     bool keyed, source;
     long upstream; /* index of the upstream operator, -1 for none */
+    long upstream2; /* a two-input operator's second upstream, -1 for none */
     double records_in, records_out, busy_ns, offered_rate;
 } op_snapshot_t;
 
@@ -148,6 +149,18 @@ static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy
                 p->offered_rate = json_number_value(r);
         }
         p->upstream = -1;
+        p->upstream2 = -1;
+        const json_t *in2 = json_object_get(o, "second_input");
+        if (json_is_string(in2)) {
+            for (size_t k = 0; k < i; k++)
+                if (!strcmp(s->ops[k].name, json_string_value(in2)))
+                    p->upstream2 = (long)k;
+            if (p->upstream2 < 0) {
+                eddy_err_set(err, "metrics: operator %s reads from '%s', which is not an earlier operator",
+                             p->name, json_string_value(in2));
+                goto fail;
+            }
+        }
         const json_t *in = json_object_get(o, "input");
         if (json_is_string(in)) {
             for (size_t k = 0; k < i; k++)
@@ -178,7 +191,8 @@ static bool same_shape(const snapshot_t *a, const snapshot_t *b)
     if (a->count != b->count)
         return false;
     for (size_t i = 0; i < a->count; i++)
-        if (strcmp(a->ops[i].name, b->ops[i].name) || a->ops[i].upstream != b->ops[i].upstream)
+        if (strcmp(a->ops[i].name, b->ops[i].name) || a->ops[i].upstream != b->ops[i].upstream ||
+            a->ops[i].upstream2 != b->ops[i].upstream2)
             return false;
     return true;
 }
@@ -280,7 +294,7 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
 
     /* One window per operator. */
     eddy_ds2_operator_t *ops = calloc(cur.count, sizeof *ops);
-    size_t *ups = calloc(cur.count, sizeof *ups);
+    size_t *ups = calloc(2 * cur.count + 1, sizeof *ups); /* two per operator at most */
     if (cur.count > self->decisions_capacity) {
         eddy_scaling_decision_t *grown = realloc(self->decisions, cur.count * sizeof *grown);
         if (grown) {
@@ -310,10 +324,16 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
         } else {
             o->min_parallelism = o->max_parallelism = b->parallelism;
         }
+        /* A two-input operator's target input rate is the sum of both
+         * upstreams' target output rates (DS2). */
         if (b->upstream >= 0) {
-            ups[i] = (size_t)b->upstream;
-            o->upstreams = &ups[i];
+            ups[2 * i] = (size_t)b->upstream;
+            o->upstreams = &ups[2 * i];
             o->upstream_count = 1;
+            if (b->upstream2 >= 0) {
+                ups[2 * i + 1] = (size_t)b->upstream2;
+                o->upstream_count = 2;
+            }
         }
         double d_in = b->records_in - a->records_in, d_out = b->records_out - a->records_out;
         o->metrics.records_in = (uint64_t)d_in;

@@ -11,7 +11,8 @@
  *
  * Input: the JSON of request "metrics JOB" (coordinator/views.c):
  *   {"state": "running", "epoch": 3, "operators": [{"name", "parallelism",
- *    "keyed", "source", "input" (upstream name or null), "records_in",
+ *    "keyed", "source", "input" (upstream name or null), "second_input" (a
+ *    two-input operator's second upstream, optional), "records_in",
  *    "records_out", "busy_ns", "offered_rate" (sources), "min_parallelism",
  *    "max_parallelism"}, ...]}
  * with the operators in topological order and counters cumulative per task

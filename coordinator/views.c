@@ -55,6 +55,8 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     json_object_set_new(op, "keyed", json_boolean(eddy_stage_is_keyed(def)));
     json_object_set_new(op, "source", json_boolean(def->source != NULL));
     json_object_set_new(op, "input", def->input >= 0 ? json_string(j->graph.stages[def->input].name) : json_null());
+    if (def->second_input >= 0)
+        json_object_set_new(op, "second_input", json_string(j->graph.stages[def->second_input].name));
     json_t *instances = json_array();
     for (uint32_t i = 0; i < p; i++) {
         json_t *inst = json_object();

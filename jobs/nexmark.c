@@ -7,7 +7,8 @@
  * query is an ordinary pipeline of eddy's operators: event time from the
  * events' date_time with bounded out-of-orderness (--max-delay-ms), keyed
  * windows (operators/window.c), keyed process functions for the joins
- * (operators/process.c), and "global per-window" steps keyed by the
+ * (operators/process.c; q3 and q8 read persons and auctions as two inputs,
+ * eddy_process2), and "global per-window" steps keyed by the
  * window's end. Results go to --output as byte-sorted lines written at end
  * of input (counted per distinct line in keyed state first, so a restore
  * neither loses nor repeats a row), or to stdout as they come.
@@ -17,7 +18,7 @@
  * row may be its key alone).
  *
  * Late events (--late-output, q4 q5 q7 q8 q11): windows run with late =
- * "emit" and q4's timer step calls eddy_process_late, so a late row goes on
+ * "emit" and q4's timer step and q8's window join call eddy_process_late, so a late row goes on
  * as EDDY_LATE past every later step (api/operator.h) to the query's last
  * step. The late file must hold the event's input line, which a row does
  * not determine (q5 keeps only the auction), so with --late-output the
@@ -148,15 +149,17 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
                          int_row(row, (int64_t[]){b->auction, b->price}, 2), 1,
                          ts);
     } else if (!strcmp(q, "q3")) {
+        /* Rows of the join's two inputs, tagged with their side for
+         * nexmark_side, which splits them (add_join). */
         if (ev.type == EDDY_NEXMARK_PERSON && q3_state(p->state))
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s\t%.*s\t%.*s", p->id,
+                         snprintf(row, ROW_MAX, "P\t%" PRId64 "\t%.*s\t%.*s\t%.*s", p->id,
                                   (int)p->name.len, p->name.ptr, (int)p->city.len, p->city.ptr,
                                   (int)p->state.len, p->state.ptr),
                          1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION && a->category == 10)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tA\t%" PRId64, a->seller, a->id), 1,
+                         snprintf(row, ROW_MAX, "A\t%" PRId64 "\t%" PRId64, a->seller, a->id), 1,
                          ts);
     } else if (!strcmp(q, "q4")) {
         if (ev.type == EDDY_NEXMARK_AUCTION)
@@ -174,11 +177,11 @@ static int project_process(void *self, const eddy_record_t *rec, eddy_collector_
     } else if (!strcmp(q, "q8")) {
         if (ev.type == EDDY_NEXMARK_PERSON)
             project_emit(op, out, row,
-                         snprintf(row, ROW_MAX, "%" PRId64 "\tP\t%.*s", p->id, (int)p->name.len,
+                         snprintf(row, ROW_MAX, "P\t%" PRId64 "\t%.*s", p->id, (int)p->name.len,
                                   p->name.ptr),
                          1, ts);
         else if (ev.type == EDDY_NEXMARK_AUCTION)
-            project_emit(op, out, row, snprintf(row, ROW_MAX, "%" PRId64 "\tA", a->seller), 1, ts);
+            project_emit(op, out, row, snprintf(row, ROW_MAX, "A\t%" PRId64, a->seller), 1, ts);
     } else if (!strcmp(q, "q11") || !strcmp(q, "q12")) {
         if (bid)
             project_emit(op, out, row, int_row(row, &b->bidder, 1), 1, ts);
@@ -223,6 +226,19 @@ static uint32_t row_key(const eddy_record_t *rec, const char **key)
 }
 
 static const eddy_key_kind_t row_key_kind = {.name = "nexmark_key", .key = row_key};
+
+/* One side of a join's tagged rows ("P<TAB>row" or "A<TAB>row", config
+ * side = "P" | "A"), without the tag. */
+static void side_rows(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *cfg)
+{
+    const char *side = eddy_config_str(cfg, "side", "");
+    if (in->len < 2 || in->data[1] != '\t' || in->data[0] != side[0])
+        return;
+    eddy_record_t r = *in;
+    r.data += 2;
+    r.len -= 2;
+    eddy_emit(out, &r);
+}
 
 /* The late output's line: the event line a late row kept after its '\n'. */
 static void origin_line(const eddy_record_t *in, eddy_collector_t *out, const eddy_config_t *cfg)
@@ -356,33 +372,6 @@ static void q7_global(const eddy_window_context_t *ctx, const eddy_window_elemen
     }
 }
 
-/* q8, per person id and window: the person registered and opened an auction. */
-static void q8_join(const eddy_window_context_t *ctx, const eddy_window_elements_t *elements,
-                    eddy_collector_t *out)
-{
-    const char *name = NULL;
-    int name_len = 0;
-    bool auction = false;
-    for (size_t i = 0; i < elements->count; i++) {
-        eddy_record_t r = eddy_window_element(elements, i);
-        int rest_len;
-        const char *rest = after_tab(&r, &rest_len);
-        if (rest_len >= 1 && rest[0] == 'A')
-            auction = true;
-        else if (rest_len >= 2 && rest[0] == 'P' && rest[1] == '\t') {
-            name = rest + 2;
-            name_len = rest_len - 2;
-        }
-    }
-    if (!name || !auction)
-        return;
-    char row[ROW_MAX];
-    emit_row(out, row,
-             snprintf(row, sizeof row, "%.*s\t%.*s\t%" PRId64, (int)ctx->key_len, ctx->key, name_len,
-                      name, ctx->window.start),
-             1, ctx->window.end - 1);
-}
-
 /* q11 and q12: a bidder's count per (session) window. */
 static void bidder_count(const eddy_window_context_t *ctx, const eddy_window_elements_t *elements,
                          eddy_collector_t *out)
@@ -405,7 +394,6 @@ static const window_fn_t window_fns[] = {
     {"nexmark_q5_hottest", {.process = q5_hottest}},
     {"nexmark_q7_local", {.process = q7_local}},
     {"nexmark_q7_global", {.process = q7_global}},
-    {"nexmark_q8_join", {.process = q8_join}},
     {"nexmark_bidder_count", {.aggregate = count_udf, .process = bidder_count}},
 };
 
@@ -477,21 +465,54 @@ static bool may_be_late(const char *q)
 
 /* late: windows and q4's timer step send late records on (kind EDDY_LATE,
  * each row with its event line after a '\n'), else they drop them. */
-static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
-                               bool *final_table)
+static eddy_config_t *project_config(const char *q, bool late)
 {
-    late = late && may_be_late(q);
     eddy_config_t *pc = eddy_config_new();
     if (pc) {
         eddy_config_set_str(pc, "query", q);
         eddy_config_set_bool(pc, "origin", late);
     }
-    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project", pc);
+    return pc;
+}
+
+static eddy_config_t *side_config(const char *side)
+{
+    eddy_config_t *c = eddy_config_new();
+    if (c)
+        eddy_config_set_str(c, "side", side);
+    return c;
+}
+
+/* q3 and q8 join persons and auctions: the projection (chained with the
+ * source, so bids never leave it) tags each row with its side; two steps
+ * split them into persons and auctions, which are connected into one keyed
+ * two-input step (eddy_process2), persons keyed by id, auctions by seller. */
+static eddy_stream_t add_join(eddy_stream_t rows, const char *uid, const char *kind,
+                              eddy_config_t *config)
+{
+    eddy_stream_t persons = eddy_flat_map(rows, "persons", "nexmark_side", side_config("P"));
+    eddy_stream_t auctions = eddy_flat_map(rows, "auctions", "nexmark_side", side_config("A"));
+    return eddy_process2(eddy_key_by(persons, "nexmark_key"), eddy_key_by(auctions, "nexmark_key"),
+                         uid, kind, config);
+}
+
+static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
+                               bool *final_table)
+{
+    late = late && may_be_late(q);
     *final_table = false;
+    eddy_stream_t rows = eddy_flat_map(events, "project", "nexmark_project",
+                                       project_config(q, late));
+    if (!strcmp(q, "q3"))
+        return add_join(rows, "join", "nexmark_q3_join", NULL);
+    if (!strcmp(q, "q8")) {
+        eddy_config_t *jc = eddy_config_new();
+        if (jc && late)
+            eddy_config_set_str(jc, "late", "emit");
+        return add_join(rows, "new_sellers", "nexmark_q8_join", jc);
+    }
     if (!strcmp(q, "q0") || !strcmp(q, "q1") || !strcmp(q, "q2"))
         return rows;
-    if (!strcmp(q, "q3"))
-        return eddy_process(eddy_key_by(rows, "tab_prefix"), "join", "nexmark_q3_join", NULL);
     if (!strcmp(q, "q4")) {
         eddy_config_t *wc = eddy_config_new();
         if (wc && late)
@@ -518,9 +539,6 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
         return eddy_window(eddy_key_by(local, "tab_prefix"), "highest_bids", "nexmark_q7_global",
                            window_config("tumbling", WINDOW_MS, 0, "event", late));
     }
-    if (!strcmp(q, "q8"))
-        return eddy_window(eddy_key_by(rows, "tab_prefix"), "new_sellers", "nexmark_q8_join",
-                           window_config("tumbling", WINDOW_MS, 0, "event", late));
     if (!strcmp(q, "q11"))
         return eddy_window(eddy_key_by(rows, "nexmark_key"), "sessions", "nexmark_bidder_count",
                            window_config("session", SESSION_GAP_MS, 0, "event", late));
@@ -669,6 +687,7 @@ int eddy_nexmark_register(eddy_registry_t *r, eddy_err_t *err)
         eddy_register_timestamp(r, &date_time_kind, err) < 0 ||
         eddy_register_key(r, &row_key_kind, err) < 0 ||
         eddy_register_flat_map(r, "nexmark_origin", origin_line, err) < 0 ||
+        eddy_register_flat_map(r, "nexmark_side", side_rows, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_count", &count_udf, err) < 0 ||
         eddy_register_aggregate(r, "nexmark_average", &avg_udf, err) < 0)
         return -1;

@@ -1,9 +1,16 @@
 /* nexmark_joins.c - Nexmark's join queries as keyed process functions.
  *
- * q3 (incremental join, unbounded state), keyed by person id: a person in
- * OR/ID/CA is kept for good; an auction of category 10 whose seller is not
- * seen yet waits in list state; each pair is emitted once, whichever side
- * comes first. q4's first step, keyed by auction id: the auction's window
+ * q3 (incremental join, unbounded state) and q8 (window join) are two-input
+ * steps (eddy_process2): persons are the left input (keyed by id), auctions
+ * the right (keyed by seller), so each call knows its side from
+ * eddy_process_input. q3: a person in OR/ID/CA is kept for good; an auction
+ * of category 10 whose seller is not seen yet waits in list state; each
+ * pair is emitted once, whichever side comes first. q8, per person id and
+ * tumbling 10 s window [start, end): the person's row and a mark that an
+ * auction came wait in list state under the window's start; an event-time
+ * timer at end - 1 emits the person when both came and clears the window.
+ * As with a window operator (operators/window.c), a record whose window's
+ * end - 1 the watermark has reached is late (eddy_process_late). q4's first step, keyed by auction id: the auction's window
  * (date_time..expires) and its highest bid in it; an event-time timer at
  * `expires` emits (category, winning price) once the watermark has passed
  * the auction's end and leaves a small tombstone of the auction (its window,
@@ -13,8 +20,10 @@
  * --late-output), outside it it never counted and is dropped. So q4 keeps
  * a few bytes per auction for good (like q3's unbounded state) instead of
  * keeping such bids waiting in a list forever. Rows come from nexmark.c's
- * projection (each possibly followed by '\n' and its event line):
- *   q3  "id<TAB>P<TAB>name<TAB>city<TAB>state" | "seller<TAB>A<TAB>auction"
+ * projection (each possibly followed by '\n' and its event line; q3 and q8
+ * rows without the side tag that nexmark_side split them by):
+ *   q3  persons "id<TAB>name<TAB>city<TAB>state", auctions "seller<TAB>auction"
+ *   q8  persons "id<TAB>name", auctions "seller"
  *   q4  "id<TAB>A<TAB>date_time<TAB>expires<TAB>category" | "auction<TAB>B<TAB>price"
  */
 #include <inttypes.h>
@@ -67,8 +76,8 @@ static int emit_pair(const eddy_record_t *person, const eddy_record_t *auction,
 {
     const char *name, *city, *state, *id;
     int nl, cl, sl, il;
-    if (!field(person, 2, &name, &nl) || !field(person, 3, &city, &cl) ||
-        !field(person, 4, &state, &sl) || !field(auction, 2, &id, &il))
+    if (!field(person, 1, &name, &nl) || !field(person, 2, &city, &cl) ||
+        !field(person, 3, &state, &sl) || !field(auction, 1, &id, &il))
         return eddy_err_set(err, "nexmark q3: malformed row");
     char row[ROW_MAX];
     int n = snprintf(row, sizeof row, "%.*s\t%.*s\t%.*s\t%.*s", nl, name, cl, city, sl, state, il, id);
@@ -85,8 +94,7 @@ static int q3_process(eddy_process_context_t *ctx, const eddy_record_t *rec, edd
 {
     eddy_record_t person;
     bool have_person = eddy_process_list_at(ctx, "P", 1, 0, &person);
-    switch (side_of(rec)) {
-    case 'P': {
+    if (eddy_process_input(ctx) == 0) { /* a person */
         if (have_person)
             return 0; /* a person registers once */
         if (eddy_process_list_add(ctx, "P", 1, rec) < 0)
@@ -98,13 +106,78 @@ static int q3_process(eddy_process_context_t *ctx, const eddy_record_t *rec, edd
         eddy_process_list_clear(ctx, "A", 1);
         return 0;
     }
-    case 'A':
-        if (have_person)
-            return emit_pair(&person, rec, out, err);
-        return eddy_process_list_add(ctx, "A", 1, rec) < 0 ? eddy_err_set(err, "out of memory") : 0;
-    default:
-        return eddy_err_set(err, "nexmark q3: a row that is neither a person nor an auction");
+    if (have_person) /* an auction */
+        return emit_pair(&person, rec, out, err);
+    return eddy_process_list_add(ctx, "A", 1, rec) < 0 ? eddy_err_set(err, "out of memory") : 0;
+}
+
+/* ---- q8 ----------------------------------------------------------------- */
+
+#define Q8_WINDOW_MS 10000
+
+/* A window's list namespace: the side ('P' or 'A') and the window's start. */
+static void q8_namespace(char ns[9], char side, int64_t start)
+{
+    ns[0] = side;
+    memcpy(ns + 1, &start, sizeof start);
+}
+
+static int q8_process(eddy_process_context_t *ctx, const eddy_record_t *rec, eddy_collector_t *out,
+                      eddy_err_t *err)
+{
+    int64_t ts = rec->timestamp;
+    int64_t start = ts - (ts % Q8_WINDOW_MS + Q8_WINDOW_MS) % Q8_WINDOW_MS;
+    if (start > INT64_MAX - Q8_WINDOW_MS)
+        return eddy_err_set(err, "nexmark q8: timestamp %" PRId64 " has no window", ts);
+    int64_t last = start + Q8_WINDOW_MS - 1;
+    if (last <= eddy_process_watermark(ctx)) {
+        eddy_process_late(ctx, rec, out); /* its window has fired */
+        return 0;
     }
+    char ns[9];
+    q8_namespace(ns, eddy_process_input(ctx) == 0 ? 'P' : 'A', start);
+    /* One auction is enough to qualify; a person registers once. */
+    if (eddy_process_list_size(ctx, ns, sizeof ns) == 0 &&
+        eddy_process_list_add(ctx, ns, sizeof ns, rec) < 0)
+        return eddy_err_set(err, "out of memory");
+    if (eddy_process_timer_register(ctx, EDDY_EVENT_TIME, last, &start, sizeof start) < 0)
+        return eddy_err_set(err, "out of memory");
+    return 0;
+}
+
+static int q8_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,
+                       const void *tns, uint32_t tns_len, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)domain;
+    int64_t start;
+    if (tns_len != sizeof start)
+        return eddy_err_set(err, "nexmark q8: a timer without its window");
+    memcpy(&start, tns, sizeof start);
+    char pns[9], ans[9];
+    q8_namespace(pns, 'P', start);
+    q8_namespace(ans, 'A', start);
+    eddy_record_t person;
+    if (eddy_process_list_at(ctx, pns, sizeof pns, 0, &person) &&
+        eddy_process_list_size(ctx, ans, sizeof ans) > 0) {
+        const char *name;
+        int nl;
+        if (!field(&person, 1, &name, &nl))
+            return eddy_err_set(err, "nexmark q8: malformed person row");
+        const char *nlpos = memchr(name, '\n', (size_t)nl); /* a kept event line follows */
+        if (nlpos)
+            nl = (int)(nlpos - name);
+        const char *key;
+        uint32_t klen = eddy_process_key(ctx, &key);
+        char row[ROW_MAX];
+        int n = snprintf(row, sizeof row, "%.*s\t%.*s\t%" PRId64, (int)klen, key, nl, name, start);
+        if (n < 0 || n >= (int)sizeof row)
+            return eddy_err_set(err, "nexmark q8: row too long");
+        eddy_record_t rec = {row, (uint32_t)n, EDDY_INSERT, 1, time};
+        eddy_emit(out, &rec);
+    }
+    eddy_process_list_clear(ctx, pns, sizeof pns);
+    eddy_process_list_clear(ctx, ans, sizeof ans);
+    return 0;
 }
 
 typedef struct auction_state {
@@ -182,12 +255,14 @@ static int q4_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, i
 }
 
 static const eddy_process_udf_t q3_udf = {.process = q3_process};
+static const eddy_process_udf_t q8_udf = {.process = q8_process, .on_timer = q8_on_timer};
 static const eddy_process_udf_t q4_udf = {.value_size = sizeof(auction_state_t),
                                           .process = q4_process, .on_timer = q4_on_timer};
 
 int eddy_nexmark_register_joins(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_register_process(r, "nexmark_q3_join", &q3_udf, err) < 0 ||
+        eddy_register_process(r, "nexmark_q8_join", &q8_udf, err) < 0 ||
         eddy_register_process(r, "nexmark_q4_winning", &q4_udf, err) < 0)
         return -1;
     return 0;

@@ -51,12 +51,15 @@ struct eddy_process_context {
     uint32_t key_len;
     uint32_t kg;
     uint64_t hash;
+    uint32_t input; /* of the record process() is called with */
 };
 
 struct process_op {
     eddy_process_context_t ctx;
     const process_step_t *step;
     eddy_key_fn key_fn;
+    eddy_key_fn second_key_fn;  /* two-input steps: the second input's selector */
+    const uint32_t *input;      /* two-input steps: the task's current input */
     uint32_t max_key_groups;
     eddy_keyed_state_t *values; /* NULL when value_size is 0 */
     eddy_list_state_t *lists;
@@ -114,6 +117,8 @@ static void *process_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->ctx.op = op;
     op->step = step;
     op->key_fn = ctx->key_fn;
+    op->second_key_fn = ctx->second_key_fn;
+    op->input = ctx->second_key_fn ? ctx->input : NULL;
     op->late_records = ctx->late_records;
     op->max_key_groups = ctx->max_parallelism;
     op->watermark = EDDY_WATERMARK_MIN;
@@ -135,10 +140,15 @@ static int process_process(void *self, const eddy_record_t *rec, eddy_collector_
 {
     process_op_t *op = self;
     const char *key = NULL;
-    uint32_t key_len = op->key_fn(rec, &key);
+    /* A two-input step keys each record by its own input's selector. */
+    uint32_t input = op->input && *op->input == 1 ? 1 : 0;
+    uint32_t key_len = (input ? op->second_key_fn : op->key_fn)(rec, &key);
     uint64_t hash = eddy_key_hash(key_len ? key : "", key_len);
     set_key(op, key, key_len, eddy_key_group_of_hash(hash, op->max_key_groups), hash);
-    return op->step->udf->process(&op->ctx, rec, out, err);
+    op->ctx.input = input;
+    int rc = op->step->udf->process(&op->ctx, rec, out, err);
+    op->ctx.input = 0;
+    return rc;
 }
 
 static int fire_timer(void *arg, const eddy_timer_t *t, eddy_err_t *err)
@@ -320,6 +330,11 @@ int64_t eddy_process_watermark(const eddy_process_context_t *ctx)
 int64_t eddy_process_time(const eddy_process_context_t *ctx)
 {
     return ctx->op->ticked ? ctx->op->now_ms : eddy_wall_ms();
+}
+
+uint32_t eddy_process_input(const eddy_process_context_t *ctx)
+{
+    return ctx->input;
 }
 
 const eddy_config_t *eddy_process_config(const eddy_process_context_t *ctx)

@@ -186,6 +186,29 @@ eddy_stream_t eddy_process(eddy_keyed_stream_t in, const char *uid, const char *
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_PROCESS, in.key_kind, config);
 }
 
+eddy_stream_t eddy_process2(eddy_keyed_stream_t left, eddy_keyed_stream_t right, const char *uid,
+                            const char *kind, eddy_config_t *config)
+{
+    eddy_job_builder_t *b = left.builder;
+    if (b && !b->failed && right.builder != b) {
+        eddy_builder_fail(b, "step '%s': its two inputs come from different jobs (their key "
+                          "groups differ)", uid ? uid : "");
+        left.node = -1;
+    }
+    if (b && !b->failed && left.node >= 0 && right.node < 0)
+        left.node = -1; /* the right input failed: its error is the builder's */
+    eddy_stream_t s = add_step(b, left.node, uid, kind, EDDY_NODE_PROCESS, left.key_kind, config);
+    if (s.node < 0)
+        return s;
+    if (eddy_plan_set_second_input(b->plan, s.node, right.node & NODE_MASK,
+                                   (eddy_edge_t)(right.node >> EDGE_SHIFT), right.key_kind,
+                                   &b->err) < 0) {
+        b->failed = true;
+        return failed_stream(b);
+    }
+    return s;
+}
+
 eddy_stream_t eddy_sink(eddy_stream_t in, const char *uid, const char *kind, eddy_config_t *config)
 {
     return add_step(in.builder, in.node, uid, kind, EDDY_NODE_SINK, NULL, config);

@@ -64,6 +64,12 @@ json_t *eddy_plan_explain_json(const eddy_plan_t *plan, eddy_err_t *err)
                 if (n->edge == EDDY_EDGE_HASH)
                     json_object_set_new(stage, "key", json_string(n->key_kind));
             }
+            if (n->second_input >= 0) {
+                json_object_set_new(stage, "second_input",
+                                    json_pack("{s:i, s:s}", "stage", (int)stage_of[n->second_input],
+                                              "edge", eddy_edge_name(n->second_edge)));
+                json_object_set_new(stage, "second_key", json_string(n->second_key_kind));
+            }
         }
         json_object_set_new(stage, "steps", steps);
         json_array_append_new(stages, stage);
@@ -91,6 +97,13 @@ int eddy_plan_explain_text(const eddy_plan_t *plan, FILE *out, eddy_err_t *err)
                 (int)json_integer_value(json_object_get(stage, "parallelism")));
         if (!input)
             fprintf(out, "  (source)");
+        else if (json_object_get(stage, "second_input"))
+            fprintf(out, "  <- stage %d by key (%s) and stage %d by key (%s), rescalable",
+                    (int)json_integer_value(json_object_get(input, "stage")),
+                    json_string_value(json_object_get(stage, "key")),
+                    (int)json_integer_value(
+                        json_object_get(json_object_get(stage, "second_input"), "stage")),
+                    json_string_value(json_object_get(stage, "second_key")));
         else if (json_is_true(json_object_get(stage, "keyed")))
             fprintf(out, "  <- stage %d by key (%s), rescalable",
                     (int)json_integer_value(json_object_get(input, "stage")),

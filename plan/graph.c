@@ -51,6 +51,7 @@ static eddy_stage_def_t *new_stage(eddy_job_graph_t *g, const char *name, uint32
     s->min_parallelism = 1;
     s->max_parallelism_limit = g->max_parallelism;
     s->input = -1;
+    s->second_input = -1;
     return s;
 }
 
@@ -80,6 +81,20 @@ int eddy_graph_add_stage(eddy_job_graph_t *g, const char *name, uint32_t paralle
     return (int)g->n_stages++;
 }
 
+int eddy_graph_set_second_input(eddy_job_graph_t *g, int stage, int input, eddy_edge_t edge,
+                                eddy_key_fn key_fn, eddy_err_t *err)
+{
+    if (stage < 0 || (uint32_t)stage >= g->n_stages)
+        return eddy_err_set(err, "no stage %d to give a second input", stage);
+    eddy_stage_def_t *s = &g->stages[stage];
+    if (input < 0 || input >= stage)
+        return eddy_err_set(err, "stage '%s' names a missing second input stage", s->name);
+    s->second_input = input;
+    s->second_edge = edge;
+    s->second_key_fn = key_fn;
+    return 0;
+}
+
 int eddy_graph_chain(eddy_job_graph_t *g, int stage, const eddy_operator_ops_t *ops,
                      const void *config, eddy_err_t *err)
 {
@@ -98,13 +113,14 @@ void eddy_graph_add_combiners(eddy_job_graph_t *g)
 {
     for (uint32_t i = 0; i < g->n_stages; i++) {
         eddy_stage_def_t *s = &g->stages[i];
-        if (s->edge != EDDY_EDGE_HASH || s->n_ops == 0 || !s->ops[0].ops->combiner)
+        if (s->edge != EDDY_EDGE_HASH || s->second_input >= 0 || s->n_ops == 0 ||
+            !s->ops[0].ops->combiner)
             continue;
         const eddy_operator_ops_t *combiner = s->ops[0].ops->combiner(s->ops[0].config);
         eddy_stage_def_t *up = &g->stages[s->input];
         uint32_t consumers = 0;
         for (uint32_t j = 0; j < g->n_stages; j++)
-            consumers += g->stages[j].input == s->input;
+            consumers += eddy_stage_reads(&g->stages[j], (uint32_t)s->input);
         if (!combiner || consumers != 1 || up->n_ops >= EDDY_MAX_CHAIN)
             continue;
         up->ops[up->n_ops++] = (eddy_chained_op_t){combiner, s->ops[0].config, s->key_fn};
@@ -140,6 +156,11 @@ int eddy_graph_validate(const eddy_job_graph_t *g, eddy_err_t *err)
             return eddy_err_set(err, "stage '%s' is keyed but has no key selector", s->name);
         if (s->edge == EDDY_EDGE_GLOBAL && s->parallelism != 1)
             return eddy_err_set(err, "stage '%s': a global edge needs parallelism 1", s->name);
+        if (s->second_input >= 0 &&
+            ((uint32_t)s->second_input >= i || s->second_input == s->input ||
+             s->edge != EDDY_EDGE_HASH || s->second_edge != EDDY_EDGE_HASH || !s->second_key_fn))
+            return eddy_err_set(err, "stage '%s': a two-input stage reads two different earlier "
+                                "stages, both by key", s->name);
         if (s->n_ops == 0)
             return eddy_err_set(err, "stage '%s' has no operators", s->name);
     }

@@ -2,8 +2,8 @@
  * (plan/plan.h) that tasks run, made by eddy_plan_instantiate.
  *
  * A stage is a chain of operators that run in one task per instance (like a
- * Flink operator chain): a source or one input edge, then operators called
- * in order. Edges: FORWARD (instance i feeds instance i, same parallelism),
+ * Flink operator chain): a source or one input edge (two HASH edges for a
+ * two-input keyed stage, eddy_process2), then operators called in order. Edges: FORWARD (instance i feeds instance i, same parallelism),
  * HASH (by key group of the record's key: the stage is keyed and can be
  * rescaled), GLOBAL (everything to instance 0), REBALANCE (round robin).
  *
@@ -58,6 +58,12 @@ typedef struct eddy_stage_def {
     int input;            /* upstream stage index, -1 for a source */
     eddy_edge_t edge;
     eddy_key_fn key_fn;   /* HASH edges */
+    /* A two-input keyed stage's second input (-1: none), always HASH. Its
+     * channels follow the first input's in the task; its records reach the
+     * first operator with ctx->input set to 1. */
+    int second_input;
+    eddy_edge_t second_edge;
+    eddy_key_fn second_key_fn;
     const eddy_source_ops_t *source;
     const void *source_config;
     eddy_rate_schedule_t rate; /* sources */
@@ -82,6 +88,9 @@ int eddy_graph_add_source(eddy_job_graph_t *g, const char *name, uint32_t parall
                           const eddy_source_ops_t *source, const void *config, eddy_err_t *err);
 int eddy_graph_add_stage(eddy_job_graph_t *g, const char *name, uint32_t parallelism, int input,
                          eddy_edge_t edge, eddy_key_fn key_fn, eddy_err_t *err);
+/* Gives stage a second input (a two-input keyed stage). */
+int eddy_graph_set_second_input(eddy_job_graph_t *g, int stage, int input, eddy_edge_t edge,
+                                eddy_key_fn key_fn, eddy_err_t *err);
 int eddy_graph_chain(eddy_job_graph_t *g, int stage, const eddy_operator_ops_t *ops,
                      const void *config, eddy_err_t *err);
 /* Chains each keyed stage's combiner (eddy_operator_ops_t.combiner) to the
@@ -91,6 +100,20 @@ void eddy_graph_add_combiners(eddy_job_graph_t *g);
 int eddy_graph_validate(const eddy_job_graph_t *g, eddy_err_t *err);
 int eddy_graph_find_stage(const eddy_job_graph_t *g, const char *name);
 static inline bool eddy_stage_is_keyed(const eddy_stage_def_t *s) { return s->edge == EDDY_EDGE_HASH; }
+/* Whether stage s reads from stage `up` (through either input). */
+static inline bool eddy_stage_reads(const eddy_stage_def_t *s, uint32_t up)
+{
+    return s->input == (int)up || s->second_input == (int)up;
+}
+/* The edge and key selector by which stage s reads from stage `up`. */
+static inline eddy_edge_t eddy_stage_edge_from(const eddy_stage_def_t *s, uint32_t up)
+{
+    return s->second_input == (int)up ? s->second_edge : s->edge;
+}
+static inline eddy_key_fn eddy_stage_key_from(const eddy_stage_def_t *s, uint32_t up)
+{
+    return s->second_input == (int)up ? s->second_key_fn : s->key_fn;
+}
 /* Offered rate at t seconds after start (0 = unlimited). */
 double eddy_rate_at(const eddy_rate_schedule_t *r, double t_s);
 /* Parses "R" or "T:R,T:R,..." (seconds:records per second). */

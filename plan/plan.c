@@ -3,8 +3,12 @@
  *
  * The encoding is one msgpack array: [version, job, max_parallelism,
  * default_parallelism, [node...]] with node = [uid, name, kind, role,
- * parallelism, input, edge, key_kind, config bytes]. Decoding trusts
- * nothing: every length and index is bounded and the result is validated. */
+ * parallelism, input, edge, key_kind, config bytes], and for a two-input
+ * step three more: [..., second_input, second_edge, second_key_kind]. A
+ * one-input step encodes as before, so plans (and fingerprints) of jobs
+ * without two-input steps are unchanged; an eddy that predates them refuses
+ * a 12-element step as malformed. Decoding trusts nothing: every length and
+ * index is bounded and the result is validated. */
 #include "plan/plan.h"
 
 #include <stdio.h>
@@ -93,7 +97,22 @@ int eddy_plan_add(eddy_plan_t *self, const char *uid, const char *kind, eddy_nod
     n->role = role;
     n->input = input;
     n->edge = edge;
+    n->second_input = -1;
+    n->second_edge = EDDY_EDGE_NONE;
     return (int)self->n_nodes++;
+}
+
+int eddy_plan_set_second_input(eddy_plan_t *self, int i, int input, eddy_edge_t edge,
+                               const char *key_kind, eddy_err_t *err)
+{
+    if (i < 0 || (uint32_t)i >= self->n_nodes)
+        return eddy_err_set(err, "no step %d to give a second input", i);
+    eddy_plan_node_t *n = &self->nodes[i];
+    if (copy_name(n->second_key_kind, key_kind, "key kind", err) < 0)
+        return -1;
+    n->second_input = input;
+    n->second_edge = edge;
+    return 0;
 }
 
 uint32_t eddy_plan_parallelism(const eddy_plan_t *self, uint32_t i)
@@ -108,8 +127,38 @@ static uint32_t consumers(const eddy_plan_t *self, uint32_t i)
 {
     uint32_t c = 0;
     for (uint32_t k = 0; k < self->n_nodes; k++)
-        c += self->nodes[k].input == (int)i;
+        c += (self->nodes[k].input == (int)i) + (self->nodes[k].second_input == (int)i);
     return c;
+}
+
+/* A two-input step: a process step whose inputs are two different earlier
+ * steps, both keyed, so records of either input reach the instance that
+ * owns their key group. */
+static int validate_second_input(const eddy_plan_t *self, uint32_t i, eddy_err_t *err)
+{
+    const eddy_plan_node_t *n = &self->nodes[i];
+    if (n->second_input < 0) {
+        if (n->second_input != -1 || n->second_edge != EDDY_EDGE_NONE || n->second_key_kind[0])
+            return eddy_err_set(err, "step '%s' has a second edge or key but no second input", n->uid);
+        return 0;
+    }
+    if (n->role != EDDY_NODE_PROCESS)
+        return eddy_err_set(err, "step '%s': only a process step takes two inputs, not a %s",
+                            n->uid, eddy_node_role_name(n->role));
+    if ((uint32_t)n->second_input >= i)
+        return eddy_err_set(err, "step '%s' reads from a later step", n->uid);
+    if (n->second_input == n->input)
+        return eddy_err_set(err, "step '%s' reads step '%s' as both of its inputs", n->uid,
+                            self->nodes[n->input].uid);
+    if (self->nodes[n->second_input].role == EDDY_NODE_SINK)
+        return eddy_err_set(err, "step '%s' reads from sink '%s'", n->uid,
+                            self->nodes[n->second_input].uid);
+    if (n->edge != EDDY_EDGE_HASH || !n->key_kind[0] || n->second_edge != EDDY_EDGE_HASH ||
+        !n->second_key_kind[0])
+        return eddy_err_set(err, "step '%s': both inputs of a two-input step must be keyed "
+                            "(key_by each, so they share the job's key groups); input %d is not",
+                            n->uid, n->edge == EDDY_EDGE_HASH && n->key_kind[0] ? 2 : 1);
+    return 0;
 }
 
 int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
@@ -145,6 +194,8 @@ int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err)
         if (!source && self->nodes[n->input].role == EDDY_NODE_SINK)
             return eddy_err_set(err, "step '%s' reads from sink '%s'", n->uid,
                                 self->nodes[n->input].uid);
+        if (validate_second_input(self, i, err) < 0)
+            return -1;
         if ((n->edge == EDDY_EDGE_HASH) != (n->key_kind[0] != 0))
             return eddy_err_set(err, "step '%s': %s", n->uid,
                                 n->key_kind[0] ? "a key needs a keyed (HASH) input"
@@ -203,7 +254,8 @@ char *eddy_plan_encode(const eddy_plan_t *self, size_t *len)
             eddy_mpw_free(&w);
             return NULL;
         }
-        eddy_mpw_array(&w, 9);
+        bool two = n->second_input >= 0;
+        eddy_mpw_array(&w, two ? 12 : 9);
         eddy_mpw_str(&w, n->uid);
         eddy_mpw_str(&w, n->name);
         eddy_mpw_str(&w, n->kind);
@@ -214,6 +266,11 @@ char *eddy_plan_encode(const eddy_plan_t *self, size_t *len)
         eddy_mpw_str(&w, n->key_kind);
         eddy_mpw_bin(&w, cfg, clen);
         free(cfg);
+        if (two) {
+            eddy_mpw_i64(&w, n->second_input);
+            eddy_mpw_u64(&w, (uint64_t)n->second_edge);
+            eddy_mpw_str(&w, n->second_key_kind);
+        }
     }
     return eddy_mpw_release(&w, len);
 }
@@ -252,8 +309,10 @@ eddy_plan_t *eddy_plan_decode(const void *data, size_t len, eddy_err_t *err)
     for (uint32_t i = 0; r.ok && i < n; i++) {
         const msgpack_object *nitems;
         uint32_t ncount, nnext;
-        if (eddy_mpr_enter(&r, 9, &nitems, &ncount, &nnext) != 9) {
-            eddy_mpr_fail(&r, "plan step is not a 9-element array");
+        uint32_t fields = eddy_mpr_enter(&r, 12, &nitems, &ncount, &nnext);
+        if (fields != 9 && fields != 12) {
+            eddy_mpr_fail(&r, "plan step is not a 9-element (one input) or 12-element (two "
+                          "inputs) array");
             break;
         }
         char uid[EDDY_NAME_MAX], name[EDDY_NAME_MAX], kind[EDDY_NAME_MAX], key[EDDY_NAME_MAX];
@@ -267,11 +326,23 @@ eddy_plan_t *eddy_plan_decode(const void *data, size_t len, eddy_err_t *err)
         eddy_mpr_strcpy(&r, key, sizeof key);
         uint32_t clen = 0;
         const char *cbytes = eddy_mpr_bytes(&r, EDDY_PLAN_MAX_BYTES, &clen);
+        int64_t input2 = -1;
+        uint64_t edge2 = EDDY_EDGE_NONE;
+        char key2[EDDY_NAME_MAX] = "";
+        if (fields == 12) {
+            input2 = eddy_mpr_i64(&r);
+            edge2 = eddy_mpr_u64(&r, EDDY_EDGE_REBALANCE);
+            eddy_mpr_strcpy(&r, key2, sizeof key2);
+        }
         eddy_mpr_leave(&r, nitems, ncount, nnext);
         if (!r.ok)
             break;
         if (input < -1 || input >= (int64_t)i) {
             eddy_mpr_fail(&r, "plan step input out of range");
+            break;
+        }
+        if (fields == 12 && (input2 < 0 || input2 >= (int64_t)i)) {
+            eddy_mpr_fail(&r, "plan step second input out of range");
             break;
         }
         eddy_err_t cerr;
@@ -289,6 +360,11 @@ eddy_plan_t *eddy_plan_decode(const void *data, size_t len, eddy_err_t *err)
         }
         memcpy(p->nodes[idx].name, name, sizeof name);
         p->nodes[idx].parallelism = (uint32_t)parallelism;
+        if (fields == 12 &&
+            eddy_plan_set_second_input(p, idx, (int)input2, (eddy_edge_t)edge2, key2, &aerr) < 0) {
+            eddy_mpr_fail(&r, "plan step is invalid");
+            break;
+        }
     }
     eddy_mpr_leave(&r, items, count, next);
     int rc = eddy_mpr_finish(&r, "plan", err);

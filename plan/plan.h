@@ -10,7 +10,8 @@
  * Chaining (like Flink's operator chains): a step joins its input's stage
  * when it is FORWARD-connected, has the same parallelism, and is its
  * input's only consumer; sources, keyed (HASH), REBALANCE and GLOBAL steps
- * start a stage. A stage is named after its first step. */
+ * start a stage. A stage is named after its first step. A two-input step
+ * (eddy_process2) is keyed, so it starts a stage with two input edges. */
 #ifndef EDDY_PLAN_PLAN_H
 #define EDDY_PLAN_PLAN_H
 
@@ -51,6 +52,11 @@ typedef struct eddy_plan_node {
     int input;                   /* index of the upstream step, -1 for a source */
     eddy_edge_t edge;            /* how records reach it from input */
     char key_kind[EDDY_NAME_MAX];/* HASH: the registered key selector */
+    /* A two-input step (eddy_process2): its second input, -1 for none; both
+     * inputs are keyed (HASH) with their own key selectors. */
+    int second_input;
+    eddy_edge_t second_edge;
+    char second_key_kind[EDDY_NAME_MAX];
 } eddy_plan_node_t;
 
 typedef struct eddy_plan {
@@ -69,12 +75,19 @@ int eddy_plan_add(eddy_plan_t *self, const char *uid, const char *kind, eddy_nod
                   int input, eddy_edge_t edge, const char *key_kind, eddy_config_t *config,
                   eddy_err_t *err);
 
+/* Makes step i a two-input step reading `input` by `edge` with key
+ * selector key_kind as its second input. 0, or -1 with err. */
+int eddy_plan_set_second_input(eddy_plan_t *self, int i, int input, eddy_edge_t edge,
+                               const char *key_kind, eddy_err_t *err);
+
 /* Effective parallelism of step i (GLOBAL: 1; unset: the default). */
 uint32_t eddy_plan_parallelism(const eddy_plan_t *self, uint32_t i);
 /* Structure only (kinds are checked when instantiated): unique non-empty
  * uids and names, inputs earlier in the plan, sources without input and
  * every other step with one, sinks without consumers, HASH with a key kind,
- * parallelism 1..max_parallelism, max_parallelism 1..EDDY_MAX_KEY_GROUPS. */
+ * parallelism 1..max_parallelism, max_parallelism 1..EDDY_MAX_KEY_GROUPS;
+ * a second input only on a process step, from another earlier step, with
+ * both inputs keyed (HASH with a key selector). */
 int eddy_plan_validate(const eddy_plan_t *self, eddy_err_t *err);
 
 /* Stage of every step (stage_of[n_nodes]) by the chaining rule above;

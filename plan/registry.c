@@ -267,6 +267,8 @@ int eddy_registry_plan_plugins(const eddy_registry_t *self, const eddy_plan_t *p
         rc = add_origin(hashes, n, list_find(l, node->kind));
         if (rc == 0 && node->key_kind[0])
             rc = add_origin(hashes, n, list_find(&self->keys, node->key_kind));
+        if (rc == 0 && node->second_key_kind[0])
+            rc = add_origin(hashes, n, list_find(&self->keys, node->second_key_kind));
         const char *ts = eddy_config_str(node->config, EDDY_EVENT_TIME_TIMESTAMPS, NULL);
         if (rc == 0 && ts)
             rc = add_origin(hashes, n, list_find(&self->timestamps, ts));
@@ -478,6 +480,18 @@ int eddy_plan_instantiate(const eddy_plan_t *plan, const eddy_registry_t *regist
                 edge = EDDY_EDGE_REBALANCE;
             if (eddy_graph_add_stage(g, n->name, p, (int)stage_of[n->input], edge, key, err) < 0)
                 goto fail;
+            if (n->second_input >= 0) {
+                const eddy_key_kind_t *k2 = eddy_registry_key(registry, n->second_key_kind);
+                if (!k2) {
+                    eddy_err_set(err, "step '%s': unknown key selector '%s' (second input)",
+                                 n->uid, n->second_key_kind);
+                    goto fail;
+                }
+                if (eddy_graph_set_second_input(g, (int)stage_of[i],
+                                                (int)stage_of[n->second_input], n->second_edge,
+                                                k2->key, err) < 0)
+                    goto fail;
+            }
         }
         if (eddy_graph_chain(g, (int)stage_of[i], k->ops, cfg, err) < 0)
             goto fail;

@@ -30,6 +30,8 @@ typedef struct in_entry {
 } in_entry_t;
 
 typedef struct input_channel {
+    uint32_t src_stage;
+    uint32_t input;        /* 0, or 1 for a two-input stage's second input */
     uint32_t src_instance;
     uint32_t src_worker;
     in_entry_t *head, *tail;
@@ -110,10 +112,14 @@ struct eddy_task {
     int64_t max_timestamp;   /* event time: the largest timestamp read */
     uint64_t last_wm_ns, last_record_ns;
 
-    /* inputs */
+    /* inputs: the first input's channels (one per upstream instance), then
+     * a two-input stage's second input's; barriers align and the watermark
+     * is the minimum across all of them */
     uint32_t n_inputs;
     input_channel_t *inputs;
     uint32_t next_input;
+    uint32_t first_input_channels;  /* inputs[0..this) come from def->input */
+    uint32_t current_input;         /* input of the batch being consumed (ctx.input) */
 
     /* outputs */
     uint32_t n_groups;
@@ -220,6 +226,14 @@ static void append_record(eddy_task_t *t, output_channel_t *ch, const eddy_recor
         flush_channel(t, ch);
 }
 
+/* A FORWARD receiver listens to channel `instance` of its upstream only
+ * (build_inputs), so data, watermarks, barriers and end of stream all go to
+ * this one channel. */
+static uint32_t forward_target(const eddy_task_t *t, const output_group_t *grp)
+{
+    return t->instance < grp->parallelism ? t->instance : 0;
+}
+
 static void route(eddy_task_t *t, const eddy_record_t *rec)
 {
     t->records_out++;
@@ -235,7 +249,7 @@ static void route(eddy_task_t *t, const eddy_record_t *rec)
             break;
         }
         case EDDY_EDGE_FORWARD:
-            target = t->instance < grp->parallelism ? t->instance : 0;
+            target = forward_target(t, grp);
             break;
         case EDDY_EDGE_REBALANCE:
             target = grp->round_robin++ % grp->parallelism;
@@ -247,10 +261,22 @@ static void route(eddy_task_t *t, const eddy_record_t *rec)
     }
 }
 
+/* Whether a control message (barrier, end of stream, watermark) for group
+ * grp goes on its channel i: every channel, except on a FORWARD edge, whose
+ * receivers other than forward_target do not listen to this task (they
+ * count its channel as ended, so anything on it would be a protocol
+ * violation). */
+static bool control_goes_to(const eddy_task_t *t, const output_group_t *grp, uint32_t i)
+{
+    return grp->edge != EDDY_EDGE_FORWARD || i == forward_target(t, grp);
+}
+
 static void broadcast_small(eddy_task_t *t, uint64_t barrier, bool eos)
 {
     for (uint32_t g = 0; g < t->n_groups; g++) {
         for (uint32_t i = 0; i < t->groups[g].parallelism; i++) {
+            if (!control_goes_to(t, &t->groups[g], i))
+                continue;
             output_channel_t *ch = &t->groups[g].channels[i];
             flush_channel(t, ch);
             size_t len;
@@ -268,6 +294,8 @@ static void broadcast_watermark(eddy_task_t *t, int64_t wm, bool idle)
 {
     for (uint32_t g = 0; g < t->n_groups; g++) {
         for (uint32_t i = 0; i < t->groups[g].parallelism; i++) {
+            if (!control_goes_to(t, &t->groups[g], i))
+                continue;
             output_channel_t *ch = &t->groups[g].channels[i];
             flush_channel(t, ch);
             size_t len;
@@ -325,21 +353,21 @@ static int build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *er
 {
     uint32_t n = 0;
     for (uint32_t s = 0; s < t->graph->n_stages; s++)
-        if (t->graph->stages[s].input == (int)t->stage)
+        if (eddy_stage_reads(&t->graph->stages[s], t->stage))
             n++;
     t->groups = calloc(n ? n : 1, sizeof *t->groups);
     if (!t->groups)
         return eddy_err_set(err, "out of memory");
     for (uint32_t s = 0; s < t->graph->n_stages; s++) {
         const eddy_stage_def_t *d = &t->graph->stages[s];
-        if (d->input != (int)t->stage)
+        if (!eddy_stage_reads(d, t->stage))
             continue;
         if (s >= pl.n_stages || pl.stages[s].parallelism == 0)
             return eddy_err_set(err, "placement misses stage '%s'", d->name);
         output_group_t *grp = &t->groups[t->n_groups++];
         grp->dst_stage = s;
-        grp->edge = d->edge;
-        grp->key_fn = d->key_fn;
+        grp->edge = eddy_stage_edge_from(d, t->stage);
+        grp->key_fn = eddy_stage_key_from(d, t->stage);
         grp->parallelism = pl.stages[s].parallelism;
         grp->channels = calloc(grp->parallelism, sizeof *grp->channels);
         if (!grp->channels)
@@ -388,6 +416,7 @@ static void free_inputs(eddy_task_t *t)
     free(t->inputs);
     t->inputs = NULL;
     t->n_inputs = 0;
+    t->first_input_channels = 0;
     eddy_wm_valve_destroy(&t->valve);
 }
 
@@ -405,34 +434,66 @@ static int build_valve(eddy_task_t *t, eddy_err_t *err)
     return 0;
 }
 
+/* The channels of one input: one per instance of upstream stage `up`. */
+static int add_input_channels(eddy_task_t *t, eddy_placement_view_t pl, int up, eddy_edge_t edge,
+                              uint32_t input, eddy_err_t *err)
+{
+    if (up < 0 || (uint32_t)up >= pl.n_stages)
+        return eddy_err_set(err, "placement misses stage %d", up);
+    uint32_t p = pl.stages[up].parallelism;
+    input_channel_t *grown = realloc(t->inputs, (t->n_inputs + p + 1) * sizeof *grown);
+    if (!grown)
+        return eddy_err_set(err, "out of memory");
+    t->inputs = grown;
+    for (uint32_t i = 0; i < p; i++) {
+        input_channel_t *in = &t->inputs[t->n_inputs++];
+        memset(in, 0, sizeof *in);
+        in->src_stage = (uint32_t)up;
+        in->input = input;
+        in->src_instance = i;
+        in->src_worker = pl.stages[up].worker_of[i];
+        /* A forward edge connects instance i to instance i only. */
+        if (edge == EDDY_EDGE_FORWARD && i != t->instance)
+            in->eos = true;
+    }
+    return 0;
+}
+
 static int build_inputs(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
 {
     if (t->def->input < 0)
         return 0;
-    uint32_t up = (uint32_t)t->def->input;
-    if (up >= pl.n_stages)
-        return eddy_err_set(err, "placement misses stage %u", up);
-    uint32_t p = pl.stages[up].parallelism;
-    t->inputs = calloc(p ? p : 1, sizeof *t->inputs);
-    if (!t->inputs)
-        return eddy_err_set(err, "out of memory");
-    t->n_inputs = p;
-    for (uint32_t i = 0; i < p; i++) {
-        t->inputs[i].src_instance = i;
-        t->inputs[i].src_worker = pl.stages[up].worker_of[i];
-        /* A forward edge connects instance i to instance i only. */
-        if (t->def->edge == EDDY_EDGE_FORWARD && i != t->instance)
-            t->inputs[i].eos = true;
-    }
+    if (add_input_channels(t, pl, t->def->input, t->def->edge, 0, err) < 0)
+        return -1;
+    t->first_input_channels = t->n_inputs;
+    if (t->def->second_input >= 0 &&
+        add_input_channels(t, pl, t->def->second_input, t->def->second_edge, 1, err) < 0)
+        return -1;
+    t->next_input = 0;
     return build_valve(t, err);
+}
+
+/* The input channel of a message from src_stage[src_instance], or NULL. */
+static input_channel_t *input_of(eddy_task_t *t, uint32_t src_stage, uint32_t src_instance)
+{
+    if (t->def->input < 0)
+        return NULL;
+    if (src_stage == (uint32_t)t->def->input) {
+        if (src_instance < t->first_input_channels)
+            return &t->inputs[src_instance];
+    } else if (t->def->second_input >= 0 && src_stage == (uint32_t)t->def->second_input) {
+        if (src_instance < t->n_inputs - t->first_input_channels)
+            return &t->inputs[t->first_input_channels + src_instance];
+    }
+    return NULL;
 }
 
 static void return_credit(eddy_task_t *t, input_channel_t *in, bool force)
 {
     if (in->credit_owed == 0 || (!force && in->credit_owed < EDDY_CHANNEL_CREDITS / 4))
         return;
-    eddy_channel_id_t id = {t->job, t->epoch, (uint32_t)t->def->input, in->src_instance,
-                            t->stage, t->instance};
+    eddy_channel_id_t id = {t->job, t->epoch, in->src_stage, in->src_instance, t->stage,
+                            t->instance};
     size_t len;
     char *data = eddy_credit_encode(&id, in->credit_owed, &len);
     in->credit_owed = 0;
@@ -793,6 +854,10 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.max_parallelism = t->graph->max_parallelism;
     t->ctx.job_config = t->graph->config;
     t->ctx.key_fn = t->def->key_fn;
+    if (t->def->second_input >= 0) {
+        t->ctx.second_key_fn = t->def->second_key_fn;
+        t->ctx.input = &t->current_input;
+    }
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
     t->watermark = EDDY_WATERMARK_MIN;
@@ -1012,14 +1077,13 @@ int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, 
                       eddy_err_t *err)
 {
     uint32_t src = msg->channel.src_instance;
-    if (self->def->input < 0 || msg->channel.src_stage != (uint32_t)self->def->input ||
-        src >= self->n_inputs) {
+    input_channel_t *in = input_of(self, msg->channel.src_stage, src);
+    if (!in) {
         eddy_err_set(err, "protocol violation: %s for %s[%u] on unknown channel from %u[%u]",
                      data_type_name(msg->type), self->def->name, self->instance,
                      msg->channel.src_stage, src);
         goto reject;
     }
-    input_channel_t *in = &self->inputs[src];
     if (in->eos) {
         eddy_err_set(err, "protocol violation: %s for %s[%u] after end of stream from %u[%u]",
                      data_type_name(msg->type), self->def->name, self->instance,
@@ -1217,6 +1281,7 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     switch (e->msg.type) {
     case EDDY_DATA_BATCH: {
         eddy_wm_valve_activity(t->valve, ch);
+        t->current_input = in->input;
         slice_t slice;
         slice_begin(&slice, now_ns);
         eddy_record_t rec;

@@ -7,7 +7,8 @@
  * equal the reference byte for byte. Also: out-of-order events (disorder
  * within the watermark delay: nothing is late), the in-memory generator
  * (--events) equal to the file it would write, a rescale of the keyed
- * window/join operator mid-run, a worker killed with SIGKILL mid-run, and
+ * window/join operator mid-run (q11's sessions, the two-input joins of q3
+ * and q8), a worker killed with SIGKILL mid-run (q7, q3, q8), and
  * q12's shape (processing time: not deterministic). */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -167,18 +168,25 @@ Test(nexmark, q11_sessions_survive_a_rescale)
     rescale_mid_run("q11", "sessions");
 }
 
+/* q3 and q8 are two-input keyed steps (persons by id, auctions by seller):
+ * a rescale moves their state by key group and re-routes both inputs. */
 Test(nexmark, q3_join_survives_a_rescale)
 {
     rescale_mid_run("q3", "join");
 }
 
-/* A worker is killed with SIGKILL while q7 runs: the job restores from its
- * last checkpoint and the result is still exact. */
-Test(nexmark, q7_survives_a_killed_worker)
+Test(nexmark, q8_window_join_survives_a_rescale)
+{
+    rescale_mid_run("q8", "new_sellers");
+}
+
+/* A worker is killed with SIGKILL while the query runs: the job restores
+ * from its last checkpoint and the result is still exact. */
+static void killed_worker_mid_run(const char *query)
 {
     generate(EVENTS, "0");
     const char *extra[] = {"--input", events_path, "--rate", "4000", NULL};
-    start_query("q7", extra);
+    start_query(query, extra);
     bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, &job);
     cr_assert(ok, "job never reached state running; log:\n%s", log_text());
     /* Let a checkpoint or two complete, then kill one worker. */
@@ -196,7 +204,22 @@ Test(nexmark, q7_survives_a_killed_worker)
     }
     cr_assert(victim > 0, "no worker to kill after two checkpoints; log:\n%s", log_text());
     cr_assert_eq(kill(victim, SIGKILL), 0);
-    expect_reference("q7");
+    expect_reference(query);
+}
+
+Test(nexmark, q7_survives_a_killed_worker)
+{
+    killed_worker_mid_run("q7");
+}
+
+Test(nexmark, q3_join_survives_a_killed_worker)
+{
+    killed_worker_mid_run("q3");
+}
+
+Test(nexmark, q8_window_join_survives_a_killed_worker)
+{
+    killed_worker_mid_run("q8");
 }
 
 Test(nexmark, q12_processing_time_windows_have_the_right_shape)

@@ -600,3 +600,58 @@ Test(controller, malformed_document_is_rejected_and_not_a_baseline)
     cr_assert_float_eq(d->rates.true_rate_per_instance, 5000.0, 1e-6, "%s", d->reason);
     eddy_controller_destroy(&ctl);
 }
+
+/* A two-input operator (eddy_process2) lists its second upstream as
+ * "second_input": DS2's target input rate is the sum of both upstreams'
+ * target output rates. source (1000 events/s offered, selectivity 1) feeds
+ * persons (keeps 1 in 10) and auctions (3 in 10); join reads both: 100 +
+ * 300 = 400 records/s. */
+static json_t *join_doc(json_int_t windows)
+{
+    json_int_t n = windows;
+    json_t *ops = json_pack(
+        "[{s:s, s:i, s:b, s:b, s:n, s:I, s:I, s:I, s:i, s:i, s:f},"
+        " {s:s, s:i, s:b, s:b, s:s, s:I, s:I, s:I, s:i, s:i},"
+        " {s:s, s:i, s:b, s:b, s:s, s:I, s:I, s:I, s:i, s:i},"
+        " {s:s, s:i, s:b, s:b, s:s, s:s, s:I, s:I, s:I, s:i, s:i}]",
+        "name", "source", "parallelism", 1, "keyed", 0, "source", 1, "input", "records_in",
+        n * 10000, "records_out", n * 10000, "busy_ns", n * 100000000, "min_parallelism", 1,
+        "max_parallelism", 32, "offered_rate", 1000.0,
+        "name", "persons", "parallelism", 1, "keyed", 0, "source", 0, "input", "source",
+        "records_in", n * 10000, "records_out", n * 1000, "busy_ns", n * 100000000,
+        "min_parallelism", 1, "max_parallelism", 32,
+        "name", "auctions", "parallelism", 1, "keyed", 0, "source", 0, "input", "source",
+        "records_in", n * 10000, "records_out", n * 3000, "busy_ns", n * 100000000,
+        "min_parallelism", 1, "max_parallelism", 32,
+        "name", "join", "parallelism", 2, "keyed", 1, "source", 0, "input", "persons",
+        "second_input", "auctions", "records_in", n * 4000, "records_out", n * 400, "busy_ns",
+        n * 1000000000, "min_parallelism", 1, "max_parallelism", 32);
+    cr_assert_not_null(ops);
+    return json_pack("{s:s, s:i, s:o}", "state", "running", "epoch", 1, "operators", ops);
+}
+
+Test(controller, a_two_input_operator_sums_both_upstreams)
+{
+    eddy_scaling_policy_config_t c = short_config();
+    eddy_controller_t *ctl = controller_new(&c);
+    eddy_controller_step_t step;
+    eddy_err_t err = {{0}};
+    json_t *doc = join_doc(1);
+    cr_assert_eq(eddy_controller_observe(ctl, doc, 1000, &step, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    doc = join_doc(2);
+    cr_assert_eq(eddy_controller_observe(ctl, doc, 11000, &step, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    cr_assert(step.evaluated, "not evaluated: %s", step.note);
+    const eddy_scaling_decision_t *d = decision_for(&step, "join");
+    cr_assert_float_eq(d->rates.target_input_rate, 400.0, 1e-6);
+
+    /* A second input that names no earlier operator is refused. */
+    doc = join_doc(3);
+    json_t *join = json_array_get(json_object_get(doc, "operators"), 3);
+    json_object_set_new(join, "second_input", json_string("nowhere"));
+    cr_assert_eq(eddy_controller_observe(ctl, doc, 21000, &step, &err), -1);
+    cr_assert(strstr(err.msg, "'nowhere'"), "%s", err.msg);
+    json_decref(doc);
+    eddy_controller_destroy(&ctl);
+}

@@ -15,6 +15,7 @@
 #include "plan/builder.h"
 #include "plan/explain.h"
 #include "plan/plan.h"
+#include "net/mpcodec.h"
 #include "tests/unit/leak_check.h"
 
 TestSuite(plan, .fini = eddy_test_leak_check);
@@ -285,4 +286,177 @@ Test(plan, explain_names_stages_steps_keys_and_configs)
     free(text);
     json_decref(doc);
     eddy_plan_destroy(&p);
+}
+
+/* ---- two-input steps (eddy_process2) ------------------------------------ */
+
+/* Persons and auctions from one source, connected into one keyed join. */
+static eddy_plan_t *join_plan(const char *right_key, uint32_t join_parallelism)
+{
+    eddy_job_builder_t *b = eddy_job_builder_new("join");
+    cr_assert(b);
+    eddy_builder_set_default_parallelism(b, 2);
+    eddy_stream_t events = eddy_source(b, "source", "nexmark", NULL);
+    eddy_stream_t persons = eddy_filter(events, "persons", "is_person", NULL);
+    eddy_stream_t auctions = eddy_filter(events, "auctions", "is_auction", NULL);
+    eddy_stream_t joined = eddy_process2(eddy_key_by(persons, "person_id"),
+                                         eddy_key_by(auctions, right_key), "join", "q3_join", NULL);
+    eddy_set_parallelism(joined, join_parallelism);
+    eddy_sink(eddy_global(joined), "sink", "print", NULL);
+    eddy_err_t err = {{0}};
+    eddy_plan_t *p = eddy_job_builder_finish(b, &err);
+    cr_assert(p, "%s", err.msg);
+    eddy_job_builder_destroy(&b);
+    return p;
+}
+
+Test(plan, a_two_input_step_starts_a_keyed_stage_with_both_inputs)
+{
+    eddy_plan_t *p = join_plan("seller", 3);
+    const eddy_plan_node_t *join = &p->nodes[3];
+    cr_assert_eq(join->role, EDDY_NODE_PROCESS);
+    cr_assert_eq(join->input, 1);
+    cr_assert_eq(join->edge, EDDY_EDGE_HASH);
+    cr_assert_str_eq(join->key_kind, "person_id");
+    cr_assert_eq(join->second_input, 2);
+    cr_assert_eq(join->second_edge, EDDY_EDGE_HASH);
+    cr_assert_str_eq(join->second_key_kind, "seller");
+    cr_assert_eq(p->nodes[1].second_input, -1, "one-input steps have no second input");
+    uint32_t stage_of[5];
+    eddy_err_t err = {{0}};
+    /* The source feeds two steps, so neither chains with it. */
+    cr_assert_eq(eddy_plan_stages(p, stage_of, &err), 5, "%s", err.msg);
+    cr_assert_neq(stage_of[1], stage_of[0]);
+    cr_assert_neq(stage_of[3], stage_of[1]);
+    cr_assert_neq(stage_of[3], stage_of[2]);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    cr_assert_eq(eddy_plan_explain_text(p, out, &err), 0, "%s", err.msg);
+    fclose(out);
+    cr_assert(strstr(text, "join  parallelism 3  <- stage 1 by key (person_id) and stage 2 by "
+                           "key (seller), rescalable"), "%s", text);
+    free(text);
+    eddy_plan_destroy(&p);
+}
+
+Test(plan, two_input_steps_need_two_keyed_inputs_of_one_job)
+{
+    /* The right input is not keyed: a hand-made handle without a HASH edge. */
+    eddy_job_builder_t *b = eddy_job_builder_new("unkeyed_right");
+    eddy_stream_t s = eddy_source(b, "src", "generator", NULL);
+    eddy_stream_t m = eddy_map(s, "m", "upper", NULL);
+    eddy_process2(eddy_key_by(s, "all"), (eddy_keyed_stream_t){b, m.node, "all"}, "j", "join",
+                  NULL);
+    expect_invalid(b, "both inputs of a two-input step must be keyed");
+
+    b = eddy_job_builder_new("unkeyed_left");
+    s = eddy_source(b, "src", "generator", NULL);
+    m = eddy_map(s, "m", "upper", NULL);
+    eddy_process2((eddy_keyed_stream_t){b, m.node, "all"}, eddy_key_by(s, "all"), "j", "join",
+                  NULL);
+    expect_invalid(b, "input 1 is not");
+
+    /* Key groups belong to a job: another job's stream has other ones. */
+    b = eddy_job_builder_new("mine");
+    eddy_job_builder_t *other = eddy_job_builder_new("theirs");
+    s = eddy_source(b, "src", "generator", NULL);
+    eddy_stream_t t = eddy_source(other, "src", "generator", NULL);
+    eddy_process2(eddy_key_by(s, "all"), eddy_key_by(t, "all"), "j", "join", NULL);
+    expect_invalid(b, "different jobs");
+    eddy_job_builder_destroy(&other);
+
+    b = eddy_job_builder_new("twice");
+    s = eddy_source(b, "src", "generator", NULL);
+    eddy_process2(eddy_key_by(s, "a"), eddy_key_by(s, "b"), "j", "join", NULL);
+    expect_invalid(b, "as both of its inputs");
+
+    /* Only a process step takes two inputs. */
+    eddy_plan_t *p = join_plan("seller", 2);
+    p->nodes[3].role = EDDY_NODE_REDUCE;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_plan_validate(p, &err), -1);
+    cr_assert(strstr(err.msg, "only a process step takes two inputs"), "%s", err.msg);
+    p->nodes[3].role = EDDY_NODE_PROCESS;
+    p->nodes[3].second_input = -1; /* a second edge without its input */
+    cr_assert_eq(eddy_plan_validate(p, &err), -1);
+    cr_assert(strstr(err.msg, "no second input"), "%s", err.msg);
+    eddy_plan_destroy(&p);
+}
+
+Test(plan, a_two_input_plan_round_trips_and_its_fingerprint_covers_the_second_input)
+{
+    eddy_plan_t *p = join_plan("seller", 3);
+    size_t len;
+    char *bytes = eddy_plan_encode(p, &len);
+    eddy_err_t err = {{0}};
+    eddy_plan_t *q = eddy_plan_decode(bytes, len, &err);
+    cr_assert(q, "%s", err.msg);
+    size_t len2;
+    char *bytes2 = eddy_plan_encode(q, &len2);
+    cr_assert_eq(len, len2);
+    cr_assert_eq(memcmp(bytes, bytes2, len), 0);
+    cr_assert_eq(q->nodes[3].second_input, 2);
+    cr_assert_str_eq(q->nodes[3].second_key_kind, "seller");
+    cr_assert_eq(eddy_plan_fingerprint(p), eddy_plan_fingerprint(q));
+
+    eddy_plan_t *other_key = join_plan("bidder", 3);
+    cr_assert_neq(eddy_plan_fingerprint(p), eddy_plan_fingerprint(other_key));
+    q->nodes[3].second_input = 1;
+    q->nodes[3].input = 2; /* inputs swapped */
+    cr_assert_neq(eddy_plan_fingerprint(p), eddy_plan_fingerprint(q));
+
+    /* Every truncation fails, every byte change decodes to a valid plan or not at all. */
+    for (size_t cut = 0; cut < len; cut++) {
+        eddy_plan_t *r = eddy_plan_decode(bytes, cut, &err);
+        cr_assert_null(r, "a plan cut to %zu of %zu bytes was accepted", cut, len);
+    }
+    char *copy = malloc(len);
+    for (size_t i = 0; i < len; i++) {
+        for (int v = 0; v < 256; v += 17) {
+            memcpy(copy, bytes, len);
+            copy[i] = (char)v;
+            eddy_plan_t *r = eddy_plan_decode(copy, len, &err);
+            if (r)
+                cr_assert_eq(eddy_plan_validate(r, &err), 0, "%s", err.msg);
+            eddy_plan_destroy(&r);
+        }
+    }
+    /* A step of 10 elements is neither form: a clear error. */
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, 5);
+    eddy_mpw_u64(&w, EDDY_PLAN_VERSION);
+    eddy_mpw_str(&w, "ten");
+    eddy_mpw_u64(&w, 128);
+    eddy_mpw_u64(&w, 1);
+    eddy_mpw_array(&w, 1);
+    eddy_mpw_array(&w, 10);
+    eddy_mpw_str(&w, "src");
+    eddy_mpw_str(&w, "src");
+    eddy_mpw_str(&w, "generator");
+    eddy_mpw_u64(&w, EDDY_NODE_SOURCE);
+    eddy_mpw_u64(&w, 1);
+    eddy_mpw_i64(&w, -1);
+    eddy_mpw_u64(&w, EDDY_EDGE_NONE);
+    eddy_mpw_str(&w, "");
+    eddy_config_t *empty = eddy_config_new();
+    size_t clen;
+    char *cfg = eddy_config_encode(empty, &clen);
+    eddy_mpw_bin(&w, cfg, clen);
+    eddy_mpw_i64(&w, -1);
+    size_t tlen;
+    char *ten = eddy_mpw_release(&w, &tlen);
+    cr_assert_null(eddy_plan_decode(ten, tlen, &err));
+    cr_assert(strstr(err.msg, "9-element (one input) or 12-element (two inputs)"), "%s", err.msg);
+    free(ten);
+    free(cfg);
+    eddy_config_destroy(&empty);
+    free(copy);
+    free(bytes);
+    free(bytes2);
+    eddy_plan_destroy(&p);
+    eddy_plan_destroy(&q);
+    eddy_plan_destroy(&other_key);
 }

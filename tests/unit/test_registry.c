@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/builder.h"
 #include "plan/registry.h"
 #include "tests/unit/leak_check.h"
 
@@ -144,6 +145,59 @@ Test(registry, a_job_becomes_a_plan_and_the_plan_a_graph)
     cr_assert_eq(g.stages[2].parallelism, 1);
     eddy_graph_clear(&g);
     eddy_plan_destroy(&plan);
+    eddy_registry_destroy(&r);
+}
+
+static uint32_t key_first_byte(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    return rec->len ? 1 : 0;
+}
+
+/* A two-input step becomes one keyed stage reading both upstream stages,
+ * each by its own key selector; an unknown second selector names the step. */
+Test(registry, a_two_input_step_becomes_a_stage_with_two_keyed_inputs)
+{
+    eddy_registry_t *r = make_registry();
+    eddy_err_t err = {{0}};
+    static const eddy_key_kind_t first_byte = {.name = "first_byte", .key = key_first_byte};
+    cr_assert_eq(eddy_register_key(r, &first_byte, &err), 0, "%s", err.msg);
+    for (int known = 1; known >= 0; known--) {
+        eddy_job_builder_t *b = eddy_job_builder_new("demo");
+        eddy_stream_t s = eddy_source(b, "source", "lines", NULL);
+        eddy_stream_t left = eddy_map(s, "left", "nop", NULL);
+        eddy_stream_t right = eddy_map(s, "right", "nop", NULL);
+        eddy_stream_t j = eddy_process2(eddy_key_by(left, "all"),
+                                        eddy_key_by(right, known ? "first_byte" : "nope"), "join",
+                                        "nop", NULL);
+        eddy_sink(eddy_global(j), "sink", "nop", NULL);
+        eddy_plan_t *plan = eddy_job_builder_finish(b, &err);
+        cr_assert(plan, "%s", err.msg);
+        eddy_job_builder_destroy(&b);
+        eddy_job_graph_t g;
+        if (!known) {
+            cr_assert_eq(eddy_plan_instantiate(plan, r, &g, &err), -1);
+            cr_assert(strstr(err.msg, "step 'join': unknown key selector 'nope'"), "%s", err.msg);
+            eddy_plan_destroy(&plan);
+            continue;
+        }
+        cr_assert_eq(eddy_plan_instantiate(plan, r, &g, &err), 0, "%s", err.msg);
+        int js = eddy_graph_find_stage(&g, "join");
+        cr_assert_geq(js, 0);
+        const eddy_stage_def_t *d = &g.stages[js];
+        cr_assert_eq(d->input, eddy_graph_find_stage(&g, "left"));
+        cr_assert_eq(d->second_input, eddy_graph_find_stage(&g, "right"));
+        cr_assert_eq(d->edge, EDDY_EDGE_HASH);
+        cr_assert_eq(d->second_edge, EDDY_EDGE_HASH);
+        cr_assert_eq(d->key_fn, key_all);
+        cr_assert_eq(d->second_key_fn, key_first_byte);
+        cr_assert(eddy_stage_is_keyed(d));
+        cr_assert(eddy_stage_reads(d, (uint32_t)d->second_input));
+        cr_assert_eq(eddy_stage_key_from(d, (uint32_t)d->second_input), key_first_byte);
+        cr_assert_eq(g.stages[eddy_graph_find_stage(&g, "sink")].second_input, -1);
+        eddy_graph_clear(&g);
+        eddy_plan_destroy(&plan);
+    }
     eddy_registry_destroy(&r);
 }
 

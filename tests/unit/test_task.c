@@ -19,6 +19,7 @@
 #include "net/dataplane.h"
 #include "operators/operators.h"
 #include "runtime/task.h"
+#include "tests/support/etcd.h"
 
 #include "leak_check.h"
 
@@ -36,12 +37,32 @@ typedef struct sent_record {
     uint32_t dst_stage;
 } sent_record_t;
 
+/* A control message (barrier, end of stream, watermark) a task sent. */
+#define HOST_MAX_CONTROL 32
+typedef struct sent_control {
+    eddy_data_type_t type;
+    uint32_t dst_stage, dst_instance;
+    char *bytes; /* a copy, for delivering it on */
+    size_t len;
+} sent_control_t;
+
 typedef struct host {
     uint32_t credits_returned;
     uint32_t done_reports;
     sent_record_t sent[HOST_MAX_RECORDS];
     uint32_t n_sent;
+    sent_control_t control[HOST_MAX_CONTROL];
+    uint32_t n_control;
+    uint32_t acks;
+    uint64_t acked_checkpoint;
 } host_t;
+
+static void host_free_control(host_t *h)
+{
+    for (uint32_t i = 0; i < h->n_control; i++)
+        free(h->control[i].bytes);
+    h->n_control = 0;
+}
 
 static void count_message(host_t *h, char *data, size_t len)
 {
@@ -50,6 +71,17 @@ static void count_message(host_t *h, char *data, size_t len)
     if (eddy_data_decode(data, len, &msg, &err) == 0) {
         if (msg.type == EDDY_DATA_CREDIT)
             h->credits_returned += msg.credit;
+        if (msg.type == EDDY_DATA_BARRIER || msg.type == EDDY_DATA_EOS ||
+            msg.type == EDDY_DATA_WATERMARK) {
+            cr_assert_lt(h->n_control, HOST_MAX_CONTROL);
+            sent_control_t *c = &h->control[h->n_control++];
+            c->type = msg.type;
+            c->dst_stage = msg.channel.dst_stage;
+            c->dst_instance = msg.channel.dst_instance;
+            c->bytes = malloc(len);
+            memcpy(c->bytes, data, len);
+            c->len = len;
+        }
         eddy_record_t rec;
         while (msg.type == EDDY_DATA_BATCH && eddy_data_next_record(&msg, &rec, &err) == 1) {
             cr_assert_lt(h->n_sent, HOST_MAX_RECORDS);
@@ -82,11 +114,15 @@ static void host_notify(void *host, const eddy_msg_t *msg)
     host_t *h = host;
     if (msg->type == EDDY_MSG_TASK_DONE)
         h->done_reports++;
+    if (msg->type == EDDY_MSG_ACK) {
+        h->acks++;
+        h->acked_checkpoint = msg->u.ack.checkpoint;
+    }
 }
 
 static void host_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
 {
-    (void)host;
+    host_notify(host, &unit->ack);
     eddy_snapshot_unit_free(unit);
 }
 
@@ -526,5 +562,339 @@ Test(task, a_late_record_ends_at_a_sink)
     cr_assert_eq(records_out(t), 2, "records_out counts what the chain emitted, not the late one");
     cr_assert_eq(records_in(t), 3);
     eddy_task_destroy(&t);
+    eddy_graph_clear(&f.graph);
+}
+
+/* ---- two-input stages --------------------------------------------------- */
+
+/* Records every record its process() gets with the input the task says it
+ * came from, and at prepare() how many it had seen: what the checkpoint of
+ * that barrier covers. */
+typedef struct join_capture {
+    char data[HOST_MAX_RECORDS][16];
+    uint32_t input[HOST_MAX_RECORDS];
+    uint32_t n, n_at_prepare;
+    uint64_t prepared;
+    const uint32_t *task_input;
+} join_capture_t;
+
+static void *join_capture_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)err;
+    join_capture_t *c = (join_capture_t *)ctx->config;
+    cr_assert(ctx->input, "a two-input stage tells its operators the input");
+    cr_assert(ctx->second_key_fn, "and gives them the second input's key selector");
+    c->task_input = ctx->input;
+    return c;
+}
+
+static int join_capture_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                                eddy_err_t *err)
+{
+    (void)out;
+    (void)err;
+    join_capture_t *c = self;
+    cr_assert_lt(c->n, HOST_MAX_RECORDS);
+    snprintf(c->data[c->n], sizeof c->data[0], "%.*s", (int)rec->len, rec->data);
+    c->input[c->n++] = *c->task_input;
+    return 0;
+}
+
+static int join_capture_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync,
+                                eddy_err_t *err)
+{
+    (void)sync;
+    (void)err;
+    join_capture_t *c = self;
+    if (checkpoint != EDDY_FINAL_CHECKPOINT) {
+        c->n_at_prepare = c->n;
+        c->prepared = checkpoint;
+    }
+    return 0;
+}
+
+static const eddy_operator_ops_t join_capture_ops = {
+    .kind = "join-capture", .open = join_capture_open, .process = join_capture_process,
+    .prepare = join_capture_prepare};
+
+static uint32_t whole_key(const eddy_record_t *rec, const char **key)
+{
+    *key = rec->data;
+    return rec->len;
+}
+
+typedef struct join_fixture {
+    host_t host;
+    eddy_task_env_t env;
+    eddy_job_graph_t graph;
+    uint32_t workers[1];
+    eddy_stage_placement_t placement[3];
+    join_capture_t capture;
+    char *root;
+    eddy_snapshot_store_t *store;
+    eddy_task_t *task;
+} join_fixture_t;
+
+/* Stages 0 ("left") and 1 ("right"): unused sources, one instance each;
+ * stage 2 ("join"): one keyed instance reading both by key. */
+static void join_fixture_init(join_fixture_t *f)
+{
+    memset(f, 0, sizeof *f);
+    eddy_err_t err = {{0}};
+    f->root = eddy_test_mkdtemp("task", &err);
+    cr_assert(f->root, "%s", err.msg);
+    f->store = eddy_snapshot_store_new(f->root, &err);
+    cr_assert(f->store, "%s", err.msg);
+    f->env = (eddy_task_env_t){.host = &f->host, .send_remote = host_send_remote,
+                               .send_local = host_send_local, .notify = host_notify,
+                               .submit_snapshot = host_submit_snapshot, .store = f->store,
+                               .self_worker_id = WORKER};
+    eddy_graph_init(&f->graph, "test");
+    f->graph.max_parallelism = 128;
+    cr_assert(eddy_graph_add_source(&f->graph, "left", 1, &unused_source, NULL, &err) == 0);
+    cr_assert(eddy_graph_add_source(&f->graph, "right", 1, &unused_source, NULL, &err) == 1);
+    cr_assert(eddy_graph_add_stage(&f->graph, "join", 1, 0, EDDY_EDGE_HASH, whole_key, &err) == 2,
+              "%s", err.msg);
+    cr_assert_eq(eddy_graph_set_second_input(&f->graph, 2, 1, EDDY_EDGE_HASH, whole_key, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(eddy_graph_chain(&f->graph, 2, &join_capture_ops, &f->capture, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(eddy_graph_validate(&f->graph, &err), 0, "%s", err.msg);
+    f->workers[0] = WORKER;
+    for (int s = 0; s < 3; s++)
+        f->placement[s] = (eddy_stage_placement_t){1, f->workers};
+    eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "test", .graph = &f->graph,
+                              .stage = 2, .instance = 0, .placement = {3, f->placement},
+                              .start_position = -1};
+    f->task = eddy_task_new(&f->env, &cfg, &err);
+    cr_assert(f->task, "%s", err.msg);
+}
+
+static void join_fixture_fini(join_fixture_t *f)
+{
+    eddy_task_destroy(&f->task);
+    eddy_snapshot_store_destroy(&f->store);
+    eddy_test_rm_rf(f->root);
+    free(f->root);
+    host_free_control(&f->host);
+    eddy_graph_clear(&f->graph);
+}
+
+static void deliver_bytes(eddy_task_t *t, char *data, size_t len)
+{
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_data_decode(data, len, &msg, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_task_deliver(t, &msg, NULL, data, &err) == 0, "%s", err.msg);
+}
+
+/* A batch of one record `word` from stage src[0] to join[0]. */
+static void join_record(join_fixture_t *f, uint32_t src, const char *word)
+{
+    eddy_batch_writer_t w;
+    eddy_batch_writer_init(&w);
+    eddy_channel_id_t ch = {1, 1, src, 0, 2, 0};
+    eddy_batch_writer_begin(&w, &ch);
+    eddy_record_t rec = eddy_record_make(word, (uint32_t)strlen(word), 1);
+    eddy_batch_writer_add(&w, &rec);
+    size_t len;
+    char *data = eddy_batch_writer_finish(&w, &len);
+    eddy_batch_writer_free(&w);
+    deliver_bytes(f->task, data, len);
+}
+
+static void join_barrier(join_fixture_t *f, uint32_t src, uint64_t checkpoint)
+{
+    eddy_channel_id_t ch = {1, 1, src, 0, 2, 0};
+    size_t len;
+    char *data = eddy_barrier_encode(&ch, checkpoint, &len);
+    deliver_bytes(f->task, data, len);
+}
+
+static void join_watermark(join_fixture_t *f, uint32_t src, int64_t wm)
+{
+    eddy_channel_id_t ch = {1, 1, src, 0, 2, 0};
+    size_t len;
+    char *data = eddy_watermark_encode(&ch, wm, false, &len);
+    deliver_bytes(f->task, data, len);
+}
+
+static void join_eos(join_fixture_t *f, uint32_t src)
+{
+    eddy_channel_id_t ch = {1, 1, src, 0, 2, 0};
+    size_t len;
+    char *data = eddy_eos_encode(&ch, &len);
+    deliver_bytes(f->task, data, len);
+}
+
+static void run_until_idle(eddy_task_t *t)
+{
+    eddy_err_t err = {{0}};
+    while (eddy_task_runnable(t, eddy_mono_ns()))
+        cr_assert_eq(eddy_task_step(t, eddy_mono_ns(), &err), 0, "%s", err.msg);
+}
+
+static int64_t task_watermark(const eddy_task_t *t)
+{
+    eddy_task_metrics_t m;
+    eddy_task_metrics(t, &m);
+    return m.watermark;
+}
+
+/* Barriers align across the channels of both inputs: after the left
+ * input's barrier its records wait, the right input's records before its
+ * barrier are processed; the checkpoint covers exactly those before both
+ * barriers, and is taken once. */
+Test(task, barriers_align_across_both_inputs_of_a_two_input_stage)
+{
+    join_fixture_t f;
+    join_fixture_init(&f);
+    join_record(&f, 0, "a1");
+    join_barrier(&f, 0, 5);
+    join_record(&f, 0, "a2"); /* after the left barrier: not in checkpoint 5 */
+    join_record(&f, 1, "b1");
+    run_until_idle(f.task);
+    cr_assert_eq(f.capture.n, 2, "a2 waits behind the left barrier");
+    cr_assert_eq(f.host.acks, 0, "no checkpoint before the right barrier");
+    join_record(&f, 1, "b2"); /* still before the right barrier: in checkpoint 5 */
+    join_barrier(&f, 1, 5);
+    join_record(&f, 1, "b3");
+    run_until_idle(f.task);
+    cr_assert_eq(f.host.acks, 1);
+    cr_assert_eq(f.host.acked_checkpoint, 5);
+    cr_assert_eq(f.capture.prepared, 5);
+    cr_assert_eq(f.capture.n_at_prepare, 3, "a1, b1, b2 are before both barriers");
+    cr_assert_eq(f.capture.n, 5);
+    for (uint32_t i = 0; i < f.capture.n; i++) {
+        const char *d = f.capture.data[i];
+        uint32_t want_input = d[0] == 'a' ? 0 : 1;
+        cr_assert_eq(f.capture.input[i], want_input, "%s came from input %u", d, want_input);
+        if (i < f.capture.n_at_prepare)
+            cr_assert(strcmp(d, "a2") && strcmp(d, "b3"), "%s is after its barrier", d);
+    }
+    join_fixture_fini(&f);
+}
+
+/* The watermark is the minimum over both inputs; the stage's input ends
+ * only when both ended. */
+Test(task, a_two_input_stage_takes_the_minimum_watermark_and_ends_with_both_inputs)
+{
+    join_fixture_t f;
+    join_fixture_init(&f);
+    join_watermark(&f, 0, 100);
+    run_until_idle(f.task);
+    cr_assert_eq(task_watermark(f.task), EDDY_WATERMARK_MIN, "the right input has none yet");
+    join_watermark(&f, 1, 50);
+    run_until_idle(f.task);
+    cr_assert_eq(task_watermark(f.task), 50);
+    join_watermark(&f, 1, 200);
+    run_until_idle(f.task);
+    cr_assert_eq(task_watermark(f.task), 100);
+    join_eos(&f, 0);
+    run_until_idle(f.task);
+    cr_assert_eq(task_watermark(f.task), 200, "an ended input leaves the minimum");
+    cr_assert_not(eddy_task_finished(f.task), "the right input has not ended");
+    cr_assert_eq(f.host.done_reports, 0);
+    join_record(&f, 1, "b");
+    join_eos(&f, 1);
+    run_until_idle(f.task);
+    cr_assert(eddy_task_finished(f.task));
+    cr_assert_eq(f.host.done_reports, 1);
+    cr_assert_eq(f.capture.n, 1);
+
+    /* A message from a stage that is neither input is a protocol violation. */
+    eddy_channel_id_t ch = {1, 1, 2, 0, 2, 0};
+    size_t len;
+    char *data = eddy_eos_encode(&ch, &len);
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_data_decode(data, len, &msg, &err), 0);
+    cr_assert_eq(eddy_task_deliver(f.task, &msg, NULL, data, &err), -1);
+    cr_assert(strstr(err.msg, "protocol violation"), "%s", err.msg);
+    join_fixture_fini(&f);
+}
+
+/* ---- unchained FORWARD edges -------------------------------------------- */
+
+/* An unchained FORWARD edge (op -> next, two instances each) with event
+ * time: op[i]'s watermarks, barriers and end of stream go to next[i] only,
+ * which listens to op[i] alone and counts op's other channels as ended.
+ * Sending them on every channel made next[1-i] fail with "protocol
+ * violation ... after end of stream". */
+Test(task, an_unchained_forward_edge_sends_control_messages_to_its_instance_only)
+{
+    fixture_t f;
+    const eddy_operator_ops_t *ops[] = {&capture_ops};
+    memset(&f, 0, sizeof f);
+    f.env = (eddy_task_env_t){.host = &f.host, .send_remote = host_send_remote,
+                              .send_local = host_send_local, .notify = host_notify,
+                              .submit_snapshot = host_submit_snapshot, .self_worker_id = WORKER};
+    eddy_err_t err = {{0}};
+    eddy_graph_init(&f.graph, "test");
+    f.graph.max_parallelism = 128;
+    cr_assert(eddy_graph_add_source(&f.graph, "src", 2, &unused_source, NULL, &err) == 0);
+    cr_assert(eddy_graph_add_stage(&f.graph, "op", 2, 0, EDDY_EDGE_FORWARD, NULL, &err) == 1);
+    capture_t cap_op, cap_next[2];
+    memset(&cap_op, 0, sizeof cap_op);
+    memset(cap_next, 0, sizeof cap_next);
+    cr_assert_eq(eddy_graph_chain(&f.graph, 1, ops[0], &cap_op, &err), 0);
+    cr_assert(eddy_graph_add_stage(&f.graph, "next", 2, 1, EDDY_EDGE_FORWARD, NULL, &err) == 2);
+    cr_assert_eq(eddy_graph_chain(&f.graph, 2, &capture_ops, &cap_next, &err), 0);
+    f.src_workers[0] = WORKER;
+    f.op_workers[0] = f.op_workers[1] = WORKER;
+    uint32_t two_workers[2] = {WORKER, WORKER};
+    f.placement[0] = (eddy_stage_placement_t){2, two_workers};
+    f.placement[1] = (eddy_stage_placement_t){2, f.op_workers};
+    f.placement[2] = (eddy_stage_placement_t){2, two_workers};
+    eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "test", .graph = &f.graph,
+                              .stage = 1, .instance = 1, .placement = {3, f.placement},
+                              .start_position = -1};
+    eddy_task_t *op = eddy_task_new(&f.env, &cfg, &err);
+    cr_assert(op, "%s", err.msg);
+    eddy_task_t *next[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        cfg.stage = 2;
+        cfg.instance = i;
+        next[i] = eddy_task_new(&f.env, &cfg, &err);
+        cr_assert(next[i], "%s", err.msg);
+    }
+    /* src[1] -> op[1]: a watermark, a barrier, end of stream. */
+    eddy_channel_id_t ch = {1, 1, 0, 1, 1, 1};
+    size_t len;
+    char *data = eddy_watermark_encode(&ch, 1000, false, &len);
+    deliver_bytes(op, data, len);
+    data = eddy_barrier_encode(&ch, 3, &len);
+    deliver_bytes(op, data, len);
+    data = eddy_eos_encode(&ch, &len);
+    deliver_bytes(op, data, len);
+    run_until_idle(op);
+    cr_assert(eddy_task_finished(op));
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < f.host.n_control; i++) {
+        sent_control_t *c = &f.host.control[i];
+        if (c->dst_stage != 2)
+            continue;
+        cr_assert_eq(c->dst_instance, 1, "a %s went to next[%u]",
+                     c->type == EDDY_DATA_WATERMARK ? "watermark"
+                     : c->type == EDDY_DATA_BARRIER ? "barrier" : "end of stream",
+                     c->dst_instance);
+        seen |= 1u << (c->type - EDDY_DATA_BATCH);
+        /* next[1] takes it as any message of its input. */
+        eddy_data_msg_t msg;
+        cr_assert_eq(eddy_data_decode(c->bytes, c->len, &msg, &err), 0, "%s", err.msg);
+        char *copy = c->bytes;
+        c->bytes = NULL;
+        cr_assert_eq(eddy_task_deliver(next[1], &msg, NULL, copy, &err), 0, "%s", err.msg);
+    }
+    cr_assert_eq(seen, (1u << (EDDY_DATA_WATERMARK - EDDY_DATA_BATCH)) |
+                           (1u << (EDDY_DATA_BARRIER - EDDY_DATA_BATCH)) |
+                           (1u << (EDDY_DATA_EOS - EDDY_DATA_BATCH)));
+    run_until_idle(next[1]);
+    cr_assert(eddy_task_finished(next[1]));
+    cr_assert_not(eddy_task_finished(next[0]), "next[0] still waits for op[0]");
+    host_free_control(&f.host);
+    eddy_task_destroy(&op);
+    eddy_task_destroy(&next[0]);
+    eddy_task_destroy(&next[1]);
     eddy_graph_clear(&f.graph);
 }
