@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/redis/redis_uri.h"
 
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err)
@@ -49,12 +50,41 @@ uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f)
     return f->socket ? 1 : f->parallelism;
 }
 
+eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char *file_kind,
+                                eddy_config_t *file_config)
+{
+    eddy_err_t err = {{0}};
+    if (!eddy_redis_uri_is(output))
+        return eddy_sink(s, "sink", file_kind, file_config);
+    eddy_config_destroy(&file_config);
+    eddy_redis_uri_t uri;
+    eddy_job_builder_t *b = s.builder;
+    if (eddy_redis_uri_parse(output, &uri, &err) < 0)
+        eddy_builder_fail(b, "--output: %s", err.msg);
+    else if (uri.n_streams != 1 || eddy_redis_is_pattern(uri.streams[0]) || uri.bounded ||
+             uri.group[0])
+        eddy_builder_fail(b, "--output %s: a Redis sink takes one stream name, no parameters",
+                          output);
+    eddy_config_t *cfg = eddy_config_new();
+    if (cfg && eddy_config_set_str(cfg, "uri", output) < 0)
+        eddy_builder_fail(b, "--output URI is too long");
+    return eddy_sink(s, "sink", "redis", cfg);
+}
+
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f)
 {
     eddy_config_t *cfg = NULL;
     const char *kind;
     eddy_err_t err = {{0}};
-    if (f->input) {
+    if (f->input && eddy_redis_uri_is(f->input)) {
+        kind = "redis";
+        eddy_redis_uri_t uri;
+        if (eddy_redis_uri_parse(f->input, &uri, &err) < 0)
+            eddy_builder_fail(b, "--input: %s", err.msg);
+        cfg = eddy_config_new();
+        if (cfg && eddy_config_set_str(cfg, "uri", f->input) < 0)
+            eddy_builder_fail(b, "--input URI is too long");
+    } else if (f->input) {
         kind = "file";
         cfg = eddy_config_new();
         if (cfg && eddy_config_set_str(cfg, "path", f->input) < 0)

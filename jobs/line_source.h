@@ -1,5 +1,6 @@
 /* line_source.h - the line sources the built-in jobs offer, chosen by the
- * job's flags: exactly one of --input FILE, --socket HOST:PORT, --generate.
+ * job's flags: exactly one of --input FILE|URI, --socket HOST:PORT, --generate
+ * (a redis:// URI is a Redis stream, connectors/redis/redis.h).
  * One place for the choice, its checks and its messages, so every job reads
  * its input the same way. Building does no I/O: the job may be built where
  * its input does not exist (a client submitting to a cluster); the file
@@ -39,6 +40,10 @@ int eddy_line_source_check(const char *job, const char *input, const char *socke
  * source (one connection, read by one instance): steps chained to it must
  * use eddy_line_source_parallelism(f). Bad flags fail the builder. */
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f);
+/* The job's --output: a redis:// URI becomes the Redis sink (file_config
+ * is then dropped), anything else the sink file_kind with file_config. */
+eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char *file_kind,
+                                eddy_config_t *file_config);
 uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f);
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err);

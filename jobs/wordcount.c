@@ -43,14 +43,14 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     uint64_t lines = 1000000, seed = 42;
     double cost_us = 0;
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("input", &input, "FILE", "read lines from FILE"),
+        EDDY_FLAG_STR("input", &input, "FILE|URI", "read lines from FILE or redis://HOST:PORT/STREAM"),
         EDDY_FLAG_STR("socket", &socket, "HOST:PORT", "read lines from a TCP server"),
         EDDY_FLAG_SWITCH("generate", &generate, "generate deterministic lines"),
         EDDY_FLAG_U64("lines", &lines, 0, UINT64_MAX, "N", "lines to generate, 0 = unbounded (1000000)"),
         EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
         EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
-        EDDY_FLAG_STR("output", &output, "FILE", "write final counts to FILE"),
+        EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE or redis://HOST:PORT/STREAM"),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
@@ -103,7 +103,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", output) < 0)
             eddy_builder_fail(b, "--output path is too long");
-        eddy_sink(eddy_global(counts), "sink", "table_file", out);
+        eddy_job_sink_add(eddy_global(counts), output, "table_file", out);
     } else {
         eddy_sink(eddy_global(counts), "sink", "changelog", NULL);
     }
@@ -115,8 +115,12 @@ const eddy_job_kind_t eddy_wordcount_job = {
     .summary = "count words (space/tab separated) from a file, socket or generator",
     .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
              "  --words-per-line N --seed N]   where lines come from (exactly one)\n"
+             "  --input redis://HOST:PORT/STREAM[,S2|PATTERN*][?bounded=latest&group=G]\n"
+             "                                 a Redis stream's entries (field line), replayable\n"
              "  --output FILE                  final counts as word<TAB>count, byte order;\n"
              "                                 without it a changelog (+I[w, 1]) on stdout\n"
+             "  --output redis://HOST:PORT/STREAM  XADD each final count (line=word, value=count;\n"
+             "                                 at least once)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
              "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"
