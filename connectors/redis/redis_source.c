@@ -534,8 +534,12 @@ static void *reader_thread(void *arg)
         if (!stop && room == 0)
             eddy_redis_wait(&sh->changed, &sh->lock, 100);
         pthread_mutex_unlock(&sh->lock);
-        if (stop)
+        if (stop) {
+            /* Acknowledgements a last commit asked for go out if they can. */
+            if (c && sh->uri.group[0] && ack_wanted)
+                send_acks(c, sh, why, sizeof why);
             break;
+        }
         if (room == 0 && !ack_wanted)
             continue;
         if (!c) {
@@ -830,11 +834,25 @@ static int64_t source_position(void *self)
 
 void eddy_redis_source_commit(void *self, uint64_t checkpoint)
 {
-    (void)checkpoint;
     redis_source_t *src = self;
-    /* The newest state taken belongs to the newest checkpoint begun. */
+    shared_t *sh = src->sh;
+    if (checkpoint == EDDY_FINAL_CHECKPOINT) {
+        /* The whole job is done: everything emitted is in its output. */
+        pthread_mutex_lock(&sh->lock);
+        for (size_t i = 0; i < sh->n_streams; i++)
+            sh->streams[i].ack_upto = sh->streams[i].emitted;
+        sh->ack_wanted = true;
+        pthread_cond_broadcast(&sh->changed);
+        pthread_mutex_unlock(&sh->lock);
+        return;
+    }
+    /* write_state does not learn the checkpoint id, so the states taken
+     * are matched to completions in order: the oldest one outstanding
+     * belongs to a checkpoint <= this one (every completed checkpoint took
+     * a state here), so acknowledging it is always covered; after an
+     * abandoned checkpoint the acks trail by one until the job's end. */
     if (src->n_snaps)
-        commit_snapshot(src, src->snaps[src->n_snaps - 1].seq);
+        commit_snapshot(src, src->snaps[0].seq);
 }
 
 const eddy_source_ops_t eddy_redis_source_ops = {
