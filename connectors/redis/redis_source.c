@@ -24,7 +24,6 @@
 #define RESCAN_MS 1000          /* patterns: look for new streams this often */
 #define STATE_MAGIC "eddy-redis-source 1\n"
 #define SNAPSHOTS_MAX 64        /* states taken but not yet committed */
-#define EDDY_REDIS_STATE_MAX (64 * 1024)
 
 typedef struct id_list {
     eddy_redis_id_t *ids;
@@ -42,6 +41,7 @@ typedef struct stream {
     eddy_redis_id_t end;       /* bounded: last id present at the job's start */
     bool done;                 /* bounded and read up to end */
     bool pending_phase;        /* group: re-read own pending entries first */
+    eddy_redis_id_t pending_from; /* group: the pending entries are read after this */
     bool group_ready;          /* group exists on this server */
     id_list_t unacked;         /* group: read, not yet acknowledged */
 } stream_t;
@@ -115,8 +115,25 @@ static void shared_release(shared_t *sh)
     free(sh);
 }
 
+/* A stream named in the URI goes by its place in the list, so a list of at
+ * least p streams gives every instance one; a stream found by a pattern
+ * (and not named) goes by the hash of its name, which stays put as streams
+ * come and go. Either way exactly one instance reads it. */
+static bool listed(const shared_t *sh, const char *name, uint32_t *index)
+{
+    for (uint32_t k = 0; k < sh->uri.n_streams; k++)
+        if (!eddy_redis_is_pattern(sh->uri.streams[k]) && !strcmp(sh->uri.streams[k], name)) {
+            *index = k;
+            return true;
+        }
+    return false;
+}
+
 static bool mine(const shared_t *sh, const char *name)
 {
+    uint32_t k;
+    if (listed(sh, name, &k))
+        return k % sh->parallelism == sh->instance;
     return XXH64(name, strlen(name), 0) % sh->parallelism == sh->instance;
 }
 
@@ -285,6 +302,27 @@ static int id_list_push(id_list_t *l, eddy_redis_id_t id)
     return 0;
 }
 
+/* Adds id to the ascending list l unless it is there. */
+static int id_list_insert(id_list_t *l, eddy_redis_id_t id)
+{
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = eddy_redis_id_cmp(l->ids[mid], id);
+        if (c == 0)
+            return 0;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (id_list_push(l, id) < 0)
+        return -1;
+    memmove(l->ids + lo + 1, l->ids + lo, (l->count - 1 - lo) * sizeof *l->ids);
+    l->ids[lo] = id;
+    return 0;
+}
+
 /* XACKs what commit() allowed: the unacked ids <= ack_upto of each stream. */
 static int send_acks(redisContext *c, shared_t *sh, char *why, size_t why_size)
 {
@@ -358,6 +396,18 @@ static int take_entries(shared_t *sh, size_t si, redisReply *entries, size_t *go
         if (eddy_redis_id_parse(e->element[0]->str, e->element[0]->len, &id) < 0)
             return snprintf(why, why_size, "bad entry id in a reply"), -1;
         stream_t *s = &sh->streams[si];
+        if (sh->uri.group[0] && s->pending_phase) {
+            s->pending_from = id;
+            /* Pending, but at or before what this source already emitted:
+             * read before a lost connection (already listed), or covered
+             * by the restored checkpoint, whose acks may have been lost
+             * with the old process. Either way it is only to be acked. */
+            if (eddy_redis_id_cmp(id, s->cursor) <= 0) {
+                if (id_list_insert(&s->unacked, id) < 0)
+                    return snprintf(why, why_size, "out of memory"), -1;
+                continue;
+            }
+        }
         if (s->has_end && eddy_redis_id_cmp(id, s->end) > 0) {
             s->done = true;
             break;
@@ -449,6 +499,8 @@ static int read_once(redisContext *c, shared_t *sh, size_t room, char *why, size
         stream_t *s = &sh->streams[index[k]];
         if (group && !s->pending_phase)
             snprintf(ids[k], sizeof ids[k], ">");
+        else if (group)
+            eddy_redis_id_format(s->pending_from, ids[k], sizeof ids[k]);
         else
             eddy_redis_id_format(s->cursor, ids[k], sizeof ids[k]);
         argv[argc++] = ids[k];
@@ -551,6 +603,7 @@ static void *reader_thread(void *arg)
                 /* Entries of a reply lost with the connection were
                  * delivered to the group: read them again from the PEL. */
                 sh->streams[i].pending_phase = true;
+                sh->streams[i].pending_from = (eddy_redis_id_t){0, 0};
             }
             next_scan = 0;
         }
@@ -649,7 +702,7 @@ static int parse_state(shared_t *sh, const char *data, size_t len, eddy_err_t *e
     return 0;
 }
 
-int eddy_redis_source_write_state(void *self, char **out, size_t *len, eddy_err_t *err)
+static int source_write_state(void *self, char **out, size_t *len, eddy_err_t *err)
 {
     redis_source_t *src = self;
     shared_t *sh = src->sh;
@@ -675,11 +728,12 @@ int eddy_redis_source_write_state(void *self, char **out, size_t *len, eddy_err_
         ids[i] = s->emitted;
     }
     pthread_mutex_unlock(&sh->lock);
-    if (used > EDDY_REDIS_STATE_MAX) {
+    if (used > EDDY_SOURCE_STATE_MAX) {
         free(buf);
         free(ids);
-        return eddy_err_set(err, "redis source: state of %zu streams is over %d bytes", n,
-                            EDDY_REDIS_STATE_MAX);
+        return eddy_err_set(err, "redis source: the state of its %zu streams is %zu bytes, over "
+                            "the %u a source may keep (fewer streams per instance: raise the "
+                            "parallelism)", n, used, EDDY_SOURCE_STATE_MAX);
     }
     /* Kept for commit(): the ids to acknowledge once this state is part of
      * a completed checkpoint. */
@@ -733,9 +787,9 @@ static void source_close(void *self)
     free(src);
 }
 
-void *eddy_redis_source_open_state(const eddy_op_context_t *ctx, const char *const *states,
-                                   const size_t *lens, size_t n_states, eddy_err_t *err)
+static void *source_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
 {
+    (void)start_position; /* the position is ctx->source_state (write_state's bytes) */
     const eddy_redis_uri_t *uri = ctx->config;
     redis_source_t *src = calloc(1, sizeof *src);
     shared_t *sh = calloc(1, sizeof *sh);
@@ -759,11 +813,10 @@ void *eddy_redis_source_open_state(const eddy_op_context_t *ctx, const char *con
              ctx->instance);
     pthread_mutex_init(&sh->lock, NULL);
     pthread_cond_init(&sh->changed, NULL);
-    for (size_t i = 0; i < n_states; i++)
-        if (parse_state(sh, states[i], lens[i], err) < 0) {
-            source_close(src);
-            return NULL;
-        }
+    if (parse_state(sh, ctx->source_state, ctx->source_state_len, err) < 0) {
+        source_close(src);
+        return NULL;
+    }
     sh->refs = 2;
     pthread_attr_t attr;
     pthread_t thread;
@@ -778,12 +831,6 @@ void *eddy_redis_source_open_state(const eddy_op_context_t *ctx, const char *con
         return NULL;
     }
     return src;
-}
-
-static void *source_open(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err)
-{
-    (void)start_position; /* the position is the state bytes */
-    return eddy_redis_source_open_state(ctx, NULL, NULL, 0, err);
 }
 
 static int source_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
@@ -832,7 +879,7 @@ static int64_t source_position(void *self)
     return -1;
 }
 
-void eddy_redis_source_commit(void *self, uint64_t checkpoint)
+static void source_commit(void *self, uint64_t checkpoint)
 {
     redis_source_t *src = self;
     shared_t *sh = src->sh;
@@ -857,4 +904,5 @@ void eddy_redis_source_commit(void *self, uint64_t checkpoint)
 
 const eddy_source_ops_t eddy_redis_source_ops = {
     .kind = "redis", .replayable = true, .open = source_open, .poll = source_poll,
-    .position = source_position, .close = source_close};
+    .position = source_position, .close = source_close, .write_state = source_write_state,
+    .commit = source_commit};

@@ -261,3 +261,159 @@ Test(redis, unreachable_at_start_retries_then_proceeds, .init = setup_persistent
     assert_output(out);
     cr_assert(log_has("connected again"), "the recovery was not logged");
 }
+
+/* ---- failures (source state as bytes) -------------------------------------- */
+
+static int64_t completed_checkpoints(void)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    int64_t n = j ? json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"),
+                                                       "completed"))
+                  : -1;
+    json_decref(st);
+    return n;
+}
+
+static bool checkpoint_done(void *arg)
+{
+    return completed_checkpoints() >= *(int64_t *)arg;
+}
+
+/* An alive worker that runs tasks, from `eddy status --json`. */
+static pid_t busy_worker(void)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    pid_t pid = -1;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (pid < 0 && json_is_true(json_object_get(w, "alive")) &&
+            json_integer_value(json_object_get(w, "tasks")) > 0)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    json_decref(st);
+    return pid;
+}
+
+static size_t count_in_log(const char *what)
+{
+    char *l = log_text();
+    size_t n = 0;
+    for (const char *p = l; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    free(l);
+    return n;
+}
+
+typedef struct more_than {
+    const char *what;
+    size_t n;
+} more_than_t;
+
+static bool log_count_above(void *arg)
+{
+    more_than_t *m = arg;
+    return count_in_log(m->what) > m->n;
+}
+
+/* Kills a worker (-9) once a checkpoint completed, then stops Redis while
+ * the job restores and starts it again once the source logged a retry. */
+static void kill_worker_then_bounce_redis(eddy_proc_t *proc)
+{
+    int64_t one = 1;
+    char *l = NULL;
+    if (!eddy_poll_until(checkpoint_done, &one, 60000)) {
+        l = log_text();
+        cr_assert_fail("no checkpoint completed; log:\n%s", l);
+    }
+    pid_t victim = busy_worker();
+    cr_assert_gt(victim, 0, "no worker with tasks in eddy status");
+    cr_assert(eddy_proc_alive(proc), "the job ended before the kill: raise the input or lower --rate");
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    more_than_t retry = {"retrying", count_in_log("retrying")};
+    eddy_test_redis_stop(redis);
+    if (!eddy_poll_until(log_count_above, &retry, 30000)) {
+        l = log_text();
+        cr_assert_fail("the source logged no retry while Redis was down; log:\n%s", l);
+    }
+    cr_assert(eddy_proc_alive(proc), "the job ended while Redis was down");
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_redis_restart(redis, &err) == 0, "%s", err.msg);
+}
+
+Test(redis, worker_killed_and_redis_restarted_counts_exact, .init = setup_persistent,
+     .fini = teardown, .timeout = 240)
+{
+    const char *streams[] = {"s1", "s2", "s3"};
+    size_t lines = fill(streams, 3, 1u << 20);
+    char out[800], rate[32];
+    snprintf(out, sizeof out, "%s/counts.tsv", dir);
+    snprintf(rate, sizeof rate, "%zu", lines / 8); /* about 8 s undisturbed */
+    eddy_proc_t proc;
+    start_job(&proc, uri("s1,s2,s3", "bounded=latest"), out, "2", rate);
+    kill_worker_then_bounce_redis(&proc);
+    finish_job(&proc);
+    assert_output(out);
+    char *l = log_text();
+    cr_assert(strstr(l, "connected again"), "the recovery was not logged:\n%s", l);
+    free(l);
+}
+
+typedef struct group_probe {
+    bool saw_pending;
+} group_probe_t;
+
+static long long group_pending(const char *stream, const char *group)
+{
+    eddy_err_t err = {{0}};
+    redisContext *c = eddy_test_redis_client(redis, &err);
+    if (!c)
+        return -1;
+    redisReply *r = redisCommand(c, "XPENDING %s %s", stream, group);
+    long long n = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER)
+        n = r->element[0]->integer;
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+static bool nothing_pending(void *arg)
+{
+    (void)arg;
+    return group_pending("g1", "grp") == 0 && group_pending("g2", "grp") == 0;
+}
+
+/* ?group=G: entries are read as the group's consumers, left pending until a
+ * checkpoint covering them completed (seen pending while the job runs), and
+ * after the job (with a worker killed on the way) nothing is pending and the
+ * counts are exact. */
+Test(redis, group_acks_after_checkpoints_and_nothing_stays_pending, .init = setup_persistent,
+     .fini = teardown, .timeout = 240)
+{
+    const char *streams[] = {"g1", "g2"};
+    size_t lines = fill(streams, 2, 1u << 20);
+    char out[800], rate[32];
+    snprintf(out, sizeof out, "%s/counts.tsv", dir);
+    snprintf(rate, sizeof rate, "%zu", lines / 8);
+    eddy_proc_t proc;
+    start_job(&proc, uri("g1,g2", "bounded=latest&group=grp"), out, "2", rate);
+    /* Read but not yet acknowledged: the group holds pending entries while
+     * checkpoints are in flight (the interval is 300 ms). */
+    bool saw_pending = false;
+    for (int i = 0; i < 400 && !saw_pending && eddy_proc_alive(&proc); i++) {
+        saw_pending = group_pending("g1", "grp") > 0 || group_pending("g2", "grp") > 0;
+        eddy_nap_ms(10);
+    }
+    cr_assert(saw_pending, "no entry was ever pending: acknowledged before a checkpoint?");
+    kill_worker_then_bounce_redis(&proc);
+    finish_job(&proc);
+    assert_output(out);
+    bool clean = eddy_poll_until(nothing_pending, NULL, 20000);
+    cr_assert(clean, "entries still pending after the job: g1 %lld, g2 %lld",
+              group_pending("g1", "grp"), group_pending("g2", "grp"));
+}
