@@ -123,6 +123,10 @@ typedef struct eddy_op_context {
     size_t source_state_len;
     /* Counters the operator bumps; the task exports them as metrics. */
     uint64_t *late_records;          /* eddy_late_records_total */
+    /* Sources: entries upstream not read yet (a queue's lag), -1 while
+     * unknown; the source keeps it current, the task exports it as the
+     * gauge eddy_source_lag. */
+    int64_t *source_lag;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

@@ -114,7 +114,7 @@ static void encode_source_state(eddy_mpw_t *w, const char *state, uint32_t len)
 
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 15);
+    eddy_mpw_array(w, 16);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -130,13 +130,15 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_double(w, m->offered_rate);
     eddy_mpw_i64(w, m->watermark);
     eddy_mpw_u64(w, m->late_records);
+    eddy_mpw_i64(w, m->source_lag);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
 {
     const msgpack_object *si;
     uint32_t sc, sn;
-    eddy_mpr_enter(r, 15, &si, &sc, &sn);
+    /* 15 fields before source_lag was added: those read as lag unknown. */
+    uint32_t fields = eddy_mpr_enter(r, 16, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -152,6 +154,7 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     m->offered_rate = eddy_mpr_double(r);
     m->watermark = eddy_mpr_i64(r);
     m->late_records = eddy_mpr_u64(r, UINT64_MAX);
+    m->source_lag = fields > 15 ? eddy_mpr_i64(r) : -1;
     eddy_mpr_leave(r, si, sc, sn);
 }
 

@@ -71,6 +71,7 @@ typedef struct eddy_task_metrics {
     double offered_rate;     /* sources: configured rate (0 = unlimited) */
     int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
     uint64_t late_records;   /* records its windows dropped or sent on as late */
+    int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

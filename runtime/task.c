@@ -95,6 +95,7 @@ struct eddy_task {
     bool idle_out;
     bool time_ops;           /* some chained operator has watermark() or tick() */
     uint64_t late_records;
+    int64_t source_lag;   /* sources: set through ctx.source_lag, -1 unknown */
     uint64_t next_tick_ns;
 
     /* source */
@@ -828,6 +829,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.key_fn = t->def->key_fn;
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
+    t->source_lag = -1;
+    t->ctx.source_lag = &t->source_lag;
     t->watermark = EDDY_WATERMARK_MIN;
     t->max_timestamp = EDDY_WATERMARK_MIN;
     t->last_wm_ns = t->last_record_ns = t->created_ns;
@@ -1391,5 +1394,6 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->position = self->source ? self->def->source->position(self->source) : -1;
     out->watermark = self->watermark;
     out->late_records = self->late_records;
+    out->source_lag = self->source ? self->source_lag : -1;
     out->offered_rate = self->offered_rate;
 }

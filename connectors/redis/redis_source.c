@@ -16,12 +16,14 @@
 #include <xxhash.h>
 
 #include "common/clock.h"
+#include "common/flags.h"
 #include "connectors/redis/redis_conn.h"
 
 #define QUEUE_MAX 4096          /* entries between the thread and poll() */
 #define READ_COUNT 512          /* entries per XREAD */
 #define READ_BLOCK_MS "100"     /* an idle XREAD returns this often, to see stop */
 #define RESCAN_MS 1000          /* patterns: look for new streams this often */
+#define LAG_MS 1000             /* how often the lag is measured */
 #define STATE_MAGIC "eddy-redis-source 1\n"
 #define SNAPSHOTS_MAX 64        /* states taken but not yet committed */
 
@@ -34,6 +36,7 @@ typedef struct stream {
     char name[EDDY_REDIS_NAME_MAX];
     /* poll side (under lock) */
     eddy_redis_id_t emitted;   /* last entry emitted (0-0: none) */
+    uint64_t read;             /* entries emitted or skipped since the stream began */
     eddy_redis_id_t ack_upto;  /* committed: XACK everything up to it */
     /* thread side */
     eddy_redis_id_t cursor;    /* last entry read */
@@ -55,6 +58,7 @@ typedef struct entry {
 
 typedef struct restored {
     char name[EDDY_REDIS_NAME_MAX];
+    uint64_t read;
     eddy_redis_id_t id, end;
     bool has_end;
 } restored_t;
@@ -85,10 +89,12 @@ typedef struct shared {
     bool ack_wanted;
     char fatal[512];            /* an error retrying cannot fix */
     uint64_t skipped;           /* entries without a `line` field */
+    int64_t lag;                /* entries not read yet, -1 unknown */
 } shared_t;
 
 typedef struct redis_source {
     shared_t *sh;
+    int64_t *lag_out;           /* ctx->source_lag */
     snapshot_t snaps[SNAPSHOTS_MAX];
     size_t n_snaps;
     uint64_t next_seq;
@@ -159,6 +165,7 @@ static int add_stream(shared_t *sh, const char *name)
         if (strcmp(sh->restored[i].name, name))
             continue;
         s->emitted = s->cursor = s->ack_upto = sh->restored[i].id;
+        s->read = sh->restored[i].read;
         s->has_end = sh->restored[i].has_end;
         s->end = sh->restored[i].end;
     }
@@ -382,6 +389,57 @@ static int send_acks(redisContext *c, shared_t *sh, char *why, size_t why_size)
     }
 }
 
+/* The "entries-added" and "length" fields of XINFO STREAM (Redis 7+). */
+static int stream_counts(redisContext *c, const char *name, long long *added, long long *length,
+                         char *why, size_t why_size)
+{
+    redisReply *r = command_text(c, why, why_size, 3, "XINFO", "STREAM", name);
+    if (!r)
+        return -1;
+    *added = *length = -1;
+    if (r->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            redisReply *k = r->element[i], *v = r->element[i + 1];
+            if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_INTEGER)
+                continue;
+            if (!strcmp(k->str, "entries-added"))
+                *added = v->integer;
+            else if (!strcmp(k->str, "length"))
+                *length = v->integer;
+        }
+    /* A stream not created yet has nothing to read. */
+    if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "ERR no such key", 15))
+        *added = *length = 0;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* Entries of this instance's streams not read yet: added minus read, at
+ * most what the stream holds (trimmed entries are never read); -1 when
+ * the server does not count added entries. */
+static int measure_lag(redisContext *c, shared_t *sh, char *why, size_t why_size)
+{
+    int64_t lag = 0;
+    for (size_t i = 0; i < sh->n_streams; i++) {
+        long long added, length;
+        if (stream_counts(c, sh->streams[i].name, &added, &length, why, why_size) < 0)
+            return -1;
+        pthread_mutex_lock(&sh->lock);
+        uint64_t read = sh->streams[i].read;
+        pthread_mutex_unlock(&sh->lock);
+        if (added < 0 || length < 0) {
+            lag = -1;
+            break;
+        }
+        int64_t behind = added > (long long)read ? added - (int64_t)read : 0;
+        lag += behind < length ? behind : length;
+    }
+    pthread_mutex_lock(&sh->lock);
+    sh->lag = lag;
+    pthread_mutex_unlock(&sh->lock);
+    return 0;
+}
+
 /* Queues the entries of one stream's reply; sets *got to their number. */
 static int take_entries(shared_t *sh, size_t si, redisReply *entries, size_t *got, char *why,
                         size_t why_size)
@@ -575,7 +633,7 @@ static void *reader_thread(void *arg)
     shared_t *sh = arg;
     redisContext *c = NULL;
     eddy_redis_retry_t retry = {0};
-    uint64_t next_scan = 0;
+    uint64_t next_scan = 0, next_lag = 0;
     char why[512];
     for (;;) {
         pthread_mutex_lock(&sh->lock);
@@ -619,6 +677,11 @@ static void *reader_thread(void *arg)
                 goto failed;
         if (sh->uri.group[0] && send_acks(c, sh, why, sizeof why) < 0)
             goto failed;
+        if (eddy_mono_ms() >= next_lag) {
+            if (measure_lag(c, sh, why, sizeof why) < 0)
+                goto failed;
+            next_lag = eddy_mono_ms() + LAG_MS;
+        }
         bool all_done = sh->uri.bounded;
         for (size_t i = 0; i < sh->n_streams; i++)
             all_done &= sh->streams[i].done;
@@ -664,8 +727,9 @@ static void *reader_thread(void *arg)
 
 /* ---- state ---------------------------------------------------------------- */
 
-/* Parses one instance's state (lines "name\tid\tend" after the magic line;
- * end "-" when unbounded) into sh->restored. */
+/* Parses the restored state (lines "name\tid\tend\tread" after the magic
+ * line; end "-" when unbounded, read the entries read so far, for the lag)
+ * into sh->restored. */
 static int parse_state(shared_t *sh, const char *data, size_t len, eddy_err_t *err)
 {
     size_t magic = strlen(STATE_MAGIC);
@@ -680,18 +744,27 @@ static int parse_state(shared_t *sh, const char *data, size_t len, eddy_err_t *e
             return eddy_err_set(err, "redis source: restored state is truncated");
         const char *t1 = memchr(p, '\t', (size_t)(nl - p));
         const char *t2 = t1 ? memchr(t1 + 1, '\t', (size_t)(nl - t1 - 1)) : NULL;
-        if (!t1 || !t2 || t1 == p || (size_t)(t1 - p) >= EDDY_REDIS_NAME_MAX)
+        const char *t3 = t2 ? memchr(t2 + 1, '\t', (size_t)(nl - t2 - 1)) : NULL;
+        if (!t1 || !t2 || !t3 || t1 == p || (size_t)(t1 - p) >= EDDY_REDIS_NAME_MAX)
             return eddy_err_set(err, "redis source: malformed line in restored state");
         restored_t r;
         memset(&r, 0, sizeof r);
         memcpy(r.name, p, (size_t)(t1 - p));
         if (eddy_redis_id_parse(t1 + 1, (size_t)(t2 - t1 - 1), &r.id) < 0)
             return eddy_err_set(err, "redis source: bad id in restored state");
-        if (!(nl - t2 == 2 && t2[1] == '-')) {
-            if (eddy_redis_id_parse(t2 + 1, (size_t)(nl - t2 - 1), &r.end) < 0)
+        if (!(t3 - t2 == 2 && t2[1] == '-')) {
+            if (eddy_redis_id_parse(t2 + 1, (size_t)(t3 - t2 - 1), &r.end) < 0)
                 return eddy_err_set(err, "redis source: bad end id in restored state");
             r.has_end = true;
         }
+        char count[24];
+        size_t clen = (size_t)(nl - t3 - 1);
+        if (clen == 0 || clen >= sizeof count)
+            return eddy_err_set(err, "redis source: bad entry count in restored state");
+        memcpy(count, t3 + 1, clen);
+        count[clen] = '\0';
+        if (eddy_parse_uint(count, &r.read) < 0)
+            return eddy_err_set(err, "redis source: bad entry count in restored state");
         restored_t *list = realloc(sh->restored, (sh->n_restored + 1) * sizeof *list);
         if (!list)
             return eddy_err_set(err, "out of memory");
@@ -708,7 +781,7 @@ static int source_write_state(void *self, char **out, size_t *len, eddy_err_t *e
     shared_t *sh = src->sh;
     pthread_mutex_lock(&sh->lock);
     size_t n = sh->n_streams;
-    size_t cap = strlen(STATE_MAGIC) + 1 + n * (EDDY_REDIS_NAME_MAX + 2 * EDDY_REDIS_ID_TEXT + 3);
+    size_t cap = strlen(STATE_MAGIC) + 1 + n * (EDDY_REDIS_NAME_MAX + 2 * EDDY_REDIS_ID_TEXT + 24);
     char *buf = malloc(cap);
     eddy_redis_id_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!buf || !ids) {
@@ -724,7 +797,8 @@ static int source_write_state(void *self, char **out, size_t *len, eddy_err_t *e
         eddy_redis_id_format(s->emitted, id, sizeof id);
         if (s->has_end)
             eddy_redis_id_format(s->end, end, sizeof end);
-        used += (size_t)snprintf(buf + used, cap - used, "%s\t%s\t%s\n", s->name, id, end);
+        used += (size_t)snprintf(buf + used, cap - used, "%s\t%s\t%s\t%" PRIu64 "\n", s->name, id,
+                                 end, s->read);
         ids[i] = s->emitted;
     }
     pthread_mutex_unlock(&sh->lock);
@@ -804,7 +878,9 @@ static void *source_open(const eddy_op_context_t *ctx, int64_t start_position, e
         return NULL;
     }
     src->sh = sh;
+    src->lag_out = ctx->source_lag;
     sh->refs = 1;
+    sh->lag = -1;
     sh->uri = *uri;
     sh->instance = ctx->instance;
     sh->parallelism = ctx->parallelism ? ctx->parallelism : 1;
@@ -851,9 +927,12 @@ static int source_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err
         sh->head = (sh->head + 1) % QUEUE_MAX;
         sh->count--;
         sh->streams[batch[n].stream].emitted = batch[n].id;
+        sh->streams[batch[n].stream].read++;
         n++;
     }
     bool done = sh->all_done && sh->count == 0;
+    if (src->lag_out)
+        *src->lag_out = sh->lag;
     if (n)
         pthread_cond_broadcast(&sh->changed);
     pthread_mutex_unlock(&sh->lock);

@@ -9,6 +9,7 @@
  * starts, and (with source state as bytes) a worker killed with -9 and
  * Redis restarted mid-run, and a consumer group left with nothing pending. */
 #include <criterion/criterion.h>
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,4 +417,111 @@ Test(redis, group_acks_after_checkpoints_and_nothing_stays_pending, .init = setu
     bool clean = eddy_poll_until(nothing_pending, NULL, 20000);
     cr_assert(clean, "entries still pending after the job: g1 %lld, g2 %lld",
               group_pending("g1", "grp"), group_pending("g2", "grp"));
+}
+
+/* ---- lag metric ------------------------------------------------------------ */
+
+typedef struct buf {
+    char *data;
+    size_t len;
+} buf_t;
+
+static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    buf_t *b = userdata;
+    size_t n = size * nmemb;
+    char *nd = realloc(b->data, b->len + n + 1);
+    if (!nd)
+        return 0;
+    memcpy(nd + b->len, ptr, n);
+    b->data = nd;
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* The sum of eddy_source_lag over the job's source instances from
+ * /metrics; -1 when it is not there (yet). */
+static long long lag_metric(void)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ports[1]);
+    CURL *c = curl_easy_init();
+    cr_assert(c);
+    buf_t b = {calloc(1, 1), 0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    long long sum = -1;
+    const char *name = "eddy_source_lag{job=\"wordcount\"";
+    if (rc == CURLE_OK && status == 200 && strstr(b.data, name)) {
+        sum = 0;
+        for (char *p = strstr(b.data, name); p; p = strstr(p + 1, name)) {
+            char *sp = strchr(p, ' ');
+            if (sp)
+                sum += strtoll(sp + 1, NULL, 10);
+        }
+    }
+    free(b.data);
+    return sum;
+}
+
+typedef struct lag_wait {
+    long long below, seen;
+} lag_wait_t;
+
+static bool lag_between(void *arg)
+{
+    lag_wait_t *w = arg;
+    w->seen = lag_metric();
+    return w->seen > 0 && w->seen < w->below;
+}
+
+/* An unbounded job read slowly: eddy_source_lag shows the entries not read
+ * yet, falls as the source reads, and grows when entries are added. */
+Test(redis, unbounded_source_reports_its_lag, .init = setup, .fini = teardown, .timeout = 180)
+{
+    const char *streams[] = {"u1", "u2"};
+    size_t lines = fill(streams, 2, 1u << 18);
+    char out[800], rate[32];
+    snprintf(out, sizeof out, "%s/counts.tsv", dir);
+    snprintf(rate, sizeof rate, "%zu", lines / 30 + 1); /* about 30 s to read all */
+    eddy_proc_t proc;
+    start_job(&proc, uri("u1,u2", NULL), out, "2", rate);
+    lag_wait_t w = {(long long)lines + 1, -1};
+    cr_assert(eddy_poll_until(lag_between, &w, 30000), "eddy_source_lag never in 1..%zu (last %lld)",
+              lines, w.seen);
+    long long first = w.seen;
+    w.below = first;
+    cr_assert(eddy_poll_until(lag_between, &w, 30000), "the lag did not fall below %lld (last %lld)",
+              first, w.seen);
+    /* 5000 more entries: the lag grows by about that much. */
+    eddy_err_t err = {{0}};
+    redisContext *c = eddy_test_redis_client(redis, &err);
+    cr_assert(c, "%s", err.msg);
+    for (int i = 0; i < 5000; i++)
+        redisAppendCommand(c, "XADD u1 * line extra");
+    for (int i = 0; i < 5000; i++) {
+        redisReply *r = NULL;
+        cr_assert_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    long long before = w.seen;
+    bool grew = false;
+    for (int i = 0; i < 100 && !grew; i++) {
+        grew = lag_metric() > before + 3000;
+        if (!grew)
+            eddy_nap_ms(50);
+    }
+    cr_assert(grew, "the lag did not grow after 5000 XADDs (was %lld, now %lld)", before, lag_metric());
+    cr_assert(eddy_proc_alive(&proc), "an unbounded job ended");
+    eddy_proc_kill(&proc, 2000);
 }
