@@ -43,6 +43,7 @@ static eddy_task_metrics_t sample_metrics(uint32_t i)
         .offered_rate = i % 3 ? 12345.625 * i : 0.0,
         .watermark = i % 2 ? INT64_MIN : 1700000000000 + i,
         .late_records = 3ull * i,
+        .source_lag = i ? 1000 * (int64_t)i : -1,
     };
     return m;
 }
@@ -217,6 +218,7 @@ static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metr
     cr_assert_eq(memcmp(&a->offered_rate, &b->offered_rate, sizeof a->offered_rate), 0);
     cr_assert_eq(a->watermark, b->watermark);
     cr_assert_eq(a->late_records, b->late_records);
+    cr_assert_eq(a->source_lag, b->source_lag);
 }
 
 static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
