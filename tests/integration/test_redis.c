@@ -525,3 +525,31 @@ Test(redis, unbounded_source_reports_its_lag, .init = setup, .fini = teardown, .
     cr_assert(eddy_proc_alive(&proc), "an unbounded job ended");
     eddy_proc_kill(&proc, 2000);
 }
+
+/* A bad URI is a one-line usage error (exit 2) before anything starts. */
+Test(redis, bad_uris_are_usage_errors, .timeout = 60)
+{
+    const struct {
+        const char *flag, *value, *why;
+    } cases[] = {
+        {"--input", "redis://h:99999/x", "port '99999' must be 1..65535"},
+        {"--input", "redis://h:1/x?bounded=yes", "the only value is 'latest'"},
+        {"--output", "redis://h:1/a,b", "a Redis sink takes one stream name"},
+        {"--output", "redis://h:1/a?group=g", "a Redis sink takes one stream name"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool in = !strcmp(cases[i].flag, "--input");
+        char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--http-port", "0", "--job",
+                        "wordcount", "--input", in ? (char *)cases[i].value : "redis://h:1/in",
+                        "--output", in ? "/nonexistent/out.tsv" : (char *)cases[i].value, NULL};
+        char *out = NULL, *errout = NULL;
+        int rc = eddy_proc_run(argv, 30000, &out, &errout);
+        cr_assert_eq(rc, 2, "%s %s: exit %d, stderr %s", cases[i].flag, cases[i].value, rc, errout);
+        cr_assert(strstr(errout, cases[i].why), "%s %s: stderr lacks '%s': %s", cases[i].flag,
+                  cases[i].value, cases[i].why, errout);
+        cr_assert(!strchr(errout, '\n') || strchr(errout, '\n') == strrchr(errout, '\n'),
+                  "more than one line: %s", errout);
+        free(out);
+        free(errout);
+    }
+}
