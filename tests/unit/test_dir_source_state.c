@@ -1,4 +1,4 @@
-/* test_dir_source.c - the dir source (connectors/dir_source.h) and the line
+/* test_dir_source_state.c - the dir source (connectors/dir_source.h) and the line
  * reader under it (connectors/line_reader.h), driven through their ops on
  * real files in a temporary directory:
  * - state bytes round trip; malformed bytes are rejected with a clear error;
@@ -21,7 +21,7 @@
 
 #include "leak_check.h"
 
-TestSuite(dir_source, .fini = eddy_test_leak_check);
+TestSuite(dir_source_state, .fini = eddy_test_leak_check);
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -115,7 +115,7 @@ static void poll_all(void *src, lines_t *out)
 
 /* ---- state bytes ------------------------------------------------------------------ */
 
-Test(dir_source, state_round_trip)
+Test(dir_source_state, state_round_trip)
 {
     eddy_dir_progress_t p = {0};
     snprintf(p.current, sizeof p.current, "%s", "b.log.gz");
@@ -164,7 +164,7 @@ static void expect_malformed(const void *bytes, size_t len, const char *needle)
     cr_assert_eq(p.n_done, 0);
 }
 
-Test(dir_source, malformed_state_is_rejected_clearly)
+Test(dir_source_state, malformed_state_is_rejected_clearly)
 {
     expect_malformed("", 0, "dir source state");
     expect_malformed("\xc1", 1, "dir source state");
@@ -215,7 +215,7 @@ Test(dir_source, malformed_state_is_rejected_clearly)
     remove_dir(dir);
 }
 
-Test(dir_source, names_and_owners)
+Test(dir_source_state, names_and_owners)
 {
     cr_assert(eddy_dir_source_wanted("part-0001.csv"));
     cr_assert(eddy_dir_source_wanted("a.gz"));
@@ -237,7 +237,7 @@ Test(dir_source, names_and_owners)
 
 /* ---- reading ------------------------------------------------------------------------ */
 
-Test(dir_source, reads_each_file_once_in_name_order_and_restores)
+Test(dir_source_state, reads_each_file_once_in_name_order_and_restores)
 {
     char *dir = make_dir();
     write_file(dir, "b.txt", "b1\nb2\n");
@@ -299,7 +299,7 @@ Test(dir_source, reads_each_file_once_in_name_order_and_restores)
     remove_dir(dir);
 }
 
-Test(dir_source, instances_split_the_files)
+Test(dir_source_state, instances_split_the_files)
 {
     char *dir = make_dir();
     uint32_t expect[2] = {0};
@@ -323,7 +323,7 @@ Test(dir_source, instances_split_the_files)
     remove_dir(dir);
 }
 
-Test(dir_source, corrupt_gz_is_an_error_naming_the_file)
+Test(dir_source_state, corrupt_gz_is_an_error_naming_the_file)
 {
     char *dir = make_dir();
     write_gz(dir, "good.gz", "line one\nline two\nline three\n");
@@ -373,7 +373,7 @@ Test(dir_source, corrupt_gz_is_an_error_naming_the_file)
     remove_dir(dir);
 }
 
-Test(dir_source, file_source_reads_a_gz_whole_on_instance_0)
+Test(dir_source_state, file_source_reads_a_gz_whole_on_instance_0)
 {
     char *dir = make_dir();
     write_gz(dir, "in.gz", "x y\nz\n\nlast");
