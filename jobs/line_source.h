@@ -21,7 +21,7 @@
 #define EDDY_JOB_MAX_RATE_AT_S (365.0 * 24 * 3600)
 
 typedef struct eddy_line_source_flags {
-    const char *input;   /* --input FILE */
+    const char *input;   /* --input FILE | file:///FILE | dir:///DIR */
     const char *socket;  /* --socket HOST:PORT */
     bool generate;       /* --generate */
     const char *rate;    /* --rate R | T:R,..., or NULL */
@@ -31,6 +31,11 @@ typedef struct eddy_line_source_flags {
     eddy_config_t *generator;
 } eddy_line_source_flags_t;
 
+/* --input's forms: a path or file:///PATH (the file source; .gz is
+ * decompressed) or dir:///PATH (the dir source: every file that appears in
+ * the directory, unbounded). Sets *kind ("file" or "dir") and *path (into
+ * input); an unknown scheme or a relative URI path is an error. */
+int eddy_input_parse(const char *input, const char **kind, const char **path, eddy_err_t *err);
 /* Checks that exactly one source was named (job names the job in the
  * message). */
 int eddy_line_source_check(const char *job, const char *input, const char *socket, bool generate,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/redis/redis_uri.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
 
@@ -72,6 +73,19 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         rate = rate_schedule;
     if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
         return -1;
+    const char *input_kind = NULL, *input_path;
+    eddy_redis_uri_t redis_in;
+    if (input && output && eddy_redis_uri_is(input) &&
+        eddy_redis_uri_parse(input, &redis_in, err) == 0 && !redis_in.bounded)
+        return eddy_err_set(err, "--output is written at the end of the input, which an unbounded "
+                                 "redis:// input never reaches; add ?bounded=latest, or leave "
+                                 "--output out and follow the changelog on stdout");
+    if (input && output && !eddy_redis_uri_is(input) &&
+        eddy_input_parse(input, &input_kind, &input_path, err) == 0 &&
+        !strcmp(input_kind, "dir"))
+        return eddy_err_set(err, "--output is written at the end of the input, which a dir:// "
+                                 "input never reaches; leave it out and follow the changelog "
+                                 "on stdout");
     if (parallelism > max_parallelism)
         return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
                             parallelism, max_parallelism);
@@ -114,7 +128,11 @@ const eddy_job_kind_t eddy_wordcount_job = {
     .name = "wordcount",
     .summary = "count words (space/tab separated) from a file, socket or generator",
     .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
-             "  --words-per-line N --seed N]   where lines come from (exactly one)\n"
+             "  --words-per-line N --seed N]   where lines come from (exactly one); FILE is a\n"
+             "                                 path or file:///PATH (.gz is decompressed), or\n"
+             "                                 dir:///DIR: every file that appears in DIR,\n"
+             "                                 once, in name order (unbounded: no --output,\n"
+             "                                 stop it with Ctrl-C or eddy cancel)\n"
              "  --input redis://HOST:PORT/STREAM[,S2|PATTERN*][?bounded=latest&group=G]\n"
              "                                 a Redis stream's entries (field line), replayable\n"
              "  --output FILE                  final counts as word<TAB>count, byte order;\n"
