@@ -893,6 +893,21 @@ static void *source_open(const eddy_op_context_t *ctx, int64_t start_position, e
         source_close(src);
         return NULL;
     }
+    /* The streams known without asking Redis (named, or in the restored
+     * state) are there from the start, so a checkpoint taken before Redis
+     * answers keeps their restored ids rather than forgetting them. */
+    int added = 0;
+    for (uint32_t k = 0; k < uri->n_streams && added == 0; k++)
+        if (!eddy_redis_is_pattern(uri->streams[k]) && mine(sh, uri->streams[k]))
+            added = add_stream(sh, uri->streams[k]);
+    for (size_t i = 0; i < sh->n_restored && added == 0; i++)
+        if (mine(sh, sh->restored[i].name))
+            added = add_stream(sh, sh->restored[i].name);
+    if (added < 0) {
+        source_close(src);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
     sh->refs = 2;
     pthread_attr_t attr;
     pthread_t thread;
