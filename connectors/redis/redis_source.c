@@ -384,6 +384,8 @@ static int send_acks(redisContext *c, shared_t *sh, char *why, size_t why_size)
                 return -1;
             done += batch;
         }
+        if (n == 0) /* also: no list yet (ids NULL), nothing to move */
+            continue;
         memmove(s->unacked.ids, s->unacked.ids + n, (s->unacked.count - n) * sizeof *s->unacked.ids);
         s->unacked.count -= n;
     }
