@@ -566,3 +566,56 @@ Test(redis, bad_uris_are_usage_errors, .timeout = 60)
         free(errout);
     }
 }
+
+/* The sink when Redis is away as the job writes: it retries (logged), the
+ * job's end waits for it, and once Redis is back every output record is in
+ * the stream, at least once (a batch cut by the stop is sent again). */
+Test(redis, sink_survives_a_redis_restart_at_least_once, .init = setup_persistent,
+     .fini = teardown, .timeout = 180)
+{
+    const char *streams[] = {"in"};
+    fill(streams, 1, 1u << 18);
+    eddy_test_redis_stop(redis);
+    char input[800], out[300];
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(out, sizeof out, "%s", uri("out", NULL));
+    eddy_proc_t proc;
+    start_job(&proc, input, out, "2", NULL);
+    if (!eddy_poll_until(log_has, "redis sink", 60000)) {
+        char *l = log_text();
+        cr_assert_fail("the sink logged no retry while Redis was down; log:\n%s", l);
+    }
+    cr_assert(eddy_proc_alive(&proc), "the job ended while its sink could not write");
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_redis_restart(redis, &err) == 0, "%s", err.msg);
+    finish_job(&proc);
+
+    size_t rows = 0;
+    for (size_t i = 0; i < expected_len; i++)
+        rows += expected[i] == '\n';
+    long long xlen = redis_int("XLEN %s%s", "out", "");
+    cr_assert_geq(xlen, (long long)rows, "XLEN out %lld < output records %zu", xlen, rows);
+    /* Every reference row is there (duplicates allowed, nothing else). */
+    redisContext *c = eddy_test_redis_client(redis, &err);
+    cr_assert(c, "%s", err.msg);
+    redisReply *r = redisCommand(c, "XRANGE out - +");
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY);
+    size_t got_len = 0;
+    char *got = calloc(1, (size_t)r->elements * 300 + 1);
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *f = r->element[i]->element[1];
+        got_len += (size_t)sprintf(got + got_len, "\n%s\t%s\n", f->element[1]->str,
+                                   f->element[3]->str);
+    }
+    for (const char *p = expected; p < expected + expected_len;) {
+        const char *nl = strchr(p, '\n');
+        char row[512];
+        snprintf(row, sizeof row, "\n%.*s\n", (int)(nl - p), p);
+        cr_assert(strstr(got, row), "reference row %.*s missing from the sink's stream",
+                  (int)(nl - p), p);
+        p = nl + 1;
+    }
+    free(got);
+    freeReplyObject(r);
+    redisFree(c);
+}
