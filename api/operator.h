@@ -58,11 +58,31 @@
  * own structures partitioned by key group and implement write_group /
  * read_group / drop_group: the runtime snapshots, restores and moves each
  * key group's bytes together with the keyed state of that group, so the
- * operator's state is checkpointed, rescaled and restored like the rest. */
+ * operator's state is checkpointed, rescaled and restored like the rest.
+ *
+ * Sources (eddy_source_ops_t): position() is one int64 a checkpoint keeps
+ * for each source instance and hands back to open() on a restore. A source
+ * whose progress is more than that (a directory source: the files read and
+ * the offset in the current one; a Redis source: the last id per stream)
+ * also implements write_state: at every checkpoint barrier, right where
+ * position() is taken, it serialises its progress into at most
+ * EDDY_SOURCE_STATE_MAX bytes (a larger state fails the task with a clear
+ * error). The bytes travel in the task's ACK to the coordinator, are kept in
+ * the checkpoint's metadata, and come back on a restore in
+ * ctx->source_state for open() (NULL/0: a fresh start), instance i getting
+ * what instance i wrote; open() must reject malformed bytes with a clear
+ * error. A source's parallelism never changes while its state lives (only
+ * keyed operators rescale; a checkpoint whose source instance count differs
+ * from the job's is not used), so no redistribution is needed. commit(n)
+ * is called when checkpoint n completed (the coordinator's COMPLETE, and
+ * EDDY_FINAL_CHECKPOINT when the whole job is done): a source that must
+ * acknowledge upstream (Redis XACK, a queue's offset commit) acknowledges
+ * there only what checkpoints <= n covered, so a restore replays the rest. */
 #ifndef EDDY_API_OPERATOR_H
 #define EDDY_API_OPERATOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -97,6 +117,10 @@ typedef struct eddy_op_context {
     const void *config;              /* the operator's own config from the job graph */
     const void *job_config;          /* the job's parsed flags */
     uint64_t restored_checkpoint;    /* checkpoint the task starts from, 0 = fresh */
+    /* Sources: the bytes write_state gave at the restored checkpoint
+     * (NULL/0: fresh). Borrowed: valid only during open(). */
+    const void *source_state;
+    size_t source_state_len;
     /* Counters the operator bumps; the task exports them as metrics. */
     uint64_t *late_records;          /* eddy_late_records_total */
     /* Two-input keyed stages (eddy_process2, api/stream.h): the second
@@ -105,6 +129,10 @@ typedef struct eddy_op_context {
      * processing came from. NULL in every other stage. */
     eddy_key_fn second_key_fn;
     const uint32_t *input;
+    /* Sources: entries upstream not read yet (a queue's lag), -1 while
+     * unknown; the source keeps it current, the task exports it as the
+     * gauge eddy_source_lag. */
+    int64_t *source_lag;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */
@@ -170,6 +198,12 @@ typedef struct eddy_source_ops {
     int (*poll)(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err);
     int64_t (*position)(void *self); /* position of the next record */
     void (*close)(void *self);
+    /* Progress as bytes (may be NULL, see above): a malloc'd buffer of at
+     * most EDDY_SOURCE_STATE_MAX bytes in *out (NULL/0 allowed), the
+     * caller frees it. -1 with err fails the task. */
+    int (*write_state)(void *self, char **out, size_t *len, eddy_err_t *err);
+    /* Checkpoint `checkpoint` completed (may be NULL, see above). */
+    void (*commit)(void *self, uint64_t checkpoint);
 } eddy_source_ops_t;
 
 #endif

@@ -22,6 +22,7 @@
 #include "cli/local_supervisor.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "connectors/dir_source.h"
 #include "connectors/sources.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
@@ -80,11 +81,18 @@ static const char *local_usage =
     "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
     "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
 
-/* The input files of the job's file sources: a missing or special file is
- * a usage error here rather than a failing task in every worker. */
+/* The input files (and directories) of the job's file (and dir) sources:
+ * a missing or special one is a usage error here rather than a failing task
+ * in every worker. */
 static int check_local_inputs(const eddy_job_graph_t *g, eddy_err_t *err)
 {
     for (uint32_t s = 0; s < g->n_stages; s++) {
+        if (g->stages[s].source == &eddy_dir_source_ops) {
+            const eddy_dir_source_config_t *d = g->stages[s].source_config;
+            if (eddy_dir_source_check(d->path, err) < 0)
+                return eddy_err_wrap(err, "--input");
+            continue;
+        }
         if (g->stages[s].source != &eddy_file_source_ops)
             continue;
         const eddy_file_source_config_t *f = g->stages[s].source_config;

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connectors/dir_source.h"
 #include "connectors/nexmark.h"
+#include "connectors/redis/redis.h"
 #include "connectors/sources.h"
 
 static int copy_string(char *dst, size_t size, const eddy_config_t *cfg, const char *key,
@@ -34,6 +36,21 @@ static void *file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_
 {
     (void)arg;
     eddy_file_source_config_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    if (copy_string(c->path, sizeof c->path, cfg, "path", err) < 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void *dir_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+{
+    (void)arg;
+    eddy_dir_source_config_t *c = calloc(1, sizeof *c);
     if (!c) {
         eddy_err_set(err, "out of memory");
         return NULL;
@@ -113,6 +130,12 @@ static const eddy_source_kind_t file_kind = {
     .configure = file_configure,
     .release = free,
 };
+static const eddy_source_kind_t dir_kind = {
+    .name = "dir",
+    .ops = &eddy_dir_source_ops,
+    .configure = dir_configure,
+    .release = free,
+};
 static const eddy_source_kind_t generator_kind = {
     .name = "generator",
     .ops = &eddy_generator_source_ops,
@@ -135,9 +158,10 @@ static const eddy_source_kind_t socket_kind = {
 int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_register_source(r, &file_kind, err) < 0 ||
+        eddy_register_source(r, &dir_kind, err) < 0 ||
         eddy_register_source(r, &generator_kind, err) < 0 ||
         eddy_register_source(r, &nexmark_kind, err) < 0 ||
-        eddy_register_source(r, &socket_kind, err) < 0)
+        eddy_register_source(r, &socket_kind, err) < 0 || eddy_redis_register(r, err) < 0)
         return -1;
     return 0;
 }

@@ -6,6 +6,8 @@
  *                                      Nexmark events as CSV lines, timestamped
  *                                      (connectors/nexmark.h; replayable)
  *   socket     {host, port}            lines from a TCP server (not replayable)
+ *   redis      {uri}                   a Redis stream's entries (connectors/redis;
+ *                                      replayable); also the Redis sink's kind
  * Every source also takes {rate}: "R" or "T:R,T:R" lines/s (plan/registry.c).
  * Configurations are checked here, where a worker opens the plan, so a plan
  * from an older or hostile client cannot smuggle in a zero divisor. */

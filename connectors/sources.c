@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "connectors/line_reader.h"
+
 /* ---- file --------------------------------------------------------------- */
 
 #define FILE_BUF (1u << 20)
@@ -27,6 +29,10 @@ typedef struct file_source {
     char *carry;              /* a line longer than the buffer */
     size_t carry_len, carry_cap;
     char path[4096];
+    /* A .gz file cannot be split at byte ranges: instance 0 reads it whole
+     * (position = uncompressed offset), the others have nothing to read. */
+    bool gz;
+    eddy_line_reader_t *gz_reader;
 } file_source_t;
 
 static int file_fill(file_source_t *s, eddy_err_t *err)
@@ -58,6 +64,7 @@ static void file_close(void *self)
     file_source_t *s = self;
     if (s->fd >= 0)
         close(s->fd);
+    eddy_line_reader_destroy(&s->gz_reader);
     free(s->buf);
     free(s->carry);
     free(s);
@@ -94,6 +101,18 @@ static void *file_open(const eddy_op_context_t *ctx, int64_t start_position, edd
         return NULL;
     }
     snprintf(s->path, sizeof s->path, "%s", cfg->path);
+    if (eddy_path_is_gz(cfg->path)) {
+        s->fd = -1;
+        s->gz = true;
+        if (ctx->instance == 0) {
+            s->gz_reader = eddy_line_reader_open(cfg->path, start_position, err);
+            if (!s->gz_reader) {
+                file_close(s);
+                return NULL;
+            }
+        }
+        return s;
+    }
     s->fd = open(cfg->path, O_RDONLY | O_CLOEXEC);
     s->buf = malloc(FILE_BUF);
     struct stat st;
@@ -164,6 +183,10 @@ static int carry_append(file_source_t *s, const char *p, size_t n, eddy_err_t *e
 static int file_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
 {
     file_source_t *s = self;
+    if (s->gz) {
+        uint32_t emitted;
+        return s->gz_reader ? eddy_line_reader_poll(s->gz_reader, out, max, &emitted, err) : 0;
+    }
     for (uint32_t emitted = 0; emitted < max;) {
         if (s->position >= s->split_end)
             return 0;
@@ -211,7 +234,10 @@ static int file_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t
 
 static int64_t file_position(void *self)
 {
-    return ((file_source_t *)self)->position;
+    file_source_t *s = self;
+    if (s->gz)
+        return s->gz_reader ? eddy_line_reader_offset(s->gz_reader) : 0;
+    return s->position;
 }
 
 const eddy_source_ops_t eddy_file_source_ops = {

@@ -1,7 +1,10 @@
 /* sources.h - built-in sources.
  *   file       lines of a file; instance i of p reads the i-th byte range,
  *              aligned to line starts (Hadoop-style splits); the position is
- *              the byte offset of the next line, so it is replayable.
+ *              the byte offset of the next line, so it is replayable. A
+ *              .gz file is decompressed (line_reader.h) and read whole by
+ *              instance 0 (position: the uncompressed offset); the other
+ *              instances end at once.
  *   generator  deterministic lines of words from a seeded hash of the line
  *              number; instance i of p makes lines i, i+p, ...; position is
  *              the count of lines made; replayable.

@@ -28,6 +28,44 @@
 
 #define COMMIT_RETRIES 4 /* 100+200+400+800 ms of backoff between tries */
 
+/* ---- source progress --------------------------------------------------------- */
+
+coord_source_progress_t *coord_progress_new(uint32_t n)
+{
+    coord_source_progress_t *p = calloc(n + 1, sizeof *p);
+    for (uint32_t k = 0; p && k < n; k++)
+        p[k].position = -1;
+    return p;
+}
+
+coord_source_progress_t *coord_progress_dup(const coord_source_progress_t *p, uint32_t n)
+{
+    coord_source_progress_t *out = calloc(n + 1, sizeof *out);
+    for (uint32_t k = 0; out && k < n; k++) {
+        out[k].position = p[k].position;
+        if (p[k].state && p[k].state_len) {
+            out[k].state = malloc(p[k].state_len);
+            if (!out[k].state) {
+                coord_progress_free(&out, n);
+                return NULL;
+            }
+            memcpy(out[k].state, p[k].state, p[k].state_len);
+            out[k].state_len = p[k].state_len;
+        }
+    }
+    return out;
+}
+
+void coord_progress_free(coord_source_progress_t **p, uint32_t n)
+{
+    if (!p || !*p)
+        return;
+    for (uint32_t k = 0; k < n; k++)
+        free((*p)[k].state);
+    free(*p);
+    *p = NULL;
+}
+
 /* ---- the pending checkpoint (pure) --------------------------------------- */
 
 coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t epoch,
@@ -52,13 +90,11 @@ coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t e
             self->n_positions += parallelism[s];
     }
     self->acked = calloc(self->n_tasks + 1, sizeof *self->acked);
-    self->positions = calloc(self->n_positions + 1, sizeof *self->positions);
+    self->positions = coord_progress_new(self->n_positions);
     if (!self->acked || !self->positions) {
         coord_pending_checkpoint_destroy(&self);
         return NULL;
     }
-    for (uint32_t k = 0; k < self->n_positions; k++)
-        self->positions[k] = -1;
     return self;
 }
 
@@ -67,13 +103,14 @@ void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p)
     if (!self_p || !*self_p)
         return;
     free((*self_p)->acked);
-    free((*self_p)->positions);
+    coord_progress_free(&(*self_p)->positions, (*self_p)->n_positions);
     free(*self_p);
     *self_p = NULL;
 }
 
 coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *self, uint32_t stage,
                                                  uint32_t instance, int64_t position,
+                                                 const char *state, uint32_t state_len,
                                                  uint64_t bytes, uint64_t files)
 {
     if (stage >= self->n_stages || instance >= self->parallelism[stage])
@@ -86,10 +123,18 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
     }
     if (self->acked[task + instance])
         return COORD_ACK_DUPLICATE;
+    char *copy = NULL;
+    if (self->source[stage] && state && state_len) {
+        copy = malloc(state_len);
+        if (!copy)
+            return COORD_ACK_NO_MEMORY;
+        memcpy(copy, state, state_len);
+    }
     self->acked[task + instance] = true;
     self->n_acked++;
     if (self->source[stage])
-        self->positions[pos + instance] = position;
+        self->positions[pos + instance] =
+            (coord_source_progress_t){position, copy, copy ? state_len : 0};
     self->bytes += bytes;
     self->files += files;
     return COORD_ACK_ACCEPTED;
@@ -116,10 +161,11 @@ bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *se
 
 /* ---- retained checkpoints ------------------------------------------------- */
 
-void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32_t n_positions)
+void coord_retained_push(coord_job_t *j, uint64_t id, coord_source_progress_t *positions,
+                         uint32_t n_positions)
 {
     if (j->n_retained == COORD_MAX_RETAINED) {
-        free(j->retained[0].positions);
+        coord_progress_free(&j->retained[0].positions, j->retained[0].n_positions);
         memmove(j->retained, j->retained + 1, (COORD_MAX_RETAINED - 1) * sizeof j->retained[0]);
         j->n_retained--;
     }
@@ -138,7 +184,8 @@ void coord_retained_drop_newest(coord_job_t *j)
 {
     if (j->n_retained == 0)
         return;
-    free(j->retained[--j->n_retained].positions);
+    j->n_retained--;
+    coord_progress_free(&j->retained[j->n_retained].positions, j->retained[j->n_retained].n_positions);
     j->last_checkpoint = j->n_retained ? j->retained[j->n_retained - 1].id : 0;
 }
 
@@ -177,7 +224,7 @@ static void apply_retention(coord_t *c, coord_job_t *j)
 {
     uint32_t keep = c->opts->checkpoints_retained ? c->opts->checkpoints_retained : 1;
     while (j->n_retained > keep) {
-        free(j->retained[0].positions);
+        coord_progress_free(&j->retained[0].positions, j->retained[0].n_positions);
         memmove(j->retained, j->retained + 1, (j->n_retained - 1) * sizeof j->retained[0]);
         j->n_retained--;
     }
@@ -342,7 +389,9 @@ static void commit(coord_t *c, coord_job_t *j)
             for (uint32_t i = 0; i < pc->parallelism[s] && k < pc->n_positions; i++, k++) {
                 snprintf(pos[k].stage, sizeof pos[k].stage, "%s", j->graph.stages[s].name);
                 pos[k].instance = i;
-                pos[k].position = pc->positions[k];
+                pos[k].position = pc->positions[k].position;
+                pos[k].state = pc->positions[k].state; /* borrowed for the encoding */
+                pos[k].state_len = pc->positions[k].state_len;
             }
     }
     r.n_stages = j->graph.n_stages;
@@ -387,8 +436,14 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
         return;
     }
     coord_ack_verdict_t v = coord_pending_checkpoint_ack(pc, m->u.ack.stage, m->u.ack.instance,
-                                                         m->u.ack.position, m->u.ack.bytes_written,
+                                                         m->u.ack.position, m->u.ack.source_state,
+                                                         m->u.ack.source_state_len,
+                                                         m->u.ack.bytes_written,
                                                          m->u.ack.files_written);
+    if (v == COORD_ACK_NO_MEMORY) {
+        coord_checkpoint_abort(c, j, "out of memory keeping a source's state", true);
+        return;
+    }
     if (v != COORD_ACK_ACCEPTED) {
         eddy_warn("job %s: ignoring a %s ACK of checkpoint %" PRIu64 " from task %u[%u]", j->id,
                   v == COORD_ACK_DUPLICATE ? "duplicate" : "unknown task's", pc->id, m->u.ack.stage,

@@ -20,7 +20,23 @@ typedef enum coord_ack_verdict {
     COORD_ACK_ACCEPTED,
     COORD_ACK_DUPLICATE,    /* this task already acknowledged */
     COORD_ACK_UNKNOWN_TASK, /* no such stage or instance in the checkpoint */
+    COORD_ACK_NO_MEMORY,    /* its source state could not be kept */
 } coord_ack_verdict_t;
+
+/* Where a source instance resumes from a checkpoint: its position and the
+ * bytes its write_state gave (api/operator.h), NULL/0 when none. */
+typedef struct coord_source_progress {
+    int64_t position;
+    char *state;        /* owned */
+    uint32_t state_len;
+} coord_source_progress_t;
+
+/* n entries at position -1 without state; NULL when out of memory. */
+coord_source_progress_t *coord_progress_new(uint32_t n);
+/* A deep copy of n entries; NULL when out of memory. */
+coord_source_progress_t *coord_progress_dup(const coord_source_progress_t *p, uint32_t n);
+/* Frees n entries and their states, and NULLs *p. */
+void coord_progress_free(coord_source_progress_t **p, uint32_t n);
 
 typedef struct coord_pending_checkpoint {
     uint64_t id;
@@ -35,7 +51,7 @@ typedef struct coord_pending_checkpoint {
     uint32_t n_tasks, n_acked;
     bool *acked;        /* [n_tasks], stage-major */
     uint32_t n_positions;
-    int64_t *positions; /* [n_positions]: instances of the source stages, in stage order */
+    coord_source_progress_t *positions; /* [n_positions]: instances of the source stages, in stage order */
 } coord_pending_checkpoint_t;
 
 /* parallelism[s] instances of each of n_stages stages must acknowledge;
@@ -47,9 +63,11 @@ coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t e
                                                          const bool *source, uint64_t now_ms);
 void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p);
 
-/* Records task (stage, instance)'s acknowledgement once. */
+/* Records task (stage, instance)'s acknowledgement once, with a copy of
+ * its source state (state_len bytes, NULL/0: none) when it is a source. */
 coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *self, uint32_t stage,
                                                  uint32_t instance, int64_t position,
+                                                 const char *state, uint32_t state_len,
                                                  uint64_t bytes, uint64_t files);
 bool coord_pending_checkpoint_all_acked(const coord_pending_checkpoint_t *self);
 /* A task that has not acknowledged yet (for messages); false when none. */

@@ -66,7 +66,11 @@ static void send_deploy(coord_t *c, coord_job_t *j)
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         if (j->graph.stages[s].source)
             for (uint32_t i = 0; i < j->placement[s].parallelism; i++, k++)
-                pos[k] = (eddy_source_position_t){s, i, have_positions ? j->deploy_positions[k] : -1};
+                pos[k] = have_positions /* states borrowed for the encoding */
+                             ? (eddy_source_position_t){s, i, j->deploy_positions[k].position,
+                                                        j->deploy_positions[k].state,
+                                                        j->deploy_positions[k].state_len}
+                             : (eddy_source_position_t){s, i, -1, NULL, 0};
     d->n_positions = k;
     d->positions = pos;
     j->deploys_pending = 0;
@@ -105,7 +109,7 @@ static void on_epoch_persisted(void *arg, const eddy_meta_result_t *res)
 }
 
 void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t checkpoint,
-                  const int64_t *positions)
+                  const coord_source_progress_t *positions)
 {
     j->epoch++;
     j->deploys_pending = 0;
@@ -117,16 +121,14 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     j->tasks_total = coord_job_total_tasks(j);
     j->deploy_mode = mode;
     j->deploy_checkpoint = checkpoint;
-    free(j->deploy_positions);
-    j->deploy_positions = NULL;
-    j->n_deploy_positions = 0;
     uint32_t n = coord_job_count_positions(j);
-    if (positions) {
-        j->deploy_positions = calloc(n + 1, sizeof *j->deploy_positions);
-        if (j->deploy_positions) {
-            memcpy(j->deploy_positions, positions, n * sizeof *positions);
-            j->n_deploy_positions = n;
-        }
+    coord_source_progress_t *copy = positions ? coord_progress_dup(positions, n) : NULL;
+    coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
+    j->n_deploy_positions = copy ? n : 0;
+    j->deploy_positions = copy;
+    if (positions && !copy) {
+        coord_fail_job(c, j, "out of memory");
+        return;
     }
     /* the epoch must never repeat, even across coordinator restarts */
     coord_ticket_t *t = coord_ticket_new(c, j, 0);

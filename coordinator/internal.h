@@ -81,7 +81,7 @@ typedef struct pending_client {
 typedef struct coord_retained {
     uint64_t id;
     uint32_t n_positions;
-    int64_t *positions;            /* source positions, as coord_pending_checkpoint_t's */
+    coord_source_progress_t *positions; /* source progress, as coord_pending_checkpoint_t's */
 } coord_retained_t;
 
 typedef struct coord_job {
@@ -107,7 +107,7 @@ typedef struct coord_job {
     bool deploy_persisting;
     eddy_deploy_mode_t deploy_mode;
     uint64_t deploy_checkpoint;
-    int64_t *deploy_positions;
+    coord_source_progress_t *deploy_positions;
     uint32_t n_deploy_positions;
     uint32_t deploys_pending;     /* workers that have not answered DEPLOYED */
     uint32_t *deploy_awaiting;    /* [deploys_pending] their ids */
@@ -238,7 +238,7 @@ uint32_t coord_job_parallelism(const coord_job_t *j, uint32_t stage);
 /* deploy.c */
 /* Bumps the epoch, persists it, then sends DEPLOY to every usable worker. */
 void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t checkpoint,
-                  const int64_t *positions);
+                  const coord_source_progress_t *positions);
 void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m);
 /* Quarantines workers that did not confirm a DEPLOY within the timeout. */
 void coord_deploy_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
@@ -253,7 +253,8 @@ void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool co
 void coord_checkpoint_discard(coord_t *c, coord_job_t *j);
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 /* Sets the newest complete checkpoint (restart path); takes positions. */
-void coord_retained_push(coord_job_t *j, uint64_t id, int64_t *positions, uint32_t n_positions);
+void coord_retained_push(coord_job_t *j, uint64_t id, coord_source_progress_t *positions,
+                         uint32_t n_positions);
 /* Deletes checkpoint id's metadata (found unusable) but keeps its files for
  * inspection; later retention deletes them. */
 void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id);

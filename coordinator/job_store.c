@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/log.h"
 #include "coordinator/internal.h"
 
@@ -217,10 +218,22 @@ void coord_job_record_clear(coord_job_record_t *r)
 char *coord_checkpoint_record_encode(const coord_checkpoint_record_t *r)
 {
     json_t *positions = json_array();
-    for (uint32_t k = 0; k < r->n_positions; k++)
-        json_array_append_new(positions, json_pack("{s:s, s:I, s:I}", "stage", r->positions[k].stage,
-                                                   "instance", (json_int_t)r->positions[k].instance,
-                                                   "position", (json_int_t)r->positions[k].position));
+    for (uint32_t k = 0; k < r->n_positions; k++) {
+        const coord_position_record_t *p = &r->positions[k];
+        json_t *entry = json_pack("{s:s, s:I, s:I}", "stage", p->stage, "instance",
+                                  (json_int_t)p->instance, "position", (json_int_t)p->position);
+        if (entry && p->state && p->state_len) {
+            char *b64 = eddy_b64_encode((const unsigned char *)p->state, p->state_len);
+            if (!b64 || json_object_set_new(entry, "state", json_string(b64)) < 0) {
+                free(b64);
+                json_decref(entry);
+                json_decref(positions);
+                return NULL;
+            }
+            free(b64);
+        }
+        json_array_append_new(positions, entry);
+    }
     return dump(json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:o, s:o, s:s}", "id", (json_int_t)r->id,
                           "time_ms", (json_int_t)r->time_ms, "epoch", (json_int_t)r->epoch,
                           "duration_ms", r->duration_ms, "bytes", (json_int_t)r->bytes, "files",
@@ -261,10 +274,12 @@ int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r
         goto out;
     }
     for (uint32_t k = 0; k < r->n_positions; k++) {
-        const char *stage;
+        const char *stage, *state = NULL;
+        size_t state_b64_len = 0;
         json_int_t instance, position;
-        if (json_unpack(json_array_get(positions, k), "{s:s, s:I, s:I}", "stage", &stage,
-                        "instance", &instance, "position", &position) < 0 ||
+        if (json_unpack(json_array_get(positions, k), "{s:s, s:I, s:I, s?s%}", "stage", &stage,
+                        "instance", &instance, "position", &position, "state", &state,
+                        &state_b64_len) < 0 ||
             instance < 0 || instance > UINT32_MAX ||
             copy_str(r->positions[k].stage, sizeof r->positions[k].stage, stage) < 0) {
             eddy_err_set(err, "checkpoint metadata: malformed position %u", k);
@@ -272,6 +287,20 @@ int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r
         }
         r->positions[k].instance = (uint32_t)instance;
         r->positions[k].position = position;
+        if (state && state_b64_len) {
+            size_t len = 0;
+            int brc = state_b64_len <= (EDDY_SOURCE_STATE_MAX + 2) / 3 * 4
+                          ? eddy_b64_decode(state, state_b64_len, &r->positions[k].state, &len)
+                          : -1;
+            if (brc < 0 || len > EDDY_SOURCE_STATE_MAX) {
+                eddy_err_set(err, brc == -2 ? "out of memory"
+                                            : "checkpoint metadata: position %u: source state is "
+                                              "not base64 of at most %u bytes", k,
+                             EDDY_SOURCE_STATE_MAX);
+                goto out;
+            }
+            r->positions[k].state_len = (uint32_t)len;
+        }
     }
     r->id = (uint64_t)id;
     r->time_ms = time_ms;
@@ -289,6 +318,8 @@ out:
 
 void coord_checkpoint_record_clear(coord_checkpoint_record_t *r)
 {
+    for (uint32_t k = 0; r->positions && k < r->n_positions; k++)
+        free(r->positions[k].state);
     free(r->positions);
     memset(r, 0, sizeof *r);
 }
@@ -361,8 +392,10 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
 /* ---- coordinator restart --------------------------------------------------------- */
 
 /* Positions of a checkpoint in the job's source-instance order, or NULL
- * when they do not fit the job (a different parallelism of a source). */
-static int64_t *positions_for(const coord_job_t *j, const coord_checkpoint_record_t *r, uint32_t *n)
+ * when they do not fit the job (a different parallelism of a source).
+ * Takes the record's source states. */
+static coord_source_progress_t *positions_for(const coord_job_t *j, coord_checkpoint_record_t *r,
+                                              uint32_t *n)
 {
     *n = 0;
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
@@ -370,7 +403,7 @@ static int64_t *positions_for(const coord_job_t *j, const coord_checkpoint_recor
             *n += j->graph.stages[s].parallelism;
     if (*n != r->n_positions)
         return NULL;
-    int64_t *out = calloc(*n + 1, sizeof *out);
+    coord_source_progress_t *out = coord_progress_new(*n);
     uint32_t k = 0;
     for (uint32_t s = 0; out && s < j->graph.n_stages; s++) {
         if (!j->graph.stages[s].source)
@@ -379,11 +412,14 @@ static int64_t *positions_for(const coord_job_t *j, const coord_checkpoint_recor
             bool found = false;
             for (uint32_t q = 0; q < r->n_positions && !found; q++)
                 if (!strcmp(r->positions[q].stage, j->graph.stages[s].name) && r->positions[q].instance == i) {
-                    out[k] = r->positions[q].position;
+                    out[k] = (coord_source_progress_t){r->positions[q].position, r->positions[q].state,
+                                                       r->positions[q].state_len};
+                    r->positions[q].state = NULL;
+                    r->positions[q].state_len = 0;
                     found = true;
                 }
             if (!found) {
-                free(out);
+                coord_progress_free(&out, *n);
                 return NULL;
             }
         }
@@ -416,7 +452,7 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
         if (r.id > highest)
             highest = r.id;
         uint32_t n;
-        int64_t *pos = positions_for(j, &r, &n);
+        coord_source_progress_t *pos = positions_for(j, &r, &n);
         if (pos)
             coord_retained_push(j, r.id, pos, n);
         else

@@ -35,10 +35,15 @@ typedef struct coord_job_record {
     uint32_t restarts;
 } coord_job_record_t;
 
+/* JSON {"stage", "instance", "position", "state"?}: state is the source's
+ * write_state bytes in base64 (at most EDDY_SOURCE_STATE_MAX decoded), absent
+ * when it has none; records written before it existed stay readable. */
 typedef struct coord_position_record {
     char stage[EDDY_NAME_MAX];
     uint32_t instance;
     int64_t position;
+    char *state;                 /* owned by a parsed record, NULL: none */
+    uint32_t state_len;
 } coord_position_record_t;
 
 typedef struct coord_checkpoint_record {

@@ -69,7 +69,7 @@ void coord_job_free(coord_job_t *j)
         free(j->placement[s].worker_of);
     coord_pending_checkpoint_destroy(&j->pending);
     coord_retained_clear(j);
-    free(j->deploy_positions);
+    coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
     free(j->deploy_awaiting);
     free(j);
 }

@@ -343,6 +343,7 @@ char *coord_view_metrics(coord_t *c)
         {"eddy_source_offered_rate", "gauge", "Configured source rate, records/s (0 = unlimited)."},
         {"eddy_task_watermark_ms", "gauge", "Event-time watermark of the instance, epoch ms."},
         {"eddy_late_records_total", "counter", "Records later than the watermark for every window they belong to (dropped or sent to the late output)."},
+        {"eddy_source_lag", "gauge", "Entries upstream the source instance has not read yet (Redis streams)."},
     };
     size_t nf = sizeof fams / sizeof fams[0];
     for (size_t f = 0; f < nf; f++) {
@@ -383,6 +384,11 @@ char *coord_view_metrics(coord_t *c)
                             v = (double)m->watermark; /* end of input: INT64_MAX */
                             break;
                         case 12: v = (double)m->late_records; break;
+                        case 13:
+                            if (!j->graph.stages[s].source || m->source_lag < 0)
+                                continue;
+                            v = (double)m->source_lag;
+                            break;
                         }
                         tb_printf(&b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n",
                                   fams[f].name, j->id, op, m->instance, w->id, v);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/redis/redis_uri.h"
 
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err)
@@ -20,12 +21,40 @@ int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_
     return 0;
 }
 
+int eddy_input_parse(const char *input, const char **kind, const char **path, eddy_err_t *err)
+{
+    static const struct {
+        const char *prefix, *kind;
+    } schemes[] = {{"file://", "file"}, {"dir://", "dir"}};
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t n = strlen(schemes[i].prefix);
+        if (strncmp(input, schemes[i].prefix, n))
+            continue;
+        if (input[n] != '/')
+            return eddy_err_set(err, "expected %s/ABSOLUTE/PATH (three slashes), got '%s'",
+                                schemes[i].prefix, input);
+        *kind = schemes[i].kind;
+        *path = input + n;
+        return 0;
+    }
+    const char *sep = strstr(input, "://");
+    if (sep && sep != input && !memchr(input, '/', (size_t)(sep - input)))
+        return eddy_err_set(err, "unknown input '%s': expected a path, file:///PATH, dir:///PATH "
+                            "or redis://HOST:PORT/STREAM", input);
+    *kind = "file";
+    *path = input;
+    return 0;
+}
+
 int eddy_line_source_check(const char *job, const char *input, const char *socket, bool generate,
                            eddy_err_t *err)
 {
     if ((input != NULL) + (socket != NULL) + generate != 1)
         return eddy_err_set(err, "%s needs exactly one of --input FILE, --socket HOST:PORT, --generate",
                             job);
+    const char *kind, *path;
+    if (input && !eddy_redis_uri_is(input) && eddy_input_parse(input, &kind, &path, err) < 0)
+        return eddy_err_wrap(err, "--input");
     return 0;
 }
 
@@ -49,15 +78,47 @@ uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f)
     return f->socket ? 1 : f->parallelism;
 }
 
+eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char *file_kind,
+                                eddy_config_t *file_config)
+{
+    eddy_err_t err = {{0}};
+    if (!eddy_redis_uri_is(output))
+        return eddy_sink(s, "sink", file_kind, file_config);
+    eddy_config_destroy(&file_config);
+    eddy_redis_uri_t uri;
+    eddy_job_builder_t *b = s.builder;
+    if (eddy_redis_uri_parse(output, &uri, &err) < 0)
+        eddy_builder_fail(b, "--output: %s", err.msg);
+    else if (uri.n_streams != 1 || eddy_redis_is_pattern(uri.streams[0]) || uri.bounded ||
+             uri.group[0])
+        eddy_builder_fail(b, "--output %s: a Redis sink takes one stream name, no parameters",
+                          output);
+    eddy_config_t *cfg = eddy_config_new();
+    if (cfg && eddy_config_set_str(cfg, "uri", output) < 0)
+        eddy_builder_fail(b, "--output URI is too long");
+    return eddy_sink(s, "sink", "redis", cfg);
+}
+
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f)
 {
     eddy_config_t *cfg = NULL;
     const char *kind;
     eddy_err_t err = {{0}};
-    if (f->input) {
-        kind = "file";
+    if (f->input && eddy_redis_uri_is(f->input)) {
+        kind = "redis";
+        eddy_redis_uri_t uri;
+        if (eddy_redis_uri_parse(f->input, &uri, &err) < 0)
+            eddy_builder_fail(b, "--input: %s", err.msg);
         cfg = eddy_config_new();
-        if (cfg && eddy_config_set_str(cfg, "path", f->input) < 0)
+        if (cfg && eddy_config_set_str(cfg, "uri", f->input) < 0)
+            eddy_builder_fail(b, "--input URI is too long");
+    } else if (f->input) {
+        const char *path = f->input;
+        kind = "file";
+        if (eddy_input_parse(f->input, &kind, &path, &err) < 0)
+            eddy_builder_fail(b, "--input: %s", err.msg);
+        cfg = eddy_config_new();
+        if (cfg && eddy_config_set_str(cfg, "path", path) < 0)
             eddy_builder_fail(b, "--input path is too long");
     } else if (f->socket) {
         kind = "socket";

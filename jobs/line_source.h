@@ -1,5 +1,6 @@
 /* line_source.h - the line sources the built-in jobs offer, chosen by the
- * job's flags: exactly one of --input FILE, --socket HOST:PORT, --generate.
+ * job's flags: exactly one of --input FILE|URI, --socket HOST:PORT, --generate
+ * (a redis:// URI is a Redis stream, connectors/redis/redis.h).
  * One place for the choice, its checks and its messages, so every job reads
  * its input the same way. Building does no I/O: the job may be built where
  * its input does not exist (a client submitting to a cluster); the file
@@ -20,7 +21,7 @@
 #define EDDY_JOB_MAX_RATE_AT_S (365.0 * 24 * 3600)
 
 typedef struct eddy_line_source_flags {
-    const char *input;   /* --input FILE */
+    const char *input;   /* --input FILE | file:///FILE | dir:///DIR */
     const char *socket;  /* --socket HOST:PORT */
     bool generate;       /* --generate */
     const char *rate;    /* --rate R | T:R,..., or NULL */
@@ -30,6 +31,11 @@ typedef struct eddy_line_source_flags {
     eddy_config_t *generator;
 } eddy_line_source_flags_t;
 
+/* --input's forms: a path or file:///PATH (the file source; .gz is
+ * decompressed) or dir:///PATH (the dir source: every file that appears in
+ * the directory, unbounded). Sets *kind ("file" or "dir") and *path (into
+ * input); an unknown scheme or a relative URI path is an error. */
+int eddy_input_parse(const char *input, const char **kind, const char **path, eddy_err_t *err);
 /* Checks that exactly one source was named (job names the job in the
  * message). */
 int eddy_line_source_check(const char *job, const char *input, const char *socket, bool generate,
@@ -39,6 +45,10 @@ int eddy_line_source_check(const char *job, const char *input, const char *socke
  * source (one connection, read by one instance): steps chained to it must
  * use eddy_line_source_parallelism(f). Bad flags fail the builder. */
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f);
+/* The job's --output: a redis:// URI becomes the Redis sink (file_config
+ * is then dropped), anything else the sink file_kind with file_config. */
+eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char *file_kind,
+                                eddy_config_t *file_config);
 uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f);
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err);

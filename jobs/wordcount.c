@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/redis/redis_uri.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
 
@@ -43,14 +44,14 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     uint64_t lines = 1000000, seed = 42;
     double cost_us = 0;
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("input", &input, "FILE", "read lines from FILE"),
+        EDDY_FLAG_STR("input", &input, "FILE|URI", "read lines from FILE or redis://HOST:PORT/STREAM"),
         EDDY_FLAG_STR("socket", &socket, "HOST:PORT", "read lines from a TCP server"),
         EDDY_FLAG_SWITCH("generate", &generate, "generate deterministic lines"),
         EDDY_FLAG_U64("lines", &lines, 0, UINT64_MAX, "N", "lines to generate, 0 = unbounded (1000000)"),
         EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
         EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
-        EDDY_FLAG_STR("output", &output, "FILE", "write final counts to FILE"),
+        EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE or redis://HOST:PORT/STREAM"),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
@@ -72,6 +73,19 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         rate = rate_schedule;
     if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
         return -1;
+    const char *input_kind = NULL, *input_path;
+    eddy_redis_uri_t redis_in;
+    if (input && output && eddy_redis_uri_is(input) &&
+        eddy_redis_uri_parse(input, &redis_in, err) == 0 && !redis_in.bounded)
+        return eddy_err_set(err, "--output is written at the end of the input, which an unbounded "
+                                 "redis:// input never reaches; add ?bounded=latest, or leave "
+                                 "--output out and follow the changelog on stdout");
+    if (input && output && !eddy_redis_uri_is(input) &&
+        eddy_input_parse(input, &input_kind, &input_path, err) == 0 &&
+        !strcmp(input_kind, "dir"))
+        return eddy_err_set(err, "--output is written at the end of the input, which a dir:// "
+                                 "input never reaches; leave it out and follow the changelog "
+                                 "on stdout");
     if (parallelism > max_parallelism)
         return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
                             parallelism, max_parallelism);
@@ -103,7 +117,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", output) < 0)
             eddy_builder_fail(b, "--output path is too long");
-        eddy_sink(eddy_global(counts), "sink", "table_file", out);
+        eddy_job_sink_add(eddy_global(counts), output, "table_file", out);
     } else {
         eddy_sink(eddy_global(counts), "sink", "changelog", NULL);
     }
@@ -114,9 +128,17 @@ const eddy_job_kind_t eddy_wordcount_job = {
     .name = "wordcount",
     .summary = "count words (space/tab separated) from a file, socket or generator",
     .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
-             "  --words-per-line N --seed N]   where lines come from (exactly one)\n"
+             "  --words-per-line N --seed N]   where lines come from (exactly one); FILE is a\n"
+             "                                 path or file:///PATH (.gz is decompressed), or\n"
+             "                                 dir:///DIR: every file that appears in DIR,\n"
+             "                                 once, in name order (unbounded: no --output,\n"
+             "                                 stop it with Ctrl-C or eddy cancel)\n"
+             "  --input redis://HOST:PORT/STREAM[,S2|PATTERN*][?bounded=latest&group=G]\n"
+             "                                 a Redis stream's entries (field line), replayable\n"
              "  --output FILE                  final counts as word<TAB>count, byte order;\n"
              "                                 without it a changelog (+I[w, 1]) on stdout\n"
+             "  --output redis://HOST:PORT/STREAM  XADD each final count (line=word, value=count;\n"
+             "                                 at least once)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
              "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"

@@ -85,11 +85,36 @@ static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
     return argv;
 }
 
+/* ---- source state bytes -------------------------------------------------- */
+
+/* A copy of a bin of at most EDDY_SOURCE_STATE_MAX bytes; NULL/0 when empty. */
+static char *decode_source_state(eddy_mpr_t *r, uint32_t *len)
+{
+    *len = 0;
+    uint32_t n = 0;
+    const char *p = eddy_mpr_bytes(r, EDDY_SOURCE_STATE_MAX, &n);
+    if (!p || !r->ok || n == 0)
+        return NULL;
+    char *copy = malloc(n);
+    if (!copy) {
+        eddy_mpr_fail(r, "out of memory");
+        return NULL;
+    }
+    memcpy(copy, p, n);
+    *len = n;
+    return copy;
+}
+
+static void encode_source_state(eddy_mpw_t *w, const char *state, uint32_t len)
+{
+    eddy_mpw_bin(w, state && len ? state : "", state ? len : 0);
+}
+
 /* ---- per-message codecs ------------------------------------------------- */
 
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 15);
+    eddy_mpw_array(w, 16);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -105,13 +130,15 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_double(w, m->offered_rate);
     eddy_mpw_i64(w, m->watermark);
     eddy_mpw_u64(w, m->late_records);
+    eddy_mpw_i64(w, m->source_lag);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
 {
     const msgpack_object *si;
     uint32_t sc, sn;
-    eddy_mpr_enter(r, 15, &si, &sc, &sn);
+    /* 15 fields before source_lag was added: those read as lag unknown. */
+    uint32_t fields = eddy_mpr_enter(r, 16, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -127,6 +154,7 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     m->offered_rate = eddy_mpr_double(r);
     m->watermark = eddy_mpr_i64(r);
     m->late_records = eddy_mpr_u64(r, UINT64_MAX);
+    m->source_lag = fields > 15 ? eddy_mpr_i64(r) : -1;
     eddy_mpr_leave(r, si, sc, sn);
 }
 
@@ -175,11 +203,12 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
             eddy_mpw_u64(w, d->workers[i].id);
             eddy_mpw_str(w, d->workers[i].endpoint);
         }
-        eddy_mpw_array(w, d->n_positions * 3);
+        eddy_mpw_array(w, d->n_positions * 4);
         for (uint32_t i = 0; i < d->n_positions; i++) {
             eddy_mpw_u64(w, d->positions[i].stage);
             eddy_mpw_u64(w, d->positions[i].instance);
             eddy_mpw_i64(w, d->positions[i].position);
+            encode_source_state(w, d->positions[i].state, d->positions[i].state_len);
         }
         break;
     }
@@ -213,6 +242,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_u64(w, m->u.ack.bytes_written);
         eddy_mpw_u64(w, m->u.ack.files_written);
         eddy_mpw_str(w, m->u.ack.error);
+        encode_source_state(w, m->u.ack.source_state, m->u.ack.source_state_len);
         break;
     case EDDY_MSG_COMPLETE:
         eddy_mpw_u64(w, m->u.complete.job);
@@ -255,7 +285,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 5, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 14,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
-    [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 10,       [EDDY_MSG_COMPLETE] = 2,
+    [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
 };
@@ -338,16 +368,17 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     }
     eddy_mpr_leave(r, si, sc, sn);
 
-    n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 3, &si, &sc, &sn);
-    if (n % 3)
-        eddy_mpr_fail(r, "positions array is not (stage, instance, position) triples");
-    d->positions = calloc(n / 3 ? n / 3 : 1, sizeof *d->positions);
+    n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 4, &si, &sc, &sn);
+    if (n % 4)
+        eddy_mpr_fail(r, "positions array is not (stage, instance, position, state) quadruples");
+    d->positions = calloc(n / 4 ? n / 4 : 1, sizeof *d->positions);
     if (d->positions) {
-        d->n_positions = n / 3;
-        for (uint32_t i = 0; i < n / 3; i++) {
+        d->n_positions = n / 4;
+        for (uint32_t i = 0; i < n / 4; i++) {
             d->positions[i].stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
             d->positions[i].instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
             d->positions[i].position = eddy_mpr_i64(r);
+            d->positions[i].state = decode_source_state(r, &d->positions[i].state_len);
         }
     } else {
         eddy_mpr_fail(r, "out of memory");
@@ -419,6 +450,7 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.ack.bytes_written = eddy_mpr_u64(r, UINT64_MAX);
         m->u.ack.files_written = eddy_mpr_u64(r, UINT64_MAX);
         eddy_mpr_strcpy(r, m->u.ack.error, sizeof m->u.ack.error);
+        m->u.ack.source_state = decode_source_state(r, &m->u.ack.source_state_len);
         break;
     case EDDY_MSG_COMPLETE:
         m->u.complete.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
@@ -568,7 +600,12 @@ void eddy_msg_clear(eddy_msg_t *msg)
             free(msg->u.deploy.stages[s].worker_of);
         free(msg->u.deploy.stages);
         free(msg->u.deploy.workers);
+        for (uint32_t i = 0; msg->u.deploy.positions && i < msg->u.deploy.n_positions; i++)
+            free(msg->u.deploy.positions[i].state);
         free(msg->u.deploy.positions);
+        break;
+    case EDDY_MSG_ACK:
+        free(msg->u.ack.source_state);
         break;
     case EDDY_MSG_REQUEST:
         eddy_strv_free(msg->u.request.argc, msg->u.request.argv);

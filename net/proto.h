@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
 #define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
 #define EDDY_ENDPOINT_MAX 256     /* "tcp://host:port" (incl. NUL) */
@@ -32,7 +33,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 3u
+#define EDDY_PROTOCOL_VERSION 4u
 
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
@@ -70,6 +71,7 @@ typedef struct eddy_task_metrics {
     double offered_rate;     /* sources: configured rate (0 = unlimited) */
     int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
     uint64_t late_records;   /* records its windows dropped or sent on as late */
+    int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {
@@ -82,9 +84,13 @@ typedef struct eddy_worker_endpoint {
     char endpoint[EDDY_ENDPOINT_MAX];
 } eddy_worker_endpoint_t;
 
+/* Where a source instance resumes: its position and, for sources with
+ * write_state, its state bytes (at most EDDY_SOURCE_STATE_MAX; NULL/0 none). */
 typedef struct eddy_source_position {
     uint32_t stage, instance;
     int64_t position;
+    char *state;
+    uint32_t state_len;
 } eddy_source_position_t;
 
 typedef struct eddy_deploy {
@@ -155,6 +161,10 @@ typedef struct eddy_msg {
             int64_t position;              /* sources: position at the barrier, else -1 */
             uint64_t state_keys, bytes_written, files_written;
             char error[EDDY_ERROR_MAX];
+            /* sources with write_state: their state at the barrier (owned,
+             * heap; eddy_msg_clear frees it), else NULL/0 */
+            char *source_state;
+            uint32_t source_state_len;
         } ack;
         struct {
             uint32_t job;

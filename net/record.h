@@ -20,6 +20,10 @@ typedef enum eddy_row_kind {
 } eddy_row_kind_t;
 
 #define EDDY_RECORD_MAX_BYTES (16u << 20)
+/* A source's checkpointed progress as bytes (write_state in api/operator.h):
+ * it travels in ACK and DEPLOY and sits in the coordinator's checkpoint
+ * metadata, so it stays small. */
+#define EDDY_SOURCE_STATE_MAX (64u << 10)
 
 typedef struct eddy_record {
     const char *data;

@@ -368,6 +368,14 @@ static int changelog_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
     return 0;
 }
 
+/* Before every barrier: what a checkpoint covers is on stdout before it
+ * completes, so a killed worker loses no printed row a restore will not
+ * replay, and an unbounded job's rows show up at least once a checkpoint. */
+static int changelog_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    return changelog_finish(self, out, err);
+}
+
 static void *changelog_open(const eddy_op_context_t *ctx, eddy_err_t *err)
 {
     (void)ctx;
@@ -380,7 +388,7 @@ static void noop_close(void *self) { (void)self; }
 
 const eddy_operator_ops_t eddy_changelog_sink_ops = {
     .kind = "changelog_sink", .open = changelog_open, .process = changelog_process,
-    .finish = changelog_finish, .close = noop_close};
+    .finish = changelog_finish, .close = noop_close, .flush = changelog_flush};
 
 static int print_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
                          eddy_err_t *err)
@@ -396,7 +404,7 @@ static int print_process(void *self, const eddy_record_t *rec, eddy_collector_t 
 
 const eddy_operator_ops_t eddy_print_sink_ops = {
     .kind = "print_sink", .open = changelog_open, .process = print_process,
-    .finish = changelog_finish, .close = noop_close};
+    .finish = changelog_finish, .close = noop_close, .flush = changelog_flush};
 
 typedef struct table_row {
     char *key;

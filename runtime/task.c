@@ -97,6 +97,7 @@ struct eddy_task {
     bool idle_out;
     bool time_ops;           /* some chained operator has watermark() or tick() */
     uint64_t late_records;
+    int64_t source_lag;   /* sources: set through ctx.source_lag, -1 unknown */
     uint64_t next_tick_ns;
 
     /* source */
@@ -752,6 +753,37 @@ static void flush_chain(eddy_task_t *t)
     }
 }
 
+/* The source's progress as bytes (write_state), taken with its position.
+ * A failure or an oversized state fails the task and the checkpoint. */
+static void source_state_into_ack(eddy_task_t *t, eddy_msg_t *ack)
+{
+    const eddy_source_ops_t *src = t->def->source;
+    if (!t->source || !src->write_state)
+        return;
+    char *bytes = NULL;
+    size_t len = 0;
+    eddy_err_t err = {{0}};
+    if (src->write_state(t->source, &bytes, &len, &err) < 0) {
+        free(bytes);
+        eddy_err_wrap(&err, "%s: write_state", src->kind);
+        set_fault(t, err.msg);
+    } else if (len > EDDY_SOURCE_STATE_MAX) {
+        free(bytes);
+        snprintf(err.msg, sizeof err.msg, "%s: source state of %zu bytes exceeds the limit of %u bytes",
+                 src->kind, len, EDDY_SOURCE_STATE_MAX);
+        set_fault(t, err.msg);
+    } else {
+        if (len == 0) {
+            free(bytes);
+            bytes = NULL;
+        }
+        ack->u.ack.source_state = bytes;
+        ack->u.ack.source_state_len = (uint32_t)len;
+        return;
+    }
+    snprintf(ack->u.ack.error, sizeof ack->u.ack.error, "%s", t->fault_err.msg);
+}
+
 static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
 {
     flush_chain(t);
@@ -762,11 +794,12 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     ack.u.ack.stage = t->stage;
     ack.u.ack.instance = t->instance;
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
+    source_state_into_ack(t, &ack);
     eddy_snapshot_unit_t *unit = NULL;
     bool migration = checkpoint == t->env->migration_checkpoint;
     eddy_err_t perr = {{0}};
     eddy_sync_list_t *sync = eddy_sync_list_new();
-    if (prepare_chain(t, checkpoint, sync, &perr) < 0)
+    if (!ack.u.ack.error[0] && prepare_chain(t, checkpoint, sync, &perr) < 0)
         snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", perr.msg);
     /* In a migration snapshot only the rescaled stage moves state. */
     if (t->state && !ack.u.ack.error[0] && (!migration || t->stage == t->env->migrate_stage)) {
@@ -796,6 +829,7 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         t->env->submit_snapshot(t->env->host, unit);
     } else {
         t->env->notify(t->env->host, &ack);
+        free(ack.u.ack.source_state);
     }
 }
 
@@ -860,6 +894,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     }
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
+    t->source_lag = -1;
+    t->ctx.source_lag = &t->source_lag;
     t->watermark = EDDY_WATERMARK_MIN;
     t->max_timestamp = EDDY_WATERMARK_MIN;
     t->last_wm_ns = t->last_record_ns = t->created_ns;
@@ -910,6 +946,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     if (t->def->source) {
         eddy_op_context_t ctx = t->ctx;
         ctx.config = t->def->source_config;
+        ctx.source_state = cfg->source_state_len ? cfg->source_state : NULL;
+        ctx.source_state_len = cfg->source_state ? cfg->source_state_len : 0;
         t->source = t->def->source->open(&ctx, cfg->start_position, err);
         if (!t->source) {
             eddy_err_wrap(err, "source %s[%u]", t->def->name, t->instance);
@@ -1042,6 +1080,8 @@ void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint, eddy_sync_list_t *
     for (uint32_t i = 0; i < self->def->n_ops; i++)
         if (self->ops[i] && self->def->ops[i].ops->commit)
             self->def->ops[i].ops->commit(self->ops[i], checkpoint, sync);
+    if (self->source && self->def->source->commit)
+        self->def->source->commit(self->source, checkpoint);
 }
 
 void eddy_task_set_running(eddy_task_t *self, bool running)
@@ -1419,5 +1459,6 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->position = self->source ? self->def->source->position(self->source) : -1;
     out->watermark = self->watermark;
     out->late_records = self->late_records;
+    out->source_lag = self->source ? self->source_lag : -1;
     out->offered_rate = self->offered_rate;
 }

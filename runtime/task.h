@@ -72,6 +72,8 @@ typedef struct eddy_task_config {
     uint32_t stage, instance;
     eddy_placement_view_t placement;
     int64_t start_position;   /* sources: -1 or a checkpointed position */
+    const void *source_state; /* sources: write_state's bytes at it (NULL/0: none), */
+    size_t source_state_len;  /* borrowed for eddy_task_new only */
     uint64_t restore_checkpoint; /* keyed: groups come from it (restore_groups) */
     double start_time_s;      /* sources: seconds since the job started (rate schedules) */
 } eddy_task_config_t;
@@ -96,7 +98,7 @@ bool eddy_task_failed(const eddy_task_t *self);
 
 /* Checkpoint `checkpoint` completed (COMPLETE, or EDDY_FINAL_CHECKPOINT when
  * the whole job is done): two-phase-commit operators publish what they
- * prepared up to it. Also for finished tasks. The fsyncs they hand over
+ * prepared up to it, a source with commit() acknowledges upstream. Also for finished tasks. The fsyncs they hand over
  * are added to sync (NULL: they fsync themselves). */
 void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint, eddy_sync_list_t *sync);
 

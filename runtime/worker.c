@@ -281,12 +281,13 @@ static void destroy_job(worker_t *w, wjob_t *j)
     free(j);
 }
 
-static int64_t position_of(const eddy_deploy_t *d, uint32_t stage, uint32_t instance)
+static const eddy_source_position_t *position_of(const eddy_deploy_t *d, uint32_t stage,
+                                                 uint32_t instance)
 {
     for (uint32_t i = 0; i < d->n_positions; i++)
         if (d->positions[i].stage == stage && d->positions[i].instance == instance)
-            return d->positions[i].position;
-    return -1;
+            return &d->positions[i];
+    return NULL;
 }
 
 /* A new job for a DEPLOY, with its graph built and the DEPLOY checked
@@ -377,10 +378,13 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
                 if (eddy_task_rewire(t, d->epoch, view, err) < 0)
                     return -1;
             } else {
+                const eddy_source_position_t *from = position_of(d, s, k);
                 eddy_task_config_t cfg = {
                     .job = d->job, .epoch = d->epoch, .job_id = d->job_id, .graph = &j->graph,
                     .stage = s, .instance = k, .placement = view,
-                    .start_position = position_of(d, s, k),
+                    .start_position = from ? from->position : -1,
+                    .source_state = from ? from->state : NULL,
+                    .source_state_len = from ? from->state_len : 0,
                     .restore_checkpoint = d->restore_checkpoint,
                     .start_time_s = (double)(eddy_mono_ns() - j->started_ns) / 1e9};
                 t = eddy_task_new(&j->env, &cfg, err);

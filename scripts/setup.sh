@@ -24,7 +24,8 @@ done
 
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev
           libcurl4-openssl-dev libcriterion-dev libmicrohttpd-dev libjansson-dev
-          libxxhash-dev etcd-server gnuplot-nox prometheus procps)
+          libxxhash-dev zlib1g-dev etcd-server gnuplot-nox prometheus procps
+          libhiredis-dev redis-server)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -45,7 +46,7 @@ if ((${#missing[@]})); then
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
   # The packages start services we do not want: tests start their own.
-  for svc in etcd prometheus prometheus-node-exporter; do
+  for svc in etcd prometheus prometheus-node-exporter redis-server; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
       "${AS_ROOT[@]}" systemctl stop "$svc" || true
       "${AS_ROOT[@]}" systemctl disable "$svc" >/dev/null 2>&1 || true

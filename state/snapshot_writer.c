@@ -149,6 +149,7 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
     for (uint32_t i = 0; u->data && i < u->n_groups; i++)
         free(u->data[i]);
     eddy_sync_list_destroy(&u->sync);
+    eddy_msg_clear(&u->ack); /* an ACK's source state */
     free(u->groups);
     free(u->data);
     free(u->lens);

@@ -34,7 +34,8 @@ typedef struct eddy_snapshot_unit {
     bool sync_only;     /* no key groups: only the sync list */
     eddy_sync_list_t *sync; /* owned, may be NULL */
     /* The message to send once durable: an ACK (its error is filled on
-     * failure), another message (see error), or none (type 0). */
+     * failure), another message (see error), or none (type 0). Owned:
+     * eddy_snapshot_unit_free clears it (an ACK's source state). */
     eddy_msg_t ack;
     char error[EDDY_ERROR_MAX]; /* why the unit failed, "" when durable */
 } eddy_snapshot_unit_t;

@@ -3,6 +3,8 @@
  * values, keys are laid out as documented, older records without the newer
  * fields still parse, and malformed documents are refused with a reason. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coordinator/job_store.h"
@@ -92,7 +94,9 @@ Test(job_store, malformed_records_are_refused)
 
 Test(job_store, checkpoint_record_round_trip)
 {
-    coord_position_record_t pos[2] = {{"source", 0, 123456789012345}, {"source", 1, -1}};
+    char state[] = {'d', 'i', 'r', 0, (char)0xff, '\n'};
+    coord_position_record_t pos[2] = {{"source", 0, 123456789012345, NULL, 0},
+                                      {"source", 1, -1, state, sizeof state}};
     coord_checkpoint_record_t r = {.id = 9, .epoch = 3, .time_ms = 17, .duration_ms = 12.5,
                                    .bytes = 1000, .files = 8, .n_positions = 2, .positions = pos,
                                    .n_stages = 1};
@@ -114,6 +118,9 @@ Test(job_store, checkpoint_record_round_trip)
     cr_assert_eq(back.positions[0].position, 123456789012345);
     cr_assert_eq(back.positions[1].instance, 1);
     cr_assert_eq(back.positions[1].position, -1);
+    cr_assert_null(back.positions[0].state);
+    cr_assert_eq(back.positions[1].state_len, sizeof state);
+    cr_assert_eq(memcmp(back.positions[1].state, state, sizeof state), 0);
     cr_assert_eq(back.n_stages, 1);
     cr_assert_eq(back.parallelism[0], 2);
     cr_assert_str_eq(back.snapshot_dir, "/tmp/snaps");
@@ -122,6 +129,23 @@ Test(job_store, checkpoint_record_round_trip)
 
     cr_assert_eq(coord_checkpoint_record_parse("{\"id\":0,\"positions\":[]}", &back, &err), -1);
     cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[{\"stage\":\"s\"}]}", &back, &err), -1);
+    /* a state that is not base64, or decodes to more than the limit */
+    cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[{\"stage\":\"s\",\"instance\":0,"
+                                               "\"position\":1,\"state\":\"!!!!\"}]}", &back, &err), -1);
+    cr_assert(strstr(err.msg, "base64"), "%s", err.msg);
+    size_t big = (EDDY_SOURCE_STATE_MAX + 3) / 3 * 4 + 4;
+    char *doc = malloc(big + 128);
+    cr_assert(doc);
+    int n = sprintf(doc, "{\"id\":2,\"positions\":[{\"stage\":\"s\",\"instance\":0,\"position\":1,\"state\":\"");
+    memset(doc + n, 'A', big);
+    strcpy(doc + n + big, "\"}]}");
+    cr_assert_eq(coord_checkpoint_record_parse(doc, &back, &err), -1);
+    free(doc);
+    /* a record of an older eddy, without states, stays readable */
+    cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[{\"stage\":\"s\",\"instance\":0,"
+                                               "\"position\":1}]}", &back, &err), 0, "%s", err.msg);
+    cr_assert_null(back.positions[0].state);
+    coord_checkpoint_record_clear(&back);
 }
 
 Test(job_store, keys)

@@ -43,6 +43,7 @@ static eddy_task_metrics_t sample_metrics(uint32_t i)
         .offered_rate = i % 3 ? 12345.625 * i : 0.0,
         .watermark = i % 2 ? INT64_MIN : 1700000000000 + i,
         .late_records = 3ull * i,
+        .source_lag = i ? 1000 * (int64_t)i : -1,
     };
     return m;
 }
@@ -114,8 +115,9 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         }
         d->n_positions = 2;
         d->positions = calloc(2, sizeof *d->positions);
-        d->positions[0] = (eddy_source_position_t){0, 0, 0};
-        d->positions[1] = (eddy_source_position_t){0, 1, INT64_MAX};
+        d->positions[0] = (eddy_source_position_t){0, 0, 0, NULL, 0};
+        d->positions[1] = (eddy_source_position_t){0, 1, INT64_MAX, malloc(7), 7};
+        memcpy(d->positions[1].state, "a\0\xff" "b\nc", 7); /* source state bytes */
         break;
     }
     case EDDY_MSG_DEPLOYED:
@@ -148,6 +150,9 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.ack.bytes_written = 1ull << 36;
         m.u.ack.files_written = 128;
         strcpy(m.u.ack.error, "write /snap/17/5: No space left on device");
+        m.u.ack.source_state_len = 9;
+        m.u.ack.source_state = malloc(9);
+        memcpy(m.u.ack.source_state, "f\0i\xffle:17", 9);
         break;
     case EDDY_MSG_COMPLETE:
         m.u.complete.job = 2;
@@ -213,6 +218,7 @@ static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metr
     cr_assert_eq(memcmp(&a->offered_rate, &b->offered_rate, sizeof a->offered_rate), 0);
     cr_assert_eq(a->watermark, b->watermark);
     cr_assert_eq(a->late_records, b->late_records);
+    cr_assert_eq(a->source_lag, b->source_lag);
 }
 
 static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
@@ -277,6 +283,9 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
             cr_assert_eq(x->positions[i].stage, y->positions[i].stage);
             cr_assert_eq(x->positions[i].instance, y->positions[i].instance);
             cr_assert_eq(x->positions[i].position, y->positions[i].position);
+            cr_assert_eq(x->positions[i].state_len, y->positions[i].state_len);
+            cr_assert(!x->positions[i].state_len ||
+                      !memcmp(x->positions[i].state, y->positions[i].state, x->positions[i].state_len));
         }
         break;
     }
@@ -310,6 +319,9 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.ack.bytes_written, b->u.ack.bytes_written);
         cr_assert_eq(a->u.ack.files_written, b->u.ack.files_written);
         cr_assert_str_eq(a->u.ack.error, b->u.ack.error);
+        cr_assert_eq(a->u.ack.source_state_len, b->u.ack.source_state_len);
+        cr_assert(!a->u.ack.source_state_len ||
+                  !memcmp(a->u.ack.source_state, b->u.ack.source_state, a->u.ack.source_state_len));
         break;
     case EDDY_MSG_COMPLETE:
         cr_assert_eq(a->u.complete.job, b->u.complete.job);
@@ -712,10 +724,12 @@ Test(proto, wrong_field_types_rejected)
         uint32_t n = elements_of(t);
         for (uint32_t i = 1; i < n; i++) {
             /* No field of any message is a map or an ext; only DEPLOY's
-             * plan (field 4) and PLUGIN's data (field 2) are bins. */
+             * plan (field 4), ACK's source state (field 11) and PLUGIN's
+             * data (field 2) are bins. */
             expect_splice_rejected(t, REPLACE, i, "\x80", 1, NULL);
             expect_splice_rejected(t, REPLACE, i, "\xd4\x01\x00", 3, NULL);
-            if (!(t == EDDY_MSG_DEPLOY && i == 4) && !(t == EDDY_MSG_PLUGIN && i == 2))
+            if (!(t == EDDY_MSG_DEPLOY && i == 4) && !(t == EDDY_MSG_PLUGIN && i == 2) &&
+                !(t == EDDY_MSG_ACK && i == 11))
                 expect_splice_rejected(t, REPLACE, i, "\xc4\x01x", 3, NULL);
         }
     }
@@ -809,10 +823,10 @@ Test(proto, out_of_range_values_rejected)
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
                            "\x91\x9f\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01\x01\x01",
                            19, "integer out of range");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x00\xcd\x80\x00\x05", 6,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x00\xcd\x80\x00\x05\xc0", 7,
                            "integer out of range");
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x93\x3f\xcd\x7f\xff\x05", 6);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x40\x00\x05", 4,
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x94\x3f\xcd\x7f\xff\x05\xc4\x00", 8);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x40\x00\x05\xc4\x00", 6,
                            "integer out of range");
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
                            "integer out of range");
@@ -820,11 +834,15 @@ Test(proto, out_of_range_values_rejected)
 
 Test(proto, deploy_shape_errors_rejected)
 {
-    /* workers: (id, endpoint) pairs; positions: (stage, instance, position). */
+    /* workers: (id, endpoint) pairs; positions: (stage, instance, position, state). */
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x93\x01\xa1x\x02", 5,
                            "not (id, endpoint) pairs");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x00\x00\x00", 4,
+                           "not (stage, instance, position, state) quadruples");
+    /* a state that is not bytes */
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x00\x00\x00\x00", 5,
-                           "not (stage, instance, position) triples");
+                           "expected a string");
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x94\x00\x00\x00\xc4\x00", 6);
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x92\xa1x\x01", 4, NULL);
     /* A stage that is not an array, stages beyond the limit. */
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x92\x90\x01", 3, "expected an array");
@@ -857,6 +875,7 @@ Test(proto, oversized_strings_rejected)
     expect_string_limit(EDDY_MSG_DEPLOY, 10, EDDY_ENDPOINT_MAX * 4 - 1);
     expect_string_limit(EDDY_MSG_DEPLOYED, 5, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_ACK, 10, EDDY_ERROR_MAX - 1);
+    expect_string_limit(EDDY_MSG_ACK, 11, EDDY_SOURCE_STATE_MAX); /* source state */
     expect_string_limit(EDDY_MSG_TASK_FAILED, 5, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_REQUEST, 1, EDDY_NAME_MAX - 1);
 
@@ -870,6 +889,20 @@ Test(proto, oversized_strings_rejected)
     expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, pair, n + 2, "string too long");
     free(pair);
     free(s);
+
+    /* Source states inside DEPLOY: at most EDDY_SOURCE_STATE_MAX bytes each. */
+    for (size_t len = EDDY_SOURCE_STATE_MAX; len <= EDDY_SOURCE_STATE_MAX + 1; len++) {
+        s = packed_str(len, 'p', &n);
+        char *quad = malloc(n + 4);
+        memcpy(quad, "\x94\x00\x01\x05", 4);
+        memcpy(quad + 4, s, n);
+        if (len == EDDY_SOURCE_STATE_MAX)
+            expect_splice_accepted(EDDY_MSG_DEPLOY, 14, quad, n + 4);
+        else
+            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, quad, n + 4, "string too long");
+        free(quad);
+        free(s);
+    }
 
     /* Arguments: each at most EDDY_ARG_MAX bytes, at most EDDY_MAX_ARGS. */
     for (size_t len = EDDY_ARG_MAX; len <= EDDY_ARG_MAX + 1; len++) {

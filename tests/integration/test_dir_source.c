@@ -1,0 +1,378 @@
+/* test_dir_source.c - `--input dir:///DIR` end to end with the real binary:
+ * `eddy local --workers 2 --job wordcount` watching a directory, changelog
+ * on stdout.
+ *
+ * - Files (plain and .gz) are there at the start, more are renamed in while
+ *   it runs, a worker is killed with SIGKILL mid-run (after a complete
+ *   checkpoint, pid from `eddy status --json`), more files come after the
+ *   restore. The last +I/+U value of every word in the changelog must equal
+ *   a reference count of all files' text computed here: each line counted
+ *   exactly once by the restored state (the changelog itself may repeat
+ *   updates after a restore, so only final values are compared). Hidden
+ *   and .tmp files are never read. Ctrl-C (SIGINT) then ends the run with
+ *   exit 130 and "interrupted".
+ * - A truncated .gz fails its task with an error naming the file.
+ * - --output with a dir:// input is refused up front. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/clock.h"
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HB_TIMEOUT "3000"
+#else
+#define HB_TIMEOUT "1000"
+#endif
+#define LINES_PER_FILE 6000
+#define MAX_TEXT (64u << 20)
+
+static char *dir;
+static char in_dir[600], in_uri[620], out_path[600], log_path[600];
+static int ports[2];
+static char port_s[16], http_s[16];
+static eddy_proc_t local;
+static char *all_text;   /* the text of every published file, concatenated */
+static size_t all_len;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("dirsrc", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(in_dir, sizeof in_dir, "%s/in", dir);
+    snprintf(in_uri, sizeof in_uri, "dir://%s", in_dir);
+    snprintf(out_path, sizeof out_path, "%s/changelog.txt", dir);
+    snprintf(log_path, sizeof log_path, "%s/local.log", dir);
+    cr_assert(mkdir(in_dir, 0755) == 0);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
+    snprintf(http_s, sizeof http_s, "%d", ports[1]);
+    memset(&local, 0, sizeof local);
+    all_text = calloc(1, MAX_TEXT);
+    all_len = 0;
+    cr_assert(all_text);
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&local, 3000);
+    free(all_text);
+    eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+static char *logs(void)
+{
+    char *l = eddy_read_file(log_path, NULL);
+    return l ? l : strdup("(no log)");
+}
+
+/* ---- input files ----------------------------------------------------------------- */
+
+/* Deterministic lines of words for file number k. */
+static char *file_text(int k, size_t *len)
+{
+    size_t cap = LINES_PER_FILE * 64;
+    char *t = malloc(cap);
+    cr_assert(t);
+    size_t n = 0;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(k + 1);
+    for (int i = 0; i < LINES_PER_FILE; i++) {
+        int words = 1 + i % 6;
+        for (int w = 0; w < words; w++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            n += (size_t)snprintf(t + n, cap - n, "%sw%u", w ? " " : "", (unsigned)(x % 500));
+        }
+        t[n++] = '\n';
+    }
+    *len = n;
+    return t;
+}
+
+/* Writes file k under a hidden name (gzip'd when gz) and renames it to
+ * name: the writers' contract. Its text joins the reference. */
+static void publish(int k, const char *name, bool gz)
+{
+    size_t len;
+    char *t = file_text(k, &len);
+    char tmp[700], final[700];
+    snprintf(tmp, sizeof tmp, "%s/.%s.part", in_dir, name);
+    snprintf(final, sizeof final, "%s/%s", in_dir, name);
+    cr_assert(eddy_write_file(tmp, t, len) == 0);
+    if (gz) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "gzip -c '%s' > '%s.gz.tmp' && mv '%s.gz.tmp' '%s'", tmp, tmp, tmp, tmp);
+        cr_assert_eq(system(cmd), 0);
+    }
+    cr_assert(rename(tmp, final) == 0);
+    cr_assert(all_len + len < MAX_TEXT);
+    memcpy(all_text + all_len, t, len);
+    all_len += len;
+    free(t);
+}
+
+/* A file the source must never read: its words would show in the changelog. */
+static void write_ignored(const char *name)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", in_dir, name);
+    cr_assert(eddy_write_file(path, "ignored_word\n", 13) == 0);
+}
+
+/* ---- status ------------------------------------------------------------------------ */
+
+typedef struct job_view {
+    bool ok;
+    char state[32];
+    int64_t restarts, ck_completed;
+} job_view_t;
+
+static job_view_t job_view(void)
+{
+    job_view_t v = {0};
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    if (j) {
+        v.ok = true;
+        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
+        v.restarts = json_integer_value(json_object_get(j, "restarts"));
+        v.ck_completed = json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
+    }
+    json_decref(st);
+    return v;
+}
+
+typedef struct view_wait {
+    const char *state;
+    int64_t min_completed, min_restarts;
+} view_wait_t;
+
+static bool view_matches(void *arg)
+{
+    view_wait_t *w = arg;
+    if (!eddy_proc_alive(&local))
+        return true;
+    job_view_t v = job_view();
+    return v.ok && !strcmp(v.state, w->state) && v.ck_completed >= w->min_completed &&
+           v.restarts >= w->min_restarts;
+}
+
+static void wait_view(const char *state, int64_t min_completed, int64_t min_restarts, const char *what)
+{
+    view_wait_t w = {state, min_completed, min_restarts};
+    bool ok = eddy_poll_until(view_matches, &w, 60000) && eddy_proc_alive(&local);
+    if (!ok) {
+        char *l = logs();
+        cr_assert_fail("timed out waiting for %s; log:\n%s", what, l);
+    }
+}
+
+/* The pid of an alive worker running tasks. */
+static pid_t busy_worker(void)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    pid_t pid = -1;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (json_is_true(json_object_get(w, "alive")) &&
+            json_integer_value(json_object_get(w, "tasks")) > 0) {
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+            break;
+        }
+    }
+    json_decref(st);
+    return pid;
+}
+
+/* ---- the changelog -------------------------------------------------------------------- */
+
+/* Compares the last +I/+U value of every word with the reference; fills
+ * why with the first difference. */
+static bool changelog_matches(char *why, size_t why_size)
+{
+    size_t n;
+    eddy_wc_entry_t *ref = eddy_reference_counts(all_text, all_len, &n);
+    cr_assert(ref);
+    uint64_t *last = calloc(n + 1, sizeof *last);
+    size_t len = 0;
+    char *log = eddy_read_file(out_path, &len);
+    bool ok = log != NULL;
+    snprintf(why, why_size, "no changelog yet");
+    for (char *line = log, *nl; ok && line < log + len; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(log + len - line));
+        if (!nl)
+            break; /* a partly written last line */
+        /* A worker killed mid-line leaves a torn line, and the next sink's
+         * output goes on right after it: the row is what follows the last
+         * '[' (words here have none). */
+        char *open = memrchr(line, '[', (size_t)(nl - line));
+        if (open && open - line >= 2)
+            line = open - 2;
+        size_t l = (size_t)(nl - line);
+        if (l < 7 || line[l - 1] != ']' || (strncmp(line, "+I[", 3) && strncmp(line, "+U[", 3)))
+            continue;
+        char *sep = NULL;
+        for (char *q = line + l - 2; q > line + 3; q--)
+            if (q[0] == ',' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        cr_assert(sep, "malformed changelog line '%.*s'", (int)l, line);
+        uint32_t wl = (uint32_t)(sep - (line + 3));
+        const char *word = line + 3;
+        size_t lo = 0, hi = n; /* the reference is sorted by memcmp, shorter first */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            uint32_t m = wl < ref[mid].len ? wl : ref[mid].len;
+            int c = memcmp(ref[mid].word, word, m);
+            if (!c)
+                c = ref[mid].len < wl ? -1 : ref[mid].len > wl;
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t k = lo < n && ref[lo].len == wl && !memcmp(ref[lo].word, word, wl) ? lo : n;
+        cr_assert(k < n, "the changelog names a word no published file has: '%.*s'", (int)wl, line + 3);
+        last[k] = strtoull(sep + 2, NULL, 10);
+    }
+    for (size_t k = 0; ok && k < n; k++)
+        if (last[k] != ref[k].count) {
+            snprintf(why, why_size, "word '%.*s': last changelog value %llu, reference %llu",
+                     (int)ref[k].len, ref[k].word, (unsigned long long)last[k],
+                     (unsigned long long)ref[k].count);
+            ok = false;
+        }
+    free(last);
+    free(ref);
+    free(log);
+    return ok;
+}
+
+static bool changelog_final(void *arg)
+{
+    char *why = arg;
+    return changelog_matches(why, 256) || !eddy_proc_alive(&local);
+}
+
+static void start_local(void)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s,
+                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms", "200",
+                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job", "wordcount",
+                    "--input", in_uri, "--parallelism", "2", "--rate", "20000", NULL};
+    cr_assert(eddy_proc_start(&local, argv, out_path, log_path, &err) == 0, "%s", err.msg);
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+Test(dir_source, kill_a_worker_mid_run_counts_each_line_once, .init = setup, .fini = teardown,
+     .timeout = 240)
+{
+    publish(0, "a-0000.txt", false);
+    publish(1, "a-0001.gz", true);
+    write_ignored(".hidden");
+    write_ignored("upload.tmp");
+    start_local();
+    wait_view("running", 1, 0, "a first complete checkpoint");
+
+    publish(2, "b-0002.txt", false);
+    publish(3, "b-0003.txt.gz", true);
+    publish(4, "b-0004.txt", false);
+    wait_view("running", 3, 0, "checkpoints after the second files");
+    pid_t victim = busy_worker();
+    cr_assert_gt(victim, 0, "no worker with tasks in status");
+    cr_assert(kill(victim, SIGKILL) == 0);
+    uint64_t killed = eddy_mono_ms();
+    wait_view("running", 0, 1, "the restore after kill -9");
+    cr_log_info("dir source: restored %llu ms after kill -9 of pid %d",
+                (unsigned long long)(eddy_mono_ms() - killed), (int)victim);
+
+    publish(5, "c-0005.txt", false);
+    publish(6, "0-early-name.gz", true); /* sorts before everything read so far */
+    write_ignored(".late-hidden");
+    char why[256] = "";
+    bool ok = eddy_poll_until(changelog_final, why, 90000) && eddy_proc_alive(&local);
+    if (!ok) {
+        char *l = logs();
+        cr_assert_fail("final counts never matched the reference (%s); log:\n%s", why, l);
+    }
+    job_view_t v = job_view();
+    cr_assert_geq(v.restarts, 1, "no restore happened");
+    cr_log_info("dir source: %zu bytes of input in 7 files, counts exact after %lld restarts",
+                all_len, (long long)v.restarts);
+
+    /* Ctrl-C: a dir job never ends by itself */
+    cr_assert(kill(local.pid, SIGINT) == 0);
+    int rc = eddy_proc_wait(&local, 30000);
+    char *l = logs();
+    cr_assert_eq(rc, 130, "eddy local exited %d after SIGINT; log:\n%s", rc, l);
+    cr_assert(strstr(l, "eddy local: interrupted"), "log:\n%s", l);
+    free(l);
+}
+
+static bool log_has_gz_error(void *arg)
+{
+    (void)arg;
+    char *l = eddy_read_file(log_path, NULL);
+    bool ok = l && strstr(l, "cut.gz: truncated gzip data");
+    free(l);
+    return ok || !eddy_proc_alive(&local);
+}
+
+Test(dir_source, a_truncated_gz_fails_its_task_naming_the_file, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    publish(0, "good.txt", false);
+    char path[700], cmd[4096];
+    snprintf(path, sizeof path, "%s/.whole.gz", in_dir);
+    size_t len;
+    char *t = file_text(1, &len);
+    char plain[700];
+    snprintf(plain, sizeof plain, "%s/.plain", dir);
+    cr_assert(eddy_write_file(plain, t, len) == 0);
+    free(t);
+    snprintf(cmd, sizeof cmd, "gzip -c '%s' | head -c 3000 > '%s' && mv '%s' '%s/cut.gz'", plain, path,
+             path, in_dir);
+    cr_assert_eq(system(cmd), 0);
+    start_local();
+    bool seen = eddy_poll_until(log_has_gz_error, NULL, 60000);
+    char *l = logs();
+    cr_assert(seen && strstr(l, "cut.gz: truncated gzip data"),
+              "no error naming the truncated file; log:\n%s", l);
+    free(l);
+}
+
+Test(dir_source, output_with_a_dir_input_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[700];
+    snprintf(out, sizeof out, "%s/counts.tsv", dir);
+    char *argv[] = {EDDY_BINARY, "local", "--control-port", port_s, "--http-port", "0", "--job",
+                    "wordcount", "--input", in_uri, "--output", out, NULL};
+    char *err_text = NULL;
+    int rc = eddy_proc_run(argv, 30000, NULL, &err_text);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err_text ? err_text : "");
+    cr_assert(strstr(err_text, "never reaches"), "%s", err_text);
+    free(err_text);
+
+    /* and a dir:// that is not a directory */
+    char file_uri[700];
+    snprintf(file_uri, sizeof file_uri, "dir://%s/nothing-here", dir);
+    char *argv2[] = {EDDY_BINARY, "local", "--control-port", port_s, "--http-port", "0", "--job",
+                     "wordcount", "--input", file_uri, NULL};
+    rc = eddy_proc_run(argv2, 30000, NULL, &err_text);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err_text ? err_text : "");
+    cr_assert(strstr(err_text, "cannot watch input directory"), "%s", err_text);
+    free(err_text);
+}
