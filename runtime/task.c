@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "net/partial.h"
 #include "state/group_envelope.h"
 #include "state/keygroup.h"
 #include "runtime/channel_flow.h"
@@ -228,8 +229,10 @@ static void route(eddy_task_t *t, const eddy_record_t *rec)
         uint32_t target = 0;
         switch (grp->edge) {
         case EDDY_EDGE_HASH: {
+            /* A combiner's partial carries its key (net/partial.h). */
             const char *key;
-            uint32_t klen = grp->key_fn(rec, &key);
+            uint32_t klen = rec->kind == EDDY_PARTIAL ? eddy_partial_key(rec, &key)
+                                                      : grp->key_fn(rec, &key);
             uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
             target = grp->owner_of_kg[kg];
             break;
