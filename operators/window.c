@@ -588,6 +588,8 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
     if (!eddy_partial_decode(rec, &key, &klen, &acc, &alen) || alen != c->acc_size || rec->value < 1)
         return eddy_err_set(err, "window '%s': a malformed partial record (%u bytes)", c->kind->name,
                             rec->len);
+    /* The frame puts the accumulator at any offset: merge an aligned copy. */
+    memcpy(op->acc_tmp, acc, c->acc_size);
     uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
     int64_t ts = rec->timestamp;
     bool skipped = true;
@@ -597,7 +599,7 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
         if (window_late(op, w))
             continue;
         skipped = false;
-        if (merge_into_window(op, kg, key, klen, w, acc, out, err) < 0)
+        if (merge_into_window(op, kg, key, klen, w, op->acc_tmp, out, err) < 0)
             return -1;
     }
     if (skipped && ts <= op->wm && op->late_records)
