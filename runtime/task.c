@@ -503,6 +503,18 @@ static void advance_watermark(eddy_task_t *t, int64_t wm)
     t->idle_out = false;
 }
 
+static void flush_chain(eddy_task_t *t);
+
+/* The idle status goes downstream behind everything emitted before it,
+ * also what a pre-aggregation held back: downstream stops waiting for this
+ * channel, so held records sent later would be judged late there. */
+static void broadcast_idle(eddy_task_t *t)
+{
+    flush_chain(t);
+    t->idle_out = true;
+    broadcast_watermark(t, t->watermark, true);
+}
+
 /* Sources: the bounded-out-of-orderness watermark, every interval, and the
  * idle status after idle_ms without a record. */
 static void source_watermark(eddy_task_t *t, uint64_t now_ns)
@@ -520,10 +532,8 @@ static void source_watermark(eddy_task_t *t, uint64_t now_ns)
         }
     }
     if (et->idle_ms > 0 && !t->idle_out &&
-        now_ns - t->last_record_ns >= (uint64_t)et->idle_ms * 1000000u) {
-        t->idle_out = true;
-        broadcast_watermark(t, t->watermark, true);
-    }
+        now_ns - t->last_record_ns >= (uint64_t)et->idle_ms * 1000000u)
+        broadcast_idle(t);
 }
 
 static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
@@ -1313,10 +1323,8 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         if (e->msg.idle) {
             if (eddy_wm_valve_idle(t->valve, ch, &wm))
                 advance_watermark(t, wm);
-            if (eddy_wm_valve_all_idle(t->valve) && !t->idle_out) {
-                t->idle_out = true;
-                broadcast_watermark(t, t->watermark, true);
-            }
+            if (eddy_wm_valve_all_idle(t->valve) && !t->idle_out)
+                broadcast_idle(t);
         } else if (eddy_wm_valve_watermark(t->valve, ch, e->msg.watermark, &wm)) {
             advance_watermark(t, wm);
         }

@@ -47,6 +47,8 @@ typedef struct host {
     int64_t watermarks[64];
     eddy_snapshot_store_t *store;   /* when set, snapshot units are written to it */
     int64_t acked_position;         /* of the last ACK */
+    uint32_t seq;                   /* messages' order: records and idle statuses */
+    uint32_t last_record_seq, last_idle_seq;
     uint32_t done_reports;
     sent_record_t sent[HOST_MAX_RECORDS];
     uint32_t n_sent;
@@ -61,6 +63,8 @@ static void count_message(host_t *h, char *data, size_t len)
             h->credits_returned += msg.credit;
         if (msg.type == EDDY_DATA_WATERMARK && !msg.idle && h->n_watermarks < 64)
             h->watermarks[h->n_watermarks++] = msg.watermark;
+        if (msg.type == EDDY_DATA_WATERMARK && msg.idle)
+            h->last_idle_seq = ++h->seq;
         eddy_record_t rec;
         while (msg.type == EDDY_DATA_BATCH && eddy_data_next_record(&msg, &rec, &err) == 1) {
             cr_assert_lt(h->n_sent, HOST_MAX_RECORDS);
@@ -70,6 +74,7 @@ static void count_message(host_t *h, char *data, size_t len)
             s->value = rec.value;
             s->timestamp = rec.timestamp;
             s->dst_stage = msg.channel.dst_stage;
+            h->last_record_seq = ++h->seq;
         }
         eddy_data_msg_close(&msg);
     }
@@ -575,12 +580,13 @@ static int ts_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *
 {
     (void)err;
     ts_source_t *s = self;
-    for (uint32_t i = 0; i < max && s->pos < s->end; i++, s->pos++) {
+    uint32_t n = 0;
+    for (; n < max && s->pos < s->end; n++, s->pos++) {
         eddy_record_t r = eddy_record_make("e", 1, s->pos);
         r.timestamp = event_ts[s->pos];
         eddy_emit(out, &r);
     }
-    return EDDY_SOURCE_IDLE;
+    return n ? 1 : EDDY_SOURCE_IDLE;
 }
 
 static int64_t ts_position(void *self) { return ((ts_source_t *)self)->pos; }
@@ -665,4 +671,71 @@ Test(task, a_restored_source_resumes_from_its_checkpointed_watermark)
     eddy_snapshot_store_destroy(&f.host.store);
     eddy_test_rm_rf(dir);
     free(dir);
+}
+
+/* ---- an idle status goes behind what a pre-aggregation held ------------- */
+
+/* Holds every record until flush() (like a combiner). */
+typedef struct holder {
+    char data[HOST_MAX_RECORDS][16];
+    uint32_t n;
+} holder_t;
+
+static holder_t holder;
+
+static void *holder_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)err;
+    memset(&holder, 0, sizeof holder);
+    return &holder;
+}
+
+static int holder_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                          eddy_err_t *err)
+{
+    (void)out;
+    (void)err;
+    holder_t *h = self;
+    cr_assert_lt(h->n, HOST_MAX_RECORDS);
+    snprintf(h->data[h->n++], sizeof h->data[0], "%.*s", (int)rec->len, rec->data);
+    return 0;
+}
+
+static int holder_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)err;
+    holder_t *h = self;
+    for (uint32_t i = 0; i < h->n; i++) {
+        eddy_record_t r = eddy_record_make(h->data[i], (uint32_t)strlen(h->data[i]), 1);
+        eddy_emit(out, &r);
+    }
+    h->n = 0;
+    return 0;
+}
+
+static const eddy_operator_ops_t holder_ops = {
+    .kind = "holder", .open = holder_open, .process = holder_process, .flush = holder_flush};
+
+Test(task, an_idle_status_follows_what_the_chain_held_back)
+{
+    fixture_t f;
+    fixture_init(&f, (const eddy_operator_ops_t *const[]){&capture_ops}, 1);
+    eddy_err_t err = {{0}};
+    int64_t available = 2;
+    f.graph.stages[0].source = &ts_source_ops;
+    f.graph.stages[0].source_config = &available;
+    f.graph.stages[0].event_time =
+        (eddy_event_time_t){.enabled = true, .interval_ms = 1000000, .idle_ms = 1};
+    cr_assert_eq(eddy_graph_chain(&f.graph, 0, &holder_ops, NULL, &err), 0, "%s", err.msg);
+    uint64_t clock = eddy_mono_ns();
+    eddy_task_t *t = source_task(&f, 0, -1);
+    run_source(t, &clock);
+    cr_assert_neq(f.host.last_idle_seq, 0, "the source never went idle");
+    cr_assert_eq(f.host.n_sent, 2, "the held records were not sent before the idle status");
+    cr_assert_lt(f.host.last_record_seq, f.host.last_idle_seq,
+                 "a held record went out after the idle status (record %u, idle %u)",
+                 f.host.last_record_seq, f.host.last_idle_seq);
+    eddy_task_destroy(&t);
+    eddy_graph_clear(&f.graph);
 }
