@@ -176,7 +176,9 @@ typedef struct eddy_operator_ops {
      * selector as ctx->key_fn, at the end of the stage feeding the keyed
      * step (when that stage feeds nothing else); it sends EDDY_PARTIAL
      * records, flushed before every barrier and watermark and at end of
-     * input, so it holds no state across a checkpoint. */
+     * input, so it holds no state across a checkpoint. A partial's data is
+     * the frame of net/partial.h (key, accumulator bytes); it is routed by
+     * that key, so the keyed step reads its key from the frame too. */
     const struct eddy_operator_ops *(*combiner)(const void *config);
     /* process() also gets EDDY_LATE records (see above); false: they pass
      * this operator by unseen. */

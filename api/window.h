@@ -21,6 +21,14 @@
  *   time        "event" (default) | "processing"
  *   lateness_ms allowed lateness >= 0, event time only; default 0
  *   late        "drop" (default) | "emit"
+ *   combine     true (default) | false: local-global aggregation. With an
+ *               accumulator that merges (reduce, or an aggregate with
+ *               merge; both associative and commutative), event time,
+ *               tumbling or sliding, lateness_ms 0 and late "drop", eddy
+ *               chains a combiner before the shuffle that folds records per
+ *               key and pane and sends partial accumulators; results and
+ *               late counts are exactly those without it. Elsewhere no
+ *               combiner is used (operators/window.c says why).
  *
  * Windows are [start, end). Tumbling: start = ts - ((ts - offset) mod size)
  * (mod >= 0, also for negative times). Sliding: every window of `size`

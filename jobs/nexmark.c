@@ -404,16 +404,21 @@ typedef struct nexmark_flags {
     uint64_t events, seed;
     int64_t max_delay_ms, disorder_ms, idle_ms;
     uint32_t parallelism, max_parallelism;
+    bool no_combine;
 } nexmark_flags_t;
 
-/* late: the window sends its late records on (for --late-output). */
-static eddy_config_t *window_config(const char *assigner, int64_t size, int64_t slide,
+/* late: the window sends its late records on (for --late-output).
+ * Windows pre-aggregate before the shuffle where that is exact (q5's
+ * counts, api/window.h "combine") unless --no-local-aggregation. */
+static eddy_config_t *window_config(bool combine, const char *assigner, int64_t size, int64_t slide,
                                     const char *time, bool late)
 {
     eddy_config_t *c = eddy_config_new();
     if (!c)
         return NULL;
     eddy_config_set_str(c, "assigner", assigner);
+    if (!combine)
+        eddy_config_set_bool(c, "combine", false);
     if (late)
         eddy_config_set_str(c, "late", "emit");
     if (!strcmp(assigner, "session"))
@@ -496,7 +501,7 @@ static eddy_stream_t add_join(eddy_stream_t rows, const char *uid, const char *k
                          uid, kind, config);
 }
 
-static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
+static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late, bool combine,
                                bool *final_table)
 {
     late = late && may_be_late(q);
@@ -528,23 +533,23 @@ static eddy_stream_t add_query(eddy_stream_t events, const char *q, bool late,
     if (!strcmp(q, "q5")) {
         eddy_stream_t counts = eddy_window(eddy_key_by(rows, "nexmark_key"), "bids_per_auction",
                                            "nexmark_q5_counts",
-                                           window_config("sliding", WINDOW_MS, SLIDE_MS, "event", late));
+                                           window_config(combine, "sliding", WINDOW_MS, SLIDE_MS, "event", late));
         return eddy_window(eddy_key_by(counts, "tab_prefix"), "hottest", "nexmark_q5_hottest",
-                           window_config("tumbling", SLIDE_MS, 0, "event", late));
+                           window_config(combine, "tumbling", SLIDE_MS, 0, "event", late));
     }
     if (!strcmp(q, "q7")) {
         eddy_stream_t local = eddy_window(eddy_key_by(rows, "tab_prefix"), "max_per_auction",
                                           "nexmark_q7_local",
-                                          window_config("tumbling", WINDOW_MS, 0, "event", late));
+                                          window_config(combine, "tumbling", WINDOW_MS, 0, "event", late));
         return eddy_window(eddy_key_by(local, "tab_prefix"), "highest_bids", "nexmark_q7_global",
-                           window_config("tumbling", WINDOW_MS, 0, "event", late));
+                           window_config(combine, "tumbling", WINDOW_MS, 0, "event", late));
     }
     if (!strcmp(q, "q11"))
         return eddy_window(eddy_key_by(rows, "nexmark_key"), "sessions", "nexmark_bidder_count",
-                           window_config("session", SESSION_GAP_MS, 0, "event", late));
+                           window_config(combine, "session", SESSION_GAP_MS, 0, "event", late));
     /* q12: processing time, nothing is late */
     return eddy_window(eddy_key_by(rows, "whole_record"), "bids_per_bidder", "nexmark_bidder_count",
-                       window_config("tumbling", WINDOW_MS, 0, "processing", false));
+                       window_config(combine, "tumbling", WINDOW_MS, 0, "processing", false));
 }
 
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
@@ -570,6 +575,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
                       "parallelism of every step (2)"),
         EDDY_FLAG_U32("max-parallelism", &f.max_parallelism, 1, EDDY_MAX_KEY_GROUPS, "K",
                       "key groups (128)"),
+        EDDY_FLAG_SWITCH("no-local-aggregation", &f.no_combine,
+                         "shuffle every event to the windows and the result table"),
         EDDY_FLAG_END,
     };
     int rc = eddy_flags_parse(flags, argc, argv, NULL, NULL, err);
@@ -598,7 +605,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     eddy_builder_set_max_parallelism(b, f.max_parallelism);
     eddy_builder_set_default_parallelism(b, f.parallelism);
     bool final_table;
-    eddy_stream_t rows = add_query(add_source(b, &f), f.query, f.late_output != NULL, &final_table);
+    eddy_stream_t rows = add_query(add_source(b, &f), f.query, f.late_output != NULL,
+                                   !f.no_combine, &final_table);
     if (f.late_output) {
         /* Late records pass every later step unseen (api/operator.h) and
          * leave the last one with its rows; a second reader of that step
@@ -607,6 +615,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         eddy_config_t *lc = eddy_config_new(), *out = eddy_config_new();
         if (lc)
             eddy_config_set_str(lc, "emit", "final");
+        if (lc && f.no_combine)
+            eddy_config_set_bool(lc, "combine", false);
         if (out && (eddy_config_set_str(out, "path", f.late_output) < 0 ||
                     eddy_config_set_str(out, "format", "lines") < 0))
             eddy_builder_fail(b, "--late-output path is too long");
@@ -625,6 +635,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
             eddy_config_t *cc = eddy_config_new();
             if (cc)
                 eddy_config_set_str(cc, "emit", "final");
+            if (cc && f.no_combine)
+                eddy_config_set_bool(cc, "combine", false);
             rows = eddy_aggregate(eddy_key_by(rows, "whole_record"), "collect", "nexmark_count", cc);
             if (out)
                 eddy_config_set_str(out, "format", "lines");
@@ -652,6 +664,8 @@ static const eddy_job_kind_t nexmark_job = {
              "                                 sorted, written at end of input (without it they are\n"
              "                                 dropped; both ways counted in eddy_late_records_total)\n"
              "  --parallelism P                instances of every step (default 2)\n"
+             "  --no-local-aggregation         no pre-aggregation before the shuffle (on by\n"
+             "                                 default where exact: q5's counts, the result table)\n"
              "  --max-parallelism K            key groups (default 128)\n",
     .build = build,
 };

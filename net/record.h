@@ -15,7 +15,7 @@ typedef enum eddy_row_kind {
     EDDY_UPDATE_AFTER = 2,  /* +U */
     EDDY_DELETE = 3,        /* -D */
     EDDY_LATE = 4,          /* a record too late for its windows, on its way to a late output */
-    EDDY_PARTIAL = 5,       /* a pre-aggregated accumulator (value) for the key in data */
+    EDDY_PARTIAL = 5,       /* a combiner's pre-aggregated accumulator (net/partial.h frame) */
     EDDY_ROW_KIND_MAX = EDDY_PARTIAL
 } eddy_row_kind_t;
 

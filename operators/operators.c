@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "net/partial.h"
 #include "state/keygroup.h"
 
 /* ---- flat_map / filter -------------------------------------------------- */
@@ -135,8 +136,12 @@ static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collecto
 {
     aggregate_op_t *op = self;
     const eddy_aggregate_config_t *cfg = op->cfg;
-    const char *key;
-    uint32_t klen = op->key_fn(rec, &key);
+    const char *key, *payload;
+    uint32_t klen, plen;
+    if (rec->kind != EDDY_PARTIAL)
+        klen = op->key_fn(rec, &key);
+    else if (!cfg->merge || !eddy_partial_decode(rec, &key, &klen, &payload, &plen) || plen)
+        return eddy_err_set(err, "aggregate: a malformed partial record (%u bytes)", rec->len);
     uint64_t hash = eddy_key_hash(key, klen);
     uint32_t kg = eddy_key_group_of_hash(hash, op->max_parallelism);
     bool created;
@@ -159,7 +164,7 @@ static int aggregate_process(void *self, const eddy_record_t *rec, eddy_collecto
     }
     if (created && cfg->init)
         cfg->init(acc);
-    if (rec->kind == EDDY_PARTIAL && cfg->merge) {
+    if (rec->kind == EDDY_PARTIAL) {
         /* A combiner's partial accumulator (only sent where exact: FINAL). */
         cfg->merge(acc, &rec->value);
         return 0;
@@ -233,12 +238,17 @@ typedef struct combiner_op {
     const eddy_aggregate_config_t *cfg;
     eddy_key_fn key_fn;
     eddy_keyed_state_t *acc; /* one "key group": everything since the last flush */
+    char *frame;             /* a partial's data (net/partial.h) */
+    size_t frame_cap;
+    eddy_collector_t *out;   /* while flushing */
+    bool oom;
 } combiner_op_t;
 
 static void combiner_close(void *self)
 {
     combiner_op_t *op = self;
     eddy_keyed_state_destroy(&op->acc);
+    free(op->frame);
     free(op);
 }
 
@@ -264,16 +274,30 @@ static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
 
 static void emit_partial(void *ctx, const void *key, uint32_t key_len, void *value)
 {
-    eddy_record_t rec = {key, key_len, EDDY_PARTIAL, *(int64_t *)value, 0};
-    eddy_emit(ctx, &rec);
+    combiner_op_t *op = ctx;
+    size_t need = eddy_partial_size(key_len, 0);
+    if (need > op->frame_cap) {
+        char *p = realloc(op->frame, need);
+        if (!p) {
+            op->oom = true;
+            return;
+        }
+        op->frame = p;
+        op->frame_cap = need;
+    }
+    uint32_t len = eddy_partial_encode(op->frame, key, key_len, NULL, 0);
+    eddy_record_t rec = {op->frame, len, EDDY_PARTIAL, *(int64_t *)value, 0};
+    eddy_emit(op->out, &rec);
 }
 
 static int combiner_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
 {
-    (void)err;
     combiner_op_t *op = self;
-    eddy_keyed_state_foreach(op->acc, 0, emit_partial, out);
+    op->out = out;
+    eddy_keyed_state_foreach(op->acc, 0, emit_partial, op);
     eddy_keyed_state_drop_group(op->acc, 0);
+    if (op->oom)
+        return eddy_err_set(err, "out of memory in the combiner");
     return 0;
 }
 
@@ -285,8 +309,12 @@ static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector
         eddy_emit(out, rec); /* retractions and late records pass as they are */
         return 0;
     }
-    const char *key;
-    uint32_t klen = op->key_fn(rec, &key);
+    const char *key, *payload;
+    uint32_t klen, plen;
+    if (rec->kind != EDDY_PARTIAL)
+        klen = op->key_fn(rec, &key);
+    else if (!eddy_partial_decode(rec, &key, &klen, &payload, &plen) || plen)
+        return eddy_err_set(err, "combiner: a malformed partial record (%u bytes)", rec->len);
     bool created;
     int64_t *acc = eddy_keyed_state_upsert(op->acc, 0, eddy_key_hash(key, klen), key, klen, &created);
     if (!acc)

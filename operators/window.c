@@ -26,6 +26,7 @@
 #include "api/window.h"
 #include "common/clock.h"
 #include "net/mpcodec.h"
+#include "net/partial.h"
 #include "plan/registry.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
@@ -56,6 +57,8 @@ typedef struct window_conf {
     int64_t size, slide, offset, gap, lateness;
     bool processing;
     bool emit_late;
+    bool combine;    /* config "combine": local pre-aggregation where exact */
+    int64_t pane;    /* the combiner's unit of time: gcd(size, slide) */
     size_t acc_size; /* bytes of an accs value */
 } window_conf_t;
 
@@ -540,11 +543,77 @@ static int add_to_window(window_op_t *op, uint32_t kg, const char *key, uint32_t
     return 0;
 }
 
+/* Folds a combiner's partial accumulator into window w of the key: what
+ * add_to_window does for each of the records it stands for. */
+static int merge_into_window(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                             eddy_window_t w, const void *partial, eddy_collector_t *out,
+                             eddy_err_t *err)
+{
+    uint32_t n = acc_key(op, key, klen, w);
+    bool created = false;
+    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
+                                            op->scratch, n, &created)
+                  : NULL;
+    if (!acc)
+        return eddy_err_set(err, "window: out of memory in window state");
+    if (created)
+        memcpy(acc, partial, op->c->acc_size);
+    else if (op->c->store == STORE_REDUCE)
+        *(int64_t *)acc = op->udf->reduce(*(int64_t *)acc, *(const int64_t *)partial);
+    else
+        op->udf->aggregate.merge(acc, partial);
+    if (created && timers_for_new_window(op, kg, key, klen, w, err) < 0)
+        return -1;
+    if (max_ts(w) <= op->wm)
+        fire(op, out, kg, key, klen, w, w);
+    return 0;
+}
+
+static bool combinable(const window_conf_t *c);
+
+/* A partial from the combiner (see "local pre-aggregation" below): the
+ * accumulator of value records of one pane, timestamped with the pane's
+ * start. Every record of a pane belongs to the same windows, so the partial
+ * is judged like one of them, at this operator's own watermark, and at
+ * once: late for all its windows, its records count as late; otherwise it
+ * joins exactly the windows that are not late. */
+static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collector_t *out,
+                          eddy_err_t *err)
+{
+    const window_conf_t *c = op->c;
+    const char *key, *acc;
+    uint32_t klen, alen;
+    if (!combinable(c))
+        return eddy_err_set(err, "window '%s' got a partial record it takes none of", c->kind->name);
+    if (!eddy_partial_decode(rec, &key, &klen, &acc, &alen) || alen != c->acc_size || rec->value < 1)
+        return eddy_err_set(err, "window '%s': a malformed partial record (%u bytes)", c->kind->name,
+                            rec->len);
+    /* The frame puts the accumulator at any offset: merge an aligned copy. */
+    memcpy(op->acc_tmp, acc, c->acc_size);
+    uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
+    int64_t ts = rec->timestamp;
+    bool skipped = true;
+    for (__int128 start = window_start(ts, c->offset, c->slide); start > (__int128)ts - c->size;
+         start -= c->slide) {
+        eddy_window_t w = {sat64(start), sat64(start + c->size)};
+        if (window_late(op, w))
+            continue;
+        skipped = false;
+        if (merge_into_window(op, kg, key, klen, w, op->acc_tmp, out, err) < 0)
+            return -1;
+    }
+    if (skipped && ts <= op->wm && op->late_records)
+        *op->late_records += (uint64_t)rec->value;
+    return 0;
+}
+
 static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
                           eddy_err_t *err)
 {
     window_op_t *op = self;
     const window_conf_t *c = op->c;
+    if (rec->kind == EDDY_PARTIAL)
+        return window_partial(op, rec, out, err);
     const char *key;
     uint32_t klen = op->key_fn(rec, &key);
     uint64_t h = eddy_key_hash(key, klen);
@@ -1010,6 +1079,196 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
     return 0;
 }
 
+/* ---- local pre-aggregation (combiner) ------------------------------------ */
+
+/* Local-global aggregation for windows (api/operator.h "combiner"): chained
+ * before the shuffle, the combiner folds records per (key, pane), a pane
+ * being a slice of gcd(size, slide) of time aligned to the offset, so that
+ * every record of a pane belongs to the same windows; it sends one
+ * EDDY_PARTIAL per (key, pane): the accumulator as bytes, the number of
+ * records as value, the pane's start as timestamp. It flushes before every
+ * watermark and barrier it lets pass and at end of input, so it holds no
+ * state across a checkpoint and the window operator gets each partial
+ * before any watermark that followed its records.
+ *
+ * Exactness: the combiner judges nothing late itself. It cannot know the
+ * watermark the window operator will have (another channel's watermark,
+ * an idle channel's return or a restored key group's watermark may put it
+ * ahead of this task's), so the window operator judges each partial at its
+ * own watermark, at once, as it would each of the pane's records in turn:
+ * late for every window, all of them count as late; otherwise the
+ * accumulator joins exactly the windows that are not late. That holds only
+ * where a record's fate does not depend on its own timestamp within its
+ * pane nor on being seen one by one, hence the combiner only where
+ * - event time: a processing-time window assigns a record by the window
+ *   operator's clock when it arrives, which the combiner cannot know;
+ * - tumbling or sliding: a session's extent (and whether a record is late
+ *   for it) depends on the order records merge in, which a pre-merged
+ *   session would hide;
+ * - an accumulator with merge (reduce or aggregate.merge; both must be
+ *   associative and commutative, as Flink requires): element lists have no
+ *   merge and a process function must see every element;
+ * - lateness_ms = 0: within a lateness each late record fires the window
+ *   again, and a partial would fire it once;
+ * - late = "drop": late = "emit" sends every late record on unchanged, and
+ *   a partial no longer has them.
+ * Records belonging to no window (sliding with slide > size) pass as they
+ * are, as do records whose pane is near the int64 limits (windows saturate
+ * there), and partials are not combined again. */
+#define COMBINER_MAX_KEYS 16384u
+#define COMBINER_TS_LIMIT (INT64_C(1) << 62)
+
+static bool combinable(const window_conf_t *c)
+{
+    if (c->processing || c->assigner == ASSIGN_SESSION || c->lateness != 0 || c->emit_late)
+        return false;
+    return c->store == STORE_REDUCE || (c->store == STORE_AGGREGATE && c->kind->udf.aggregate.merge);
+}
+
+typedef struct combiner {
+    const window_conf_t *c;
+    const eddy_window_udf_t *udf;
+    eddy_key_fn key_fn;
+    eddy_keyed_state_t *panes; /* key ++ pane start -> record count ++ accumulator */
+    char *scratch;             /* a lookup key, then a partial's frame */
+    size_t scratch_cap;
+    eddy_collector_t *out;     /* while flushing */
+    bool oom;
+} combiner_t;
+
+static bool scratch_fit(combiner_t *cb, size_t need)
+{
+    if (need <= cb->scratch_cap)
+        return true;
+    char *p = realloc(cb->scratch, need);
+    if (!p)
+        return false;
+    cb->scratch = p;
+    cb->scratch_cap = need;
+    return true;
+}
+
+static void combiner_close(void *self)
+{
+    combiner_t *cb = self;
+    if (!cb)
+        return;
+    eddy_keyed_state_destroy(&cb->panes);
+    free(cb->scratch);
+    free(cb);
+}
+
+static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    if (!ctx->key_fn || !ctx->config) {
+        eddy_err_set(err, "a window combiner needs the window's config and key selector");
+        return NULL;
+    }
+    const window_conf_t *c = ctx->config;
+    combiner_t *cb = calloc(1, sizeof *cb);
+    if (cb)
+        cb->panes = eddy_keyed_state_new(1, sizeof(int64_t) + c->acc_size);
+    if (!cb || !cb->panes) {
+        combiner_close(cb);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    cb->c = c;
+    cb->udf = &c->kind->udf;
+    cb->key_fn = ctx->key_fn;
+    return cb;
+}
+
+static void emit_pane(void *ctx, const void *k, uint32_t k_len, void *value)
+{
+    combiner_t *cb = ctx;
+    uint32_t klen = k_len - 8;
+    if (!scratch_fit(cb, eddy_partial_size(klen, cb->c->acc_size))) {
+        cb->oom = true;
+        return;
+    }
+    int64_t count;
+    memcpy(&count, value, sizeof count);
+    uint32_t len = eddy_partial_encode(cb->scratch, k, klen, (const char *)value + sizeof count,
+                                       cb->c->acc_size);
+    eddy_record_t rec = {cb->scratch, len, EDDY_PARTIAL, count,
+                         get_be64((const unsigned char *)k + klen)};
+    eddy_emit(cb->out, &rec);
+}
+
+static int combiner_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    combiner_t *cb = self;
+    cb->out = out;
+    eddy_keyed_state_foreach(cb->panes, 0, emit_pane, cb);
+    eddy_keyed_state_drop_group(cb->panes, 0);
+    cb->out = NULL;
+    if (cb->oom)
+        return eddy_err_set(err, "out of memory in the window combiner");
+    return 0;
+}
+
+static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                            eddy_err_t *err)
+{
+    combiner_t *cb = self;
+    const window_conf_t *c = cb->c;
+    int64_t ts = rec->timestamp;
+    if (rec->kind == EDDY_PARTIAL || rec->kind == EDDY_LATE || ts < -COMBINER_TS_LIMIT ||
+        ts > COMBINER_TS_LIMIT || window_start(ts, c->offset, c->slide) <= (__int128)ts - c->size) {
+        eddy_emit(out, rec);
+        return 0;
+    }
+    int64_t pane = (int64_t)window_start(ts, c->offset, c->pane);
+    const char *key;
+    uint32_t klen = cb->key_fn(rec, &key);
+    if (!scratch_fit(cb, (size_t)klen + 8))
+        return eddy_err_set(err, "out of memory in the window combiner");
+    if (klen)
+        memcpy(cb->scratch, key, klen);
+    put_be64((unsigned char *)cb->scratch + klen, pane);
+    bool created;
+    char *v = eddy_keyed_state_upsert(cb->panes, 0, eddy_key_hash(cb->scratch, klen + 8),
+                                      cb->scratch, klen + 8, &created);
+    if (!v)
+        return eddy_err_set(err, "out of memory in the window combiner");
+    int64_t count;
+    memcpy(&count, v, sizeof count);
+    count++;
+    memcpy(v, &count, sizeof count);
+    void *acc = v + sizeof count;
+    if (c->store == STORE_REDUCE) {
+        int64_t a;
+        memcpy(&a, acc, sizeof a);
+        a = created ? rec->value : cb->udf->reduce(a, rec->value);
+        memcpy(acc, &a, sizeof a);
+    } else {
+        if (created && cb->udf->aggregate.create)
+            cb->udf->aggregate.create(acc);
+        cb->udf->aggregate.add(acc, rec);
+    }
+    if (created && eddy_keyed_state_keys(cb->panes) >= COMBINER_MAX_KEYS)
+        return combiner_flush(cb, out, err);
+    return 0;
+}
+
+static int combiner_watermark(void *self, int64_t wm, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)wm;
+    return combiner_flush(self, out, err);
+}
+
+static const eddy_operator_ops_t window_combiner_ops = {
+    .kind = "window_combiner", .open = combiner_open, .process = combiner_process,
+    .finish = combiner_flush, .close = combiner_close, .watermark = combiner_watermark,
+    .flush = combiner_flush};
+
+static const eddy_operator_ops_t *window_combiner(const void *config)
+{
+    const window_conf_t *c = config;
+    return c->combine && combinable(c) ? &window_combiner_ops : NULL;
+}
+
 static const eddy_operator_ops_t window_ops = {
     .kind = "window",
     .open = window_open,
@@ -1021,6 +1280,7 @@ static const eddy_operator_ops_t window_ops = {
     .write_group = window_write_group,
     .read_group = window_read_group,
     .drop_group = window_drop_group,
+    .combiner = window_combiner,
 };
 
 /* ---- configuration ------------------------------------------------------ */
@@ -1052,6 +1312,16 @@ static int get_str(const eddy_config_t *cfg, const char *kind, const char *key, 
         return eddy_err_set(err, "window '%s': '%s' must be a string", kind, key);
     *v = eddy_config_str(cfg, key, dflt);
     return 0;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
 }
 
 static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window_conf_t *c,
@@ -1121,6 +1391,11 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
                             c->lateness);
     if (c->processing && eddy_config_has(cfg, "lateness_ms"))
         return eddy_err_set(err, "window '%s': 'lateness_ms' applies to event time only", name);
+    int ct = config_type(cfg, "combine");
+    if (ct >= 0 && ct != EDDY_CONFIG_BOOL)
+        return eddy_err_set(err, "window '%s': 'combine' must be a boolean", name);
+    c->combine = eddy_config_bool(cfg, "combine", true);
+    c->pane = c->assigner == ASSIGN_SESSION ? 0 : gcd64(c->size, c->slide);
     if (!strcmp(late, "drop"))
         c->emit_late = false;
     else if (!strcmp(late, "emit"))

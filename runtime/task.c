@@ -14,8 +14,10 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "net/partial.h"
 #include "state/group_envelope.h"
 #include "state/keygroup.h"
+#include "state/source_time.h"
 #include "runtime/channel_flow.h"
 #include "runtime/watermark_valve.h"
 
@@ -243,8 +245,10 @@ static void route(eddy_task_t *t, const eddy_record_t *rec)
         uint32_t target = 0;
         switch (grp->edge) {
         case EDDY_EDGE_HASH: {
+            /* A combiner's partial carries its key (net/partial.h). */
             const char *key;
-            uint32_t klen = grp->key_fn(rec, &key);
+            uint32_t klen = rec->kind == EDDY_PARTIAL ? eddy_partial_key(rec, &key)
+                                                      : grp->key_fn(rec, &key);
             uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
             target = grp->owner_of_kg[kg];
             break;
@@ -561,6 +565,18 @@ static void advance_watermark(eddy_task_t *t, int64_t wm)
     t->idle_out = false;
 }
 
+static void flush_chain(eddy_task_t *t);
+
+/* The idle status goes downstream behind everything emitted before it,
+ * also what a pre-aggregation held back: downstream stops waiting for this
+ * channel, so held records sent later would be judged late there. */
+static void broadcast_idle(eddy_task_t *t)
+{
+    flush_chain(t);
+    t->idle_out = true;
+    broadcast_watermark(t, t->watermark, true);
+}
+
 /* Sources: the bounded-out-of-orderness watermark, every interval, and the
  * idle status after idle_ms without a record. */
 static void source_watermark(eddy_task_t *t, uint64_t now_ns)
@@ -578,10 +594,8 @@ static void source_watermark(eddy_task_t *t, uint64_t now_ns)
         }
     }
     if (et->idle_ms > 0 && !t->idle_out &&
-        now_ns - t->last_record_ns >= (uint64_t)et->idle_ms * 1000000u) {
-        t->idle_out = true;
-        broadcast_watermark(t, t->watermark, true);
-    }
+        now_ns - t->last_record_ns >= (uint64_t)et->idle_ms * 1000000u)
+        broadcast_idle(t);
 }
 
 static int run_finish_chain(eddy_task_t *t, eddy_err_t *err)
@@ -742,6 +756,55 @@ static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint
     return u;
 }
 
+/* A source's event-time progress as a one-group unit (state/source_time.h):
+ * written and made durable by the snapshot writer before the ACK goes, so a
+ * completed checkpoint always has it. Migration snapshots get it too (no
+ * fsync, like their key groups): a task restored from one resumes from it. */
+static eddy_snapshot_unit_t *source_time_unit(eddy_task_t *t, uint64_t checkpoint, bool migration,
+                                              eddy_err_t *err)
+{
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(1);
+    eddy_source_time_t st = {t->watermark, t->max_timestamp};
+    if (u)
+        u->data[0] = eddy_source_time_encode(&st, &u->lens[0]);
+    if (!u || !u->data[0]) {
+        if (u)
+            eddy_snapshot_unit_free(u);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    snprintf(u->root, sizeof u->root, "%s", eddy_snapshot_store_root(t->env->store));
+    snprintf(u->job, sizeof u->job, "%s", t->job_id);
+    snprintf(u->op, sizeof u->op, "%s", t->def->name);
+    u->checkpoint = checkpoint;
+    u->durable = !migration;
+    u->groups[0] = t->instance;
+    u->n_groups = 1;
+    return u;
+}
+
+/* A source resuming from a checkpoint resumes its event time too: its
+ * watermark never goes below one it emitted before (Flink keeps the
+ * watermark in the source's checkpointed state for the same reason). */
+static int restore_source_time(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
+{
+    char *data;
+    size_t len;
+    if (eddy_snapshot_store_read_group(t->env->store, t->job_id, checkpoint, t->def->name,
+                                       t->instance, &data, &len, err) < 0)
+        return eddy_err_wrap(err, "source %s[%u]: event time of checkpoint %llu", t->def->name,
+                             t->instance, (unsigned long long)checkpoint);
+    eddy_source_time_t st;
+    int rc = eddy_source_time_decode(data, len, &st, err);
+    free(data);
+    if (rc < 0)
+        return eddy_err_wrap(err, "source %s[%u]: checkpoint %llu", t->def->name, t->instance,
+                             (unsigned long long)checkpoint);
+    t->watermark = st.watermark;
+    t->max_timestamp = st.max_timestamp;
+    return 0;
+}
+
 /* Operators that hold back output emit it, so it travels ahead of the
  * barrier and no checkpoint depends on what they held. */
 static void flush_chain(eddy_task_t *t)
@@ -811,6 +874,12 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         for (uint32_t i = 0; unit && i < unit->n_groups; i++)
             ack.u.ack.bytes_written += unit->lens[i];
         ack.u.ack.files_written = unit ? unit->n_groups : 0;
+    }
+    if (t->source && t->def->event_time.enabled && t->env->store && !ack.u.ack.error[0]) {
+        eddy_err_t err = {{0}};
+        unit = source_time_unit(t, checkpoint, migration, &err);
+        if (!unit)
+            snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
     }
     /* The barrier goes downstream behind everything emitted before it. */
     broadcast_small(t, checkpoint, false);
@@ -953,6 +1022,9 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             eddy_err_wrap(err, "source %s[%u]", t->def->name, t->instance);
             goto fail;
         }
+        if (t->def->event_time.enabled && t->env->store && cfg->restore_checkpoint &&
+            cfg->start_position >= 0 && restore_source_time(t, cfg->restore_checkpoint, err) < 0)
+            goto fail;
     }
     return t;
 fail:
@@ -1356,10 +1428,8 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         if (e->msg.idle) {
             if (eddy_wm_valve_idle(t->valve, ch, &wm))
                 advance_watermark(t, wm);
-            if (eddy_wm_valve_all_idle(t->valve) && !t->idle_out) {
-                t->idle_out = true;
-                broadcast_watermark(t, t->watermark, true);
-            }
+            if (eddy_wm_valve_all_idle(t->valve) && !t->idle_out)
+                broadcast_idle(t);
         } else if (eddy_wm_valve_watermark(t->valve, ch, e->msg.watermark, &wm)) {
             advance_watermark(t, wm);
         }

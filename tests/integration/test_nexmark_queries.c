@@ -131,6 +131,16 @@ Test(nexmark, out_of_order_events_within_the_watermark_delay)
         run_and_check(queries[i], extra);
 }
 
+/* q5's counts are pre-aggregated before the shuffle by default (window
+ * local-global aggregation); without it the result is the same. */
+Test(nexmark, q5_without_local_aggregation)
+{
+    generate(EVENTS, "1500");
+    const char *extra[] = {"--input", events_path, "--max-delay-ms", "1500",
+                           "--no-local-aggregation", NULL};
+    run_and_check("q5", extra);
+}
+
 Test(nexmark, generator_source_equals_its_file)
 {
     generate(EVENTS, "0");
@@ -166,6 +176,11 @@ static void rescale_mid_run(const char *query, const char *op)
 Test(nexmark, q11_sessions_survive_a_rescale)
 {
     rescale_mid_run("q11", "sessions");
+}
+
+Test(nexmark, q5_combined_counts_survive_a_rescale)
+{
+    rescale_mid_run("q5", "bids_per_auction");
 }
 
 /* q3 and q8 are two-input keyed steps (persons by id, auctions by seller):
@@ -220,6 +235,11 @@ Test(nexmark, q3_join_survives_a_killed_worker)
 Test(nexmark, q8_window_join_survives_a_killed_worker)
 {
     killed_worker_mid_run("q8");
+}
+
+Test(nexmark, q5_combined_counts_survive_a_killed_worker)
+{
+    killed_worker_mid_run("q5");
 }
 
 Test(nexmark, q12_processing_time_windows_have_the_right_shape)

@@ -8,7 +8,10 @@
  *   failed with it.
  * - A step is a time slice: a batch of costly records is consumed over
  *   several steps (the rest stays queued, read on by cursor), and its credit
- *   goes back once, when it is read through. */
+ *   goes back once, when it is read through.
+ * - A source restored from a checkpoint resumes from the watermark it had
+ *   emitted: replayed events with older timestamps do not move the
+ *   watermark it sends downstream back. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "net/dataplane.h"
 #include "operators/operators.h"
 #include "runtime/task.h"
+#include "state/snapshot_store.h"
 #include "tests/support/etcd.h"
 
 #include "leak_check.h"
@@ -48,6 +52,12 @@ typedef struct sent_control {
 
 typedef struct host {
     uint32_t credits_returned;
+    uint32_t n_watermarks;          /* WATERMARK messages sent (not idle) */
+    int64_t watermarks[64];
+    eddy_snapshot_store_t *store;   /* when set, snapshot units are written to it */
+    int64_t acked_position;         /* of the last ACK */
+    uint32_t seq;                   /* messages' order: records and idle statuses */
+    uint32_t last_record_seq, last_idle_seq;
     uint32_t done_reports;
     sent_record_t sent[HOST_MAX_RECORDS];
     uint32_t n_sent;
@@ -82,6 +92,10 @@ static void count_message(host_t *h, char *data, size_t len)
             memcpy(c->bytes, data, len);
             c->len = len;
         }
+        if (msg.type == EDDY_DATA_WATERMARK && !msg.idle && h->n_watermarks < 64)
+            h->watermarks[h->n_watermarks++] = msg.watermark;
+        if (msg.type == EDDY_DATA_WATERMARK && msg.idle)
+            h->last_idle_seq = ++h->seq;
         eddy_record_t rec;
         while (msg.type == EDDY_DATA_BATCH && eddy_data_next_record(&msg, &rec, &err) == 1) {
             cr_assert_lt(h->n_sent, HOST_MAX_RECORDS);
@@ -91,6 +105,7 @@ static void count_message(host_t *h, char *data, size_t len)
             s->value = rec.value;
             s->timestamp = rec.timestamp;
             s->dst_stage = msg.channel.dst_stage;
+            h->last_record_seq = ++h->seq;
         }
         eddy_data_msg_close(&msg);
     }
@@ -117,11 +132,20 @@ static void host_notify(void *host, const eddy_msg_t *msg)
     if (msg->type == EDDY_MSG_ACK) {
         h->acks++;
         h->acked_checkpoint = msg->u.ack.checkpoint;
+        h->acked_position = msg->u.ack.position;
     }
 }
 
 static void host_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
 {
+    host_t *h = host;
+    if (h->store) {
+        eddy_err_t err = {{0}};
+        cr_assert_eq(eddy_snapshot_store_write_groups(h->store, unit->job, unit->checkpoint,
+                                                      unit->op, unit->n_groups, unit->groups,
+                                                      unit->data, unit->lens, false, &err),
+                     0, "%s", err.msg);
+    }
     host_notify(host, &unit->ack);
     eddy_snapshot_unit_free(unit);
 }
@@ -896,5 +920,186 @@ Test(task, an_unchained_forward_edge_sends_control_messages_to_its_instance_only
     eddy_task_destroy(&op);
     eddy_task_destroy(&next[0]);
     eddy_task_destroy(&next[1]);
+/* ---- a restored source resumes its watermark ----------------------------- */
+
+/* Emits events at positions start.. from ts_of[], then is idle. */
+static const int64_t event_ts[] = {1000, 2000, 3000, 1500, 1600, 5000};
+#define EVENTS_BEFORE_CHECKPOINT 3
+
+typedef struct ts_source {
+    int64_t pos, end;
+} ts_source_t;
+
+static void *ts_open(const eddy_op_context_t *ctx, int64_t start, eddy_err_t *err)
+{
+    (void)err;
+    ts_source_t *s = calloc(1, sizeof *s);
+    cr_assert(s);
+    s->pos = start < 0 ? 0 : start;
+    s->end = *(const int64_t *)ctx->config; /* events available so far */
+    return s;
+}
+
+static int ts_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err)
+{
+    (void)err;
+    ts_source_t *s = self;
+    uint32_t n = 0;
+    for (; n < max && s->pos < s->end; n++, s->pos++) {
+        eddy_record_t r = eddy_record_make("e", 1, s->pos);
+        r.timestamp = event_ts[s->pos];
+        eddy_emit(out, &r);
+    }
+    return n ? 1 : EDDY_SOURCE_IDLE;
+}
+
+static int64_t ts_position(void *self) { return ((ts_source_t *)self)->pos; }
+static void ts_close(void *self) { free(self); }
+
+static const eddy_source_ops_t ts_source_ops = {.kind = "ts", .replayable = true, .open = ts_open,
+                                                .poll = ts_poll, .position = ts_position,
+                                                .close = ts_close};
+
+static eddy_task_t *source_task(fixture_t *f, uint64_t restore, int64_t position)
+{
+    eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "srcwm", .graph = &f->graph,
+                              .stage = 0, .instance = 0, .placement = {2, f->placement},
+                              .start_position = position, .restore_checkpoint = restore};
+    eddy_err_t err = {{0}};
+    eddy_task_t *t = eddy_task_new(&f->env, &cfg, &err);
+    cr_assert(t, "%s", err.msg);
+    eddy_task_set_running(t, true);
+    return t;
+}
+
+/* Steps the source until it rests, then lets one watermark interval pass. */
+static void run_source(eddy_task_t *t, uint64_t *clock_ns)
+{
+    eddy_err_t err = {{0}};
+    for (int i = 0; i < 10; i++) {
+        *clock_ns += 200000000u;
+        while (eddy_task_runnable(t, *clock_ns))
+            cr_assert_eq(eddy_task_step(t, *clock_ns, &err), 0, "%s", err.msg);
+        eddy_task_tick(t, *clock_ns);
+        eddy_task_flush(t);
+    }
+}
+
+Test(task, a_restored_source_resumes_from_its_checkpointed_watermark)
+{
+    fixture_t f;
+    fixture_init(&f, (const eddy_operator_ops_t *const[]){&capture_ops}, 1);
+    eddy_err_t err = {{0}};
+    char *dir = eddy_test_mkdtemp("task-srcwm", &err);
+    cr_assert(dir, "%s", err.msg);
+    f.host.store = eddy_snapshot_store_new(dir, &err);
+    cr_assert(f.host.store, "%s", err.msg);
+    f.env.store = f.host.store;
+    int64_t available = EVENTS_BEFORE_CHECKPOINT;
+    f.graph.stages[0].source = &ts_source_ops;
+    f.graph.stages[0].source_config = &available;
+    f.graph.stages[0].event_time = (eddy_event_time_t){.enabled = true, .interval_ms = 1};
+
+    uint64_t clock = eddy_mono_ns();
+    eddy_task_t *t = source_task(&f, 0, -1);
+    run_source(t, &clock);
+    cr_assert_gt(f.host.n_watermarks, 0);
+    int64_t before = f.host.watermarks[f.host.n_watermarks - 1];
+    cr_assert_eq(before, 2999, "the watermark follows the largest timestamp");
+    eddy_task_trigger(t, 1, false);
+    run_source(t, &clock);
+    cr_assert_eq(f.host.acked_position, EVENTS_BEFORE_CHECKPOINT);
+    eddy_task_destroy(&t);
+
+    /* Restored at the checkpoint: the next events are older (1500, 1600)
+     * than the last one before it, then one moves event time on. */
+    f.host.n_watermarks = 0;
+    available = 5;
+    t = source_task(&f, 1, f.host.acked_position);
+    eddy_task_metrics_t m;
+    eddy_task_metrics(t, &m);
+    cr_assert_eq(m.watermark, before, "the restored source starts at its watermark");
+    run_source(t, &clock);
+    for (uint32_t i = 0; i < f.host.n_watermarks; i++)
+        cr_assert_geq(f.host.watermarks[i], before, "watermark %lld after a restore went back below %lld",
+                      (long long)f.host.watermarks[i], (long long)before);
+    available = 6;
+    eddy_task_destroy(&t);
+    t = source_task(&f, 1, EVENTS_BEFORE_CHECKPOINT);
+    run_source(t, &clock);
+    cr_assert_gt(f.host.n_watermarks, 0);
+    cr_assert_eq(f.host.watermarks[f.host.n_watermarks - 1], 4999, "event time moves on");
+    eddy_task_destroy(&t);
+
+    eddy_graph_clear(&f.graph);
+    eddy_snapshot_store_destroy(&f.host.store);
+    eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+/* ---- an idle status goes behind what a pre-aggregation held ------------- */
+
+/* Holds every record until flush() (like a combiner). */
+typedef struct holder {
+    char data[HOST_MAX_RECORDS][16];
+    uint32_t n;
+} holder_t;
+
+static holder_t holder;
+
+static void *holder_open(const eddy_op_context_t *ctx, eddy_err_t *err)
+{
+    (void)ctx;
+    (void)err;
+    memset(&holder, 0, sizeof holder);
+    return &holder;
+}
+
+static int holder_process(void *self, const eddy_record_t *rec, eddy_collector_t *out,
+                          eddy_err_t *err)
+{
+    (void)out;
+    (void)err;
+    holder_t *h = self;
+    cr_assert_lt(h->n, HOST_MAX_RECORDS);
+    snprintf(h->data[h->n++], sizeof h->data[0], "%.*s", (int)rec->len, rec->data);
+    return 0;
+}
+
+static int holder_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
+{
+    (void)err;
+    holder_t *h = self;
+    for (uint32_t i = 0; i < h->n; i++) {
+        eddy_record_t r = eddy_record_make(h->data[i], (uint32_t)strlen(h->data[i]), 1);
+        eddy_emit(out, &r);
+    }
+    h->n = 0;
+    return 0;
+}
+
+static const eddy_operator_ops_t holder_ops = {
+    .kind = "holder", .open = holder_open, .process = holder_process, .flush = holder_flush};
+
+Test(task, an_idle_status_follows_what_the_chain_held_back)
+{
+    fixture_t f;
+    fixture_init(&f, (const eddy_operator_ops_t *const[]){&capture_ops}, 1);
+    eddy_err_t err = {{0}};
+    int64_t available = 2;
+    f.graph.stages[0].source = &ts_source_ops;
+    f.graph.stages[0].source_config = &available;
+    f.graph.stages[0].event_time =
+        (eddy_event_time_t){.enabled = true, .interval_ms = 1000000, .idle_ms = 1};
+    cr_assert_eq(eddy_graph_chain(&f.graph, 0, &holder_ops, NULL, &err), 0, "%s", err.msg);
+    uint64_t clock = eddy_mono_ns();
+    eddy_task_t *t = source_task(&f, 0, -1);
+    run_source(t, &clock);
+    cr_assert_neq(f.host.last_idle_seq, 0, "the source never went idle");
+    cr_assert_eq(f.host.n_sent, 2, "the held records were not sent before the idle status");
+    cr_assert_lt(f.host.last_record_seq, f.host.last_idle_seq,
+                 "a held record went out after the idle status (record %u, idle %u)",
+                 f.host.last_record_seq, f.host.last_idle_seq);
+    eddy_task_destroy(&t);
     eddy_graph_clear(&f.graph);
 }
