@@ -99,6 +99,10 @@ typedef struct eddy_op_context {
     uint64_t restored_checkpoint;    /* checkpoint the task starts from, 0 = fresh */
     /* Counters the operator bumps; the task exports them as metrics. */
     uint64_t *late_records;          /* eddy_late_records_total */
+    /* The job's attempt (the DEPLOY's epoch) the instance was opened in:
+     * raised by every deploy, never repeated, so a transactional sink can
+     * tell its own pre-commits from those of an earlier attempt. */
+    uint32_t epoch;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

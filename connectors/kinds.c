@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "connectors/nexmark.h"
+#include "connectors/postgres/pg_sink.h"
 #include "connectors/sources.h"
 
 static int copy_string(char *dst, size_t size, const eddy_config_t *cfg, const char *key,
@@ -137,7 +138,8 @@ int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
     if (eddy_register_source(r, &file_kind, err) < 0 ||
         eddy_register_source(r, &generator_kind, err) < 0 ||
         eddy_register_source(r, &nexmark_kind, err) < 0 ||
-        eddy_register_source(r, &socket_kind, err) < 0)
+        eddy_register_source(r, &socket_kind, err) < 0 ||
+        eddy_pg_sink_register(r, err) < 0)
         return -1;
     return 0;
 }

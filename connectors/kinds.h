@@ -6,6 +6,9 @@
  *                                      Nexmark events as CSV lines, timestamped
  *                                      (connectors/nexmark.h; replayable)
  *   socket     {host, port}            lines from a TCP server (not replayable)
+ * and the sinks that need a client library, each in its folder:
+ *   postgres   {uri, mode, key_column, value_column, line_column}
+ *                                      connectors/postgres/pg_sink.h (libpq)
  * Every source also takes {rate}: "R" or "T:R,T:R" lines/s (plan/registry.c).
  * Configurations are checked here, where a worker opens the plan, so a plan
  * from an older or hostile client cannot smuggle in a zero divisor. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/postgres/pg_uri.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
 
@@ -50,7 +51,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
         EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
-        EDDY_FLAG_STR("output", &output, "FILE", "write final counts to FILE"),
+        EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE, or upsert them into postgresql://..."),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
@@ -72,6 +73,12 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         rate = rate_schedule;
     if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
         return -1;
+    bool to_postgres = eddy_pg_uri_is(output);
+    if (to_postgres) {
+        eddy_pg_uri_t uri;
+        if (eddy_pg_uri_parse(output, &uri, err) < 0)
+            return eddy_err_wrap(err, "wordcount: --output");
+    }
     if (parallelism > max_parallelism)
         return eddy_err_set(err, "--parallelism: %u is out of range 1..%u (--max-parallelism)",
                             parallelism, max_parallelism);
@@ -93,13 +100,23 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
                                                  eddy_line_source_parallelism(&src));
     eddy_config_t *sum = eddy_config_new();
     if (sum) {
-        eddy_config_set_str(sum, "emit", output ? "final" : "changelog");
+        /* A table is upserted per checkpoint as counts change; a file is
+         * written once at the end. */
+        eddy_config_set_str(sum, "emit", output && !to_postgres ? "final" : "changelog");
         eddy_config_set_double(sum, "cost_us", cost_us);
         eddy_config_set_bool(sum, "cost_sleep", cost_sleep);
         eddy_config_set_bool(sum, "combine", !no_combine);
     }
     eddy_stream_t counts = eddy_aggregate(eddy_key_by(words_s, "whole_record"), "count", "sum", sum);
-    if (output) {
+    if (to_postgres) {
+        eddy_config_t *out = eddy_config_new();
+        if (out && (eddy_config_set_str(out, "uri", output) < 0 ||
+                    eddy_config_set_str(out, "mode", "upsert") < 0 ||
+                    eddy_config_set_str(out, "key_column", "word") < 0 ||
+                    eddy_config_set_str(out, "value_column", "count") < 0))
+            eddy_builder_fail(b, "--output URI is too long");
+        eddy_sink(eddy_global(counts), "sink", "postgres", out);
+    } else if (output) {
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", output) < 0)
             eddy_builder_fail(b, "--output path is too long");
@@ -117,6 +134,12 @@ const eddy_job_kind_t eddy_wordcount_job = {
              "  --words-per-line N --seed N]   where lines come from (exactly one)\n"
              "  --output FILE                  final counts as word<TAB>count, byte order;\n"
              "                                 without it a changelog (+I[w, 1]) on stdout\n"
+             "  --output postgresql://USER@HOST:PORT/DB?table=T\n"
+             "                                 upsert counts into table T (word text primary\n"
+             "                                 key, count bigint), created if missing; exactly\n"
+             "                                 once by PREPARE TRANSACTION per checkpoint and\n"
+             "                                 COMMIT PREPARED when it completes (needs the\n"
+             "                                 server's max_prepared_transactions > 0)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
              "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"

@@ -795,6 +795,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.key_fn = t->def->key_fn;
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
+    t->ctx.epoch = t->epoch;
     t->watermark = EDDY_WATERMARK_MIN;
     t->max_timestamp = EDDY_WATERMARK_MIN;
     t->last_wm_ns = t->last_record_ns = t->created_ns;

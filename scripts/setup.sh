@@ -24,7 +24,7 @@ done
 
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev
           libcurl4-openssl-dev libcriterion-dev libmicrohttpd-dev libjansson-dev
-          libxxhash-dev etcd-server gnuplot-nox prometheus procps)
+          libxxhash-dev etcd-server gnuplot-nox prometheus procps libpq-dev postgresql)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
