@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 
@@ -26,6 +27,13 @@
 #define ROWS_PER_STATEMENT 500
 #define GID_MAX 200 /* PostgreSQL's limit on a prepared transaction's id */
 #define CONNECT_TIMEOUT_S "5"
+/* A statement waiting this long for a row lock fails the instance rather
+ * than hanging it: the lock belongs to a transaction some attempt left
+ * prepared, which the restore that follows resolves. */
+#define SESSION_OPTIONS "-c lock_timeout=20000"
+/* How long a new instance waits for a closing one of an older attempt in
+ * this process to finish the statement it is running. */
+#define OLDER_ATTEMPT_WAIT_S 60
 
 /* ---- rows ----------------------------------------------------------------- */
 
@@ -107,11 +115,25 @@ typedef struct pg_core {
     uint32_t instance, epoch;
     uint64_t restored;
 
+    struct pg_core *next_live; /* live_threads, under live_mu */
+
     /* The thread's own. */
     PGconn *conn;
     uint64_t *prepared; /* checkpoints prepared and not yet committed */
     size_t n_prepared, prepared_cap;
 } pg_core_t;
+
+/* Threads of this process that still run, so a new attempt's instance can
+ * wait for a closing one of an older attempt: that one may be in the middle
+ * of a PREPARE, which the new instance's sweep would otherwise miss (and its
+ * row locks would block the new upserts). Workers declared dead are gone
+ * (SIGKILL closes their sessions) or are zombies, which nothing fences. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
+static struct pg_core *live_threads;
+
+static void live_add(struct pg_core *c);
+static void live_remove(struct pg_core *c);
 
 static void core_unref(pg_core_t *c)
 {
@@ -286,22 +308,76 @@ static int resolve_stale(pg_core_t *c)
     return rc;
 }
 
+static void live_add(pg_core_t *c)
+{
+    pthread_mutex_lock(&live_mu);
+    c->next_live = live_threads;
+    live_threads = c;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(pg_core_t *c)
+{
+    pthread_mutex_lock(&live_mu);
+    for (pg_core_t **p = &live_threads; *p; p = &(*p)->next_live)
+        if (*p == c) {
+            *p = c->next_live;
+            break;
+        }
+    pthread_cond_broadcast(&live_cv);
+    pthread_mutex_unlock(&live_mu);
+}
+
+static bool older_closing(pg_core_t *c)
+{
+    for (pg_core_t *o = live_threads; o; o = o->next_live) {
+        if (o == c || o->epoch >= c->epoch || strcmp(o->prefix, c->prefix) != 0)
+            continue;
+        pthread_mutex_lock(&o->mu);
+        bool closing = o->closing;
+        pthread_mutex_unlock(&o->mu);
+        if (closing)
+            return true;
+    }
+    return false;
+}
+
+/* Waits until no closing instance of an older attempt runs here. */
+static int wait_older_attempts(pg_core_t *c)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += OLDER_ATTEMPT_WAIT_S;
+    pthread_mutex_lock(&live_mu);
+    int rc = 0;
+    while (rc == 0 && older_closing(c))
+        rc = pthread_cond_timedwait(&live_cv, &live_mu, &until);
+    pthread_mutex_unlock(&live_mu);
+    if (rc != 0) {
+        core_fail(c, "PostgreSQL sink %s: an instance of an earlier attempt is still busy after %d s",
+                  c->prefix, OLDER_ATTEMPT_WAIT_S);
+        return -1;
+    }
+    return 0;
+}
+
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 static int run_connect(pg_core_t *c)
 {
     const eddy_pg_uri_t *u = &c->cfg.uri;
     char port[8];
     snprintf(port, sizeof port, "%d", u->port);
-    const char *keys[] = {"host", "port", "dbname", "user", "password", "connect_timeout",
-                          "application_name", NULL};
-    const char *vals[] = {u->host, port, u->db, u->user, u->password[0] ? u->password : NULL,
-                          CONNECT_TIMEOUT_S, "eddy", NULL};
-    if (!u->password[0]) {
-        keys[4] = "connect_timeout";
-        vals[4] = CONNECT_TIMEOUT_S;
-        keys[5] = "application_name";
-        vals[5] = "eddy";
-        keys[6] = NULL;
-    }
+    const char *keys[] = {"host", "port", "dbname", "user", "connect_timeout",
+                          "application_name", "options", "password", NULL};
+    const char *vals[] = {u->host, port, u->db, u->user, CONNECT_TIMEOUT_S, "eddy",
+                          SESSION_OPTIONS, u->password, NULL};
+    if (!u->password[0])
+        keys[7] = NULL;
     c->conn = PQconnectdbParams(keys, vals, 0);
     char line[400];
     if (!c->conn) {
@@ -313,6 +389,7 @@ static int run_connect(pg_core_t *c)
                   first_line(PQerrorMessage(c->conn), line, sizeof line));
         return -1;
     }
+    PQsetNoticeProcessor(c->conn, ignore_notice, NULL);
     PGresult *r = NULL;
     if (exec_params(c, "SHOW max_prepared_transactions", "SHOW max_prepared_transactions", 0,
                     NULL, NULL, &r) < 0)
@@ -337,6 +414,8 @@ static int run_connect(pg_core_t *c)
     char what[128];
     snprintf(what, sizeof what, "creating table %s", u->table);
     if (exec_params(c, what, sql, 0, NULL, raced, NULL) < 0)
+        return -1;
+    if (wait_older_attempts(c) < 0)
         return -1;
     return resolve_stale(c);
 }
@@ -551,6 +630,7 @@ static void *core_thread(void *arg)
         PQfinish(c->conn);
         c->conn = NULL;
     }
+    live_remove(c);
     core_unref(c);
     return NULL;
 }
@@ -619,6 +699,7 @@ static void *pg_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     s->core = c;
+    live_add(c);
     pthread_t tid;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -626,6 +707,7 @@ static void *pg_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     int rc = pthread_create(&tid, &attr, core_thread, c);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        live_remove(c);
         c->refs = 1;
         core_unref(c);
         free(s);

@@ -494,7 +494,7 @@ static void start_worker(void)
     snprintf(name, sizeof name, "worker-%d", n_workers + 1);
     snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
     char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, "--heartbeat-ms", "200", NULL};
+                    "--snapshot-dir", snap_dir, NULL};
     cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
 }
 
