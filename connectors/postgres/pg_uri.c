@@ -5,6 +5,7 @@
 #include "connectors/postgres/pg_uri.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,34 +113,56 @@ static int parse_query(const char *q, eddy_pg_uri_t *out, const char *uri, eddy_
     return 0;
 }
 
+/* text with a password replaced by "***", for error messages. */
+static void redact(const char *text, char *out, size_t size)
+{
+    const char *p = strstr(text, "://") + 3;
+    const char *slash = strchr(p, '/');
+    const char *at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+    const char *colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+    if (colon)
+        snprintf(out, size, "%.*s***%s", (int)(colon + 1 - text), text, at);
+    else
+        snprintf(out, size, "%s", text);
+}
+
+static int parse(const char *text, const char *shown, eddy_pg_uri_t *out, eddy_err_t *err);
+
 int eddy_pg_uri_parse(const char *text, eddy_pg_uri_t *out, eddy_err_t *err)
 {
     memset(out, 0, sizeof *out);
     if (!eddy_pg_uri_is(text))
         return eddy_err_set(err, "'%s' is not a postgresql://USER@HOST:PORT/DB?table=T URI",
                             text ? text : "");
+    char shown[512];
+    redact(text, shown, sizeof shown);
+    return parse(text, shown, out, err);
+}
+
+static int parse(const char *text, const char *shown, eddy_pg_uri_t *out, eddy_err_t *err)
+{
     const char *p = strstr(text, "://") + 3;
     const char *slash = strchr(p, '/');
     if (!slash)
-        return eddy_err_set(err, "%s: no /DB (expected postgresql://USER@HOST:PORT/DB?table=T)", text);
+        return eddy_err_set(err, "%s: no /DB (expected postgresql://USER@HOST:PORT/DB?table=T)", shown);
     const char *at = memchr(p, '@', (size_t)(slash - p));
     if (!at)
-        return eddy_err_set(err, "%s: no USER@ (expected postgresql://USER@HOST:PORT/DB?table=T)", text);
+        return eddy_err_set(err, "%s: no USER@ (expected postgresql://USER@HOST:PORT/DB?table=T)", shown);
     const char *pw = memchr(p, ':', (size_t)(at - p));
-    if (parse_ident("user", out->user, p, pw ? pw : at, text, err) < 0)
+    if (parse_ident("user", out->user, p, pw ? pw : at, shown, err) < 0)
         return -1;
     if (pw && !take(out->password, sizeof out->password, pw + 1, at))
-        return eddy_err_set(err, "%s: password is longer than %zu bytes", text,
+        return eddy_err_set(err, "%s: password is longer than %zu bytes", shown,
                             sizeof out->password - 1);
-    if (parse_host_port(at + 1, slash, out, text, err) < 0)
+    if (parse_host_port(at + 1, slash, out, shown, err) < 0)
         return -1;
     const char *qmark = strchr(slash + 1, '?');
     const char *db_end = qmark ? qmark : slash + 1 + strlen(slash + 1);
-    if (parse_ident("database", out->db, slash + 1, db_end, text, err) < 0)
+    if (parse_ident("database", out->db, slash + 1, db_end, shown, err) < 0)
         return -1;
-    if (qmark && parse_query(qmark + 1, out, text, err) < 0)
+    if (qmark && parse_query(qmark + 1, out, shown, err) < 0)
         return -1;
     if (!out->table[0])
-        return eddy_err_set(err, "%s: no ?table=T", text);
+        return eddy_err_set(err, "%s: no ?table=T", shown);
     return 0;
 }

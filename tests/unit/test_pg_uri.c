@@ -71,6 +71,9 @@ Test(pg_uri, bad_inputs)
     bad("postgresql://u-x@h:1/d?table=t", "user 'u-x' is not an identifier");
     bad("postgresql://u@h h:1/d?table=t", "bad character");
     bad("postgresql://u@[::1/d?table=t", "without ']'");
+    /* A password never appears in a message. */
+    bad("postgresql://u:hunter2@h:1/d", "postgresql://u:***@h:1/d: no ?table=T");
+    cr_assert(!strstr(err.msg, "hunter2"), "%s", err.msg);
     char longt[200] = "postgresql://u@h:1/d?table=";
     memset(longt + strlen(longt), 'a', 100);
     bad(longt, "at most 63 bytes");
