@@ -25,7 +25,9 @@
 
 /* Rows per INSERT statement: 2 parameters each, far below libpq's 65535. */
 #define ROWS_PER_STATEMENT 500
-#define GID_MAX 200 /* PostgreSQL's limit on a prepared transaction's id */
+#define GID_MAX 200
+/* Upsert mode's staging table (see insert_rows). */
+#define STAGE_TABLE "eddy_upsert_stage" /* PostgreSQL's limit on a prepared transaction's id */
 #define CONNECT_TIMEOUT_S "5"
 /* A statement waiting this long for a row lock fails the instance rather
  * than hanging it: the lock belongs to a transaction some attempt left
@@ -361,6 +363,8 @@ static int wait_older_attempts(pg_core_t *c)
     return 0;
 }
 
+static int merge_staged(pg_core_t *c);
+
 static void ignore_notice(void *arg, const char *message)
 {
     (void)arg;
@@ -415,9 +419,17 @@ static int run_connect(pg_core_t *c)
     snprintf(what, sizeof what, "creating table %s", u->table);
     if (exec_params(c, what, sql, 0, NULL, raced, NULL) < 0)
         return -1;
-    if (wait_older_attempts(c) < 0)
+    /* No index: rows stay only until the next merge, and CREATE INDEX IF
+     * NOT EXISTS would wait for the locks of prepared transactions. */
+    if (c->cfg.upsert &&
+        exec_params(c, "creating table " STAGE_TABLE,
+                    "CREATE TABLE IF NOT EXISTS " STAGE_TABLE " (sink text NOT NULL, cp numeric "
+                    "NOT NULL, seq bigint NOT NULL, k text NOT NULL, v bigint, del boolean NOT NULL)",
+                    0, NULL, raced, NULL) < 0)
         return -1;
-    return resolve_stale(c);
+    if (wait_older_attempts(c) < 0 || resolve_stale(c) < 0)
+        return -1;
+    return merge_staged(c);
 }
 
 static int cmp_rows(const void *a, const void *b, void *arena)
@@ -429,15 +441,29 @@ static int cmp_rows(const void *a, const void *b, void *arena)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sends rows[0..n) as multi-row statements: upserts or plain inserts. */
-static int insert_rows(pg_core_t *c, const pg_batch_t *b, pg_row_t **rows, size_t n)
+/* Upsert mode stages rows instead of writing the table in the prepared
+ * transaction: a prepared transaction keeps its row locks until COMMIT
+ * PREPARED, so the next checkpoint's upsert of the same key would wait for
+ * a commit that needs that very checkpoint's ACK (always so after an
+ * abandoned checkpoint, whose pre-commit is published only with a later
+ * one). Plain inserts into the staging table never wait for each other;
+ * merge_staged() moves committed rows into the table after each commit. */
+
+/* Sends rows[0..n) as multi-row INSERTs: into the staging table (upsert
+ * mode: sink, checkpoint, order, key, value, deleted) or the table itself
+ * (append mode). */
+static int insert_rows(pg_core_t *c, const pg_batch_t *b, uint64_t checkpoint, pg_row_t **rows,
+                       size_t n)
 {
     const eddy_pg_sink_config_t *cfg = &c->cfg;
-    size_t per = cfg->upsert ? 2 : 1;
-    size_t sql_cap = 256 + ROWS_PER_STATEMENT * 24;
+    size_t per = cfg->upsert ? 4 : 1, shared = cfg->upsert ? 2 : 0;
+    /* Per row at most ", ($1, $2::numeric, $N::bigint, $N, $N::bigint, $N::boolean)". */
+    size_t sql_cap = 256 + ROWS_PER_STATEMENT * 96;
     char *sql = malloc(sql_cap);
-    const char **params = malloc(ROWS_PER_STATEMENT * per * sizeof *params);
-    char (*values)[24] = malloc(ROWS_PER_STATEMENT * sizeof *values);
+    const char **params = malloc((shared + ROWS_PER_STATEMENT * per) * sizeof *params);
+    char (*values)[2][24] = malloc(ROWS_PER_STATEMENT * sizeof *values);
+    char cp[24];
+    snprintf(cp, sizeof cp, "%" PRIu64, checkpoint);
     int rc = 0;
     if (!sql || !params || !values) {
         core_fail(c, "PostgreSQL sink: out of memory");
@@ -446,28 +472,34 @@ static int insert_rows(pg_core_t *c, const pg_batch_t *b, pg_row_t **rows, size_
     for (size_t at = 0; rc == 0 && at < n; at += ROWS_PER_STATEMENT) {
         size_t k = n - at < ROWS_PER_STATEMENT ? n - at : ROWS_PER_STATEMENT;
         int len = cfg->upsert
-                      ? snprintf(sql, sql_cap, "INSERT INTO \"%s\" (\"%s\", \"%s\") VALUES ",
-                                 cfg->uri.table, cfg->key_column, cfg->value_column)
+                      ? snprintf(sql, sql_cap, "INSERT INTO " STAGE_TABLE
+                                 " (sink, cp, seq, k, v, del) VALUES ")
                       : snprintf(sql, sql_cap, "INSERT INTO \"%s\" (\"%s\") VALUES ",
                                  cfg->uri.table, cfg->line_column);
+        if (cfg->upsert) {
+            params[0] = c->prefix;
+            params[1] = cp;
+        }
         for (size_t i = 0; i < k; i++) {
             const pg_row_t *row = rows[at + i];
-            params[i * per] = b->arena + row->off;
+            size_t base = shared + i * per;
+            params[base] = b->arena + row->off;
             if (cfg->upsert) {
-                snprintf(values[i], sizeof values[i], "%" PRId64, row->value);
-                params[i * per + 1] = values[i];
-                len += snprintf(sql + len, sql_cap - (size_t)len, "%s($%zu, $%zu::bigint)",
-                                i ? ", " : "", i * 2 + 1, i * 2 + 2);
+                snprintf(values[i][0], sizeof values[i][0], "%" PRId64, row->value);
+                snprintf(values[i][1], sizeof values[i][1], "%zu", at + i);
+                params[base + 1] = values[i][0];
+                params[base + 2] = values[i][1];
+                params[base + 3] = row->kind == EDDY_DELETE ? "t" : "f";
+                len += snprintf(sql + len, sql_cap - (size_t)len,
+                                "%s($1, $2::numeric, $%zu::bigint, $%zu, $%zu::bigint, $%zu::boolean)",
+                                i ? ", " : "", base + 3, base + 1, base + 2, base + 4);
             } else {
-                len += snprintf(sql + len, sql_cap - (size_t)len, "%s($%zu)", i ? ", " : "", i + 1);
+                len += snprintf(sql + len, sql_cap - (size_t)len, "%s($%zu)", i ? ", " : "",
+                                base + 1);
             }
         }
-        if (cfg->upsert)
-            snprintf(sql + len, sql_cap - (size_t)len,
-                     " ON CONFLICT (\"%s\") DO UPDATE SET \"%s\" = EXCLUDED.\"%s\"",
-                     cfg->key_column, cfg->value_column, cfg->value_column);
-        rc = exec_params(c, cfg->upsert ? "upsert" : "insert", sql, (int)(k * per), params, NULL,
-                         NULL);
+        rc = exec_params(c, cfg->upsert ? "staging rows" : "insert", sql,
+                         (int)(shared + k * per), params, NULL, NULL);
     }
     free(sql);
     free(params);
@@ -475,59 +507,60 @@ static int insert_rows(pg_core_t *c, const pg_batch_t *b, pg_row_t **rows, size_
     return rc;
 }
 
-static int delete_rows(pg_core_t *c, const pg_batch_t *b, pg_row_t **rows, size_t n)
+/* Moves this operator's committed staged rows into the table, the last
+ * change of each key winning (checkpoint, then order). Only committed rows
+ * are visible, and every committed one belongs to a completed checkpoint;
+ * rows are deleted as they move, so running it twice changes nothing. */
+static int merge_staged(pg_core_t *c)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql, "DELETE FROM \"%s\" WHERE \"%s\" = $1", c->cfg.uri.table,
-             c->cfg.key_column);
-    for (size_t i = 0; i < n; i++) {
-        const char *params[] = {b->arena + rows[i]->off};
-        if (exec_params(c, "delete", sql, 1, params, NULL, NULL) < 0)
-            return -1;
-    }
-    return 0;
+    if (!c->cfg.upsert)
+        return 0;
+    const eddy_pg_sink_config_t *cfg = &c->cfg;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "WITH moved AS (DELETE FROM " STAGE_TABLE " WHERE sink = $1 "
+             "RETURNING cp, seq, k, v, del), "
+             "last AS (SELECT DISTINCT ON (k) k, v, del FROM moved ORDER BY k, cp DESC, seq DESC), "
+             "gone AS (DELETE FROM \"%s\" WHERE \"%s\" IN (SELECT k FROM last WHERE del)) "
+             "INSERT INTO \"%s\" (\"%s\", \"%s\") SELECT k, v FROM last WHERE NOT del "
+             "ON CONFLICT (\"%s\") DO UPDATE SET \"%s\" = EXCLUDED.\"%s\"",
+             cfg->uri.table, cfg->key_column, cfg->uri.table, cfg->key_column, cfg->value_column,
+             cfg->key_column, cfg->value_column, cfg->value_column);
+    const char *params[] = {c->prefix};
+    return exec_params(c, "merging staged rows", sql, 1, params, NULL, NULL);
 }
 
-/* The interval's rows in one transaction, prepared under the checkpoint's gid. */
-static int write_rows(pg_core_t *c, pg_batch_t *b)
+/* The interval's rows, in the transaction the caller prepares. */
+static int write_rows(pg_core_t *c, pg_batch_t *b, uint64_t checkpoint)
 {
     pg_row_t **order = malloc(b->n * sizeof *order);
     if (!order) {
         core_fail(c, "PostgreSQL sink: out of memory");
         return -1;
     }
-    size_t n_up = 0, n_del = 0;
+    size_t n = 0;
     if (!c->cfg.upsert) {
         for (size_t i = 0; i < b->n; i++)
-            order[n_up++] = &b->rows[i];
-        int rc = insert_rows(c, b, order, n_up);
+            order[n++] = &b->rows[i];
+        int rc = insert_rows(c, b, checkpoint, order, n);
         free(order);
         return rc;
     }
-    /* One statement cannot touch a key twice: keep each key's last change. */
+    /* Only each key's last change of the interval is staged. */
     qsort_r(b->rows, b->n, sizeof *b->rows, cmp_rows, b->arena);
-    pg_row_t **del = malloc(b->n * sizeof *del);
-    if (!del) {
-        free(order);
-        core_fail(c, "PostgreSQL sink: out of memory");
-        return -1;
-    }
     for (size_t i = 0; i < b->n; i++) {
         bool last = i + 1 == b->n || strcmp(b->arena + b->rows[i].off, b->arena + b->rows[i + 1].off);
         if (!last)
             continue;
-        /* The key's last change decides; a -U alone (never seen) changes nothing. */
+        /* A -U says nothing new (the +U after it does): look before it. */
         size_t j = i;
         while (b->rows[j].kind == EDDY_UPDATE_BEFORE && j > 0 &&
                !strcmp(b->arena + b->rows[j - 1].off, b->arena + b->rows[i].off))
             j--;
-        if (b->rows[j].kind == EDDY_DELETE)
-            del[n_del++] = &b->rows[j];
-        else if (b->rows[j].kind != EDDY_UPDATE_BEFORE)
-            order[n_up++] = &b->rows[j];
+        if (b->rows[j].kind != EDDY_UPDATE_BEFORE)
+            order[n++] = &b->rows[j];
     }
-    int rc = delete_rows(c, b, del, n_del) < 0 || insert_rows(c, b, order, n_up) < 0 ? -1 : 0;
-    free(del);
+    int rc = insert_rows(c, b, checkpoint, order, n);
     free(order);
     return rc;
 }
@@ -538,7 +571,7 @@ static int run_prepare(pg_core_t *c, pg_job_t *j)
         return 0; /* nothing to publish: no transaction */
     if (exec_simple(c, "BEGIN", "BEGIN") < 0)
         return -1;
-    if (write_rows(c, &j->batch) < 0) {
+    if (write_rows(c, &j->batch, j->checkpoint) < 0) {
         PQclear(PQexec(c->conn, "ROLLBACK"));
         return -1;
     }
@@ -589,7 +622,9 @@ static int run_commit(pg_core_t *c, uint64_t checkpoint)
         }
     }
     c->n_prepared = kept;
-    return rc < 0 ? -1 : resolve_stale(c);
+    if (rc < 0 || resolve_stale(c) < 0)
+        return -1;
+    return merge_staged(c);
 }
 
 static void *core_thread(void *arg)

@@ -352,6 +352,16 @@ static void expect_table(const char *sql)
     free(got);
     cr_assert_eq(scalar("SELECT count(*) FROM pg_prepared_xacts"), 0,
                  "prepared transactions were left behind");
+    /* Upserts are staged per checkpoint and merged at commit: none left. */
+    cr_assert_eq(scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'eddy_upsert_stage'") == 0 ||
+                     scalar("SELECT count(*) FROM eddy_upsert_stage") == 0,
+                 1, "staged rows were left behind");
+    /* Under ASan/UBSan a sanitizer report in any process fails the test. */
+    char *l = all_logs();
+    cr_assert(!strstr(l, "AddressSanitizer") && !strstr(l, "LeakSanitizer") &&
+                  !strstr(l, "runtime error:"),
+              "a sanitizer reported a problem:\n%s", l);
+    free(l);
 }
 
 /* ---- processes -------------------------------------------------------------------- */
@@ -449,7 +459,10 @@ Test(postgres_sink, wordcount_rescale_and_kill, .init = setup_wordcount, .fini =
                     NULL};
     char *out = NULL, *err = NULL;
     int rc = eddy_proc_run(argv, 60000, &out, &err);
-    cr_assert_eq(rc, 0, "eddy rescale exited %d: %s%s", rc, out, err);
+    if (rc != 0) {
+        char *l = all_logs();
+        cr_assert_fail("eddy rescale exited %d: %s%s\nlogs:\n%s", rc, out, err, l);
+    }
     free(out);
     free(err);
     job_view_t v = wait_view(&local, "running", 0, 0, 60000, "running after the rescale");
