@@ -7,7 +7,10 @@
  * follows the checkpoint's COMPLETE. Upsert mode (a keyed result stream of
  * [key, value] records): +I/+U upsert by key (INSERT ... ON CONFLICT (key)
  * DO UPDATE), -D deletes, -U is ignored (the +U after it carries the new
- * value); append mode inserts every record's bytes as one row.
+ * value); the prepared transaction stages these changes in
+ * eddy_upsert_stage, moved into the table after each commit (a prepared
+ * transaction's row locks would block the next checkpoint's upserts).
+ * Append mode inserts every record's bytes as one row of the table.
  *
  * All libpq calls run on one thread per instance, so the worker loop never
  * waits for the database: prepare() hands the interval's rows to it and
