@@ -177,7 +177,7 @@ static void core_fail(pg_core_t *c, const char *fmt, ...)
 static uint64_t core_submit(pg_core_t *c, pg_job_t *j)
 {
     pthread_mutex_lock(&c->mu);
-    j->seq = ++c->queued;
+    uint64_t seq = j->seq = ++c->queued; /* j may be freed once unlocked */
     if (c->tail)
         c->tail->next = j;
     else
@@ -185,7 +185,7 @@ static uint64_t core_submit(pg_core_t *c, pg_job_t *j)
     c->tail = j;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    return j->seq;
+    return seq;
 }
 
 /* Blocks until job seq ran; its outcome (the sticky error) into err. */
