@@ -24,8 +24,9 @@
  *
  * prepare() and commit() get a sync list (state/sync_list.h): rather than
  * fsync on the worker loop they flush, rename and add the files and
- * directories to make durable; the runtime fsyncs them on its snapshot
- * writer thread and acknowledges the checkpoint (or reports the task done,
+ * directories to make durable (or a call that may block, such as waiting
+ * for a database's PREPARE TRANSACTION: eddy_sync_list_add_call); the
+ * runtime fsyncs them (and runs the calls) on its snapshot writer thread and acknowledges the checkpoint (or reports the task done,
  * or sends the job's final ACK) only after that succeeded. With a NULL list
  * the operator makes its work durable itself before returning.
  *
