@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "state/keygroup.h"
 
 /* Rows per INSERT statement: 2 parameters each, far below libpq's 65535. */
 #define ROWS_PER_STATEMENT 500
@@ -51,14 +52,57 @@ typedef struct pg_batch {
     size_t used, cap;
     pg_row_t *rows;
     size_t n, rows_cap;
+    /* Upsert mode: key -> row + 1 (0 = empty), open addressing, so a key
+     * updated a million times in an interval is one row, not a million. */
+    size_t *slots;
+    size_t n_slots;
 } pg_batch_t;
 
 static void batch_free(pg_batch_t *b)
 {
     free(b->arena);
     free(b->rows);
+    free(b->slots);
     memset(b, 0, sizeof *b);
 }
+
+static size_t *batch_slot(pg_batch_t *b, const char *key, uint32_t len)
+{
+    size_t mask = b->n_slots - 1;
+    for (size_t i = (size_t)eddy_key_hash(key, len) & mask;; i = (i + 1) & mask) {
+        size_t *slot = &b->slots[i];
+        if (!*slot)
+            return slot;
+        const char *have = b->arena + b->rows[*slot - 1].off;
+        if (strlen(have) == len && !memcmp(have, key, len))
+            return slot;
+    }
+}
+
+/* Keeps the table at most half full. */
+static int batch_grow_slots(pg_batch_t *b)
+{
+    if ((b->n + 1) * 2 <= b->n_slots)
+        return 0;
+    size_t n_slots = b->n_slots ? b->n_slots * 2 : 1024;
+    size_t *old = b->slots, old_n = b->n_slots;
+    b->slots = calloc(n_slots, sizeof *b->slots);
+    if (!b->slots) {
+        b->slots = old;
+        return -1;
+    }
+    b->n_slots = n_slots;
+    for (size_t i = 0; i < old_n; i++)
+        if (old[i]) {
+            const char *k = b->arena + b->rows[old[i] - 1].off;
+            *batch_slot(b, k, (uint32_t)strlen(k)) = old[i];
+        }
+    free(old);
+    return 0;
+}
+
+/* Upsert mode: a key already in the batch gets the new change in place. */
+static int batch_upsert(pg_batch_t *b, const eddy_record_t *rec);
 
 static int batch_add(pg_batch_t *b, const eddy_record_t *rec)
 {
@@ -85,6 +129,23 @@ static int batch_add(pg_batch_t *b, const eddy_record_t *rec)
     b->rows[b->n] = (pg_row_t){b->used, rec->kind, rec->value, b->n};
     b->n++;
     b->used += rec->len + 1;
+    return 0;
+}
+
+static int batch_upsert(pg_batch_t *b, const eddy_record_t *rec)
+{
+    if (batch_grow_slots(b) < 0)
+        return -1;
+    size_t *slot = batch_slot(b, rec->data, rec->len);
+    if (*slot) {
+        pg_row_t *row = &b->rows[*slot - 1];
+        row->kind = rec->kind;
+        row->value = rec->value;
+        return 0;
+    }
+    if (batch_add(b, rec) < 0)
+        return -1;
+    *batch_slot(b, rec->data, rec->len) = b->n;
     return 0;
 }
 
@@ -764,7 +825,11 @@ static int pg_process(void *self, const eddy_record_t *rec, eddy_collector_t *ou
         pthread_mutex_unlock(&s->core->mu);
         return -1;
     }
-    if (batch_add(&s->batch, rec) < 0)
+    /* An upsert needs only the new value: -U is always followed by its +U
+     * (one process() call of the aggregate emits both). */
+    if (s->core->cfg.upsert && rec->kind == EDDY_UPDATE_BEFORE)
+        return 0;
+    if ((s->core->cfg.upsert ? batch_upsert(&s->batch, rec) : batch_add(&s->batch, rec)) < 0)
         return eddy_err_set(err, "PostgreSQL sink: out of memory");
     return 0;
 }
