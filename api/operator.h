@@ -24,8 +24,9 @@
  *
  * prepare() and commit() get a sync list (state/sync_list.h): rather than
  * fsync on the worker loop they flush, rename and add the files and
- * directories to make durable; the runtime fsyncs them on its snapshot
- * writer thread and acknowledges the checkpoint (or reports the task done,
+ * directories to make durable (or a call that may block, such as waiting
+ * for a database's PREPARE TRANSACTION: eddy_sync_list_add_call); the
+ * runtime fsyncs them (and runs the calls) on its snapshot writer thread and acknowledges the checkpoint (or reports the task done,
  * or sends the job's final ACK) only after that succeeded. With a NULL list
  * the operator makes its work durable itself before returning.
  *
@@ -133,6 +134,10 @@ typedef struct eddy_op_context {
      * unknown; the source keeps it current, the task exports it as the
      * gauge eddy_source_lag. */
     int64_t *source_lag;
+    /* The job's attempt (the DEPLOY's epoch) the instance was opened in:
+     * raised by every deploy, never repeated, so a transactional sink can
+     * tell its own pre-commits from those of an earlier attempt. */
+    uint32_t epoch;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

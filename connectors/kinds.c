@@ -7,6 +7,7 @@
 
 #include "connectors/dir_source.h"
 #include "connectors/nexmark.h"
+#include "connectors/postgres/pg_sink.h"
 #include "connectors/redis/redis.h"
 #include "connectors/sources.h"
 
@@ -161,7 +162,8 @@ int eddy_connectors_register(eddy_registry_t *r, eddy_err_t *err)
         eddy_register_source(r, &dir_kind, err) < 0 ||
         eddy_register_source(r, &generator_kind, err) < 0 ||
         eddy_register_source(r, &nexmark_kind, err) < 0 ||
-        eddy_register_source(r, &socket_kind, err) < 0 || eddy_redis_register(r, err) < 0)
+        eddy_register_source(r, &socket_kind, err) < 0 || eddy_redis_register(r, err) < 0 ||
+        eddy_pg_sink_register(r, err) < 0)
         return -1;
     return 0;
 }

@@ -8,6 +8,9 @@
  *   socket     {host, port}            lines from a TCP server (not replayable)
  *   redis      {uri}                   a Redis stream's entries (connectors/redis;
  *                                      replayable); also the Redis sink's kind
+ * and the sinks that need a client library, each in its folder:
+ *   postgres   {uri, mode, key_column, value_column, line_column}
+ *                                      connectors/postgres/pg_sink.h (libpq)
  * Every source also takes {rate}: "R" or "T:R,T:R" lines/s (plan/registry.c).
  * Configurations are checked here, where a worker opens the plan, so a plan
  * from an older or hostile client cannot smuggle in a zero divisor. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/postgres/pg_uri.h"
 #include "connectors/sources.h"
 #include "jobs/line_source.h"
 
@@ -123,7 +124,7 @@ static void transform_line(const eddy_record_t *in, eddy_collector_t *out, const
 
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
-    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL;
+    const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *pg = NULL;
     bool generate = false;
     uint32_t parallelism = 2, sink_parallelism = 2;
     uint64_t lines = 1000000, users = 1000, items = 100, seed = 42;
@@ -138,6 +139,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
         EDDY_FLAG_I64("min-amount", &min_amount, -MAX_AMOUNT, MAX_AMOUNT, "N", "keep lines with amount >= N (0)"),
         EDDY_FLAG_STR("output-dir", &output, "DIR", "directory for the part files"),
+        EDDY_FLAG_STR("output", &pg, "URI", "postgresql://USER@HOST:PORT/DB?table=T (rows appended)"),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_DEFAULT_MAX_PARALLELISM, "P", "source/transform instances (2)"),
         EDDY_FLAG_U32("sink-parallelism", &sink_parallelism, 1, EDDY_DEFAULT_MAX_PARALLELISM, "P", "sink instances (2)"),
@@ -150,8 +152,18 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         return eddy_err_wrap(err, "etl");
     if (eddy_line_source_check("etl", input, socket, generate, err) < 0)
         return -1;
-    if (!output || !output[0])
-        return eddy_err_set(err, "etl needs --output-dir DIR");
+    if (pg && output)
+        return eddy_err_set(err, "etl: give --output-dir or --output, not both");
+    if (pg) {
+        eddy_pg_uri_t uri;
+        if (!eddy_pg_uri_is(pg))
+            return eddy_err_set(err, "etl: --output takes a postgresql:// URI (part files: "
+                                     "--output-dir DIR)");
+        if (eddy_pg_uri_parse(pg, &uri, err) < 0)
+            return eddy_err_wrap(err, "etl: --output");
+    } else if (!output || !output[0]) {
+        return eddy_err_set(err, "etl needs --output-dir DIR or --output postgresql://...");
+    }
 
     eddy_config_t *gen = eddy_config_new();
     if (gen) {
@@ -171,6 +183,14 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     eddy_stream_t rows = eddy_set_parallelism(eddy_flat_map(lines_s, "transform", "etl_transform", tcfg),
                                               eddy_line_source_parallelism(&src));
     eddy_config_t *out = eddy_config_new();
+    if (pg) {
+        /* One row per output line, appended exactly once (two-phase commit). */
+        if (out && (eddy_config_set_str(out, "uri", pg) < 0 ||
+                    eddy_config_set_str(out, "mode", "append") < 0))
+            eddy_builder_fail(b, "--output URI is too long");
+        eddy_set_parallelism(eddy_sink(eddy_rebalance(rows), "sink", "postgres", out), sink_parallelism);
+        return eddy_builder_error(b) ? -1 : 0;
+    }
     if (out && eddy_config_set_str(out, "directory", output) < 0)
         eddy_builder_fail(b, "--output-dir path is too long");
     eddy_set_parallelism(eddy_sink(eddy_rebalance(rows), "sink", "part_file", out), sink_parallelism);
@@ -194,6 +214,11 @@ const eddy_job_kind_t eddy_etl_job = {
              "                                 worker). Files are published per completed\n"
              "                                 checkpoint as DIR/part-<instance>-<checkpoint>.txt\n"
              "                                 and at the end; DIR/.pending holds the rest.\n"
+             "  --output postgresql://USER@HOST:PORT/DB?table=T\n"
+             "                                 instead of part files: append each output line\n"
+             "                                 as a row (column line) of table T, created if\n"
+             "                                 missing; exactly once by PREPARE TRANSACTION per\n"
+             "                                 checkpoint (needs max_prepared_transactions > 0)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s in total\n"
              "  --parallelism P                source/transform instances (default 2)\n"
              "  --sink-parallelism P           sink instances (default 2)\n"

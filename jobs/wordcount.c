@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/flags.h"
+#include "connectors/postgres/pg_uri.h"
 #include "connectors/redis/redis_uri.h"
 #include "jobs/line_source.h"
 #include "jobs/wordcount.h"
@@ -51,7 +52,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
         EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
-        EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE or redis://HOST:PORT/STREAM"),
+        EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE, redis://HOST:PORT/STREAM or postgresql://..."),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
@@ -73,14 +74,20 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         rate = rate_schedule;
     if (eddy_line_source_check("wordcount", input, socket, generate, err) < 0)
         return -1;
+    bool to_postgres = eddy_pg_uri_is(output);
+    if (to_postgres) {
+        eddy_pg_uri_t uri;
+        if (eddy_pg_uri_parse(output, &uri, err) < 0)
+            return eddy_err_wrap(err, "wordcount: --output");
+    }
     const char *input_kind = NULL, *input_path;
     eddy_redis_uri_t redis_in;
-    if (input && output && eddy_redis_uri_is(input) &&
+    if (input && output && !to_postgres && eddy_redis_uri_is(input) &&
         eddy_redis_uri_parse(input, &redis_in, err) == 0 && !redis_in.bounded)
         return eddy_err_set(err, "--output is written at the end of the input, which an unbounded "
                                  "redis:// input never reaches; add ?bounded=latest, or leave "
                                  "--output out and follow the changelog on stdout");
-    if (input && output && !eddy_redis_uri_is(input) &&
+    if (input && output && !to_postgres && !eddy_redis_uri_is(input) &&
         eddy_input_parse(input, &input_kind, &input_path, err) == 0 &&
         !strcmp(input_kind, "dir"))
         return eddy_err_set(err, "--output is written at the end of the input, which a dir:// "
@@ -107,13 +114,23 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
                                                  eddy_line_source_parallelism(&src));
     eddy_config_t *sum = eddy_config_new();
     if (sum) {
-        eddy_config_set_str(sum, "emit", output ? "final" : "changelog");
+        /* A table is upserted per checkpoint as counts change; a file is
+         * written once at the end. */
+        eddy_config_set_str(sum, "emit", output && !to_postgres ? "final" : "changelog");
         eddy_config_set_double(sum, "cost_us", cost_us);
         eddy_config_set_bool(sum, "cost_sleep", cost_sleep);
         eddy_config_set_bool(sum, "combine", !no_combine);
     }
     eddy_stream_t counts = eddy_aggregate(eddy_key_by(words_s, "whole_record"), "count", "sum", sum);
-    if (output) {
+    if (to_postgres) {
+        eddy_config_t *out = eddy_config_new();
+        if (out && (eddy_config_set_str(out, "uri", output) < 0 ||
+                    eddy_config_set_str(out, "mode", "upsert") < 0 ||
+                    eddy_config_set_str(out, "key_column", "word") < 0 ||
+                    eddy_config_set_str(out, "value_column", "count") < 0))
+            eddy_builder_fail(b, "--output URI is too long");
+        eddy_sink(eddy_global(counts), "sink", "postgres", out);
+    } else if (output) {
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", output) < 0)
             eddy_builder_fail(b, "--output path is too long");
@@ -139,6 +156,12 @@ const eddy_job_kind_t eddy_wordcount_job = {
              "                                 without it a changelog (+I[w, 1]) on stdout\n"
              "  --output redis://HOST:PORT/STREAM  XADD each final count (line=word, value=count;\n"
              "                                 at least once)\n"
+             "  --output postgresql://USER@HOST:PORT/DB?table=T\n"
+             "                                 upsert counts into table T (word text primary\n"
+             "                                 key, count bigint), created if missing; exactly\n"
+             "                                 once by PREPARE TRANSACTION per checkpoint and\n"
+             "                                 COMMIT PREPARED when it completes (needs the\n"
+             "                                 server's max_prepared_transactions > 0)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
              "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"

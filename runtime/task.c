@@ -965,6 +965,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.late_records = &t->late_records;
     t->source_lag = -1;
     t->ctx.source_lag = &t->source_lag;
+    t->ctx.epoch = t->epoch;
     t->watermark = EDDY_WATERMARK_MIN;
     t->max_timestamp = EDDY_WATERMARK_MIN;
     t->last_wm_ns = t->last_record_ns = t->created_ns;

@@ -194,7 +194,9 @@ static void send_durable_acks(worker_t *w)
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
         eddy_msg_t *m = &u->ack;
-        if (u->error[0] && !job_is_here(w, u->job)) {
+        /* Only key-group units name their job; a sync-only unit's error
+         * (a sink's pre-commit) must always reach the coordinator. */
+        if (u->error[0] && u->job[0] && !job_is_here(w, u->job)) {
             /* The job ended (or was cancelled) while its last checkpoint was
              * being written, and the coordinator deleted that checkpoint's
              * directory: nothing is lost, the result no longer matters. */

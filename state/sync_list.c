@@ -15,9 +15,17 @@ typedef struct sync_entry {
     char *path;
 } sync_entry_t;
 
+typedef struct sync_call {
+    eddy_sync_call_fn fn;
+    void *arg;
+    void (*release)(void *arg);
+} sync_call_t;
+
 struct eddy_sync_list {
     sync_entry_t *entries;
     size_t count, cap;
+    sync_call_t *calls;
+    size_t n_calls, calls_cap;
 };
 
 eddy_sync_list_t *eddy_sync_list_new(void)
@@ -33,6 +41,10 @@ static void clear(eddy_sync_list_t *self)
         free(self->entries[i].path);
     }
     self->count = 0;
+    for (size_t i = 0; i < self->n_calls; i++)
+        if (self->calls[i].release)
+            self->calls[i].release(self->calls[i].arg);
+    self->n_calls = 0;
 }
 
 void eddy_sync_list_destroy(eddy_sync_list_t **self_p)
@@ -42,6 +54,7 @@ void eddy_sync_list_destroy(eddy_sync_list_t **self_p)
         return;
     clear(self);
     free(self->entries);
+    free(self->calls);
     free(self);
     *self_p = NULL;
 }
@@ -81,9 +94,27 @@ int eddy_sync_list_add_dir(eddy_sync_list_t *self, const char *path, eddy_err_t 
     return add(self, true, -1, path, err);
 }
 
+int eddy_sync_list_add_call(eddy_sync_list_t *self, eddy_sync_call_fn fn, void *arg,
+                            void (*release)(void *arg), eddy_err_t *err)
+{
+    if (self->n_calls == self->calls_cap) {
+        size_t cap = self->calls_cap ? self->calls_cap * 2 : 2;
+        sync_call_t *c = realloc(self->calls, cap * sizeof *c);
+        if (!c) {
+            if (release)
+                release(arg);
+            return eddy_err_set(err, "out of memory");
+        }
+        self->calls = c;
+        self->calls_cap = cap;
+    }
+    self->calls[self->n_calls++] = (sync_call_t){fn, arg, release};
+    return 0;
+}
+
 bool eddy_sync_list_empty(const eddy_sync_list_t *self)
 {
-    return self->count == 0;
+    return self->count == 0 && self->n_calls == 0;
 }
 
 int eddy_sync_list_run(eddy_sync_list_t *self, eddy_err_t *err)
@@ -105,6 +136,14 @@ int eddy_sync_list_run(eddy_sync_list_t *self, eddy_err_t *err)
             rc == 0) {
             if (err)
                 *err = derr;
+            rc = -1;
+        }
+    }
+    for (size_t i = 0; i < self->n_calls; i++) {
+        eddy_err_t cerr = {{0}};
+        if (self->calls[i].fn(self->calls[i].arg, &cerr) < 0 && rc == 0) {
+            if (err)
+                *err = cerr;
             rc = -1;
         }
     }

@@ -285,8 +285,9 @@ static int prepare_stream(redisContext *c, shared_t *sh, stream_t *s, char *why,
         if (!r)
             return -1;
         bool ok = r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0;
-        if (!ok)
-            snprintf(why, why_size, "XGROUP CREATE %s %s: %s", s->name, sh->uri.group, r->str);
+        if (!ok && snprintf(why, why_size, "XGROUP CREATE %s %s: %s", s->name, sh->uri.group,
+                            r->str) < 0)
+            why[0] = '\0'; /* a long reply is cut to fit: the message is for a person */
         freeReplyObject(r);
         if (!ok)
             return -1;

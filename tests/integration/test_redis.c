@@ -210,7 +210,7 @@ Test(redis, sink_xadds_every_output_record, .init = setup, .fini = teardown, .ti
     const char *streams[] = {"in"};
     fill(streams, 1, 1u << 18);
     eddy_proc_t proc;
-    char out[300];
+    char out[600];
     snprintf(out, sizeof out, "%s", uri("out", NULL));
     start_job(&proc, uri("in", "bounded=latest"), out, "2", NULL);
     finish_job(&proc);
@@ -576,7 +576,7 @@ Test(redis, sink_survives_a_redis_restart_at_least_once, .init = setup_persisten
     const char *streams[] = {"in"};
     fill(streams, 1, 1u << 18);
     eddy_test_redis_stop(redis);
-    char input[800], out[300];
+    char input[800], out[600];
     snprintf(input, sizeof input, "%s/input.txt", dir);
     snprintf(out, sizeof out, "%s", uri("out", NULL));
     eddy_proc_t proc;

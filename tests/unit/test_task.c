@@ -920,6 +920,8 @@ Test(task, an_unchained_forward_edge_sends_control_messages_to_its_instance_only
     eddy_task_destroy(&op);
     eddy_task_destroy(&next[0]);
     eddy_task_destroy(&next[1]);
+}
+
 /* ---- a restored source resumes its watermark ----------------------------- */
 
 /* Emits events at positions start.. from ts_of[], then is idle. */

@@ -1,0 +1,641 @@
+/* test_postgres_sink.c - the PostgreSQL sink (connectors/postgres/) against
+ * a real PostgreSQL server started by the test (tests/support/postgres.c),
+ * through the real eddy binary.
+ *
+ * Exactly once is checked where duplicates would show: wordcount upserts
+ * absolute counts (a duplicate upsert would go unnoticed), so the append
+ * sink of the etl job is checked too: its table, as a sorted multiset of
+ * lines, must equal the expected output computed here, with workers
+ * SIGKILLed (pids from `eddy status --json`) or the coordinator SIGKILLed
+ * while a transaction is prepared and not yet committed. After every run
+ * pg_prepared_xacts must be empty. The error tests check the message and
+ * that eddy exits non-zero within a deadline (no hang).
+ *
+ * Timing: every wait polls an observable condition with a deadline. The
+ * one plain wait (after the coordinator is killed) is wall-clock progress
+ * for a COMPLETE that may already be on its way; it is marked. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "connectors/postgres/pg_sink.h"
+#include "tests/support/etcd.h"
+#include "tests/support/postgres.h"
+#include "tests/support/proc.h"
+
+#define TEXT_BYTES (1536u * 1024)
+#define RUN_SECONDS 8
+#define ETL_LINES 120000
+#define ETL_RATE "15000"
+#define MIN_AMOUNT 300
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HB_TIMEOUT "3000"
+#else
+#define HB_TIMEOUT "1000"
+#endif
+
+static char *dir;
+static char input[600], logp[600], coord_logp[600], meta_dir[600], snap_dir[600];
+static char uri[300];
+static char *expected;
+static size_t expected_len;
+static char rate[32];
+static int ports[2];
+static char port_s[16], http_s[16], coord_url[64];
+static eddy_test_pg_t *pg;
+static PGconn *db;
+static eddy_proc_t local, coord, workers[4];
+static int n_workers;
+
+/* ---- fixture -------------------------------------------------------------- */
+
+static void setup_common(int max_prepared)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("pgsink", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
+    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
+    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
+    snprintf(http_s, sizeof http_s, "%d", ports[1]);
+    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
+    memset(&local, 0, sizeof local);
+    memset(&coord, 0, sizeof coord);
+    memset(workers, 0, sizeof workers);
+    n_workers = 0;
+    if (max_prepared >= 0) {
+        pg = eddy_test_pg_start(max_prepared, &err);
+        cr_assert(pg, "%s", err.msg);
+        db = eddy_test_pg_connect(pg, &err);
+        cr_assert(db, "%s", err.msg);
+    }
+}
+
+static void setup_wordcount(void)
+{
+    setup_common(20);
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_gen_text(input, TEXT_BYTES, 777, &err) == 0, "%s", err.msg);
+    size_t len;
+    char *text = eddy_read_file(input, &len);
+    cr_assert(text);
+    expected = eddy_reference_wordcount(text, len, &expected_len);
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
+    free(text);
+    eddy_test_pg_uri(pg, "counts", uri, sizeof uri);
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted lines (each with '\n') joined into one string. */
+static char *join_sorted(char **lines, size_t n, size_t *len)
+{
+    qsort(lines, n, sizeof *lines, cmp_str);
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(lines[i]) + 1;
+    char *out = malloc(total), *p = out;
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%s\n", lines[i]);
+    *p = '\0';
+    *len = (size_t)(p - out);
+    return out;
+}
+
+/* user,item,amount lines (repeated lines among them: each copy must be
+ * stored once) and, independently of eddy, the expected rows. */
+static void setup_etl(void)
+{
+    setup_common(20);
+    FILE *in = fopen(input, "w");
+    cr_assert(in);
+    char **rows = malloc(ETL_LINES * sizeof *rows);
+    size_t n = 0;
+    for (uint64_t k = 0; k < ETL_LINES; k++) {
+        uint64_t h = mix(k * 7919 + 3);
+        unsigned user = (unsigned)(h % 3000), item = (unsigned)((h >> 16) % 200);
+        long amount = (long)((h >> 32) % 1000);
+        if (k % 11 == 0) {
+            user = 7;
+            item = 7;
+            amount = 777;
+        }
+        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
+        if (amount >= MIN_AMOUNT) {
+            char row[64];
+            snprintf(row, sizeof row, "u%u\ti%u\t%ld", user, item, amount * 2);
+            rows[n++] = strdup(row);
+        }
+    }
+    cr_assert_eq(fclose(in), 0);
+    expected = join_sorted(rows, n, &expected_len);
+    for (size_t i = 0; i < n; i++)
+        free(rows[i]);
+    free(rows);
+    eddy_test_pg_uri(pg, "etl_rows", uri, sizeof uri);
+}
+
+static void setup_none(void)
+{
+    setup_common(-1);
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&local, 3000);
+    eddy_proc_kill(&coord, 3000);
+    for (int i = 0; i < n_workers; i++)
+        eddy_proc_kill(&workers[i], 2000);
+    if (db)
+        PQfinish(db);
+    db = NULL;
+    eddy_test_pg_stop(&pg);
+    free(expected);
+    expected = NULL;
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+    dir = NULL;
+}
+
+/* ---- logs and status ---------------------------------------------------------- */
+
+static char *all_logs(void)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    out[0] = '\0';
+    char paths[6][700];
+    int np = 0;
+    snprintf(paths[np++], sizeof paths[0], "%s", coord.pid > 0 ? coord_logp : logp);
+    for (int i = 0; i < n_workers; i++)
+        snprintf(paths[np++], sizeof paths[0], "%s/worker-%d.log", dir, i + 1);
+    for (int i = 0; i < np; i++) {
+        char *s = eddy_read_file(paths[i], NULL);
+        size_t need = strlen(paths[i]) + (s ? strlen(s) : 0) + 16;
+        if (n + need >= cap) {
+            cap = (n + need) * 2;
+            out = realloc(out, cap);
+        }
+        n += (size_t)sprintf(out + n, "--- %s\n%s", paths[i], s ? s : "(none)\n");
+        free(s);
+    }
+    return out;
+}
+
+typedef struct job_view {
+    bool ok;
+    char state[32];
+    int64_t restarts, ck_completed;
+} job_view_t;
+
+static const char *job_name = "wordcount";
+
+static job_view_t job_view(void)
+{
+    job_view_t v = {0};
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, job_name) : NULL;
+    if (j) {
+        v.ok = true;
+        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
+        v.restarts = json_integer_value(json_object_get(j, "restarts"));
+        v.ck_completed = json_integer_value(
+            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
+    }
+    json_decref(st);
+    return v;
+}
+
+typedef struct view_wait {
+    eddy_proc_t *owner;
+    bool gone;
+    const char *state;
+    int64_t min_completed, min_restarts;
+    job_view_t last;
+} view_wait_t;
+
+static bool view_matches(void *arg)
+{
+    view_wait_t *w = arg;
+    if (w->owner && !eddy_proc_alive(w->owner)) {
+        w->gone = true;
+        return true;
+    }
+    job_view_t v = job_view();
+    if (!v.ok)
+        return false;
+    w->last = v;
+    return (!w->state || !strcmp(v.state, w->state)) && v.ck_completed >= w->min_completed &&
+           v.restarts >= w->min_restarts;
+}
+
+static job_view_t wait_view(eddy_proc_t *owner, const char *state, int64_t min_completed,
+                            int64_t min_restarts, uint64_t timeout_ms, const char *what)
+{
+    view_wait_t w = {owner, false, state, min_completed, min_restarts, {0}};
+    if (!eddy_poll_until(view_matches, &w, timeout_ms) || w.gone) {
+        char *l = all_logs();
+        cr_assert_fail("timed out waiting for %s (state %s, completed %lld, restarts %lld)%s; logs:\n%s",
+                       what, w.last.state, (long long)w.last.ck_completed,
+                       (long long)w.last.restarts, w.gone ? " - the process exited" : "", l);
+    }
+    return w.last;
+}
+
+/* An alive worker running tasks, other than except. */
+static pid_t victim(pid_t except)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        json_t *st = eddy_test_status(ports[0]);
+        size_t i;
+        json_t *w;
+        pid_t found = -1;
+        json_array_foreach(json_object_get(st, "workers"), i, w)
+        {
+            pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+            if (json_is_true(json_object_get(w, "alive")) &&
+                json_integer_value(json_object_get(w, "tasks")) > 0 && pid > 0 && pid != except)
+                found = pid;
+        }
+        json_decref(st);
+        if (found > 0)
+            return found;
+        eddy_nap_ms(100);
+    }
+    cr_assert_fail("no alive worker with tasks");
+    return -1;
+}
+
+/* ---- the database --------------------------------------------------------------- */
+
+static long long scalar(const char *sql)
+{
+    eddy_err_t err = {{0}};
+    long long v = eddy_test_pg_scalar(db, sql, &err);
+    cr_assert_geq(v, 0, "%s", err.msg);
+    return v;
+}
+
+static bool table_has_rows(void *arg)
+{
+    const char *sql = arg;
+    PGresult *r = PQexec(db, sql);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+              atoll(PQgetvalue(r, 0, 0)) > 0;
+    PQclear(r);
+    return ok;
+}
+
+/* The table's rows as sorted "a\tb\n" lines (columns joined by tabs). */
+static char *table_text(const char *sql, size_t *len)
+{
+    eddy_err_t err = {{0}};
+    PGresult *r = eddy_test_pg_query(db, sql, &err);
+    cr_assert(r, "%s", err.msg);
+    size_t n = (size_t)PQntuples(r);
+    char **lines = malloc((n + 1) * sizeof *lines);
+    for (size_t i = 0; i < n; i++) {
+        size_t need = 2;
+        for (int f = 0; f < PQnfields(r); f++)
+            need += strlen(PQgetvalue(r, (int)i, f)) + 1;
+        lines[i] = malloc(need);
+        char *p = lines[i];
+        for (int f = 0; f < PQnfields(r); f++)
+            p += sprintf(p, "%s%s", f ? "\t" : "", PQgetvalue(r, (int)i, f));
+    }
+    PQclear(r);
+    char *out = join_sorted(lines, n, len);
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return out;
+}
+
+static void expect_table(const char *sql)
+{
+    size_t len;
+    char *got = table_text(sql, &len);
+    if (len != expected_len || memcmp(got, expected, len) != 0) {
+        size_t i = 0, line = 1;
+        while (i < len && i < expected_len && got[i] == expected[i])
+            line += got[i++] == '\n';
+        char *l = all_logs();
+        cr_assert_fail("table differs from the reference (%zu vs %zu bytes), first at line %zu:\n"
+                       "got ...%.200s\nwant ...%.200s\nlogs:\n%s",
+                       len, expected_len, line, got + (i > 40 ? i - 40 : 0),
+                       expected + (i > 40 ? i - 40 : 0), l);
+    }
+    free(got);
+    cr_assert_eq(scalar("SELECT count(*) FROM pg_prepared_xacts"), 0,
+                 "prepared transactions were left behind");
+    /* Upserts are staged per checkpoint and merged at commit: none left. */
+    cr_assert_eq(scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'eddy_upsert_stage'") == 0 ||
+                     scalar("SELECT count(*) FROM eddy_upsert_stage") == 0,
+                 1, "staged rows were left behind");
+    /* Under ASan/UBSan a sanitizer report in any process fails the test. */
+    char *l = all_logs();
+    cr_assert(!strstr(l, "AddressSanitizer") && !strstr(l, "LeakSanitizer") &&
+                  !strstr(l, "runtime error:"),
+              "a sanitizer reported a problem:\n%s", l);
+    free(l);
+}
+
+/* ---- processes -------------------------------------------------------------------- */
+
+static void start_local_wordcount(const char *extra_flag, const char *extra_value)
+{
+    eddy_err_t err = {{0}};
+    char *argv[40] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
+                      "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
+                      "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job",
+                      "wordcount", "--input", input, "--output", uri, "--parallelism", "3",
+                      "--rate", rate};
+    int k = 25;
+    if (extra_flag) {
+        argv[k++] = (char *)extra_flag;
+        argv[k++] = (char *)extra_value;
+    }
+    argv[k] = NULL;
+    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+}
+
+static void start_local_etl(void)
+{
+    eddy_err_t err = {{0}};
+    char min[16];
+    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
+                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
+                    "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job", "etl",
+                    "--input", input, "--output", uri, "--min-amount", min, "--parallelism", "2",
+                    "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
+    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+}
+
+static void sigkill(pid_t pid)
+{
+    cr_assert(pid > 0);
+    cr_assert(kill(pid, SIGKILL) == 0, "kill -9 %d failed", (int)pid);
+}
+
+static void expect_local_exit_0(void)
+{
+    int rc = eddy_proc_wait(&local, 180000);
+    if (rc != 0) {
+        char *l = all_logs();
+        cr_assert_fail("eddy local exited %d; logs:\n%s", rc, l);
+    }
+}
+
+/* Two worker kills, each after a checkpoint completed since the last one. */
+static void two_kills(void)
+{
+    job_view_t v = wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    sigkill(victim(0));
+    v = wait_view(&local, "running", 0, 1, 60000, "the restore after the first kill");
+    v = wait_view(&local, "running", v.ck_completed + 1, 1, 60000, "a checkpoint after the restore");
+    sigkill(victim(0));
+    wait_view(&local, NULL, 0, 2, 60000, "the restore after the second kill");
+}
+
+#define WORDCOUNT_TABLE "SELECT word, count FROM counts"
+#define ETL_TABLE "SELECT line FROM etl_rows"
+
+/* ---- tests -------------------------------------------------------------------------- */
+
+Test(postgres_sink, wordcount_two_worker_kills, .init = setup_wordcount, .fini = teardown,
+     .timeout = 300)
+{
+    start_local_wordcount(NULL, NULL);
+    wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    /* Rows are published per checkpoint, while the job runs. */
+    cr_assert(eddy_poll_until(table_has_rows, "SELECT count(*) FROM counts", 30000),
+              "no committed rows in the table while the job runs");
+    two_kills();
+    expect_local_exit_0();
+    expect_table(WORDCOUNT_TABLE);
+}
+
+Test(postgres_sink, etl_append_two_worker_kills, .init = setup_etl, .fini = teardown,
+     .timeout = 300)
+{
+    job_name = "etl";
+    start_local_etl();
+    two_kills();
+    expect_local_exit_0();
+    expect_table(ETL_TABLE);
+}
+
+Test(postgres_sink, wordcount_rescale_and_kill, .init = setup_wordcount, .fini = teardown,
+     .timeout = 300)
+{
+    start_local_wordcount(NULL, NULL);
+    wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "5", "--coordinator", coord_url,
+                    NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &err);
+    if (rc != 0) {
+        char *l = all_logs();
+        cr_assert_fail("eddy rescale exited %d: %s%s\nlogs:\n%s", rc, out, err, l);
+    }
+    free(out);
+    free(err);
+    job_view_t v = wait_view(&local, "running", 0, 0, 60000, "running after the rescale");
+    wait_view(&local, "running", v.ck_completed + 1, 0, 60000, "a checkpoint after the rescale");
+    sigkill(victim(0));
+    wait_view(&local, NULL, 0, 1, 60000, "the restore after the kill");
+    expect_local_exit_0();
+    expect_table(WORDCOUNT_TABLE);
+}
+
+/* ---- coordinator restart ------------------------------------------------------------ */
+
+static bool coordinator_listening(void *arg)
+{
+    int want = *(int *)arg, n = 0;
+    char *s = eddy_read_file(coord_logp, NULL);
+    for (const char *p = s; p && (p = strstr(p, "] listening on ")); p++)
+        n++;
+    free(s);
+    return n >= want;
+}
+
+static int coord_starts;
+
+static void start_coordinator(void)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
+                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
+                    "--checkpoint-interval", "300", "--heartbeat-ms", "200",
+                    "--heartbeat-timeout-ms", HB_TIMEOUT, NULL};
+    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+    coord_starts++;
+    cr_assert(eddy_poll_until(coordinator_listening, &coord_starts, 15000),
+              "the coordinator did not start");
+}
+
+static void start_worker(void)
+{
+    eddy_err_t err = {{0}};
+    char name[32], wlog[700];
+    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
+    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
+    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
+                    "--snapshot-dir", snap_dir, NULL};
+    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+}
+
+/* Polls pg_prepared_xacts without pause (the prepare-to-commit window is
+ * a few milliseconds); true when a transaction of the job is prepared. */
+static bool prepared_now(void)
+{
+    PGresult *r = PQexec(db, "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'eddy:etl:%'");
+    bool any = PQresultStatus(r) == PGRES_TUPLES_OK && atoll(PQgetvalue(r, 0, 0)) > 0;
+    PQclear(r);
+    return any;
+}
+
+Test(postgres_sink, coordinator_restart_between_prepare_and_commit, .init = setup_etl,
+     .fini = teardown, .timeout = 300)
+{
+    job_name = "etl";
+    coord_starts = 0;
+    start_coordinator();
+    for (int i = 0; i < 2; i++)
+        start_worker();
+    char min[16];
+    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
+    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "etl", "--input",
+                   input, "--output", uri, "--min-amount", min, "--parallelism", "2",
+                   "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
+    /* Workers register within a heartbeat or two; submit retries until then. */
+    int rc = -1;
+    char *out = NULL, *err = NULL;
+    for (int i = 0; i < 50 && rc != 0; i++) {
+        free(out);
+        free(err);
+        out = err = NULL;
+        rc = eddy_proc_run(sub, 20000, &out, &err);
+        if (rc != 0)
+            eddy_nap_ms(200);
+    }
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+    wait_view(&coord, "running", 1, 0, 60000, "a completed checkpoint");
+
+    /* Kill the coordinator while a transaction is prepared: a COMPLETE may
+     * already be on its way, so check afterwards and try again if the
+     * commit slipped in. */
+    bool caught = false;
+    for (int attempt = 0; attempt < 8 && !caught; attempt++) {
+        uint64_t deadline = eddy_mono_ms() + 20000;
+        bool seen = false;
+        while (!seen && eddy_mono_ms() < deadline)
+            seen = prepared_now();
+        cr_assert(seen, "no transaction was ever seen prepared");
+        kill(-coord.pid, SIGKILL);
+        cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+        eddy_nap_ms(500); /* wall-clock progress: a COMPLETE in flight lands */
+        caught = prepared_now();
+        cr_log_info("attempt %d: coordinator killed with %s prepared", attempt + 1,
+                    caught ? "a transaction" : "nothing (committed meanwhile)");
+        start_coordinator();
+        if (!caught)
+            wait_view(&coord, "running", 0, 0, 60000, "the job running after the restart");
+    }
+    cr_assert(caught, "never caught a prepared transaction at the coordinator's death");
+    wait_view(&coord, "finished", 0, 0, 180000, "the job to finish after the restart");
+    expect_table(ETL_TABLE);
+}
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+static void expect_failure_with(const char *needle)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
+                    "--http-port", http_s, "--quiet", "--heartbeat-ms", "200", "--job",
+                    "wordcount", "--input", input, "--output", uri, NULL};
+    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    uint64_t t0 = eddy_mono_ms();
+    int rc = eddy_proc_wait(&local, 150000);
+    char *l = eddy_read_file(logp, NULL);
+    cr_assert_neq(rc, -1, "eddy local did not exit within 150 s; log:\n%s", l);
+    cr_assert_neq(rc, 0, "eddy local succeeded; log:\n%s", l);
+    cr_assert(l && strstr(l, needle), "the log does not say '%s':\n%s", needle, l);
+    /* The cause is eddy local's last line. */
+    const char *last = l + strlen(l);
+    while (last > l && last[-1] == '\n')
+        last--;
+    while (last > l && last[-1] != '\n')
+        last--;
+    cr_assert(strstr(last, needle), "the last line does not name the cause: %s", last);
+    cr_log_info("failed after %.1f s (exit %d): %s", (double)(eddy_mono_ms() - t0) / 1000.0, rc, last);
+    free(l);
+}
+
+Test(postgres_sink, no_prepared_transactions_is_a_clear_error, .init = setup_none,
+     .fini = teardown, .timeout = 300)
+{
+    eddy_err_t err = {{0}};
+    pg = eddy_test_pg_start(0, &err);
+    cr_assert(pg, "%s", err.msg);
+    cr_assert(eddy_write_file(input, "a b c\nb c\n", 10) == 0);
+    eddy_test_pg_uri(pg, "counts", uri, sizeof uri);
+    expect_failure_with(EDDY_PG_NO_PREPARED_XACTS);
+}
+
+Test(postgres_sink, unreachable_server_is_a_clear_error, .init = setup_none, .fini = teardown,
+     .timeout = 300)
+{
+    eddy_err_t err = {{0}};
+    int port = eddy_test_free_port(&err);
+    cr_assert_gt(port, 0, "%s", err.msg);
+    cr_assert(eddy_write_file(input, "a b c\nb c\n", 10) == 0);
+    snprintf(uri, sizeof uri, "postgresql://postgres@127.0.0.1:%d/postgres?table=counts", port);
+    char needle[64];
+    snprintf(needle, sizeof needle, "PostgreSQL at 127.0.0.1:%d: cannot connect", port);
+    expect_failure_with(needle);
+}
+
+Test(postgres_sink, bad_uri_is_a_usage_error, .init = setup_none, .fini = teardown)
+{
+    cr_assert(eddy_write_file(input, "a\n", 2) == 0);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
+                    "--http-port", http_s, "--job", "wordcount", "--input", input, "--output",
+                    "postgresql://postgres@127.0.0.1:99999/postgres?table=t", NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &errout);
+    cr_assert_eq(rc, 2, "exit %d: %s%s", rc, out, errout);
+    cr_assert(strstr(errout, "port 99999 is out of range") || strstr(errout, "port '99999'"),
+              "%s", errout);
+    free(out);
+    free(errout);
+}
