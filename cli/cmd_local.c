@@ -106,7 +106,7 @@ int eddy_cmd_local(int argc, char **argv)
 {
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
-    uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000;
+    uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     bool autoscale = false, quiet = false;
     const char *controller_flags = "";
@@ -123,6 +123,7 @@ int eddy_cmd_local(int argc, char **argv)
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
+        EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
@@ -225,7 +226,7 @@ int eddy_cmd_local(int argc, char **argv)
         .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
-        .deploy_timeout_ms = deploy_timeout, .submit_job = job,
+        .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,
         .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0};

@@ -49,7 +49,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *bind = "tcp://0.0.0.0:7600", *http_host = "0.0.0.0";
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
-    uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000;
+    uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (0.0.0.0)"),
@@ -62,6 +62,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("checkpoint-timeout-ms", &ck_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "abandon a checkpoint not complete after MS (60000)"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
+        EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_END,
     };
@@ -77,7 +78,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
-        .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout};
+        .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
+        .max_restarts = max_restarts};
     eddy_err_t err = {{0}};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     if (rc < 0) {

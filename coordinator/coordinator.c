@@ -428,6 +428,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         o.tolerable_checkpoint_failures = 3;
     if (!o.deploy_timeout_ms)
         o.deploy_timeout_ms = 10000;
+    if (!o.max_restarts)
+        o.max_restarts = COORD_MAX_RESTARTS;
     if (!o.checkpoint_timeout_ms)
         o.checkpoint_timeout_ms = 60000;
     opts = &o;

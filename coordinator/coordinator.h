@@ -24,6 +24,8 @@ typedef struct eddy_coordinator_options {
     uint32_t checkpoints_retained;   /* complete checkpoints kept (>= 1; CLI default 2) */
     uint32_t tolerable_checkpoint_failures; /* in a row, then restore (>= 1; default 3) */
     uint32_t deploy_timeout_ms;      /* a worker not confirming a DEPLOY is quarantined */
+    uint32_t max_restarts;           /* restores in a row without a checkpoint, then the
+                                      * job fails (>= 1; default COORD's 10) */
     /* eddy local: submit this job once min_workers registered, exit when done. */
     const char *submit_job;
     int submit_argc;

@@ -26,7 +26,7 @@
 #define COORD_MAX_RESCALES 256
 #define COORD_MAX_DECISIONS 1024
 #define COORD_MAX_RETAINED 64
-#define COORD_MAX_RESTARTS 10        /* consecutive restores without a checkpoint between */
+#define COORD_MAX_RESTARTS 10        /* default --max-restarts: restores in a row without a checkpoint */
 #define COORD_RESTART_DELAY_MIN_MS 100
 #define COORD_RESTART_DELAY_MAX_MS 10000
 #define COORD_QUARANTINE_MIN_MS 30000

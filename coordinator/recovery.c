@@ -92,15 +92,16 @@ void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_f
     memcpy(j->last_cause, why, n);
     j->last_cause[n] = '\0';
     j->restarts++;
-    if (++j->consecutive_restarts > COORD_MAX_RESTARTS) {
+    uint32_t max_restarts = c->opts->max_restarts;
+    if (++j->consecutive_restarts > max_restarts) {
         char fail[EDDY_ERROR_MAX + 64];
-        snprintf(fail, sizeof fail, "too many restarts (%u); last cause: %.420s", COORD_MAX_RESTARTS, why);
+        snprintf(fail, sizeof fail, "too many restarts (%u); last cause: %.420s", max_restarts, why);
         coord_fail_job(c, j, fail);
         return;
     }
     uint64_t delay = restart_delay_ms(j->consecutive_restarts);
     eddy_info("job %s: %s; restore %u of at most %u in %" PRIu64 " ms", j->id, why,
-              j->consecutive_restarts, COORD_MAX_RESTARTS, delay);
+              j->consecutive_restarts, max_restarts, delay);
     j->restore_scheduled = true;
     j->restore_at_ms = eddy_mono_ms() + delay;
     coord_job_set_state(c, j, JOB_RESTORING);

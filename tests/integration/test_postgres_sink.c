@@ -581,8 +581,9 @@ static void expect_failure_with(const char *needle)
 {
     eddy_err_t err = {{0}};
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
-                    "--http-port", http_s, "--quiet", "--heartbeat-ms", "200", "--job",
-                    "wordcount", "--input", input, "--output", uri, NULL};
+                    "--http-port", http_s, "--quiet", "--heartbeat-ms", "200",
+                    "--max-restarts", "2", "--job", "wordcount", "--input", input, "--output",
+                    uri, NULL};
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
     uint64_t t0 = eddy_mono_ms();
     int rc = eddy_proc_wait(&local, 150000);
