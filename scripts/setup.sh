@@ -46,7 +46,7 @@ if ((${#missing[@]})); then
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
   # The packages start services we do not want: tests start their own.
-  for svc in etcd prometheus prometheus-node-exporter redis-server; do
+  for svc in etcd prometheus prometheus-node-exporter redis-server postgresql; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
       "${AS_ROOT[@]}" systemctl stop "$svc" || true
       "${AS_ROOT[@]}" systemctl disable "$svc" >/dev/null 2>&1 || true
