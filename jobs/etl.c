@@ -1,9 +1,13 @@
 /* etl.c - the etl job: source -> parse/filter/transform -> exactly-once part files.
  *
- *   source (file | generator | socket) + flat_map(transform)  ==REBALANCE==>
- *   sink (part files in --output-dir, two-phase commit)
+ *   source (file | dir | redis | generator | socket) + flat_map(transform
+ *   or etl_records)  ==REBALANCE==>  sink (part files in --output-dir, or
+ *   PostgreSQL rows, both two-phase commit; or a Redis stream)
  *
- * Input lines are "user,item,amount"; lines with amount >= --min-amount
+ * With --format csv|json the transform is the etl_records operator
+ * (jobs/etl_records.c): records parsed, cleaned, enriched from a reference
+ * table and written as CSV or JSON lines, malformed ones rejected. Without
+ * it, input lines are "user,item,amount"; lines with amount >= --min-amount
  * become "user<TAB>item<TAB>amount*2" (see eddy_etl_transform); malformed
  * lines (a CSV header too) are dropped. The sink publishes part files only
  * for completed checkpoints (and at the end, once every task is done), so
@@ -370,17 +374,16 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 
 const eddy_job_kind_t eddy_etl_job = {
     .name = "etl",
-    .summary = "filter and transform user,item,amount lines into exactly-once part files",
-    .usage = "  --input FILE | --generate [--lines N --users N --items N --seed N]\n"
-             "  | --socket HOST:PORT           where CSV lines user,item,amount come from\n"
-             "                                 (exactly one; malformed lines are dropped).\n"
+    .summary = "ETL: CSV/JSON records cleaned, enriched and written exactly once (or the "
+               "user,item,amount transform)",
+    .usage = "  --input FILE|URI | --generate [--lines N --users N --items N --seed N]\n"
+             "  | --socket HOST:PORT           where the lines come from (exactly one).\n"
              "                                 FILE: a path or file:///PATH (.gz is\n"
-             "                                 decompressed), or dir:///DIR: every file that\n"
+             "                                 decompressed), dir:///DIR: every file that\n"
              "                                 appears in DIR, once (unbounded; part files are\n"
-             "                                 published per checkpoint)\n"
-             "  --min-amount N                 keep lines with amount >= N (default 0)\n"
-             "  --output-dir DIR               part files, one line user<TAB>item<TAB>2*amount\n"
-             "                                 per kept input line (required; use a new or\n"
+             "                                 published per checkpoint), redis://HOST:PORT/S:\n"
+             "                                 a Redis stream (field line)\n"
+             "  --output-dir DIR               part files, one output line each (use a new or\n"
              "                                 empty directory per job, same path on every\n"
              "                                 worker). Files are published per completed\n"
              "                                 checkpoint as DIR/part-<instance>-<checkpoint>.txt\n"
@@ -390,14 +393,53 @@ const eddy_job_kind_t eddy_etl_job = {
              "                                 as a row (column line) of table T, created if\n"
              "                                 missing; exactly once by PREPARE TRANSACTION per\n"
              "                                 checkpoint (needs max_prepared_transactions > 0)\n"
+             "  --output redis://HOST:PORT/STREAM\n"
+             "                                 instead: XADD each output line (field line)\n"
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s in total\n"
              "  --parallelism P                source/transform instances (default 2)\n"
              "  --sink-parallelism P           sink instances (default 2)\n"
-             "exactly once: with --input (dir:// too) or --generate every kept line is in the committed\n"
-             "part files once, across worker failures and restores. --socket is NOT\n"
-             "replayable: lines read after the last checkpoint are lost on a restore\n"
-             "(at-most-once for those). wordcount's changelog stdout sink, by contrast, is\n"
-             "at-least-once (rows after the last checkpoint are printed again).\n",
+             "records (with --format; docs/connectors.md, \"The etl job\"):\n"
+             "  --format csv|json              parse each line as CSV (RFC 4180 quoting) or a\n"
+             "                                 JSON object; blank lines are skipped\n"
+             "  --columns A,B,..               CSV: the column names (a line equal to them is a\n"
+             "                                 header and skipped); JSON: the output fields,\n"
+             "                                 in order (default: each record's own)\n"
+             "  --header                       CSV: lines equal to the column names are headers;\n"
+             "                                 without --columns the names are the first line\n"
+             "                                 of --input FILE\n"
+             "  --output-format csv|json       output lines as (default: --format); CSV output\n"
+             "                                 of JSON input needs --columns\n"
+             "  --trim                         trim blanks around every string value\n"
+             "  --lower F,.. / --upper F,..    ASCII lower/upper case of these fields\n"
+             "  --date F,..                    dates to UTC YYYY-MM-DDTHH:MM:SSZ; accepts ISO\n"
+             "                                 8601 (with zone or UTC), YYYY/MM/DD, DD.MM.YYYY\n"
+             "                                 (each optionally with HH:MM[:SS]), and epoch\n"
+             "                                 seconds (|n| < 1e11) or milliseconds\n"
+             "  --date-only                    --date writes YYYY-MM-DD\n"
+             "  --number F,..                  numbers normalised: thousands separators\n"
+             "                                 (, . _ ' space) dropped, decimal '.', no leading\n"
+             "                                 or trailing zeros (\"1.234,50\" -> 1234.5)\n"
+             "  --enrich-key F --enrich-table FILE|postgresql://USER@HOST:PORT/DB?table=T\n"
+             "                                 left join with a reference table (CSV file with\n"
+             "                                 a header: key column first; or a PostgreSQL\n"
+             "                                 table, first column the key), loaded when the\n"
+             "                                 job deploys; its other columns are added to each\n"
+             "                                 record (empty / null without a match)\n"
+             "  --enrich-required              reject records whose key has no reference row\n"
+             "  --enrich-timeout S             bound on connecting to and reading a PostgreSQL\n"
+             "                                 reference table (default 10)\n"
+             "  --rejects FILE                 append each rejected record as reason<TAB>line\n"
+             "                                 (at least once: replays after a restore repeat)\n"
+             "  Malformed records (a wrong CSV field count, invalid JSON, a date or number\n"
+             "  that does not parse, a missing required reference row) are dropped, counted\n"
+             "  and logged per instance (a summary line when it ends).\n"
+             "without --format: CSV lines user,item,amount; lines with amount >= N become\n"
+             "  user<TAB>item<TAB>2*amount, malformed lines are dropped.\n"
+             "  --min-amount N                 keep lines with amount >= N (default 0)\n"
+             "exactly once: with --input (dir:// too) or --generate every output line is in the\n"
+             "committed part files (or table rows) once, across worker failures and restores.\n"
+             "--socket is NOT replayable: lines read after the last checkpoint are lost on a\n"
+             "restore (at-most-once for those). The Redis sink is at least once.\n",
     .build = build,
 };
 

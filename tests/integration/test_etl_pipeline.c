@@ -16,6 +16,7 @@
 #include "tests/support/etcd.h"
 #include "tests/support/postgres.h"
 #include "tests/support/proc.h"
+#include "tests/support/redis.h"
 
 static char *dir;
 static char path_in[600], path_ref[600], path_rej[600], path_out[600], path_log[600];
@@ -93,8 +94,9 @@ static char *committed(void)
 }
 
 /* Runs `eddy local --workers 2 --job etl --input IN --output-dir OUT ARGS`
- * to completion and returns its log. */
-static char *run_etl(const char *const *args)
+ * (--output URI instead when output is not NULL) to completion and returns
+ * its log. */
+static char *run_etl_to(const char *output, const char *const *args)
 {
     eddy_err_t err = {{0}};
     int ports[2];
@@ -103,7 +105,8 @@ static char *run_etl(const char *const *args)
     snprintf(cp, sizeof cp, "%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
     char *argv[64] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
-                      hp, "--quiet", "--job", "etl", "--input", path_in, "--output-dir", path_out,
+                      hp, "--quiet", "--job", "etl", "--input", path_in,
+                      output ? "--output" : "--output-dir", output ? (char *)output : path_out,
                       "--parallelism", "2", "--sink-parallelism", "2"};
     size_t n = 19;
     for (size_t i = 0; args[i]; i++)
@@ -116,6 +119,11 @@ static char *run_etl(const char *const *args)
     char *log = eddy_read_file(path_log, NULL);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "(none)");
     return log ? log : strdup("");
+}
+
+static char *run_etl(const char *const *args)
+{
+    return run_etl_to(NULL, args);
 }
 
 static void expect_file(const char *got_text, const char *want, const char *what)
@@ -271,6 +279,36 @@ Test(etl_pipeline, enrichment_from_postgresql, .init = setup, .fini = teardown, 
     free(sout);
     free(serr);
     eddy_test_pg_stop(&pg);
+}
+
+Test(etl_pipeline, output_to_redis_stream, .init = setup, .fini = teardown, .timeout = 200)
+{
+    eddy_err_t err = {{0}};
+    eddy_test_redis_t *redis = eddy_test_redis_start(false, &err);
+    cr_assert(redis, "%s", err.msg);
+    char uri[128];
+    snprintf(uri, sizeof uri, "redis://127.0.0.1:%d/clean", eddy_test_redis_port(redis));
+    put(path_in, "{\"n\":\"1_000\"}\n{\"n\":\"x\"}\n{\"n\":\"-2,5\"}\n");
+    char *log = run_etl_to(uri, (const char *[]){"--format", "json", "--output-format", "csv",
+                                                "--columns", "n", "--number", "n", NULL});
+    redisContext *c = eddy_test_redis_client(redis, &err);
+    cr_assert(c, "%s", err.msg);
+    redisReply *r = redisCommand(c, "XRANGE clean - +");
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY, "XRANGE failed");
+    char got[256] = "";
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *fields = r->element[i]->element[1];
+        for (size_t k = 0; k + 1 < fields->elements; k += 2)
+            if (!strcmp(fields->element[k]->str, "line")) {
+                strcat(got, fields->element[k + 1]->str);
+                strcat(got, "\n");
+            }
+    }
+    expect_file(got, "1000\n-2.5\n", "stream clean");
+    freeReplyObject(r);
+    redisFree(c);
+    eddy_test_redis_destroy(&redis);
+    free(log);
 }
 
 static void bad_flags(const char *const *args, const char *needle)
