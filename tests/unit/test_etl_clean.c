@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "operators/etl_clean.h"
+#include "tests/unit/leak_check.h"
+
+TestSuite(etl_clean, .fini = eddy_test_leak_check);
 
 static eddy_err_t err;
 

@@ -10,6 +10,10 @@
 
 #include "operators/etl_record.h"
 #include "operators/etl_table.h"
+#include "tests/unit/leak_check.h"
+
+TestSuite(etl_record, .fini = eddy_test_leak_check);
+TestSuite(etl_table, .fini = eddy_test_leak_check);
 
 static eddy_err_t err;
 
