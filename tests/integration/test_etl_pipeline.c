@@ -134,6 +134,20 @@ static void expect_file(const char *got_text, const char *want, const char *what
     free(exp);
 }
 
+/* The sum of the operator instances' summary lines "N rejected" in log. */
+static long rejected_in_log(const char *log)
+{
+    long sum = 0;
+    for (const char *p = strstr(log, " rejected (malformed)"); p;
+         p = strstr(p + 1, " rejected (malformed)")) {
+        const char *q = p;
+        while (q > log && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        sum += strtol(q, NULL, 10);
+    }
+    return sum;
+}
+
 static void expect_rejects(const char *want)
 {
     char *rej = eddy_read_file(path_rej, NULL);
@@ -173,6 +187,7 @@ Test(etl_pipeline, csv_clean_enrich_rejects, .init = setup, .fini = teardown, .t
                    "field amount: not a number: '12x'\t4,Dee,dee@x.org,1700000000,12x,dk\n"
                    "expected 6 fields, got 3\t5,Eve,eve@x.org\n"
                    "unterminated quoted field 3\t7,Gus,\"gus@x.org,SE\n");
+    cr_assert_eq(rejected_in_log(log), 4, "rejects counted in the log:\n%s", log);
     free(out);
     free(log);
 }
@@ -215,6 +230,7 @@ Test(etl_pipeline, json_required_enrichment, .init = setup, .fini = teardown, .t
     for (const char *p = got; *p; p++)
         lines += *p == '\n';
     cr_assert_eq(lines, 4, "rejects:\n%s", got);
+    cr_assert_eq(rejected_in_log(log), 4, "rejects counted in the log:\n%s", log);
     free(got);
     free(rej);
     free(out);
