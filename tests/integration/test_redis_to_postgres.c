@@ -134,14 +134,14 @@ static char *log_text(void)
     return l ? l : strdup("");
 }
 
-static void start_local(const char *query, const char *parallelism)
+static void start_local(const char *query, const char *parallelism, const char *hb_timeout)
 {
     eddy_err_t err = {{0}};
     snprintf(in_uri, sizeof in_uri, "redis://127.0.0.1:%d/" STREAMS "%s%s",
              eddy_test_redis_port(redis), query ? "?" : "", query ? query : "");
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
                     "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                    "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job",
+                    "200", "--heartbeat-timeout-ms", (char *)hb_timeout, "--quiet", "--job",
                     "wordcount", "--input", in_uri, "--output", pg_uri, "--parallelism", (char *)parallelism,
                     "--rate", rate, NULL};
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
@@ -329,7 +329,7 @@ static void expect_counts(void)
 Test(redis_to_postgres, wordcount_two_worker_kills, .init = setup, .fini = teardown,
      .timeout = 300)
 {
-    start_local("bounded=latest", "3");
+    start_local("bounded=latest", "3", HB_TIMEOUT);
     wait_view("running", 1, 0, "a completed checkpoint");
     cr_assert(eddy_poll_until(positive, "SELECT count(*) FROM counts", 30000),
               "no committed rows while the job runs");
@@ -345,7 +345,7 @@ Test(redis_to_postgres, wordcount_two_worker_kills, .init = setup, .fini = teard
 Test(redis_to_postgres, wordcount_rescale_and_kill, .init = setup, .fini = teardown,
      .timeout = 300)
 {
-    start_local("bounded=latest", "2");
+    start_local("bounded=latest", "2", HB_TIMEOUT);
     wait_view("running", 1, 0, "a completed checkpoint");
     char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator",
                     coord_url, NULL};
@@ -381,7 +381,9 @@ Test(redis_to_postgres, cancel_leaves_nothing_prepared, .init = setup, .fini = t
         &err);
     cr_assert(r, "%s", err.msg);
     PQclear(r);
-    start_local(NULL, "3"); /* unbounded: runs until cancelled */
+    /* Unbounded: runs until cancelled. The coordinator is stopped for a few
+     * seconds below: a long heartbeat timeout keeps its workers alive. */
+    start_local(NULL, "3", "30000");
     wait_view("running", 1, 0, "a completed checkpoint");
     cr_assert(eddy_poll_until(positive, "SELECT count(*) FROM counts", 30000),
               "no committed rows while the job runs");
