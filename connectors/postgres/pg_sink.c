@@ -8,7 +8,8 @@
  * destroyed while the snapshot writer still waits, or while the thread
  * still commits, frees nothing under anyone's feet. A closed instance's
  * thread still runs queued commits (a completed checkpoint should be
- * published) but skips queued prepares (no ACK will follow them). */
+ * published) but skips queued prepares (no ACK will follow them); so does
+ * an aborted one, whose abort job then rolls back what it prepared. */
 #include "connectors/postgres/pg_sink.h"
 
 #include <inttypes.h>
