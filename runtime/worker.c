@@ -690,8 +690,10 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
     }
     case EDDY_MSG_RELEASE: {
         wjob_t *j = find_job(w, m->u.release.job);
-        if (!j)
+        if (!j) {
+            send_heartbeat(w); /* the acknowledgement (below) */
             break;
+        }
         uint32_t reason = m->u.release.reason;
         eddy_info("job %s released (%s)", j->job_id, eddy_release_reason_name(reason));
         /* No attempt follows a cancel or a failure: transactional sinks
