@@ -30,6 +30,14 @@
  * or sends the job's final ACK) only after that succeeded. With a NULL list
  * the operator makes its work durable itself before returning.
  *
+ * abort() (may be NULL) comes before close() when the job ends for good
+ * without finishing: cancelled (eddy cancel) or failed (too many restarts).
+ * No attempt follows that would resolve what was prepared, so a
+ * transactional sink rolls back everything it prepared and was not told to
+ * commit, before abort() returns (bounded: it must not hang the worker).
+ * A close() without abort() is a restore (or a finished job): what was
+ * prepared stays for the next attempt's open() to resolve.
+ *
  * Event time (Flink's semantics): records carry a timestamp (ms) from their
  * source's timestamp assigner; watermarks travel in band behind the records
  * before them. A task's watermark is the minimum over its live input
@@ -188,6 +196,8 @@ typedef struct eddy_operator_ops {
     /* process() also gets EDDY_LATE records (see above); false: they pass
      * this operator by unseen. */
     bool sees_late;
+    /* The job ended for good (cancelled or failed; see above; may be NULL). */
+    void (*abort)(void *self);
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

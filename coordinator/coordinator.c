@@ -305,6 +305,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         break;
     case EDDY_MSG_HEARTBEAT:
         free(w->metrics);
+        w->last_heartbeat_ms = eddy_mono_ms();
         w->metrics = m.u.heartbeat.tasks;
         w->n_metrics = m.u.heartbeat.n_tasks;
         m.u.heartbeat.tasks = NULL;
@@ -513,7 +514,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             }
         }
         coord_jobs_tick(&c, now);
-        if (opts->exit_when_done && c.submitted && coord_all_jobs_ended(&c)) {
+        if (opts->exit_when_done && c.submitted && coord_all_jobs_ended(&c) &&
+            coord_releases_confirmed(&c, eddy_mono_ms())) {
             /* let RELEASE messages leave before the socket closes */
             drain_router(&c);
             break;

@@ -31,6 +31,10 @@
 #define COORD_RESTART_DELAY_MAX_MS 10000
 #define COORD_QUARANTINE_MIN_MS 30000
 #define COORD_QUARANTINE_MAX_MS 600000
+/* How long an exiting coordinator (eddy local) waits for the workers to
+ * confirm the RELEASE of a cancelled or failed job: their sinks roll back
+ * what they prepared before it (coord_releases_confirmed). */
+#define COORD_RELEASE_WAIT_MS 15000
 
 typedef struct coord_worker {
     uint32_t id;
@@ -41,6 +45,7 @@ typedef struct coord_worker {
     unsigned char identity[COORD_MAX_IDENTITY];
     size_t identity_len;
     uint64_t last_seen_ms;
+    uint64_t last_heartbeat_ms;    /* when its latest heartbeat (metrics) came */
     int64_t registered_wall_ms;
     bool alive;
     /* A worker that did not confirm a DEPLOY in time gets no tasks until
@@ -231,6 +236,10 @@ bool coord_all_jobs_ended(coord_t *c);
 void coord_job_free(coord_job_t *j);
 void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s);
 void coord_job_release(coord_t *c, coord_job_t *j);
+/* Whether every live worker confirmed (by a heartbeat without its tasks)
+ * the RELEASE of each cancelled or failed job, or COORD_RELEASE_WAIT_MS
+ * passed since the job ended: only then may eddy local stop the workers. */
+bool coord_releases_confirmed(coord_t *c, uint64_t now_ms);
 uint32_t coord_job_total_tasks(const coord_job_t *j);
 uint32_t coord_job_count_positions(const coord_job_t *j);
 uint32_t coord_job_parallelism(const coord_job_t *j, uint32_t stage);

@@ -108,7 +108,33 @@ void coord_job_release(coord_t *c, coord_job_t *j)
 {
     eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
     rel.u.release.job = j->num;
+    /* The job's state says whether another attempt follows (a restore) or
+     * not: then transactional sinks roll back what they prepared. */
+    rel.u.release.reason = j->state == JOB_CANCELLED ? EDDY_RELEASE_CANCELLED
+                           : j->state == JOB_FAILED  ? EDDY_RELEASE_FAILED
+                           : j->state == JOB_FINISHED ? EDDY_RELEASE_FINISHED
+                                                      : EDDY_RELEASE_RESTORE;
     coord_broadcast(c, &rel);
+}
+
+bool coord_releases_confirmed(coord_t *c, uint64_t now_ms)
+{
+    for (coord_job_t *j = c->jobs; j; j = j->next) {
+        if ((j->state != JOB_CANCELLED && j->state != JOB_FAILED) ||
+            now_ms >= j->ended_ms + COORD_RELEASE_WAIT_MS)
+            continue;
+        for (coord_worker_t *w = c->workers; w; w = w->next) {
+            if (!w->alive)
+                continue;
+            /* A worker answers the RELEASE with a heartbeat (runtime/worker.c). */
+            if (w->last_heartbeat_ms < j->ended_ms)
+                return false;
+            for (uint32_t i = 0; i < w->n_metrics; i++)
+                if (w->metrics[i].job == j->num)
+                    return false;
+        }
+    }
+    return true;
 }
 
 /* ---- submit ------------------------------------------------------------------ */

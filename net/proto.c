@@ -32,6 +32,12 @@ const char *eddy_msg_type_name(eddy_msg_type_t type)
     return type_names[type];
 }
 
+const char *eddy_release_reason_name(uint32_t reason)
+{
+    static const char *const names[] = {"restore", "finished", "cancelled", "failed"};
+    return reason <= EDDY_RELEASE_FAILED ? names[reason] : "unknown";
+}
+
 char **eddy_strv_dup(uint32_t argc, char *const *argv)
 {
     char **out = calloc(argc + 1, sizeof *out);
@@ -263,6 +269,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         break;
     case EDDY_MSG_RELEASE:
         eddy_mpw_u64(w, m->u.release.job);
+        eddy_mpw_u64(w, m->u.release.reason);
         break;
     case EDDY_MSG_REQUEST:
         eddy_mpw_str(w, m->u.request.verb);
@@ -286,7 +293,7 @@ static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 5, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 14,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
-    [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 1,
+    [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
 };
 
@@ -471,6 +478,10 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         break;
     case EDDY_MSG_RELEASE:
         m->u.release.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        /* absent in a RELEASE of protocol 4: a restore */
+        m->u.release.reason = eddy_mpr_remaining(r) > 0
+                                  ? (uint32_t)eddy_mpr_u64(r, EDDY_RELEASE_FAILED)
+                                  : EDDY_RELEASE_RESTORE;
         break;
     case EDDY_MSG_REQUEST:
         eddy_mpr_strcpy(r, m->u.request.verb, sizeof m->u.request.verb);
@@ -514,7 +525,9 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     }
     msg->type = (eddy_msg_type_t)type;
     uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
-    if (fields != field_counts[type]) {
+    /* RELEASE gained its reason in protocol 5; the shorter form is a restore. */
+    bool old_release = type == EDDY_MSG_RELEASE && fields == field_counts[type] - 1;
+    if (fields != field_counts[type] && !old_release) {
         eddy_mpr_close(&r);
         msg->type = 0;
         return eddy_err_set(err, "malformed %s message: %u fields, expected %u",

@@ -33,7 +33,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 4u
+#define EDDY_PROTOCOL_VERSION 5u
 
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
@@ -61,6 +61,18 @@ typedef enum eddy_deploy_mode {
     EDDY_DEPLOY_RESCALE = 1, /* keep live tasks and their in-memory key groups */
     EDDY_DEPLOY_RESTORE = 2, /* drop live tasks, rebuild all from restore_checkpoint */
 } eddy_deploy_mode_t;
+
+/* Why a RELEASE drops a job's tasks: a restore (a new attempt follows, so
+ * what they prepared is resolved by it), or the job's end. Cancelled and
+ * failed mean no attempt follows: two-phase-commit operators roll back what
+ * they prepared and nothing committed (eddy_operator_ops_t.abort). A RELEASE
+ * of an older peer without the field decodes as EDDY_RELEASE_RESTORE. */
+typedef enum eddy_release_reason {
+    EDDY_RELEASE_RESTORE = 0,
+    EDDY_RELEASE_FINISHED = 1,
+    EDDY_RELEASE_CANCELLED = 2,
+    EDDY_RELEASE_FAILED = 3,
+} eddy_release_reason_t;
 
 typedef struct eddy_task_metrics {
     uint32_t job, epoch, stage, instance;
@@ -179,6 +191,7 @@ typedef struct eddy_msg {
         } task_failed;
         struct {
             uint32_t job;
+            uint32_t reason;               /* eddy_release_reason_t */
         } release;
         struct {
             char verb[EDDY_NAME_MAX];
@@ -213,6 +226,7 @@ void eddy_msg_clear(eddy_msg_t *msg);
 int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
                       uint32_t graph_max_parallelism, eddy_err_t *err);
 const char *eddy_msg_type_name(eddy_msg_type_t type);
+const char *eddy_release_reason_name(uint32_t reason);
 
 /* Helpers for the variable parts. */
 char **eddy_strv_dup(uint32_t argc, char *const *argv);

@@ -1033,6 +1033,13 @@ fail:
     return NULL;
 }
 
+void eddy_task_abort(eddy_task_t *self)
+{
+    for (uint32_t i = 0; i < self->def->n_ops; i++)
+        if (self->ops[i] && self->def->ops[i].ops->abort)
+            self->def->ops[i].ops->abort(self->ops[i]);
+}
+
 void eddy_task_destroy(eddy_task_t **self_p)
 {
     eddy_task_t *t = *self_p;

@@ -80,6 +80,9 @@ typedef struct eddy_task_config {
 
 eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, eddy_err_t *err);
 void eddy_task_destroy(eddy_task_t **self_p);
+/* The job ended for good (cancelled or failed): calls each operator's
+ * abort() (api/operator.h), before the task is destroyed. */
+void eddy_task_abort(eddy_task_t *self);
 
 /* Re-wires the task for a new epoch and placement (rescale): rebuilds input
  * and output channels; keyed tasks drop key groups they no longer own. The

@@ -690,10 +690,21 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
     }
     case EDDY_MSG_RELEASE: {
         wjob_t *j = find_job(w, m->u.release.job);
-        if (j) {
-            eddy_info("job %s released", j->job_id);
-            destroy_job(w, j);
+        if (!j) {
+            send_heartbeat(w); /* the acknowledgement (below) */
+            break;
         }
+        uint32_t reason = m->u.release.reason;
+        eddy_info("job %s released (%s)", j->job_id, eddy_release_reason_name(reason));
+        /* No attempt follows a cancel or a failure: transactional sinks
+         * roll back what they prepared, here, before the tasks close. */
+        if (reason == EDDY_RELEASE_CANCELLED || reason == EDDY_RELEASE_FAILED)
+            for (uint32_t i = 0; i < j->n_tasks; i++)
+                eddy_task_abort(j->tasks[i]);
+        destroy_job(w, j);
+        /* The acknowledgement: a heartbeat without the job's tasks. eddy
+         * local waits for it before it stops the workers. */
+        send_heartbeat(w);
         break;
     }
     default:

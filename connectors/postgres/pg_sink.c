@@ -8,7 +8,8 @@
  * destroyed while the snapshot writer still waits, or while the thread
  * still commits, frees nothing under anyone's feet. A closed instance's
  * thread still runs queued commits (a completed checkpoint should be
- * published) but skips queued prepares (no ACK will follow them). */
+ * published) but skips queued prepares (no ACK will follow them); so does
+ * an aborted one, whose abort job then rolls back what it prepared. */
 #include "connectors/postgres/pg_sink.h"
 
 #include <inttypes.h>
@@ -37,6 +38,10 @@
 /* How long a new instance waits for a closing one of an older attempt in
  * this process to finish the statement it is running. */
 #define OLDER_ATTEMPT_WAIT_S 60
+/* How long abort() waits for the rollback when the job ended for good:
+ * below the default heartbeat timeout (3 s), so the worker is not declared
+ * dead while it waits. */
+#define ABORT_WAIT_S 2
 
 /* ---- rows ----------------------------------------------------------------- */
 
@@ -151,7 +156,7 @@ static int batch_upsert(pg_batch_t *b, const eddy_record_t *rec)
 
 /* ---- the core shared with the thread ---------------------------------------- */
 
-typedef enum { JOB_CONNECT, JOB_PREPARE, JOB_COMMIT } job_kind_t;
+typedef enum { JOB_CONNECT, JOB_PREPARE, JOB_COMMIT, JOB_ABORT } job_kind_t;
 
 typedef struct pg_job {
     struct pg_job *next;
@@ -168,6 +173,7 @@ typedef struct pg_core {
     pg_job_t *head, *tail;
     uint64_t queued, done; /* job sequence numbers */
     bool closing;
+    bool aborting;         /* the job ended for good: no more prepares */
     char error[512];       /* sticky: the first failure */
     atomic_bool failed;
 
@@ -432,7 +438,8 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
-static int run_connect(pg_core_t *c)
+/* Opens c->conn (a failure is recorded in the core). */
+static int open_conn(pg_core_t *c)
 {
     const eddy_pg_uri_t *u = &c->cfg.uri;
     char port[8];
@@ -455,6 +462,14 @@ static int run_connect(pg_core_t *c)
         return -1;
     }
     PQsetNoticeProcessor(c->conn, ignore_notice, NULL);
+    return 0;
+}
+
+static int run_connect(pg_core_t *c)
+{
+    const eddy_pg_uri_t *u = &c->cfg.uri;
+    if (open_conn(c) < 0)
+        return -1;
     PGresult *r = NULL;
     if (exec_params(c, "SHOW max_prepared_transactions", "SHOW max_prepared_transactions", 0,
                     NULL, NULL, &r) < 0)
@@ -688,6 +703,48 @@ static int run_commit(pg_core_t *c, uint64_t checkpoint)
     return merge_staged(c);
 }
 
+/* The job ended for good (cancelled or failed): rolls back every
+ * transaction this instance prepared and was not told to commit, and
+ * resolves what older attempts left (as a commit does). Runs even after a
+ * failure, on a new session when the old one is gone; what it cannot undo
+ * is logged (a later run of the job resolves it at open). */
+static void run_abort(pg_core_t *c)
+{
+    if (c->conn && PQstatus(c->conn) != CONNECTION_OK) {
+        PQfinish(c->conn);
+        c->conn = NULL;
+    }
+    if (!c->conn && open_conn(c) < 0) {
+        pthread_mutex_lock(&c->mu);
+        eddy_warn("PostgreSQL sink %s%" PRIu32 ": cannot roll back its %zu prepared "
+                  "transaction(s) after the job ended: %s", c->prefix, c->instance,
+                  c->n_prepared, c->error);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    if (PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+        PQclear(PQexec(c->conn, "ROLLBACK"));
+    size_t rolled = 0, failed = 0;
+    for (size_t i = 0; i < c->n_prepared; i++) {
+        char gid[GID_MAX + 64];
+        make_gid(c, c->prepared[i], gid, sizeof gid);
+        if (finish_prepared(c, "ROLLBACK", gid) < 0)
+            failed++;
+        else
+            rolled++;
+    }
+    c->n_prepared = 0;
+    if (failed || resolve_stale(c) < 0) {
+        pthread_mutex_lock(&c->mu);
+        eddy_warn("PostgreSQL sink %s%" PRIu32 ": after the job ended: %s", c->prefix,
+                  c->instance, c->error);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (rolled)
+        eddy_info("PostgreSQL sink %s%" PRIu32 ": rolled back %zu prepared transaction(s)",
+                  c->prefix, c->instance, rolled);
+}
+
 static void *core_thread(void *arg)
 {
     pg_core_t *c = arg;
@@ -701,13 +758,16 @@ static void *core_thread(void *arg)
         c->head = j->next;
         if (!c->head)
             c->tail = NULL;
-        bool skip = c->error[0] || (c->closing && j->kind == JOB_PREPARE);
+        bool skip = (c->error[0] && j->kind != JOB_ABORT) ||
+                    ((c->closing || c->aborting) && j->kind == JOB_PREPARE);
         pthread_mutex_unlock(&c->mu);
         if (!skip) {
             if (j->kind == JOB_CONNECT)
                 run_connect(c);
             else if (j->kind == JOB_PREPARE)
                 run_prepare(c, j);
+            else if (j->kind == JOB_ABORT)
+                run_abort(c);
             else
                 run_commit(c, j->checkpoint);
         }
@@ -760,6 +820,37 @@ static void pg_close(void *self)
     core_unref(s->core);
     batch_free(&s->batch);
     free(s);
+}
+
+/* The job ended for good: the rollback runs on the thread, behind the
+ * commits of checkpoints already complete; the worker waits for it at most
+ * ABORT_WAIT_S (an unreachable server must not hang it). */
+static void pg_abort(void *self)
+{
+    pg_sink_t *s = self;
+    pg_core_t *c = s->core;
+    pg_job_t *j = job_new(JOB_ABORT, 0);
+    if (!j) {
+        eddy_warn("PostgreSQL sink %s%" PRIu32 ": out of memory; its prepared transactions "
+                  "stay until the job runs again", c->prefix, c->instance);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->aborting = true;
+    pthread_mutex_unlock(&c->mu);
+    uint64_t seq = core_submit(c, j);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ABORT_WAIT_S;
+    pthread_mutex_lock(&c->mu);
+    int rc = 0;
+    while (rc == 0 && c->done < seq)
+        rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+    bool done = c->done >= seq;
+    pthread_mutex_unlock(&c->mu);
+    if (!done)
+        eddy_warn("PostgreSQL sink %s%" PRIu32 ": its rollback did not finish within %d s; "
+                  "it goes on in the background", c->prefix, c->instance, ABORT_WAIT_S);
 }
 
 static void *pg_open(const eddy_op_context_t *ctx, eddy_err_t *err)
@@ -902,6 +993,7 @@ const eddy_operator_ops_t eddy_pg_sink_ops = {
     .close = pg_close,
     .prepare = pg_prepare,
     .commit = pg_commit,
+    .abort = pg_abort,
 };
 
 /* ---- the plan kind ------------------------------------------------------------- */

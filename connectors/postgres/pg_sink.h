@@ -26,7 +26,10 @@
  * the current attempt never undo each other; every commit repeats that
  * sweep, which removes what a closing instance of the old attempt prepared
  * late. A connection or SQL error makes the instance fail (the next
- * process() or prepare returns it), so the job restores with the cause. */
+ * process() or prepare returns it), so the job restores with the cause.
+ * abort() (the job was cancelled or failed for good) rolls back what the
+ * instance prepared and was not told to commit, then runs the same sweep;
+ * it waits for its thread at most a bounded time. */
 #ifndef EDDY_CONNECTORS_POSTGRES_PG_SINK_H
 #define EDDY_CONNECTORS_POSTGRES_PG_SINK_H
 

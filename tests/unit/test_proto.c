@@ -173,6 +173,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         break;
     case EDDY_MSG_RELEASE:
         m.u.release.job = UINT32_MAX;
+        m.u.release.reason = EDDY_RELEASE_CANCELLED;
         break;
     case EDDY_MSG_REQUEST:
         strcpy(m.u.request.verb, "submit");
@@ -342,6 +343,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         break;
     case EDDY_MSG_RELEASE:
         cr_assert_eq(a->u.release.job, b->u.release.job);
+        cr_assert_eq(a->u.release.reason, b->u.release.reason);
         break;
     case EDDY_MSG_REQUEST:
         cr_assert_str_eq(a->u.request.verb, b->u.request.verb);
@@ -708,7 +710,9 @@ Test(proto, wrong_field_counts_rejected)
         uint32_t n = elements_of(t);
         char expected[64];
         snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
-        expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
+        /* A RELEASE without its last field (the reason) is protocol 4's. */
+        if (t != EDDY_MSG_RELEASE)
+            expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
         expect_splice_rejected(t, INSERT, 1, "\x01", 1, expected);
@@ -716,6 +720,37 @@ Test(proto, wrong_field_counts_rejected)
     /* The type alone. */
     expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 5");
     expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 2");
+}
+
+/* Protocol 4's RELEASE (job only) is a restore; with the reason, each one
+ * decodes as itself; a RELEASE without even the job is rejected. */
+Test(proto, release_reason)
+{
+    eddy_msg_t d;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_msg_decode("\x92\x0c\x07", 3, &d, &err), 0, "%s", err.msg);
+    cr_assert_eq(d.type, EDDY_MSG_RELEASE);
+    cr_assert_eq(d.u.release.job, 7);
+    cr_assert_eq(d.u.release.reason, EDDY_RELEASE_RESTORE);
+    eddy_msg_clear(&d);
+    for (uint32_t r = EDDY_RELEASE_RESTORE; r <= EDDY_RELEASE_FAILED; r++) {
+        eddy_msg_t m = {.type = EDDY_MSG_RELEASE};
+        m.u.release.job = 9;
+        m.u.release.reason = r;
+        size_t len;
+        char *enc = eddy_msg_encode(&m, &len);
+        cr_assert_eq(eddy_msg_decode(enc, len, &d, &err), 0, "%s", err.msg);
+        cr_assert_eq(d.u.release.job, 9);
+        cr_assert_eq(d.u.release.reason, r);
+        eddy_msg_clear(&d);
+        free(enc);
+    }
+    expect_reject("\x91\x0c", 2, "RELEASE message: 0 fields, expected 2");
+    expect_reject("\x94\x0c\x07\x02\x01", 5, "RELEASE message: 3 fields, expected 2");
+    expect_reject("\x93\x0c\x07\x04", 4, "integer out of range");
+    cr_assert_str_eq(eddy_release_reason_name(EDDY_RELEASE_CANCELLED), "cancelled");
+    cr_assert_str_eq(eddy_release_reason_name(EDDY_RELEASE_FAILED), "failed");
+    cr_assert_str_eq(eddy_release_reason_name(99), "unknown");
 }
 
 Test(proto, wrong_field_types_rejected)
@@ -797,6 +832,7 @@ Test(proto, out_of_range_values_rejected)
     expect_field_range(EDDY_MSG_START, 2, UINT32_MAX);
     expect_field_range(EDDY_MSG_REGISTERED, 1, UINT32_MAX);
     expect_field_range(EDDY_MSG_RELEASE, 1, UINT32_MAX);
+    expect_field_range(EDDY_MSG_RELEASE, 2, EDDY_RELEASE_FAILED);
     expect_field_range(EDDY_MSG_COMPLETE, 2, UINT64_MAX);
     /* Stage and instance indices. */
     expect_field_range(EDDY_MSG_ACK, 4, EDDY_MAX_STAGES - 1);
