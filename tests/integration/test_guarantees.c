@@ -10,6 +10,9 @@
  * - at-most-once: no count above the reference and no word the input does
  *   not have; counts below it (or missing words) are allowed (skipped
  *   input).
+ * The job runs without local aggregation: with it, partial counts leave a
+ * source instance only at barriers, so nothing crosses a barrier early and
+ * at-least-once would never show a duplicate in wordcount.
  * A weaker mode is not required to differ (a kill can land where nothing
  * is replayed or skipped): the test checks the direction only, and logs
  * how many words differ. Every wait polls an observable condition
@@ -84,7 +87,7 @@ static void start_local(const char *guarantee)
                     "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
                     "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--guarantee",
                     (char *)guarantee, "--job", "wordcount", "--input", input, "--output",
-                    output, "--parallelism", "3", "--rate", rate, NULL};
+                    output, "--parallelism", "3", "--rate", rate, "--no-local-aggregation", NULL};
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
 }
 
