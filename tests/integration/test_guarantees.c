@@ -92,7 +92,7 @@ static void start_local(const char *guarantee)
 }
 
 typedef struct job_view {
-    char state[32];
+    char state[32], guarantee[32];
     int64_t restarts, completed, source_in;
 } job_view_t;
 
@@ -103,6 +103,8 @@ static bool job_view(job_view_t *v)
     if (j) {
         snprintf(v->state, sizeof v->state, "%s", json_string_value(json_object_get(j, "state")));
         v->restarts = json_integer_value(json_object_get(j, "restarts"));
+        const char *g = json_string_value(json_object_get(j, "guarantee"));
+        snprintf(v->guarantee, sizeof v->guarantee, "%s", g ? g : "(none)");
         v->completed = json_integer_value(
             json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
         v->source_in = 0;
@@ -173,6 +175,7 @@ static char *run_with_kill(const char *guarantee)
 {
     start_local(guarantee);
     job_view_t v = wait_view(1, 0, 0, "a completed checkpoint");
+    cr_assert_str_eq(v.guarantee, guarantee, "status --json shows the job's guarantee");
     /* Some progress past it, so the kill lands between checkpoints with
      * records read since the last one (the interesting case). */
     wait_view(v.completed, 0, v.source_in + 2000, "progress after the checkpoint");
