@@ -310,3 +310,33 @@ Test(guarantees, an_unknown_guarantee_is_a_usage_error, .init = setup, .fini = t
     free(out);
     free(err);
 }
+
+/* eddy submit --guarantee reaches the coordinator: the job (waiting for
+ * workers here) shows it in status --json. */
+Test(guarantees, submit_passes_the_guarantee, .init = setup, .fini = teardown, .timeout = 60)
+{
+    eddy_err_t err = {{0}};
+    char url[64], meta[700], snaps[700];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", ports[0]);
+    snprintf(meta, sizeof meta, "%s/meta", dir);
+    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", url, "--http-host", "127.0.0.1",
+                    "--http-port", http_s, "--metastore", meta, "--snapshot-dir", snaps, NULL};
+    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", url, "--guarantee", "at-most-once",
+                   "--job", "wordcount", "--input", input, "--output", output, NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = -1;
+    for (uint64_t until = eddy_mono_ms() + 20000; rc != 0 && eddy_mono_ms() < until;) {
+        free(out);
+        free(errout);
+        out = errout = NULL;
+        rc = eddy_proc_run(sub, 20000, &out, &errout); /* refused until the coordinator listens */
+    }
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, errout);
+    free(out);
+    free(errout);
+    job_view_t v;
+    cr_assert(job_view(&v), "no wordcount job in status");
+    cr_assert_str_eq(v.guarantee, "at-most-once");
+}
