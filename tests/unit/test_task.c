@@ -1114,6 +1114,7 @@ Test(task, a_restored_source_resumes_from_its_checkpointed_watermark)
     cr_assert_eq(f.host.watermarks[f.host.n_watermarks - 1], 4999, "event time moves on");
     eddy_task_destroy(&t);
 
+    host_free_control(&f.host);
     eddy_graph_clear(&f.graph);
     eddy_snapshot_store_destroy(&f.host.store);
     eddy_test_rm_rf(dir);
@@ -1184,5 +1185,6 @@ Test(task, an_idle_status_follows_what_the_chain_held_back)
                  "a held record went out after the idle status (record %u, idle %u)",
                  f.host.last_record_seq, f.host.last_idle_seq);
     eddy_task_destroy(&t);
+    host_free_control(&f.host);
     eddy_graph_clear(&f.graph);
 }
