@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/guarantee.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
 
@@ -212,9 +213,11 @@ static int upload_plugin(const char *coordinator, const char *path, const char *
 int eddy_cmd_submit(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    const char *job = NULL, *plugin = NULL;
+    const char *job = NULL, *plugin = NULL, *guarantee_name = NULL;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
                            EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
+                           EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
+                                         "exactly-once (default), at-least-once or at-most-once"),
                            EDDY_FLAG_STR("plugin", &plugin, "FILE.so",
                                          "upload this plugin first (its jobs and kinds)"),
                            EDDY_FLAG_END};
@@ -222,13 +225,18 @@ int eddy_cmd_submit(int argc, char **argv)
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
     if (rc == 1) {
-        printf("usage: eddy submit [--plugin FILE.so] --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
+        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
         eddy_args_free(&rest);
         return 0;
     }
     if (rc < 0 || !job) {
         eddy_args_free(&rest);
         return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
+    }
+    eddy_guarantee_t guarantee;
+    if (guarantee_name && eddy_guarantee_parse(guarantee_name, &guarantee) < 0) {
+        eddy_args_free(&rest);
+        return eddy_usage_error("submit", "--guarantee: expected exactly-once, at-least-once or at-most-once");
     }
     /* Load and build here first: a plugin that fails, or bad job flags, stop
      * the submit before anything reaches the cluster. */
@@ -245,11 +253,17 @@ int eddy_cmd_submit(int argc, char **argv)
         fprintf(stderr, "eddy submit: %s\n", err.msg);
         return 1;
     }
-    char **args = calloc((size_t)rest.count + 2, sizeof *args);
-    args[0] = (char *)job;
+    /* The coordinator's submit request: [--guarantee G] JOB [job flags]. */
+    char **args = calloc((size_t)rest.count + 4, sizeof *args);
+    int n = 0;
+    if (guarantee_name) {
+        args[n++] = "--guarantee";
+        args[n++] = (char *)guarantee_name;
+    }
+    args[n++] = (char *)job;
     for (int i = 0; i < rest.count; i++)
-        args[i + 1] = rest.items[i];
-    rc = call_and_print("submit", coordinator, "submit", rest.count + 1, args, 10000, true, NULL);
+        args[n++] = rest.items[i];
+    rc = call_and_print("submit", coordinator, "submit", n, args, 10000, true, NULL);
     free(args);
     eddy_args_free(&rest);
     return rc;

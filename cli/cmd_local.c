@@ -109,11 +109,12 @@ int eddy_cmd_local(int argc, char **argv)
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     bool autoscale = false, quiet = false;
-    const char *controller_flags = "";
+    const char *controller_flags = "", *guarantee_name = "exactly-once";
     eddy_flag_t flags[] = {
         EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
         EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or one of --plugin's)"),
         EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load jobs and kinds from a plugin; workers fetch it"),
+        EDDY_FLAG_STR("guarantee", &guarantee_name, "G", "exactly-once (default), at-least-once or at-most-once (docs/connectors.md)"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
@@ -133,6 +134,12 @@ int eddy_cmd_local(int argc, char **argv)
     eddy_args_t job_args = {0};
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &job_args, &err);
+    eddy_guarantee_t guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
+    if (rc == 0 && eddy_guarantee_parse(guarantee_name, &guarantee) < 0) {
+        rc = -1;
+        eddy_err_set(&err, "--guarantee: expected exactly-once, at-least-once or at-most-once, got '%.64s'",
+                     guarantee_name);
+    }
     if (rc < 0) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", err.msg);
@@ -227,7 +234,7 @@ int eddy_cmd_local(int argc, char **argv)
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,
-        .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
+        .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);

@@ -234,11 +234,23 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
         if (coord_job_rescale(c, argv[0], argv[1], (uint32_t)p, id, id_len, &err) < 0)
             coord_reply(c, id, id_len, 1, err.msg);
     } else if (!strcmp(verb, "submit")) {
+        /* An optional leading "--guarantee G" (eddy submit --guarantee):
+         * what follows JOB are the job's own flags. */
+        eddy_guarantee_t guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
+        if (argc >= 2 && !strcmp(argv[0], "--guarantee")) {
+            if (eddy_guarantee_parse(argv[1], &guarantee) < 0) {
+                coord_reply(c, id, id_len, 2,
+                            "--guarantee: expected exactly-once, at-least-once or at-most-once");
+                return;
+            }
+            argc -= 2;
+            argv += 2;
+        }
         if (argc < 1) {
-            coord_reply(c, id, id_len, 2, "usage: submit JOB [job flags]");
+            coord_reply(c, id, id_len, 2, "usage: submit [--guarantee G] JOB [job flags]");
             return;
         }
-        coord_job_t *j = coord_job_submit(c, argv[0], (int)argc - 1, argv + 1, &err);
+        coord_job_t *j = coord_job_submit(c, argv[0], guarantee, (int)argc - 1, argv + 1, &err);
         if (!j) {
             coord_reply(c, id, id_len, 2, err.msg);
             return;
@@ -309,6 +321,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         w->metrics = m.u.heartbeat.tasks;
         w->n_metrics = m.u.heartbeat.n_tasks;
         m.u.heartbeat.tasks = NULL;
+        coord_recovery_on_metrics(c, w->metrics, w->n_metrics);
         break;
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
@@ -508,7 +521,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
             c.submitted = true;
             eddy_err_t serr = {{0}};
-            if (!coord_job_submit(&c, opts->submit_job, opts->submit_argc, opts->submit_argv, &serr)) {
+            if (!coord_job_submit(&c, opts->submit_job, opts->submit_guarantee, opts->submit_argc,
+                                  opts->submit_argv, &serr)) {
                 eddy_err_set(err, "%s", serr.msg);
                 goto out;
             }

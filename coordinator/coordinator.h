@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/guarantee.h"
 
 typedef struct eddy_coordinator_options {
     const char *bind;                /* control socket, e.g. tcp://0.0.0.0:7600 */
@@ -28,6 +29,7 @@ typedef struct eddy_coordinator_options {
                                       * job fails (>= 1; default COORD's 10) */
     /* eddy local: submit this job once min_workers registered, exit when done. */
     const char *submit_job;
+    eddy_guarantee_t submit_guarantee;
     int submit_argc;
     char **submit_argv;
     uint32_t min_workers;

@@ -41,6 +41,7 @@ static void send_deploy(coord_t *c, coord_job_t *j)
     d->restore_checkpoint = j->deploy_checkpoint;
     snprintf(d->snapshot_dir, sizeof d->snapshot_dir, "%s", c->opts->snapshot_dir);
     d->max_parallelism = j->graph.max_parallelism;
+    d->guarantee = j->guarantee;
     d->n_stages = j->graph.n_stages;
     d->stages = j->placement;
     uint32_t n_workers = coord_usable_workers(c);
@@ -108,6 +109,27 @@ static void on_epoch_persisted(void *arg, const eddy_meta_result_t *res)
     send_deploy(c, j);
 }
 
+/* at-most-once (recovery.c): the positions sources reach in the new epoch
+ * start from where they start (or from what was reported before, if the
+ * source count is unchanged), so a later restore never moves one back. */
+static int track_reported_positions(coord_job_t *j, uint32_t n)
+{
+    if (j->guarantee != EDDY_GUARANTEE_AT_MOST_ONCE)
+        return 0;
+    int64_t *r = malloc((n + 1) * sizeof *r);
+    if (!r)
+        return -1;
+    for (uint32_t k = 0; k < n; k++) {
+        r[k] = j->n_reported_positions == n ? j->reported_positions[k] : -1;
+        if (j->deploy_positions && j->deploy_positions[k].position > r[k])
+            r[k] = j->deploy_positions[k].position;
+    }
+    free(j->reported_positions);
+    j->reported_positions = r;
+    j->n_reported_positions = n;
+    return 0;
+}
+
 void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t checkpoint,
                   const coord_source_progress_t *positions)
 {
@@ -127,6 +149,10 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     j->n_deploy_positions = copy ? n : 0;
     j->deploy_positions = copy;
     if (positions && !copy) {
+        coord_fail_job(c, j, "out of memory");
+        return;
+    }
+    if (track_reported_positions(j, n) < 0) {
         coord_fail_job(c, j, "out of memory");
         return;
     }

@@ -114,6 +114,12 @@ typedef struct coord_job {
     uint64_t deploy_checkpoint;
     coord_source_progress_t *deploy_positions;
     uint32_t n_deploy_positions;
+    eddy_guarantee_t guarantee;   /* --guarantee, in every DEPLOY and the job record */
+    /* at-most-once (recovery.c): the furthest position each source instance
+     * of the current epoch reported in a heartbeat, -1 unknown; indexed as
+     * deploy_positions (source stages in order, then instances) */
+    int64_t *reported_positions;
+    uint32_t n_reported_positions;
     uint32_t deploys_pending;     /* workers that have not answered DEPLOYED */
     uint32_t *deploy_awaiting;    /* [deploys_pending] their ids */
     uint32_t n_deploy_targets;    /* workers the DEPLOY went to */
@@ -224,7 +230,11 @@ coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **ar
                            const void *plan_bytes, size_t plan_len, eddy_err_t *err);
 /* Adds a job built by coord_job_new to the coordinator's list. */
 void coord_job_add(coord_t *c, coord_job_t *j);
-coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char **argv,
+/* at-most-once jobs: source positions from a heartbeat's task metrics
+ * (recovery.c). */
+void coord_recovery_on_metrics(coord_t *c, const eddy_task_metrics_t *m, uint32_t n);
+coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
+                              int argc, char **argv,
                               eddy_err_t *err);
 void coord_jobs_tick(coord_t *c, uint64_t now_ms);
 void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m);

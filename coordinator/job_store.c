@@ -91,8 +91,9 @@ char *coord_job_record_encode(const coord_job_record_t *r)
     hex[r->plan_len * 2] = '\0';
     json_t *plan = json_string(hex);
     free(hex);
-    return dump(json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id, "job",
-                          r->job, "args", args, "plugins", plugins, "plan", plan, "state", r->state, "parallelism",
+    return dump(json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id,
+                          "job", r->job, "args", args, "plugins", plugins, "plan", plan, "state", r->state,
+                          "guarantee", eddy_guarantee_name(r->guarantee), "parallelism",
                           parallelism_json(r->n_stages, r->stage, r->parallelism), "last_checkpoint",
                           (json_int_t)r->last_checkpoint, "submitted_ms", (json_int_t)r->submitted_ms,
                           "epoch", (json_int_t)r->epoch, "restarts", (json_int_t)r->restarts));
@@ -149,6 +150,13 @@ int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *
     }
     if (!r->argv) {
         eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    /* absent in records written before --guarantee: exactly-once */
+    const char *guarantee = json_string_value(json_object_get(doc, "guarantee"));
+    r->guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
+    if (guarantee && eddy_guarantee_parse(guarantee, &r->guarantee) < 0) {
+        eddy_err_set(err, "job record: unknown guarantee '%.64s'", guarantee);
         goto out;
     }
     json_t *plugins = json_object_get(doc, "plugins"); /* absent in records before plugins */
@@ -368,7 +376,8 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
                             .plugins = j->plugins, .plan = j->plan, .plan_len = j->plan_len,
                             .n_stages = j->graph.n_stages,
                             .last_checkpoint = j->last_checkpoint, .submitted_ms = j->submitted_wall_ms,
-                            .epoch = j->epoch, .restarts = j->restarts};
+                            .epoch = j->epoch, .restarts = j->restarts,
+                            .guarantee = j->guarantee};
     snprintf(r.id, sizeof r.id, "%s", j->id);
     snprintf(r.job, sizeof r.job, "%s", j->name);
     snprintf(r.state, sizeof r.state, "%s", coord_job_state_name(j->state));
@@ -509,6 +518,7 @@ void coord_jobs_restore_from_store(coord_t *c)
             continue;
         }
         snprintf(j->id, sizeof j->id, "%s", rec.id);
+        j->guarantee = rec.guarantee;
         j->submitted_wall_ms = rec.submitted_ms;
         j->restarts = rec.restarts;
         for (uint32_t s = 0; s < j->graph.n_stages; s++)

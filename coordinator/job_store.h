@@ -33,6 +33,7 @@ typedef struct coord_job_record {
     int64_t submitted_ms;
     uint32_t epoch;              /* highest epoch ever deployed (or about to be) */
     uint32_t restarts;
+    eddy_guarantee_t guarantee;  /* "guarantee" in the JSON; absent: exactly-once */
 } coord_job_record_t;
 
 /* JSON {"stage", "instance", "position", "state"?}: state is the source's

@@ -70,6 +70,7 @@ void coord_job_free(coord_job_t *j)
     coord_pending_checkpoint_destroy(&j->pending);
     coord_retained_clear(j);
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
+    free(j->reported_positions);
     free(j->deploy_awaiting);
     free(j);
 }
@@ -203,15 +204,17 @@ void coord_job_add(coord_t *c, coord_job_t *j)
     c->jobs = j;
 }
 
-coord_job_t *coord_job_submit(coord_t *c, const char *job_name, int argc, char **argv,
-                              eddy_err_t *err)
+coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
+                              int argc, char **argv, eddy_err_t *err)
 {
     coord_job_t *j = coord_job_new(c, job_name, argc, argv, NULL, 0, err);
     if (!j)
         return NULL;
+    j->guarantee = guarantee;
     coord_job_add(c, j);
     coord_job_store_save(c, j, 3, NULL, NULL);
-    eddy_info("job %s submitted (%s, %u stages)", j->id, job_name, j->graph.n_stages);
+    eddy_info("job %s submitted (%s, %u stages, %s)", j->id, job_name, j->graph.n_stages,
+              eddy_guarantee_name(j->guarantee));
     coord_jobs_on_worker_joined(c);
     return j;
 }

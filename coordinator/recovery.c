@@ -8,7 +8,18 @@
  * to COORD_MAX_RESTARTS in a row without a complete checkpoint between; the
  * final failure names the last cause. When a restore fails because a file
  * of the checkpoint is corrupt or missing, the job falls back to the
- * previous retained checkpoint, with a warning naming the file. */
+ * previous retained checkpoint, with a warning naming the file.
+ *
+ * at-most-once (--guarantee, common/guarantee.h): the keyed state still
+ * comes from the newest checkpoint, but every source whose progress is its
+ * position (file, generator, nexmark) starts from the furthest position it
+ * reported in a heartbeat (or the checkpoint's, if further): the records
+ * between the checkpoint and that position are lost, nothing is read
+ * twice. What a source read after its last heartbeat is replayed; that is
+ * no duplicate in the state (the state is the checkpoint's, which predates
+ * it) but a write-through sink may have shown its effect already. Sources
+ * whose progress is write_state's bytes (dir, redis) cannot be moved ahead
+ * from here and resume from the checkpoint, as under at-least-once. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +55,22 @@ static uint64_t restart_delay_ms(uint32_t attempt)
     return ms < COORD_RESTART_DELAY_MAX_MS ? ms : COORD_RESTART_DELAY_MAX_MS;
 }
 
+/* at-most-once: the checkpoint's source progress (none: from the start)
+ * with each position-only source moved to the furthest position it
+ * reported. NULL when out of memory. */
+static coord_source_progress_t *skip_ahead(const coord_job_t *j, const coord_retained_t *from)
+{
+    uint32_t n = coord_job_count_positions(j);
+    coord_source_progress_t *p = from && from->n_positions == n ? coord_progress_dup(from->positions, n)
+                                                                : coord_progress_new(n);
+    if (!p)
+        return NULL;
+    for (uint32_t k = 0; k < n && k < j->n_reported_positions; k++)
+        if (p[k].state_len == 0 && j->reported_positions[k] > p[k].position)
+            p[k].position = j->reported_positions[k];
+    return p;
+}
+
 /* Places the job on the usable workers and deploys it from its newest
  * retained checkpoint. */
 static void restore_now(coord_t *c, coord_job_t *j, const char *why)
@@ -64,12 +91,38 @@ static void restore_now(coord_t *c, coord_job_t *j, const char *why)
         return;
     }
     const coord_retained_t *from = j->n_retained ? &j->retained[j->n_retained - 1] : NULL;
+    coord_source_progress_t *ahead = NULL;
+    if (j->guarantee == EDDY_GUARANTEE_AT_MOST_ONCE && !(ahead = skip_ahead(j, from))) {
+        coord_fail_job(c, j, "out of memory");
+        return;
+    }
     if (from)
         eddy_warn("job %s: %s; restoring from checkpoint %" PRIu64, j->id, why, from->id);
     else
         eddy_warn("job %s: %s; restarting from the beginning (no checkpoint yet)", j->id, why);
     coord_job_set_state(c, j, JOB_RESTORING);
-    coord_deploy(c, j, EDDY_DEPLOY_RESTORE, from ? from->id : 0, from ? from->positions : NULL);
+    coord_deploy(c, j, EDDY_DEPLOY_RESTORE, from ? from->id : 0,
+                 ahead ? ahead : from ? from->positions : NULL);
+    coord_progress_free(&ahead, coord_job_count_positions(j));
+}
+
+void coord_recovery_on_metrics(coord_t *c, const eddy_task_metrics_t *m, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++, m++) {
+        if (m->position < 0)
+            continue;
+        coord_job_t *j = coord_job_by_num(c, m->job);
+        if (!j || j->guarantee != EDDY_GUARANTEE_AT_MOST_ONCE || m->epoch != j->epoch ||
+            m->stage >= j->graph.n_stages || !j->graph.stages[m->stage].source ||
+            m->instance >= j->placement[m->stage].parallelism)
+            continue;
+        uint32_t k = m->instance;
+        for (uint32_t s = 0; s < m->stage; s++)
+            if (j->graph.stages[s].source)
+                k += j->placement[s].parallelism;
+        if (k < j->n_reported_positions && m->position > j->reported_positions[k])
+            j->reported_positions[k] = m->position;
+    }
 }
 
 void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_failure)

@@ -118,6 +118,7 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
                             "last_checkpoint", ck, "rescales", rescales, "restarts", j->restarts);
     /* The number that names the job on the wire (data-plane channel ids). */
     json_object_set_new(doc, "num", json_integer(j->num));
+    json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
     if (j->error[0])
         json_object_set_new(doc, "error", json_string(j->error));
     return doc;

@@ -198,6 +198,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_u64(w, d->restore_checkpoint);
         eddy_mpw_str(w, d->snapshot_dir);
         eddy_mpw_u64(w, d->max_parallelism);
+        eddy_mpw_u64(w, d->guarantee);
         eddy_mpw_array(w, d->n_stages);
         for (uint32_t s = 0; s < d->n_stages; s++) {
             eddy_mpw_array(w, d->stages[s].parallelism);
@@ -291,7 +292,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 5, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
-    [EDDY_MSG_DEPLOY] = 14,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
+    [EDDY_MSG_DEPLOY] = 15,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
@@ -336,6 +337,7 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     d->restore_checkpoint = eddy_mpr_u64(r, UINT64_MAX);
     eddy_mpr_strcpy(r, d->snapshot_dir, sizeof d->snapshot_dir);
     d->max_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+    d->guarantee = (uint32_t)eddy_mpr_u64(r, EDDY_GUARANTEE_LAST);
 
     uint32_t n = eddy_mpr_enter(r, EDDY_MAX_STAGES, &si, &sc, &sn);
     d->stages = calloc(n ? n : 1, sizeof *d->stages);

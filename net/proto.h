@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/guarantee.h"
 #include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
 #define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
@@ -119,6 +120,7 @@ typedef struct eddy_deploy {
     uint64_t restore_checkpoint;   /* 0: none */
     char snapshot_dir[EDDY_ENDPOINT_MAX * 4];
     uint32_t max_parallelism;
+    uint32_t guarantee;            /* eddy_guarantee_t (common/guarantee.h) */
     uint32_t n_stages;
     eddy_stage_placement_t *stages;
     uint32_t n_workers;

@@ -6,7 +6,14 @@
  * metrics. Aligned barriers follow Flink's asynchronous barrier snapshots:
  * a channel that delivered barrier n is blocked until every other live input
  * delivered it too; then state is written, the coordinator gets an ACK and
- * the barrier goes on to every output channel, behind all earlier batches. */
+ * the barrier goes on to every output channel, behind all earlier batches.
+ * Under --guarantee at-least-once (Flink's AT_LEAST_ONCE checkpointing
+ * mode) barriers are not aligned: a channel that delivered its barrier
+ * keeps flowing, the snapshot is taken when the last one arrives and so may
+ * hold effects of records after the barrier, which a restore replays
+ * (duplicates, never losses); no channel waits for a slow one. A rescale's
+ * migration snapshot is always aligned (its sources pause at the barrier,
+ * so nothing follows it anyway). */
 #include "runtime/task.h"
 
 #include <stdio.h>
@@ -920,6 +927,30 @@ static void check_alignment(eddy_task_t *t)
         t->inputs[i].barrier = 0;
 }
 
+/* A channel delivered checkpoint's barrier. An aligned channel is blocked,
+ * so it cannot deliver another before the checkpoint is taken. An unaligned
+ * one can, once a checkpoint was given up (timed out at the coordinator)
+ * while a slow channel still had its barrier on the way: the newer barrier
+ * supersedes the older one (which can no longer complete) and a stale
+ * barrier arriving after a newer one is ignored, as Flink's
+ * CheckpointBarrierTracker does. */
+static bool barriers_align(const eddy_task_t *t, uint64_t checkpoint);
+
+static void note_barrier(eddy_task_t *t, input_channel_t *in, uint64_t checkpoint)
+{
+    if (barriers_align(t, checkpoint)) {
+        in->barrier = checkpoint;
+        return;
+    }
+    for (uint32_t i = 0; i < t->n_inputs; i++) {
+        if (t->inputs[i].barrier > checkpoint)
+            return; /* stale */
+        if (t->inputs[i].barrier && t->inputs[i].barrier < checkpoint)
+            t->inputs[i].barrier = 0;
+    }
+    in->barrier = checkpoint;
+}
+
 static bool all_inputs_ended(const eddy_task_t *t)
 {
     for (uint32_t i = 0; i < t->n_inputs; i++)
@@ -1275,12 +1306,25 @@ static double source_allowance(eddy_task_t *t, uint64_t now_ns)
     return t->tokens;
 }
 
+/* Whether checkpoint's barrier holds back the channels that delivered it:
+ * always, except under at-least-once (see the top of this file). */
+static bool barriers_align(const eddy_task_t *t, uint64_t checkpoint)
+{
+    return t->env->guarantee != EDDY_GUARANTEE_AT_LEAST_ONCE ||
+           checkpoint == t->env->migration_checkpoint;
+}
+
+static bool channel_blocked(const eddy_task_t *t, const input_channel_t *in)
+{
+    return in->barrier && barriers_align(t, in->barrier);
+}
+
 static input_channel_t *next_ready_input(eddy_task_t *t)
 {
     for (uint32_t k = 0; k < t->n_inputs; k++) {
         uint32_t i = (t->next_input + k) % t->n_inputs;
         input_channel_t *in = &t->inputs[i];
-        if (in->head && !in->barrier) {
+        if (in->head && !channel_blocked(t, in)) {
             t->next_input = (i + 1) % t->n_inputs;
             return in;
         }
@@ -1304,7 +1348,7 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
         return source_allowance(self, now_ns) >= 1.0;
     }
     for (uint32_t i = 0; i < self->n_inputs; i++)
-        if (self->inputs[i].head && !self->inputs[i].barrier)
+        if (self->inputs[i].head && !channel_blocked(self, &self->inputs[i]))
             return true;
     return false;
 }
@@ -1423,7 +1467,7 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         break;
     }
     case EDDY_DATA_BARRIER:
-        in->barrier = e->msg.checkpoint;
+        note_barrier(t, in, e->msg.checkpoint);
         check_alignment(t);
         break;
     case EDDY_DATA_EOS:

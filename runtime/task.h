@@ -57,6 +57,9 @@ typedef struct eddy_task_env {
      * change owner, without fsync, and the other stages write nothing. */
     uint64_t migration_checkpoint;
     uint32_t migrate_stage, migrate_parallelism;
+    /* The job's eddy_guarantee_t (from DEPLOY): at-least-once leaves
+     * barriers unaligned (task.c). */
+    uint32_t guarantee;
 } eddy_task_env_t;
 
 /* Where each instance of each stage runs (from DEPLOY). */

@@ -324,7 +324,7 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
     j->env = (eddy_task_env_t){.host = w, .send_remote = env_send_remote,
                                .send_local = env_send_local, .notify = env_notify,
                                .submit_snapshot = env_submit_snapshot, .store = j->store,
-                               .self_worker_id = w->id};
+                               .self_worker_id = w->id, .guarantee = d->guarantee};
     j->started_ns = eddy_mono_ns();
     return j;
 }

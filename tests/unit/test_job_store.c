@@ -16,7 +16,8 @@ Test(job_store, job_record_round_trip)
 {
     char *argv[] = {"--input", "/tmp/in file.txt", "--parallelism", "3"};
     coord_job_record_t r = {.argc = 4, .argv = argv, .n_stages = 2, .last_checkpoint = 41,
-                            .submitted_ms = 1700000000123, .epoch = 4000000000u, .restarts = 3};
+                            .submitted_ms = 1700000000123, .epoch = 4000000000u, .restarts = 3,
+                            .guarantee = EDDY_GUARANTEE_AT_LEAST_ONCE};
     strcpy(r.id, "wordcount-2");
     strcpy(r.job, "wordcount");
     strcpy(r.state, "running");
@@ -49,6 +50,8 @@ Test(job_store, job_record_round_trip)
     cr_assert_eq(back.submitted_ms, 1700000000123);
     cr_assert_eq(back.epoch, 4000000000u);
     cr_assert_eq(back.restarts, 3);
+    cr_assert_eq(back.guarantee, EDDY_GUARANTEE_AT_LEAST_ONCE);
+    cr_assert(strstr(text, "\"guarantee\":\"at-least-once\""), "%s", text);
     cr_assert_eq(back.n_stages, 2);
     for (uint32_t s = 0; s < 2; s++) {
         int q = strcmp(back.stage[s], "source") == 0 ? 0 : 1;
@@ -69,6 +72,7 @@ Test(job_store, record_written_before_epochs_and_restarts_parses)
     cr_assert_eq(r.epoch, 0);
     cr_assert_eq(r.restarts, 0);
     cr_assert_eq(r.argc, 0);
+    cr_assert_eq(r.guarantee, EDDY_GUARANTEE_EXACTLY_ONCE, "no guarantee recorded: the default");
     coord_job_record_clear(&r);
 }
 
@@ -82,6 +86,7 @@ Test(job_store, malformed_records_are_refused)
         "{\"args\":[],\"id\":\"x\",\"job\":\"x\",\"last_checkpoint\":-1,\"parallelism\":{},\"state\":\"running\"}",
         "{\"args\":[],\"id\":\"x\",\"job\":\"x\",\"last_checkpoint\":0,\"parallelism\":{\"a\":0},\"state\":\"running\"}",
         "{\"args\":[],\"id\":\"x\",\"job\":\"x\",\"last_checkpoint\":0,\"parallelism\":{},\"state\":\"running\",\"epoch\":-3}",
+        "{\"args\":[],\"id\":\"x\",\"job\":\"x\",\"last_checkpoint\":0,\"parallelism\":{},\"state\":\"running\",\"guarantee\":\"twice\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         coord_job_record_t r;

@@ -97,6 +97,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->restore_checkpoint = 0x123456789abcull;
         strcpy(d->snapshot_dir, "/var/lib/eddy/snapshots/wordcount-prod");
         d->max_parallelism = 128;
+        d->guarantee = EDDY_GUARANTEE_AT_MOST_ONCE;
         d->n_stages = 3;
         d->stages = calloc(3, sizeof *d->stages);
         static const uint32_t par[3] = {2, 5, 1};
@@ -268,6 +269,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(x->restore_checkpoint, y->restore_checkpoint);
         cr_assert_str_eq(x->snapshot_dir, y->snapshot_dir);
         cr_assert_eq(x->max_parallelism, y->max_parallelism);
+        cr_assert_eq(x->guarantee, y->guarantee);
         cr_assert_eq(x->n_stages, y->n_stages);
         for (uint32_t s = 0; s < x->n_stages; s++) {
             cr_assert_eq(x->stages[s].parallelism, y->stages[s].parallelism);
@@ -782,7 +784,7 @@ Test(proto, wrong_field_types_rejected)
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, "\x91\x9c\x01\x01\x01\x01\x01\x01\x01"
                                                            "\x01\x01\x01\x01\x01",
                            14, "missing");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xa0", 3, "expected an unsigned");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x91\x91\xa0", 3, "expected an unsigned");
     /* Where a number is expected, ints of either sign and floats are fine. */
     expect_splice_accepted(EDDY_MSG_HEARTBEAT, 2,
                            "\x91\x9f\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\xff\x05\xff\x00",
@@ -844,6 +846,8 @@ Test(proto, out_of_range_values_rejected)
     /* DEPLOY: mode, max parallelism. */
     expect_field_range(EDDY_MSG_DEPLOY, 8, EDDY_DEPLOY_RESTORE);
     expect_field_range(EDDY_MSG_DEPLOY, 11, EDDY_MAX_PARALLELISM);
+    /* DEPLOY: the job's guarantee (common/guarantee.h). */
+    expect_field_range(EDDY_MSG_DEPLOY, 12, EDDY_GUARANTEE_LAST);
     /* Signed fields: a uint64 above INT64_MAX does not fit. */
     unsigned char v[9];
     expect_splice_rejected(EDDY_MSG_REGISTER, REPLACE, 3, v, packed_u64(1ull << 63, v),
@@ -859,34 +863,34 @@ Test(proto, out_of_range_values_rejected)
     expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2,
                            "\x91\x9f\x01\x01\x3f\xcd\x80\x00\x01\x01\x01\x01\x01\x01\x01\xff\x01\x01\x01",
                            19, "integer out of range");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x00\xcd\x80\x00\x05\xc0", 7,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, "\x94\x00\xcd\x80\x00\x05\xc0", 7,
                            "integer out of range");
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x94\x3f\xcd\x7f\xff\x05\xc4\x00", 8);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x40\x00\x05\xc4\x00", 6,
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 15, "\x94\x3f\xcd\x7f\xff\x05\xc4\x00", 8);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, "\x94\x40\x00\x05\xc4\x00", 6,
                            "integer out of range");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x91\x91\xcf\0\0\0\1\0\0\0\0", 11,
                            "integer out of range");
 }
 
 Test(proto, deploy_shape_errors_rejected)
 {
     /* workers: (id, endpoint) pairs; positions: (stage, instance, position, state). */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x93\x01\xa1x\x02", 5,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x01\xa1x\x02", 5,
                            "not (id, endpoint) pairs");
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x93\x00\x00\x00", 4,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, "\x93\x00\x00\x00", 4,
                            "not (stage, instance, position, state) quadruples");
     /* a state that is not bytes */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x94\x00\x00\x00\x00", 5,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, "\x94\x00\x00\x00\x00", 5,
                            "expected a string");
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 14, "\x94\x00\x00\x00\xc4\x00", 6);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x92\xa1x\x01", 4, NULL);
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 15, "\x94\x00\x00\x00\xc4\x00", 6);
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, "\x92\xa1x\x01", 4, NULL);
     /* A stage that is not an array, stages beyond the limit. */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\x92\x90\x01", 3, "expected an array");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\x92\x90\x01", 3, "expected an array");
     unsigned char stages[3 + EDDY_MAX_STAGES + 1] = {0xdc, 0x00, EDDY_MAX_STAGES + 1};
     memset(stages + 3, 0x90, EDDY_MAX_STAGES + 1);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, stages, sizeof stages, "array too long");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, stages, sizeof stages, "array too long");
     stages[2] = EDDY_MAX_STAGES;
-    expect_splice_accepted(EDDY_MSG_DEPLOY, 12, stages, sizeof stages - 1);
+    expect_splice_accepted(EDDY_MSG_DEPLOY, 13, stages, sizeof stages - 1);
 }
 
 static void expect_string_limit(eddy_msg_type_t type, uint32_t idx, size_t max_ok)
@@ -922,7 +926,7 @@ Test(proto, oversized_strings_rejected)
     pair[0] = (char)0x92;
     pair[1] = 0x01;
     memcpy(pair + 2, s, n);
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, pair, n + 2, "string too long");
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, pair, n + 2, "string too long");
     free(pair);
     free(s);
 
@@ -933,9 +937,9 @@ Test(proto, oversized_strings_rejected)
         memcpy(quad, "\x94\x00\x01\x05", 4);
         memcpy(quad + 4, s, n);
         if (len == EDDY_SOURCE_STATE_MAX)
-            expect_splice_accepted(EDDY_MSG_DEPLOY, 14, quad, n + 4);
+            expect_splice_accepted(EDDY_MSG_DEPLOY, 15, quad, n + 4);
         else
-            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, quad, n + 4, "string too long");
+            expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, quad, n + 4, "string too long");
         free(quad);
         free(s);
     }
@@ -1003,19 +1007,19 @@ Test(proto, hostile_headers_rejected_quickly, .timeout = 10)
         expect_reject(padded, sizeof padded, NULL);
         expect_splice_rejected(EDDY_MSG_REQUEST, REPLACE, 2, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_HEARTBEAT, REPLACE, 2, heads[h], 5, NULL);
-        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, heads[h], 5, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 2, heads[h], 5, NULL);
         expect_splice_rejected(EDDY_MSG_REPLY, REPLACE, 2, heads[h], 5, NULL);
         /* Inside a nested array, after a real element, and as an extra
          * top-level element after the real fields. */
         char nested[2 + sizeof padded] = {(char)0x92, 0x01};
         memcpy(nested + 2, padded, sizeof padded);
-        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 14, nested, sizeof nested, NULL);
-        expect_splice_rejected(EDDY_MSG_DEPLOY, INSERT, 13, padded, sizeof padded, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 15, nested, sizeof nested, NULL);
+        expect_splice_rejected(EDDY_MSG_DEPLOY, INSERT, 14, padded, sizeof padded, NULL);
     }
     /* A DEPLOY whose stage list claims 4 billion stages, with a few real ones
      * behind it: refused before anything is allocated for it. */
-    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 12, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
+    expect_splice_rejected(EDDY_MSG_DEPLOY, REPLACE, 13, "\xdd\xff\xff\xff\xff\x90\x90\x90", 8,
                            "announces 4294967295 elements");
 }
 
