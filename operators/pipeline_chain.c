@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "operators/etl_record.h"
+#include "operators/filter_eddy.h"
 #include "operators/pipeline_row.h"
 #include "plan/expr.h"
 
@@ -28,6 +30,10 @@ typedef struct chain_step {
     eddy_expr_t *filter;  /* a filter, or */
     eddy_expr_t **exprs;  /* a map: one per output column */
     uint32_t n_out;
+    /* The first filter of a run of two or more adjacent filters routes the
+     * run through them in an order its eddy keeps re-deciding. */
+    eddy_filter_eddy_t *eddy;
+    uint32_t run;         /* filters in that run */
 } chain_step_t;
 
 typedef struct chain_op {
@@ -53,6 +59,7 @@ static void chain_close(void *self)
     if (!op)
         return;
     for (uint32_t i = 0; i < op->n_steps; i++) {
+        eddy_filter_eddy_destroy(&op->steps[i].eddy);
         eddy_expr_destroy(&op->steps[i].filter);
         for (uint32_t j = 0; j < op->steps[i].n_out; j++)
             eddy_expr_destroy(&op->steps[i].exprs[j]);
@@ -162,6 +169,19 @@ static void *chain_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     if (open_steps(op, cfg, err) < 0)
         goto fail;
+    for (uint32_t i = 0; eddy_config_bool(cfg, "adaptive", true) && i < op->n_steps;) {
+        uint32_t end = i;
+        while (end < op->n_steps && op->steps[end].filter)
+            end++;
+        if (end - i >= 2) {
+            op->steps[i].run = end - i;
+            if (!(op->steps[i].eddy = eddy_filter_eddy_new(end - i))) {
+                eddy_err_set(err, "out of memory");
+                goto fail;
+            }
+        }
+        i = end > i ? end : i + 1;
+    }
     op->row = calloc(op->width ? op->width : 1, sizeof *op->row);
     op->next = calloc(op->width ? op->width : 1, sizeof *op->next);
     if (!op->row || !op->next) {
@@ -247,6 +267,34 @@ static int split_input(chain_op_t *op, const eddy_record_t *in, eddy_err_t *err)
     return 0;
 }
 
+/* The run of filters starting at step first, in its eddy's order. */
+static bool run_filters(chain_op_t *op, uint32_t first)
+{
+    chain_step_t *head = &op->steps[first];
+    eddy_filter_eddy_t *e = head->eddy;
+    const uint32_t *order = eddy_filter_eddy_order(e);
+    bool timed = eddy_filter_eddy_timed(e), pass = true;
+    for (uint32_t k = 0; pass && k < head->run; k++) {
+        uint32_t f = order[k];
+        uint64_t t0 = timed ? eddy_mono_ns() : 0;
+        eddy_val_t v = eddy_expr_eval(op->steps[first + f].filter, op->row);
+        pass = eddy_val_is_true(&v);
+        eddy_filter_eddy_observe(e, f, pass, timed ? eddy_mono_ns() - t0 : 0, timed);
+    }
+    if (eddy_filter_eddy_tick(e)) {
+        char figures[600] = "";
+        for (uint32_t k = 0; k < head->run && strlen(figures) < sizeof figures - 120; k++) {
+            uint32_t f = order[k];
+            snprintf(figures + strlen(figures), sizeof figures - strlen(figures),
+                     "%s'%.40s' (passes %.0f%%, %.0f ns)", k ? ", " : "",
+                     eddy_expr_text(op->steps[first + f].filter),
+                     100 * eddy_filter_eddy_selectivity(e, f), eddy_filter_eddy_cost_ns(e, f));
+        }
+        eddy_info("pipeline %s[%u]: filters now run as %s", op->stage, op->instance, figures);
+    }
+    return pass;
+}
+
 static int chain_process(void *self, const eddy_record_t *in, eddy_collector_t *out, eddy_err_t *err)
 {
     chain_op_t *op = self;
@@ -258,6 +306,13 @@ static int chain_process(void *self, const eddy_record_t *in, eddy_collector_t *
     uint32_t width = (uint32_t)op->in_columns.n;
     for (uint32_t i = 0; i < op->n_steps; i++) {
         chain_step_t *s = &op->steps[i];
+        if (s->eddy) {
+            bool pass = run_filters(op, i);
+            i += s->run - 1;
+            if (!pass)
+                return 0;
+            continue;
+        }
         if (s->filter) {
             eddy_val_t v = eddy_expr_eval(s->filter, op->row);
             if (!eddy_val_is_true(&v))

@@ -5,6 +5,10 @@
  *   input    "row" (a pipeline row, operators/pipeline_row.h) | "csv" |
  *            "json" | "text" (the whole line is one field)
  *   columns  the input's field names, comma-separated
+ *   ragged   csv: a line with fewer fields has nulls for the rest
+ *   adaptive adjacent filters run in the order an eddy keeps re-deciding
+ *            from their observed cost and selectivity (default true;
+ *            operators/filter_eddy.h)
  *   steps    how many steps; then for step I either
  *   step.I.filter  an expression (plan/expr.h): the row passes when true
  *   step.I.map     the output columns, comma-separated, and
