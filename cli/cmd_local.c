@@ -71,12 +71,13 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
 }
 
 static const char *local_usage =
-    "--workers N --job JOB [job flags]\n\n"
+    "--workers N (--job JOB | --pipeline FILE) [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
     "A worker (or the controller) that dies is restarted with a growing delay;\n"
     "one that keeps dying ends the run.\n"
-    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n\n"
+    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
+    "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n\n"
     "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
     "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
     "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
