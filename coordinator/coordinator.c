@@ -316,7 +316,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         on_register(c, id, id_len, &m);
         break;
     case EDDY_MSG_HEARTBEAT:
-        coord_timeline_on_heartbeat(c, w->last_heartbeat_ms == 0, w->metrics, w->n_metrics,
+        coord_timeline_on_heartbeat(c, w, w->metrics, w->n_metrics,
                                     m.u.heartbeat.tasks, m.u.heartbeat.n_tasks);
         free(w->metrics);
         w->last_heartbeat_ms = eddy_mono_ms();

@@ -1,15 +1,17 @@
 /* timeline.c - per-job history of operator rates, parallelism and
  * checkpoints for the web dashboard (see timeline.h).
  *
- * Why its own counters: a task's metrics are cumulative since the task
- * started, and tasks restart at every rescale or restore (a new epoch), so
- * sums over the current tasks go back to zero and differences between two
- * such sums make spikes and holes. Here each heartbeat adds, per operator,
- * how far each of the worker's tasks moved since that worker's previous
- * heartbeat; a task the worker did not report before starts from zero (a
- * new task). The sums only grow, and a sample divides their growth by the
- * time between the newest heartbeats behind it. Only tasks of the job's
- * current epoch count: a released task's last report must not add twice. */
+ * Why rates per worker: a task's metrics are cumulative since the task
+ * started, and some tasks restart at a rescale or restore (a new epoch), so
+ * sums over the current tasks go back to zero, and differences of such sums
+ * taken once a second jump whenever a worker's heartbeat lands on the other
+ * side of a sample. Here each heartbeat turns how far each of the worker's
+ * tasks moved since that worker's previous heartbeat into a rate over the
+ * time between the two (a task reported before under another epoch and
+ * still counting on, as a task kept by a rescale does, continues from its
+ * old numbers; one not reported before, or that reads lower, starts from
+ * zero). A sample adds up the latest rate of every live worker, so it is
+ * neither a spike nor a hole when heartbeats and samples drift apart. */
 #include "coordinator/timeline.h"
 
 #include <math.h>
@@ -20,9 +22,28 @@
 #include "common/clock.h"
 #include "coordinator/internal.h"
 
-typedef struct tl_counters {
-    uint64_t in, out, busy_ns, idle_ns, blocked_ns;
-} tl_counters_t;
+/* Deltas of one worker's heartbeats add up until this much time passed,
+ * then become its rate: a heartbeat sent at once after another (a worker
+ * confirms a RELEASE that way) must not make a rate of a few records over
+ * a few milliseconds. */
+#define TL_MIN_RATE_INTERVAL_MS 200
+/* A worker's rate older than this (it stopped reporting) counts no more. */
+#define TL_RATE_STALE_MS 5000
+
+typedef struct tl_moved {
+    double in, out, busy_ns, idle_ns, blocked_ns;
+} tl_moved_t;
+
+/* One worker's share of a job: its latest rates per stage. */
+typedef struct tl_worker {
+    uint32_t worker;
+    bool counting;                        /* false until its first heartbeat set the baseline */
+    uint64_t rate_at_ms;                  /* when rate was last set; 0: never */
+    uint64_t pending_since_ms;            /* start of the deltas in pending */
+    tl_moved_t pending[EDDY_MAX_STAGES];  /* moved since pending_since_ms */
+    tl_moved_t rate[EDDY_MAX_STAGES];     /* per second (busy/idle/blocked: ns per second) */
+    struct tl_worker *next;
+} tl_worker_t;
 
 typedef struct tl_point {
     double rate_in, rate_out, offered, busy, backpressure; /* busy, backpressure < 0: no time passed */
@@ -40,10 +61,7 @@ typedef struct tl_checkpoint {
 
 typedef struct tl_job {
     uint32_t num;
-    tl_counters_t total[EDDY_MAX_STAGES];  /* accumulated from heartbeats */
-    tl_counters_t at_sample[EDDY_MAX_STAGES];
-    uint64_t heartbeat_ms;                 /* newest heartbeat that added to total */
-    uint64_t sample_heartbeat_ms;          /* heartbeat_ms at the last sample; 0: none yet */
+    tl_worker_t *workers;
     uint64_t next_sample_ms;
     bool final_sampled;
     /* samples: ring of COORD_TIMELINE_SAMPLES, oldest at (head - count) */
@@ -65,6 +83,18 @@ coord_timeline_t *coord_timeline_new(void)
     return calloc(1, sizeof(coord_timeline_t));
 }
 
+static void job_free(tl_job_t *t)
+{
+    while (t->workers) {
+        tl_worker_t *w = t->workers;
+        t->workers = w->next;
+        free(w);
+    }
+    free(t->wall_ms);
+    free(t->points);
+    free(t);
+}
+
 void coord_timeline_destroy(coord_timeline_t **self_p)
 {
     coord_timeline_t *self = *self_p;
@@ -73,9 +103,7 @@ void coord_timeline_destroy(coord_timeline_t **self_p)
     while (self->jobs) {
         tl_job_t *t = self->jobs;
         self->jobs = t->next;
-        free(t->wall_ms);
-        free(t->points);
-        free(t);
+        job_free(t);
     }
     free(self);
     *self_p = NULL;
@@ -101,11 +129,8 @@ static tl_job_t *job_for(coord_timeline_t *tl, const coord_job_t *j)
         t->points = calloc((size_t)COORD_TIMELINE_SAMPLES * n, sizeof *t->points);
     }
     if (!t || !t->wall_ms || !t->points) {
-        if (t) {
-            free(t->wall_ms);
-            free(t->points);
-        }
-        free(t);
+        if (t)
+            job_free(t);
         return NULL; /* no history for this job; everything else goes on */
     }
     t->num = j->num;
@@ -115,41 +140,93 @@ static tl_job_t *job_for(coord_timeline_t *tl, const coord_job_t *j)
     return t;
 }
 
-/* How far a counter moved: from its previous report, or from zero for a
- * task not reported before (or restarted, which reads lower). */
-static uint64_t moved(uint64_t now, const uint64_t *before)
+static tl_worker_t *worker_for(tl_job_t *t, uint32_t id)
 {
-    return before && now >= *before ? now - *before : now;
+    for (tl_worker_t *w = t->workers; w; w = w->next)
+        if (w->worker == id)
+            return w;
+    tl_worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->worker = id;
+    w->next = t->workers;
+    t->workers = w;
+    return w;
 }
 
-void coord_timeline_on_heartbeat(coord_t *c, bool first_report, const eddy_task_metrics_t *old,
+/* How far a counter moved since its previous report (before NULL: not
+ * reported, a new task), or from zero if it reads lower (a restarted task). */
+static double moved(uint64_t now, const uint64_t *before)
+{
+    return (double)(before && now >= *before ? now - *before : now);
+}
+
+/* The same task in the worker's previous heartbeat: same epoch, or an
+ * older one (a task a rescale kept goes on counting). */
+static const eddy_task_metrics_t *previous(const eddy_task_metrics_t *m, const eddy_task_metrics_t *old,
+                                           uint32_t n_old)
+{
+    const eddy_task_metrics_t *any = NULL;
+    for (uint32_t k = 0; k < n_old; k++) {
+        const eddy_task_metrics_t *o = &old[k];
+        if (o->job != m->job || o->stage != m->stage || o->instance != m->instance)
+            continue;
+        if (o->epoch == m->epoch)
+            return o;
+        any = o;
+    }
+    return any;
+}
+
+void coord_timeline_on_heartbeat(coord_t *c, coord_worker_t *cw, const eddy_task_metrics_t *old,
                                  uint32_t n_old, const eddy_task_metrics_t *now, uint32_t n_now)
 {
     if (!c->timeline)
         return;
     uint64_t at = eddy_mono_ms();
+    /* Its first heartbeat to this coordinator: the tasks may have run long
+     * before (a coordinator that took over); their counts are no rate. */
+    bool first_report = cw->last_heartbeat_ms == 0;
     for (uint32_t i = 0; i < n_now; i++) {
         const eddy_task_metrics_t *m = &now[i];
         coord_job_t *j = coord_job_by_num(c, m->job);
         if (!j || m->epoch != j->epoch || m->stage >= j->graph.n_stages)
             continue;
         tl_job_t *t = job_for(c->timeline, j);
-        if (!t || m->stage >= t->n_stages)
+        tl_worker_t *w = t && m->stage < t->n_stages ? worker_for(t, cw->id) : NULL;
+        if (!w)
             continue;
-        const eddy_task_metrics_t *p = NULL;
-        for (uint32_t k = 0; k < n_old && !p; k++)
-            if (old[k].job == m->job && old[k].epoch == m->epoch && old[k].stage == m->stage &&
-                old[k].instance == m->instance)
-                p = &old[k];
-        t->heartbeat_ms = at;
-        if (first_report)
-            continue;
-        tl_counters_t *sum = &t->total[m->stage];
-        sum->in += moved(m->records_in, p ? &p->records_in : NULL);
-        sum->out += moved(m->records_out, p ? &p->records_out : NULL);
-        sum->busy_ns += moved(m->busy_ns, p ? &p->busy_ns : NULL);
-        sum->idle_ns += moved(m->idle_ns, p ? &p->idle_ns : NULL);
-        sum->blocked_ns += moved(m->blocked_ns, p ? &p->blocked_ns : NULL);
+        if (!w->counting || first_report)
+            continue; /* a baseline: nothing to compare with yet */
+        const eddy_task_metrics_t *p = previous(m, old, n_old);
+        tl_moved_t *d = &w->pending[m->stage];
+        d->in += moved(m->records_in, p ? &p->records_in : NULL);
+        d->out += moved(m->records_out, p ? &p->records_out : NULL);
+        d->busy_ns += moved(m->busy_ns, p ? &p->busy_ns : NULL);
+        d->idle_ns += moved(m->idle_ns, p ? &p->idle_ns : NULL);
+        d->blocked_ns += moved(m->blocked_ns, p ? &p->blocked_ns : NULL);
+    }
+    /* Turn what added up over long enough into this worker's rates. */
+    for (tl_job_t *t = c->timeline->jobs; t; t = t->next) {
+        for (tl_worker_t *w = t->workers; w; w = w->next) {
+            if (w->worker != cw->id)
+                continue;
+            if (!w->counting) {
+                w->counting = true;
+                w->pending_since_ms = at;
+                continue;
+            }
+            if (at - w->pending_since_ms < TL_MIN_RATE_INTERVAL_MS)
+                continue;
+            double dt = (double)(at - w->pending_since_ms) / 1000.0;
+            for (uint32_t s = 0; s < t->n_stages; s++) {
+                tl_moved_t *d = &w->pending[s], *r = &w->rate[s];
+                *r = (tl_moved_t){d->in / dt, d->out / dt, d->busy_ns / dt, d->idle_ns / dt, d->blocked_ns / dt};
+                memset(d, 0, sizeof *d);
+            }
+            w->rate_at_ms = at;
+            w->pending_since_ms = at;
+        }
     }
 }
 
@@ -165,31 +242,28 @@ static void note_checkpoint(tl_job_t *t, const coord_job_t *j)
         t->ck_count++;
 }
 
-static double fraction(uint64_t part, uint64_t whole)
+static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j, uint64_t now_ms)
 {
-    return whole ? (double)part / (double)whole : -1;
-}
-
-static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j)
-{
-    bool first = t->sample_heartbeat_ms == 0;
-    double dt_s = (double)(t->heartbeat_ms - t->sample_heartbeat_ms) / 1000.0;
-    if (!first && dt_s <= 0 && !coord_job_ended(j))
-        return; /* no heartbeat since the last sample: nothing to divide */
+    bool ended = coord_job_ended(j);
     int64_t wall = eddy_wall_ms();
     tl_point_t *row = &t->points[(size_t)t->head * t->n_stages];
     for (uint32_t s = 0; s < t->n_stages; s++) {
-        const tl_counters_t *a = &t->total[s], *b = &t->at_sample[s];
         tl_point_t *pt = &row[s];
         memset(pt, 0, sizeof *pt);
-        if (dt_s > 0) {
-            pt->rate_in = (double)(a->in - b->in) / dt_s;
-            pt->rate_out = (double)(a->out - b->out) / dt_s;
+        double busy = 0, blocked = 0, all = 0;
+        for (tl_worker_t *w = t->workers; w && !ended; w = w->next) {
+            coord_worker_t *cw = coord_find_worker(c, w->worker);
+            if (!cw || !cw->alive || !w->rate_at_ms || now_ms - w->rate_at_ms > TL_RATE_STALE_MS)
+                continue;
+            const tl_moved_t *r = &w->rate[s];
+            pt->rate_in += r->in;
+            pt->rate_out += r->out;
+            busy += r->busy_ns;
+            blocked += r->blocked_ns;
+            all += r->busy_ns + r->idle_ns + r->blocked_ns;
         }
-        uint64_t busy = a->busy_ns - b->busy_ns, blocked = a->blocked_ns - b->blocked_ns;
-        uint64_t all = busy + blocked + (a->idle_ns - b->idle_ns);
-        pt->busy = fraction(busy, all);
-        pt->backpressure = fraction(blocked, all);
+        pt->busy = all > 0 ? busy / all : -1;
+        pt->backpressure = all > 0 ? blocked / all : -1;
         pt->parallelism = coord_job_parallelism(j, s);
         pt->watermark_lag_ms = INT64_MIN;
         int64_t low = INT64_MAX;
@@ -211,10 +285,6 @@ static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j)
         if (any && !unknown)
             pt->watermark_lag_ms = low == INT64_MAX ? 0 : (wall > low ? wall - low : 0);
     }
-    memcpy(t->at_sample, t->total, sizeof t->total);
-    t->sample_heartbeat_ms = t->heartbeat_ms ? t->heartbeat_ms : 1;
-    if (first)
-        return; /* a baseline: no interval to divide by yet */
     t->wall_ms[t->head] = wall;
     t->head = (t->head + 1) % COORD_TIMELINE_SAMPLES;
     if (t->count < COORD_TIMELINE_SAMPLES)
@@ -235,12 +305,11 @@ void coord_timeline_tick(coord_t *c, uint64_t now_ms)
         if (t->final_sampled || now_ms < t->next_sample_ms)
             continue;
         t->next_sample_ms = now_ms + COORD_TIMELINE_INTERVAL_MS;
-        sample(c, t, j);
+        sample(c, t, j, now_ms);
         if (coord_job_ended(j))
-            t->final_sampled = true; /* its last numbers stay as they were */
+            t->final_sampled = true; /* its history stays as it was */
     }
 }
-
 static json_t *number_or_null(double v, bool known)
 {
     return known && isfinite(v) ? json_real(round(v * 1000.0) / 1000.0) : json_null();

@@ -4,9 +4,8 @@
  * fractions, parallelism, state size and event-time lag; and the job's
  * completed checkpoints (id, time, duration, bytes).
  *
- * Rates come from counters the timeline accumulates itself from each
- * heartbeat's difference to the same worker's previous one, divided by the
- * time between the heartbeats behind two samples, so a rescale (tasks
+ * Rates are per worker, from each heartbeat's difference to the same
+ * worker's previous one over the time between them, so a rescale (tasks
  * restarting their counters at a new epoch) or a worker reporting late
  * makes no spike. Memory is bounded: a ring of COORD_TIMELINE_SAMPLES
  * samples and COORD_TIMELINE_CHECKPOINTS checkpoints per job. */
@@ -24,16 +23,15 @@
 #define COORD_TIMELINE_CHECKPOINTS 120
 
 struct coord;
+struct coord_worker;
 typedef struct coord_timeline coord_timeline_t;
 
 coord_timeline_t *coord_timeline_new(void);
 void coord_timeline_destroy(coord_timeline_t **self_p);
 /* A worker's heartbeat replaced its task metrics old[n_old] by now[n_now].
- * first_report: its first heartbeat to this coordinator, whose tasks may
- * have run long before (a coordinator that took over): their counts so far
- * are a baseline, not progress. */
-void coord_timeline_on_heartbeat(struct coord *c, bool first_report, const eddy_task_metrics_t *old,
-                                 uint32_t n_old, const eddy_task_metrics_t *now, uint32_t n_now);
+ * Call before w->last_heartbeat_ms is updated (it dates the previous one). */
+void coord_timeline_on_heartbeat(struct coord *c, struct coord_worker *w,
+                                 const eddy_task_metrics_t *old, uint32_t n_old, const eddy_task_metrics_t *now, uint32_t n_now);
 /* From the coordinator's loop: takes a sample when one is due. */
 void coord_timeline_tick(struct coord *c, uint64_t now_ms);
 /* The history of job_id as columns (see docs/architecture.md), or NULL for

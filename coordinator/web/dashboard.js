@@ -159,7 +159,7 @@ function renderJobList() {
   if (!js.length) { el.innerHTML = '<p class="muted">No jobs yet.</p>'; return; }
   el.innerHTML = js.map(j => {
     const ops = j.operators || [];
-    const src = ops.filter(o => o.source).reduce((a, o) => a + (o.records_out || 0), 0);
+    const src = ops.filter(o => o.source).reduce((a, o) => a + (o.records_in || 0), 0);
     return `<div class="job${j.id === view.selected ? ' sel' : ''}" data-job="${esc(j.id)}">
       <div class="name"><span>${esc(j.id)}</span><span class="badge ${esc(j.state)}">${esc(j.state)}</span></div>
       <div class="meta">${esc(j.job)} · ${ops.length} operators · up ${fmtMs(j.uptime_s * 1000)}</div>
@@ -204,9 +204,9 @@ function renderTiles(j) {
   const ops = j.operators || [];
   const sources = ops.filter(o => o.source);
   const sinks = ops.filter(o => !ops.some(p => p.input === o.name || p.second_input === o.name));
-  const readTotal = sources.reduce((a, o) => a + (o.records_out || 0), 0);
+  const readTotal = sources.reduce((a, o) => a + (o.records_in || 0), 0);
   const sinkTotal = sinks.reduce((a, o) => a + (o.records_in || 0), 0);
-  const srcRate = sources.reduce((a, o) => a + (last((seriesOp(o.name) || {}).rate_out) || 0), 0);
+  const srcRate = sources.reduce((a, o) => a + (last((seriesOp(o.name) || {}).rate_in) || 0), 0);
   const offered = sources.reduce((a, o) => a + (last((seriesOp(o.name) || {}).offered_rate) || 0), 0);
   const sinkRate = sinks.reduce((a, o) => a + (last((seriesOp(o.name) || {}).rate_in) || 0), 0);
   const ck = j.last_checkpoint || {};
@@ -284,7 +284,7 @@ function renderGraph(j) {
       <text x="16" y="22" font-size="14" font-weight="600" fill="#1d2733">${esc(o.name)}</text>
       <text x="${W - 12}" y="22" font-size="14" font-weight="700" fill="${color}" text-anchor="end" class="par">×${o.parallelism}</text>
       <text x="16" y="42" font-size="11" fill="#6b7785">${o.source ? 'source' : o.keyed ? 'keyed' : 'stateless'}${o.state_bytes ? ' · state ' + fmtBytes(o.state_bytes) : ''}</text>
-      <text x="16" y="62" font-size="12" fill="#1d2733">in ${esc(o.source ? '—' : fmtRate(rin))}  ·  out ${esc(fmtRate(rout))}</text>
+      <text x="16" y="62" font-size="12" fill="#1d2733">${o.source ? 'read' : 'in'} ${esc(fmtRate(rin))}  ·  out ${esc(fmtRate(rout))}</text>
       <text x="16" y="82" font-size="11" fill="#6b7785">busy ${fmtPct(busy)} · backpressure ${fmtPct(bp)}</text>
       <rect x="16" y="90" width="${W - 32}" height="7" rx="3" fill="#eef1f5"/>
       <rect x="16" y="90" width="${(W - 32) * Math.min(1, busy || 0)}" height="7" rx="3" fill="#3fa36b"/>
@@ -313,7 +313,7 @@ function renderOperators(j) {
       return `<tr data-op="${esc(o.name)}"><td><span class="swatch" style="background:${opColor(i)}"></span>${esc(o.name)}
         <span class="muted">${o.source ? 'source' : o.keyed ? 'keyed' : ''}</span></td>
         <td class="n">${o.parallelism}</td><td class="n" data-live="op_records_in">${fmtCount(o.records_in)}</td>
-        <td class="n">${fmtCount(o.records_out)}</td><td class="n">${o.source ? '—' : fmtRate(last(so.rate_in))}</td>
+        <td class="n">${fmtCount(o.records_out)}</td><td class="n">${fmtRate(last(so.rate_in))}</td>
         <td class="n">${fmtRate(last(so.rate_out))}</td>
         <td><span class="bar"><b class="busy" style="width:${Math.min(100, (busy || 0) * 100)}%"></b><b class="bp" style="width:${Math.min(100, (bp || 0) * 100)}%"></b></span>${fmtPct(busy)} · ${fmtPct(bp)}</td>
         <td class="n">${o.state_keys ? fmtCount(o.state_keys) + ' keys · ' : ''}${fmtBytes(o.state_bytes)}</td>
@@ -451,7 +451,7 @@ function renderCharts(j) {
     if (def.source) {
       if (o.offered_rate && o.offered_rate.some(v => v > 0))
         rateSeries.push({ name: o.name + ' offered', op: o.name, kind: 'offered', color: colorOf(o.name), values: o.offered_rate.map(v => v > 0 ? v : null), step: true, dash: true, width: 1.6 });
-      rateSeries.push({ name: o.name + ' achieved (out)', op: o.name, kind: 'achieved', color: colorOf(o.name), values: o.rate_out, width: 2.2 });
+      rateSeries.push({ name: o.name + ' achieved (read)', op: o.name, kind: 'achieved', color: colorOf(o.name), values: o.rate_in, width: 2.2 });
     } else {
       rateSeries.push({ name: o.name + ' in', op: o.name, kind: 'in', color: colorOf(o.name), values: o.rate_in, width: 1.5 });
     }
