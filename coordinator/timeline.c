@@ -7,10 +7,11 @@
  * taken once a second jump whenever a worker's heartbeat lands on the other
  * side of a sample. Here each heartbeat turns how far each of the worker's
  * tasks moved since that worker's previous heartbeat into a rate over the
- * time between the two (a task reported before under another epoch and
- * still counting on, as a task kept by a rescale does, continues from its
- * old numbers; one not reported before, or that reads lower, starts from
- * zero). A sample adds up the latest rate of every live worker, so it is
+ * time between the two, measured by the tasks' own clock (their busy +
+ * idle + blocked time), not by when the heartbeats arrived. A task
+ * reported before under another epoch and still counting on, as a task
+ * kept by a rescale does, continues from its old numbers; one not reported
+ * before, or that reads lower, starts from zero. A sample adds up the latest rate of every live worker, so it is
  * neither a spike nor a hole when heartbeats and samples drift apart. */
 #include "coordinator/timeline.h"
 
@@ -22,8 +23,8 @@
 #include "common/clock.h"
 #include "coordinator/internal.h"
 
-/* Deltas of one worker's heartbeats add up until this much time passed,
- * then become its rate: a heartbeat sent at once after another (a worker
+/* Deltas of one worker's heartbeats add up at least this long before they
+ * become its rate: a heartbeat sent at once after another (a worker
  * confirms a RELEASE that way) must not make a rate of a few records over
  * a few milliseconds. */
 #define TL_MIN_RATE_INTERVAL_MS 200
@@ -32,16 +33,23 @@
 
 typedef struct tl_moved {
     double in, out, busy_ns, idle_ns, blocked_ns;
+    /* the worker's own time over which these moved: a task's busy + idle +
+     * blocked time grows with its worker's clock, so it dates reports more
+     * truly than their arrival here (0: the worker does not time tasks) */
+    double task_ns;
 } tl_moved_t;
 
-/* One worker's share of a job: its latest rates per stage. */
+/* One worker's share of a job: what its tasks did since the last sample,
+ * and the rates that made of it. */
 typedef struct tl_worker {
     uint32_t worker;
     bool counting;                        /* false until its first heartbeat set the baseline */
     uint64_t rate_at_ms;                  /* when rate was last set; 0: never */
-    uint64_t pending_since_ms;            /* start of the deltas in pending */
+    uint64_t pending_since_ms;            /* the report the deltas in pending start after */
+    uint64_t reported_ms;                 /* its latest report */
     tl_moved_t pending[EDDY_MAX_STAGES];  /* moved since pending_since_ms */
     tl_moved_t rate[EDDY_MAX_STAGES];     /* per second (busy/idle/blocked: ns per second) */
+    double heartbeat_task_ns[EDDY_MAX_STAGES]; /* this heartbeat's longest task interval per stage */
     struct tl_worker *next;
 } tl_worker_t;
 
@@ -205,29 +213,46 @@ void coord_timeline_on_heartbeat(coord_t *c, coord_worker_t *cw, const eddy_task
         d->busy_ns += moved(m->busy_ns, p ? &p->busy_ns : NULL);
         d->idle_ns += moved(m->idle_ns, p ? &p->idle_ns : NULL);
         d->blocked_ns += moved(m->blocked_ns, p ? &p->blocked_ns : NULL);
+        uint64_t total = m->busy_ns + m->idle_ns + m->blocked_ns;
+        uint64_t before = p ? p->busy_ns + p->idle_ns + p->blocked_ns : 0;
+        double task_ns = moved(total, p ? &before : NULL);
+        if (task_ns > w->heartbeat_task_ns[m->stage])
+            w->heartbeat_task_ns[m->stage] = task_ns;
     }
-    /* Turn what added up over long enough into this worker's rates. */
     for (tl_job_t *t = c->timeline->jobs; t; t = t->next) {
         for (tl_worker_t *w = t->workers; w; w = w->next) {
             if (w->worker != cw->id)
                 continue;
+            for (uint32_t s = 0; s < t->n_stages; s++) {
+                w->pending[s].task_ns += w->heartbeat_task_ns[s];
+                w->heartbeat_task_ns[s] = 0;
+            }
             if (!w->counting) {
                 w->counting = true;
                 w->pending_since_ms = at;
-                continue;
             }
-            if (at - w->pending_since_ms < TL_MIN_RATE_INTERVAL_MS)
-                continue;
-            double dt = (double)(at - w->pending_since_ms) / 1000.0;
-            for (uint32_t s = 0; s < t->n_stages; s++) {
-                tl_moved_t *d = &w->pending[s], *r = &w->rate[s];
-                *r = (tl_moved_t){d->in / dt, d->out / dt, d->busy_ns / dt, d->idle_ns / dt, d->blocked_ns / dt};
-                memset(d, 0, sizeof *d);
-            }
-            w->rate_at_ms = at;
-            w->pending_since_ms = at;
+            w->reported_ms = at;
         }
     }
+}
+
+/* At a sample: what the worker's tasks did since the previous one becomes
+ * its rates. A worker that has not reported since keeps its rates (it
+ * reports every heartbeat, more often than samples are taken), so each
+ * report counts in exactly one interval and the rates add up to the counts. */
+static void take_rates(tl_job_t *t, tl_worker_t *w, uint64_t now_ms)
+{
+    if (!w->counting || w->reported_ms <= w->pending_since_ms ||
+        w->reported_ms - w->pending_since_ms < TL_MIN_RATE_INTERVAL_MS)
+        return;
+    for (uint32_t s = 0; s < t->n_stages; s++) {
+        tl_moved_t *d = &w->pending[s], *r = &w->rate[s];
+        double dt = d->task_ns > 0 ? d->task_ns / 1e9 : (double)(w->reported_ms - w->pending_since_ms) / 1000.0;
+        *r = (tl_moved_t){d->in / dt, d->out / dt, d->busy_ns / dt, d->idle_ns / dt, d->blocked_ns / dt, 0};
+        memset(d, 0, sizeof *d);
+    }
+    w->rate_at_ms = now_ms;
+    w->pending_since_ms = w->reported_ms;
 }
 
 static void note_checkpoint(tl_job_t *t, const coord_job_t *j)
@@ -247,6 +272,8 @@ static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j, uint64_t now_m
     bool ended = coord_job_ended(j);
     int64_t wall = eddy_wall_ms();
     tl_point_t *row = &t->points[(size_t)t->head * t->n_stages];
+    for (tl_worker_t *w = t->workers; w; w = w->next)
+        take_rates(t, w, now_ms);
     for (uint32_t s = 0; s < t->n_stages; s++) {
         tl_point_t *pt = &row[s];
         memset(pt, 0, sizeof *pt);
@@ -282,6 +309,8 @@ static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j, uint64_t now_m
                     low = m->watermark;
             }
         }
+        if (!any)
+            pt->offered = NAN; /* no task of this epoch reported yet */
         if (any && !unknown)
             pt->watermark_lag_ms = low == INT64_MAX ? 0 : (wall > low ? wall - low : 0);
     }
