@@ -180,11 +180,11 @@ function renderWorkers() {
   const ws = (view.status && view.status.workers) || [];
   const el = document.getElementById('workers');
   if (!ws.length) { el.innerHTML = '<p class="muted">No workers registered.</p>'; return; }
-  el.innerHTML = '<table><tr><th>id</th><th>worker</th><th class="n">tasks</th><th class="n">heartbeat</th></tr>' +
+  el.innerHTML = '<table id="worker-table"><tr><th>id</th><th>worker</th><th class="n">tasks</th></tr>' +
     ws.map(w => `<tr data-worker="${w.id}"><td>${w.id}</td>
-      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? 'alive' : 'dead'}</span>
-        <div class="muted" style="font-size:12px">${esc(w.name)} · pid ${w.pid}<br>${esc(w.address)}</div></td>
-      <td class="n">${w.tasks}</td><td class="n">${fmtMs(w.last_heartbeat_ms_ago)} ago</td></tr>`).join('') + '</table>';
+      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? 'alive' : 'dead'}</span> ${esc(w.name)}
+        <div class="muted" style="font-size:12px">pid ${w.pid} · ${esc(w.address)}<br>heartbeat ${fmtMs(w.last_heartbeat_ms_ago)} ago</div></td>
+      <td class="n">${w.tasks}</td></tr>`).join('') + '</table>';
 }
 
 function renderJobHead(j) {
