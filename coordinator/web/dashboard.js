@@ -46,8 +46,9 @@ function fmtMs(ms) {
   const s = ms / 1000;
   if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + ' s';
   const m = Math.floor(s / 60);
-  if (m < 60) return m + ' min ' + Math.floor(s % 60) + ' s';
-  return Math.floor(m / 60) + ' h ' + (m % 60) + ' min';
+  if (m < 60) return m + 'm ' + pad2(Math.floor(s % 60)) + 's';
+  if (m < 48 * 60) return Math.floor(m / 60) + 'h ' + pad2(m % 60) + 'm';
+  return Math.floor(m / 1440) + 'd ' + pad2(Math.floor(m / 60) % 24) + 'h';
 }
 function fmtPct(f) { return f === null || f === undefined || !isFinite(f) ? '—' : (f * 100).toFixed(f < 0.1 ? 1 : 0) + ' %'; }
 function pad2(n) { return String(n).padStart(2, '0'); }
@@ -122,7 +123,7 @@ function render() {
   if (!j) {
     detail.dataset.job = '';
     document.getElementById('job-head').innerHTML = '<div class="empty">No job selected. Submit one with <code>eddy submit</code> or run <code>eddy local</code>.</div>';
-    for (const id of ['tiles', 'graph', 'operators', 'chart-rates', 'chart-parallelism', 'chart-busy', 'chart-checkpoints', 'rescales', 'decisions'])
+    for (const id of ['tiles', 'graph', 'operators', 'chart-rates', 'chart-throughput', 'chart-parallelism', 'chart-busy', 'chart-checkpoints', 'rescales', 'decisions'])
       document.getElementById(id).innerHTML = '';
     return;
   }
@@ -445,18 +446,22 @@ function renderCharts(j) {
   const t = s ? s.t : [];
   const colorOf = name => opColor(Math.max(0, ops.findIndex(o => o.name === name)));
   const sops = s ? s.operators : [];
-  const rateSeries = [];
+  /* Sources (lines read against the offered rate) and the operators after
+   * them (records, often many per line) get a chart each, so neither flattens
+   * the other. */
+  const rateSeries = [], opSeries = [];
   for (const o of sops) {
     const def = ops.find(x => x.name === o.name) || {};
     if (def.source) {
       if (o.offered_rate && o.offered_rate.some(v => v > 0))
-        rateSeries.push({ name: o.name + ' offered', op: o.name, kind: 'offered', color: colorOf(o.name), values: o.offered_rate.map(v => v > 0 ? v : null), step: true, dash: true, width: 1.6 });
+        rateSeries.push({ name: o.name + ' offered', op: o.name, kind: 'offered', color: '#8393a7', values: o.offered_rate.map(v => v > 0 ? v : null), step: true, dash: true, width: 1.6 });
       rateSeries.push({ name: o.name + ' achieved (read)', op: o.name, kind: 'achieved', color: colorOf(o.name), values: o.rate_in, width: 2.2 });
     } else {
-      rateSeries.push({ name: o.name + ' in', op: o.name, kind: 'in', color: colorOf(o.name), values: o.rate_in, width: 1.5 });
+      opSeries.push({ name: o.name + ' in', op: o.name, kind: 'in', color: colorOf(o.name), values: o.rate_in, width: 1.8 });
     }
   }
   chart(document.getElementById('chart-rates'), { t, series: rateSeries, fmtY: v => fmtNum(v) + '/s' });
+  chart(document.getElementById('chart-throughput'), { t, series: opSeries, fmtY: v => fmtNum(v) + '/s' });
 
   const decisions = jobDecisions(j).filter(changed);
   const markers = decisions.map(d => ({ t: d.time_ms, kind: 'decision', op: d.operator, color: d.applied ? colorOf(d.operator) : '#9aa8b8', tip: decisionTip(d) }));
