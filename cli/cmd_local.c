@@ -121,7 +121,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("pipeline", &pipeline, "FILE", "run a declarative pipeline (docs/pipelines.md)"),
         EDDY_FLAG_STR("guarantee", &guarantee_name, "G", "exactly-once (default), at-least-once or at-most-once (docs/connectors.md)"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
-        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port: the dashboard at /, /metrics, the JSON API (9250, 0 = off)"),
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
         EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
