@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include "coordinator/internal.h"
 #include "state/keygroup.h"
 
@@ -102,9 +103,13 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
                                         "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
                                         (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint));
     }
+    /* shown to anyone who may read status: no credentials (common/redact.h) */
     json_t *args = json_array();
-    for (uint32_t i = 0; i < j->argc; i++)
-        json_array_append_new(args, json_string(j->argv[i]));
+    for (uint32_t i = 0; i < j->argc; i++) {
+        char *shown = eddy_redact_arg(i ? j->argv[i - 1] : NULL, j->argv[i]);
+        json_array_append_new(args, json_string(shown ? shown : EDDY_REDACTED));
+        free(shown);
+    }
     json_t *ck = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)j->last_checkpoint,
                            "time_ms", (json_int_t)j->last_checkpoint_wall_ms, "duration_ms",
                            j->last_checkpoint_ms, "bytes", (json_int_t)j->last_checkpoint_bytes,
