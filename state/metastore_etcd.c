@@ -348,7 +348,13 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
             es->api = apis[i];
             return es;
         }
-        if (st == REQ_TRANSPORT)
+        if (st == REQ_TRANSPORT && !strncmp(base_url, "https://", 8) && !(tls && tls->cert_file) &&
+            (!err || !strstr(err->msg, "SSL certificate")))
+            /* a server that wants a client certificate just drops the
+             * handshake; say what it probably wanted */
+            eddy_err_wrap(err, "etcd at %s is unreachable or wants a client certificate "
+                          "(--etcd-cert/--etcd-key)", display);
+        else if (st == REQ_TRANSPORT)
             eddy_err_wrap(err, "etcd at %s is unreachable", display);
         else if (st == REQ_NOT_FOUND && i + 1 < sizeof apis / sizeof apis[0])
             continue;
