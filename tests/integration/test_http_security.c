@@ -13,7 +13,8 @@
  * - without --bind/--http-host the coordinator listens on loopback only, and
  *   listening beyond loopback is logged as a warning;
  * - what /api/v1/jobs and /api/v1/status serve holds no password of a job's
- *   URI, no token and no token file path. */
+ *   URI, no token and no token file path;
+ * - `eddy local --http-token-file` guards its HTTP the same way. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <curl/curl.h>
@@ -593,4 +594,32 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
         reply_free(&r);
     }
     eddy_proc_kill(&worker, 3000);
+}
+
+/* ---- eddy local takes the token too ------------------------------------- */
+
+Test(http_security, local_requires_token, .init = make_dir, .fini = teardown, .timeout = 120)
+{
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    cport = ports[0];
+    hport = ports[1];
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", cport);
+    snprintf(hp, sizeof hp, "%d", hport);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
+                    "--http-token-file", token_path, "--quiet", "--job", "wordcount", "--generate",
+                    "--lines", "0", "--rate", "100", NULL};
+    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_poll_until(coord_serves, NULL, START_MS);
+    char *log = eddy_read_file(logp, NULL);
+    cr_assert(eddy_proc_alive(&coord) && coord_serves(NULL), "eddy local does not serve; log:\n%s",
+              log ? log : "");
+    cr_assert(!strstr(log, "beyond loopback"), "loopback eddy local warned:\n%s", log);
+    free(log);
+    cr_assert_eq(status_of("GET", "/api/v1/jobs", NULL), 401);
+    cr_assert_eq(status_of("GET", "/metrics", "Bearer wrong"), 401);
+    cr_assert_eq(status_of("GET", "/api/v1/jobs", "Bearer " TOKEN), 200);
+    cr_assert_eq(status_of("POST", "/api/v1/jobs", "Bearer " TOKEN), 405);
 }
