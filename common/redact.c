@@ -34,7 +34,7 @@ static bool secret_flag(const char *arg, size_t name_len)
 {
     if (name_len < 3 || strncmp(arg, "--", 2))
         return false;
-    if ((name_len == 6 && !strncmp(arg, "--keys", 6)) || (name_len == 5 && !strncmp(arg, "--key", 5)))
+    if (name_len == 6 && !strncmp(arg, "--keys", 6))
         return true;
     return secret_name(arg + 2, name_len - 2);
 }

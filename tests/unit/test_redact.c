@@ -44,6 +44,8 @@ Test(redact, everything_else_unchanged)
     expect("--input", "redis://127.0.0.1:6379/s?bounded=latest&group=g",
            "redis://127.0.0.1:6379/s?bounded=latest&group=g");
     expect("--keyed", "word", "word");
+    expect("--key", "user_id", "user_id"); /* a key field, not a key file */
+    expect("--enrich-key", "id", "id");
     expect("--rate", "2000", "2000");
     expect(NULL, "", "");
 }
