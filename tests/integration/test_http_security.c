@@ -593,6 +593,14 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
                       r.body);
         reply_free(&r);
     }
+    /* `eddy status --json` renders the same view over the control socket */
+    json_t *status = eddy_test_status(cport);
+    cr_assert(status, "no status");
+    char *text = json_dumps(status, JSON_COMPACT);
+    cr_assert(text && strstr(text, "eddy:***@") && !strstr(text, "hunter2-pw"),
+              "status --json: %.2000s", text ? text : "");
+    free(text);
+    json_decref(status);
     eddy_proc_kill(&worker, 3000);
 }
 
