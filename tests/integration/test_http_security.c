@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define TOKEN "s3cr3t-T0ken_for-eddy.tests"
@@ -199,21 +200,8 @@ static bool coord_serves(void *arg)
     (void)arg;
     if (!eddy_proc_alive(&coord))
         return true; /* stop polling: the assertion below reports it */
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", hport);
-    CURL *c = curl_easy_init();
-    buf_t b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
     long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    free(b.data);
+    free(eddy_test_http_get(hport, "/healthz", 2000, &status));
     return status == 200;
 }
 
