@@ -304,9 +304,12 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
     CURL *c = es->curl;
     int bad = 0;
     bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                            timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS) !=
-           CURLE_OK;
+    /* libcurl's connect phase includes the TLS handshake, which on a busy
+     * machine takes longer than a TCP connect: https gets the whole budget */
+    long connect_ms = timeout_ms < CONNECT_TIMEOUT_MS || !strncmp(base_url, "https://", 8)
+                          ? timeout_ms
+                          : CONNECT_TIMEOUT_MS;
+    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, es->headers) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, es->curl_err) != CURLE_OK;
