@@ -22,6 +22,7 @@
 #include "cli/local_supervisor.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "net/http.h"
 #include "connectors/dir_source.h"
 #include "connectors/sources.h"
 #include "plan/plugin.h"
@@ -112,6 +113,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     const char *pipeline = NULL;
+    const char *token_file = NULL;
     bool autoscale = false, quiet = false;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     eddy_flag_t flags[] = {
@@ -122,7 +124,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("guarantee", &guarantee_name, "G", "exactly-once (default), at-least-once or at-most-once (docs/connectors.md)"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port: the dashboard at /, /metrics, the JSON API (9250, 0 = off)"),
-        EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
+        EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address the coordinator's control and HTTP ports listen on (127.0.0.1)"),
+        EDDY_FLAG_STR("http-token-file", &token_file, "FILE", "require this bearer token (file mode 0600) on HTTP, except /healthz"),
         EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
@@ -195,6 +198,11 @@ static int run_local(int argc, char **argv, char **spec_text)
         eddy_args_free(&job_args);
         return eddy_usage_error("local", err.msg);
     }
+    char *token = NULL;
+    if (token_file && eddy_http_token_load(token_file, &token, &err) < 0) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", err.msg);
+    }
 
     char dir[4096];
     bool temporary = !state_dir;
@@ -203,6 +211,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         if (!mkdtemp(dir)) {
             fprintf(stderr, "eddy local: cannot create a state directory: %s\n", strerror(errno));
             eddy_args_free(&job_args);
+            eddy_http_token_free(&token);
             return 1;
         }
     } else {
@@ -210,6 +219,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
             fprintf(stderr, "eddy local: cannot create %s: %s\n", dir, strerror(errno));
             eddy_args_free(&job_args);
+            eddy_http_token_free(&token);
             return 1;
         }
     }
@@ -230,6 +240,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         if (temporary)
             nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         eddy_args_free(&job_args);
+        eddy_http_token_free(&token);
         return 1;
     }
     eddy_log_set_component("coordinator");
@@ -243,7 +254,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
-        .n_plugin_files = plugin ? 1 : 0};
+        .n_plugin_files = plugin ? 1 : 0, .http_token = token};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
@@ -251,6 +262,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     if (temporary)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     eddy_args_free(&job_args);
+    eddy_http_token_free(&token);
     /* The final line says how the run ended: printed after the children
      * stopped, so none of their log lines follows it. */
     if (gave_up) {

@@ -2,11 +2,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "net/http.h"
 #include "runtime/worker.h"
 
 int eddy_cmd_worker(int argc, char **argv)
@@ -46,15 +48,22 @@ int eddy_cmd_worker(int argc, char **argv)
 
 int eddy_cmd_coordinator(int argc, char **argv)
 {
-    const char *bind = "tcp://0.0.0.0:7600", *http_host = "0.0.0.0";
+    /* loopback unless told otherwise: reaching beyond it is a choice
+     * (docs/security.md) */
+    const char *bind = "tcp://127.0.0.1:7600", *http_host = "127.0.0.1", *token_file = NULL;
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
+    const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)"),
-        EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (0.0.0.0)"),
+        EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
+        EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (127.0.0.1; 0.0.0.0 for other machines)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "HTTP port for the dashboard at /, /metrics and the JSON API (9250, 0 = off)"),
-        EDDY_FLAG_STR("metastore", &metastore, "URL", "etcd://HOST:PORT or a directory (./eddy-meta)"),
+        EDDY_FLAG_STR("http-token-file", &token_file, "FILE", "require this bearer token (file mode 0600) on HTTP, except /healthz"),
+        EDDY_FLAG_STR("metastore", &metastore, "URL", "etcd://HOST:PORT, https://HOST:PORT (TLS) or a directory (./eddy-meta)"),
+        EDDY_FLAG_STR("etcd-ca", &etcd_ca, "FILE", "CA certificate (PEM) that signed an https:// etcd's certificate"),
+        EDDY_FLAG_STR("etcd-cert", &etcd_cert, "FILE", "client certificate (PEM) for an etcd with --client-cert-auth"),
+        EDDY_FLAG_STR("etcd-key", &etcd_key, "FILE", "private key (PEM) of --etcd-cert"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
@@ -71,17 +80,28 @@ int eddy_cmd_coordinator(int argc, char **argv)
         return code;
     if (hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    if ((etcd_ca || etcd_cert || etcd_key) && strncasecmp(metastore, "https://", 8))
+        return eddy_usage_error("coordinator", "--etcd-ca/--etcd-cert/--etcd-key need an "
+                                "https:// --metastore URL (etcd:// is plain HTTP)");
+    if (!etcd_cert != !etcd_key)
+        return eddy_usage_error("coordinator", etcd_cert ? "--etcd-cert needs --etcd-key"
+                                                         : "--etcd-key needs --etcd-cert");
+    char *token = NULL;
+    eddy_err_t err = {{0}};
+    if (token_file && eddy_http_token_load(token_file, &token, &err) < 0)
+        return eddy_usage_error("coordinator", err.msg);
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
     eddy_coordinator_options_t opts = {
-        .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port,
-        .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = hb,
+        .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
+        .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
+        .snapshot_dir = snapshots, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts};
-    eddy_err_t err = {{0}};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
+    eddy_http_token_free(&token);
     if (rc < 0) {
         fprintf(stderr, "eddy coordinator: %s\n", err.msg);
         return 1;

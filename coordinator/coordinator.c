@@ -15,6 +15,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "plan/plugin.h"
+#include "net/loopback.h"
 #include "net/zrecv.h"
 
 /* How long exit waits for queued metadata-store writes before abandoning them. */
@@ -409,6 +410,20 @@ static void free_coord(coord_t *c)
         zmq_ctx_term(c->zctx);
 }
 
+/* Listeners other machines can reach are the operator's decision (compose
+ * binds 0.0.0.0 on purpose), but never a silent one. */
+static void warn_beyond_loopback(const eddy_coordinator_options_t *opts, const char *http_host)
+{
+    if (!eddy_endpoint_is_loopback(opts->bind))
+        eddy_warn("control socket %s is reachable beyond loopback: unless CURVE keys are "
+                  "configured, anyone who can reach it can submit, cancel and rescale jobs "
+                  "(docs/security.md)", opts->bind);
+    if (opts->http_port && !opts->http_token && !eddy_host_is_loopback(http_host))
+        eddy_warn("HTTP on %s:%u is reachable beyond loopback without a bearer token "
+                  "(--http-token-file): anyone who can reach it can read job status and metrics "
+                  "(docs/security.md)", http_host, opts->http_port);
+}
+
 /* The exit code of a run that ended normally; a failure names the first
  * failed job and its cause in err, for the caller's last line. */
 static int run_result(coord_t *c, eddy_err_t *err)
@@ -455,7 +470,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     c.decisions = json_array();
     c.timeline = coord_timeline_new(); /* NULL: no dashboard history, nothing else lost */
     int rc = -1;
-    c.meta = eddy_metastore_open(opts->metastore, err);
+    eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
+    c.meta = eddy_metastore_open_tls(opts->metastore, &tls, err);
     if (!c.meta) {
         eddy_err_wrap(err, "metadata store");
         goto out;
@@ -484,14 +500,18 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
         goto out;
     }
+    const char *http_host = opts->http_host ? opts->http_host : "127.0.0.1";
     if (opts->http_port) {
-        c.http = eddy_http_new(opts->http_host, opts->http_port, coord_http_handler, &c, err);
+        c.http = eddy_http_new(http_host, opts->http_port, coord_http_handler, &c, err);
         if (!c.http)
             goto out;
+        if (opts->http_token && eddy_http_require_token(c.http, opts->http_token, coord_http_is_open, err) < 0)
+            goto out;
     }
-    eddy_info("listening on %s, HTTP on %s:%u, metadata store %s, snapshots in %s", opts->bind,
-              opts->http_host ? opts->http_host : "0.0.0.0", opts->http_port,
+    eddy_info("listening on %s, HTTP on %s:%u%s, metadata store %s, snapshots in %s", opts->bind,
+              http_host, opts->http_port, opts->http_token ? " (bearer token required)" : "",
               eddy_metastore_url(c.meta), opts->snapshot_dir);
+    warn_beyond_loopback(opts, http_host);
     for (uint32_t i = 0; i < opts->n_plugin_files; i++) {
         char hash[EDDY_PLUGIN_HASH_LEN + 1];
         if (coord_plugins_add_file(&c, opts->plugin_files[i], hash, err) < 0)

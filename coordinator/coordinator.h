@@ -13,10 +13,13 @@
 #include "common/guarantee.h"
 
 typedef struct eddy_coordinator_options {
-    const char *bind;                /* control socket, e.g. tcp://0.0.0.0:7600 */
-    const char *http_host;           /* HTTP bind address */
+    const char *bind;                /* control socket, e.g. tcp://127.0.0.1:7600 */
+    const char *http_host;           /* HTTP bind address (NULL = 127.0.0.1) */
     uint16_t http_port;              /* 0 disables HTTP */
+    const char *http_token;          /* bearer token for HTTP, the secret itself
+                                      * (NULL = open); /healthz stays open */
     const char *metastore;           /* URL or path of the metadata store */
+    const char *etcd_ca, *etcd_cert, *etcd_key; /* TLS files for an https:// etcd (or NULL) */
     const char *snapshot_dir;        /* shared snapshot store root */
     uint32_t heartbeat_ms;           /* interval workers are told to use */
     uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */

@@ -337,6 +337,7 @@ int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_er
 json_t *coord_view_status(coord_t *c);
 json_t *coord_view_jobs(coord_t *c);
 char *coord_view_metrics(coord_t *c);
+bool coord_http_is_open(const char *path);
 void coord_http_handler(void *ctx, const char *method, const char *path,
                         eddy_http_response_t *resp);
 /* Appends one decision (taking the reference) and stores it under its own key. */

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include "coordinator/internal.h"
 #include "coordinator/web_assets.h"
 #include "state/keygroup.h"
@@ -103,9 +104,13 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
                                         "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
                                         (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint));
     }
+    /* shown to anyone who may read status: no credentials (common/redact.h) */
     json_t *args = json_array();
-    for (uint32_t i = 0; i < j->argc; i++)
-        json_array_append_new(args, json_string(j->argv[i]));
+    for (uint32_t i = 0; i < j->argc; i++) {
+        char *shown = eddy_redact_arg(i ? j->argv[i - 1] : NULL, j->argv[i]);
+        json_array_append_new(args, json_string(shown ? shown : EDDY_REDACTED));
+        free(shown);
+    }
     json_t *ck = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)j->last_checkpoint,
                            "time_ms", (json_int_t)j->last_checkpoint_wall_ms, "duration_ms",
                            j->last_checkpoint_ms, "bytes", (json_int_t)j->last_checkpoint_bytes,
@@ -422,6 +427,14 @@ char *coord_view_metrics(coord_t *c)
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_job_restarts_total{job=\"%s\"} %u\n", j->id, j->restarts);
     return b.data;
+}
+
+/* Served without the HTTP token: the health check, and the dashboard's
+ * static files (they hold no data; the page sends the token on its API
+ * calls, taken from the URL's #token=...). */
+bool coord_http_is_open(const char *path)
+{
+    return !strcmp(path, "/healthz") || coord_web_asset_find(path) != NULL;
 }
 
 void coord_http_handler(void *ctx, const char *method, const char *path, eddy_http_response_t *resp)

@@ -9,6 +9,7 @@
 #include "state/metastore.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "state/metastore_backend.h"
 
@@ -262,11 +265,58 @@ unsupported:
 
 /* ---- public API ---------------------------------------------------------- */
 
+static bool tls_set(const eddy_metastore_tls_t *tls)
+{
+    return tls && (tls->ca_file || tls->cert_file || tls->key_file);
+}
+
+/* The TLS settings make sense for this target and their files can be used:
+ * a mistake here is a clear error at open, not a handshake failure later. */
+static int check_tls(const char *url, const target_t *t, const eddy_metastore_tls_t *tls,
+                     eddy_err_t *err)
+{
+    if (!tls_set(tls))
+        return 0;
+    if (t->kind != TARGET_ETCD || strncmp(t->target, "https://", 8))
+        return eddy_err_set(err, "metastore URL '%s': TLS settings (CA, client certificate, "
+                            "key) need an https:// etcd URL", url);
+    if (!tls->cert_file != !tls->key_file)
+        return eddy_err_set(err, "etcd TLS: a client certificate and its key go together (%s "
+                            "given without the %s)", tls->cert_file ? "certificate" : "key",
+                            tls->cert_file ? "key" : "certificate");
+    const char *files[] = {tls->ca_file, tls->cert_file, tls->key_file};
+    static const char *const what[] = {"CA file", "client certificate", "client key"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!files[i])
+            continue;
+        struct stat st;
+        if (stat(files[i], &st) < 0 || access(files[i], R_OK) < 0)
+            return eddy_err_set(err, "etcd TLS %s %s: %s", what[i], files[i], strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return eddy_err_set(err, "etcd TLS %s %s is not a regular file", what[i], files[i]);
+        if (i == 2 && (st.st_mode & 007))
+            return eddy_err_set(err, "etcd TLS client key %s is accessible by others (mode %04o): "
+                                "a private key must be private, chmod 600 it", files[i],
+                                (unsigned)(st.st_mode & 07777));
+    }
+    return 0;
+}
+
 eddy_metastore_t *eddy_metastore_open(const char *url, eddy_err_t *err)
+{
+    return eddy_metastore_open_tls(url, NULL, err);
+}
+
+eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
+                                          eddy_err_t *err)
 {
     target_t t;
     if (parse_url(url, &t, err) < 0)
         return NULL;
+    if (check_tls(url, &t, tls, err) < 0) {
+        free(t.target);
+        return NULL;
+    }
     eddy_metastore_t *self = calloc(1, sizeof *self);
     if (!self || !(self->url = strdup(url))) {
         free(self);
@@ -279,7 +329,8 @@ eddy_metastore_t *eddy_metastore_open(const char *url, eddy_err_t *err)
         self->impl = eddy_metastore_file_open(t.target, err);
     } else {
         self->ops = &eddy_metastore_etcd_ops;
-        self->impl = eddy_metastore_etcd_open(t.target, url, t.timeout_ms, err);
+        self->impl = eddy_metastore_etcd_open(t.target, url, t.timeout_ms,
+                                              tls_set(tls) ? tls : NULL, err);
     }
     free(t.target);
     if (!self->impl) {

@@ -18,7 +18,8 @@
  *   anything without "://" is a path (absolute or relative to the cwd at
  *       open time); the directory is created, with parents, if missing.
  *   etcd://HOST[:PORT] means http://HOST:PORT (PORT defaults to 2379);
- *   http://HOST[:PORT] and https://HOST[:PORT] are used as they are. HOST may
+ *   http://HOST[:PORT] and https://HOST[:PORT] are used as they are (TLS
+ *       files for https: eddy_metastore_open_tls). HOST may
  *       be a name, an IPv4 address or [IPv6]. No path (a lone trailing '/' is
  *       ignored), no user info, one endpoint only. An optional query
  *       "?timeout_ms=N" (1..600000) replaces the 3 s per-request timeout.
@@ -57,6 +58,23 @@ typedef struct eddy_kv_list {
 
 /* Opens (and for etcd, checks reachability of) the store at url. */
 eddy_metastore_t *eddy_metastore_open(const char *url, eddy_err_t *err);
+
+/* TLS to etcd (https:// URLs only): files in PEM. Any field may be NULL:
+ * ca_file NULL trusts the system's CAs; cert_file and key_file (a client
+ * certificate for etcd's --client-cert-auth) go together. The server's
+ * certificate and host name are always verified. */
+typedef struct eddy_metastore_tls {
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
+} eddy_metastore_tls_t;
+
+/* eddy_metastore_open with TLS settings for etcd (tls NULL or all fields
+ * NULL: as eddy_metastore_open). Settings with a file store or an http://
+ * etcd URL are an error, not silently ignored; so is a key file that others
+ * may read. */
+eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
+                                          eddy_err_t *err);
 void eddy_metastore_destroy(eddy_metastore_t **self_p);
 /* The url exactly as given to open. */
 const char *eddy_metastore_url(const eddy_metastore_t *self);

@@ -24,7 +24,9 @@
  * serializes calls. curl_global_init/cleanup are reference counted across
  * open stores (libcurl counts too), so the last destroy releases libcurl's
  * globals and leak checkers stay quiet. Proxies from the environment are
- * ignored on purpose: etcd is reached directly. */
+ * ignored on purpose: etcd is reached directly. https:// URLs use TLS with
+ * the CA, client certificate and key given to eddy_metastore_open_tls
+ * (--etcd-ca/--etcd-cert/--etcd-key); libcurl reads the files itself. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -273,7 +275,7 @@ static void etcd_destroy(void **impl_p)
 }
 
 void *eddy_metastore_etcd_open(const char *base_url, const char *display, long timeout_ms,
-                               eddy_err_t *err)
+                               const eddy_metastore_tls_t *tls, eddy_err_t *err)
 {
     if (curl_acquire(err) < 0)
         return NULL;
@@ -302,9 +304,12 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
     CURL *c = es->curl;
     int bad = 0;
     bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                            timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS) !=
-           CURLE_OK;
+    /* libcurl's connect phase includes the TLS handshake, which on a busy
+     * machine takes longer than a TCP connect: https gets the whole budget */
+    long connect_ms = timeout_ms < CONNECT_TIMEOUT_MS || !strncmp(base_url, "https://", 8)
+                          ? timeout_ms
+                          : CONNECT_TIMEOUT_MS;
+    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, es->headers) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, es->curl_err) != CURLE_OK;
@@ -312,6 +317,16 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
     bad |= curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK;
+    /* https: libcurl verifies etcd's certificate and name by default; these
+     * only choose whom to trust and who we are */
+    if (tls && tls->ca_file)
+        bad |= curl_easy_setopt(c, CURLOPT_CAINFO, tls->ca_file) != CURLE_OK;
+    if (tls && tls->cert_file) {
+        bad |= curl_easy_setopt(c, CURLOPT_SSLCERT, tls->cert_file) != CURLE_OK;
+        bad |= curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM") != CURLE_OK;
+        bad |= curl_easy_setopt(c, CURLOPT_SSLKEY, tls->key_file) != CURLE_OK;
+        bad |= curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM") != CURLE_OK;
+    }
     if (bad) {
         etcd_destroy(&impl);
         eddy_err_set(err, "etcd at %s: cannot configure libcurl", display);
@@ -336,7 +351,13 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
             es->api = apis[i];
             return es;
         }
-        if (st == REQ_TRANSPORT)
+        if (st == REQ_TRANSPORT && !strncmp(base_url, "https://", 8) && !(tls && tls->cert_file) &&
+            (!err || !strstr(err->msg, "SSL certificate")))
+            /* a server that wants a client certificate just drops the
+             * handshake; say what it probably wanted */
+            eddy_err_wrap(err, "etcd at %s is unreachable or wants a client certificate "
+                          "(--etcd-cert/--etcd-key)", display);
+        else if (st == REQ_TRANSPORT)
             eddy_err_wrap(err, "etcd at %s is unreachable", display);
         else if (st == REQ_NOT_FOUND && i + 1 < sizeof apis / sizeof apis[0])
             continue;

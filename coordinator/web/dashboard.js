@@ -64,8 +64,21 @@ function opColor(i) { return PALETTE[i % PALETTE.length]; }
 
 /* ---- data access ------------------------------------------------------ */
 
+/* With --http-token-file the API needs the token: open the page with
+ * #token=TOKEN after its address (a fragment never reaches a server or a
+ * log); it is kept for the tab's session and removed from the address bar. */
+const TOKEN = (() => {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem('eddy-token', decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  return sessionStorage.getItem('eddy-token');
+})();
+
 async function getJson(path) {
-  const r = await fetch(path, { cache: 'no-store' });
+  const headers = TOKEN ? { Authorization: 'Bearer ' + TOKEN } : {};
+  const r = await fetch(path, { cache: 'no-store', headers });
   if (!r.ok) throw new Error(path + ': HTTP ' + r.status);
   return r.json();
 }
