@@ -203,12 +203,12 @@ root_postgres() {
   mkdir -p "$r/usr/local/bin"
   ln -s "$pgbin/postgres" "$r/usr/local/bin/postgres"
   ln -s "$pgbin/psql" "$r/usr/local/bin/psql"
-  # Loadable modules the server may need (PL/pgSQL, encoding conversions,
-  # text search); not llvmjit (JIT is off, it pulls in 100 MB of LLVM).
-  for f in "$pglib"/*.so; do
-    case "$(basename "$f")" in llvmjit*) continue ;; esac
-    ldd "$f" 2>/dev/null | grep -q 'not found' && continue
-    copy_with_libs "$r" "$f" "$f"
+  # Loadable modules of the server itself (PL/pgSQL, the text search
+  # stemmers, encoding conversions; they need only libc): no contrib
+  # extensions, no llvmjit (JIT is off; it pulls in 100 MB of LLVM).
+  mkdir -p "$r$pglib"
+  for f in "$pglib"/plpgsql.so "$pglib"/dict_snowball.so "$pglib"/*_and_*.so; do
+    [ -e "$f" ] && cp "$f" "$r$f"
   done
   mkdir -p "$r/usr/share/postgresql" "$r/usr/share/zoneinfo/Etc"
   cp -a "/usr/share/postgresql/$ver" "$r/usr/share/postgresql/"

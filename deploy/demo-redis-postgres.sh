@@ -27,7 +27,8 @@ stream=${EDDY_DEMO_STREAM:-lines}
 table=${EDDY_DEMO_TABLE:-wordcount}
 deadline_s=${EDDY_DEMO_DEADLINE:-300}
 
-say() { echo "demo: $*" >&2; }
+t0=$(date +%s)
+say() { printf 'demo: [%3ds] %s\n' "$(( $(date +%s) - t0 ))" "$*" >&2; }
 die() { say "$*"; exit 1; }
 case "${1:-}" in -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;; esac
 [ $# -le 1 ] || { say "usage: deploy/demo-redis-postgres.sh [INPUT.txt]"; exit 2; }
@@ -41,8 +42,15 @@ else
   die "neither 'docker compose' nor docker-compose is installed"
 fi
 compose() { "${compose_cmd[@]}" -f "$here/docker-compose.yml" "$@"; }
-# exec without a TTY: stdin and stdout stay plain pipes.
-cexec() { compose exec -T "$@"; }
+# cexec SERVICE CMD...: docker exec in the service's (first) container,
+# without a TTY; plain docker, as docker-compose costs a Python start per call.
+declare -A cid=()
+cexec() {
+  local s=$1; shift
+  [ -n "${cid[$s]:-}" ] || cid[$s]=$(compose ps -q "$s" | head -n 1)
+  [ -n "${cid[$s]}" ] || { say "no running $s container"; return 1; }
+  docker exec -i "${cid[$s]}" "$@"
+}
 
 # 1. images and services
 tag=${EDDY_IMAGE:-eddy:local}
@@ -66,6 +74,10 @@ if [ -z "$(compose ps -q coordinator 2>/dev/null)" ]; then
 else
   compose up -d --no-recreate redis postgres >/dev/null || die "compose up of redis and postgres failed"
 fi
+
+for s in coordinator redis postgres; do
+  cid[$s]=$(compose ps -q "$s" | head -n 1)
+done
 
 wait_for() {  # wait_for SECONDS WHAT CMD...
   local end=$(( $(date +%s) + $1 )) what=$2; shift 2
