@@ -160,11 +160,13 @@ build_eddy_offline() {
   echo "build-image.sh: built $tag"
 }
 
-# Service root filesystems, one directory each in one build context for
-# Dockerfile.services.local (the legacy builder builds every stage before
-# the target, so all of them must exist, possibly empty).
+# Service root filesystems, assembled in $svc/NAME (postgres also
+# $svc/pgdata), each built in a context of its own for one target of
+# Dockerfile.services.local. The legacy builder builds every stage before
+# the target too, so the other stages' directories are there, empty: the
+# context (sent whole for every build) holds only the target's files.
 svc=$ctx/services
-mkdir -p "$svc/redis" "$svc/postgres" "$svc/pgdata" "$svc/prometheus"
+mkdir -p "$svc"
 
 # missing WHAT HINT: a host package a service needs is not installed.
 missing() {
@@ -246,6 +248,7 @@ CONF
   printf 'host all all all trust\n' >>"$data/pg_hba.conf"
   # pgdata/data, not pgdata's contents: COPY keeps a copied directory's
   # mode, and postgres insists on 0700 for its data directory.
+  mkdir -p "$svc/pgdata"
   cp -a "$data" "$svc/pgdata/data"
 }
 
@@ -262,11 +265,17 @@ root_prometheus() {
 }
 
 if [ "$want_eddy" = 1 ]; then build_eddy_offline; fi
-cp "$here/Dockerfile.services.local" "$svc/Dockerfile"
 for s in redis postgres prometheus; do
   eval "[ \"\$want_$s\" = 1 ]" || continue
   "root_$s" || continue
-  docker build -q --target "$s" -t "$(service_tag "$s")" "$svc" >/dev/null \
-    || die "docker build of $(service_tag "$s") failed"
-  echo "build-image.sh: built $(service_tag "$s") ($(du -sh "$svc/$s" | cut -f1) root filesystem)"
+  b=$ctx/build-$s
+  mkdir -p "$b/redis" "$b/postgres" "$b/pgdata" "$b/prometheus"
+  cp "$here/Dockerfile.services.local" "$b/Dockerfile"
+  rmdir "$b/$s" && mv "$svc/$s" "$b/$s"
+  if [ "$s" = postgres ]; then rmdir "$b/pgdata" && mv "$svc/pgdata" "$b/pgdata"; fi
+  if ! docker build -q --target "$s" -t "$(service_tag "$s")" "$b" >"$ctx/build-$s.log" 2>&1; then
+    tail -n 20 "$ctx/build-$s.log" >&2
+    die "docker build of $(service_tag "$s") failed"
+  fi
+  echo "build-image.sh: built $(service_tag "$s") ($(du -sh "$b/$s" | cut -f1) root filesystem)"
 done

@@ -68,13 +68,18 @@ if [ ${#need[@]} -gt 0 ]; then
   images=$(IFS=,; echo "${need[*]}")
   "$here/build-image.sh" --tag "$tag" --images "$images" || die "build-image.sh failed"
 fi
-if [ -z "$(compose ps -q coordinator 2>/dev/null)" ]; then
+running() {  # running SERVICE: its first container is up
+  local id
+  id=$(compose ps -q "$1" 2>/dev/null | head -n 1)
+  [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Running}}' "$id" 2>/dev/null)" = true ]
+}
+if ! running coordinator; then
   say "starting the deployment"
   compose up -d >/dev/null || die "compose up failed"
-else
+elif ! running redis || ! running postgres; then
+  # not a plain `up -d`: it would also reset a --scale'd worker service
   compose up -d --no-recreate redis postgres >/dev/null || die "compose up of redis and postgres failed"
 fi
-
 for s in coordinator redis postgres; do
   cid[$s]=$(compose ps -q "$s" | head -n 1)
 done
