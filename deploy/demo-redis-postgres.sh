@@ -47,8 +47,6 @@ compose() { "${compose_cmd[@]}" -f "$here/docker-compose.yml" "$@"; }
 declare -A cid=()
 cexec() {
   local s=$1; shift
-  [ -n "${cid[$s]:-}" ] || cid[$s]=$(compose ps -q "$s" | head -n 1)
-  [ -n "${cid[$s]}" ] || { say "no running $s container"; return 1; }
   docker exec -i "${cid[$s]}" "$@"
 }
 
@@ -68,20 +66,25 @@ if [ ${#need[@]} -gt 0 ]; then
   images=$(IFS=,; echo "${need[*]}")
   "$here/build-image.sh" --tag "$tag" --images "$images" || die "build-image.sh failed"
 fi
-running() {  # running SERVICE: its first container is up
+# Containers are found by compose's labels with plain docker (docker-compose
+# costs a Python start per call, seconds on a loaded machine). The project
+# is compose's: COMPOSE_PROJECT_NAME, else the compose file's folder.
+project=${COMPOSE_PROJECT_NAME:-$(basename "$here" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9_-')}
+running() {  # running SERVICE: id of its first running container, or fail
   local id
-  id=$(compose ps -q "$1" 2>/dev/null | head -n 1)
-  [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Running}}' "$id" 2>/dev/null)" = true ]
+  id=$(docker ps -q --filter "label=com.docker.compose.project=$project" \
+         --filter "label=com.docker.compose.service=$1" | head -n 1)
+  [ -n "$id" ] && echo "$id"
 }
-if ! running coordinator; then
+if ! running coordinator >/dev/null; then
   say "starting the deployment"
   compose up -d >/dev/null || die "compose up failed"
-elif ! running redis || ! running postgres; then
+elif ! running redis >/dev/null || ! running postgres >/dev/null; then
   # not a plain `up -d`: it would also reset a --scale'd worker service
   compose up -d --no-recreate redis postgres >/dev/null || die "compose up of redis and postgres failed"
 fi
 for s in coordinator redis postgres; do
-  cid[$s]=$(compose ps -q "$s" | head -n 1)
+  cid[$s]=$(running "$s") || die "no running $s container in project $project"
 done
 
 wait_for() {  # wait_for SECONDS WHAT CMD...
