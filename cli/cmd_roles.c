@@ -1,4 +1,5 @@
 /* cmd_roles.c - `eddy coordinator` and `eddy worker`: the long-running roles. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ int eddy_cmd_worker(int argc, char **argv)
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
     uint32_t port = 0, register_timeout = 10000;
+    bool hostname_identity = false;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)"),
         EDDY_FLAG_STR("name", &name, "NAME", "name shown in status (default worker-PID)"),
@@ -24,11 +26,26 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
+        EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
         EDDY_FLAG_END,
     };
     int code;
     if (eddy_cli_parse("worker", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
+    /* Replicas of one container service share their command line; the
+     * hostname (the container id, also its DNS alias) is what differs. */
+    char host[256];
+    if (hostname_identity) {
+        if (gethostname(host, sizeof host) < 0 || !host[0]) {
+            fprintf(stderr, "eddy worker: --hostname-identity: cannot read this host's name\n");
+            return 1;
+        }
+        host[sizeof host - 1] = '\0';
+        if (!name)
+            name = host;
+        if (!advertise)
+            advertise = host;
+    }
     char default_name[64];
     if (!name) {
         snprintf(default_name, sizeof default_name, "worker-%d", (int)getpid());

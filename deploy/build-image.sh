@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# build-image.sh - build the eddy container image (default tag eddy:local).
+# build-image.sh - build the container images of deploy/docker-compose.yml:
+# eddy (default tag eddy:local) and the services next to it, eddy-redis,
+# eddy-postgres and eddy-prometheus (tags derived from --tag: eddy:X gives
+# eddy-redis:X, eddy-postgres:X, eddy-prometheus:X).
 #
 #   deploy/build-image.sh [--offline | --registry | --auto] [--tag TAG]
 #                         [--build-dir DIR | --binary PATH] [--no-etcd]
+#                         [--images LIST]
 #
 #   --offline    no registry needed: build eddy on this host with cmake,
 #                copy build/eddy + every library `ldd` lists + the dynamic
 #                loader (+ /usr/bin/etcd if installed) into a root filesystem
 #                and build deploy/Dockerfile.local (FROM scratch).
 #                The host must be glibc-based with the -dev packages installed.
-#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12).
+#                Service images: the same way from the host's Debian
+#                packages (redis-server + redis-tools, postgresql, prometheus);
+#                Dockerfile.services.local. PostgreSQL's data directory is
+#                initialised here (initdb, database and user `eddy`).
+#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12);
+#                services: deploy/Dockerfile.services (apt-get in debian:12).
 #   --auto       (default) --registry if debian:12 is present locally or can be
 #                pulled within $EDDY_PULL_TIMEOUT seconds (15), else --offline.
 #   --tag TAG    image tag (eddy:local)
 #   --build-dir  cmake build directory for --offline (REPO/build-image)
 #   --binary     --offline only: use this already built eddy, skip cmake
 #   --no-etcd    --offline only: do not put /usr/bin/etcd in the image
+#   --images L   comma list of eddy,redis,postgres,prometheus (default all).
+#                --offline skips a service whose host package is missing,
+#                with a warning; naming it explicitly makes that an error.
 #
 # Exit 0 on success, 1 on a failed build, 2 on bad flags.
 set -euo pipefail
@@ -27,6 +39,7 @@ tag=eddy:local
 build_dir=$repo/build-image
 with_etcd=1
 binary=
+images=all
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
 die() { echo "build-image.sh: $*" >&2; exit 1; }
@@ -35,15 +48,29 @@ while [ $# -gt 0 ]; do
     --offline) mode=offline; shift ;;
     --registry) mode=registry; shift ;;
     --auto) mode=auto; shift ;;
-    --tag|--build-dir|--binary)
+    --tag|--build-dir|--binary|--images)
       [ $# -ge 2 ] || { echo "build-image.sh: $1 needs a value" >&2; exit 2; }
-      case "$1" in --tag) tag=$2 ;; --build-dir) build_dir=$2 ;; --binary) binary=$2 ;; esac
+      case "$1" in --tag) tag=$2 ;; --build-dir) build_dir=$2 ;; --binary) binary=$2 ;;
+                   --images) images=$2 ;; esac
       shift 2 ;;
     --no-etcd) with_etcd=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-image.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+
+want_eddy=0 want_redis=0 want_postgres=0 want_prometheus=0 explicit=1
+[ "$images" = all ] && { images=eddy,redis,postgres,prometheus; explicit=0; }
+IFS=, read -r -a image_list <<<"$images"
+for i in "${image_list[@]}"; do
+  case "$i" in
+    eddy|redis|postgres|prometheus) eval "want_$i=1" ;;
+    *) echo "build-image.sh: unknown image '$i' in --images (eddy,redis,postgres,prometheus)" >&2; exit 2 ;;
+  esac
+done
+# eddy:local -> eddy-redis:local; a tag without ':' gets ':latest'.
+case "$tag" in *:*) tag_repo=${tag%:*} tag_ver=${tag##*:} ;; *) tag_repo=$tag tag_ver=latest ;; esac
+service_tag() { echo "$tag_repo-$1:$tag_ver"; }
 
 command -v docker >/dev/null || die "no docker client"
 docker info >/dev/null 2>&1 || die "docker daemon not reachable (deploy/start-dockerd.sh starts one)"
@@ -59,61 +86,196 @@ if [ "$mode" = auto ]; then
 fi
 
 if [ "$mode" = registry ]; then
-  exec docker build -f "$here/Dockerfile" -t "$tag" "$repo"
+  if [ "$want_eddy" = 1 ]; then
+    docker build -f "$here/Dockerfile" -t "$tag" "$repo" || die "docker build of $tag failed"
+  fi
+  for s in redis postgres prometheus; do
+    eval "[ \"\$want_$s\" = 1 ]" || continue
+    docker build -f "$here/Dockerfile.services" --target "$s" -t "$(service_tag "$s")" "$here" \
+      || die "docker build of $(service_tag "$s") failed"
+  done
+  exit 0
 fi
 
-# --- offline: assemble a root filesystem from this host ---------------------
-# RelWithDebInfo, the project default: Release (-O3) currently trips
-# -Werror=maybe-uninitialized in state/keyed_state.c with GCC 12.
-if [ -n "$binary" ]; then
-  eddy=$binary
-  [ -x "$eddy" ] || die "--binary $eddy is not an executable"
-else
-  cmake -B "$build_dir" -S "$repo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDDY_TESTS=OFF >/dev/null \
-    || die "cmake configure failed"
-  cmake --build "$build_dir" -j"$(nproc)" --target eddy >/dev/null || die "cmake build failed"
-  eddy=$build_dir/eddy
-  [ -x "$eddy" ] || die "no $eddy after the build"
-fi
-
+# --- offline: assemble root filesystems from this host ----------------------
 ctx=$(mktemp -d "${TMPDIR:-/tmp}/eddy-image.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
-root=$ctx/rootfs
-mkdir -p "$root/usr/local/bin" "$root/data/snapshots" "$root/tmp" "$root/etc"
-chmod 1777 "$root/tmp"
 
-# copy_with_libs FILE DEST: FILE to DEST, and every shared library it needs
-# (plus the loader) to the same path inside the root filesystem.
+# copy_with_libs ROOT FILE DEST: FILE to ROOT/DEST, and every shared library
+# it needs (plus the loader) to the same path inside ROOT.
 copy_with_libs() {
-  install -m 0755 "$1" "$root$2"
-  local lib
+  local root=$1 lib
+  mkdir -p "$root$(dirname "$3")"
+  install -m 0755 "$2" "$root$3"
   # ldd lines: "libx.so.N => /path (0x..)" or "/lib64/ld-linux-x86-64.so.2 (0x..)"
-  for lib in $(ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+  for lib in $(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
     [ -e "$root$lib" ] && continue
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"     # -L: the real file under the soname's path
   done
-  if ldd "$1" | grep -q 'not found'; then
-    ldd "$1" | grep 'not found' >&2
-    die "$1 has missing libraries"
+  if ldd "$2" | grep -q 'not found'; then
+    ldd "$2" | grep 'not found' >&2
+    die "$2 has missing libraries"
   fi
 }
-copy_with_libs "$eddy" /usr/local/bin/eddy
-strip "$root/usr/local/bin/eddy" 2>/dev/null || true
-if [ "$with_etcd" = 1 ]; then
-  if command -v etcd >/dev/null 2>&1; then
-    copy_with_libs "$(command -v etcd)" /usr/local/bin/etcd
-  else
-    echo "build-image.sh: etcd not installed on this host (apt-get install etcd-server);" \
-         "image has no etcd, use the directory metastore" >&2
-  fi
-fi
-# glibc >= 2.34 has the files and dns NSS modules built in; make the order explicit.
-printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
-printf 'root:x:0:0:root:/:/usr/local/bin/eddy\n' >"$root/etc/passwd"
-printf 'root:x:0:\n' >"$root/etc/group"
+# new_root DIR: the skeleton every image has (no shell, no package manager).
+new_root() {
+  mkdir -p "$1/tmp" "$1/etc"
+  chmod 1777 "$1/tmp"
+  # glibc >= 2.34 has the files and dns NSS modules built in; make the order explicit.
+  printf 'hosts: files dns\n' >"$1/etc/nsswitch.conf"
+  printf 'root:x:0:0:root:/:/nonexistent\n' >"$1/etc/passwd"
+  printf 'root:x:0:\n' >"$1/etc/group"
+}
 
-cp "$here/Dockerfile.local" "$ctx/Dockerfile"
-echo "build-image.sh: offline image from $eddy ($(du -sh "$root" | cut -f1) root filesystem)"
-docker build -q -t "$tag" "$ctx" >/dev/null || die "docker build failed"
-echo "build-image.sh: built $tag"
+build_eddy_offline() {
+  # RelWithDebInfo, the project default: Release (-O3) currently trips
+  # -Werror=maybe-uninitialized in state/keyed_state.c with GCC 12.
+  local eddy root=$ctx/eddy/rootfs
+  if [ -n "$binary" ]; then
+    eddy=$binary
+    [ -x "$eddy" ] || die "--binary $eddy is not an executable"
+  else
+    cmake -B "$build_dir" -S "$repo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDDY_TESTS=OFF >/dev/null \
+      || die "cmake configure failed"
+    cmake --build "$build_dir" -j"$(nproc)" --target eddy >/dev/null || die "cmake build failed"
+    eddy=$build_dir/eddy
+    [ -x "$eddy" ] || die "no $eddy after the build"
+  fi
+  new_root "$root"
+  mkdir -p "$root/data/snapshots"
+  copy_with_libs "$root" "$eddy" /usr/local/bin/eddy
+  strip "$root/usr/local/bin/eddy" 2>/dev/null || true
+  if [ "$with_etcd" = 1 ]; then
+    if command -v etcd >/dev/null 2>&1; then
+      copy_with_libs "$root" "$(command -v etcd)" /usr/local/bin/etcd
+    else
+      echo "build-image.sh: etcd not installed on this host (apt-get install etcd-server);" \
+           "image has no etcd, use the directory metastore" >&2
+    fi
+  fi
+  cp "$here/Dockerfile.local" "$ctx/eddy/Dockerfile"
+  echo "build-image.sh: offline image from $eddy ($(du -sh "$root" | cut -f1) root filesystem)"
+  docker build -q -t "$tag" "$ctx/eddy" >/dev/null || die "docker build failed"
+  echo "build-image.sh: built $tag"
+}
+
+# Service root filesystems, assembled in $svc/NAME (postgres also
+# $svc/pgdata), each built in a context of its own for one target of
+# Dockerfile.services.local. The legacy builder builds every stage before
+# the target too, so the other stages' directories are there, empty: the
+# context (sent whole for every build) holds only the target's files.
+svc=$ctx/services
+mkdir -p "$svc"
+
+# missing WHAT HINT: a host package a service needs is not installed.
+missing() {
+  if [ "$explicit" = 1 ]; then die "$1 is not installed on this host ($2)"; fi
+  echo "build-image.sh: skipping the $1 image: not installed on this host ($2)" >&2
+  return 1
+}
+
+root_redis() {
+  command -v redis-server >/dev/null 2>&1 || { missing redis-server "apt-get install redis-server"; return 1; }
+  new_root "$svc/redis"
+  mkdir -p "$svc/redis/data"
+  copy_with_libs "$svc/redis" "$(command -v redis-server)" /usr/local/bin/redis-server
+  # redis-cli loads the demo's input and is handy for `docker compose exec redis redis-cli`.
+  if command -v redis-cli >/dev/null 2>&1; then
+    copy_with_libs "$svc/redis" "$(command -v redis-cli)" /usr/local/bin/redis-cli
+  fi
+}
+
+# PostgreSQL runs as uid/gid 999 in the image (Dockerfile.services.local
+# copies the data directory with that owner); initdb runs here, on the host,
+# because the image has no shell for initdb's own child processes.
+root_postgres() {
+  local pgbin
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$pgbin" ] && [ -x "$pgbin/postgres" ] && [ -x "$pgbin/initdb" ] \
+    || { missing PostgreSQL "apt-get install postgresql"; return 1; }
+  local pglib=${pgbin%/bin}/lib ver
+  ver=$(basename "${pgbin%/bin}")
+  local r=$svc/postgres f
+  new_root "$r"
+  printf 'postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/nonexistent\n' >>"$r/etc/passwd"
+  printf 'postgres:x:999:\n' >>"$r/etc/group"
+  copy_with_libs "$r" "$pgbin/postgres" "$pgbin/postgres"
+  copy_with_libs "$r" "$pgbin/psql" "$pgbin/psql"
+  mkdir -p "$r/usr/local/bin"
+  ln -s "$pgbin/postgres" "$r/usr/local/bin/postgres"
+  ln -s "$pgbin/psql" "$r/usr/local/bin/psql"
+  # Loadable modules of the server itself (PL/pgSQL, the text search
+  # stemmers, encoding conversions; they need only libc): no contrib
+  # extensions, no llvmjit (JIT is off; it pulls in 100 MB of LLVM).
+  mkdir -p "$r$pglib"
+  for f in "$pglib"/plpgsql.so "$pglib"/dict_snowball.so "$pglib"/*_and_*.so; do
+    [ -e "$f" ] && cp "$f" "$r$f"
+  done
+  mkdir -p "$r/usr/share/postgresql" "$r/usr/share/zoneinfo/Etc"
+  cp -a "/usr/share/postgresql/$ver" "$r/usr/share/postgresql/"
+  cp -L /usr/share/zoneinfo/Etc/UTC "$r/usr/share/zoneinfo/Etc/UTC"
+  cp -L /usr/share/zoneinfo/Etc/UTC "$r/usr/share/zoneinfo/UTC"
+
+  # The data directory: initdb as an unprivileged user (postgres refuses root).
+  local data=$ctx/pginit/data as=()
+  mkdir -p "$ctx/pginit"
+  if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || die "no 'postgres' user to run initdb as"
+    chmod 0755 "$ctx"
+    chown postgres "$ctx/pginit"
+    as=(runuser -u postgres --)
+  fi
+  "${as[@]}" "$pgbin/initdb" -D "$data" -U postgres --auth=trust --locale=C -E UTF8 \
+      >"$ctx/pginit/initdb.log" 2>&1 || { cat "$ctx/pginit/initdb.log" >&2; die "initdb failed"; }
+  # Single-user mode: no server, no socket; one statement per line.
+  printf 'CREATE ROLE eddy LOGIN;\nCREATE DATABASE eddy OWNER eddy;\n' \
+    | "${as[@]}" "$pgbin/postgres" --single -D "$data" postgres >"$ctx/pginit/single.log" 2>&1 \
+    || { cat "$ctx/pginit/single.log" >&2; die "creating the eddy database failed"; }
+  cat >>"$data/postgresql.conf" <<'CONF'
+
+# --- eddy compose service (deploy/build-image.sh) ---
+listen_addresses = '*'
+# eddy's PostgreSQL sink commits by two-phase commit (PREPARE TRANSACTION).
+max_prepared_transactions = 64
+unix_socket_directories = '/tmp'
+timezone = 'UTC'
+log_timezone = 'UTC'
+jit = off
+CONF
+  # Any client on the compose network, no password: a demo and test
+  # deployment. Set passwords and narrow this before exposing the port.
+  printf 'host all all all trust\n' >>"$data/pg_hba.conf"
+  # pgdata/data, not pgdata's contents: COPY keeps a copied directory's
+  # mode, and postgres insists on 0700 for its data directory.
+  mkdir -p "$svc/pgdata"
+  cp -a "$data" "$svc/pgdata/data"
+}
+
+root_prometheus() {
+  command -v prometheus >/dev/null 2>&1 || { missing prometheus "apt-get install prometheus"; return 1; }
+  local r=$svc/prometheus
+  new_root "$r"
+  mkdir -p "$r/prometheus" "$r/etc/prometheus" "$r/usr/share"
+  chmod 0777 "$r/prometheus"
+  copy_with_libs "$r" "$(command -v prometheus)" /usr/local/bin/prometheus
+  # Debian's build serves the web UI from these files.
+  [ -d /usr/share/prometheus ] && cp -a /usr/share/prometheus "$r/usr/share/"
+  cp "$here/prometheus.yml" "$r/etc/prometheus/prometheus.yml"
+}
+
+if [ "$want_eddy" = 1 ]; then build_eddy_offline; fi
+for s in redis postgres prometheus; do
+  eval "[ \"\$want_$s\" = 1 ]" || continue
+  "root_$s" || continue
+  b=$ctx/build-$s
+  mkdir -p "$b/redis" "$b/postgres" "$b/pgdata" "$b/prometheus"
+  cp "$here/Dockerfile.services.local" "$b/Dockerfile"
+  rmdir "$b/$s" && mv "$svc/$s" "$b/$s"
+  if [ "$s" = postgres ]; then rmdir "$b/pgdata" && mv "$svc/pgdata" "$b/pgdata"; fi
+  if ! docker build -q --target "$s" -t "$(service_tag "$s")" "$b" >"$ctx/build-$s.log" 2>&1; then
+    tail -n 20 "$ctx/build-$s.log" >&2
+    die "docker build of $(service_tag "$s") failed"
+  fi
+  echo "build-image.sh: built $(service_tag "$s") ($(du -sh "$b/$s" | cut -f1) root filesystem)"
+done

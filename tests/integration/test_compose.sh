@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # test_compose.sh - eddy in Docker Compose, end to end:
-#   build the image offline (deploy/build-image.sh --offline), compose up
-#   (etcd, coordinator, 3 workers, controller), submit a rate-limited
-#   wordcount, rescale `count` to 3 while it runs, wait for `finished` by
-#   polling GET /api/v1/jobs with a deadline, compare the output with a
-#   reference computed by coreutils, tear everything down.
+#   build the images offline (deploy/build-image.sh --offline: eddy, redis,
+#   postgres, prometheus), compose up (etcd, coordinator, the worker service
+#   with 3 containers, controller, redis, postgres), check each worker's
+#   identity is its container's hostname, submit a rate-limited wordcount,
+#   rescale `count` to 3 while it runs, wait for `finished` by polling
+#   GET /api/v1/jobs with a deadline, compare the output with a reference
+#   computed by coreutils; submit a plugin job from the host; run
+#   deploy/demo-redis-postgres.sh (Redis stream -> wordcount -> PostgreSQL)
+#   and compare the table with the reference, pg_prepared_xacts empty;
+#   `up --scale worker=5` then `=2` and count live workers; start the
+#   prometheus profile and query eddy_workers_alive through Prometheus;
+#   tear everything down.
 #
 #   tests/integration/test_compose.sh [EDDY_BINARY]
 #
@@ -41,7 +48,11 @@ project=eddytest$$
 tag=eddy:ctest-$$
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-compose-test.XXXXXX")
 export EDDY_IMAGE=$tag EDDY_HTTP_PUBLISH=127.0.0.1::9250 EDDY_CONTROL_PUBLISH=127.0.0.1::7600
-unset EDDY_DATA_DIR EDDY_METASTORE
+export EDDY_REDIS_IMAGE=eddy-redis:ctest-$$ EDDY_POSTGRES_IMAGE=eddy-postgres:ctest-$$
+export EDDY_PROMETHEUS_IMAGE=eddy-prometheus:ctest-$$ EDDY_PROMETHEUS_PUBLISH=127.0.0.1::9090
+# deploy/demo-redis-postgres.sh runs its own compose commands: same project.
+export COMPOSE_PROJECT_NAME=$project
+unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS
 compose() { "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" "$@"; }
 
 cleanup() {
@@ -53,8 +64,8 @@ cleanup() {
   if [ "${EDDY_TEST_KEEP:-0}" = 1 ]; then
     log "EDDY_TEST_KEEP=1: leaving project $project up (compose -p $project down -v to remove)"
   else
-    compose down -v --remove-orphans >/dev/null 2>&1
-    docker image rm "$tag" >/dev/null 2>&1
+    compose --profile prometheus down -v --remove-orphans >/dev/null 2>&1
+    docker image rm "$tag" "$EDDY_REDIS_IMAGE" "$EDDY_POSTGRES_IMAGE" "$EDDY_PROMETHEUS_IMAGE" >/dev/null 2>&1
     rm -rf "$work"
   fi
   log "total $(( $(date +%s) - t0 ))s"
@@ -62,12 +73,12 @@ cleanup() {
 trap cleanup EXIT
 fail() { log "FAIL: $*"; exit 1; }
 
-# 1. the image, offline
-log "building $tag offline"
+# 1. the images, offline
+log "building $tag and the service images offline"
 args=(--offline --tag "$tag" --build-dir "$work/build")
 [ -n "$binary" ] && args+=(--binary "$binary")
 "$repo/deploy/build-image.sh" "${args[@]}" || fail "build-image.sh failed"
-log "image built"
+log "images built"
 
 # 2. input and reference (words: space/tab separated, empty tokens dropped)
 awk -v n="$lines" 'BEGIN { srand(42); for (i = 0; i < n; i++) { l = "";
@@ -97,8 +108,12 @@ three_workers() { [ "$(docker exec "$coord" eddy status | grep -c ' alive$')" -g
 wait_until 60 "coordinator /healthz" curl -fsS "$api/healthz"
 wait_until 60 "3 workers registered" three_workers
 docker exec "$coord" eddy status | sed 's/^/    /'
-for w in worker-1 worker-2 worker-3; do
-  docker exec "$coord" eddy status | grep -q "tcp://$w:7700" || fail "$w does not advertise tcp://$w:7700"
+# One worker service; each replica registers under its container's hostname
+# (the short container id, also its DNS name) and advertises it.
+for w in $(compose ps -q worker); do
+  h=$(docker inspect -f '{{.Config.Hostname}}' "$w")
+  docker exec "$coord" eddy status | grep -Eq "^ +[0-9]+ +$h +tcp://$h:7700 .* alive$" \
+    || fail "worker container $h is not registered as $h at tcp://$h:7700"
 done
 
 # 4. submit, rescale while running, wait for the end
@@ -165,3 +180,45 @@ else
   log "plugin check skipped: no $plugin"
 fi
 
+
+# 6. the one-command demo: a Redis stream into a PostgreSQL table, exactly
+# once; the table must equal the reference and nothing may stay prepared.
+head -n 2000 "$work/in.txt" >"$work/demo.txt"
+tr -s ' \t' '\n' <"$work/demo.txt" | grep -v '^$' | LC_ALL=C sort | uniq -c \
+  | awk '{print $2"\t"$1}' >"$work/demo-expected.tsv"
+EDDY_DEMO_DEADLINE=180 "$repo/deploy/demo-redis-postgres.sh" "$work/demo.txt" >"$work/demo.log" 2>&1 \
+  || { tail -n 30 "$work/demo.log"; fail "deploy/demo-redis-postgres.sh failed"; }
+sed -n '/^demo: /p; /rows, /p; /prepared/p' "$work/demo.log" | sed 's/^/    /'
+pg=$(compose ps -q postgres)
+psql_q() { docker exec "$pg" psql -X -AtF "$(printf '\t')" -c "$1"; }
+psql_q 'SELECT word, count FROM wordcount ORDER BY word COLLATE "C"' | tr -d '\r' >"$work/demo-table.tsv" \
+  || fail "cannot read the wordcount table"
+if ! cmp -s "$work/demo-expected.tsv" "$work/demo-table.tsv"; then
+  diff "$work/demo-expected.tsv" "$work/demo-table.tsv" | head -n 20
+  fail "PostgreSQL table differs from the reference ($(wc -l <"$work/demo-table.tsv") vs $(wc -l <"$work/demo-expected.tsv") rows)"
+fi
+prepared=$(psql_q 'SELECT count(*) FROM pg_prepared_xacts' | tr -dc 0-9)
+[ "$prepared" = 0 ] || fail "pg_prepared_xacts has $prepared entries after the job finished"
+log "PASS: Redis stream -> PostgreSQL table matches ($(wc -l <"$work/demo-table.tsv") words), no prepared transactions left"
+
+# 7. the worker service scales: 5 containers, then 2, each a live worker.
+alive() { docker exec "$coord" eddy status | grep -c ' alive$'; }
+alive_is() { [ "$(alive)" -eq "$1" ]; }
+compose up -d --scale worker=5 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=5 failed"; }
+[ "$(compose ps -q worker | wc -l)" -eq 5 ] || fail "--scale worker=5 did not give 5 containers"
+wait_until 90 "5 live workers after --scale worker=5" alive_is 5
+compose up -d --scale worker=2 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=2 failed"; }
+wait_until 60 "2 live workers after --scale worker=2" alive_is 2
+log "PASS: --scale worker=5 then 2: $(alive) live workers"
+
+# 8. the prometheus profile scrapes the coordinator.
+compose --profile prometheus up -d prometheus >"$work/prom.log" 2>&1 \
+  || { cat "$work/prom.log"; fail "compose --profile prometheus up failed"; }
+pport=$(docker port "$(compose ps -q prometheus)" 9090/tcp | head -n 1 | sed 's/.*://')
+[ -n "$pport" ] || fail "prometheus port not published"
+scraped() {
+  curl -fsS "http://127.0.0.1:$pport/api/v1/query?query=eddy_workers_alive" \
+    | grep -q '"value":\[[0-9.]*,"2"\]'
+}
+wait_until 90 "Prometheus to report eddy_workers_alive 2" scraped
+log "PASS: Prometheus scrapes the coordinator (eddy_workers_alive = 2)"
