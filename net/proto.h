@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/histogram.h"
 #include "common/guarantee.h"
 #include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
@@ -85,6 +86,12 @@ typedef struct eddy_task_metrics {
     int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
     uint64_t late_records;   /* records its windows dropped or sent on as late */
     int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
+    /* Cumulative since the task started (common/histogram.h): record
+     * latency from source ingestion to the end of this task's batch, and
+     * event-time lag (wall clock - watermark) sampled every tick. Fields 17
+     * and 18; a 16-field entry from an older worker reads as empty. */
+    eddy_histogram_t latency;
+    eddy_histogram_t event_lag;
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {
