@@ -188,7 +188,10 @@ typedef struct eddy_operator_ops {
     int (*read_group)(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err);
     void (*drop_group)(void *self, uint32_t kg);
     /* Operators that hold back output (a pre-aggregation) emit it here:
-     * called before a barrier goes downstream (may be NULL). */
+     * called before a barrier goes downstream (may be NULL). In a sink's
+     * task (a stage with no outputs) also whenever the task has nothing
+     * more to do now, so a sink writing to a pipe or socket flushes per
+     * batch, not per checkpoint. */
     int (*flush)(void *self, eddy_collector_t *out, eddy_err_t *err);
     /* Local-global aggregation (Flink SQL's two-phase aggregation): a keyed
      * operator whose records can be combined before the shuffle returns the
