@@ -86,10 +86,11 @@ typedef struct eddy_task_metrics {
     int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
     uint64_t late_records;   /* records its windows dropped or sent on as late */
     int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
+    uint64_t rejected_records; /* malformed input its operators dropped */
     /* Cumulative since the task started (common/histogram.h): record
      * latency from source ingestion to the end of this task's batch, and
-     * event-time lag (wall clock - watermark) sampled every tick. Fields 17
-     * and 18; a 16-field entry from an older worker reads as empty. */
+     * event-time lag (wall clock - watermark) sampled every tick. Fields 18
+     * and 19; a 17-field entry from an older worker reads as empty. */
     eddy_histogram_t latency;
     eddy_histogram_t event_lag;
 } eddy_task_metrics_t;
