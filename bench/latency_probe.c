@@ -12,9 +12,11 @@
  *   latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD] ... -- COMMAND...
  *
  * RATE 0 sends as fast as the socket takes lines (eddy's backpressure sets
- * the pace): its achieved rate is the measured maximum throughput. Prints
+ * the pace). Prints
  * one line per phase:
- *   phase NAME rate R sent N got M p50 X p99 Y p999 Z max W (ms)
+ *   phase NAME rate R out O sent N got M p50 X p99 Y p999 Z max W (ms)
+ * R: lines/s written; O: changelog rows/s read during the phase (in a RATE 0
+ * phase, eddy's throughput; R also counts what waits in socket buffers).
  * Lines are paced by an absolute clock, sent in the 1 ms slot they are due.
  * Markers still missing WAIT_S seconds (default 10) after the last phase are
  * counted as lost (`got` < `sent`). */
@@ -177,10 +179,17 @@ static void report(const phase_t *p)
             lat[got++] = got_ns[s];
     qsort(lat, got, sizeof *lat, cmp_i64);
     double secs = p->ended - p->started;
+    /* Throughput: markers of any phase whose row arrived during this one. */
+    uint64_t out = 0;
+    int64_t from = (int64_t)(p->started * 1e9), to = (int64_t)(p->ended * 1e9);
+    for (uint64_t s = 0; s < n_sent; s++) {
+        int64_t at = got_ns[s] >= 0 ? sent_ns[s] + got_ns[s] : -1;
+        out += at >= from && at < to;
+    }
 #define Q(q) (got ? (double)lat[(uint64_t)((double)(got - 1) * (q))] / 1e6 : -1)
-    printf("phase %s rate %.0f sent %llu got %llu p50 %.3f p99 %.3f p999 %.3f max %.3f\n", p->name,
-           secs > 0 ? (double)n / secs : 0, (unsigned long long)n, (unsigned long long)got, Q(0.5),
-           Q(0.99), Q(0.999), Q(1.0));
+    printf("phase %s rate %.0f out %.0f sent %llu got %llu p50 %.3f p99 %.3f p999 %.3f max %.3f\n",
+           p->name, secs > 0 ? (double)n / secs : 0, secs > 0 ? (double)out / secs : 0,
+           (unsigned long long)n, (unsigned long long)got, Q(0.5), Q(0.99), Q(0.999), Q(1.0));
 #undef Q
     fflush(stdout);
     free(lat);

@@ -1559,7 +1559,7 @@ static bool nothing_to_do(eddy_task_t *t, uint64_t now_ns)
 /* A task with nothing more to do sends what it has now rather than wait
  * for more (no timed flush: at low load a record goes out at once, at high
  * load batches fill before the task runs dry): partly filled output
- * batches, the credits it owes upstream, and, in a sink's task (no
+ * batches, the credits it owes upstream and, in a sink's task (no
  * outputs), whatever its operators buffer (stdout, a pipe). */
 static void flush_if_idle(eddy_task_t *t, uint64_t now_ns)
 {
@@ -1567,7 +1567,13 @@ static void flush_if_idle(eddy_task_t *t, uint64_t now_ns)
         return;
     if (t->n_groups == 0)
         flush_chain(t);
-    eddy_task_flush(t);
+    for (uint32_t g = 0; g < t->n_groups; g++)
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
+            flush_channel(t, &t->groups[g].channels[i]);
+    /* All owed credits go back: the sender's in-flight budget counts
+     * unreturned batches, and a busy worker may not be idle again soon. */
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        return_credit(t, &t->inputs[i], true);
 }
 
 int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
