@@ -38,5 +38,10 @@ int eddy_usage_error(const char *sub, const char *msg);
 int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int argc, char **argv,
                    eddy_args_t *positional, eddy_args_t *passthrough, int *exit_code);
 
+/* --pipeline FILE: reads the spec (at most EDDY_ARG_MAX - 1 bytes), makes
+ * *job "pipeline" and puts --spec TEXT --spec-file FILE before job_args;
+ * *text (the caller frees it after job_args) holds the spec. */
+int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
+                          eddy_err_t *err);
 
 #endif

@@ -210,25 +210,30 @@ static int upload_plugin(const char *coordinator, const char *path, const char *
     return rc;
 }
 
-int eddy_cmd_submit(int argc, char **argv)
+/* spec_text: a --pipeline spec read here, freed by the caller. */
+static int run_submit(int argc, char **argv, char **spec_text)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    const char *job = NULL, *plugin = NULL, *guarantee_name = NULL;
+    const char *job = NULL, *plugin = NULL, *guarantee_name = NULL, *pipeline = NULL;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
                            EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
                            EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
                                          "exactly-once (default), at-least-once or at-most-once"),
                            EDDY_FLAG_STR("plugin", &plugin, "FILE.so",
                                          "upload this plugin first (its jobs and kinds)"),
+                           EDDY_FLAG_STR("pipeline", &pipeline, "FILE",
+                                         "submit a declarative pipeline (docs/pipelines.md)"),
                            EDDY_FLAG_END};
     eddy_args_t rest = {0};
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
     if (rc == 1) {
-        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] --job JOB [job flags] [--coordinator tcp://HOST:PORT]\n");
+        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE) [job flags] [--coordinator tcp://HOST:PORT]\n");
         eddy_args_free(&rest);
         return 0;
     }
+    if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &rest, spec_text, &err) < 0)
+        rc = -1;
     if (rc < 0 || !job) {
         eddy_args_free(&rest);
         return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
@@ -266,6 +271,14 @@ int eddy_cmd_submit(int argc, char **argv)
     rc = call_and_print("submit", coordinator, "submit", n, args, 10000, true, NULL);
     free(args);
     eddy_args_free(&rest);
+    return rc;
+}
+
+int eddy_cmd_submit(int argc, char **argv)
+{
+    char *spec_text = NULL;
+    int rc = run_submit(argc, argv, &spec_text);
+    free(spec_text);
     return rc;
 }
 

@@ -71,12 +71,13 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
 }
 
 static const char *local_usage =
-    "--workers N --job JOB [job flags]\n\n"
+    "--workers N (--job JOB | --pipeline FILE) [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
     "A worker (or the controller) that dies is restarted with a growing delay;\n"
     "one that keeps dying ends the run.\n"
-    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n\n"
+    "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
+    "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n\n"
     "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
     "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
     "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
@@ -102,21 +103,25 @@ static int check_local_inputs(const eddy_job_graph_t *g, eddy_err_t *err)
     return 0;
 }
 
-int eddy_cmd_local(int argc, char **argv)
+/* spec_text: a --pipeline spec read here, freed by the caller (job
+ * arguments point into it until the job has run). */
+static int run_local(int argc, char **argv, char **spec_text)
 {
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
+    const char *pipeline = NULL;
     bool autoscale = false, quiet = false;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     eddy_flag_t flags[] = {
         EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
         EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or one of --plugin's)"),
         EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load jobs and kinds from a plugin; workers fetch it"),
+        EDDY_FLAG_STR("pipeline", &pipeline, "FILE", "run a declarative pipeline (docs/pipelines.md)"),
         EDDY_FLAG_STR("guarantee", &guarantee_name, "G", "exactly-once (default), at-least-once or at-most-once (docs/connectors.md)"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
-        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port (9250, 0 = off)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port: the dashboard at /, /metrics, the JSON API (9250, 0 = off)"),
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address to listen on (127.0.0.1)"),
         EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
@@ -140,6 +145,8 @@ int eddy_cmd_local(int argc, char **argv)
         eddy_err_set(&err, "--guarantee: expected exactly-once, at-least-once or at-most-once, got '%.64s'",
                      guarantee_name);
     }
+    if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0)
+        rc = -1;
     if (rc < 0) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", err.msg);
@@ -262,5 +269,13 @@ int eddy_cmd_local(int argc, char **argv)
         fprintf(stderr, "eddy local: interrupted\n");
         return 130;
     }
+    return rc;
+}
+
+int eddy_cmd_local(int argc, char **argv)
+{
+    char *spec_text = NULL;
+    int rc = run_local(argc, argv, &spec_text);
+    free(spec_text);
     return rc;
 }

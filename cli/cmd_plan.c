@@ -1,46 +1,104 @@
 /* cmd_plan.c - `eddy plan`: build a job's plan from its flags, exactly as
  * `eddy local` and `eddy submit` would, and print it without running it:
  * stages, chained steps, edges, parallelism, keys, uids, configurations,
- * and the fingerprint workers check. */
+ * and the fingerprint workers check. With --pipeline, also the pipeline's
+ * steps as written and as the optimizer ordered and fused them, with each
+ * rewrite's rule and why it was safe. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "jobs/pipeline.h"
 #include "plan/explain.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
 
+static void print_step(const eddy_pstep_t *st)
+{
+    if (st->kind == EDDY_PSTEP_FILTER) {
+        printf("    steps[%u] filter %s   (line %u)\n", st->index, st->filter, st->line);
+        return;
+    }
+    printf("    steps[%u] map", st->index);
+    for (uint32_t j = 0; j < st->n; j++)
+        printf("%s %s: %s", j ? "," : "", st->columns[j], st->exprs[j]);
+    printf("   (line %u)\n", st->line);
+}
+
+/* The pipeline's steps before and after the optimizer, and its rewrites. */
+static int print_pipeline(int argc, char **argv, eddy_err_t *err)
+{
+    eddy_pipeline_spec_t *spec = NULL;
+    eddy_pipeline_opt_t opt;
+    if (eddy_pipeline_load(argc, argv, &spec, &opt, err) < 0)
+        return -1;
+    printf("\npipeline steps as written:\n");
+    for (uint32_t i = 0; i < spec->n_steps; i++)
+        print_step(&spec->steps[i]);
+    printf("after optimization (%u operator%s):\n", opt.n_groups, opt.n_groups == 1 ? "" : "s");
+    uint32_t from = 0;
+    for (uint32_t g = 0; g < opt.n_groups; g++) {
+        printf("  operator %u:\n", g);
+        for (uint32_t k = from; k < opt.group_end[g]; k++)
+            print_step(&spec->steps[opt.order[k]]);
+        from = opt.group_end[g];
+    }
+    printf("rewrites:%s\n", opt.n_log ? "" : " none");
+    for (uint32_t i = 0; i < opt.n_log; i++)
+        printf("  - %s\n", opt.log[i]);
+    eddy_pipeline_opt_clear(&opt);
+    eddy_pipeline_spec_destroy(&spec);
+    return 0;
+}
+
+static int run_plan(int argc, char **argv, char **spec_text);
+
 int eddy_cmd_plan(int argc, char **argv)
 {
-    const char *job = NULL, *plugin = NULL;
+    char *spec_text = NULL;
+    int rc = run_plan(argc, argv, &spec_text);
+    free(spec_text);
+    return rc;
+}
+
+static int run_plan(int argc, char **argv, char **spec_text)
+{
+    const char *job = NULL, *plugin = NULL, *pipeline = NULL;
     bool json = false;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("job", &job, "NAME", "the job (see eddy jobs)"),
         EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load the job (or its kinds) from a plugin"),
+        EDDY_FLAG_STR("pipeline", &pipeline, "FILE", "a declarative pipeline (docs/pipelines.md)"),
         EDDY_FLAG_SWITCH("json", &json, "print the plan as JSON"),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
     int code;
-    if (eddy_cli_parse("plan", "--job NAME [--plugin FILE.so] [--json] [job flags]", flags, argc, argv,
-                       NULL, &job_args, &code) < 0) {
+    if (eddy_cli_parse("plan", "(--job NAME [--plugin FILE.so] | --pipeline FILE) [--json] [job flags]",
+                       flags, argc, argv, NULL, &job_args, &code) < 0) {
         eddy_args_free(&job_args);
         return code;
     }
     eddy_err_t err = {{0}};
+    if (pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("plan", err.msg);
+    }
     eddy_registry_t *r = eddy_registry_default();
     if (!job || (plugin && eddy_plugin_load(plugin, r, NULL, &err) < 0)) {
         eddy_args_free(&job_args);
         return eddy_usage_error("plan", job ? err.msg : "--job is required (see eddy jobs)");
     }
     eddy_plan_t *plan = eddy_registry_build_plan(r, job, job_args.count, job_args.items, &err);
-    eddy_args_free(&job_args);
-    if (!plan)
+    if (!plan) {
+        eddy_args_free(&job_args);
         return eddy_usage_error("plan", err.msg);
+    }
     /* Instantiating checks every kind and configuration, as a worker will. */
     eddy_job_graph_t graph;
     if (eddy_plan_instantiate(plan, r, &graph, &err) < 0) {
         eddy_plan_destroy(&plan);
+        eddy_args_free(&job_args);
         return eddy_usage_error("plan", err.msg);
     }
     eddy_graph_clear(&graph);
@@ -54,9 +112,11 @@ int eddy_cmd_plan(int argc, char **argv)
             rc = 1;
         free(text);
         json_decref(doc);
-    } else if (eddy_plan_explain_text(plan, stdout, &err) < 0) {
+    } else if (eddy_plan_explain_text(plan, stdout, &err) < 0 ||
+               (pipeline && print_pipeline(job_args.count, job_args.items, &err) < 0)) {
         rc = 1;
     }
+    eddy_args_free(&job_args);
     if (rc)
         fprintf(stderr, "eddy plan: %s\n", err.msg);
     eddy_plan_destroy(&plan);

@@ -53,7 +53,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (0.0.0.0)"),
-        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "HTTP port for /metrics and the API (9250, 0 = off)"),
+        EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "HTTP port for the dashboard at /, /metrics and the JSON API (9250, 0 = off)"),
         EDDY_FLAG_STR("metastore", &metastore, "URL", "etcd://HOST:PORT or a directory (./eddy-meta)"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),

@@ -1,10 +1,13 @@
 /* common.c - what every subcommand shares: flag parsing with uniform
  * --help and errors (the coordinator's client is net/client.c). */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "net/proto.h"
 
 int eddy_usage_error(const char *sub, const char *msg)
 {
@@ -30,3 +33,46 @@ int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int a
     return 0;
 }
 
+
+int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
+                          eddy_err_t *err)
+{
+    if (*job && strcmp(*job, "pipeline"))
+        return eddy_err_set(err, "--pipeline runs the job 'pipeline': give --job or --pipeline, not both");
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return eddy_err_set(err, "--pipeline %s: %s", file, strerror(errno));
+    size_t cap = EDDY_ARG_MAX, n = 0;
+    char *buf = malloc(cap);
+    if (buf)
+        n = fread(buf, 1, cap - 1, f);
+    bool too_big = buf && n == cap - 1 && fgetc(f) != EOF;
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf || failed || too_big) {
+        free(buf);
+        if (too_big)
+            return eddy_err_set(err, "--pipeline %s: larger than %u bytes", file, EDDY_ARG_MAX - 1);
+        return eddy_err_set(err, "--pipeline %s: cannot read it", file);
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        free(buf);
+        return eddy_err_set(err, "--pipeline %s: not a text file (NUL byte)", file);
+    }
+    char **items = realloc(job_args->items, (size_t)(job_args->count + 5) * sizeof *items);
+    if (!items) {
+        free(buf);
+        return eddy_err_set(err, "out of memory");
+    }
+    memmove(items + 4, items, (size_t)job_args->count * sizeof *items);
+    items[0] = "--spec";
+    items[1] = buf;
+    items[2] = "--spec-file";
+    items[3] = (char *)file;
+    job_args->items = items;
+    job_args->count += 4;
+    *job = "pipeline";
+    *text = buf;
+    return 0;
+}

@@ -316,6 +316,8 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         on_register(c, id, id_len, &m);
         break;
     case EDDY_MSG_HEARTBEAT:
+        coord_timeline_on_heartbeat(c, w, w->metrics, w->n_metrics,
+                                    m.u.heartbeat.tasks, m.u.heartbeat.n_tasks);
         free(w->metrics);
         w->last_heartbeat_ms = eddy_mono_ms();
         w->metrics = m.u.heartbeat.tasks;
@@ -398,6 +400,7 @@ static void free_coord(coord_t *c)
         free(w);
     }
     json_decref(c->decisions);
+    coord_timeline_destroy(&c->timeline);
     eddy_http_destroy(&c->http);
     eddy_metastore_destroy(&c->meta);
     eddy_snapshot_store_destroy(&c->store);
@@ -451,6 +454,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     c.opts = opts;
     c.started_ms = eddy_mono_ms();
     c.decisions = json_array();
+    c.timeline = coord_timeline_new(); /* NULL: no dashboard history, nothing else lost */
     int rc = -1;
     c.meta = eddy_metastore_open(opts->metastore, err);
     if (!c.meta) {
@@ -529,6 +533,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             }
         }
         coord_jobs_tick(&c, now);
+        coord_timeline_tick(&c, now);
         if (opts->exit_when_done && c.submitted && coord_all_jobs_ended(&c) &&
             coord_releases_confirmed(&c, eddy_mono_ms())) {
             /* let RELEASE messages leave before the socket closes */

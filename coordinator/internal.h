@@ -16,6 +16,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/job_store.h"
 #include "coordinator/latency.h"
+#include "coordinator/timeline.h"
 #include "net/proto.h"
 #include "net/http.h"
 #include "state/metastore.h"
@@ -197,6 +198,7 @@ typedef struct coord {
     coord_job_t *jobs;
     uint32_t next_job_num;
     json_t *decisions;            /* array of scaling decisions, oldest first */
+    coord_timeline_t *timeline;   /* recent history for the dashboard (timeline.c) */
     /* Key sequence of decisions[i] (views.c); 0: it came from the legacy
      * single key "/eddy/scaling/decisions". */
     uint64_t decision_seqs[COORD_MAX_DECISIONS];

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "coordinator/internal.h"
+#include "coordinator/web_assets.h"
 #include "state/keygroup.h"
 
 typedef struct op_totals {
@@ -448,7 +449,19 @@ void coord_http_handler(void *ctx, const char *method, const char *path, eddy_ht
         resp->body = coord_view_metrics(c);
         return;
     }
-    if (!strcmp(path, "/api/v1/jobs"))
+    const coord_web_asset_t *asset = coord_web_asset_find(path);
+    if (asset) { /* the dashboard (coordinator/web/) */
+        resp->status = 200;
+        resp->content_type = asset->content_type;
+        resp->body = strdup(asset->data);
+        return;
+    }
+    const char *series = "/api/v1/timeseries/";
+    size_t flags = JSON_INDENT(2) | JSON_SORT_KEYS;
+    if (!strncmp(path, series, strlen(series))) {
+        doc = coord_timeline_json(c, path + strlen(series));
+        flags = JSON_COMPACT | JSON_REAL_PRECISION(9); /* polled every second: keep it small */
+    } else if (!strcmp(path, "/api/v1/jobs"))
         doc = coord_view_jobs(c);
     else if (!strcmp(path, "/api/v1/scaling"))
         doc = json_incref(c->decisions);
@@ -458,6 +471,6 @@ void coord_http_handler(void *ctx, const char *method, const char *path, eddy_ht
         return; /* 404 */
     resp->status = 200;
     resp->content_type = "application/json";
-    resp->body = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    resp->body = json_dumps(doc, flags);
     json_decref(doc);
 }

@@ -22,7 +22,7 @@
 #define EDDY_ENDPOINT_MAX 256     /* "tcp://host:port" (incl. NUL) */
 #define EDDY_ERROR_MAX 512        /* error strings (incl. NUL) */
 #define EDDY_MAX_ARGS 256
-#define EDDY_ARG_MAX 4096
+#define EDDY_ARG_MAX 65536 /* a pipeline spec travels as one argument */
 #define EDDY_MAX_STAGES 64
 #define EDDY_MAX_PARALLELISM 32768
 #define EDDY_MAX_WORKERS 4096

@@ -1,0 +1,201 @@
+/* pipeline_opt.c - the pipeline optimizer's rules (see pipeline_opt.h).
+ * Works on an order of step indices; the spec itself is never changed, so
+ * the plan before and after can both be printed. Rules run to a fixed
+ * point: filter pushdown first (it creates runs of adjacent filters), then
+ * filter ordering within each run, then fusion. */
+#include "plan/pipeline_opt.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/expr.h"
+
+static int log_line(eddy_pipeline_opt_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int log_line(eddy_pipeline_opt_t *o, const char *fmt, ...)
+{
+    char buf[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **l = realloc(o->log, (o->n_log + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    o->log = l;
+    if (!(o->log[o->n_log] = strdup(buf)))
+        return -1;
+    o->n_log++;
+    return 0;
+}
+
+double eddy_pipeline_expr_cost(const char *text)
+{
+    double cost = 1.0 + (double)strlen(text) / 16.0;
+    static const struct {
+        const char *fn;
+        double weight;
+    } heavy[] = {{"matches(", 20}, {"contains(", 4}, {"lower(", 3}, {"upper(", 3},
+                 {"concat(", 3}, {"datetime(", 4}, {"date(", 4}, {"ends_with(", 2}};
+    for (size_t i = 0; i < sizeof heavy / sizeof heavy[0]; i++)
+        for (const char *p = strstr(text, heavy[i].fn); p; p = strstr(p + 1, heavy[i].fn))
+            cost += heavy[i].weight;
+    return cost;
+}
+
+/* The text is exactly the name of a column (an identity projection). */
+static bool is_column(const char *expr, const char *name)
+{
+    while (*expr == ' ')
+        expr++;
+    size_t n = strlen(name);
+    if (strncmp(expr, name, n))
+        return false;
+    for (expr += n; *expr == ' '; expr++)
+        ;
+    return *expr == '\0';
+}
+
+/* The filter reads only columns the map passes through under the same
+ * name, each of which the map's input has. Names the first column that
+ * does not, in *why. */
+static bool passes_through(const eddy_pipeline_spec_t *s, const eddy_pstep_t *map, const eddy_pstep_t *f,
+                           uint32_t map_pos_cols_n, char **map_in, const char **why)
+{
+    (void)s;
+    eddy_err_t err = {{0}};
+    eddy_expr_t *e = eddy_expr_new(f->filter, (const char *const *)map->columns, map->n, &err);
+    if (!e)
+        return false;
+    uint64_t reads = eddy_expr_reads(e);
+    eddy_expr_destroy(&e);
+    for (uint32_t c = 0; c < map->n; c++) {
+        if (!(reads & (1ull << (c < 63 ? c : 63))))
+            continue;
+        if (c >= 63) {
+            *why = map->columns[c];
+            return false;
+        }
+        bool in_input = false;
+        for (uint32_t k = 0; k < map_pos_cols_n; k++)
+            in_input |= !strcmp(map_in[k], map->columns[c]);
+        if (!in_input || !is_column(map->exprs[c], map->columns[c])) {
+            *why = map->columns[c];
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The columns the step at position pos of order sees. */
+static char **columns_before(const eddy_pipeline_spec_t *s, const uint32_t *order, uint32_t pos,
+                             uint32_t *n)
+{
+    char **cols = s->columns;
+    *n = s->n_columns;
+    for (uint32_t k = 0; k < pos; k++) {
+        const eddy_pstep_t *st = &s->steps[order[k]];
+        if (st->kind == EDDY_PSTEP_MAP) {
+            cols = st->columns;
+            *n = st->n;
+        }
+    }
+    return cols;
+}
+
+static int push_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
+{
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (uint32_t i = 1; i < o->n; i++) {
+            const eddy_pstep_t *a = &s->steps[o->order[i - 1]], *b = &s->steps[o->order[i]];
+            if (a->kind != EDDY_PSTEP_MAP || b->kind != EDDY_PSTEP_FILTER)
+                continue;
+            uint32_t n_in;
+            char **in = columns_before(s, o->order, i - 1, &n_in);
+            const char *why = NULL;
+            if (!passes_through(s, a, b, n_in, in, &why))
+                continue;
+            uint32_t t = o->order[i - 1];
+            o->order[i - 1] = o->order[i];
+            o->order[i] = t;
+            if (log_line(o, "filter before map: steps[%u] (filter, line %u) now runs before steps[%u] "
+                         "(map, line %u): it reads only columns the map passes through unchanged, "
+                         "both are stateless", b->index, b->line, a->index, a->line) < 0)
+                return -1;
+            moved = true;
+        }
+    }
+    return 0;
+}
+
+static int order_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
+{
+    for (uint32_t start = 0; start < o->n;) {
+        uint32_t end = start;
+        while (end < o->n && s->steps[o->order[end]].kind == EDDY_PSTEP_FILTER)
+            end++;
+        if (end - start >= 2) {
+            /* Insertion sort: stable, so equal costs keep the written order. */
+            for (uint32_t i = start + 1; i < end; i++) {
+                uint32_t cur = o->order[i], j = i;
+                double c = eddy_pipeline_expr_cost(s->steps[cur].filter);
+                while (j > start && eddy_pipeline_expr_cost(s->steps[o->order[j - 1]].filter) > c) {
+                    const eddy_pstep_t *moved = &s->steps[o->order[j - 1]];
+                    if (log_line(o, "filter order: steps[%u] (line %u, cost %.1f) now runs before "
+                                 "steps[%u] (line %u, cost %.1f): adjacent stateless filters commute "
+                                 "(a conjunction), the cheaper first",
+                                 s->steps[cur].index, s->steps[cur].line, c, moved->index,
+                                 moved->line, eddy_pipeline_expr_cost(moved->filter)) < 0)
+                        return -1;
+                    o->order[j] = o->order[j - 1];
+                    j--;
+                }
+                o->order[j] = cur;
+            }
+        }
+        start = end > start ? end : start + 1;
+    }
+    return 0;
+}
+
+int eddy_pipeline_optimize(const eddy_pipeline_spec_t *spec, bool optimize, eddy_pipeline_opt_t *out,
+                           eddy_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t n = spec->n_steps;
+    out->order = calloc(n ? n : 1, sizeof *out->order);
+    out->group_end = calloc(n ? n : 1, sizeof *out->group_end);
+    if (!out->order || !out->group_end)
+        goto oom;
+    out->n = n;
+    for (uint32_t i = 0; i < n; i++)
+        out->order[i] = i;
+    if (!optimize) {
+        for (uint32_t i = 0; i < n; i++)
+            out->group_end[out->n_groups++] = i + 1;
+        return 0;
+    }
+    if (push_filters(spec, out) < 0 || order_filters(spec, out) < 0)
+        goto oom;
+    if (n) {
+        out->group_end[out->n_groups++] = n;
+        if (n > 1 && log_line(out, "fusion: steps %u..%u run as one operator: all stateless, "
+                              "adjacent, same parallelism (no shuffle between them)", 0, n - 1) < 0)
+            goto oom;
+    }
+    return 0;
+oom:
+    eddy_pipeline_opt_clear(out);
+    return eddy_err_set(err, "out of memory");
+}
+
+void eddy_pipeline_opt_clear(eddy_pipeline_opt_t *self)
+{
+    for (uint32_t i = 0; i < self->n_log; i++)
+        free(self->log[i]);
+    free(self->log);
+    free(self->order);
+    free(self->group_end);
+    memset(self, 0, sizeof *self);
+}

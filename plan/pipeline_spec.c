@@ -1,0 +1,323 @@
+/* pipeline_spec.c - YAML spec into eddy_pipeline_spec_t (see
+ * pipeline_spec.h). The document is loaded whole (plan/yaml_doc.h) and
+ * walked; unknown keys are errors (a misspelt key silently ignored is the
+ * worst kind of configuration bug). Expressions are parsed here once, to
+ * check them, and again by the operator that runs them. */
+#include "plan/pipeline_spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/expr.h"
+#include "plan/yaml_doc.h"
+
+#define MAX_COLUMNS 1024
+#define MAX_STEPS 256
+#define MAX_PARALLELISM 32768
+
+typedef struct ctx {
+    const char *file;
+    eddy_err_t *err;
+} ctx_t;
+
+static int fail(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return eddy_err_set(c->err, "%s:%u: %s%s%s", c->file, at ? at->line : 1, field ? field : "",
+                        field ? ": " : "", msg);
+}
+
+static bool is_identifier(const char *s)
+{
+    if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_')
+            return false;
+    return strlen(s) <= 128;
+}
+
+/* Only these keys in a mapping. */
+static int check_keys(const ctx_t *c, const eddy_ynode_t *map, const char *field,
+                      const char *const *allowed)
+{
+    for (uint32_t i = 0; i < map->n; i++) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= !strcmp(map->keys[i], *a);
+        if (!ok) {
+            char list[200] = "";
+            for (const char *const *a = allowed; *a; a++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         a == allowed ? "" : ", ", *a);
+            return fail(c, map->items[i], field, "unknown key '%.60s' (expected %s)", map->keys[i],
+                        list);
+        }
+    }
+    return 0;
+}
+
+static int scalar(const ctx_t *c, const eddy_ynode_t *n, const char *field, char **out)
+{
+    if (n->kind != EDDY_YNODE_SCALAR)
+        return fail(c, n, field, "expected a value, not a %s",
+                    n->kind == EDDY_YNODE_MAP ? "mapping" : "list");
+    *out = strdup(n->scalar);
+    return *out ? 0 : eddy_err_set(c->err, "out of memory");
+}
+
+static int uint_value(const ctx_t *c, const eddy_ynode_t *n, const char *field, uint32_t min,
+                      uint32_t max, uint32_t *out)
+{
+    if (n->kind != EDDY_YNODE_SCALAR || n->quoted)
+        return fail(c, n, field, "expected a number");
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(n->scalar, &end, 10);
+    if (errno || end == n->scalar || *end || n->scalar[0] == '-' || v < min || v > max)
+        return fail(c, n, field, "'%.40s' is not a number in %u..%u", n->scalar, min, max);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_columns(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
+{
+    if (n->kind != EDDY_YNODE_SEQ || n->n == 0)
+        return fail(c, n, "source.columns", "expected a list of column names");
+    if (n->n > MAX_COLUMNS)
+        return fail(c, n, "source.columns", "more than %u columns", MAX_COLUMNS);
+    s->columns = calloc(n->n, sizeof *s->columns);
+    if (!s->columns)
+        return eddy_err_set(c->err, "out of memory");
+    for (uint32_t i = 0; i < n->n; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "source.columns[%u]", i);
+        if (scalar(c, n->items[i], field, &s->columns[i]) < 0)
+            return -1;
+        s->n_columns = i + 1;
+        if (!is_identifier(s->columns[i]))
+            return fail(c, n->items[i], field,
+                        "'%.60s' is not a column name (letters, digits, _; not first a digit)",
+                        s->columns[i]);
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(s->columns[j], s->columns[i]))
+                return fail(c, n->items[i], field, "column '%s' named twice", s->columns[i]);
+    }
+    return 0;
+}
+
+static int parse_source(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
+{
+    static const char *const keys[] = {"input", "format", "columns", "ragged", "parallelism", NULL};
+    if (!n || n->kind != EDDY_YNODE_MAP)
+        return fail(c, n, "source", "expected a mapping with format and columns");
+    if (check_keys(c, n, "source", keys) < 0)
+        return -1;
+    const eddy_ynode_t *v;
+    if ((v = eddy_ynode_get(n, "input")) && scalar(c, v, "source.input", &s->input) < 0)
+        return -1;
+    v = eddy_ynode_get(n, "format");
+    if (v && scalar(c, v, "source.format", &s->format) < 0)
+        return -1;
+    if (!v && !(s->format = strdup("text")))
+        return eddy_err_set(c->err, "out of memory");
+    if (strcmp(s->format, "csv") && strcmp(s->format, "json") && strcmp(s->format, "text"))
+        return fail(c, v, "source.format", "'%.40s' is not csv, json or text", s->format);
+    if ((v = eddy_ynode_get(n, "ragged"))) {
+        if (v->kind != EDDY_YNODE_SCALAR || (strcmp(v->scalar, "true") && strcmp(v->scalar, "false")))
+            return fail(c, v, "source.ragged", "expected true or false");
+        s->ragged = !strcmp(v->scalar, "true");
+        if (s->ragged && strcmp(s->format, "csv"))
+            return fail(c, v, "source.ragged", "applies to csv only");
+    }
+    if ((v = eddy_ynode_get(n, "parallelism")) &&
+        uint_value(c, v, "source.parallelism", 1, MAX_PARALLELISM, &s->parallelism) < 0)
+        return -1;
+    v = eddy_ynode_get(n, "columns");
+    if (!v && strcmp(s->format, "text"))
+        return fail(c, n, "source", "%s input needs columns", s->format);
+    if (v && parse_columns(c, v, s) < 0)
+        return -1;
+    if (!v) {
+        s->columns = calloc(1, sizeof *s->columns);
+        if (!s->columns || !(s->columns[0] = strdup("line")))
+            return eddy_err_set(c->err, "out of memory");
+        s->n_columns = 1;
+    }
+    if (!strcmp(s->format, "text") && s->n_columns != 1)
+        return fail(c, v, "source.columns", "text input has one column (the line)");
+    return 0;
+}
+
+/* Checks text as an expression over cols. */
+static int check_expr(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *text,
+                      char **cols, uint32_t n)
+{
+    eddy_err_t e = {{0}};
+    eddy_expr_t *x = eddy_expr_new(text, (const char *const *)cols, n, &e);
+    if (!x)
+        return fail(c, at, field, "%s", e.msg);
+    eddy_expr_destroy(&x);
+    return 0;
+}
+
+static int parse_map(const ctx_t *c, const eddy_ynode_t *v, const char *field, eddy_pstep_t *st,
+                     char **cols, uint32_t n_cols)
+{
+    if (v->kind != EDDY_YNODE_MAP || v->n == 0)
+        return fail(c, v, field, "expected a mapping of output column: expression");
+    if (v->n > MAX_COLUMNS)
+        return fail(c, v, field, "more than %u columns", MAX_COLUMNS);
+    st->columns = calloc(v->n, sizeof *st->columns);
+    st->exprs = calloc(v->n, sizeof *st->exprs);
+    if (!st->columns || !st->exprs)
+        return eddy_err_set(c->err, "out of memory");
+    for (uint32_t i = 0; i < v->n; i++) {
+        char sub[200];
+        snprintf(sub, sizeof sub, "%s.%.60s", field, v->keys[i]);
+        if (!is_identifier(v->keys[i]))
+            return fail(c, v->items[i], sub, "'%.60s' is not a column name", v->keys[i]);
+        st->columns[i] = strdup(v->keys[i]);
+        st->n = i + 1;
+        if (!st->columns[i] || scalar(c, v->items[i], sub, &st->exprs[i]) < 0)
+            return st->columns[i] ? -1 : eddy_err_set(c->err, "out of memory");
+        if (check_expr(c, v->items[i], sub, st->exprs[i], cols, n_cols) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
+{
+    static const char *const keys[] = {"filter", "map", NULL};
+    if (n->kind != EDDY_YNODE_SEQ)
+        return fail(c, n, "steps", "expected a list of steps");
+    if (n->n > MAX_STEPS)
+        return fail(c, n, "steps", "more than %u steps", MAX_STEPS);
+    s->steps = calloc(n->n ? n->n : 1, sizeof *s->steps);
+    if (!s->steps)
+        return eddy_err_set(c->err, "out of memory");
+    char **cols = s->columns;
+    uint32_t n_cols = s->n_columns;
+    for (uint32_t i = 0; i < n->n; i++) {
+        const eddy_ynode_t *m = n->items[i];
+        char field[64];
+        snprintf(field, sizeof field, "steps[%u]", i);
+        if (m->kind != EDDY_YNODE_MAP || m->n != 1)
+            return fail(c, m, field, "expected one of: filter: EXPR, map: {COLUMN: EXPR, ...}");
+        if (check_keys(c, m, field, keys) < 0)
+            return -1;
+        eddy_pstep_t *st = &s->steps[s->n_steps++];
+        st->line = m->line;
+        st->index = i;
+        snprintf(field + strlen(field), sizeof field - strlen(field), ".%s", m->keys[0]);
+        if (!strcmp(m->keys[0], "filter")) {
+            st->kind = EDDY_PSTEP_FILTER;
+            if (scalar(c, m->items[0], field, &st->filter) < 0 ||
+                check_expr(c, m->items[0], field, st->filter, cols, n_cols) < 0)
+                return -1;
+        } else {
+            st->kind = EDDY_PSTEP_MAP;
+            if (parse_map(c, m->items[0], field, st, cols, n_cols) < 0)
+                return -1;
+            cols = st->columns;
+            n_cols = st->n;
+        }
+    }
+    return 0;
+}
+
+static int parse_sink(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
+{
+    static const char *const keys[] = {"output", NULL};
+    if (n->kind != EDDY_YNODE_MAP)
+        return fail(c, n, "sink", "expected a mapping (output: FILE)");
+    if (check_keys(c, n, "sink", keys) < 0)
+        return -1;
+    const eddy_ynode_t *v = eddy_ynode_get(n, "output");
+    return v ? scalar(c, v, "sink.output", &s->output) : 0;
+}
+
+eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
+                                               eddy_err_t *err)
+{
+    static const char *const keys[] = {"name", "source", "steps", "sink", "parallelism", NULL};
+    ctx_t c = {file ? file : "pipeline", err};
+    eddy_err_t yerr = {{0}};
+    eddy_ydoc_t *doc = eddy_ydoc_parse(text, len, &yerr);
+    if (!doc) {
+        eddy_err_set(err, "%s:%s", c.file, yerr.msg);
+        return NULL;
+    }
+    eddy_pipeline_spec_t *s = calloc(1, sizeof *s);
+    const eddy_ynode_t *root = eddy_ydoc_root(doc), *v;
+    int rc = s ? 0 : eddy_err_set(err, "out of memory");
+    if (rc == 0 && (!root || root->kind != EDDY_YNODE_MAP))
+        rc = fail(&c, root, NULL, "a pipeline is a mapping with source, steps and sink");
+    if (rc == 0)
+        rc = check_keys(&c, root, NULL, keys);
+    if (rc == 0 && (v = eddy_ynode_get(root, "name")))
+        rc = scalar(&c, v, "name", &s->name);
+    if (rc == 0)
+        rc = parse_source(&c, eddy_ynode_get(root, "source"), s);
+    if (rc == 0 && (v = eddy_ynode_get(root, "parallelism")) && !s->parallelism)
+        rc = uint_value(&c, v, "parallelism", 1, MAX_PARALLELISM, &s->parallelism);
+    if (rc == 0 && (v = eddy_ynode_get(root, "steps")))
+        rc = parse_steps(&c, v, s);
+    if (rc == 0 && (v = eddy_ynode_get(root, "sink")))
+        rc = parse_sink(&c, v, s);
+    eddy_ydoc_destroy(&doc);
+    if (rc < 0)
+        eddy_pipeline_spec_destroy(&s);
+    return s;
+}
+
+static void strs_free(char **v, uint32_t n)
+{
+    for (uint32_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p)
+{
+    eddy_pipeline_spec_t *s = self_p ? *self_p : NULL;
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->n_steps; i++) {
+        free(s->steps[i].filter);
+        strs_free(s->steps[i].columns, s->steps[i].n);
+        strs_free(s->steps[i].exprs, s->steps[i].n);
+    }
+    free(s->steps);
+    strs_free(s->columns, s->n_columns);
+    free(s->name);
+    free(s->input);
+    free(s->format);
+    free(s->output);
+    free(s);
+    *self_p = NULL;
+}
+
+char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, uint32_t i, uint32_t *n)
+{
+    char **cols = self->columns;
+    *n = self->n_columns;
+    for (uint32_t k = 0; k < i && k < self->n_steps; k++) {
+        if (self->steps[k].kind == EDDY_PSTEP_MAP) {
+            cols = self->steps[k].columns;
+            *n = self->steps[k].n;
+        }
+    }
+    return cols;
+}

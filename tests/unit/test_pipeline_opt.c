@@ -1,0 +1,86 @@
+/* test_pipeline_opt.c - the pipeline optimizer's rules (plan/pipeline_opt.h):
+ * each applies where its safety condition holds and only there, and says
+ * why; --no-optimize keeps the written order, one operator per step. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "plan/pipeline_opt.h"
+
+static eddy_pipeline_spec_t *load(const char *text)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = eddy_pipeline_spec_parse("t.yaml", text, strlen(text), &err);
+    cr_assert(s, "%s", err.msg);
+    return s;
+}
+
+static void expect_order(const eddy_pipeline_opt_t *o, const uint32_t *want, uint32_t n)
+{
+    cr_assert_eq(o->n, n);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(o->order[i], want[i], "position %u: steps[%u], want steps[%u]", i, o->order[i],
+                     want[i]);
+}
+
+static bool logged(const eddy_pipeline_opt_t *o, const char *what)
+{
+    for (uint32_t i = 0; i < o->n_log; i++)
+        if (strstr(o->log[i], what))
+            return true;
+    return false;
+}
+
+#define SRC "source: {format: csv, columns: [a, b, c]}\n"
+
+Test(pipeline_opt, filter_moves_before_a_map_that_passes_its_columns)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - map: {a: a, d: b * 2}\n  - filter: a > 1\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){1, 0}, 2);
+    cr_assert(logged(&o, "filter before map: steps[1]"));
+    cr_assert_eq(o.n_groups, 1);
+    cr_assert(logged(&o, "fusion"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, filter_on_a_computed_or_renamed_column_stays)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - map: {a: a, d: b * 2, e: c}\n"
+                                       "  - filter: d > 1\n  - filter: e == 'x'\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    cr_assert_eq(o.order[0], 0, "the map must stay first");
+    cr_assert(!logged(&o, "filter before map"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, adjacent_filters_cheapest_first)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - filter: matches(c, '^x+y$')\n  - filter: a == 1\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){1, 0}, 2);
+    cr_assert(logged(&o, "filter order: steps[1]"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, no_optimize_keeps_everything)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - map: {a: a}\n  - filter: a > 1\n  - filter: matches(a, 'x')\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, false, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){0, 1, 2}, 3);
+    cr_assert_eq(o.n_groups, 3);
+    cr_assert_eq(o.n_log, 0);
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, costs_weigh_regexes)
+{
+    cr_assert_gt(eddy_pipeline_expr_cost("matches(a, 'x')"), eddy_pipeline_expr_cost("a == 1 and b == 2"));
+}
