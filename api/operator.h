@@ -149,6 +149,14 @@ typedef struct eddy_op_context {
     /* Input the operator could not parse and dropped (or wrote to a
      * rejects file): the counter eddy_rejected_records_total. */
     uint64_t *rejected_records;
+    /* Sources: where the source names a descriptor that becomes readable
+     * when poll() may have records again (a connected socket), -1 (the
+     * default) for none. While poll() returns EDDY_SOURCE_IDLE the task
+     * waits for it in the worker's poll set, so a record is read as soon as
+     * it arrives; a source without one is polled again after a short rest
+     * (EDDY_SOURCE_REST_MS). The source may set it at any time (once
+     * connected) and must keep it open while it is set. */
+    int *wait_fd;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */
@@ -183,7 +191,10 @@ typedef struct eddy_operator_ops {
     int (*read_group)(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err);
     void (*drop_group)(void *self, uint32_t kg);
     /* Operators that hold back output (a pre-aggregation) emit it here:
-     * called before a barrier goes downstream (may be NULL). */
+     * called before a barrier goes downstream (may be NULL). In a sink's
+     * task (a stage with no outputs) also whenever the task has nothing
+     * more to do now, so a sink writing to a pipe or socket flushes per
+     * batch, not per checkpoint. */
     int (*flush)(void *self, eddy_collector_t *out, eddy_err_t *err);
     /* Local-global aggregation (Flink SQL's two-phase aggregation): a keyed
      * operator whose records can be combined before the shuffle returns the
@@ -204,6 +215,8 @@ typedef struct eddy_operator_ops {
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2
+/* How long a source without a wait_fd rests after EDDY_SOURCE_IDLE. */
+#define EDDY_SOURCE_REST_MS 5
 
 /* A source emits records from outside. Positions let a checkpoint resume it. */
 typedef struct eddy_source_ops {
@@ -213,7 +226,7 @@ typedef struct eddy_source_ops {
     void *(*open)(const eddy_op_context_t *ctx, int64_t start_position, eddy_err_t *err);
     /* Emits at most max records. Returns 1 while more may follow, 0 at end of
      * input, EDDY_SOURCE_IDLE when nothing is available now (the task then
-     * rests until the worker loop's next wait), -1 on error. Must never
+     * waits for ctx->wait_fd, or rests EDDY_SOURCE_REST_MS), -1 on error. Must never
      * block: no waiting, no connecting or resolving on the caller's thread. */
     int (*poll)(void *self, eddy_collector_t *out, uint32_t max, eddy_err_t *err);
     int64_t (*position)(void *self); /* position of the next record */

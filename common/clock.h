@@ -7,5 +7,6 @@
 uint64_t eddy_mono_ns(void);   /* monotonic, for durations and deadlines */
 uint64_t eddy_mono_ms(void);
 int64_t eddy_wall_ms(void);    /* Unix epoch milliseconds, for logs and records */
+int64_t eddy_wall_us(void);    /* Unix epoch microseconds: record latency across processes */
 
 #endif

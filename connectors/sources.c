@@ -403,6 +403,7 @@ typedef struct socket_source {
     int64_t consumed;
     bool eof;
     char where[300];
+    int *wait_fd;         /* the task's (ctx->wait_fd): set once connected */
 } socket_source_t;
 
 static void socket_close(void *self)
@@ -426,6 +427,7 @@ static void *socket_open(const eddy_op_context_t *ctx, int64_t start_position, e
         return NULL;
     }
     s->fd = -1;
+    s->wait_fd = ctx->wait_fd;
     snprintf(s->where, sizeof s->where, "%s:%u", cfg->host, cfg->port);
     pthread_mutex_init(&c->lock, NULL);
     c->refs = 2;
@@ -463,6 +465,9 @@ static int socket_connected(socket_source_t *s, eddy_err_t *err)
     if (state == CONNECT_FAILED)
         eddy_err_set(err, "%s", s->conn->error);
     pthread_mutex_unlock(&s->conn->lock);
+    /* From now on the task waits for data in the worker's poll set. */
+    if (s->fd >= 0 && s->wait_fd)
+        *s->wait_fd = s->fd;
     return state == CONNECTED ? 1 : state == CONNECTING ? 0 : -1;
 }
 
@@ -503,8 +508,9 @@ static int socket_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err
         } else if (n == 0) {
             s->eof = true;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            /* Nothing now: the task rests until the worker loop's next
-             * wait, so an idle socket neither spins nor blocks the loop. */
+            /* Nothing now: the task waits for the socket in the worker's
+             * poll set, so an idle socket neither spins nor blocks the
+             * loop, and a line is read as soon as it arrives. */
             return emitted ? 1 : EDDY_SOURCE_IDLE;
         } else if (errno != EINTR) {
             return eddy_err_set(err, "socket source %s: %s", s->where, strerror(errno));

@@ -325,6 +325,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         w->n_metrics = m.u.heartbeat.n_tasks;
         m.u.heartbeat.tasks = NULL;
         coord_recovery_on_metrics(c, w->metrics, w->n_metrics);
+        coord_latency_on_metrics(c, w->id, w->metrics, w->n_metrics);
         break;
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);

@@ -15,6 +15,7 @@
 #include "coordinator/checkpoint.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_store.h"
+#include "coordinator/latency.h"
 #include "coordinator/timeline.h"
 #include "net/proto.h"
 #include "net/http.h"
@@ -167,6 +168,8 @@ typedef struct coord_job {
     bool finishing;
     uint32_t final_acks_pending;
     uint64_t finishing_started_ms;
+    /* latency and event-lag histograms from heartbeats (latency.c) */
+    struct coord_latency *latency;
     struct coord_job *next;
 } coord_job_t;
 

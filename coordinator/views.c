@@ -83,6 +83,11 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     json_object_set_new(op, "state_bytes", json_integer((json_int_t)t.state_bytes));
     if (def->source)
         json_object_set_new(op, "offered_rate", json_real(t.offered_rate));
+    json_t *latency = coord_latency_json(j, s, false), *lag = coord_latency_json(j, s, true);
+    if (latency)
+        json_object_set_new(op, "latency", latency);
+    if (lag)
+        json_object_set_new(op, "event_time_lag", lag);
     json_object_set_new(op, "min_parallelism", json_integer(def->min_parallelism));
     json_object_set_new(op, "max_parallelism", json_integer(def->max_parallelism_limit));
     return op;
@@ -426,6 +431,10 @@ char *coord_view_metrics(coord_t *c)
     family(&b, "eddy_job_restarts_total", "counter", "Restores of the job after failures.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_job_restarts_total{job=\"%s\"} %u\n", j->id, j->restarts);
+    char *histograms = coord_latency_prometheus(c);
+    if (histograms)
+        tb_printf(&b, "%s", histograms);
+    free(histograms);
     return b.data;
 }
 

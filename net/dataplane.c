@@ -16,6 +16,7 @@ void eddy_batch_writer_init(eddy_batch_writer_t *w)
     msgpack_packer_init(&w->pk, &w->buf, msgpack_sbuffer_write);
     w->records = 0;
     w->count_offset = 0;
+    w->ingest_us = 0;
 }
 
 void eddy_batch_writer_free(eddy_batch_writer_t *w)
@@ -55,7 +56,10 @@ void eddy_batch_writer_begin(eddy_batch_writer_t *w, const eddy_channel_id_t *ch
     w->count_offset = w->buf.size;
     static const char u32[5] = {(char)0xce, 0, 0, 0, 0}; /* record count, patched */
     msgpack_sbuffer_write(&w->buf, u32, sizeof u32);
+    static const char i64[9] = {(char)0xd3, 0, 0, 0, 0, 0, 0, 0, 0}; /* ingest, patched */
+    msgpack_sbuffer_write(&w->buf, i64, sizeof i64);
     w->records = 0;
+    w->ingest_us = 0;
 }
 
 /* Smallest msgpack form of an integer, as msgpack-c's packer writes it. */
@@ -132,10 +136,14 @@ static void put_be32(char *p, uint32_t v)
 
 char *eddy_batch_writer_finish(eddy_batch_writer_t *w, size_t *len)
 {
-    uint32_t elements = HEADER_FIELDS + 1 + 4 * w->records;
+    uint32_t elements = HEADER_FIELDS + 2 + 4 * w->records;
     put_be32(w->buf.data + 1, elements);
     put_be32(w->buf.data + w->count_offset + 1, w->records);
+    uint64_t ingest = (uint64_t)w->ingest_us;
+    put_be32(w->buf.data + w->count_offset + 6, (uint32_t)(ingest >> 32));
+    put_be32(w->buf.data + w->count_offset + 10, (uint32_t)ingest);
     w->records = 0;
+    w->ingest_us = 0;
     *len = w->buf.size;
     return msgpack_sbuffer_release(&w->buf);
 }
@@ -338,7 +346,14 @@ static int decode_batch(const void *data, size_t len, eddy_data_msg_t *msg, eddy
     msg->channel = (eddy_channel_id_t){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2],
                                        (uint32_t)v[3], (uint32_t)v[4], (uint32_t)v[5]};
     msg->records = (uint32_t)v[6];
-    if (elements != HEADER_FIELDS + 1 + 4ull * msg->records)
+    /* Batches of older senders carry no ingestion time. */
+    if (elements == HEADER_FIELDS + 2 + 4ull * msg->records) {
+        if (cur_i64(&c, &msg->ingest_us) < 0)
+            return eddy_err_set(err, "malformed DATA message: ingestion time: expected a signed "
+                                     "integer");
+        if (msg->ingest_us < 0)
+            msg->ingest_us = 0;
+    } else if (elements != HEADER_FIELDS + 1 + 4ull * msg->records)
         return eddy_err_set(err, "malformed DATA message: %u records announced, %llu fields",
                             msg->records, (unsigned long long)(elements - HEADER_FIELDS - 1));
     /* every record needs at least 4 bytes: reject impossible counts up front */

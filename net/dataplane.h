@@ -3,8 +3,12 @@
  * Every message names its channel: (job, epoch, source stage/instance,
  * destination stage/instance). Messages of an older epoch are stale (the
  * job was rescaled or restored meanwhile) and are dropped by the receiver.
- *   DATA    [32, job, epoch, ss, si, ds, di, n, kind, value, ts, bytes, ...]
- *           a batch: n records, four elements each
+ *   DATA    [32, job, epoch, ss, si, ds, di, n, ingest, kind, value, ts, bytes, ...]
+ *           a batch: n records, four elements each; ingest is when the
+ *           oldest record in it (or the one it derives from) was read by
+ *           its source, wall clock in microseconds, 0 unknown (record
+ *           latency, runtime/task.c). A batch without ingest (8 + 4n
+ *           elements) still decodes, as ingest 0.
  *   BARRIER [33, job, epoch, ss, si, ds, di, checkpoint]
  *   EOS     [34, job, epoch, ss, si, ds, di]            end of this channel
  *   CREDIT  [35, job, epoch, ss, si, ds, di, batches]   receiver -> sender
@@ -49,6 +53,9 @@ typedef struct eddy_batch_writer {
     msgpack_packer pk;
     uint32_t records;
     size_t count_offset;
+    /* Wall-clock microseconds the oldest record's input was read by its
+     * source (0: unknown); the writer's user keeps it, finish encodes it. */
+    int64_t ingest_us;
 } eddy_batch_writer_t;
 
 void eddy_batch_writer_init(eddy_batch_writer_t *w);
@@ -76,6 +83,7 @@ typedef struct eddy_data_msg {
     int64_t watermark;    /* WATERMARK */
     bool idle;            /* WATERMARK */
     uint32_t records;     /* DATA */
+    int64_t ingest_us;    /* DATA: see above, 0 unknown */
     eddy_mpr_t reader;    /* BARRIER, EOS, CREDIT */
     bool reader_open;
     const unsigned char *cursor, *end; /* DATA: records are read in place */

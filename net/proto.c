@@ -118,9 +118,33 @@ static void encode_source_state(eddy_mpw_t *w, const char *state, uint32_t len)
 
 /* ---- per-message codecs ------------------------------------------------- */
 
+/* [sum_us, count of bucket 0, ..., count of +Inf] */
+static void encode_histogram(eddy_mpw_t *w, const eddy_histogram_t *h)
+{
+    eddy_mpw_array(w, 1 + EDDY_HIST_BUCKETS);
+    eddy_mpw_u64(w, h->sum_us);
+    for (uint32_t i = 0; i < EDDY_HIST_BUCKETS; i++)
+        eddy_mpw_u64(w, h->counts[i]);
+}
+
+static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, 1 + EDDY_HIST_BUCKETS, &si, &sc, &sn);
+    if (r->ok && n != 1 + EDDY_HIST_BUCKETS)
+        eddy_mpr_fail(r, "histogram: wrong number of buckets");
+    if (r->ok) {
+        h->sum_us = eddy_mpr_u64(r, UINT64_MAX);
+        for (uint32_t i = 0; i < EDDY_HIST_BUCKETS; i++)
+            h->counts[i] = eddy_mpr_u64(r, UINT64_MAX);
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 17);
+    eddy_mpw_array(w, 19);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -138,6 +162,8 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_u64(w, m->late_records);
     eddy_mpw_i64(w, m->source_lag);
     eddy_mpw_u64(w, m->rejected_records);
+    encode_histogram(w, &m->latency);
+    encode_histogram(w, &m->event_lag);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
@@ -145,8 +171,8 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     const msgpack_object *si;
     uint32_t sc, sn;
     /* 15 fields before source_lag was added (those read as lag unknown),
-     * 16 before rejected_records. */
-    uint32_t fields = eddy_mpr_enter(r, 17, &si, &sc, &sn);
+     * 16 before rejected_records, 17 before the histograms (empty). */
+    uint32_t fields = eddy_mpr_enter(r, 19, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -164,6 +190,12 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     m->late_records = eddy_mpr_u64(r, UINT64_MAX);
     m->source_lag = fields > 15 ? eddy_mpr_i64(r) : -1;
     m->rejected_records = fields > 16 ? eddy_mpr_u64(r, UINT64_MAX) : 0;
+    memset(&m->latency, 0, sizeof m->latency);
+    memset(&m->event_lag, 0, sizeof m->event_lag);
+    if (fields > 17)
+        decode_histogram(r, &m->latency);
+    if (fields > 18)
+        decode_histogram(r, &m->event_lag);
     eddy_mpr_leave(r, si, sc, sn);
 }
 

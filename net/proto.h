@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/histogram.h"
 #include "common/guarantee.h"
 #include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
@@ -86,6 +87,12 @@ typedef struct eddy_task_metrics {
     uint64_t late_records;   /* records its windows dropped or sent on as late */
     int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
     uint64_t rejected_records; /* malformed input its operators dropped */
+    /* Cumulative since the task started (common/histogram.h): record
+     * latency from source ingestion to the end of this task's batch, and
+     * event-time lag (wall clock - watermark) sampled every tick. Fields 18
+     * and 19; a 17-field entry from an older worker reads as empty. */
+    eddy_histogram_t latency;
+    eddy_histogram_t event_lag;
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/histogram.h"
 #include "net/partial.h"
 #include "state/group_envelope.h"
 #include "state/keygroup.h"
@@ -145,6 +146,17 @@ struct eddy_task {
     bool finished, failed;
     uint64_t records_in, records_out;
     uint64_t busy_ns, idle_ns, blocked_ns, last_account_ns;
+
+    /* Record latency: when the input now being processed was read by its
+     * source (wall clock us, 0 unknown); output batches carry the oldest
+     * such time of their records. */
+    int64_t cur_ingest_us;
+    eddy_histogram_t latency, event_lag;
+    /* A source that has nothing to read now may name a descriptor that
+     * becomes readable when it has (ctx.wait_fd): the task then waits on it
+     * in the worker's poll set instead of resting for a fixed time. */
+    int wait_fd;
+    bool waiting_fd;
 };
 
 /* ---- output side ------------------------------------------------------- */
@@ -233,6 +245,8 @@ static void append_record(eddy_task_t *t, output_channel_t *ch, const eddy_recor
         ch->writer_open = true;
     }
     eddy_batch_writer_add(&ch->writer, rec);
+    if (t->cur_ingest_us && (!ch->writer.ingest_us || t->cur_ingest_us < ch->writer.ingest_us))
+        ch->writer.ingest_us = t->cur_ingest_us;
     if (eddy_batch_writer_bytes(&ch->writer) >= eddy_channel_flow_batch_bytes(&ch->flow))
         flush_channel(t, ch);
 }
@@ -998,6 +1012,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.rejected_records = &t->rejected_records;
     t->source_lag = -1;
     t->ctx.source_lag = &t->source_lag;
+    t->wait_fd = -1;
+    t->ctx.wait_fd = &t->wait_fd;
     t->ctx.epoch = t->epoch;
     t->watermark = EDDY_WATERMARK_MIN;
     t->max_timestamp = EDDY_WATERMARK_MIN;
@@ -1286,7 +1302,7 @@ void eddy_task_credit(eddy_task_t *self, const eddy_channel_id_t *ch, uint32_t b
 
 /* ---- scheduling -------------------------------------------------------- */
 
-#define EDDY_SOURCE_IDLE_NS (1000u * 1000u)
+#define EDDY_SOURCE_REST_NS ((uint64_t)EDDY_SOURCE_REST_MS * 1000000u)
 
 static double source_allowance(eddy_task_t *t, uint64_t now_ns)
 {
@@ -1299,7 +1315,7 @@ static double source_allowance(eddy_task_t *t, uint64_t now_ns)
         t->last_refill_ns = now_ns;
         return EDDY_SOURCE_STEP_RECORDS;
     }
-    double dt = (double)(now_ns - t->last_refill_ns) / 1e9;
+    double dt = now_ns > t->last_refill_ns ? (double)(now_ns - t->last_refill_ns) / 1e9 : 0;
     t->last_refill_ns = now_ns;
     t->tokens += dt * rate;
     double cap = rate * 0.05 > EDDY_SOURCE_STEP_RECORDS ? rate * 0.05 : EDDY_SOURCE_STEP_RECORDS;
@@ -1345,7 +1361,8 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
     if (self->source) {
         if (self->trigger_checkpoint)
             return true;
-        if (!self->running || self->source_done || now_ns < self->source_idle_until_ns)
+        if (!self->running || self->source_done || self->waiting_fd ||
+            now_ns < self->source_idle_until_ns)
             return false;
         return source_allowance(self, now_ns) >= 1.0;
     }
@@ -1407,14 +1424,21 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     for (uint32_t done = 0, chunk = 1; done < max; chunk *= 2) {
         uint32_t ask = chunk < max - done ? chunk : max - done;
         uint64_t before = t->records_in;
+        /* What this poll reads is ingested now (one clock read per chunk). */
+        t->cur_ingest_us = eddy_wall_us();
         int rc = t->def->source->poll(t->source, &t->links[0].base, ask, err);
+        t->cur_ingest_us = 0;
         if (t->fault)
             return take_fault(t, err);
         if (rc < 0)
             return -1;
         if (rc == EDDY_SOURCE_IDLE) {
-            /* Nothing to read now: rest past the worker loop's next wait. */
-            t->source_idle_until_ns = now_ns + EDDY_SOURCE_IDLE_NS;
+            /* Nothing to read now: wait for the source's descriptor in the
+             * worker's poll set, or rest when it has none. */
+            if (t->wait_fd >= 0)
+                t->waiting_fd = true;
+            else
+                t->source_idle_until_ns = now_ns + EDDY_SOURCE_REST_NS;
             break;
         }
         if (rc == 0) {
@@ -1448,6 +1472,7 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     case EDDY_DATA_BATCH: {
         eddy_wm_valve_activity(t->valve, ch);
         t->current_input = in->input;
+        t->cur_ingest_us = e->msg.ingest_us;
         slice_t slice;
         slice_begin(&slice, now_ns);
         eddy_record_t rec;
@@ -1459,11 +1484,18 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
                 rc = take_fault(t, err);
                 break;
             }
-            if (slice_over(t, &slice, 1))
+            if (slice_over(t, &slice, 1)) {
+                t->cur_ingest_us = 0;
                 return 0;
+            }
         }
+        t->cur_ingest_us = 0;
         if (more < 0)
             rc = -1;
+        /* The batch is through this task: its oldest record's latency from
+         * its source to here (at a sink: end to end). */
+        if (rc == 0 && e->msg.ingest_us)
+            eddy_hist_observe(&t->latency, eddy_wall_us() - e->msg.ingest_us);
         in->credit_owed++;
         return_credit(t, in, false);
         break;
@@ -1503,6 +1535,47 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     return rc;
 }
 
+static bool has_ready_input(const eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].head && !channel_blocked(t, &t->inputs[i]))
+            return true;
+    return false;
+}
+
+/* Whether the task has nothing more to do now: no input it may read, or
+ * (a source) nothing to read or no rate allowance left. */
+static bool nothing_to_do(eddy_task_t *t, uint64_t now_ns)
+{
+    if (t->finished || t->fault)
+        return false;
+    if (t->source)
+        return !t->trigger_checkpoint &&
+               (!t->running || t->source_done || t->waiting_fd || now_ns < t->source_idle_until_ns ||
+                source_allowance(t, now_ns) < 1.0);
+    return !has_ready_input(t);
+}
+
+/* A task with nothing more to do sends what it has now rather than wait
+ * for more (no timed flush: at low load a record goes out at once, at high
+ * load batches fill before the task runs dry): partly filled output
+ * batches, the credits it owes upstream and, in a sink's task (no
+ * outputs), whatever its operators buffer (stdout, a pipe). */
+static void flush_if_idle(eddy_task_t *t, uint64_t now_ns)
+{
+    if (!nothing_to_do(t, now_ns))
+        return;
+    if (t->n_groups == 0)
+        flush_chain(t);
+    for (uint32_t g = 0; g < t->n_groups; g++)
+        for (uint32_t i = 0; i < t->groups[g].parallelism; i++)
+            flush_channel(t, &t->groups[g].channels[i]);
+    /* All owed credits go back: the sender's in-flight budget counts
+     * unreturned batches, and a busy worker may not be idle again soon. */
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        return_credit(t, &t->inputs[i], true);
+}
+
 int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
 {
 #ifndef EDDY_NO_TASK_TIMING
@@ -1521,6 +1594,13 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
     if (rc < 0) {
         self->failed = true;
         self->finished = true;
+    } else {
+        flush_if_idle(self, eddy_mono_ns());
+        if (self->fault) { /* a sink's flush failed */
+            rc = take_fault(self, err);
+            self->failed = true;
+            self->finished = true;
+        }
     }
     return rc;
 }
@@ -1532,6 +1612,11 @@ void eddy_task_tick(eddy_task_t *self, uint64_t now_ns)
     self->next_tick_ns = now_ns + (uint64_t)EDDY_TICK_INTERVAL_MS * 1000000u;
     if (self->source && self->running)
         source_watermark(self, now_ns);
+    /* Event-time lag, sampled once a tick while there is a watermark. */
+    if (self->watermark != EDDY_WATERMARK_MIN && self->watermark != EDDY_WATERMARK_MAX) {
+        int64_t lag_ms = eddy_wall_ms() - self->watermark;
+        eddy_hist_observe(&self->event_lag, lag_ms > INT64_MAX / 1000 ? INT64_MAX : lag_ms * 1000);
+    }
     if (!self->time_ops)
         return;
     int64_t now_ms = (int64_t)eddy_wall_ms();
@@ -1586,4 +1671,42 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->rejected_records = self->rejected_records;
     out->source_lag = self->source ? self->source_lag : -1;
     out->offered_rate = self->offered_rate;
+    out->latency = self->latency;
+    out->event_lag = self->event_lag;
+}
+
+/* Whether ticks do anything for this task (else the worker need not wake
+ * for them). */
+static bool needs_ticks(const eddy_task_t *t)
+{
+    return t->time_ops || (t->source && t->def->event_time.enabled) ||
+           (t->watermark != EDDY_WATERMARK_MIN && t->watermark != EDDY_WATERMARK_MAX);
+}
+
+uint64_t eddy_task_next_wake(eddy_task_t *self, uint64_t now_ns)
+{
+    if (self->finished)
+        return UINT64_MAX;
+    uint64_t wake = needs_ticks(self) ? self->next_tick_ns : UINT64_MAX;
+    if (!self->source || !self->running || self->source_done || self->waiting_fd ||
+        outputs_backlogged(self))
+        return wake;
+    if (now_ns < self->source_idle_until_ns)
+        return self->source_idle_until_ns < wake ? self->source_idle_until_ns : wake;
+    double allowance = source_allowance(self, now_ns);
+    if (allowance >= 1.0)
+        return now_ns;
+    double rate = self->offered_rate;
+    uint64_t at = rate > 0 ? now_ns + (uint64_t)((1.0 - allowance) / rate * 1e9) + 1 : UINT64_MAX;
+    return at < wake ? at : wake;
+}
+
+int eddy_task_wait_fd(const eddy_task_t *self)
+{
+    return self->waiting_fd && !self->finished ? self->wait_fd : -1;
+}
+
+void eddy_task_fd_ready(eddy_task_t *self)
+{
+    self->waiting_fd = false;
 }

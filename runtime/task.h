@@ -129,9 +129,19 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err);
  * periodic watermark (or idle status) and operators with tick() get the
  * wall clock. A failure surfaces at the next step. */
 void eddy_task_tick(eddy_task_t *self, uint64_t now_ns);
-/* Flushes partially filled output batches (latency bound for slow streams)
- * and returns owed credits upstream. */
+/* Flushes partially filled output batches and returns owed credits
+ * upstream. A step that leaves its task with nothing more to do does this
+ * itself (and a sink's task flushes its operators' buffers), so records go
+ * out as soon as the task runs dry, not after a fixed interval. */
 void eddy_task_flush(eddy_task_t *self);
+/* When (monotonic ns) the task may have work again without any message
+ * arriving: a source's rest or rate allowance, its next tick. UINT64_MAX:
+ * only a message (or its wait descriptor) can wake it. */
+uint64_t eddy_task_next_wake(eddy_task_t *self, uint64_t now_ns);
+/* The descriptor a resting source waits on (poll it for reading), or -1;
+ * eddy_task_fd_ready when it was readable (or failed). */
+int eddy_task_wait_fd(const eddy_task_t *self);
+void eddy_task_fd_ready(eddy_task_t *self);
 /* Accounts the time since the last call as idle or blocked (not busy). */
 void eddy_task_account(eddy_task_t *self, uint64_t now_ns);
 void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out);

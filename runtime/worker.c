@@ -25,7 +25,8 @@
 #include "runtime/task.h"
 
 #define INBOX_BURST 256
-#define FLUSH_INTERVAL_NS (5u * 1000u * 1000u)
+/* Messages a peer's socket could not take yet are retried this often. */
+#define PEER_RETRY_NS (1000u * 1000u)
 
 /* A task already reported failed because its data could not be sent. */
 typedef struct send_failure {
@@ -76,7 +77,15 @@ typedef struct worker {
      * wait for one are kept encoded until it arrives. */
     char plugin_dir[4096];
     deferred_deploy_t *deferred;
+    /* The loop's poll set: control, data, the snapshot writer's eventfd,
+     * then the descriptor of each source task waiting for input (tasks of
+     * item i in waiting[i - FIXED_ITEMS]). Rebuilt every iteration. */
+    zmq_pollitem_t *items;
+    eddy_task_t **waiting;
+    uint32_t items_cap;
 } worker_t;
+
+#define FIXED_ITEMS 3
 
 static void send_heartbeat(worker_t *w);
 
@@ -841,12 +850,61 @@ static void teardown(worker_t *w)
         destroy_job(w, w->jobs);
     eddy_peers_destroy(&w->peers);
     free(w->send_failures);
+    free(w->items);
+    free(w->waiting);
     if (w->ctrl)
         zmq_close(w->ctrl);
     if (w->inbox)
         zmq_close(w->inbox);
     if (w->zctx)
         zmq_ctx_term(w->zctx);
+}
+
+/* The poll set for this iteration (see worker_t.items); its length. */
+static uint32_t build_poll_set(worker_t *w)
+{
+    uint32_t n = FIXED_ITEMS;
+    for (wjob_t *j = w->jobs; j; j = j->next)
+        for (uint32_t i = 0; i < j->n_tasks; i++) {
+            int fd = eddy_task_wait_fd(j->tasks[i]);
+            if (fd < 0)
+                continue;
+            if (n == w->items_cap) {
+                uint32_t cap = w->items_cap * 2;
+                zmq_pollitem_t *items = realloc(w->items, cap * sizeof *items);
+                if (items)
+                    w->items = items;
+                eddy_task_t **waiting = items ? realloc(w->waiting, cap * sizeof *waiting) : NULL;
+                if (!waiting) /* out of memory: that source is polled after a rest */
+                    return n;
+                w->waiting = waiting;
+                w->items_cap = cap;
+            }
+            w->items[n] = (zmq_pollitem_t){NULL, fd, ZMQ_POLLIN, 0};
+            w->waiting[n - FIXED_ITEMS] = j->tasks[i];
+            n++;
+        }
+    return n;
+}
+
+/* How long the loop may wait for a message or descriptor: until the next
+ * heartbeat, tick, source rest or rate allowance (ms, rounded up). */
+static long wait_ms(worker_t *w)
+{
+    uint64_t now = eddy_mono_ns();
+    uint64_t deadline = w->next_heartbeat_ms * 1000000u;
+    for (wjob_t *j = w->jobs; j; j = j->next)
+        for (uint32_t i = 0; i < j->n_tasks; i++) {
+            uint64_t at = eddy_task_next_wake(j->tasks[i], now);
+            if (at < deadline)
+                deadline = at;
+        }
+    if (eddy_peers_queued(w->peers) && now + PEER_RETRY_NS < deadline)
+        deadline = now + PEER_RETRY_NS;
+    if (deadline <= now)
+        return 0;
+    uint64_t ms = (deadline - now + 999999u) / 1000000u;
+    return ms > w->heartbeat_ms ? (long)w->heartbeat_ms : (long)ms;
 }
 
 static bool run_tasks(worker_t *w, uint64_t now)
@@ -898,14 +956,28 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;
     eddy_info("registered as worker %u, data at %s", w->id, w->endpoint);
-    uint64_t last_flush = eddy_mono_ns();
+    w->items_cap = FIXED_ITEMS + 8;
+    w->items = calloc(w->items_cap, sizeof *w->items);
+    w->waiting = calloc(w->items_cap, sizeof *w->waiting);
+    if (!w->items || !w->waiting) {
+        eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    w->items[0] = (zmq_pollitem_t){w->ctrl, 0, ZMQ_POLLIN, 0};
+    w->items[1] = (zmq_pollitem_t){w->inbox, 0, ZMQ_POLLIN, 0};
+    w->items[2] = (zmq_pollitem_t){NULL, eddy_snapshot_writer_fd(w->snapshots), ZMQ_POLLIN, 0};
     bool busy = false;
     while (!*stop) {
-        zmq_pollitem_t items[2] = {{w->ctrl, 0, ZMQ_POLLIN, 0}, {w->inbox, 0, ZMQ_POLLIN, 0}};
-        if (zmq_poll(items, 2, busy ? 0 : 5) < 0 && errno != EINTR) {
+        /* No timed wake-ups for records: the loop sleeps until a message, a
+         * source's descriptor or a deadline (heartbeat, tick, rate) needs it. */
+        uint32_t n_items = build_poll_set(w);
+        if (zmq_poll(w->items, (int)n_items, busy ? 0 : wait_ms(w)) < 0 && errno != EINTR) {
             eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
             goto out;
         }
+        for (uint32_t i = FIXED_ITEMS; i < n_items; i++)
+            if (w->items[i].revents)
+                eddy_task_fd_ready(w->waiting[i - FIXED_ITEMS]);
         for (;;) {
             eddy_msg_t m;
             eddy_err_t derr;
@@ -940,12 +1012,12 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         for (wjob_t *j = w->jobs; j; j = j->next)
             for (uint32_t i = 0; i < j->n_tasks; i++)
                 eddy_task_tick(j->tasks[i], now);
-        if (!busy || now - last_flush >= FLUSH_INTERVAL_NS) {
+        /* Tasks flush when they run dry (eddy_task_step); this catches
+         * the rest, e.g. a blocked task's last batch, once nothing runs. */
+        if (!busy)
             for (wjob_t *j = w->jobs; j; j = j->next)
                 for (uint32_t i = 0; i < j->n_tasks; i++)
                     eddy_task_flush(j->tasks[i]);
-            last_flush = now;
-        }
         eddy_peers_retry(w->peers);
         send_durable_acks(w);
         maybe_heartbeat(w);

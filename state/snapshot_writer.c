@@ -5,11 +5,14 @@
  * unit is queued leaves nothing dangling. */
 #include "state/snapshot_writer.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "state/snapshot_store.h"
 
@@ -20,6 +23,7 @@ struct eddy_snapshot_writer {
     eddy_snapshot_unit_t *pending_head, *pending_tail;
     eddy_snapshot_unit_t *done_head, *done_tail;
     bool stopping;
+    int done_fd; /* eventfd: readable while done units wait (the loop polls it) */
 };
 
 static void push(eddy_snapshot_unit_t **head, eddy_snapshot_unit_t **tail, eddy_snapshot_unit_t *u)
@@ -83,6 +87,10 @@ static void *run(void *arg)
         write_unit(u);
         pthread_mutex_lock(&w->lock);
         push(&w->done_head, &w->done_tail, u);
+        uint64_t one = 1;
+        if (write(w->done_fd, &one, sizeof one) < 0) {
+            /* only when the counter is full: it is readable anyway */
+        }
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
@@ -95,10 +103,17 @@ eddy_snapshot_writer_t *eddy_snapshot_writer_new(eddy_err_t *err)
         eddy_err_set(err, "out of memory");
         return NULL;
     }
+    w->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->done_fd < 0) {
+        eddy_err_set(err, "cannot create the snapshot writer's eventfd: %s", strerror(errno));
+        free(w);
+        return NULL;
+    }
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
     if (pthread_create(&w->thread, NULL, run, w) != 0) {
         eddy_err_set(err, "cannot start the snapshot writer thread");
+        close(w->done_fd);
         pthread_mutex_destroy(&w->lock);
         pthread_cond_destroy(&w->wake);
         free(w);
@@ -122,6 +137,7 @@ void eddy_snapshot_writer_destroy(eddy_snapshot_writer_t **self_p)
         eddy_snapshot_unit_free(u);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->wake);
+    close(w->done_fd);
     free(w);
     *self_p = NULL;
 }
@@ -168,6 +184,17 @@ eddy_snapshot_unit_t *eddy_snapshot_writer_poll(eddy_snapshot_writer_t *self)
 {
     pthread_mutex_lock(&self->lock);
     eddy_snapshot_unit_t *u = pop(&self->done_head, &self->done_tail);
+    if (!self->done_head) { /* drained: not readable until the next one */
+        uint64_t n;
+        if (read(self->done_fd, &n, sizeof n) < 0) {
+            /* EAGAIN: it was not readable */
+        }
+    }
     pthread_mutex_unlock(&self->lock);
     return u;
+}
+
+int eddy_snapshot_writer_fd(const eddy_snapshot_writer_t *self)
+{
+    return self->done_fd;
 }

@@ -52,5 +52,8 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *unit);
 void eddy_snapshot_writer_submit(eddy_snapshot_writer_t *self, eddy_snapshot_unit_t *unit);
 /* A finished unit, or NULL when none is ready. The caller frees it. */
 eddy_snapshot_unit_t *eddy_snapshot_writer_poll(eddy_snapshot_writer_t *self);
+/* Readable while finished units wait for poll: the worker loop waits on
+ * it rather than polling the writer on a timer. */
+int eddy_snapshot_writer_fd(const eddy_snapshot_writer_t *self);
 
 #endif

@@ -333,10 +333,11 @@ Test(dataplane, record_count_mismatch_rejected)
     size_t count_at = probe.count_offset + 4; /* last byte of the big-endian u32 */
     eddy_batch_writer_free(&probe);
     cr_assert_eq((unsigned char)enc[count_at], 5);
+    /* 21 fields after the count: the ingestion time and 5 records. */
     enc[count_at] = 4;
-    expect_reject(enc, len, "4 records announced, 20 fields");
+    expect_reject(enc, len, "4 records announced, 21 fields");
     enc[count_at] = 6;
-    expect_reject(enc, len, "6 records announced, 20 fields");
+    expect_reject(enc, len, "6 records announced, 21 fields");
     free(enc);
 }
 
@@ -585,4 +586,39 @@ Test(dataplane, every_byte_change_fails_cleanly_or_decodes, .timeout = 120)
     cr_assert_eq(bad_record, 0, "a decoded batch must read to its end");
     cr_log_info("byte changes: %lu read fully, %lu rejected, %lu bad records", ok, bad_decode,
                 bad_record);
+}
+
+/* A batch carries when its oldest record was ingested; one without the
+ * field (an older sender) decodes as unknown (0). */
+Test(dataplane, batch_ingestion_time)
+{
+    eddy_batch_writer_t w;
+    eddy_batch_writer_init(&w);
+    eddy_batch_writer_begin(&w, &chan);
+    eddy_record_t rec = eddy_record_make("abc", 3, 7);
+    eddy_batch_writer_add(&w, &rec);
+    w.ingest_us = 1764750000123456ll;
+    size_t len;
+    char *enc = eddy_batch_writer_finish(&w, &len);
+    eddy_batch_writer_free(&w);
+    eddy_data_msg_t msg;
+    eddy_err_t err;
+    cr_assert_eq(eddy_data_decode(enc, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.ingest_us, 1764750000123456ll);
+    eddy_record_t got;
+    cr_assert_eq(eddy_data_next_record(&msg, &got, &err), 1);
+    cr_assert_eq(got.value, 7);
+    eddy_data_msg_close(&msg);
+    free(enc);
+
+    eddy_mpw_t old;
+    eddy_mpw_init(&old);
+    pack_header(&old, 8 + 4, EDDY_DATA_BATCH);
+    eddy_mpw_u64(&old, 1);
+    pack_record(&old, 0, 5, 0, "x");
+    cr_assert_eq(eddy_data_decode(old.buf.data, old.buf.size, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.ingest_us, 0);
+    cr_assert_eq(msg.records, 1);
+    eddy_data_msg_close(&msg);
+    eddy_mpw_free(&old);
 }
