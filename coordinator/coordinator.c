@@ -322,6 +322,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         w->n_metrics = m.u.heartbeat.n_tasks;
         m.u.heartbeat.tasks = NULL;
         coord_recovery_on_metrics(c, w->metrics, w->n_metrics);
+        coord_jobs_on_metrics(c, w);
         break;
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
@@ -397,6 +398,7 @@ static void free_coord(coord_t *c)
         free(w);
     }
     json_decref(c->decisions);
+    json_decref(c->used_ids);
     eddy_http_destroy(&c->http);
     eddy_metastore_destroy(&c->meta);
     eddy_snapshot_store_destroy(&c->store);

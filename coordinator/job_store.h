@@ -34,6 +34,8 @@ typedef struct coord_job_record {
     uint32_t epoch;              /* highest epoch ever deployed (or about to be) */
     uint32_t restarts;
     eddy_guarantee_t guarantee;  /* "guarantee" in the JSON; absent: exactly-once */
+    int64_t ended_ms;            /* wall clock when it ended, 0: not ended (or unknown) */
+    char *counters;              /* owned: the job's counters as compact JSON (counters.h), NULL none */
 } coord_job_record_t;
 
 /* JSON {"stage", "instance", "position", "state"?}: state is the source's
