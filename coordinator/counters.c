@@ -22,6 +22,8 @@
 
 struct coord_counters {
     uint32_t epoch;
+    uint64_t captures;
+    int64_t captured_ms, shown_ms;
     coord_counter_slot_t *slots;
     uint32_t n_slots, cap;
 };
@@ -124,11 +126,12 @@ uint32_t coord_counters_epoch(const coord_counters_t *self)
     return self->epoch;
 }
 
-void coord_counters_stage(const coord_counters_t *self, uint32_t stage, coord_counts_t *out)
+void coord_counters_stage(const coord_counters_t *self, uint32_t stage, bool live,
+                          coord_counts_t *out)
 {
     memset(out, 0, sizeof *out);
     for (uint32_t i = 0; i < self->n_slots; i++) {
-        const coord_counts_t *t = &self->slots[i].total;
+        const coord_counts_t *t = live ? &self->slots[i].total : &self->slots[i].shown;
         if (self->slots[i].stage != stage)
             continue;
         out->records_in += t->records_in;
@@ -138,6 +141,47 @@ void coord_counters_stage(const coord_counters_t *self, uint32_t stage, coord_co
         out->blocked_ns += t->blocked_ns;
         out->late_records += t->late_records;
     }
+}
+
+int64_t coord_counters_shown_ms(const coord_counters_t *self)
+{
+    return self->shown_ms;
+}
+
+uint64_t coord_counters_capture(coord_counters_t *self, int64_t wall_ms)
+{
+    for (uint32_t i = 0; i < self->n_slots; i++)
+        self->slots[i].captured = self->slots[i].total;
+    self->captured_ms = wall_ms;
+    return ++self->captures;
+}
+
+void coord_counters_commit(coord_counters_t *self, uint64_t capture)
+{
+    if (capture != self->captures)
+        return;
+    for (uint32_t i = 0; i < self->n_slots; i++)
+        self->slots[i].shown = self->slots[i].captured;
+    self->shown_ms = self->captured_ms;
+}
+
+void coord_counters_show_all(coord_counters_t *self, int64_t wall_ms)
+{
+    for (uint32_t i = 0; i < self->n_slots; i++)
+        self->slots[i].shown = self->slots[i].captured = self->slots[i].total;
+    self->shown_ms = self->captured_ms = wall_ms;
+}
+
+uint64_t coord_counters_grand_total(const coord_counters_t *self)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < self->n_slots; i++) {
+        uint64_t v[N_COUNTS];
+        counts_to_array(&self->slots[i].total, v);
+        for (int k = 0; k < N_COUNTS; k++)
+            sum += v[k];
+    }
+    return sum;
 }
 
 uint32_t coord_counters_slot_count(const coord_counters_t *self)
@@ -189,9 +233,10 @@ json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *
                                                stage_names[s->stage], "instance", (json_int_t)s->instance,
                                                "worker", s->worker, "epoch", (json_int_t)s->epoch,
                                                "last", counts_json(&s->last), "total",
-                                               counts_json(&s->total)));
+                                               counts_json(&s->captured)));
     }
-    return json_pack("{s:I, s:o}", "epoch", (json_int_t)self->epoch, "tasks", tasks);
+    return json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)self->epoch, "time_ms",
+                     (json_int_t)self->captured_ms, "tasks", tasks);
 }
 
 int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const char *const *stage_names,
@@ -204,6 +249,8 @@ int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const ch
         return eddy_err_set(err, "job record: malformed counters");
     self->n_slots = 0;
     self->epoch = (uint32_t)epoch;
+    const json_t *time_ms = json_object_get(doc, "time_ms");
+    self->shown_ms = self->captured_ms = json_is_integer(time_ms) ? json_integer_value(time_ms) : 0;
     size_t i;
     json_t *t;
     json_array_foreach(tasks, i, t)
@@ -228,6 +275,7 @@ int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const ch
             return eddy_err_set(err, "job record: malformed counters entry %zu", i);
         snprintf(slot->worker, sizeof slot->worker, "%s", worker);
         slot->epoch = (uint32_t)task_epoch;
+        slot->captured = slot->shown = slot->total;
     }
     return 0;
 }

@@ -8,8 +8,12 @@
  * the increase of whatever task runs that instance now. The slots are saved
  * in the job record (counters_to_json), so a restarted coordinator carries
  * on from them: a task still running on the same process continues from
- * the saved value, not from zero, so nothing is counted twice. Pure logic,
- * no I/O (unit-tested in tests/unit/test_counters.c). */
+ * the saved value, not from zero, so nothing is counted twice.
+ *
+ * What views show is the totals as of the last save that completed
+ * (capture, then commit when the store confirmed it), so a restarted
+ * coordinator, which starts from what was saved, never shows less than its
+ * predecessor showed. Pure logic, no I/O (tests/unit/test_counters.c). */
 #ifndef EDDY_COORDINATOR_COUNTERS_H
 #define EDDY_COORDINATOR_COUNTERS_H
 
@@ -34,6 +38,8 @@ typedef struct coord_counter_slot {
     bool continues;                        /* the next epoch keeps that task and its counts */
     coord_counts_t last;                   /* the task's own values when last seen */
     coord_counts_t total;                  /* the instance's total over all its tasks */
+    coord_counts_t captured;               /* total when the save in flight was made */
+    coord_counts_t shown;                  /* total as of the last completed save */
 } coord_counter_slot_t;
 
 typedef struct coord_counters coord_counters_t;
@@ -56,8 +62,25 @@ void coord_counters_begin_epoch(coord_counters_t *self, uint32_t epoch, coord_co
                                 void *arg);
 uint32_t coord_counters_epoch(const coord_counters_t *self);
 
-/* The sum over the stage's instances, past and present. */
-void coord_counters_stage(const coord_counters_t *self, uint32_t stage, coord_counts_t *out);
+/* The sum over the stage's instances, past and present: as shown (saved),
+ * or live (the controller, which only takes differences within one
+ * coordinator's life). */
+void coord_counters_stage(const coord_counters_t *self, uint32_t stage, bool live,
+                          coord_counts_t *out);
+/* Wall-clock ms when the shown totals were taken (0: none yet): rates
+ * over the true interval are differences of totals over differences of it. */
+int64_t coord_counters_shown_ms(const coord_counters_t *self);
+/* Takes the totals a save made at wall_ms is about to write; returns the
+ * save's number. */
+uint64_t coord_counters_capture(coord_counters_t *self, int64_t wall_ms);
+/* That save completed: its totals are shown (unless a later save was
+ * captured since: it commits the newer totals when it completes). */
+void coord_counters_commit(coord_counters_t *self, uint64_t capture);
+/* Shows the current totals without a save (a job that has ended on a
+ * coordinator that keeps running: nothing can lower them any more). */
+void coord_counters_show_all(coord_counters_t *self, int64_t wall_ms);
+/* Sum of all totals, to tell which of two saved documents is newer. */
+uint64_t coord_counters_grand_total(const coord_counters_t *self);
 uint32_t coord_counters_slot_count(const coord_counters_t *self);
 const coord_counter_slot_t *coord_counters_slot(const coord_counters_t *self, uint32_t i);
 

@@ -28,6 +28,7 @@
 #define COORD_MAX_DECISIONS 1024
 #define COORD_MAX_RETAINED 64
 #define COORD_MAX_HISTORY 64         /* ended jobs kept in memory for the views */
+#define COORD_COUNTERS_SAVE_MS 1000  /* how often a job's counters are saved (and shown) */
 #define COORD_MAX_RESTARTS 10        /* default --max-restarts: restores in a row without a checkpoint */
 #define COORD_RESTART_DELAY_MIN_MS 100
 #define COORD_RESTART_DELAY_MAX_MS 10000
@@ -212,6 +213,7 @@ typedef struct coord {
     bool any_failed;
     bool any_cancelled;
     uint64_t last_progress_ms;
+    uint64_t last_counters_save_ms;
 } coord_t;
 
 /* coordinator.c */
@@ -326,6 +328,10 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
                           void *arg);
 /* Startup: reloads the jobs that had not ended (synchronous; before the loop). */
 void coord_jobs_restore_from_store(coord_t *c);
+/* Writes the job's counters under their own key; when the write completed
+ * the views show them (counters.h: never less than a restarted coordinator
+ * would show). */
+void coord_counters_save(coord_t *c, coord_job_t *j);
 coord_ticket_t *coord_ticket_new(coord_t *c, const coord_job_t *j, uint64_t checkpoint);
 void coord_ticket_release(coord_ticket_t *t);
 /* The ticket's job if it still exists with the ticket's epoch, else NULL. */

@@ -40,6 +40,11 @@ void coord_checkpoint_prefix(char *buf, size_t size, const char *job_id)
     snprintf(buf, size, "/eddy/jobs/%s/checkpoints/", job_id);
 }
 
+void coord_counters_key(char *buf, size_t size, const char *job_id)
+{
+    snprintf(buf, size, "/eddy/jobs/%s/counters", job_id);
+}
+
 /* ---- the job record ----------------------------------------------------------- */
 
 static json_t *parallelism_json(uint32_t n, const char (*names)[EDDY_NAME_MAX], const uint32_t *p)
@@ -411,6 +416,7 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
     const char *names[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
+    coord_counters_capture(j->counters, eddy_wall_ms()); /* to_json writes the captured totals */
     json_t *counters = coord_counters_to_json(j->counters, names, j->graph.n_stages);
     r.counters = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
     json_decref(counters);
@@ -431,6 +437,37 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
         eddy_meta_result_t res = {.rc = -1, .key = key};
         eddy_err_set(&res.err, "out of memory");
         done(arg, &res);
+    }
+    free(text);
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+static void on_counters_saved(void *arg, const eddy_meta_result_t *res)
+{
+    coord_ticket_t *t = arg;
+    coord_job_t *j = coord_ticket_job(t);
+    if (res->rc < 0)
+        eddy_debug("job %s: counters not saved: %s", t->job_id, res->err.msg);
+    else if (j)
+        coord_counters_commit(j->counters, t->checkpoint);
+    coord_ticket_release(t);
+}
+
+void coord_counters_save(coord_t *c, coord_job_t *j)
+{
+    const char *names[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        names[s] = j->graph.stages[s].name;
+    uint64_t capture = coord_counters_capture(j->counters, eddy_wall_ms());
+    json_t *doc = coord_counters_to_json(j->counters, names, j->graph.n_stages);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    coord_ticket_t *t = text ? coord_ticket_new(c, j, capture) : NULL;
+    if (t) {
+        char key[COORD_KEY_MAX];
+        coord_counters_key(key, sizeof key, j->id);
+        eddy_metastore_async_put(c->meta_async, key, text, strlen(text), 3, on_counters_saved, t);
     }
     free(text);
 }
@@ -516,20 +553,51 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
                   j->id, rec->last_checkpoint, j->last_checkpoint);
 }
 
-static void restore_counters(coord_job_t *j, const coord_job_record_t *rec)
+/* Counters parsed from text into a new object, or NULL (warned). */
+static coord_counters_t *counters_from_text(const coord_job_t *j, const char *text, size_t len,
+                                            const char *where)
 {
-    if (!rec->counters)
-        return;
     const char *names[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
     json_error_t jerr;
-    json_t *doc = json_loads(rec->counters, 0, &jerr);
+    json_t *doc = json_loadb(text, len, 0, &jerr);
     eddy_err_t err = {{0}};
-    if (!doc || coord_counters_from_json(j->counters, doc, names, j->graph.n_stages, &err) < 0)
-        eddy_warn("job %s: its counters start again from zero: %s", rec->id,
-                  doc ? err.msg : "not JSON");
+    coord_counters_t *ctr = coord_counters_new();
+    if (!doc || !ctr || coord_counters_from_json(ctr, doc, names, j->graph.n_stages, &err) < 0) {
+        eddy_warn("job %s: ignoring the counters in %s: %s", j->id, where, doc ? err.msg : "not JSON");
+        coord_counters_destroy(&ctr);
+    }
     json_decref(doc);
+    return ctr;
+}
+
+/* The job's counters as saved: under their own key (saved every second)
+ * or in the record (saved at checkpoints), whichever holds more. */
+static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_t *rec)
+{
+    coord_counters_t *best = rec->counters
+                                 ? counters_from_text(j, rec->counters, strlen(rec->counters), "its record")
+                                 : NULL;
+    char key[COORD_KEY_MAX], *text = NULL;
+    size_t len = 0;
+    eddy_err_t err = {{0}};
+    coord_counters_key(key, sizeof key, j->id);
+    int found = eddy_metastore_get(c->meta, key, &text, &len, &err);
+    if (found < 0)
+        eddy_warn("job %s: cannot read its counters: %s", j->id, err.msg);
+    coord_counters_t *own = found == 1 ? counters_from_text(j, text, len, key) : NULL;
+    free(text);
+    if (own && (!best || coord_counters_grand_total(own) >= coord_counters_grand_total(best))) {
+        coord_counters_destroy(&best);
+        best = own;
+    } else {
+        coord_counters_destroy(&own);
+    }
+    if (best) {
+        coord_counters_destroy(&j->counters);
+        j->counters = best;
+    }
 }
 
 /* An ended job's record as history for the views (status --all, the
@@ -546,7 +614,7 @@ static void load_history(coord_t *c, const coord_job_record_t *rec)
         return;
     }
     snprintf(j->id, sizeof j->id, "%s", rec->id);
-    restore_counters(j, rec);
+    restore_counters(c, j, rec);
     j->history = true;
     j->state = !strcmp(rec->state, "finished") ? JOB_FINISHED
                : !strcmp(rec->state, "failed") ? JOB_FAILED
@@ -611,7 +679,7 @@ void coord_jobs_restore_from_store(coord_t *c)
             continue;
         }
         snprintf(j->id, sizeof j->id, "%s", rec.id);
-        restore_counters(j, &rec);
+        restore_counters(c, j, &rec);
         j->guarantee = rec.guarantee;
         j->submitted_wall_ms = rec.submitted_ms;
         j->restarts = rec.restarts;

@@ -132,6 +132,8 @@ void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s)
     j->state = s;
     if (coord_job_ended(j) && !j->ended_wall_ms)
         j->ended_wall_ms = eddy_wall_ms();
+    if (coord_job_ended(j))
+        coord_counters_save(c, j); /* its final numbers */
     coord_job_store_save(c, j, 3, NULL, NULL);
 }
 
@@ -175,7 +177,9 @@ void coord_jobs_on_metrics(coord_t *c, const coord_worker_t *w)
     for (uint32_t i = 0; i < w->n_metrics; i++) {
         const eddy_task_metrics_t *m = &w->metrics[i];
         coord_job_t *j = coord_job_by_num(c, m->job);
-        if (j && m->stage < j->graph.n_stages)
+        /* an ended job's numbers are final (and after a coordinator restart
+         * a number may name another job than the task's) */
+        if (j && !coord_job_ended(j) && m->stage < j->graph.n_stages)
             coord_counters_observe(j->counters, key, w->id, m);
     }
 }
@@ -374,9 +378,14 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
     bool progress = c->opts->progress && now_ms - c->last_progress_ms >= 1000;
     if (progress)
         c->last_progress_ms = now_ms;
+    bool save_counters = now_ms - c->last_counters_save_ms >= COORD_COUNTERS_SAVE_MS;
+    if (save_counters)
+        c->last_counters_save_ms = now_ms;
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (coord_job_ended(j))
             continue;
+        if (save_counters && j->epoch > 0)
+            coord_counters_save(c, j);
         if (progress && j->state != JOB_WAITING)
             print_progress(c, j, now_ms);
         if (j->restore_scheduled) {

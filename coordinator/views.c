@@ -24,7 +24,7 @@ typedef struct op_totals {
     uint32_t instances_reporting;
 } op_totals_t;
 
-static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_totals_t *t)
+static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, bool live, op_totals_t *t)
 {
     memset(t, 0, sizeof *t);
     for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -41,7 +41,7 @@ static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_tota
         }
     }
     coord_counts_t n;
-    coord_counters_stage(j->counters, stage, &n);
+    coord_counters_stage(j->counters, stage, live, &n);
     t->records_in = n.records_in;
     t->records_out = n.records_out;
     t->busy_ns = n.busy_ns;
@@ -50,7 +50,7 @@ static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_tota
     t->late_records = n.late_records;
 }
 
-static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
+static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool live)
 {
     const eddy_stage_def_t *def = &j->graph.stages[s];
     uint32_t p = j->placement[s].parallelism ? j->placement[s].parallelism : def->parallelism;
@@ -76,7 +76,7 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     }
     json_object_set_new(op, "instances", instances);
     op_totals_t t;
-    totals_for(c, j, s, &t);
+    totals_for(c, j, s, live, &t);
     json_object_set_new(op, "records_in", json_integer((json_int_t)t.records_in));
     json_object_set_new(op, "records_out", json_integer((json_int_t)t.records_out));
     json_object_set_new(op, "busy_ns", json_integer((json_int_t)t.busy_ns));
@@ -92,11 +92,14 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     return op;
 }
 
-static json_t *job_json(coord_t *c, const coord_job_t *j)
+/* live: counters as they are now (the controller's differences within
+ * one coordinator's life), else as last saved (never lower, even across a
+ * coordinator restart), with counters_ms saying when they were taken. */
+static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
 {
     json_t *ops = json_array();
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
-        json_array_append_new(ops, operator_json(c, j, s));
+        json_array_append_new(ops, operator_json(c, j, s, live));
     json_t *rescales = json_array();
     uint32_t first = j->n_rescales > COORD_MAX_RESCALES ? j->n_rescales - COORD_MAX_RESCALES : 0;
     for (uint32_t k = first; k < j->n_rescales; k++) {
@@ -129,6 +132,8 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
     json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
     if (j->ended_wall_ms)
         json_object_set_new(doc, "ended_ms", json_integer(j->ended_wall_ms));
+    json_object_set_new(doc, "counters_ms",
+                        json_integer(live ? eddy_wall_ms() : coord_counters_shown_ms(j->counters)));
     if (j->error[0])
         json_object_set_new(doc, "error", json_string(j->error));
     return doc;
@@ -138,7 +143,7 @@ json_t *coord_view_jobs(coord_t *c)
 {
     json_t *jobs = json_array();
     for (coord_job_t *j = c->jobs; j; j = j->next)
-        json_array_insert_new(jobs, 0, job_json(c, j)); /* oldest first */
+        json_array_insert_new(jobs, 0, job_json(c, j, false)); /* oldest first */
     return jobs;
 }
 
@@ -162,7 +167,7 @@ json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
     coord_job_t *j = coord_job_find(c, job_id);
     if (!j)
         return NULL;
-    return job_json(c, j);
+    return job_json(c, j, true);
 }
 
 /* ---- scaling decision history -------------------------------------------- */
@@ -361,7 +366,7 @@ static void task_counters(text_buf_t *b, const char *name, size_t f, const coord
             continue;
         tb_printf(b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n", name,
                   j->id, j->graph.stages[s].name, slot->instance, slot->worker_id,
-                  count_of(&slot->total, f));
+                  count_of(&slot->shown, f));
     }
 }
 
@@ -382,7 +387,7 @@ static void operator_counters(text_buf_t *b, coord_t *c)
         for (coord_job_t *j = c->jobs; j; j = j->next)
             for (uint32_t s = 0; s < j->graph.n_stages; s++) {
                 coord_counts_t t;
-                coord_counters_stage(j->counters, s, &t);
+                coord_counters_stage(j->counters, s, false, &t);
                 tb_printf(b, "%s{job=\"%s\",operator=\"%s\"} %.17g\n", ops[k].name, j->id,
                           j->graph.stages[s].name, count_of(&t, ops[k].f));
             }

@@ -387,6 +387,9 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
     char *id2 = submit(false);
     cr_assert_str_eq(id2, "wordcount-2");
     wait_progress(id2, "finished", LINES, 0, 120000, "wordcount-2 to finish");
+    /* an undisturbed run reads each line once; the final count is shown
+     * once it has been saved, which follows the finish closely */
+    wait_progress(id2, "finished", LINES, 0, 10000, "wordcount-2's final numbers");
     long long read2 = status_source_read(id2, &state, sb, sizeof sb);
     cr_assert_eq(read2, LINES, "an undisturbed run reads each line once: %lld", read2);
     cr_assert_eq(status_source_read(id, &state, sb, sizeof sb), final_read);

@@ -20,10 +20,12 @@ static eddy_task_metrics_t task(uint32_t epoch, uint32_t stage, uint32_t instanc
     return m;
 }
 
-static uint64_t stage_in(const coord_counters_t *c, uint32_t stage)
+/* The totals now (views show them once saved: see shown_after_save). */
+static uint64_t stage_in(coord_counters_t *c, uint32_t stage)
 {
+    coord_counters_show_all(c, 1);
     coord_counts_t t;
-    coord_counters_stage(c, stage, &t);
+    coord_counters_stage(c, stage, false, &t);
     return t.records_in;
 }
 
@@ -48,7 +50,8 @@ Test(counters, heartbeats_add_each_increase_once)
     coord_counters_observe(c, "B#2", 2, &m);
     cr_assert_eq(stage_in(c, 0), 190);
     coord_counts_t t;
-    coord_counters_stage(c, 0, &t);
+    coord_counters_show_all(c, 1);
+    coord_counters_stage(c, 0, false, &t);
     cr_assert_eq(t.records_out, 380);
     cr_assert_eq(t.busy_ns, 190000);
     coord_counters_destroy(&c);
@@ -113,6 +116,7 @@ Test(counters, saved_slots_continue_a_running_task_after_a_coordinator_restart)
     coord_counters_begin_epoch(c, 4, NULL, NULL);
     eddy_task_metrics_t m = task(4, 1, 0, 800);
     coord_counters_observe(c, "tcp://127.0.0.1:5000#77", 1, &m);
+    coord_counters_capture(c, 1);
     json_t *doc = coord_counters_to_json(c, names, 2);
     cr_assert(doc);
     coord_counters_destroy(&c);
@@ -148,5 +152,33 @@ Test(counters, malformed_saved_counters_are_refused)
     bad = json_loads("{\"tasks\": []}", 0, NULL);
     cr_assert_eq(coord_counters_from_json(c, bad, names, 1, &err), -1);
     json_decref(bad);
+    coord_counters_destroy(&c);
+}
+
+Test(counters, views_show_what_was_saved)
+{
+    coord_counters_t *c = coord_counters_new();
+    coord_counters_begin_epoch(c, 1, NULL, NULL);
+    eddy_task_metrics_t m = task(1, 0, 0, 100);
+    coord_counters_observe(c, "A#1", 1, &m);
+    coord_counts_t t;
+    coord_counters_stage(c, 0, false, &t);
+    cr_assert_eq(t.records_in, 0, "nothing saved yet");
+    uint64_t first = coord_counters_capture(c, 1000);
+    m = task(1, 0, 0, 150);
+    coord_counters_observe(c, "A#1", 1, &m);
+    uint64_t second = coord_counters_capture(c, 2000);
+    m = task(1, 0, 0, 180);
+    coord_counters_observe(c, "A#1", 1, &m);
+    coord_counters_commit(c, first); /* superseded by the second save */
+    coord_counters_stage(c, 0, false, &t);
+    cr_assert_eq(t.records_in, 0);
+    coord_counters_commit(c, second);
+    coord_counters_stage(c, 0, false, &t);
+    cr_assert_eq(t.records_in, 150, "the second save's totals, not the live 180");
+    cr_assert_eq(coord_counters_shown_ms(c), 2000);
+    coord_counters_stage(c, 0, true, &t);
+    cr_assert_eq(t.records_in, 180, "live totals for the controller");
+    cr_assert_eq(coord_counters_grand_total(c), 180 + 360 + 180000);
     coord_counters_destroy(&c);
 }
