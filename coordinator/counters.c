@@ -222,7 +222,7 @@ static int counts_parse(const json_t *a, coord_counts_t *c)
 }
 
 json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *stage_names,
-                               uint32_t n_stages)
+                               uint32_t n_stages, int64_t now_ms)
 {
     json_t *tasks = json_array();
     for (uint32_t i = 0; i < self->n_slots; i++) {
@@ -233,10 +233,10 @@ json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *
                                                stage_names[s->stage], "instance", (json_int_t)s->instance,
                                                "worker", s->worker, "epoch", (json_int_t)s->epoch,
                                                "last", counts_json(&s->last), "total",
-                                               counts_json(&s->captured)));
+                                               counts_json(&s->total)));
     }
     return json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)self->epoch, "time_ms",
-                     (json_int_t)self->captured_ms, "tasks", tasks);
+                     (json_int_t)now_ms, "tasks", tasks);
 }
 
 int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const char *const *stage_names,

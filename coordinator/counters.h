@@ -87,10 +87,11 @@ const coord_counter_slot_t *coord_counters_slot(const coord_counters_t *self, ui
 /* "ENDPOINT#PID": names one worker process across coordinator restarts. */
 void coord_counters_worker_key(char *buf, size_t size, const char *endpoint, int64_t pid);
 
-/* {"epoch": E, "tasks": [{"stage": NAME, "instance", "worker", "epoch",
+/* The current totals (now_ms: the wall clock, "time_ms"):
+ * {"epoch": E, "time_ms": T, "tasks": [{"stage": NAME, "instance", "worker", "epoch",
  * "last": [6 counts], "total": [6 counts]}]}, counts in coord_counts_t order. */
 json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *stage_names,
-                               uint32_t n_stages);
+                               uint32_t n_stages, int64_t now_ms);
 /* Replaces self's slots; entries of stages the job does not have are dropped. */
 int coord_counters_from_json(coord_counters_t *self, const json_t *doc,
                              const char *const *stage_names, uint32_t n_stages,

@@ -416,8 +416,7 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
     const char *names[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
-    coord_counters_capture(j->counters, eddy_wall_ms()); /* to_json writes the captured totals */
-    json_t *counters = coord_counters_to_json(j->counters, names, j->graph.n_stages);
+    json_t *counters = coord_counters_to_json(j->counters, names, j->graph.n_stages, eddy_wall_ms());
     r.counters = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
     json_decref(counters);
     snprintf(r.id, sizeof r.id, "%s", j->id);
@@ -459,8 +458,9 @@ void coord_counters_save(coord_t *c, coord_job_t *j)
     const char *names[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
-    uint64_t capture = coord_counters_capture(j->counters, eddy_wall_ms());
-    json_t *doc = coord_counters_to_json(j->counters, names, j->graph.n_stages);
+    int64_t now = eddy_wall_ms();
+    uint64_t capture = coord_counters_capture(j->counters, now);
+    json_t *doc = coord_counters_to_json(j->counters, names, j->graph.n_stages, now);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     coord_ticket_t *t = text ? coord_ticket_new(c, j, capture) : NULL;

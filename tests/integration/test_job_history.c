@@ -459,3 +459,46 @@ Test(job_history, scaling_view, .init = setup, .fini = teardown, .timeout = 60)
     free(brief);
     free(all);
 }
+
+/* ---- eddy local --changelog FILE, --quiet ------------------------------------ */
+
+Test(job_history, changelog_file_and_quiet, .init = setup, .fini = teardown, .timeout = 120)
+{
+    eddy_err_t err = {{0}};
+    char small[600], changelog[600], outp[600], errp[600], port_s[16];
+    snprintf(small, sizeof small, "%s/small.txt", dir);
+    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
+    snprintf(outp, sizeof outp, "%s/stdout.txt", dir);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", dir);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
+    const char *text = "to be or not to be\nthat is the question\n";
+    cr_assert(eddy_write_file(small, text, strlen(text)) == 0);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s, "--http-port",
+                    http_s, "--quiet", "--changelog", changelog, "--job", "wordcount", "--input",
+                    small, NULL};
+    eddy_proc_t p = {0};
+    cr_assert(eddy_proc_start(&p, argv, outp, errp, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&p, 90000);
+    char *out = eddy_read_file(outp, NULL), *errs = eddy_read_file(errp, NULL),
+         *log = eddy_read_file(changelog, NULL);
+    cr_assert_eq(rc, 0, "eddy local exited %d; stderr:\n%s", rc, errs ? errs : "");
+    cr_assert(log && strstr(log, "+I[to, 1]") && strstr(log, "+U[be, 2]"), "changelog file:\n%s",
+              log ? log : "(none)");
+    cr_assert(out && !strstr(out, "+I["), "the changelog also went to stdout:\n%s", out ? out : "");
+    cr_assert(!errs || !strstr(errs, " INFO "), "--quiet printed INFO lines:\n%s", errs);
+    cr_assert(!errs || !strstr(errs, "+I["), "changelog rows on stderr:\n%s", errs);
+    free(out);
+    free(errs);
+    free(log);
+    /* an unwritable file is a usage error, and nothing starts */
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/changelog.txt", dir);
+    char *argv2[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s, "--http-port",
+                     http_s, "--changelog", bad, "--job", "wordcount", "--input", small, NULL};
+    char *o2 = NULL, *e2 = NULL;
+    rc = eddy_proc_run(argv2, 30000, &o2, &e2);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, e2 ? e2 : "");
+    cr_assert(e2 && strstr(e2, "--changelog: cannot write"), "%s", e2 ? e2 : "");
+    free(o2);
+    free(e2);
+}

@@ -117,7 +117,7 @@ Test(counters, saved_slots_continue_a_running_task_after_a_coordinator_restart)
     eddy_task_metrics_t m = task(4, 1, 0, 800);
     coord_counters_observe(c, "tcp://127.0.0.1:5000#77", 1, &m);
     coord_counters_capture(c, 1);
-    json_t *doc = coord_counters_to_json(c, names, 2);
+    json_t *doc = coord_counters_to_json(c, names, 2, 1);
     cr_assert(doc);
     coord_counters_destroy(&c);
 
