@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_COUNTS 6
+#define N_COUNTS 7
 
 struct coord_counters {
     uint32_t epoch;
@@ -55,11 +55,12 @@ static void counts_to_array(const coord_counts_t *c, uint64_t v[N_COUNTS])
     v[3] = c->idle_ns;
     v[4] = c->blocked_ns;
     v[5] = c->late_records;
+    v[6] = c->rejected_records;
 }
 
 static void counts_from_array(coord_counts_t *c, const uint64_t v[N_COUNTS])
 {
-    *c = (coord_counts_t){v[0], v[1], v[2], v[3], v[4], v[5]};
+    *c = (coord_counts_t){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
 }
 
 static coord_counter_slot_t *find_slot(coord_counters_t *self, uint32_t stage, uint32_t instance,
@@ -97,7 +98,7 @@ void coord_counters_observe(coord_counters_t *self, const char *worker, uint32_t
     bool same_task = same_process && (s->epoch == m->epoch || (s->continues && m->epoch > s->epoch));
     uint64_t last[N_COUNTS], now[N_COUNTS], total[N_COUNTS];
     coord_counts_t cur = {m->records_in, m->records_out, m->busy_ns, m->idle_ns, m->blocked_ns,
-                          m->late_records};
+                          m->late_records, m->rejected_records};
     counts_to_array(&s->last, last);
     counts_to_array(&cur, now);
     counts_to_array(&s->total, total);
@@ -140,6 +141,7 @@ void coord_counters_stage(const coord_counters_t *self, uint32_t stage, bool liv
         out->idle_ns += t->idle_ns;
         out->blocked_ns += t->blocked_ns;
         out->late_records += t->late_records;
+        out->rejected_records += t->rejected_records;
     }
 }
 
@@ -208,10 +210,11 @@ static json_t *counts_json(const coord_counts_t *c)
 
 static int counts_parse(const json_t *a, coord_counts_t *c)
 {
-    if (!json_is_array(a) || json_array_size(a) != N_COUNTS)
+    size_t n = json_array_size(a);
+    if (!json_is_array(a) || n < N_COUNTS - 1 || n > N_COUNTS)
         return -1;
-    uint64_t v[N_COUNTS];
-    for (size_t k = 0; k < N_COUNTS; k++) {
+    uint64_t v[N_COUNTS] = {0};
+    for (size_t k = 0; k < n; k++) {
         const json_t *x = json_array_get(a, k);
         if (!json_is_integer(x) || json_integer_value(x) < 0)
             return -1;

@@ -27,7 +27,7 @@
 #define COORD_COUNTER_WORKER_MAX (EDDY_ENDPOINT_MAX + 24)
 
 typedef struct coord_counts {
-    uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, late_records;
+    uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, late_records, rejected_records;
 } coord_counts_t;
 
 typedef struct coord_counter_slot {
@@ -89,7 +89,8 @@ void coord_counters_worker_key(char *buf, size_t size, const char *endpoint, int
 
 /* The current totals (now_ms: the wall clock, "time_ms"):
  * {"epoch": E, "time_ms": T, "tasks": [{"stage": NAME, "instance", "worker", "epoch",
- * "last": [6 counts], "total": [6 counts]}]}, counts in coord_counts_t order. */
+ * "last": [7 counts], "total": [7 counts]}]}, counts in coord_counts_t order
+ * (documents from before rejected_records have 6). */
 json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *stage_names,
                                uint32_t n_stages, int64_t now_ms);
 /* Replaces self's slots; entries of stages the job does not have are dropped. */

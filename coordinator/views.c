@@ -339,7 +339,7 @@ static void family(text_buf_t *b, const char *name, const char *type, const char
 /* The families of coord_view_metrics() whose values are counters. */
 static bool is_counter_family(size_t f)
 {
-    return (f >= 1 && f <= 5) || f == 12;
+    return (f >= 1 && f <= 5) || f == 12 || f == 14;
 }
 
 static double count_of(const coord_counts_t *t, size_t f)
@@ -350,6 +350,7 @@ static double count_of(const coord_counts_t *t, size_t f)
     case 3: return (double)t->busy_ns / 1e9;
     case 4: return (double)t->idle_ns / 1e9;
     case 5: return (double)t->blocked_ns / 1e9;
+    case 14: return (double)t->rejected_records;
     default: return (double)t->late_records;
     }
 }

@@ -19,7 +19,6 @@
  *
  * Every wait is a poll with a deadline on an observable condition. */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 
 #include "net/client.h"
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define LINES 60000
@@ -66,7 +66,6 @@ static void setup(void)
     memset(&coord, 0, sizeof coord);
     memset(workers, 0, sizeof workers);
     n_workers = coord_starts = 0;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static void teardown(void)
@@ -74,7 +73,6 @@ static void teardown(void)
     eddy_proc_kill(&coord, 3000);
     for (int i = 0; i < n_workers; i++)
         eddy_proc_kill(&workers[i], 2000);
-    curl_global_cleanup();
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -185,33 +183,11 @@ static void expect_not_lower(const char *key, double value, const char *when)
     seen[n_seen++].value = value;
 }
 
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    char **buf = userdata;
-    size_t old = *buf ? strlen(*buf) : 0, n = size * nmemb;
-    char *grown = realloc(*buf, old + n + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + old, ptr, n);
-    grown[old + n] = '\0';
-    *buf = grown;
-    return n;
-}
-
 static char *get_metrics(void)
 {
-    char url[128], *body = NULL;
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ports[1]);
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&body);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
+    long status = 0;
+    char *body = eddy_test_http_get(ports[1], "/metrics", 5000, &status);
+    if (body && status != 200) {
         free(body);
         return NULL;
     }

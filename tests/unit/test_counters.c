@@ -143,7 +143,7 @@ Test(counters, malformed_saved_counters_are_refused)
     coord_counters_t *c = coord_counters_new();
     eddy_err_t err = {{0}};
     json_t *bad = json_loads("{\"epoch\": 1, \"tasks\": [{\"stage\": \"source\", \"instance\": 0, "
-                             "\"worker\": \"A\", \"epoch\": 1, \"last\": [1,2], \"total\": [1,2,3,4,5,6]}]}",
+                             "\"worker\": \"A\", \"epoch\": 1, \"last\": [1,2], \"total\": [1,2,3,4,5,6,7]}]}",
                              0, NULL);
     cr_assert(bad);
     cr_assert_eq(coord_counters_from_json(c, bad, names, 1, &err), -1);
