@@ -132,7 +132,7 @@ int eddy_cmd_local(int argc, char **argv)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
-        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines and no INFO logs (warnings and errors only)"),
+        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines (EDDY_LOG_LEVEL=warn: no INFO logs either)"),
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_FLAG_END,
@@ -234,11 +234,6 @@ int eddy_cmd_local(int argc, char **argv)
             return eddy_usage_error("local", msg);
         }
         close(fd);
-    }
-    if (quiet) {
-        /* children (workers, controller) read the level from the environment */
-        setenv("EDDY_LOG_LEVEL", "warn", 0);
-        eddy_log_set_level(EDDY_LOG_WARN);
     }
     eddy_log_set_component("local");
     eddy_cli_install_signals();
