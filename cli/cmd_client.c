@@ -7,13 +7,19 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/guarantee.h"
+#include "controller/decision_text.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
 
+/* What a view prints: with `all` false, only what matters now (running
+ * jobs, decisions that change something). */
+typedef void (*render_fn)(json_t *doc, bool all);
+
 static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
-                          char **argv, uint32_t timeout_ms, bool json_out,
-                          void (*render)(json_t *doc))
+                          char **argv, uint32_t timeout_ms, bool json_out, render_fn render,
+                          bool all)
 {
     int64_t status;
     char *body = NULL;
@@ -32,7 +38,7 @@ static int call_and_print(const char *sub, const char *coordinator, const char *
         json_error_t jerr;
         json_t *doc = json_loads(body, 0, &jerr);
         if (doc)
-            render(doc);
+            render(doc, all);
         else
             printf("%s\n", body);
         json_decref(doc);
@@ -69,27 +75,49 @@ int eddy_cmd_rescale(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("rescale", err.msg);
     }
-    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, timeout, true, NULL);
+    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, timeout, true, NULL, false);
     eddy_args_free(&pos);
     return rc;
 }
 
-static void render_status(json_t *doc)
+static bool job_ended(const json_t *j)
+{
+    const char *s = json_string_value(json_object_get(j, "state"));
+    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+}
+
+static void render_status(json_t *doc, bool all)
 {
     json_t *jobs = json_object_get(doc, "jobs"), *workers = json_object_get(doc, "workers");
-    size_t i;
+    size_t i, hidden = 0;
     json_t *j;
     printf("JOBS\n");
     json_array_foreach(jobs, i, j)
     {
+        if (!all && job_ended(j)) {
+            hidden++;
+            continue;
+        }
         json_t *ck = json_object_get(j, "last_checkpoint");
-        printf("  %s (%s) %s, epoch %lld, last checkpoint %lld, rescales %zu, restarts %lld\n",
+        char submitted[48] = "?", ended[64] = "";
+        json_t *t = json_object_get(j, "submitted_ms");
+        if (json_is_integer(t))
+            eddy_format_local_time(submitted, sizeof submitted, (int64_t)json_integer_value(t));
+        t = json_object_get(j, "ended_ms");
+        if (json_is_integer(t)) {
+            char when[48];
+            snprintf(ended, sizeof ended, ", ended %s",
+                     eddy_format_local_time(when, sizeof when, (int64_t)json_integer_value(t)));
+        }
+        printf("  %s (%s) %s, submitted %s%s, epoch %lld, last checkpoint %lld, rescales %zu, restarts %lld\n",
                json_string_value(json_object_get(j, "id")), json_string_value(json_object_get(j, "job")),
-               json_string_value(json_object_get(j, "state")),
+               json_string_value(json_object_get(j, "state")), submitted, ended,
                (long long)json_integer_value(json_object_get(j, "epoch")),
                (long long)json_integer_value(json_object_get(ck, "id")),
                json_array_size(json_object_get(j, "rescales")),
                (long long)json_integer_value(json_object_get(j, "restarts")));
+        if (json_string_value(json_object_get(j, "error")))
+            printf("    error: %s\n", json_string_value(json_object_get(j, "error")));
         size_t k;
         json_t *op;
         json_array_foreach(json_object_get(j, "operators"), k, op)
@@ -112,6 +140,8 @@ static void render_status(json_t *doc)
             }
             printf("\n");
         }
+        if (job_ended(j)) /* its rescales are history too: --all shows the totals above */
+            continue;
         json_t *r;
         json_array_foreach(json_object_get(j, "rescales"), k, r)
         {
@@ -123,6 +153,10 @@ static void render_status(json_t *doc)
                    (long long)json_integer_value(json_object_get(r, "bytes_moved")));
         }
     }
+    if (hidden)
+        printf("  (%zu ended job%s not shown: eddy status --all)\n", hidden, hidden == 1 ? "" : "s");
+    else if (json_array_size(jobs) == 0)
+        printf("  none\n");
     printf("WORKERS\n");
     json_array_foreach(workers, i, j)
     {
@@ -133,45 +167,54 @@ static void render_status(json_t *doc)
     }
 }
 
-/* A read-only view of the coordinator: rendered for people, or --json. */
-static int view_command(const char *sub, int argc, char **argv, void (*render)(json_t *doc))
+/* A read-only view of the coordinator: rendered for people, or --json
+ * (everything the coordinator holds, whatever --all says: scripts wait
+ * for a job's "finished" there). */
+static int view_command(const char *sub, const char *all_help, int argc, char **argv,
+                        render_fn render)
 {
     const char *coordinator = eddy_client_default_coordinator();
-    bool json_out = false;
+    bool json_out = false, all = false;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
-                           EDDY_FLAG_SWITCH("json", &json_out, "print JSON"), EDDY_FLAG_END};
+                           EDDY_FLAG_SWITCH("all", &all, all_help),
+                           EDDY_FLAG_SWITCH("json", &json_out, "print JSON (always everything)"),
+                           EDDY_FLAG_END};
     int code;
-    if (eddy_cli_parse(sub, "[--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
+    if (eddy_cli_parse(sub, "[--all] [--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    return call_and_print(sub, coordinator, sub, 0, NULL, 5000, json_out, render);
+    return call_and_print(sub, coordinator, sub, 0, NULL, 5000, json_out, render, all);
 }
 
 int eddy_cmd_status(int argc, char **argv)
 {
-    return view_command("status", argc, argv, render_status);
+    return view_command("status", "include ended jobs (finished, cancelled, failed)", argc, argv,
+                        render_status);
 }
 
-static void render_scaling(json_t *doc)
+static void render_scaling(json_t *doc, bool all)
 {
-    size_t i;
+    size_t i, hidden = 0;
     json_t *d;
     if (json_array_size(doc) == 0)
         printf("no scaling decisions yet\n");
     json_array_foreach(doc, i, d)
     {
-        printf("%lld %s/%s %lld -> %lld %s%s: %s\n", (long long)json_integer_value(json_object_get(d, "time_ms")),
-               json_string_value(json_object_get(d, "job")), json_string_value(json_object_get(d, "operator")),
-               (long long)json_integer_value(json_object_get(d, "old_parallelism")),
-               (long long)json_integer_value(json_object_get(d, "new_parallelism")),
-               json_string_value(json_object_get(d, "action")),
-               json_is_true(json_object_get(d, "applied")) ? "" : " (not applied)",
-               json_string_value(json_object_get(d, "reason")));
+        if (!all && !eddy_scaling_decision_changes(d)) {
+            hidden++;
+            continue;
+        }
+        char line[1536];
+        printf("%s\n", eddy_scaling_decision_text(d, line, sizeof line));
     }
+    if (hidden)
+        printf("(%zu no-change decision%s not shown: eddy scaling --all)\n", hidden,
+               hidden == 1 ? "" : "s");
 }
 
 int eddy_cmd_scaling(int argc, char **argv)
 {
-    return view_command("scaling", argc, argv, render_scaling);
+    return view_command("scaling", "include decisions that changed nothing (no_change)", argc, argv,
+                        render_scaling);
 }
 
 /* Sends the plugin's bytes to the coordinator (PLUGIN), which stores it by
@@ -268,7 +311,7 @@ static int run_submit(int argc, char **argv, char **spec_text)
     args[n++] = (char *)job;
     for (int i = 0; i < rest.count; i++)
         args[n++] = rest.items[i];
-    rc = call_and_print("submit", coordinator, "submit", n, args, 10000, true, NULL);
+    rc = call_and_print("submit", coordinator, "submit", n, args, 10000, true, NULL, false);
     free(args);
     eddy_args_free(&rest);
     return rc;
@@ -296,7 +339,7 @@ int eddy_cmd_cancel(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("cancel", "expected JOB");
     }
-    int rc = call_and_print("cancel", coordinator, "cancel", 1, pos.items, 5000, true, NULL);
+    int rc = call_and_print("cancel", coordinator, "cancel", 1, pos.items, 5000, true, NULL, false);
     eddy_args_free(&pos);
     return rc;
 }

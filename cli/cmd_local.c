@@ -10,6 +10,7 @@
  * 3 cancelled (eddy cancel), 130 interrupted. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,7 +79,9 @@ static const char *local_usage =
     "A worker (or the controller) that dies is restarted with a growing delay;\n"
     "one that keeps dying ends the run.\n"
     "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
-    "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n\n"
+    "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n"
+    "What the job prints (wordcount's changelog without --output) goes to stdout,\n"
+    "or to --changelog FILE; logs and progress lines go to stderr, whole lines each.\n\n"
     "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
     "alive (the last line on stderr says why), 2 usage error (nothing started),\n"
     "3 the job was cancelled (eddy cancel), 130 interrupted (Ctrl-C, SIGTERM).";
@@ -114,6 +117,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     const char *pipeline = NULL;
     const char *token_file = NULL;
+    const char *changelog = NULL;
     bool autoscale = false, quiet = false;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     eddy_flag_t flags[] = {
@@ -136,7 +140,9 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
-        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines"),
+        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines (EDDY_LOG_LEVEL=warn: no INFO logs either)"),
+        EDDY_FLAG_STR("changelog", &changelog, "FILE",
+                      "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
@@ -230,6 +236,22 @@ static int run_local(int argc, char **argv, char **spec_text)
     snprintf(connect, sizeof connect, "tcp://%s:%u",
              strcmp(bind_host, "0.0.0.0") ? bind_host : "127.0.0.1", (unsigned)control_port);
 
+    /* The job's stdout (the workers' sinks) goes to the file: the workers
+     * inherit fd 1. Logs stay on stderr, so neither buries the other. */
+    if (changelog) {
+        int fd = open(changelog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "--changelog: cannot write %.400s: %s", changelog, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            if (temporary)
+                nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+            eddy_args_free(&job_args);
+            return eddy_usage_error("local", msg);
+        }
+        close(fd);
+    }
     eddy_log_set_component("local");
     eddy_cli_install_signals();
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);

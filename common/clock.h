@@ -2,11 +2,16 @@
 #ifndef EDDY_COMMON_CLOCK_H
 #define EDDY_COMMON_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 uint64_t eddy_mono_ns(void);   /* monotonic, for durations and deadlines */
 uint64_t eddy_mono_ms(void);
 int64_t eddy_wall_ms(void);    /* Unix epoch milliseconds, for logs and records */
 int64_t eddy_wall_us(void);    /* Unix epoch microseconds: record latency across processes */
+
+/* wall_ms as local time in ISO 8601 with its UTC offset,
+ * "2026-12-03T10:15:02+01:00" (at least 26 bytes). Returns buf. */
+char *eddy_format_local_time(char *buf, size_t size, int64_t wall_ms);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "common/clock.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <strings.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 static char component[64] = "eddy";
 static int min_level = -1;
@@ -50,7 +52,23 @@ static void log_line(eddy_log_level_t level, const char *suffix, const char *fmt
                      tm.tm_sec, (long)(tv.tv_usec / 1000), names[level], component);
     if (n > 0 && (size_t)n < sizeof line)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    fprintf(stderr, "%s%s\n", line, suffix);
+    /* One write(2) per line: lines of several processes sharing the
+     * terminal (eddy local's workers) or a pipe never interleave within a
+     * line (writes of up to PIPE_BUF bytes to a pipe are atomic). */
+    size_t len = strnlen(line, sizeof line - 1), slen = strlen(suffix);
+    if (len + slen + 1 >= sizeof line)
+        slen = len + 1 < sizeof line ? sizeof line - len - 2 : 0;
+    memcpy(line + len, suffix, slen);
+    len += slen;
+    line[len++] = '\n';
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(STDERR_FILENO, line + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
 }
 
 void eddy_log(eddy_log_level_t level, const char *fmt, ...)

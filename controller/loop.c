@@ -41,12 +41,14 @@ static void post_decision(const char *coordinator, const eddy_scaling_decision_t
 {
     eddy_err_t err = {{0}};
     eddy_scaling_decision_t wall = *d;
-    wall.time_ms = eddy_wall_ms(); /* the policy ran on the monotonic clock */
+    wall.time_ms = eddy_wall_ms(); /* the policy ran on the job's clock */
     json_t *doc = eddy_scaling_decision_to_json(&wall, &err);
     if (!doc) {
         eddy_warn("cannot encode the decision for %s: %s", d->operator_name, err.msg);
         return;
     }
+    /* ms since the job started, the clock its reason's times are on */
+    json_object_set_new(doc, "job_time_ms", json_integer((json_int_t)d->time_ms));
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (!text)
@@ -61,8 +63,15 @@ static void post_decision(const char *coordinator, const eddy_scaling_decision_t
     free(text);
 }
 
+/* One line per decision that changes something; a no-change decision is
+ * in the history (`eddy scaling --all`) and at debug level only. */
 static void log_decision(const eddy_scaling_decision_t *d)
 {
+    if (d->action == EDDY_SCALING_NO_CHANGE) {
+        eddy_debug("%s/%s %u: no change: %s", d->job, d->operator_name, d->old_parallelism,
+                   d->reason);
+        return;
+    }
     eddy_info("%s/%s %u -> %u %s%s: %s", d->job, d->operator_name, d->old_parallelism,
               d->new_parallelism, eddy_scaling_action_name(d->action),
               d->action == EDDY_SCALING_NO_CHANGE ? "" : d->applied ? " (applied)" : " (not applied)",
@@ -100,6 +109,26 @@ static int carry_out(const char *coordinator, const char *job, eddy_scaling_deci
     return 0;
 }
 
+/* The controller's clock: ms since the job started, on this process's
+ * monotonic clock (fixed from the job's uptime when first seen, so it never
+ * goes back, even if a restarted coordinator restarts the uptime). */
+typedef struct job_clock {
+    bool set;
+    int64_t origin_ms;
+} job_clock_t;
+
+static int64_t job_clock_now(job_clock_t *clock, const json_t *job_doc)
+{
+    int64_t mono = (int64_t)eddy_mono_ms();
+    if (!clock->set) {
+        double uptime_s = json_number_value(json_object_get(job_doc, "uptime_s"));
+        int64_t uptime_ms = uptime_s > 0 && uptime_s < 1e9 ? (int64_t)(uptime_s * 1000.0) : 0;
+        clock->origin_ms = uptime_ms < mono ? mono - uptime_ms : 0;
+        clock->set = true;
+    }
+    return mono - clock->origin_ms;
+}
+
 int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
                         volatile sig_atomic_t *stop, eddy_err_t *err)
 {
@@ -111,6 +140,7 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
     uint64_t interval = (uint64_t)pc->interval_ms;
     char *margv[] = {(char *)job};
     bool said_unreachable = false, said_no_job = false, connected = false;
+    job_clock_t clock = {0};
     int rc = 0;
     while (!*stop) {
         int64_t status = 0;
@@ -138,13 +168,13 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
         json_error_t jerr;
         json_t *doc = json_loads(body, 0, &jerr);
         free(body);
-        int64_t now = (int64_t)eddy_mono_ms();
         eddy_controller_step_t step;
         if (!doc) {
             eddy_warn("unreadable metrics from the coordinator: %s", jerr.text);
             nap(interval, stop);
             continue;
         }
+        int64_t now = job_clock_now(&clock, doc);
         int orc = eddy_controller_observe(ctl, doc, now, &step, &lerr);
         json_decref(doc);
         if (orc < 0) {
@@ -173,7 +203,7 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
             if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
                 continue;
             if (carry_out(coordinator, job, &ds[i]) == 0 &&
-                eddy_controller_note_rescale(ctl, ds[i].operator_name, (int64_t)eddy_mono_ms(), &lerr) < 0)
+                eddy_controller_note_rescale(ctl, ds[i].operator_name, job_clock_now(&clock, NULL), &lerr) < 0)
                 eddy_warn("%s", lerr.msg);
         }
         for (size_t i = 0; i < step.count; i++) {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmt.h"
 #include "state/keygroup.h"
 
 typedef struct operator_state {
@@ -241,9 +242,10 @@ static void reason_append_formula(char *reason, const eddy_ds2_estimate_t *est,
     uint32_t clamped = eddy_ds2_parallelism_for(est->target_input_rate,
                                                 est->true_rate_per_instance, utilisation,
                                                 bounds->min_parallelism, bounds->max_parallelism);
-    reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %.2f -> %u",
-                  est->target_input_rate, est->true_rate_per_instance, utilisation, exact,
-                  unclamped);
+    char shown[32];
+    reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %s -> %u",
+                  est->target_input_rate, est->true_rate_per_instance, utilisation,
+                  eddy_fmt_ceil_operand(shown, sizeof shown, exact, unclamped), unclamped);
     if (clamped != unclamped)
         reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
                       bounds->min_parallelism, bounds->max_parallelism);
@@ -445,10 +447,12 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
 
         if (warming_up) {
             state->down_streak = 0;
+            /* the controller's clock is the job's time (loop.c) */
             reason_append(d->reason,
-                          "warm-up after the rescale at %lld ms: metrics ignored until %lld ms",
-                          (long long)self->last_rescale_ms,
-                          (long long)(self->last_rescale_ms + c->warmup_ms));
+                          "warm-up after the deploy at %.1f s (job start, rescale or restore): "
+                          "metrics ignored until %.1f s",
+                          (double)self->last_rescale_ms / 1000.0,
+                          (double)(self->last_rescale_ms + c->warmup_ms) / 1000.0);
             fill_rates(d, &estimates[i], c->target_utilisation);
             continue;
         }
@@ -462,8 +466,8 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         if (c->dry_run) {
             reason_append(d->reason, "; dry run, not applied");
         } else if (cooling_down) {
-            reason_append(d->reason, "; not applied: cooldown until %lld ms",
-                          (long long)(state->last_rescale_ms + c->cooldown_ms));
+            reason_append(d->reason, "; not applied: cooldown until %.1f s",
+                          (double)(state->last_rescale_ms + c->cooldown_ms) / 1000.0);
         } else {
             d->applied = true;
             any_applied = true;

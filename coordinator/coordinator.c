@@ -326,6 +326,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         m.u.heartbeat.tasks = NULL;
         coord_recovery_on_metrics(c, w->metrics, w->n_metrics);
         coord_latency_on_metrics(c, w->id, w->metrics, w->n_metrics);
+        coord_jobs_on_metrics(c, w);
         break;
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
@@ -402,6 +403,7 @@ static void free_coord(coord_t *c)
     }
     json_decref(c->decisions);
     coord_timeline_destroy(&c->timeline);
+    json_decref(c->used_ids);
     eddy_http_destroy(&c->http);
     eddy_metastore_destroy(&c->meta);
     eddy_snapshot_store_destroy(&c->store);

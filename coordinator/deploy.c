@@ -130,10 +130,33 @@ static int track_reported_positions(coord_job_t *j, uint32_t n)
     return 0;
 }
 
+typedef struct keep_arg {
+    coord_t *c;
+    const coord_job_t *j;
+} keep_arg_t;
+
+/* A rescale keeps a task whose instance stays on the same process. */
+static bool task_kept(void *arg, uint32_t stage, uint32_t instance, const char *worker)
+{
+    keep_arg_t *k = arg;
+    const eddy_stage_placement_t *pl = &k->j->placement[stage];
+    if (instance >= pl->parallelism || !pl->worker_of)
+        return false;
+    coord_worker_t *w = coord_find_worker(k->c, pl->worker_of[instance]);
+    if (!w || !w->alive)
+        return false;
+    char key[COORD_COUNTER_WORKER_MAX];
+    coord_counters_worker_key(key, sizeof key, w->endpoint, w->pid);
+    return !strcmp(key, worker);
+}
+
 void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t checkpoint,
                   const coord_source_progress_t *positions)
 {
     j->epoch++;
+    keep_arg_t keep = {c, j};
+    coord_counters_begin_epoch(j->counters, j->epoch, mode == EDDY_DEPLOY_RESCALE ? task_kept : NULL,
+                               &keep);
     j->deploys_pending = 0;
     j->deploy_bytes = j->deploy_groups = 0;
     j->tasks_done = 0;

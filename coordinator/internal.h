@@ -14,6 +14,7 @@
 
 #include "coordinator/checkpoint.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/counters.h"
 #include "coordinator/job_store.h"
 #include "coordinator/latency.h"
 #include "coordinator/timeline.h"
@@ -28,6 +29,8 @@
 #define COORD_MAX_RESCALES 256
 #define COORD_MAX_DECISIONS 1024
 #define COORD_MAX_RETAINED 64
+#define COORD_MAX_HISTORY 64         /* ended jobs kept in memory for the views */
+#define COORD_COUNTERS_SAVE_MS 1000  /* how often a job's counters are saved (and shown) */
 #define COORD_MAX_RESTARTS 10        /* default --max-restarts: restores in a row without a checkpoint */
 #define COORD_RESTART_DELAY_MIN_MS 100
 #define COORD_RESTART_DELAY_MAX_MS 10000
@@ -106,6 +109,8 @@ typedef struct coord_job {
     job_state_t state;
     char error[EDDY_ERROR_MAX];
     int64_t submitted_wall_ms;
+    int64_t ended_wall_ms;        /* 0: not ended */
+    bool history;                 /* an ended job reloaded from the metadata store, for views only */
     uint64_t started_ms, ended_ms;
 
     eddy_stage_placement_t placement[EDDY_MAX_STAGES];
@@ -160,6 +165,9 @@ typedef struct coord_job {
     rescale_record_t rescales[COORD_MAX_RESCALES];
     uint32_t n_rescales;
 
+    /* counters that never go backwards (counters.c), saved in the job record */
+    coord_counters_t *counters;
+
     uint32_t tasks_done;
     uint32_t tasks_total;
     bool any_done;
@@ -195,8 +203,9 @@ typedef struct coord {
     eddy_snapshot_store_t *store;
     coord_worker_t *workers;
     uint32_t next_worker_id;
-    coord_job_t *jobs;
+    coord_job_t *jobs;             /* newest first */
     uint32_t next_job_num;
+    json_t *used_ids;              /* every job id recorded or assigned (a set), never reused */
     json_t *decisions;            /* array of scaling decisions, oldest first */
     coord_timeline_t *timeline;   /* recent history for the dashboard (timeline.c) */
     /* Key sequence of decisions[i] (views.c); 0: it came from the legacy
@@ -209,6 +218,7 @@ typedef struct coord {
     bool any_failed;
     bool any_cancelled;
     uint64_t last_progress_ms;
+    uint64_t last_counters_save_ms;
 } coord_t;
 
 /* coordinator.c */
@@ -226,7 +236,11 @@ uint32_t coord_usable_workers(coord_t *c);
 void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
 
 /* jobs.c: lifecycle */
+/* The job with this id, unless it ended and a job of that name runs:
+ * then the newest such job (a name follows its resubmissions). */
 coord_job_t *coord_job_find(coord_t *c, const char *id);
+bool coord_job_id_taken(coord_t *c, const char *id);
+void coord_job_id_reserve(coord_t *c, const char *id);
 coord_job_t *coord_job_by_num(coord_t *c, uint32_t num);
 /* Builds a job (graph, id, flags) without adding, persisting or deploying it. */
 /* Builds the job's plan from its flags, or (plan_bytes set) instantiates
@@ -238,6 +252,8 @@ void coord_job_add(coord_t *c, coord_job_t *j);
 /* at-most-once jobs: source positions from a heartbeat's task metrics
  * (recovery.c). */
 void coord_recovery_on_metrics(coord_t *c, const eddy_task_metrics_t *m, uint32_t n);
+/* A heartbeat's task metrics into each job's counters (counters.h). */
+void coord_jobs_on_metrics(coord_t *c, const coord_worker_t *w);
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
                               int argc, char **argv,
                               eddy_err_t *err);
@@ -317,6 +333,10 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
                           void *arg);
 /* Startup: reloads the jobs that had not ended (synchronous; before the loop). */
 void coord_jobs_restore_from_store(coord_t *c);
+/* Writes the job's counters under their own key; when the write completed
+ * the views show them (counters.h: never less than a restarted coordinator
+ * would show). */
+void coord_counters_save(coord_t *c, coord_job_t *j);
 coord_ticket_t *coord_ticket_new(coord_t *c, const coord_job_t *j, uint64_t checkpoint);
 void coord_ticket_release(coord_ticket_t *t);
 /* The ticket's job if it still exists with the ticket's epoch, else NULL. */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "coordinator/internal.h"
 
@@ -37,6 +38,11 @@ void coord_checkpoint_key(char *buf, size_t size, const char *job_id, uint64_t c
 void coord_checkpoint_prefix(char *buf, size_t size, const char *job_id)
 {
     snprintf(buf, size, "/eddy/jobs/%s/checkpoints/", job_id);
+}
+
+void coord_counters_key(char *buf, size_t size, const char *job_id)
+{
+    snprintf(buf, size, "/eddy/jobs/%s/counters", job_id);
 }
 
 /* ---- the job record ----------------------------------------------------------- */
@@ -91,12 +97,31 @@ char *coord_job_record_encode(const coord_job_record_t *r)
     hex[r->plan_len * 2] = '\0';
     json_t *plan = json_string(hex);
     free(hex);
-    return dump(json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id,
+    json_t *counters = NULL;
+    if (r->counters) {
+        json_error_t jerr;
+        counters = json_loads(r->counters, 0, &jerr);
+        if (!json_is_object(counters)) {
+            json_decref(counters);
+            json_decref(args);
+            json_decref(plugins);
+            json_decref(plan);
+            return NULL;
+        }
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:I, s:I, s:I, s:I}", "id", r->id,
                           "job", r->job, "args", args, "plugins", plugins, "plan", plan, "state", r->state,
                           "guarantee", eddy_guarantee_name(r->guarantee), "parallelism",
                           parallelism_json(r->n_stages, r->stage, r->parallelism), "last_checkpoint",
                           (json_int_t)r->last_checkpoint, "submitted_ms", (json_int_t)r->submitted_ms,
-                          "epoch", (json_int_t)r->epoch, "restarts", (json_int_t)r->restarts));
+                          "epoch", (json_int_t)r->epoch, "restarts", (json_int_t)r->restarts);
+    if (doc && counters)
+        json_object_set_new(doc, "counters", counters);
+    else
+        json_decref(counters);
+    if (doc && r->ended_ms)
+        json_object_set_new(doc, "ended_ms", json_integer((json_int_t)r->ended_ms));
+    return dump(doc);
 }
 
 static int copy_str(char *dst, size_t size, const char *src)
@@ -159,6 +184,15 @@ int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *
         eddy_err_set(err, "job record: unknown guarantee '%.64s'", guarantee);
         goto out;
     }
+    /* both absent in records written before counters were kept */
+    json_t *counters = json_object_get(doc, "counters");
+    if (counters && (!json_is_object(counters) ||
+                     !(r->counters = json_dumps(counters, JSON_COMPACT | JSON_SORT_KEYS)))) {
+        eddy_err_set(err, "job record: malformed counters");
+        goto out;
+    }
+    json_t *ended = json_object_get(doc, "ended_ms");
+    r->ended_ms = json_is_integer(ended) ? json_integer_value(ended) : 0;
     json_t *plugins = json_object_get(doc, "plugins"); /* absent in records before plugins */
     r->n_plugins = json_is_array(plugins) ? (uint32_t)json_array_size(plugins) : 0;
     r->plugins = calloc(r->n_plugins + 1, sizeof *r->plugins);
@@ -218,6 +252,7 @@ void coord_job_record_clear(coord_job_record_t *r)
             free(r->plugins[i]);
     free(r->plugins);
     free(r->plan);
+    free(r->counters);
     memset(r, 0, sizeof *r);
 }
 
@@ -377,7 +412,13 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
                             .n_stages = j->graph.n_stages,
                             .last_checkpoint = j->last_checkpoint, .submitted_ms = j->submitted_wall_ms,
                             .epoch = j->epoch, .restarts = j->restarts,
-                            .guarantee = j->guarantee};
+                            .guarantee = j->guarantee, .ended_ms = j->ended_wall_ms};
+    const char *names[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        names[s] = j->graph.stages[s].name;
+    json_t *counters = coord_counters_to_json(j->counters, names, j->graph.n_stages, eddy_wall_ms());
+    r.counters = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
+    json_decref(counters);
     snprintf(r.id, sizeof r.id, "%s", j->id);
     snprintf(r.job, sizeof r.job, "%s", j->name);
     snprintf(r.state, sizeof r.state, "%s", coord_job_state_name(j->state));
@@ -386,6 +427,7 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
         r.parallelism[s] = coord_job_parallelism(j, s);
     }
     char *text = coord_job_record_encode(&r);
+    free(r.counters);
     char key[COORD_KEY_MAX];
     coord_job_key(key, sizeof key, j->id);
     if (text)
@@ -394,6 +436,38 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
         eddy_meta_result_t res = {.rc = -1, .key = key};
         eddy_err_set(&res.err, "out of memory");
         done(arg, &res);
+    }
+    free(text);
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+static void on_counters_saved(void *arg, const eddy_meta_result_t *res)
+{
+    coord_ticket_t *t = arg;
+    coord_job_t *j = coord_ticket_job(t);
+    if (res->rc < 0)
+        eddy_debug("job %s: counters not saved: %s", t->job_id, res->err.msg);
+    else if (j)
+        coord_counters_commit(j->counters, t->checkpoint);
+    coord_ticket_release(t);
+}
+
+void coord_counters_save(coord_t *c, coord_job_t *j)
+{
+    const char *names[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        names[s] = j->graph.stages[s].name;
+    int64_t now = eddy_wall_ms();
+    uint64_t capture = coord_counters_capture(j->counters, now);
+    json_t *doc = coord_counters_to_json(j->counters, names, j->graph.n_stages, now);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    coord_ticket_t *t = text ? coord_ticket_new(c, j, capture) : NULL;
+    if (t) {
+        char key[COORD_KEY_MAX];
+        coord_counters_key(key, sizeof key, j->id);
+        eddy_metastore_async_put(c->meta_async, key, text, strlen(text), 3, on_counters_saved, t);
     }
     free(text);
 }
@@ -479,6 +553,91 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
                   j->id, rec->last_checkpoint, j->last_checkpoint);
 }
 
+/* Counters parsed from text into a new object, or NULL (warned). */
+static coord_counters_t *counters_from_text(const coord_job_t *j, const char *text, size_t len,
+                                            const char *where)
+{
+    const char *names[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        names[s] = j->graph.stages[s].name;
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    eddy_err_t err = {{0}};
+    coord_counters_t *ctr = coord_counters_new();
+    if (!doc || !ctr || coord_counters_from_json(ctr, doc, names, j->graph.n_stages, &err) < 0) {
+        eddy_warn("job %s: ignoring the counters in %s: %s", j->id, where, doc ? err.msg : "not JSON");
+        coord_counters_destroy(&ctr);
+    }
+    json_decref(doc);
+    return ctr;
+}
+
+/* The job's counters as saved: under their own key (saved every second)
+ * or in the record (saved at checkpoints), whichever holds more. */
+static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_t *rec)
+{
+    coord_counters_t *best = rec->counters
+                                 ? counters_from_text(j, rec->counters, strlen(rec->counters), "its record")
+                                 : NULL;
+    char key[COORD_KEY_MAX], *text = NULL;
+    size_t len = 0;
+    eddy_err_t err = {{0}};
+    coord_counters_key(key, sizeof key, j->id);
+    int found = eddy_metastore_get(c->meta, key, &text, &len, &err);
+    if (found < 0)
+        eddy_warn("job %s: cannot read its counters: %s", j->id, err.msg);
+    coord_counters_t *own = found == 1 ? counters_from_text(j, text, len, key) : NULL;
+    free(text);
+    if (own && (!best || coord_counters_grand_total(own) >= coord_counters_grand_total(best))) {
+        coord_counters_destroy(&best);
+        best = own;
+    } else {
+        coord_counters_destroy(&own);
+    }
+    if (best) {
+        coord_counters_destroy(&j->counters);
+        j->counters = best;
+    }
+}
+
+/* An ended job's record as history for the views (status --all, the
+ * dashboard): its final numbers, parallelism and times; never deployed. */
+static void load_history(coord_t *c, const coord_job_record_t *rec)
+{
+    eddy_err_t err = {{0}};
+    for (uint32_t p = 0; p < rec->n_plugins; p++)
+        if (coord_plugins_ensure(c, rec->plugins[p], &err) < 0)
+            return; /* its plan cannot be read without the plugin */
+    coord_job_t *j = coord_job_new(c, rec->job, (int)rec->argc, rec->argv, rec->plan, rec->plan_len, &err);
+    if (!j) {
+        eddy_debug("job %s stays out of the history: %s", rec->id, err.msg);
+        return;
+    }
+    snprintf(j->id, sizeof j->id, "%s", rec->id);
+    restore_counters(c, j, rec);
+    j->history = true;
+    j->state = !strcmp(rec->state, "finished") ? JOB_FINISHED
+               : !strcmp(rec->state, "failed") ? JOB_FAILED
+                                                : JOB_CANCELLED;
+    j->guarantee = rec->guarantee;
+    j->submitted_wall_ms = rec->submitted_ms;
+    j->ended_wall_ms = rec->ended_ms;
+    j->epoch = rec->epoch;
+    j->restarts = rec->restarts;
+    j->last_checkpoint = rec->last_checkpoint;
+    for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+        for (uint32_t q = 0; q < rec->n_stages; q++)
+            if (!strcmp(rec->stage[q], j->graph.stages[s].name))
+                j->graph.stages[s].parallelism = rec->parallelism[q];
+        j->placement[s].parallelism = j->graph.stages[s].parallelism;
+    }
+    /* its run time, on this coordinator's monotonic clock */
+    int64_t ran = rec->ended_ms > rec->submitted_ms ? rec->ended_ms - rec->submitted_ms : 0;
+    j->ended_ms = eddy_mono_ms();
+    j->started_ms = j->ended_ms - (uint64_t)ran;
+    coord_job_add(c, j);
+}
+
 void coord_jobs_restore_from_store(coord_t *c)
 {
     eddy_kv_list_t list = {0};
@@ -496,8 +655,10 @@ void coord_jobs_restore_from_store(coord_t *c)
             eddy_warn("ignoring malformed job record %s: %s", list.items[i].key, err.msg);
             continue;
         }
+        coord_job_id_reserve(c, rec.id);
         if (!strcmp(rec.state, "finished") || !strcmp(rec.state, "failed") ||
             !strcmp(rec.state, "cancelled")) {
+            load_history(c, &rec);
             coord_job_record_clear(&rec);
             continue;
         }
@@ -518,6 +679,7 @@ void coord_jobs_restore_from_store(coord_t *c)
             continue;
         }
         snprintf(j->id, sizeof j->id, "%s", rec.id);
+        restore_counters(c, j, &rec);
         j->guarantee = rec.guarantee;
         j->submitted_wall_ms = rec.submitted_ms;
         j->restarts = rec.restarts;

@@ -1,6 +1,7 @@
 /* job_store.h - the job record and checkpoint metadata in the metadata store.
  *
- * Keys: /eddy/jobs/JOB (the job record) and /eddy/jobs/JOB/checkpoints/ID
+ * Keys: /eddy/jobs/JOB (the job record), /eddy/jobs/JOB/counters and
+ * /eddy/jobs/JOB/checkpoints/ID
  * (20 digits; one per complete checkpoint, written when it completes: that
  * write is the checkpoint's commit point). This file is the ONE writer and
  * ONE reader of both JSON documents; job_store.c also turns a coordinator's
@@ -34,6 +35,8 @@ typedef struct coord_job_record {
     uint32_t epoch;              /* highest epoch ever deployed (or about to be) */
     uint32_t restarts;
     eddy_guarantee_t guarantee;  /* "guarantee" in the JSON; absent: exactly-once */
+    int64_t ended_ms;            /* wall clock when it ended, 0: not ended (or unknown) */
+    char *counters;              /* owned: the job's counters as compact JSON (counters.h), NULL none */
 } coord_job_record_t;
 
 /* JSON {"stage", "instance", "position", "state"?}: state is the source's
@@ -65,6 +68,8 @@ void coord_job_key(char *buf, size_t size, const char *job_id);
 void coord_checkpoint_key(char *buf, size_t size, const char *job_id, uint64_t checkpoint);
 /* "/eddy/jobs/JOB/checkpoints/" */
 void coord_checkpoint_prefix(char *buf, size_t size, const char *job_id);
+/* "/eddy/jobs/JOB/counters": the job's counters (counters.h), saved every second */
+void coord_counters_key(char *buf, size_t size, const char *job_id);
 
 /* Compact JSON with sorted keys, malloc'd; NULL when out of memory. */
 char *coord_job_record_encode(const coord_job_record_t *r);

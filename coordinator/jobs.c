@@ -35,12 +35,39 @@ bool coord_job_ended(const coord_job_t *j)
     return j->state == JOB_FINISHED || j->state == JOB_FAILED || j->state == JOB_CANCELLED;
 }
 
-coord_job_t *coord_job_find(coord_t *c, const char *id)
+static coord_job_t *job_with_id(coord_t *c, const char *id)
 {
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (!strcmp(j->id, id))
             return j;
     return NULL;
+}
+
+coord_job_t *coord_job_find(coord_t *c, const char *id)
+{
+    coord_job_t *exact = job_with_id(c, id);
+    if (exact && !coord_job_ended(exact))
+        return exact;
+    /* A job's name names its newest submission that has not ended (the
+     * list is newest first), so `eddy rescale wordcount ...` and a
+     * controller given --job wordcount follow a resubmitted wordcount-2. */
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        if (!coord_job_ended(j) && !strcmp(j->name, id))
+            return j;
+    return exact;
+}
+
+bool coord_job_id_taken(coord_t *c, const char *id)
+{
+    return job_with_id(c, id) || (c->used_ids && json_object_get(c->used_ids, id));
+}
+
+void coord_job_id_reserve(coord_t *c, const char *id)
+{
+    if (!c->used_ids)
+        c->used_ids = json_object();
+    if (c->used_ids)
+        json_object_set_new(c->used_ids, id, json_true());
 }
 
 coord_job_t *coord_job_by_num(coord_t *c, uint32_t num)
@@ -73,6 +100,7 @@ void coord_job_free(coord_job_t *j)
     free(j->reported_positions);
     free(j->deploy_awaiting);
     coord_latency_destroy(&j->latency);
+    coord_counters_destroy(&j->counters);
     free(j);
 }
 
@@ -103,6 +131,10 @@ void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s)
     if (j->state == s)
         return;
     j->state = s;
+    if (coord_job_ended(j) && !j->ended_wall_ms)
+        j->ended_wall_ms = eddy_wall_ms();
+    if (coord_job_ended(j))
+        coord_counters_save(c, j); /* its final numbers */
     coord_job_store_save(c, j, 3, NULL, NULL);
 }
 
@@ -122,7 +154,7 @@ void coord_job_release(coord_t *c, coord_job_t *j)
 bool coord_releases_confirmed(coord_t *c, uint64_t now_ms)
 {
     for (coord_job_t *j = c->jobs; j; j = j->next) {
-        if ((j->state != JOB_CANCELLED && j->state != JOB_FAILED) ||
+        if ((j->state != JOB_CANCELLED && j->state != JOB_FAILED) || j->history ||
             now_ms >= j->ended_ms + COORD_RELEASE_WAIT_MS)
             continue;
         for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -137,6 +169,20 @@ bool coord_releases_confirmed(coord_t *c, uint64_t now_ms)
         }
     }
     return true;
+}
+
+void coord_jobs_on_metrics(coord_t *c, const coord_worker_t *w)
+{
+    char key[COORD_COUNTER_WORKER_MAX];
+    coord_counters_worker_key(key, sizeof key, w->endpoint, w->pid);
+    for (uint32_t i = 0; i < w->n_metrics; i++) {
+        const eddy_task_metrics_t *m = &w->metrics[i];
+        coord_job_t *j = coord_job_by_num(c, m->job);
+        /* an ended job's numbers are final (and after a coordinator restart
+         * a number may name another job than the task's) */
+        if (j && !coord_job_ended(j) && m->stage < j->graph.n_stages)
+            coord_counters_observe(j->counters, key, w->id, m);
+    }
 }
 
 /* ---- submit ------------------------------------------------------------------ */
@@ -173,20 +219,22 @@ coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **ar
         free(j);
         return NULL;
     }
-    j->num = ++c->next_job_num;
-    /* The job id is the job's name, made unique among live jobs; an ended
-     * job of the same name gives its id to the new one. */
-    coord_job_t *ended = coord_job_find(c, job_name);
-    if (ended && coord_job_ended(ended)) {
-        for (coord_job_t **pp = &c->jobs; *pp; pp = &(*pp)->next)
-            if (*pp == ended) {
-                *pp = ended->next;
-                break;
-            }
-        coord_job_free(ended);
+    j->counters = coord_counters_new();
+    if (!j->counters) {
+        eddy_strv_free(j->n_plugins, j->plugins);
+        free(j->plan);
+        eddy_graph_clear(&j->graph);
+        free(j);
+        eddy_err_set(err, "out of memory");
+        return NULL;
     }
+    j->num = ++c->next_job_num;
+    /* The job id is the job's name, made unique among every job this
+     * cluster has run (their records stay readable as history): a
+     * resubmission of wordcount is wordcount-2, then wordcount-3. A resumed
+     * job takes its recorded id back (coord_jobs_restore_from_store). */
     snprintf(j->id, sizeof j->id, "%s", job_name);
-    for (uint32_t n = 2; coord_job_find(c, j->id); n++)
+    for (uint32_t n = 2; coord_job_id_taken(c, j->id); n++)
         snprintf(j->id, sizeof j->id, "%.40s-%u", job_name, n);
     snprintf(j->name, sizeof j->name, "%s", job_name);
     j->argc = (uint32_t)argc;
@@ -201,8 +249,22 @@ coord_job_t *coord_job_new(coord_t *c, const char *job_name, int argc, char **ar
 
 void coord_job_add(coord_t *c, coord_job_t *j)
 {
+    coord_job_id_reserve(c, j->id);
     j->next = c->jobs;
     c->jobs = j;
+    /* Ended jobs stay in memory for the views up to COORD_MAX_HISTORY; older
+     * ones are forgotten here (their records stay in the metadata store and
+     * their ids stay taken). */
+    uint32_t ended = 0;
+    for (coord_job_t **pp = &c->jobs; *pp;) {
+        if (coord_job_ended(*pp) && ++ended > COORD_MAX_HISTORY) {
+            coord_job_t *old = *pp;
+            *pp = old->next;
+            coord_job_free(old);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
 }
 
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
@@ -317,9 +379,14 @@ void coord_jobs_tick(coord_t *c, uint64_t now_ms)
     bool progress = c->opts->progress && now_ms - c->last_progress_ms >= 1000;
     if (progress)
         c->last_progress_ms = now_ms;
+    bool save_counters = now_ms - c->last_counters_save_ms >= COORD_COUNTERS_SAVE_MS;
+    if (save_counters)
+        c->last_counters_save_ms = now_ms;
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (coord_job_ended(j))
             continue;
+        if (save_counters && j->epoch > 0)
+            coord_counters_save(c, j);
         if (progress && j->state != JOB_WAITING)
             print_progress(c, j, now_ms);
         if (j->restore_scheduled) {

@@ -2,9 +2,11 @@
  * GET /api/v1/jobs, GET /api/v1/scaling, the per-operator metrics the
  * controller reads, and GET /metrics in Prometheus text format.
  *
- * Everything is computed from the latest heartbeat of each alive worker,
- * whose task metrics are cumulative; rates come from the difference to the
- * previous rendering for the same job (kept per job, see rate_memory). */
+ * Gauges (state size, offered rate, watermarks) come from the latest
+ * heartbeat of each alive worker. Counters (records, busy/idle/blocked
+ * time, late records) come from the job's counters (counters.c): totals
+ * since the job was submitted that never go backwards across rescales,
+ * restores and coordinator restarts, and stay when the job has ended. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,12 +21,12 @@
 #include "state/keygroup.h"
 
 typedef struct op_totals {
-    uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, state_keys, state_bytes;
+    uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, late_records, state_keys, state_bytes;
     double offered_rate;
     uint32_t instances_reporting;
 } op_totals_t;
 
-static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_totals_t *t)
+static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, bool live, op_totals_t *t)
 {
     memset(t, 0, sizeof *t);
     for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -34,20 +36,23 @@ static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, op_tota
             const eddy_task_metrics_t *m = &w->metrics[i];
             if (m->job != j->num || m->stage != stage || m->epoch != j->epoch)
                 continue;
-            t->records_in += m->records_in;
-            t->records_out += m->records_out;
-            t->busy_ns += m->busy_ns;
-            t->idle_ns += m->idle_ns;
-            t->blocked_ns += m->blocked_ns;
             t->state_keys += m->state_keys;
             t->state_bytes += m->state_bytes;
             t->offered_rate += m->offered_rate;
             t->instances_reporting++;
         }
     }
+    coord_counts_t n;
+    coord_counters_stage(j->counters, stage, live, &n);
+    t->records_in = n.records_in;
+    t->records_out = n.records_out;
+    t->busy_ns = n.busy_ns;
+    t->idle_ns = n.idle_ns;
+    t->blocked_ns = n.blocked_ns;
+    t->late_records = n.late_records;
 }
 
-static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
+static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool live)
 {
     const eddy_stage_def_t *def = &j->graph.stages[s];
     uint32_t p = j->placement[s].parallelism ? j->placement[s].parallelism : def->parallelism;
@@ -73,12 +78,13 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     }
     json_object_set_new(op, "instances", instances);
     op_totals_t t;
-    totals_for(c, j, s, &t);
+    totals_for(c, j, s, live, &t);
     json_object_set_new(op, "records_in", json_integer((json_int_t)t.records_in));
     json_object_set_new(op, "records_out", json_integer((json_int_t)t.records_out));
     json_object_set_new(op, "busy_ns", json_integer((json_int_t)t.busy_ns));
     json_object_set_new(op, "idle_ns", json_integer((json_int_t)t.idle_ns));
     json_object_set_new(op, "blocked_ns", json_integer((json_int_t)t.blocked_ns));
+    json_object_set_new(op, "late_records", json_integer((json_int_t)t.late_records));
     json_object_set_new(op, "state_keys", json_integer((json_int_t)t.state_keys));
     json_object_set_new(op, "state_bytes", json_integer((json_int_t)t.state_bytes));
     if (def->source)
@@ -93,11 +99,14 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s)
     return op;
 }
 
-static json_t *job_json(coord_t *c, const coord_job_t *j)
+/* live: counters as they are now (the controller's differences within
+ * one coordinator's life), else as last saved (never lower, even across a
+ * coordinator restart), with counters_ms saying when they were taken. */
+static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
 {
     json_t *ops = json_array();
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
-        json_array_append_new(ops, operator_json(c, j, s));
+        json_array_append_new(ops, operator_json(c, j, s, live));
     json_t *rescales = json_array();
     uint32_t first = j->n_rescales > COORD_MAX_RESCALES ? j->n_rescales - COORD_MAX_RESCALES : 0;
     for (uint32_t k = first; k < j->n_rescales; k++) {
@@ -130,6 +139,12 @@ static json_t *job_json(coord_t *c, const coord_job_t *j)
     /* The number that names the job on the wire (data-plane channel ids). */
     json_object_set_new(doc, "num", json_integer(j->num));
     json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
+    /* wall-clock epoch ms; ended_ms only once the job has ended */
+    json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
+    if (j->ended_wall_ms)
+        json_object_set_new(doc, "ended_ms", json_integer(j->ended_wall_ms));
+    json_object_set_new(doc, "counters_ms",
+                        json_integer(live ? eddy_wall_ms() : coord_counters_shown_ms(j->counters)));
     if (j->error[0])
         json_object_set_new(doc, "error", json_string(j->error));
     return doc;
@@ -139,7 +154,7 @@ json_t *coord_view_jobs(coord_t *c)
 {
     json_t *jobs = json_array();
     for (coord_job_t *j = c->jobs; j; j = j->next)
-        json_array_insert_new(jobs, 0, job_json(c, j)); /* oldest first */
+        json_array_insert_new(jobs, 0, job_json(c, j, false)); /* oldest first */
     return jobs;
 }
 
@@ -163,7 +178,7 @@ json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
     coord_job_t *j = coord_job_find(c, job_id);
     if (!j)
         return NULL;
-    return job_json(c, j);
+    return job_json(c, j, true);
 }
 
 /* ---- scaling decision history -------------------------------------------- */
@@ -332,6 +347,65 @@ static void family(text_buf_t *b, const char *name, const char *type, const char
     tb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The families of coord_view_metrics() whose values are counters. */
+static bool is_counter_family(size_t f)
+{
+    return (f >= 1 && f <= 5) || f == 12 || f == 14;
+}
+
+static double count_of(const coord_counts_t *t, size_t f)
+{
+    switch (f) {
+    case 1: return (double)t->records_in;
+    case 2: return (double)t->records_out;
+    case 3: return (double)t->busy_ns / 1e9;
+    case 4: return (double)t->idle_ns / 1e9;
+    case 5: return (double)t->blocked_ns / 1e9;
+    case 14: return (double)t->rejected_records;
+    default: return (double)t->late_records;
+    }
+}
+
+/* Per-instance counters from the job's counters (monotonic per series): the
+ * instances of the current epoch, labelled with the worker that ran them
+ * last; an instance seen on another worker is another series. */
+static void task_counters(text_buf_t *b, const char *name, size_t f, const coord_job_t *j, uint32_t s)
+{
+    uint32_t epoch = coord_counters_epoch(j->counters);
+    for (uint32_t i = 0; i < coord_counters_slot_count(j->counters); i++) {
+        const coord_counter_slot_t *slot = coord_counters_slot(j->counters, i);
+        if (slot->stage != s || slot->epoch < epoch || !slot->worker_id)
+            continue;
+        tb_printf(b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n", name,
+                  j->id, j->graph.stages[s].name, slot->instance, slot->worker_id,
+                  count_of(&slot->shown, f));
+    }
+}
+
+/* Job-level counters per operator: every instance past and present. */
+static void operator_counters(text_buf_t *b, coord_t *c)
+{
+    static const struct {
+        const char *name, *help;
+        size_t f;
+    } ops[] = {
+        {"eddy_operator_records_in_total", "Records the operator consumed since the job was submitted (never lower across rescales, restores and coordinator restarts).", 1},
+        {"eddy_operator_records_out_total", "Records the operator emitted since the job was submitted.", 2},
+        {"eddy_operator_busy_seconds_total", "Useful time of all the operator's instances since the job was submitted.", 3},
+        {"eddy_operator_backpressure_seconds_total", "Time the operator's instances were blocked on output credit since the job was submitted.", 5},
+    };
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        family(b, ops[k].name, "counter", ops[k].help);
+        for (coord_job_t *j = c->jobs; j; j = j->next)
+            for (uint32_t s = 0; s < j->graph.n_stages; s++) {
+                coord_counts_t t;
+                coord_counters_stage(j->counters, s, false, &t);
+                tb_printf(b, "%s{job=\"%s\",operator=\"%s\"} %.17g\n", ops[k].name, j->id,
+                          j->graph.stages[s].name, count_of(&t, ops[k].f));
+            }
+    }
+}
+
 char *coord_view_metrics(coord_t *c)
 {
     text_buf_t b = {0};
@@ -343,11 +417,11 @@ char *coord_view_metrics(coord_t *c)
         const char *name, *type, *help;
     } fams[] = {
         {"eddy_operator_parallelism", "gauge", "Instances of the operator."},
-        {"eddy_task_records_in_total", "counter", "Records consumed by the instance."},
-        {"eddy_task_records_out_total", "counter", "Records emitted by the instance."},
-        {"eddy_task_busy_seconds_total", "counter", "Time spent processing (useful time)."},
-        {"eddy_task_idle_seconds_total", "counter", "Time spent waiting for input."},
-        {"eddy_task_backpressure_seconds_total", "counter", "Time blocked on output credit."},
+        {"eddy_task_records_in_total", "counter", "Records consumed by the instance since the job started (all its tasks: never lower across rescales and restores)."},
+        {"eddy_task_records_out_total", "counter", "Records emitted by the instance since the job started."},
+        {"eddy_task_busy_seconds_total", "counter", "Time spent processing (useful time) since the job started."},
+        {"eddy_task_idle_seconds_total", "counter", "Time spent waiting for input since the job started."},
+        {"eddy_task_backpressure_seconds_total", "counter", "Time blocked on output credit since the job started."},
         {"eddy_task_true_processing_rate", "gauge", "Records per second of useful time (DS2)."},
         {"eddy_task_busy_ratio", "gauge", "Busy time over all time since the task started."},
         {"eddy_task_state_keys", "gauge", "Keys in the instance's keyed state."},
@@ -367,6 +441,10 @@ char *coord_view_metrics(coord_t *c)
                 if (f == 0) {
                     tb_printf(&b, "%s{job=\"%s\",operator=\"%s\"} %u\n", fams[f].name, j->id, op,
                               j->placement[s].parallelism);
+                    continue;
+                }
+                if (is_counter_family(f)) {
+                    task_counters(&b, fams[f].name, f, j, s);
                     continue;
                 }
                 for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -411,6 +489,7 @@ char *coord_view_metrics(coord_t *c)
             }
         }
     }
+    operator_counters(&b, c);
     family(&b, "eddy_checkpoints_completed_total", "counter", "Completed checkpoints.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoints_completed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_completed);

@@ -103,6 +103,10 @@ static void maybe_heartbeat(worker_t *w)
 
 static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
 {
+    /* The coordinator keeps a job's counters from heartbeats: the task's
+     * final counts go ahead of its end (same socket, so in order). */
+    if (msg->type == EDDY_MSG_TASK_DONE)
+        send_heartbeat(w);
     size_t len;
     char *data = eddy_msg_encode(msg, &len);
     if (!data)

@@ -1,0 +1,45 @@
+/* decision_text.c - a recorded scaling decision as one readable line (see
+ * decision_text.h). Reads the JSON leniently: a field that is missing or
+ * of another type prints as "?" rather than failing the whole listing. */
+#include "controller/decision_text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+static const char *str_or(const json_t *d, const char *key, const char *fallback)
+{
+    const char *s = json_string_value(json_object_get(d, key));
+    return s ? s : fallback;
+}
+
+bool eddy_scaling_decision_changes(const json_t *decision)
+{
+    return strcmp(str_or(decision, "action", "no_change"), "no_change") != 0;
+}
+
+char *eddy_scaling_decision_text(const json_t *d, char *buf, size_t size)
+{
+    char when[48] = "?", job_time[48] = "";
+    const json_t *t = json_object_get(d, "time_ms");
+    if (json_is_integer(t))
+        eddy_format_local_time(when, sizeof when, (int64_t)json_integer_value(t));
+    const json_t *jt = json_object_get(d, "job_time_ms");
+    if (json_is_integer(jt))
+        snprintf(job_time, sizeof job_time, " at %.1f s", (double)json_integer_value(jt) / 1000.0);
+    long long from = (long long)json_integer_value(json_object_get(d, "old_parallelism"));
+    long long to = (long long)json_integer_value(json_object_get(d, "new_parallelism"));
+    char change[64];
+    if (eddy_scaling_decision_changes(d))
+        snprintf(change, sizeof change, "%lld -> %lld", from, to);
+    else
+        snprintf(change, sizeof change, "%lld", from);
+    const char *applied = !eddy_scaling_decision_changes(d) || json_is_true(json_object_get(d, "applied"))
+                              ? ""
+                              : " (not applied)";
+    snprintf(buf, size, "%s %s/%s %s %s%s%s: %s", when, str_or(d, "job", "?"),
+             str_or(d, "operator", "?"), change, str_or(d, "action", "?"), applied, job_time,
+             str_or(d, "reason", ""));
+    return buf;
+}

@@ -1,0 +1,480 @@
+/* test_job_history.c - numbers that never go backwards, job history and
+ * the readable views, with real processes (eddy coordinator, eddy worker,
+ * eddy submit/rescale/status/scaling) and the file metadata store.
+ *
+ * counters_never_go_backwards: a rate-limited wordcount is rescaled, loses
+ * a worker to SIGKILL (a restore) and then its coordinator to SIGKILL (a
+ * restart from the metadata store). Throughout, every operator's records
+ * in/out in `eddy status --json` and every counter series of /metrics is
+ * sampled and must never be lower than at the sample before (across the
+ * restart too). At the end the finished job keeps its numbers (the source
+ * read at least every line); a resubmission gets the id wordcount-2 while
+ * wordcount's record stays readable; after another coordinator restart the
+ * history is still there, ids go on at wordcount-3, and `eddy status`
+ * shows running jobs only while `--all` shows the history.
+ *
+ * scaling_view: decisions recorded at a coordinator are listed by
+ * `eddy scaling` with local ISO 8601 times and job times, no_change ones
+ * only with --all.
+ *
+ * Every wait is a poll with a deadline on an observable condition. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/client.h"
+#include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
+#include "tests/support/proc.h"
+
+#define LINES 60000
+#define RUN_SECONDS 14
+#define MAX_WORKERS 4
+#define MAX_SERIES 512
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HB_TIMEOUT "3000"
+#else
+#define HB_TIMEOUT "1500"
+#endif
+
+static char *dir;
+static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
+static int ports[2];
+static char coord_url[64], http_s[16], rate[32];
+static eddy_proc_t coord;
+static eddy_proc_t workers[MAX_WORKERS];
+static int n_workers, coord_starts;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("history", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/counts.tsv", dir);
+    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
+    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
+    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    cr_assert(eddy_gen_lines(input, LINES, 99, &err) == 0, "%s", err.msg);
+    snprintf(rate, sizeof rate, "%d", LINES / RUN_SECONDS);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
+    snprintf(http_s, sizeof http_s, "%d", ports[1]);
+    memset(&coord, 0, sizeof coord);
+    memset(workers, 0, sizeof workers);
+    n_workers = coord_starts = 0;
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&coord, 3000);
+    for (int i = 0; i < n_workers; i++)
+        eddy_proc_kill(&workers[i], 2000);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+static int count_in_log(const char *needle)
+{
+    char *s = eddy_read_file(coord_logp, NULL);
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, needle)); p++)
+        n++;
+    free(s);
+    return n;
+}
+
+static bool coordinator_listening(void *arg)
+{
+    (void)arg;
+    return count_in_log("] listening on ") >= coord_starts;
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(coord_logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+static void start_coordinator(void)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
+                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
+                    "--checkpoint-interval", "500", "--heartbeat-ms", "200",
+                    "--heartbeat-timeout-ms", HB_TIMEOUT, NULL};
+    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+    coord_starts++;
+    if (!eddy_poll_until(coordinator_listening, NULL, 15000)) {
+        char *l = log_text();
+        cr_assert_fail("coordinator did not start (exit %d):\n%s", eddy_proc_wait(&coord, 0), l);
+    }
+}
+
+static void start_worker(void)
+{
+    cr_assert(n_workers < MAX_WORKERS);
+    eddy_err_t err = {{0}};
+    char name[32], wlog[600];
+    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
+    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
+    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
+                    "--snapshot-dir", snap_dir, NULL};
+    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+}
+
+/* eddy submit; returns the id it printed (malloc'd). */
+static char *submit(bool rate_limited)
+{
+    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
+                    "--input", input, "--output", output, "--parallelism", "2",
+                    rate_limited ? "--rate" : NULL, rate, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(err);
+    json_t *doc = json_loads(out, 0, NULL);
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    char *copy = strdup(id ? id : out);
+    copy[strcspn(copy, "\n")] = '\0';
+    json_decref(doc);
+    free(out);
+    return copy;
+}
+
+static char *cli(const char *sub, const char *flag)
+{
+    char *argv[] = {EDDY_BINARY, (char *)sub, "--coordinator", coord_url, (char *)flag, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy %s %s exited %d: %s%s", sub, flag ? flag : "", rc, out, err);
+    free(err);
+    return out;
+}
+
+/* ---- samples that must never go backwards ---------------------------------- */
+
+typedef struct series {
+    char key[256];
+    double value;
+} series_t;
+
+static series_t seen[MAX_SERIES];
+static int n_seen;
+static long long source_read; /* the latest sample's source records_in */
+
+static void expect_not_lower(const char *key, double value, const char *when)
+{
+    for (int i = 0; i < n_seen; i++)
+        if (!strcmp(seen[i].key, key)) {
+            cr_assert_geq(value, seen[i].value, "%s went back from %.0f to %.0f (%s)", key,
+                          seen[i].value, value, when);
+            seen[i].value = value;
+            return;
+        }
+    cr_assert_lt(n_seen, MAX_SERIES);
+    snprintf(seen[n_seen].key, sizeof seen[n_seen].key, "%s", key);
+    seen[n_seen++].value = value;
+}
+
+static char *get_metrics(void)
+{
+    long status = 0;
+    char *body = eddy_test_http_get(ports[1], "/metrics", 5000, &status);
+    if (body && status != 200) {
+        free(body);
+        return NULL;
+    }
+    return body;
+}
+
+/* One sample of the job's counters in status and of /metrics' counters of
+ * job `id`; false when the coordinator did not answer (it may be down). */
+static bool sample(const char *id, const char *when)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, id) : NULL;
+    if (!j) {
+        json_decref(st);
+        return false;
+    }
+    size_t i;
+    json_t *op;
+    json_array_foreach(json_object_get(j, "operators"), i, op)
+    {
+        const char *name = json_string_value(json_object_get(op, "name"));
+        const char *fields[] = {"records_in", "records_out", "busy_ns"};
+        for (size_t f = 0; f < 3; f++) {
+            char key[256];
+            snprintf(key, sizeof key, "status %s %s %s", id, name, fields[f]);
+            expect_not_lower(key, (double)json_integer_value(json_object_get(op, fields[f])), when);
+        }
+        if (json_is_true(json_object_get(op, "source")))
+            source_read = json_integer_value(json_object_get(op, "records_in"));
+    }
+    json_decref(st);
+    char *m = get_metrics();
+    char label[128];
+    snprintf(label, sizeof label, "{job=\"%s\",", id);
+    for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || !strstr(line, label))
+            continue;
+        char *space = strrchr(line, ' ');
+        if (!space)
+            continue;
+        *space = '\0';
+        if (strstr(line, "_total{")) /* every counter family */
+            expect_not_lower(line, strtod(space + 1, NULL), when);
+    }
+    free(m);
+    return true;
+}
+
+typedef struct progress_wait {
+    const char *id;
+    const char *state; /* NULL: any */
+    long long min_read;
+    int64_t min_restarts;
+    const char *when;
+} progress_wait_t;
+
+static bool progressed(void *arg)
+{
+    progress_wait_t *p = arg;
+    if (!sample(p->id, p->when))
+        return false;
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, p->id) : NULL;
+    const char *state = j ? json_string_value(json_object_get(j, "state")) : NULL;
+    bool ok = state && (!p->state || !strcmp(state, p->state)) && source_read >= p->min_read &&
+              json_integer_value(json_object_get(j, "restarts")) >= p->min_restarts;
+    json_decref(st);
+    return ok;
+}
+
+static void wait_progress(const char *id, const char *state, long long min_read, int64_t min_restarts,
+                          uint64_t timeout_ms, const char *when)
+{
+    progress_wait_t p = {id, state, min_read, min_restarts, when};
+    if (!eddy_poll_until(progressed, &p, timeout_ms)) {
+        char *l = log_text();
+        cr_assert_fail("timed out waiting for %s (source read %lld); coordinator log:\n%s", when,
+                       source_read, l);
+    }
+}
+
+typedef struct worker_pick {
+    pid_t pid;
+} worker_pick_t;
+
+static bool worker_with_tasks(void *arg)
+{
+    worker_pick_t *w = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    size_t i;
+    json_t *wj;
+    json_array_foreach(json_object_get(st, "workers"), i, wj)
+    {
+        if (json_is_true(json_object_get(wj, "alive")) && json_integer_value(json_object_get(wj, "tasks")) > 0)
+            w->pid = (pid_t)json_integer_value(json_object_get(wj, "pid"));
+    }
+    json_decref(st);
+    return w->pid > 0;
+}
+
+static bool three_alive(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    size_t i, n = 0;
+    json_t *wj;
+    json_array_foreach(json_object_get(st, "workers"), i, wj) n += json_is_true(json_object_get(wj, "alive"));
+    json_decref(st);
+    return n >= 3;
+}
+
+static long long status_source_read(const char *id, const char **state_out, char *state_buf, size_t size)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, id) : NULL;
+    long long read = -1;
+    size_t i;
+    json_t *op;
+    json_array_foreach(json_object_get(j, "operators"), i, op)
+    {
+        if (json_is_true(json_object_get(op, "source")))
+            read = json_integer_value(json_object_get(op, "records_in"));
+    }
+    snprintf(state_buf, size, "%s", j ? json_string_value(json_object_get(j, "state")) : "(none)");
+    *state_out = state_buf;
+    json_decref(st);
+    return read;
+}
+
+Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, .timeout = 300)
+{
+    start_coordinator();
+    for (int i = 0; i < 3; i++)
+        start_worker();
+    cr_assert(eddy_poll_until(three_alive, NULL, 20000), "3 workers never registered:\n%s", log_text());
+    char *id = submit(true);
+    cr_assert_str_eq(id, "wordcount");
+    wait_progress(id, "running", LINES / 10, 0, 60000, "the first tenth of the input");
+
+    /* a rescale: kept tasks continue, new ones start from zero */
+    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord_url, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy rescale exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+    long long after_rescale = source_read;
+    wait_progress(id, "running", after_rescale + LINES / 20, 0, 60000, "progress after the rescale");
+
+    /* a restore: kill -9 a worker with tasks */
+    worker_pick_t victim = {0};
+    cr_assert(eddy_poll_until(worker_with_tasks, &victim, 10000));
+    cr_assert_eq(kill(victim.pid, SIGKILL), 0);
+    wait_progress(id, "running", 0, 1, 60000, "the restore after kill -9 of a worker");
+    long long after_restore = source_read;
+    wait_progress(id, "running", after_restore + LINES / 20, 1, 60000, "progress after the restore");
+
+    /* a coordinator restart: the saved counters continue */
+    cr_assert(sample(id, "before the coordinator kill"));
+    kill(-coord.pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    start_coordinator();
+    wait_progress(id, "finished", LINES, 0, 180000, "the job to finish after the coordinator restart");
+
+    /* a finished job keeps its numbers */
+    char sb[32];
+    const char *state;
+    long long final_read = status_source_read(id, &state, sb, sizeof sb);
+    cr_assert_geq(final_read, LINES, "the finished job's source read %lld of %d lines", final_read, LINES);
+    cr_assert(sample(id, "after the finish"));
+
+    /* a resubmission gets a new id; the old record stays */
+    char *id2 = submit(false);
+    cr_assert_str_eq(id2, "wordcount-2");
+    wait_progress(id2, "finished", LINES, 0, 120000, "wordcount-2 to finish");
+    /* an undisturbed run reads each line once; the final count is shown
+     * once it has been saved, which follows the finish closely */
+    wait_progress(id2, "finished", LINES, 0, 10000, "wordcount-2's final numbers");
+    long long read2 = status_source_read(id2, &state, sb, sizeof sb);
+    cr_assert_eq(read2, LINES, "an undisturbed run reads each line once: %lld", read2);
+    cr_assert_eq(status_source_read(id, &state, sb, sizeof sb), final_read);
+    cr_assert_str_eq(state, "finished");
+
+    /* history survives a coordinator restart; ids are never reused */
+    kill(-coord.pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    start_coordinator();
+    cr_assert_eq(status_source_read(id, &state, sb, sizeof sb), final_read,
+                 "wordcount's numbers after a coordinator restart");
+    cr_assert_str_eq(state, "finished");
+    cr_assert_eq(status_source_read(id2, &state, sb, sizeof sb), read2);
+    cr_assert(sample(id, "history after the restart"));
+    char *id3 = submit(false);
+    cr_assert_str_eq(id3, "wordcount-3");
+    wait_progress(id3, "finished", LINES, 0, 120000, "wordcount-3 to finish");
+
+    /* status shows running jobs; --all the history */
+    char *running = cli("status", NULL), *all = cli("status", "--all");
+    cr_assert_null(strstr(running, "wordcount"), "eddy status lists ended jobs:\n%s", running);
+    cr_assert(strstr(running, "3 ended jobs not shown"), "%s", running);
+    cr_assert(strstr(all, "wordcount (wordcount) finished"), "%s", all);
+    cr_assert(strstr(all, "wordcount-2 (wordcount) finished"), "%s", all);
+    cr_assert(strstr(all, "wordcount-3 (wordcount) finished"), "%s", all);
+    free(running);
+    free(all);
+    free(id);
+    free(id2);
+    free(id3);
+}
+
+/* ---- eddy scaling ---------------------------------------------------------- */
+
+static void post_decision(const char *json)
+{
+    int64_t status = -1;
+    char *body = NULL;
+    eddy_err_t err = {{0}};
+    char *args[] = {(char *)json};
+    cr_assert_eq(eddy_client_call(coord_url, "decision", 1, args, 10000, &status, &body, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(status, 0, "%s", body ? body : "");
+    free(body);
+}
+
+Test(job_history, scaling_view, .init = setup, .fini = teardown, .timeout = 60)
+{
+    start_coordinator();
+    post_decision("{\"time_ms\":1764756902250,\"job_time_ms\":12300,\"job\":\"wordcount\","
+                  "\"operator\":\"count\",\"old_parallelism\":2,\"new_parallelism\":2,"
+                  "\"action\":\"no_change\",\"applied\":false,\"reason\":\"within bounds\"}");
+    post_decision("{\"time_ms\":1764756912250,\"job_time_ms\":22300,\"job\":\"wordcount\","
+                  "\"operator\":\"count\",\"old_parallelism\":1,\"new_parallelism\":2,"
+                  "\"action\":\"scale_up\",\"applied\":true,\"reason\":\"target 1002 rec/s / (1250 "
+                  "rec/s per instance x 0.80) = 1.002 -> 2\"}");
+    setenv("TZ", "UTC0", 1); /* the CLI inherits it */
+    char *brief = cli("scaling", NULL), *all = cli("scaling", "--all");
+    unsetenv("TZ");
+    cr_assert_str_eq(brief,
+                     "2025-12-03T10:15:12+00:00 wordcount/count 1 -> 2 scale_up at 22.3 s: target 1002 "
+                     "rec/s / (1250 rec/s per instance x 0.80) = 1.002 -> 2\n"
+                     "(1 no-change decision not shown: eddy scaling --all)\n");
+    cr_assert(strstr(all, "2025-12-03T10:15:02+00:00 wordcount/count 2 no_change at 12.3 s: within bounds\n"),
+              "%s", all);
+    cr_assert(strstr(all, "scale_up at 22.3 s"), "%s", all);
+    free(brief);
+    free(all);
+}
+
+/* ---- eddy local --changelog FILE, --quiet ------------------------------------ */
+
+Test(job_history, changelog_file_and_quiet, .init = setup, .fini = teardown, .timeout = 120)
+{
+    eddy_err_t err = {{0}};
+    char small[600], changelog[600], outp[600], errp[600], port_s[16];
+    snprintf(small, sizeof small, "%s/small.txt", dir);
+    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
+    snprintf(outp, sizeof outp, "%s/stdout.txt", dir);
+    snprintf(errp, sizeof errp, "%s/stderr.txt", dir);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
+    const char *text = "to be or not to be\nthat is the question\n";
+    cr_assert(eddy_write_file(small, text, strlen(text)) == 0);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s, "--http-port",
+                    http_s, "--quiet", "--changelog", changelog, "--job", "wordcount", "--input",
+                    small, NULL};
+    eddy_proc_t p = {0};
+    cr_assert(eddy_proc_start(&p, argv, outp, errp, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&p, 90000);
+    char *out = eddy_read_file(outp, NULL), *errs = eddy_read_file(errp, NULL),
+         *log = eddy_read_file(changelog, NULL);
+    cr_assert_eq(rc, 0, "eddy local exited %d; stderr:\n%s", rc, errs ? errs : "");
+    cr_assert(log && strstr(log, "+I[to, 1]") && strstr(log, "+U[be, 2]"), "changelog file:\n%s",
+              log ? log : "(none)");
+    cr_assert(out && !strstr(out, "+I["), "the changelog also went to stdout:\n%s", out ? out : "");
+    cr_assert(!errs || !strstr(errs, "records read"), "--quiet printed progress lines:\n%s", errs);
+    cr_assert(!errs || !strstr(errs, "+I["), "changelog rows on stderr:\n%s", errs);
+    free(out);
+    free(errs);
+    free(log);
+    /* an unwritable file is a usage error, and nothing starts */
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/changelog.txt", dir);
+    char *argv2[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s, "--http-port",
+                     http_s, "--changelog", bad, "--job", "wordcount", "--input", small, NULL};
+    char *o2 = NULL, *e2 = NULL;
+    rc = eddy_proc_run(argv2, 30000, &o2, &e2);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, e2 ? e2 : "");
+    cr_assert(e2 && strstr(e2, "--changelog: cannot write"), "%s", e2 ? e2 : "");
+    free(o2);
+    free(e2);
+}
