@@ -131,6 +131,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     snprintf(w->endpoint, sizeof w->endpoint, "%s", m->u.reg.data_endpoint);
     snprintf(w->host, sizeof w->host, "%s", m->u.reg.host);
     w->pid = m->u.reg.pid;
+    w->cores = m->u.reg.cores;
     w->alive = true;
     w->last_seen_ms = eddy_mono_ms();
     w->registered_wall_ms = eddy_wall_ms();

@@ -42,6 +42,7 @@ typedef struct coord_worker {
     char endpoint[EDDY_ENDPOINT_MAX];
     char host[EDDY_NAME_MAX];
     int64_t pid;
+    uint32_t cores;                /* online CPUs of its machine (REGISTER), 0 unknown */
     unsigned char identity[COORD_MAX_IDENTITY];
     size_t identity_len;
     uint64_t last_seen_ms;

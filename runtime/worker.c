@@ -517,6 +517,8 @@ static void send_register(worker_t *w)
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
     reg.u.reg.pid = getpid();
     reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    reg.u.reg.cores = cores > 0 ? (uint32_t)cores : 0;
     gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
     send_ctrl(w, &reg);
 }
