@@ -39,7 +39,8 @@ int eddy_cmd_controller(int argc, char **argv)
              max_p = 0;
     uint32_t min_p = 1;
     double target = pc.target_utilisation, down = -1;
-    bool dry_run = false;
+    bool dry_run = false, oversubscribe = false;
+    double effectiveness = pc.effectiveness;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT",
                       "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
@@ -56,6 +57,10 @@ int eddy_cmd_controller(int argc, char **argv)
         EDDY_FLAG_U64("max-parallelism", &max_p, 0, EDDY_MAX_KEY_GROUPS, "N",
                       "never more instances per operator (default: the job's max parallelism)"),
         EDDY_FLAG_SWITCH("dry-run", &dry_run, "decide and record, never rescale"),
+        EDDY_FLAG_SWITCH("allow-oversubscribe", &oversubscribe,
+                         "ask for more instances of an operator than the workers have cores"),
+        EDDY_FLAG_F64("effectiveness", &effectiveness, 0, 1, "F",
+                      "a scale-up bringing less than F of its predicted gain marks the operator's limit (0.5, 0 = off)"),
         EDDY_FLAG_END,
     };
     int code;
@@ -86,6 +91,8 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.min_parallelism = min_p;
     pc.max_parallelism = (uint32_t)max_p;
     pc.dry_run = dry_run;
+    pc.allow_oversubscribe = oversubscribe;
+    pc.effectiveness = effectiveness;
     eddy_log_set_component("controller");
     eddy_cli_install_signals();
     eddy_info("autoscaling job %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "

@@ -118,7 +118,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *pipeline = NULL;
     const char *token_file = NULL;
     const char *changelog = NULL;
-    bool autoscale = false, quiet = false;
+    bool autoscale = false, quiet = false, heartbeat_only = false;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     eddy_flag_t flags[] = {
         EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
@@ -134,6 +134,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
@@ -270,7 +271,7 @@ static int run_local(int argc, char **argv, char **spec_text)
               temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
         .bind = bind, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
-        .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout,
+        .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,

@@ -72,6 +72,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
+    bool heartbeat_only = false;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (127.0.0.1; 0.0.0.0 for other machines)"),
@@ -85,6 +86,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoint-timeout-ms", &ck_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "abandon a checkpoint not complete after MS (60000)"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
@@ -113,7 +115,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
         .snapshot_dir = snapshots, .heartbeat_ms = hb,
-        .heartbeat_timeout_ms = hb_timeout, .checkpoint_interval_ms = interval,
+        .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts};

@@ -239,6 +239,11 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
     snapshot_t cur;
     if (parse_snapshot(job, now_ms, &cur, err) < 0)
         return -1;
+    /* the coordinator's sum over the workers' machines (views.c) */
+    json_t *cores = json_object_get(job, "worker_cores");
+    if (json_is_integer(cores) && json_integer_value(cores) >= 0 &&
+        json_integer_value(cores) <= UINT32_MAX)
+        eddy_scaling_policy_set_core_limit(self->policy, (uint32_t)json_integer_value(cores));
     snapshot_t *prev = &self->prev;
 
     if (!prev->valid) {

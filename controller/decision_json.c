@@ -71,6 +71,7 @@ json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *d, eddy_err
     failed |= set_owned(obj, "new_parallelism", json_integer(d->new_parallelism));
     failed |= set_owned(obj, "action", json_string(eddy_scaling_action_name(d->action)));
     failed |= set_owned(obj, "applied", json_boolean(d->applied));
+    failed |= set_owned(obj, "infeasible", json_boolean(d->infeasible));
     failed |= set_owned(obj, "reason", json_string(d->reason));
     failed |= set_owned(obj, "rates", rates_to_json(&d->rates));
     if (failed) {
@@ -210,6 +211,11 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
     if (!json_is_boolean(applied))
         return eddy_err_set(err, "decision json: \"applied\" must be true or false");
     d.applied = json_is_true(applied);
+    /* optional: decisions stored before it existed have none */
+    const json_t *infeasible = json_object_get(obj, "infeasible");
+    if (infeasible && !json_is_boolean(infeasible))
+        return eddy_err_set(err, "decision json: \"infeasible\" must be true or false");
+    d.infeasible = json_is_true(infeasible);
 
     const json_t *rates = require_key(obj, "rates", err);
     if (!rates)

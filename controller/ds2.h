@@ -58,6 +58,11 @@ typedef struct eddy_ds2_metrics {
                               (only the observed rates need it) */
     double offered_rate;   /* sources only: records/s offered by the outside
                               world; NaN if unknown. Ignored for other operators. */
+    /* Keyed operators: the share (0, 1] of records_in that went to the
+     * busiest key group, and which group that is; 0: unknown. Not used by
+     * DS2 itself: the policy (policy.h) reads it to name a hot key. */
+    double hot_key_share;
+    uint32_t hot_key_group;
 } eddy_ds2_metrics_t;
 
 /* One operator of the job graph. Everything is borrowed from the caller for

@@ -17,7 +17,12 @@
  *   3 confirmations     a scale-down costs a pause and state movement; a
  *                       short dip in input should not trigger one.
  *   [1, 128]            128 = EDDY_DEFAULT_MAX_PARALLELISM: an operator
- *                       cannot usefully have more instances than key groups. */
+ *                       cannot usefully have more instances than key groups.
+ *   effectiveness 0.5   Flink's autoscaler flags a scale-up as ineffective
+ *                       below 10% of the expected gain; eddy's CPU-bound case
+ *                       (instances sharing two cores) brought about a third
+ *                       of it, so the bar is higher: half of what DS2
+ *                       promised, or the operator is at its limit. */
 #include "controller/policy.h"
 
 #include <math.h>
@@ -36,6 +41,16 @@ typedef struct operator_state {
     uint32_t down_streak;    /* consecutive evaluations asking for fewer instances */
     uint32_t down_candidate; /* largest parallelism proposed during the streak */
     uint32_t down_from;      /* the parallelism the streak started from */
+    /* a scale-up ordered by the policy, to be checked once warmed up */
+    bool check_pending;
+    uint32_t check_from, check_to;
+    double rate_before;      /* observed input rate at check_from */
+    double rate_predicted;   /* what check_to instances were expected to process */
+    double true_rate_before; /* per instance, at check_from */
+    /* the effective limit found by such a check: no scale-up beyond it */
+    uint32_t limit;          /* 0: none */
+    double limit_achieved;
+    char limit_cause[128];
 } operator_state_t;
 
 struct eddy_scaling_policy {
@@ -63,6 +78,9 @@ eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void)
         .min_parallelism = 1,
         .max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM,
         .dry_run = false,
+        .core_limit = 0,
+        .allow_oversubscribe = false,
+        .effectiveness = 0.5,
     };
     return config;
 }
@@ -113,6 +131,9 @@ static int validate_config(const eddy_scaling_policy_config_t *c, eddy_err_t *er
                             c->scale_down_utilisation, c->target_utilisation);
     if (c->scale_down_confirmations < 1)
         return eddy_err_set(err, "scaling policy: scale-down confirmations must be >= 1");
+    if (!(c->effectiveness >= 0.0 && c->effectiveness <= 1.0))
+        return eddy_err_set(err, "scaling policy: effectiveness %g must be in [0, 1]",
+                            c->effectiveness);
     if (c->min_parallelism < 1 || c->max_parallelism < c->min_parallelism)
         return eddy_err_set(err, "scaling policy: parallelism bounds [%u, %u] need 1 <= min <= max",
                             c->min_parallelism, c->max_parallelism);
@@ -201,6 +222,12 @@ static void record_rescale(eddy_scaling_policy_t *self, operator_state_t *op, in
     reset_scale_down_streaks(self);
 }
 
+void eddy_scaling_policy_set_core_limit(eddy_scaling_policy_t *self, uint32_t cores)
+{
+    if (self)
+        self->config.core_limit = cores;
+}
+
 int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *operator_name,
                                      int64_t now_ms, eddy_err_t *err)
 {
@@ -264,6 +291,78 @@ static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *es
         est->target_input_rate / ((double)d->new_parallelism * est->true_rate_per_instance);
 }
 
+/* Lowers *up_to to what can help: the operator's recorded limit, the
+ * instances a hot key group leaves useful, the workers' cores. cause says
+ * which (the tightest) when it lowered anything. */
+static void limit_scale_up(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                           const eddy_ds2_estimate_t *est, const operator_state_t *state,
+                           uint32_t *up_to, char *cause, size_t cause_size)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    double share = op->metrics.hot_key_share;
+    if (share > 0.0 && share <= 1.0 &&
+        share * est->target_input_rate > est->true_rate_per_instance * c->target_utilisation) {
+        /* the instance owning the hot group gets at least share of the
+         * records however many there are: past 1/share, more do not help */
+        double useful = ceil(1.0 / share - 1e-9);
+        uint32_t cap = useful < (double)*up_to ? (uint32_t)useful : *up_to;
+        if (cap < *up_to) {
+            *up_to = cap;
+            snprintf(cause, cause_size,
+                     "hot key group %u (%.0f%% of the records; one instance carries at most %.0f rec/s)",
+                     op->metrics.hot_key_group, share * 100.0, est->true_rate_per_instance);
+        }
+    }
+    if (state->limit && *up_to > state->limit) {
+        *up_to = state->limit;
+        snprintf(cause, cause_size, "%s", state->limit_cause);
+    }
+    if (c->core_limit && !c->allow_oversubscribe && *up_to > c->core_limit) {
+        *up_to = c->core_limit;
+        snprintf(cause, cause_size, "the workers' %u cores (--allow-oversubscribe to go past them)",
+                 c->core_limit);
+    }
+}
+
+/* The first clean window after a scale-up the policy ordered: did the added
+ * instances bring the throughput DS2 predicted? If not, the operator's
+ * current parallelism is its effective limit. */
+static void check_effect(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                         const eddy_ds2_estimate_t *est, operator_state_t *state)
+{
+    if (!state->check_pending || self->config.effectiveness <= 0.0)
+        return;
+    state->check_pending = false;
+    double achieved = est->observed_input_rate;
+    if (op->parallelism != state->check_to || !isfinite(achieved) || !isfinite(state->rate_before))
+        return;
+    double predicted_gain = state->rate_predicted - state->rate_before;
+    double gain = achieved - state->rate_before;
+    bool short_of_target = !(achieved >= 0.95 * est->target_input_rate);
+    if (!(predicted_gain > 0.0) || gain >= self->config.effectiveness * predicted_gain ||
+        !short_of_target)
+        return;
+    state->limit = state->check_to;
+    state->limit_achieved = achieved;
+    double share = op->metrics.hot_key_share;
+    if (share > 0.0 && share * achieved >= 0.5 * est->true_rate_per_instance)
+        snprintf(state->limit_cause, sizeof state->limit_cause,
+                 "hot key group %u (%.0f%% of the records)", op->metrics.hot_key_group,
+                 share * 100.0);
+    else if (isfinite(state->true_rate_before) &&
+             est->true_rate_per_instance < 0.8 * state->true_rate_before)
+        snprintf(state->limit_cause, sizeof state->limit_cause,
+                 "contention: %u -> %u instances brought %.0f of %.0f rec/s predicted, each now "
+                 "processes %.0f rec/s when busy, was %.0f",
+                 state->check_from, state->check_to, gain, predicted_gain,
+                 est->true_rate_per_instance, state->true_rate_before);
+    else
+        snprintf(state->limit_cause, sizeof state->limit_cause,
+                 "something outside the operator: %u -> %u instances brought %.0f of %.0f rec/s "
+                 "predicted",
+                 state->check_from, state->check_to, gain, predicted_gain);
+}
+
 /* Decides what one operator wants, before the timing gates (dry run,
  * cooldown). Updates the operator's scale-down streak. */
 static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
@@ -298,9 +397,23 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
                                                 op->max_parallelism);
     if (up_to > current) {
         state->down_streak = 0;
-        d->action = EDDY_SCALING_SCALE_UP;
-        d->new_parallelism = up_to;
+        uint32_t capped = up_to;
+        char cause[160] = "";
+        limit_scale_up(self, op, est, state, &capped, cause, sizeof cause);
+        if (capped < up_to) {
+            d->infeasible = true;
+            reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
+                          est->target_input_rate, est->observed_input_rate, current, cause);
+        }
         reason_append_formula(d->reason, est, c->target_utilisation, op);
+        if (capped <= current) {
+            reason_append(d->reason, "; staying at %u", current);
+            return;
+        }
+        d->action = EDDY_SCALING_SCALE_UP;
+        d->new_parallelism = capped;
+        if (capped < up_to)
+            reason_append(d->reason, "; only to %u", capped);
         return;
     }
     if (down_to < current) {
@@ -404,6 +517,25 @@ static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_ope
     d->applied = false;
 }
 
+/* An applied decision: a scale-up is checked after its warm-up; a
+ * scale-down forgets the limit (the conditions changed). */
+static void note_scale_up(operator_state_t *state, const eddy_scaling_decision_t *d,
+                          const eddy_ds2_estimate_t *est)
+{
+    if (d->action != EDDY_SCALING_SCALE_UP) {
+        state->check_pending = false;
+        state->limit = 0;
+        return;
+    }
+    state->check_pending = true;
+    state->check_from = d->old_parallelism;
+    state->check_to = d->new_parallelism;
+    state->rate_before = est->observed_input_rate;
+    state->true_rate_before = est->true_rate_per_instance;
+    double capacity = (double)d->new_parallelism * est->true_rate_per_instance;
+    state->rate_predicted = est->target_input_rate < capacity ? est->target_input_rate : capacity;
+}
+
 int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
                                const eddy_ds2_operator_t *operators, size_t count,
                                eddy_scaling_decision_t *decisions, eddy_err_t *err)
@@ -457,6 +589,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             continue;
         }
 
+        check_effect(self, &bounded[i], &estimates[i], state);
         propose(self, &bounded[i], &estimates[i], state, d);
         fill_rates(d, &estimates[i], c->target_utilisation);
         if (d->action == EDDY_SCALING_NO_CHANGE)
@@ -476,8 +609,11 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
 
     if (any_applied) {
         for (size_t i = 0; i < count; i++) {
-            if (decisions[i].applied)
-                record_rescale(self, find_operator(self, operators[i].name), now_ms);
+            if (!decisions[i].applied)
+                continue;
+            operator_state_t *state = find_operator(self, operators[i].name);
+            record_rescale(self, state, now_ms);
+            note_scale_up(state, &decisions[i], &estimates[i]);
         }
     }
     self->has_evaluated = true;

@@ -25,6 +25,20 @@
  *   cooldown   an operator rescaled less than cooldown_ms ago is not
  *              rescaled again; the decision still says what DS2 wants, with
  *              applied = false.
+ *   limits     a scale-up never asks for more instances of one operator than
+ *              the workers have cores (core_limit), unless
+ *              allow_oversubscribe. When a hot key group's share of an
+ *              operator's records means that one instance cannot carry it
+ *              (share x target > what one instance processes), instances
+ *              beyond ceil(1 / share) cannot help and are not asked for.
+ *              After a scale-up, the first evaluation past the warm-up
+ *              compares the throughput gained with the gain predicted; below
+ *              effectiveness x predicted (and still short of the target), the
+ *              operator's parallelism is recorded as its effective limit and
+ *              it is not scaled up beyond it again (until the
+ *              policy scales it down). Each of these is reported as
+ *              infeasible = true with a reason "infeasible: target R,
+ *              achieved A at parallelism P, limited by ...".
  *   dry run    decisions are computed and reported but never applied.
  * A decision with applied = true is assumed to be carried out at now_ms; its
  * time starts the job's warm-up and the operator's cooldown. Rescales the
@@ -57,6 +71,10 @@ typedef struct eddy_scaling_policy_config {
     uint32_t min_parallelism;          /* job-wide bounds, intersected with each */
     uint32_t max_parallelism;          /* operator's own; 1 <= min <= max */
     bool dry_run;
+    uint32_t core_limit;               /* cores the workers have together; 0 unknown */
+    bool allow_oversubscribe;          /* scale past core_limit */
+    double effectiveness;              /* [0, 1]: a scale-up must bring this share of
+                                        * the gain it predicted (0 disables the check) */
 } eddy_scaling_policy_config_t;
 
 typedef enum eddy_scaling_action {
@@ -84,6 +102,7 @@ typedef struct eddy_scaling_decision {
     uint32_t new_parallelism; /* what the policy wants; == old for no_change */
     eddy_scaling_action_t action;
     bool applied;             /* the change is to be carried out now */
+    bool infeasible;          /* the target cannot be reached by instances (see limits) */
     char reason[EDDY_SCALING_REASON_MAX];
     eddy_scaling_rates_t rates;
 } eddy_scaling_decision_t;
@@ -91,7 +110,7 @@ typedef struct eddy_scaling_decision {
 /* The defaults (see policy.c for why each value):
  *   interval 10 s, warm-up 30 s, cooldown 60 s, target utilisation 0.8,
  *   scale-down utilisation 0.7, 3 confirmations, parallelism [1, 128],
- *   dry run off. */
+ *   dry run off, no core limit, effectiveness 0.5. */
 eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void);
 
 /* Returns NULL and fills err on an invalid config or out of memory. */
@@ -115,6 +134,9 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
  * means the whole job (e.g. its start or restart): warm-up only. */
 int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *operator_name,
                                      int64_t now_ms, eddy_err_t *err);
+
+/* The workers' cores changed (0: unknown, no limit): see core_limit. */
+void eddy_scaling_policy_set_core_limit(eddy_scaling_policy_t *self, uint32_t cores);
 
 /* "scale_up", "scale_down", "no_change". */
 const char *eddy_scaling_action_name(eddy_scaling_action_t action);

@@ -200,8 +200,7 @@ static void on_key_deleted(void *arg, const eddy_meta_result_t *res)
 {
     coord_ticket_t *t = arg;
     if (res->rc == 0) {
-        eddy_err_t err;
-        eddy_snapshot_store_remove_checkpoint(t->c->store, t->job_id, t->checkpoint, &err);
+        coord_reaper_remove(t->c->reaper, t->job_id, t->checkpoint);
     } else {
         eddy_warn("job %s: cannot delete the metadata of checkpoint %" PRIu64 ": %s; its files are kept",
                   t->job_id, t->checkpoint, res->err.msg);
@@ -282,8 +281,7 @@ void coord_checkpoint_discard(coord_t *c, coord_job_t *j)
         /* its metadata put may still land: delete the key, then the files */
         delete_checkpoint(c, j, pc->id);
     } else {
-        eddy_err_t err;
-        eddy_snapshot_store_remove_checkpoint(c->store, j->id, pc->id, &err);
+        coord_reaper_remove(c->reaper, j->id, pc->id);
     }
     coord_pending_checkpoint_destroy(&j->pending);
 }

@@ -114,6 +114,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         if (!w)
             return;
         w->id = ++c->next_worker_id;
+        w->conn_fd = -1;
         /* a quarantined peer registering again stays quarantined */
         for (coord_worker_t *old = c->workers; old; old = old->next)
             if (old->quarantined_until_ms > w->quarantined_until_ms &&
@@ -131,6 +132,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     snprintf(w->endpoint, sizeof w->endpoint, "%s", m->u.reg.data_endpoint);
     snprintf(w->host, sizeof w->host, "%s", m->u.reg.host);
     w->pid = m->u.reg.pid;
+    w->cores = m->u.reg.cores;
     w->alive = true;
     w->last_seen_ms = eddy_mono_ms();
     w->registered_wall_ms = eddy_wall_ms();
@@ -143,7 +145,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     coord_jobs_on_worker_joined(c);
 }
 
-static void declare_dead(coord_t *c, coord_worker_t *w, const char *why)
+void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
 {
     if (!w->alive)
         return;
@@ -166,7 +168,7 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why)
         rel.u.release.job = j->num;
         coord_send_worker(c, w, &rel);
     }
-    declare_dead(c, w, why);
+    coord_declare_dead(c, w, why);
 }
 
 static void check_liveness(coord_t *c, uint64_t now_ms)
@@ -176,7 +178,7 @@ static void check_liveness(coord_t *c, uint64_t now_ms)
             char why[96];
             snprintf(why, sizeof why, "no heartbeat for %llu ms",
                      (unsigned long long)(now_ms - w->last_seen_ms));
-            declare_dead(c, w, why);
+            coord_declare_dead(c, w, why);
         }
     }
 }
@@ -375,9 +377,13 @@ static void drain_router(coord_t *c)
             continue;
         }
         size_t id_len = zmq_msg_size(&frames[0]);
-        if (id_len <= COORD_MAX_IDENTITY)
-            handle_message(c, zmq_msg_data(&frames[0]), id_len, zmq_msg_data(&frames[1]),
-                           zmq_msg_size(&frames[1]));
+        if (id_len <= COORD_MAX_IDENTITY) {
+            const unsigned char *id = zmq_msg_data(&frames[0]);
+            handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]));
+            /* which connection it came through: disconnect.c */
+            coord_disconnect_heard(c, zmq_msg_get(&frames[1], ZMQ_SRCFD), id, id_len,
+                                   worker_by_identity(c, id, id_len));
+        }
         zmq_msg_close(&frames[1]);
         zmq_msg_close(&frames[0]);
     }
@@ -388,6 +394,7 @@ static void free_coord(coord_t *c)
     /* first: callbacks of the writes that still finish (a job's final
      * state) may look at jobs */
     eddy_metastore_async_destroy(&c->meta_async, COORD_META_DRAIN_MS);
+    coord_reaper_destroy(&c->reaper);
     while (c->tickets)
         coord_ticket_release(c->tickets);
     while (c->jobs) {
@@ -404,6 +411,7 @@ static void free_coord(coord_t *c)
     json_decref(c->decisions);
     coord_timeline_destroy(&c->timeline);
     json_decref(c->used_ids);
+    coord_disconnect_stop(c);
     eddy_http_destroy(&c->http);
     eddy_metastore_destroy(&c->meta);
     eddy_snapshot_store_destroy(&c->store);
@@ -490,6 +498,9 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         eddy_err_wrap(err, "snapshot store");
         goto out;
     }
+    c.reaper = coord_reaper_new(c.store, err);
+    if (!c.reaper)
+        goto out;
     c.zctx = zmq_ctx_new();
     c.router = zmq_socket(c.zctx, ZMQ_ROUTER);
     int linger = 500, zero = 0, mandatory = 1;
@@ -504,6 +515,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         goto out;
     }
     const char *http_host = opts->http_host ? opts->http_host : "127.0.0.1";
+    if (coord_disconnect_start(&c, err) < 0)
+        goto out;
     if (opts->http_port) {
         c.http = eddy_http_new(http_host, opts->http_port, coord_http_handler, &c, err);
         if (!c.http)
@@ -528,9 +541,11 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     while (!*stop) {
         zmq_pollitem_t items[64];
         items[0] = (zmq_pollitem_t){c.router, 0, ZMQ_POLLIN, 0};
-        int n = 1 + eddy_http_pollitems(c.http, items + 1, 62);
+        int n = 1 + eddy_http_pollitems(c.http, items + 1, 61);
         /* metadata-store completions (state/metastore_async.h) */
         items[n++] = (zmq_pollitem_t){NULL, eddy_metastore_async_fd(c.meta_async), ZMQ_POLLIN, 0};
+        if (coord_disconnect_socket(&c))
+            items[n++] = (zmq_pollitem_t){coord_disconnect_socket(&c), 0, ZMQ_POLLIN, 0};
         long timeout = 20;
         long ht = eddy_http_timeout_ms(c.http);
         if (ht >= 0 && ht < timeout)
@@ -539,6 +554,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
             goto out;
         }
+        /* before the router: see disconnect.c on reused descriptors */
+        coord_disconnect_drain(&c);
         drain_router(&c);
         /* completions of metadata-store calls: commit points, job records */
         eddy_metastore_async_dispatch(c.meta_async);

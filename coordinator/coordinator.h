@@ -23,6 +23,7 @@ typedef struct eddy_coordinator_options {
     const char *snapshot_dir;        /* shared snapshot store root */
     uint32_t heartbeat_ms;           /* interval workers are told to use */
     uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */
+    bool heartbeat_only;             /* not also dead when its connection closes (disconnect.c) */
     uint32_t checkpoint_interval_ms; /* 0 disables periodic checkpoints */
     uint32_t checkpoint_timeout_ms;
     uint32_t checkpoints_retained;   /* complete checkpoints kept (>= 1; CLI default 2) */

@@ -47,12 +47,14 @@ typedef struct coord_worker {
     char endpoint[EDDY_ENDPOINT_MAX];
     char host[EDDY_NAME_MAX];
     int64_t pid;
+    uint32_t cores;                /* online CPUs of its machine (REGISTER), 0 unknown */
     unsigned char identity[COORD_MAX_IDENTITY];
     size_t identity_len;
     uint64_t last_seen_ms;
     uint64_t last_heartbeat_ms;    /* when its latest heartbeat (metrics) came */
     int64_t registered_wall_ms;
     bool alive;
+    int conn_fd;                   /* its control connection's descriptor, -1 unknown */
     /* A worker that did not confirm a DEPLOY in time gets no tasks until
      * then, even if it registers again (see deploy.c). */
     uint64_t quarantined_until_ms;
@@ -139,6 +141,10 @@ typedef struct coord_job {
     bool restore_scheduled;
     uint64_t restore_at_ms;
     char last_cause[EDDY_ERROR_MAX];
+    /* after a failure: when it was noticed, and whether records have not
+     * yet been seen reaching the last stage in the restored epoch */
+    uint64_t failure_noticed_ms;
+    bool awaiting_flow;
 
     /* checkpoints (checkpoint.c) */
     uint64_t next_checkpoint;
@@ -193,14 +199,20 @@ typedef struct coord_ticket {
     struct coord_ticket *prev, *next;
 } coord_ticket_t;
 
+typedef struct coord_fd_table coord_fd_table_t;
+typedef struct coord_reaper coord_reaper_t;
+
 typedef struct coord {
     const eddy_coordinator_options_t *opts;
     void *zctx, *router;
+    void *monitor;                /* PAIR on the router's socket monitor (disconnect.c) */
+    coord_fd_table_t *fds;
     eddy_http_t *http;
     eddy_metastore_t *meta;             /* synchronous use only before the loop starts */
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */
     coord_ticket_t *tickets;
     eddy_snapshot_store_t *store;
+    coord_reaper_t *reaper;       /* removes checkpoint directories off the loop */
     coord_worker_t *workers;
     uint32_t next_worker_id;
     coord_job_t *jobs;             /* newest first */
@@ -234,6 +246,29 @@ uint32_t coord_usable_workers(coord_t *c);
 /* Declares w failed (as if its heartbeats stopped) and keeps it out of
  * placement for a growing backoff period, even if it registers again. */
 void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
+
+/* Marks w dead (once), logging why, and restores the jobs it ran. */
+void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why);
+
+/* disconnect.c: a worker whose control connection closes is dead now */
+/* Monitors the router's connections (not with opts->heartbeat_only). */
+int coord_disconnect_start(coord_t *c, eddy_err_t *err);
+void coord_disconnect_stop(coord_t *c);
+/* The monitor socket to poll, NULL when off. */
+void *coord_disconnect_socket(coord_t *c);
+/* Handles the connection events waiting; call before reading the router. */
+void coord_disconnect_drain(coord_t *c);
+/* A message from routing id `id` came through descriptor fd (ZMQ_SRCFD);
+ * w: the alive worker with that id, if any. */
+void coord_disconnect_heard(coord_t *c, int fd, const unsigned char *id, size_t id_len,
+                            coord_worker_t *w);
+
+/* reaper.c: checkpoint directories are removed on a thread, in order */
+coord_reaper_t *coord_reaper_new(eddy_snapshot_store_t *store, eddy_err_t *err);
+/* Queues the removal of ROOT/JOB/chk-<checkpoint>; self NULL: removes nothing. */
+void coord_reaper_remove(coord_reaper_t *self, const char *job, uint64_t checkpoint);
+/* Finishes the queued removals, joins the thread, frees, NULLs *self_p. */
+void coord_reaper_destroy(coord_reaper_t **self_p);
 
 /* jobs.c: lifecycle */
 /* The job with this id, unless it ended and a job of that name runs:

@@ -4,7 +4,8 @@
  * checkpoints restore the job: DEPLOY(mode=RESTORE) of the whole job on the
  * usable workers from its newest complete checkpoint (sources rewind to its
  * positions), or from the beginning when there is none. Restores after a
- * failure back off exponentially (100 ms doubling to 10 s) and are limited
+ * failure after the first in a row back off exponentially (none for the
+ * first, then 100 ms doubling to 10 s) and are limited
  * to COORD_MAX_RESTARTS in a row without a complete checkpoint between; the
  * final failure names the last cause. When a restore fails because a file
  * of the checkpoint is corrupt or missing, the job falls back to the
@@ -47,10 +48,15 @@ void coord_fail_job(coord_t *c, coord_job_t *j, const char *why)
     coord_rescale_abandon(c, j, why);
 }
 
+/* The first restore after a stable run goes at once: a killed worker costs
+ * its detection plus the restore, not a fixed wait on top. Restores in a
+ * row without a checkpoint between back off (100 ms doubling). */
 static uint64_t restart_delay_ms(uint32_t attempt)
 {
+    if (attempt <= 1)
+        return 0;
     uint64_t ms = COORD_RESTART_DELAY_MIN_MS;
-    for (uint32_t i = 1; i < attempt && ms < COORD_RESTART_DELAY_MAX_MS; i++)
+    for (uint32_t i = 2; i < attempt && ms < COORD_RESTART_DELAY_MAX_MS; i++)
         ms *= 2;
     return ms < COORD_RESTART_DELAY_MAX_MS ? ms : COORD_RESTART_DELAY_MAX_MS;
 }
@@ -106,9 +112,24 @@ static void restore_now(coord_t *c, coord_job_t *j, const char *why)
     coord_progress_free(&ahead, coord_job_count_positions(j));
 }
 
+/* The end of a recovery as users see it: a task of the job's last stage
+ * (its sink) took records in the restored epoch. */
+static void note_flow(coord_job_t *j, const eddy_task_metrics_t *m)
+{
+    if (!j->awaiting_flow || j->state != JOB_RUNNING || m->epoch != j->epoch ||
+        m->stage + 1 != j->graph.n_stages || m->records_in == 0)
+        return;
+    j->awaiting_flow = false;
+    eddy_info("job %s: records flowing again, %" PRIu64 " ms after the failure was noticed", j->id,
+              eddy_mono_ms() - j->failure_noticed_ms);
+}
+
 void coord_recovery_on_metrics(coord_t *c, const eddy_task_metrics_t *m, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++, m++) {
+        coord_job_t *fj = coord_job_by_num(c, m->job);
+        if (fj)
+            note_flow(fj, m);
         if (m->position < 0)
             continue;
         coord_job_t *j = coord_job_by_num(c, m->job);
@@ -141,6 +162,9 @@ void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_f
         restore_now(c, j, why);
         return;
     }
+    if (!j->awaiting_flow) /* a failure during a restore keeps the first's time */
+        j->failure_noticed_ms = eddy_mono_ms();
+    j->awaiting_flow = true;
     size_t n = strnlen(why, sizeof j->last_cause - 1);
     memcpy(j->last_cause, why, n);
     j->last_cause[n] = '\0';

@@ -26,8 +26,7 @@ void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why)
     }
     j->rescale_stage = -1;
     if (j->migration) { /* a rescale's moved key groups, no longer needed */
-        eddy_err_t err;
-        eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+        coord_reaper_remove(c->reaper, j->id, j->migration);
         j->migration = 0;
     }
 }
@@ -108,8 +107,7 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     r->bytes_moved = j->deploy_bytes;
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
-    eddy_err_t err;
-    eddy_snapshot_store_remove_checkpoint(c->store, j->id, j->migration, &err);
+    coord_reaper_remove(c->reaper, j->id, j->migration);
     j->migration = 0;
     char msg[256];
     snprintf(msg, sizeof msg,

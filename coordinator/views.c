@@ -163,14 +163,33 @@ json_t *coord_view_status(coord_t *c)
     json_t *workers = json_array();
     uint64_t now = eddy_mono_ms();
     for (coord_worker_t *w = c->workers; w; w = w->next) {
-        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:I, s:i}", "id", w->id, "name", w->name,
+        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:I, s:i, s:i}", "id", w->id, "name", w->name,
                                "address", w->endpoint, "host", w->host, "pid", (json_int_t)w->pid,
                                "alive", w->alive, "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
-                               "tasks", w->alive ? w->n_metrics : 0);
+                               "tasks", w->alive ? w->n_metrics : 0, "cores", w->cores);
         json_array_insert_new(workers, 0, wj);
     }
     return json_pack("{s:o, s:o, s:f}", "jobs", coord_view_jobs(c), "workers", workers, "uptime_s",
                      (double)(now - c->started_ms) / 1000.0);
+}
+
+/* The cores the alive workers can use together: workers on one host share
+ * its cores, so each host counts once. 0 when a worker did not say. */
+static uint32_t worker_cores(coord_t *c)
+{
+    uint32_t total = 0;
+    for (coord_worker_t *w = c->workers; w; w = w->next) {
+        if (!w->alive)
+            continue;
+        if (!w->cores)
+            return 0;
+        bool seen = false;
+        for (coord_worker_t *o = c->workers; o != w && !seen; o = o->next)
+            seen = o->alive && o->cores && !strcmp(o->host, w->host);
+        if (!seen)
+            total += w->cores;
+    }
+    return total;
 }
 
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
@@ -178,7 +197,10 @@ json_t *coord_view_operator_metrics(coord_t *c, const char *job_id)
     coord_job_t *j = coord_job_find(c, job_id);
     if (!j)
         return NULL;
-    return job_json(c, j, true);
+    json_t *doc = job_json(c, j, true);
+    if (doc) /* the controller never asks for more instances than these run */
+        json_object_set_new(doc, "worker_cores", json_integer(worker_cores(c)));
+    return doc;
 }
 
 /* ---- scaling decision history -------------------------------------------- */

@@ -208,6 +208,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_i64(w, m->u.reg.pid);
         eddy_mpw_str(w, m->u.reg.host);
         eddy_mpw_u64(w, m->u.reg.protocol_version);
+        eddy_mpw_u64(w, m->u.reg.cores);
         break;
     case EDDY_MSG_REGISTERED:
         eddy_mpw_u64(w, m->u.registered.worker_id);
@@ -326,7 +327,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 }
 
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = 5, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
+    [EDDY_MSG_REGISTER] = 6, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 15,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
@@ -439,6 +440,7 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.reg.pid = eddy_mpr_i64(r);
         eddy_mpr_strcpy(r, m->u.reg.host, sizeof m->u.reg.host);
         m->u.reg.protocol_version = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.reg.cores = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         break;
     case EDDY_MSG_REGISTERED:
         m->u.registered.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);

@@ -146,6 +146,7 @@ typedef struct eddy_msg {
             int64_t pid;
             char host[EDDY_NAME_MAX];
             uint32_t protocol_version;
+            uint32_t cores;            /* online CPUs of the worker's machine; 0 unknown */
         } reg;
         struct {
             uint32_t worker_id;

@@ -70,6 +70,7 @@ typedef struct worker {
     char endpoint[EDDY_ENDPOINT_MAX];
     eddy_snapshot_writer_t *snapshots;
     uint64_t next_heartbeat_ms;
+    uint32_t start_heartbeats;    /* quick heartbeats still due after a START */
     /* Rate limits for lines about bad input (see eddy_log_limited). */
     eddy_log_limit_t malformed_ctrl_log, malformed_data_log, undecodable_data_log,
         violation_log;
@@ -89,13 +90,25 @@ typedef struct worker {
 
 static void send_heartbeat(worker_t *w);
 
+/* After START, heartbeats come every WORKER_START_HEARTBEAT_MS, this many
+ * times: the coordinator (status, at-most-once positions) learns within a
+ * tenth of a second that records flow in the new epoch, not a whole
+ * heartbeat interval later. */
+#define WORKER_START_HEARTBEAT_MS 100
+#define WORKER_START_HEARTBEATS 5
+
 /* Long steps (loading many key groups) must not look like a dead worker. */
 static void maybe_heartbeat(worker_t *w)
 {
     uint64_t now = eddy_mono_ms();
     if (now >= w->next_heartbeat_ms) {
         send_heartbeat(w);
-        w->next_heartbeat_ms = now + w->heartbeat_ms;
+        uint32_t interval = w->heartbeat_ms;
+        if (w->start_heartbeats > 0 && interval > WORKER_START_HEARTBEAT_MS) {
+            w->start_heartbeats--;
+            interval = WORKER_START_HEARTBEAT_MS;
+        }
+        w->next_heartbeat_ms = now + interval;
     }
 }
 
@@ -517,6 +530,8 @@ static void send_register(worker_t *w)
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
     reg.u.reg.pid = getpid();
     reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    reg.u.reg.cores = cores > 0 ? (uint32_t)cores : 0;
     gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
     send_ctrl(w, &reg);
 }
@@ -656,9 +671,14 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         break;
     case EDDY_MSG_START: {
         wjob_t *j = find_job(w, m->u.start.job);
-        if (j && j->epoch == m->u.start.epoch)
+        if (j && j->epoch == m->u.start.epoch) {
             for (uint32_t i = 0; i < j->n_tasks; i++)
                 eddy_task_set_running(j->tasks[i], true);
+            uint64_t soon = eddy_mono_ms() + WORKER_START_HEARTBEAT_MS;
+            if (soon < w->next_heartbeat_ms)
+                w->next_heartbeat_ms = soon;
+            w->start_heartbeats = WORKER_START_HEARTBEATS;
+        }
         break;
     }
     case EDDY_MSG_TRIGGER: {

@@ -49,6 +49,10 @@ typedef struct autoscale_run {
     size_t n_applied;
 } autoscale_run_t;
 
+/* Sleeping cost by default (see above); the CPU-bound test spins instead. */
+static const char *cost_us = COST_US;
+static const char *cost_mode = "--cost-sleep";
+
 static void write_input(const char *path, uint64_t lines)
 {
     eddy_generator_config_t cfg = {.lines = lines, .words_per_line = WORDS, .vocabulary = 10000, .seed = 42};
@@ -105,7 +109,7 @@ static void run_autoscale(autoscale_run_t *r, uint64_t lines, const char *rate,
     snprintf(words_s, sizeof words_s, "%d", WORDS);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--job", "wordcount", "--generate",
                     "--lines", lines_s, "--words-per-line", words_s, "--rate", (char *)rate,
-                    "--cost-us", COST_US, "--cost-sleep", "--parallelism", "1",
+                    "--cost-us", (char *)cost_us, (char *)cost_mode, "--parallelism", "1",
                     "--autoscale", "--controller-flags",
                     (char *)controller_flags, "--control-port", cport_s, "--http-port", hport_s,
                     "--output", r->output, "--quiet", NULL};
@@ -189,7 +193,8 @@ Test(autoscale, scales_count_up_to_ds2_optimum_without_oscillation, .timeout = 1
     snprintf(rate, sizeof rate, "%d", RATE);
     /* ~30 s of input at RATE lines/s; the scale-up happens in the first ~10 s. */
     run_autoscale(&r, 30 * RATE, rate,
-                  "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8");
+                  "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
+                  "--allow-oversubscribe" /* sleeping instances do not compete for cores */);
     char seen[1024];
     describe(&r, seen, sizeof seen);
     /* Convergence: the applied decisions reach EXPECTED_P in at most 3 steps... */
@@ -222,7 +227,7 @@ Test(autoscale, scales_down_after_the_rate_drops, .timeout = 120)
     snprintf(rate, sizeof rate, "0:%d,14:50", RATE);
     run_autoscale(&r, 4500 + 1500, rate,
                   "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
-                  "--scale-down-confirmations 2");
+                  "--scale-down-confirmations 2 --allow-oversubscribe");
     char seen[1024];
     describe(&r, seen, sizeof seen);
     size_t up = r.n_applied, down = r.n_applied;
@@ -240,6 +245,38 @@ Test(autoscale, scales_down_after_the_rate_drops, .timeout = 120)
     /* The cooldown (3 s) separates the two rescales of count. */
     cr_assert_geq(r.applied[down].time_ms - r.applied[down - 1].time_ms, 3000, "%s", seen);
     assert_no_worker_declared_dead(&r);
+    assert_exact(&r);
+    finish(&r);
+}
+
+/* The CPU-bound case of issue 15: every word costs 200 us of spinning, the
+ * source offers 5000 lines/s x 4 words, far more than the machine's cores
+ * can count. The controller must not ask for more count instances than the
+ * workers have cores (all of eddy local's workers share this machine's),
+ * and must say the target is infeasible instead of running away. */
+Test(autoscale, cpu_bound_operator_settles_and_reports_infeasible, .timeout = 150)
+{
+    autoscale_run_t r = {0};
+    cost_us = "200";
+    cost_mode = "--quiet"; /* no --cost-sleep: the cost is CPU */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cr_assert_gt(cores, 0);
+    run_autoscale(&r, 6000, "5000", "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8");
+    char seen[1024];
+    describe(&r, seen, sizeof seen);
+    for (size_t i = 0; i < r.n_applied; i++)
+        cr_assert_leq(r.applied[i].new_p, cores, "count asked for %lld instances on %ld cores: %s (log %s)",
+                      (long long)r.applied[i].new_p, cores, seen, r.log);
+    bool infeasible = false;
+    size_t i;
+    json_t *d;
+    json_array_foreach(r.decisions, i, d)
+    {
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        if (json_is_true(json_object_get(d, "infeasible")) && reason && strstr(reason, "infeasible: target "))
+            infeasible = true;
+    }
+    cr_assert(infeasible, "no decision said the target is infeasible; applied: %s (log %s)", seen, r.log);
     assert_exact(&r);
     finish(&r);
 }

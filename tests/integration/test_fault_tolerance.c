@@ -442,8 +442,9 @@ static void expect_local_finished(void)
 
 /* ---- tests ---------------------------------------------------------------------- */
 
-/* A worker dies with SIGKILL after a checkpoint: it is declared dead after
- * the heartbeat timeout and the job is restored on the two others. */
+/* A worker dies with SIGKILL after a checkpoint: it is declared dead (its
+ * connection closes, or at the latest after the heartbeat timeout) and the
+ * job is restored on the two others. */
 Test(fault_tolerance, kill_one_worker, .init = setup, .fini = teardown, .timeout = 180)
 {
     start_local(3, HB_TIMEOUT, "300", false);
@@ -468,6 +469,33 @@ Test(fault_tolerance, kill_one_worker, .init = setup, .fini = teardown, .timeout
     free(l);
     cr_log_info("kill_one_worker: restored and running %llu ms after kill -9 (restarts %lld)",
                 (unsigned long long)restored, (long long)v.restarts);
+    expect_local_finished();
+}
+
+/* Fast failure detection (coordinator/disconnect.c): with a heartbeat
+ * timeout of a minute, a SIGKILLed worker is still declared dead within
+ * seconds, because its control connection closed, and the log says so. */
+Test(fault_tolerance, kill_detected_by_disconnect, .init = setup, .fini = teardown, .timeout = 180)
+{
+    start_local(3, "60000", "300", false);
+    wait_view(&local, "running", 1, 1, 0, 30000, "a completed checkpoint");
+    pid_t pid = victim(0);
+    sigkill(pid);
+    uint64_t killed = eddy_mono_ms();
+    char dead[128];
+    snprintf(dead, sizeof dead, "pid %d) declared dead: its connection closed", (int)pid);
+    /* far below the heartbeat timeout: only the closed connection can tell */
+    if (!eddy_poll_until(log_contains, dead, 30000)) {
+        char *l = log_text();
+        cr_assert_fail("pid %d not declared dead by its closed connection within 30 s:\n%s", (int)pid, l);
+    }
+    uint64_t detected = eddy_mono_ms() - killed;
+    wait_view(&local, "running", 0, 0, 1, 30000, "the job restored and running again");
+    char *l = log_text();
+    cr_assert(strstr(l, "no heartbeat for") == NULL, "a heartbeat timeout fired:\n%s", l);
+    free(l);
+    cr_log_info("kill_detected_by_disconnect: declared dead within %llu ms of kill -9",
+                (unsigned long long)detected);
     expect_local_finished();
 }
 

@@ -66,6 +66,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.reg.pid = 4194301;
         strcpy(m.u.reg.host, "node-7.rack-2.example.org");
         m.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
+        m.u.reg.cores = 96;
         break;
     case EDDY_MSG_REGISTERED:
         m.u.registered.worker_id = 4000000000u;
@@ -245,6 +246,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.reg.pid, b->u.reg.pid);
         cr_assert_str_eq(a->u.reg.host, b->u.reg.host);
         cr_assert_eq(a->u.reg.protocol_version, b->u.reg.protocol_version);
+        cr_assert_eq(a->u.reg.cores, b->u.reg.cores);
         break;
     case EDDY_MSG_REGISTERED:
         cr_assert_eq(a->u.registered.worker_id, b->u.registered.worker_id);
@@ -722,7 +724,7 @@ Test(proto, wrong_field_counts_rejected)
         expect_splice_rejected(t, INSERT, 1, "\x01", 1, expected);
     }
     /* The type alone. */
-    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 5");
+    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 6");
     expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 2");
 }
 

@@ -557,3 +557,110 @@ Test(scaling_policy, action_names_round_trip)
     cr_assert_eq(eddy_scaling_action_parse("sideways", &action), -1);
     cr_assert_eq(eddy_scaling_action_parse(NULL, &action), -1);
 }
+
+/* ---- limits: cores, hot keys, ineffective scale-ups (policy.h "limits") ---- */
+
+/* Instances of the map share `cores` cores: alone one does 10000 rec/s,
+ * p of them each do 10000 * min(1, cores / p) when busy. */
+static void sim_measure_on_cores(sim_t *sim, uint32_t cores)
+{
+    uint32_t p = sim->ops[MAP].parallelism;
+    sim->true_rate[MAP] = 10000.0 * (p > cores ? (double)cores / p : 1.0);
+    sim_measure(sim, 1.0, 1.0);
+}
+
+Test(scaling_policy, ineffective_scale_up_records_the_limit_and_stops)
+{
+    eddy_scaling_policy_config_t config = test_config();
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 50000.0);
+    eddy_scaling_decision_t d[OPS];
+
+    /* 50000 / (10000 x 0.8) = 6.25 -> 7: DS2 cannot know they share 2 cores */
+    sim_measure_on_cores(&sim, 2);
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 7);
+    cr_assert_not(d[MAP].infeasible);
+
+    /* 7 instances bring 20000 rec/s, not the 50000 predicted; the true rate
+     * per instance fell to 2857, so DS2 alone would now ask for 22 */
+    int64_t now = INTERVAL_MS;
+    bool reported = false;
+    for (int i = 0; i < 30; i++, now += INTERVAL_MS) {
+        sim_measure_on_cores(&sim, 2);
+        cr_assert_eq(sim_step(&sim, policy, now, d), 0, "interval %d: %s", i, d[MAP].reason);
+        cr_assert_eq(sim.ops[MAP].parallelism, 7);
+        if (d[MAP].infeasible) {
+            reported = true;
+            cr_assert_eq(d[MAP].action, EDDY_SCALING_NO_CHANGE);
+            cr_assert(strstr(d[MAP].reason, "infeasible: target 50000 rec/s, achieved 20000 rec/s at parallelism 7, limited by contention"),
+                      "reason: %s", d[MAP].reason);
+            cr_assert(strstr(d[MAP].reason, "was 10000"), "reason: %s", d[MAP].reason);
+        }
+    }
+    cr_assert(reported, "the limit was never reported");
+    eddy_scaling_policy_destroy(&policy);
+}
+
+Test(scaling_policy, never_more_instances_than_cores_unless_oversubscribing)
+{
+    eddy_scaling_policy_config_t config = test_config();
+    config.core_limit = 2;
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 50000.0);
+    eddy_scaling_decision_t d[OPS];
+    sim_measure_on_cores(&sim, 2);
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].action, EDDY_SCALING_SCALE_UP);
+    cr_assert_eq(d[MAP].new_parallelism, 2);
+    cr_assert(d[MAP].infeasible);
+    cr_assert(strstr(d[MAP].reason, "infeasible: target 50000 rec/s, achieved 10000 rec/s at parallelism 1, limited by the workers' 2 cores"),
+              "reason: %s", d[MAP].reason);
+    /* and it stays there, saying why */
+    for (int i = 1; i <= 20; i++) {
+        sim_measure_on_cores(&sim, 2);
+        sim_step(&sim, policy, (int64_t)i * INTERVAL_MS, d);
+        cr_assert_leq(sim.ops[MAP].parallelism, 2, "interval %d: %s", i, d[MAP].reason);
+    }
+    eddy_scaling_policy_destroy(&policy);
+
+    config.allow_oversubscribe = true;
+    policy = new_policy(&config);
+    sim_init(&sim, 1, 50000.0);
+    sim_measure_on_cores(&sim, 2);
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 7);
+    cr_assert_not(d[MAP].infeasible);
+    eddy_scaling_policy_destroy(&policy);
+}
+
+Test(scaling_policy, hot_key_group_is_named_instead_of_scaling)
+{
+    eddy_scaling_policy_config_t config = test_config();
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 50000.0);
+    eddy_scaling_decision_t d[OPS];
+    /* key group 17 carries 30%: its instance must take 15000 rec/s, more
+     * than one does; past ceil(1 / 0.3) = 4 instances nothing improves */
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.hot_key_share = 0.3;
+    sim.ops[MAP].metrics.hot_key_group = 17;
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 4);
+    cr_assert(d[MAP].infeasible);
+    cr_assert(strstr(d[MAP].reason, "limited by hot key group 17 (30% of the records"),
+              "reason: %s", d[MAP].reason);
+    for (int i = 1; i <= 20; i++) {
+        sim_measure(&sim, 1.0, 1.0);
+        sim.ops[MAP].metrics.hot_key_share = 0.3;
+        sim.ops[MAP].metrics.hot_key_group = 17;
+        sim_step(&sim, policy, (int64_t)i * INTERVAL_MS, d);
+        cr_assert_eq(sim.ops[MAP].parallelism, 4, "interval %d: %s", i, d[MAP].reason);
+    }
+    cr_assert(d[MAP].infeasible);
+    cr_assert(strstr(d[MAP].reason, "hot key group 17"), "reason: %s", d[MAP].reason);
+    eddy_scaling_policy_destroy(&policy);
+}
