@@ -543,6 +543,9 @@ static void switch_coordinator(worker_t *w, const char *endpoint, const char *wh
  * deposed coordinator: ignored. Returns true when m may be acted on. */
 static bool accept_epoch(worker_t *w, const eddy_msg_t *m)
 {
+    /* a standby's pointer to the leader is no command (a standby has no epoch) */
+    if (m->type == EDDY_MSG_REGISTERED && m->u.registered.not_leader)
+        return true;
     if (m->leader_epoch < w->leader_epoch) {
         eddy_log_limited(&w->fenced_log, EDDY_LOG_WARN,
                          "ignoring %s of leader epoch %llu: leader epoch %llu is newer",

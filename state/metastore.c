@@ -447,6 +447,11 @@ bool eddy_metastore_has_leases(const eddy_metastore_t *self)
     return self && self->ops->lease_grant;
 }
 
+static int fail_op(eddy_metastore_t *self, const char *op, eddy_err_t *err)
+{
+    return eddy_err_wrap(err, "%s store %s: %s", self->ops->name, self->url, op);
+}
+
 static int no_leases(eddy_metastore_t *self, eddy_err_t *err)
 {
     if (!self)
@@ -463,7 +468,7 @@ int eddy_metastore_lease_grant(eddy_metastore_t *self, uint32_t ttl_s, int64_t *
     pthread_mutex_lock(&self->lock);
     int rc = self->ops->lease_grant(self->impl, ttl_s, lease, err);
     pthread_mutex_unlock(&self->lock);
-    return rc < 0 ? fail(self, "lease grant", "", err) : rc;
+    return rc < 0 ? fail_op(self, "lease grant", err) : rc;
 }
 
 int eddy_metastore_lease_keepalive(eddy_metastore_t *self, int64_t lease, int64_t *ttl_s,
@@ -474,7 +479,7 @@ int eddy_metastore_lease_keepalive(eddy_metastore_t *self, int64_t lease, int64_
     pthread_mutex_lock(&self->lock);
     int rc = self->ops->lease_keepalive(self->impl, lease, ttl_s, err);
     pthread_mutex_unlock(&self->lock);
-    return rc < 0 ? fail(self, "lease keepalive", "", err) : rc;
+    return rc < 0 ? fail_op(self, "lease keepalive", err) : rc;
 }
 
 int eddy_metastore_lease_revoke(eddy_metastore_t *self, int64_t lease, eddy_err_t *err)
@@ -484,7 +489,7 @@ int eddy_metastore_lease_revoke(eddy_metastore_t *self, int64_t lease, eddy_err_
     pthread_mutex_lock(&self->lock);
     int rc = self->ops->lease_revoke(self->impl, lease, err);
     pthread_mutex_unlock(&self->lock);
-    return rc < 0 ? fail(self, "lease revoke", "", err) : rc;
+    return rc < 0 ? fail_op(self, "lease revoke", err) : rc;
 }
 
 int eddy_metastore_create_leased(eddy_metastore_t *self, const char *key, const void *value,
