@@ -103,6 +103,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
 {
     if (m->u.reg.protocol_version != EDDY_PROTOCOL_VERSION) {
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        refuse.u.registered.fatal = true;
         snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
                  "worker %s speaks protocol version %u, this coordinator %u: run the same eddy version",
                  m->u.reg.name, m->u.reg.protocol_version, EDDY_PROTOCOL_VERSION);
@@ -113,15 +114,24 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     coord_worker_t *w = worker_by_identity(c, identity, identity_len);
     /* Identity is unique: another live process under the same name or data
      * address would get the other's tasks and data (the same process
-     * re-registering on a new connection has the same host and pid). */
+     * re-registering on a new connection has the same host and pid). A
+     * replacement of a worker that just died looks the same until the old
+     * one misses its heartbeats, so the newcomer is asked to retry; only if
+     * the old one is still heartbeating a heartbeat timeout after the first
+     * clash is the refusal final (the worker exits saying why). */
     for (coord_worker_t *o = c->workers; o && !w; o = o->next) {
         bool same_process = o->pid == m->u.reg.pid && !strcmp(o->host, m->u.reg.host);
-        bool clash = !strcmp(o->name, m->u.reg.name) || !strcmp(o->endpoint, m->u.reg.data_endpoint);
+        bool same_name = !strcmp(o->name, m->u.reg.name);
+        bool clash = same_name || !strcmp(o->endpoint, m->u.reg.data_endpoint);
         if (!o->alive || same_process || !clash)
             continue;
+        uint64_t now = eddy_mono_ms();
+        if (!o->clash_since_ms)
+            o->clash_since_ms = now;
+        bool final = now - o->clash_since_ms > c->opts->heartbeat_timeout_ms;
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
-        refuse.u.registered.fatal = true;
-        if (!strcmp(o->name, m->u.reg.name))
+        refuse.u.registered.fatal = final;
+        if (same_name)
             snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
                      "worker name '%s' is already registered by a live worker (pid %lld on %s, "
                      "data at %s): give each worker its own --name", m->u.reg.name,
@@ -131,8 +141,9 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
                      "data address %s is already registered by live worker '%s' (pid %lld on "
                      "%s): give each worker its own data address", m->u.reg.data_endpoint,
                      o->name, (long long)o->pid, o->host);
-        eddy_warn("refused a registration (pid %lld on %s): %s", (long long)m->u.reg.pid,
-                  m->u.reg.host, refuse.u.registered.error);
+        if (final)
+            eddy_warn("refused a registration (pid %lld on %s): %s", (long long)m->u.reg.pid,
+                      m->u.reg.host, refuse.u.registered.error);
         send_to(c, identity, identity_len, &refuse);
         return;
     }
@@ -177,6 +188,7 @@ static void declare_dead(coord_t *c, coord_worker_t *w, const char *why)
         return;
     w->alive = false;
     w->dead_since_ms = eddy_mono_ms();
+    w->clash_since_ms = 0;
     eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
     coord_jobs_on_worker_lost(c, w);
 }

@@ -51,6 +51,7 @@ typedef struct coord_worker {
     int64_t registered_wall_ms;
     bool alive;
     uint64_t dead_since_ms;        /* when it was declared dead (status hides it after a grace) */
+    uint64_t clash_since_ms;       /* when another process first claimed its name or address */
     /* A worker that did not confirm a DEPLOY in time gets no tasks until
      * then, even if it registers again (see deploy.c). */
     uint64_t quarantined_until_ms;

@@ -84,6 +84,7 @@ typedef struct worker {
     int n_coords, cur;
     uint64_t last_ctrl_ms;        /* when the coordinator last said anything */
     uint64_t leader_epoch;        /* the highest seen: lower ones are ignored */
+    uint64_t last_register_ms;
     eddy_log_limit_t fenced_log;
     char fatal[EDDY_ERROR_MAX + 64]; /* a final refusal: the worker exits with it */
 } worker_t;
@@ -512,6 +513,7 @@ drop:
 
 static void send_register(worker_t *w)
 {
+    w->last_register_ms = eddy_mono_ms();
     eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
     snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
@@ -662,9 +664,13 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             if (w->n_coords > 1 || m->u.registered.leader[0])
                 switch_coordinator(w, m->u.registered.leader, "not the leader");
         } else if (m->u.registered.error[0]) {
-            /* The coordinator restarted (or declared us dead): join it again. */
-            eddy_warn("coordinator: %s; registering again", m->u.registered.error);
-            send_register(w);
+            /* The coordinator restarted (or declared us dead): join it again,
+             * at most every 200 ms (one answer per queued heartbeat may come). */
+            uint64_t now = eddy_mono_ms();
+            if (now - w->last_register_ms >= 200) {
+                eddy_warn("coordinator: %s; registering again", m->u.registered.error);
+                send_register(w);
+            }
         } else if (m->u.registered.worker_id != w->id) {
             eddy_info("registered again as worker %u", m->u.registered.worker_id);
             w->id = m->u.registered.worker_id;
@@ -816,13 +822,15 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 {
     uint64_t deadline = eddy_mono_ms() + w->opts->register_timeout_ms;
     uint64_t next_send = 0;
+    bool said_retry = false, answered = false;
     while (eddy_mono_ms() < deadline) {
         if (eddy_mono_ms() >= next_send) {
-            if (next_send && w->n_coords > 1)
+            if (next_send && w->n_coords > 1 && !answered)
                 switch_coordinator(w, NULL, "no answer"); /* also registers */
             else
                 send_register(w);
             next_send = eddy_mono_ms() + 1000;
+            answered = false;
         }
         zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&item, 1, 100) < 0 && errno == EINTR)
@@ -844,6 +852,15 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
                 switch_coordinator(w, m.u.registered.leader, "not the leader");
                 next_send = eddy_mono_ms() + 1000;
             }
+            eddy_msg_clear(&m);
+            continue;
+        }
+        answered = true;
+        if (m.u.registered.error[0] && !m.u.registered.fatal) {
+            /* e.g. the worker this one replaces is not declared dead yet */
+            if (!said_retry)
+                eddy_warn("coordinator: %s; retrying", m.u.registered.error);
+            said_retry = true;
             eddy_msg_clear(&m);
             continue;
         }
