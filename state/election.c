@@ -20,6 +20,7 @@
  * the time between the deadline check and the action it guards. */
 #define SAFETY_MARGIN_MS 500u
 #define POLL_MS 300u
+#define RETRY_MS 200u
 
 struct eddy_election {
     char *url;
@@ -85,9 +86,12 @@ static void lose(eddy_election_t *e, const char *why)
 static void lead(eddy_election_t *e, eddy_metastore_t *store, int64_t lease)
 {
     uint32_t interval = e->ttl_ms / 3 ? e->ttl_ms / 3 : 1;
+    bool retry = false;
     for (;;) {
-        if (rest(e, interval))
+        /* a failed renewal is retried soon: the deadline is what matters */
+        if (rest(e, retry ? RETRY_MS : interval))
             return;
+        retry = false;
         pthread_mutex_lock(&e->lock);
         uint64_t until = e->valid_until_ms;
         pthread_mutex_unlock(&e->lock);
@@ -101,6 +105,7 @@ static void lead(eddy_election_t *e, eddy_metastore_t *store, int64_t lease)
         if (eddy_metastore_lease_keepalive(store, lease, &ttl, &err) < 0) {
             set_error(e, err.msg);
             eddy_warn("leader lease keepalive failed: %s", err.msg);
+            retry = true;
             continue; /* the deadline decides */
         }
         if (ttl <= 0) {

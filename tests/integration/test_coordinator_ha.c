@@ -133,7 +133,9 @@ static void setup(void)
     snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
     etcd = eddy_test_etcd_start(&err);
     cr_assert(etcd, "%s", err.msg);
-    snprintf(metastore, sizeof metastore, "%s?timeout_ms=500", eddy_test_etcd_url(etcd));
+    /* short enough that a stopped etcd fails calls quickly, long enough
+     * for a loaded machine to renew the leader's lease in time */
+    snprintf(metastore, sizeof metastore, "%s?timeout_ms=1000", eddy_test_etcd_url(etcd));
     cr_assert(eddy_test_free_ports(4, ports, &err) == 0, "%s", err.msg);
     for (int i = 0; i < 2; i++) {
         snprintf(coord_log[i], sizeof coord_log[i], "%s/coordinator-%d.log", dir, i + 1);
