@@ -6,6 +6,8 @@
  *  kill_leader        the leader is SIGKILLed mid-job: the standby is
  *                     elected, reloads the job and restores it; the job
  *                     finishes with exact output; /api/v1/leader names it.
+ *                     A controller given both coordinators and no --job
+ *                     watches the job through the failover and outlives it.
  *  paused_leader      the leader is SIGSTOPped until the standby leads and
  *                     a checkpoint completed under it, then SIGCONTed: it
  *                     notices its lease is gone and stands by; the job and
@@ -50,6 +52,8 @@ static char coord_list[160];
 static int ports[4];
 static eddy_proc_t coords[2];
 static eddy_proc_t workers[N_WORKERS + 2];
+static eddy_proc_t controller;
+static char controller_log[600];
 static int n_workers;
 static eddy_test_etcd_t *etcd;
 static char *expected;
@@ -146,6 +150,8 @@ static void setup(void)
     snprintf(coord_list, sizeof coord_list, "%s,%s", coord_url[0], coord_url[1]);
     memset(coords, 0, sizeof coords);
     memset(workers, 0, sizeof workers);
+    memset(&controller, 0, sizeof controller);
+    snprintf(controller_log, sizeof controller_log, "%s/controller.log", dir);
     n_workers = 0;
 }
 
@@ -158,6 +164,7 @@ static void teardown(void)
     }
     for (int i = 0; i < n_workers; i++)
         eddy_proc_kill(&workers[i], 2000);
+    eddy_proc_kill(&controller, 2000);
     if (etcd) {
         kill(eddy_test_etcd_pid(etcd), SIGCONT);
         eddy_test_etcd_stop(&etcd);
@@ -382,9 +389,20 @@ static void expect_role(int i, const char *role, const char *leader)
 
 /* ---- tests ----------------------------------------------------------------------------- */
 
+static bool controller_says(void *arg)
+{
+    return count_in(controller_log, arg) > 0;
+}
+
 Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 240)
 {
+    eddy_err_t err = {{0}};
+    char *cargv[] = {EDDY_BINARY, "controller", "--coordinator", coord_list, "--interval-ms", "300",
+                     "--dry-run", NULL};
+    cr_assert(eddy_proc_start(&controller, cargv, NULL, controller_log, &err) == 0, "%s", err.msg);
     start_cluster_and_job();
+    cr_assert(eddy_poll_until(controller_says, "watching job etl", 20000),
+              "the controller did not pick up the running job");
     expect_role(0, "leader", coord_url[0]);
     expect_role(1, "standby", coord_url[0]);
     kill(-coords[0].pid, SIGKILL);
@@ -397,6 +415,9 @@ Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 24
     wait_view("finished", 0, 120000, "the job to finish under the new leader");
     expect_exact_output();
     cr_log_info("leader elected %llu ms after the kill", (unsigned long long)failover);
+    cr_assert(eddy_poll_until(controller_says, "job etl has ended", 20000),
+              "the controller did not follow the job to its end across the failover");
+    cr_assert(eddy_proc_alive(&controller), "the controller exited when the job ended");
 }
 
 Test(coordinator_ha, paused_leader, .init = setup, .fini = teardown, .timeout = 240)
