@@ -9,9 +9,11 @@
  * at a time per job) and records every decision ("decision {...}", shown by
  * `eddy scaling` and GET /api/v1/scaling), logging one line each.
  *
- * It exits 0 when the job has ended or on SIGINT/SIGTERM. While the
- * coordinator is not reachable, or does not know the job yet, it retries
- * every interval and says so once. */
+ * It is a service: it watches every running job (or those named by --job)
+ * and exits only on SIGINT/SIGTERM (or, with --exit-when-done, once every
+ * named job ended: eddy local). While the coordinator is not reachable
+ * (given a list, it follows their leader across a failover), or does not
+ * know a job yet, it retries every interval and says so once. */
 #include <string.h>
 
 #include "cli/cli.h"
@@ -21,13 +23,15 @@
 #include "state/keygroup.h"
 
 static const char *controller_usage =
-    "--job JOB [flags]\n\n"
-    "Autoscales the keyed operators of JOB with the DS2 model: every interval it\n"
-    "reads the job's operator metrics from the coordinator, computes each\n"
-    "operator's optimal parallelism at the target utilisation, rescales what the\n"
-    "policy says to (scale up at once; scale down after confirmations; warm-up\n"
-    "after every rescale, cooldown per operator) and records every decision\n"
-    "(see `eddy scaling`). Exits when the job ends.";
+    "[--job JOB[,JOB...]] [flags]\n\n"
+    "Autoscales the keyed operators of every running job (or the jobs named)\n"
+    "with the DS2 model: every interval it reads each job's operator metrics\n"
+    "from the coordinator, computes each operator's optimal parallelism at the\n"
+    "target utilisation, rescales what the policy says to (scale up at once;\n"
+    "scale down after confirmations; warm-up after every rescale, cooldown per\n"
+    "operator) and records every decision (see `eddy scaling`). A service: a\n"
+    "job that ends is dropped and jobs submitted later are picked up; with a\n"
+    "--coordinator list it follows their leader across a failover.";
 
 int eddy_cmd_controller(int argc, char **argv)
 {
@@ -39,12 +43,13 @@ int eddy_cmd_controller(int argc, char **argv)
              max_p = 0;
     uint32_t min_p = 1;
     double target = pc.target_utilisation, down = -1;
-    bool dry_run = false, oversubscribe = false;
+    bool dry_run = false, oversubscribe = false, exit_when_done = false;
     double effectiveness = pc.effectiveness;
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT",
-                      "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
-        EDDY_FLAG_STR("job", &job, "JOB", "id of the job to autoscale (required)"),
+        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]",
+                      "coordinator, or a comma-separated list of coordinators whose leader to follow (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
+        EDDY_FLAG_STR("job", &job, "JOB[,JOB...]", "ids of the jobs to autoscale (default: every running job)"),
+        EDDY_FLAG_SWITCH("exit-when-done", &exit_when_done, "exit once every job named by --job has ended (eddy local)"),
         EDDY_FLAG_U64("interval-ms", &interval, 1, EDDY_FLAG_MS_MAX, "MS", "metrics window / evaluation interval (10000)"),
         EDDY_FLAG_U64("warmup-ms", &warmup, 0, EDDY_FLAG_MS_MAX, "MS", "ignore metrics this long after a rescale (30000)"),
         EDDY_FLAG_U64("cooldown-ms", &cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "do not rescale an operator again within (60000)"),
@@ -66,8 +71,8 @@ int eddy_cmd_controller(int argc, char **argv)
     int code;
     if (eddy_cli_parse("controller", controller_usage, flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    if (!job || !*job)
-        return eddy_usage_error("controller", "--job is required");
+    if (exit_when_done && (!job || !*job))
+        return eddy_usage_error("controller", "--exit-when-done needs --job");
     if (!(target > 0 && target <= 1))
         return eddy_usage_error("controller", "--target-utilisation must be in (0, 1]");
     if (down < 0)
@@ -78,10 +83,15 @@ int eddy_cmd_controller(int argc, char **argv)
     if (max_p && max_p < min_p)
         return eddy_usage_error("controller",
                                 "need 1 <= --min-parallelism <= --max-parallelism");
-    if (strlen(job) >= EDDY_SCALING_NAME_MAX)
-        return eddy_usage_error("controller", "--job is too long");
+    for (const char *p = job; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= EDDY_SCALING_NAME_MAX)
+            return eddy_usage_error("controller", "--job: empty or too long job id");
+        p = comma ? comma + 1 : NULL;
+    }
 
-    pc.job = job;
+    pc.job = NULL;
     pc.interval_ms = (int64_t)interval;
     pc.warmup_ms = (int64_t)warmup;
     pc.cooldown_ms = (int64_t)cooldown;
@@ -95,13 +105,13 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.effectiveness = effectiveness;
     eddy_log_set_component("controller");
     eddy_cli_install_signals();
-    eddy_info("autoscaling job %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
+    eddy_info("autoscaling %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
               "target utilisation %.2f, scale-down below %.2f after %llu intervals%s",
-              job, coordinator, (unsigned long long)interval, (unsigned long long)warmup,
+              job && *job ? job : "every running job", coordinator, (unsigned long long)interval, (unsigned long long)warmup,
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
     eddy_err_t err = {{0}};
-    int rc = eddy_controller_run(coordinator, &pc, &eddy_cli_stop, &err);
+    int rc = eddy_controller_run(coordinator, &pc, job, exit_when_done, &eddy_cli_stop, &err);
     if (rc < 0)
         return eddy_usage_error("controller", err.msg);
     return rc;

@@ -55,8 +55,8 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
     }
     if (autoscale_job) {
         char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job",
-                           (char *)autoscale_job};
-        int k = 6;
+                           (char *)autoscale_job, "--exit-when-done"};
+        int k = 7;
         char *extra = strdup(controller_flags);
         if (!extra)
             return eddy_err_set(err, "out of memory");

@@ -19,7 +19,7 @@ int eddy_cmd_worker(int argc, char **argv)
     uint32_t port = 0, register_timeout = 10000;
     bool hostname_identity = false;
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)"),
+        EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]", "coordinator control socket, or a comma-separated list of coordinators: the worker follows their leader (env EDDY_COORDINATOR)"),
         EDDY_FLAG_STR("name", &name, "NAME", "name shown in status (default worker-PID)"),
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address of the data socket (127.0.0.1)"),
         EDDY_FLAG_STR("advertise-host", &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)"),
@@ -68,8 +68,9 @@ int eddy_cmd_coordinator(int argc, char **argv)
     /* loopback unless told otherwise: reaching beyond it is a choice
      * (docs/security.md) */
     const char *bind = "tcp://127.0.0.1:7600", *http_host = "127.0.0.1", *token_file = NULL;
-    const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
+    const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots", *advertise = NULL;
     const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
+    uint32_t leader_ttl = 3000, dead_grace = 60000;
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     bool heartbeat_only = false;
@@ -91,6 +92,9 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
+        EDDY_FLAG_STR("advertise", &advertise, "tcp://HOST:PORT", "endpoint clients and workers are sent to when this coordinator leads (default: --bind, a wildcard host replaced by the host name)"),
+        EDDY_FLAG_U32("leader-ttl-ms", &leader_ttl, 2000, EDDY_FLAG_MS_MAX, "MS", "with an etcd metastore: the leader lease's TTL; a standby takes over this long after the leader dies (3000)"),
+        EDDY_FLAG_U32("dead-worker-grace-ms", &dead_grace, 1, EDDY_FLAG_MS_MAX, "MS", "a dead worker leaves `eddy status` after MS (60000)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_END,
     };
@@ -118,7 +122,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
-        .max_restarts = max_restarts};
+        .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,
+        .dead_worker_grace_ms = dead_grace};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
     if (rc < 0) {

@@ -1,12 +1,15 @@
-/* loop.c - the controller's control loop (see loop.h): every interval it
+/* loop.c - the controller's control loop (see loop.h): every interval, for
+ * every job it watches (the named ones, or every job not ended), it
  * asks the coordinator for the job's operator metrics ("metrics JOB"),
  * feeds them to the controller logic (controller.h), carries out the
  * decisions that are to be applied ("rescale JOB OP N", one after the
  * other: the coordinator runs one rescale at a time per job) and records
  * every decision ("decision {...}", shown by `eddy scaling` and GET
  * /api/v1/scaling), logging one line each. While the coordinator is not
- * reachable, or does not know the job yet, it retries every interval and
- * says so once. */
+ * reachable (a failover: the client follows the leader of a coordinator
+ * list), or does not know the job yet, it retries every interval and says
+ * so once. A job that ends is dropped, not a reason to exit (unless asked,
+ * for eddy local). */
 #include "controller/loop.h"
 
 #include <jansson.h>
@@ -109,6 +112,9 @@ static int carry_out(const char *coordinator, const char *job, eddy_scaling_deci
     return 0;
 }
 
+/* One job the controller watches: its own controller (DS2 windows, policy
+ * state), made when the job is first seen running, dropped when it ends
+ * (a job submitted again under the same id starts afresh). */
 /* The controller's clock: ms since the job started, on this process's
  * monotonic clock (fixed from the job's uptime when first seen, so it never
  * goes back, even if a restarted coordinator restarts the uptime). */
@@ -129,90 +135,202 @@ static int64_t job_clock_now(job_clock_t *clock, const json_t *job_doc)
     return mono - clock->origin_ms;
 }
 
-int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
-                        volatile sig_atomic_t *stop, eddy_err_t *err)
+typedef struct watched {
+    char job[EDDY_SCALING_NAME_MAX];
+    eddy_controller_t *ctl;
+    job_clock_t clock;
+    bool said_no_job, ended;
+    struct watched *next;
+} watched_t;
+
+static watched_t *watch(watched_t **list, const char *job)
 {
-    eddy_controller_t *ctl = eddy_controller_new(pc, err);
-    if (!ctl)
+    for (watched_t *w = *list; w; w = w->next)
+        if (!strcmp(w->job, job))
+            return w;
+    watched_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    snprintf(w->job, sizeof w->job, "%s", job);
+    w->next = *list;
+    *list = w;
+    return w;
+}
+
+/* The jobs to watch this round: the named ones, or every job the
+ * coordinator lists that has not ended. 0, or -1 when it cannot be asked. */
+static int refresh_jobs(const char *coordinator, const char *named, watched_t **list,
+                        eddy_err_t *err)
+{
+    if (named && *named) {
+        for (const char *p = named; p && *p;) {
+            const char *comma = strchr(p, ',');
+            char job[EDDY_SCALING_NAME_MAX];
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            if (len && len < sizeof job) {
+                memcpy(job, p, len);
+                job[len] = '\0';
+                watch(list, job);
+            }
+            p = comma ? comma + 1 : NULL;
+        }
+        return 0;
+    }
+    int64_t status = 0;
+    char *body = NULL;
+    if (eddy_client_call(coordinator, "jobs", 0, NULL, METRICS_TIMEOUT_MS, &status, &body, err) < 0)
         return -1;
-    const char *job = pc->job;
-    eddy_err_t lerr = {{0}}; /* a failed window or call is logged, and the loop goes on */
+    json_t *doc = status == 0 ? json_loads(body, 0, NULL) : NULL;
+    free(body);
+    size_t i;
+    json_t *j;
+    json_array_foreach(doc, i, j)
+    {
+        const char *id = json_string_value(json_object_get(j, "id"));
+        const char *state = json_string_value(json_object_get(j, "state"));
+        bool ended = state && (!strcmp(state, "finished") || !strcmp(state, "failed") ||
+                               !strcmp(state, "cancelled"));
+        if (id && !ended && strlen(id) < EDDY_SCALING_NAME_MAX) {
+            watched_t *w = watch(list, id);
+            if (w && w->ended) {
+                w->ended = false; /* submitted again */
+                eddy_info("watching job %s again", id);
+            }
+        }
+    }
+    json_decref(doc);
+    return 0;
+}
+
+/* One interval of one job: metrics, the policy, the rescales it orders. */
+static int step_job(const char *coordinator, const eddy_scaling_policy_config_t *pc,
+                    watched_t *w, volatile sig_atomic_t *stop)
+{
+    eddy_err_t lerr = {{0}};
+    if (!w->ctl) {
+        eddy_scaling_policy_config_t jpc = *pc;
+        jpc.job = w->job;
+        w->ctl = eddy_controller_new(&jpc, &lerr);
+        if (!w->ctl) {
+            eddy_warn("job %s: %s", w->job, lerr.msg);
+            return 0;
+        }
+        eddy_info("watching job %s", w->job);
+    }
+    char *margv[] = {w->job};
+    int64_t status = 0;
+    char *body = NULL;
+    if (eddy_client_call(coordinator, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0)
+        return -1; /* unreachable: the caller says so */
+    if (status != 0) {
+        if (!w->said_no_job)
+            eddy_info("coordinator: %s; retrying every %llu ms", body,
+                      (unsigned long long)pc->interval_ms);
+        w->said_no_job = true;
+        free(body);
+        return 0;
+    }
+    w->said_no_job = false;
+    json_error_t jerr;
+    json_t *doc = json_loads(body, 0, &jerr);
+    free(body);
+    if (!doc) {
+        eddy_warn("unreadable metrics from the coordinator: %s", jerr.text);
+        return 0;
+    }
+    eddy_controller_step_t step;
+    int orc = eddy_controller_observe(w->ctl, doc, job_clock_now(&w->clock, doc), &step, &lerr);
+    json_decref(doc);
+    if (orc < 0) {
+        eddy_warn("job %s: skipping this window: %s", w->job, lerr.msg);
+        return 0;
+    }
+    if (step.job_ended) {
+        eddy_info("job %s has ended (%s)", w->job, step.state);
+        w->ended = true;
+        eddy_controller_destroy(&w->ctl);
+        return 0;
+    }
+    if (!step.evaluated) {
+        eddy_debug("%s", step.note);
+        return 0;
+    }
+    /* Copy: carrying out a rescale may change what was decided. */
+    eddy_scaling_decision_t *ds = malloc(step.count * sizeof *ds);
+    if (!ds) {
+        eddy_error("out of memory");
+        return 1;
+    }
+    memcpy(ds, step.decisions, step.count * sizeof *ds);
+    for (size_t i = 0; i < step.count && !*stop; i++) {
+        if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
+            continue;
+        if (carry_out(coordinator, w->job, &ds[i]) == 0 &&
+            eddy_controller_note_rescale(w->ctl, ds[i].operator_name, job_clock_now(&w->clock, NULL), &lerr) < 0)
+            eddy_warn("%s", lerr.msg);
+    }
+    for (size_t i = 0; i < step.count; i++) {
+        log_decision(&ds[i]);
+        post_decision(coordinator, &ds[i]);
+    }
+    free(ds);
+    return 0;
+}
+
+int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
+                        const char *jobs, bool exit_when_done, volatile sig_atomic_t *stop,
+                        eddy_err_t *err)
+{
+    /* the configuration is checked once, before anything runs */
+    eddy_controller_t *probe = eddy_controller_new(pc, err);
+    if (!probe)
+        return -1;
+    eddy_controller_destroy(&probe);
     uint64_t interval = (uint64_t)pc->interval_ms;
-    char *margv[] = {(char *)job};
-    bool said_unreachable = false, said_no_job = false, connected = false;
-    job_clock_t clock = {0};
+    watched_t *list = NULL;
+    bool said_unreachable = false, connected = false;
     int rc = 0;
     while (!*stop) {
-        int64_t status = 0;
-        char *body = NULL;
-        if (eddy_client_call(coordinator, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0) {
+        eddy_err_t lerr = {{0}};
+        bool reachable = refresh_jobs(coordinator, jobs, &list, &lerr) == 0;
+        bool any_open = false;
+        for (watched_t *w = list; reachable && w && !*stop; w = w->next) {
+            if (w->ended)
+                continue;
+            int got = step_job(coordinator, pc, w, stop);
+            if (got < 0) {
+                reachable = false;
+                snprintf(lerr.msg, sizeof lerr.msg, "the coordinator at %s does not answer",
+                         coordinator);
+            } else if (got > 0) {
+                rc = 1;
+                goto out;
+            }
+            any_open |= !w->ended;
+        }
+        if (!reachable) {
+            /* a failover in progress, or the coordinators are down: keep trying */
             if (!said_unreachable)
                 eddy_info("%s; retrying every %llu ms", lerr.msg, (unsigned long long)interval);
             said_unreachable = true;
-            nap(interval, stop);
-            continue;
+        } else {
+            if (!connected || said_unreachable)
+                eddy_info("connected to the coordinator at %s", coordinator);
+            connected = true;
+            said_unreachable = false;
+            if (exit_when_done && jobs && *jobs && list && !any_open) {
+                eddy_info("every watched job has ended; exiting");
+                break;
+            }
         }
-        if (!connected || said_unreachable)
-            eddy_info("connected to the coordinator at %s", coordinator);
-        connected = true;
-        said_unreachable = false;
-        if (status != 0) {
-            if (!said_no_job)
-                eddy_info("coordinator: %s; retrying every %llu ms", body, (unsigned long long)interval);
-            said_no_job = true;
-            free(body);
-            nap(interval, stop);
-            continue;
-        }
-        said_no_job = false;
-        json_error_t jerr;
-        json_t *doc = json_loads(body, 0, &jerr);
-        free(body);
-        eddy_controller_step_t step;
-        if (!doc) {
-            eddy_warn("unreadable metrics from the coordinator: %s", jerr.text);
-            nap(interval, stop);
-            continue;
-        }
-        int64_t now = job_clock_now(&clock, doc);
-        int orc = eddy_controller_observe(ctl, doc, now, &step, &lerr);
-        json_decref(doc);
-        if (orc < 0) {
-            eddy_warn("skipping this window: %s", lerr.msg);
-            nap(interval, stop);
-            continue;
-        }
-        if (step.job_ended) {
-            eddy_info("job %s has ended (%s); exiting", job, step.state);
-            break;
-        }
-        if (!step.evaluated) {
-            eddy_debug("%s", step.note);
-            nap(interval, stop);
-            continue;
-        }
-        /* Copy: carrying out a rescale may change what was decided. */
-        eddy_scaling_decision_t *ds = malloc(step.count * sizeof *ds);
-        if (!ds) {
-            eddy_error("out of memory");
-            rc = 1;
-            break;
-        }
-        memcpy(ds, step.decisions, step.count * sizeof *ds);
-        for (size_t i = 0; i < step.count && !*stop; i++) {
-            if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
-                continue;
-            if (carry_out(coordinator, job, &ds[i]) == 0 &&
-                eddy_controller_note_rescale(ctl, ds[i].operator_name, job_clock_now(&clock, NULL), &lerr) < 0)
-                eddy_warn("%s", lerr.msg);
-        }
-        for (size_t i = 0; i < step.count; i++) {
-            log_decision(&ds[i]);
-            post_decision(coordinator, &ds[i]);
-        }
-        free(ds);
         nap(interval, stop);
     }
-    eddy_controller_destroy(&ctl);
+out:
+    while (list) {
+        watched_t *w = list;
+        list = w->next;
+        eddy_controller_destroy(&w->ctl);
+        free(w);
+    }
     return rc;
 }

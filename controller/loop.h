@@ -6,14 +6,18 @@
 #define EDDY_CONTROLLER_LOOP_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "common/err.h"
 #include "controller/policy.h"
 
-/* Runs until the job has ended (0) or *stop is set (0); -1 with err when
- * the controller cannot be made from the policy configuration, 1 when it
- * ran out of memory. */
+/* Watches jobs (a comma-separated list of ids; NULL or "": every job the
+ * coordinator runs, as they come) with one policy each (pc, its job
+ * ignored). Runs until *stop is set (0), or with exit_when_done until every
+ * named job has ended (0); -1 with err when the policy configuration is
+ * bad, 1 when it ran out of memory. coordinator may be a list. */
 int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
-                        volatile sig_atomic_t *stop, eddy_err_t *err);
+                        const char *jobs, bool exit_when_done, volatile sig_atomic_t *stop,
+                        eddy_err_t *err);
 
 #endif

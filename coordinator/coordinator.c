@@ -27,7 +27,10 @@ static void send_to(coord_t *c, const unsigned char *identity, size_t identity_l
                     const eddy_msg_t *msg)
 {
     size_t len;
-    char *data = eddy_msg_encode(msg, &len);
+    /* fencing: everything this coordinator says carries its leader epoch */
+    eddy_msg_t stamped = *msg;
+    stamped.leader_epoch = c->leader_epoch;
+    char *data = eddy_msg_encode(&stamped, &len);
     if (!data)
         return;
     if (zmq_send(c->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
@@ -101,6 +104,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
 {
     if (m->u.reg.protocol_version != EDDY_PROTOCOL_VERSION) {
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        refuse.u.registered.fatal = true;
         snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
                  "worker %s speaks protocol version %u, this coordinator %u: run the same eddy version",
                  m->u.reg.name, m->u.reg.protocol_version, EDDY_PROTOCOL_VERSION);
@@ -109,6 +113,41 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         return;
     }
     coord_worker_t *w = worker_by_identity(c, identity, identity_len);
+    /* Identity is unique: another live process under the same name or data
+     * address would get the other's tasks and data (the same process
+     * re-registering on a new connection has the same host and pid). A
+     * replacement of a worker that just died looks the same until the old
+     * one misses its heartbeats, so the newcomer is asked to retry; only if
+     * the old one is still heartbeating a heartbeat timeout after the first
+     * clash is the refusal final (the worker exits saying why). */
+    for (coord_worker_t *o = c->workers; o && !w; o = o->next) {
+        bool same_process = o->pid == m->u.reg.pid && !strcmp(o->host, m->u.reg.host);
+        bool same_name = !strcmp(o->name, m->u.reg.name);
+        bool clash = same_name || !strcmp(o->endpoint, m->u.reg.data_endpoint);
+        if (!o->alive || same_process || !clash)
+            continue;
+        uint64_t now = eddy_mono_ms();
+        if (!o->clash_since_ms)
+            o->clash_since_ms = now;
+        bool final = now - o->clash_since_ms > c->opts->heartbeat_timeout_ms;
+        eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        refuse.u.registered.fatal = final;
+        if (same_name)
+            snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+                     "worker name '%s' is already registered by a live worker (pid %lld on %s, "
+                     "data at %s): give each worker its own --name", m->u.reg.name,
+                     (long long)o->pid, o->host, o->endpoint);
+        else
+            snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+                     "data address %s is already registered by live worker '%s' (pid %lld on "
+                     "%s): give each worker its own data address", m->u.reg.data_endpoint,
+                     o->name, (long long)o->pid, o->host);
+        if (final)
+            eddy_warn("refused a registration (pid %lld on %s): %s", (long long)m->u.reg.pid,
+                      m->u.reg.host, refuse.u.registered.error);
+        send_to(c, identity, identity_len, &refuse);
+        return;
+    }
     if (!w) {
         w = calloc(1, sizeof *w);
         if (!w)
@@ -134,6 +173,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     w->pid = m->u.reg.pid;
     w->cores = m->u.reg.cores;
     w->alive = true;
+    w->dead_since_ms = 0;
     w->last_seen_ms = eddy_mono_ms();
     w->registered_wall_ms = eddy_wall_ms();
     eddy_msg_t reply = {.type = EDDY_MSG_REGISTERED};
@@ -150,6 +190,8 @@ void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
     if (!w->alive)
         return;
     w->alive = false;
+    w->dead_since_ms = eddy_mono_ms();
+    w->clash_since_ms = 0;
     eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
     coord_jobs_on_worker_lost(c, w);
 }
@@ -293,6 +335,15 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
                          err.msg);
         return;
     }
+    if (c->election && m.leader_epoch > c->leader_epoch) {
+        /* the peer has heard from a newer leader: this one was deposed */
+        eddy_warn("a %s message carries leader epoch %llu, above this leader's %llu: stepping down",
+                  eddy_msg_type_name(m.type), (unsigned long long)m.leader_epoch,
+                  (unsigned long long)c->leader_epoch);
+        c->deposed = true;
+        eddy_msg_clear(&m);
+        return;
+    }
     coord_worker_t *w = NULL;
     if (m.type == EDDY_MSG_PLUGIN) {
         /* An upload from a client, or a worker's fetch. */
@@ -329,6 +380,12 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         coord_recovery_on_metrics(c, w->metrics, w->n_metrics);
         coord_latency_on_metrics(c, w->id, w->metrics, w->n_metrics);
         coord_jobs_on_metrics(c, w);
+        /* The answer tells the worker its coordinator still leads (a worker
+         * given several coordinators moves on when answers stop). */
+        eddy_msg_t ack = {.type = EDDY_MSG_REGISTERED};
+        ack.u.registered.worker_id = w->id;
+        ack.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
+        send_to(c, id, id_len, &ack);
         break;
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
@@ -364,7 +421,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
 
 static void drain_router(coord_t *c)
 {
-    for (int n = 0; n < DRAIN_BURST; n++) {
+    for (int n = 0; n < DRAIN_BURST && !c->deposed; n++) {
         zmq_msg_t frames[EDDY_ZRECV_FRAMES_ROUTER];
         eddy_err_t err;
         eddy_zrecv_result_t got = eddy_zrecv(c->router, frames, EDDY_ZRECV_FRAMES_ROUTER,
@@ -459,10 +516,29 @@ static int run_result(coord_t *c, eddy_err_t *err)
     return 0;
 }
 
-int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
-                         eddy_err_t *err)
+/* Checked before every loop turn acts: a lease that ran out (also while the
+ * process was paused) or a peer that knows a newer leader. */
+static bool still_leading(coord_t *c)
+{
+    if (!c->election || c->deposed)
+        return !c->deposed;
+    if (eddy_election_leading(c->election))
+        return true;
+    c->deposed = true;
+    return false;
+}
+
+int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
+                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     coord_t c = {0};
+    c.election = election;
+    c.advertise = advertise;
+    if (election) {
+        eddy_election_view_t v;
+        eddy_election_view(election, &v);
+        c.leader_epoch = (uint64_t)v.epoch;
+    }
     /* zero means "the default" for the options added later */
     eddy_coordinator_options_t o = *opts;
     if (!o.checkpoints_retained)
@@ -487,6 +563,9 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         eddy_err_wrap(err, "metadata store");
         goto out;
     }
+    if (election && eddy_metastore_set_fence(c.meta, EDDY_LEADER_KEY, (int64_t)c.leader_epoch,
+                                             err) < 0)
+        goto out;
     coord_decisions_load(&c); /* synchronous: before the executor owns the store */
     c.meta_async = eddy_metastore_async_new(c.meta, err);
     if (!c.meta_async) {
@@ -554,9 +633,13 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             eddy_err_set(err, "poll failed: %s", zmq_strerror(errno));
             goto out;
         }
+        if (!still_leading(&c))
+            break;
         /* before the router: see disconnect.c on reused descriptors */
         coord_disconnect_drain(&c);
         drain_router(&c);
+        if (!still_leading(&c))
+            break;
         /* completions of metadata-store calls: commit points, job records */
         eddy_metastore_async_dispatch(c.meta_async);
         eddy_http_run(c.http);
@@ -579,6 +662,11 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             drain_router(&c);
             break;
         }
+    }
+    if (c.deposed) {
+        eddy_err_set(err, "leadership lost (epoch %llu)", (unsigned long long)c.leader_epoch);
+        rc = COORD_RUN_DEPOSED;
+        goto out;
     }
     rc = run_result(&c, err);
 out:

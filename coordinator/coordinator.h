@@ -39,12 +39,23 @@ typedef struct eddy_coordinator_options {
     uint32_t min_workers;
     bool exit_when_done;
     bool progress;                   /* print progress lines to stderr */
+    /* High availability (etcd metastore only): the endpoint clients and
+     * workers are told to use when this process leads (NULL: the bind
+     * address, with a wildcard host replaced by the host name), and the
+     * leader lease's TTL (0: 3000 ms). */
+    const char *advertise;
+    uint32_t leader_ttl_ms;
+    /* A dead worker leaves `eddy status` this long after its death (0: 60 s). */
+    uint32_t dead_worker_grace_ms;
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;
 } eddy_coordinator_options_t;
 
-/* Runs until *stop is set, or (exit_when_done) every job has ended.
+/* With an etcd metastore, first stands by until elected leader (answering
+ * clients and workers "not leader, the leader is X"), and stands by again
+ * when its leadership is lost; with a file store it leads at once.
+ * Runs until *stop is set, or (exit_when_done) every job has ended.
  * Returns 0 when all jobs finished (or on stop), 1 when a job failed (err
  * names the job and the cause), 3 when a job was cancelled and none failed
  * (err names it), -1 with err when it could not start. */

@@ -20,8 +20,10 @@
 #include "coordinator/timeline.h"
 #include "net/proto.h"
 #include "net/http.h"
+#include "state/election.h"
 #include "state/metastore.h"
 #include "state/metastore_async.h"
+#include "state/metastore_lease.h"
 #include "state/snapshot_store.h"
 #include "plan/registry.h"
 
@@ -55,6 +57,8 @@ typedef struct coord_worker {
     int64_t registered_wall_ms;
     bool alive;
     int conn_fd;                   /* its control connection's descriptor, -1 unknown */
+    uint64_t dead_since_ms;        /* when it was declared dead (status hides it after a grace) */
+    uint64_t clash_since_ms;       /* when another process first claimed its name or address */
     /* A worker that did not confirm a DEPLOY in time gets no tasks until
      * then, even if it registers again (see deploy.c). */
     uint64_t quarantined_until_ms;
@@ -231,9 +235,20 @@ typedef struct coord {
     bool any_cancelled;
     uint64_t last_progress_ms;
     uint64_t last_counters_save_ms;
+    /* Leader election (state/election.h; NULL with a file store): commands
+     * carry leader_epoch; a lost lease or a peer's higher epoch deposes. */
+    eddy_election_t *election;
+    uint64_t leader_epoch;
+    const char *advertise;
+    bool deposed;
 } coord_t;
 
 /* coordinator.c */
+/* What coord_run_leader returns when this process lost its leadership. */
+#define COORD_RUN_DEPOSED (-2)
+/* The leader's loop (eddy_coordinator_run without the election around it). */
+int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
+                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err);
 void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg);
 void coord_broadcast(coord_t *c, const eddy_msg_t *msg);
 void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len, int64_t status,
@@ -393,6 +408,8 @@ int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_er
 
 /* views.c */
 json_t *coord_view_status(coord_t *c);
+/* {"role": "leader", "leader": its endpoint, "epoch": its leader epoch} */
+json_t *coord_view_leader(coord_t *c);
 json_t *coord_view_jobs(coord_t *c);
 char *coord_view_metrics(coord_t *c);
 bool coord_http_is_open(const char *path);

@@ -162,15 +162,27 @@ json_t *coord_view_status(coord_t *c)
 {
     json_t *workers = json_array();
     uint64_t now = eddy_mono_ms();
+    uint64_t grace = c->opts->dead_worker_grace_ms ? c->opts->dead_worker_grace_ms : 60000;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
+        /* a worker dead for longer than the grace is gone (the log and
+         * /metrics keep its history) */
+        if (!w->alive && w->dead_since_ms && now - w->dead_since_ms > grace)
+            continue;
         json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:I, s:i, s:i}", "id", w->id, "name", w->name,
                                "address", w->endpoint, "host", w->host, "pid", (json_int_t)w->pid,
                                "alive", w->alive, "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
                                "tasks", w->alive ? w->n_metrics : 0, "cores", w->cores);
         json_array_insert_new(workers, 0, wj);
     }
-    return json_pack("{s:o, s:o, s:f}", "jobs", coord_view_jobs(c), "workers", workers, "uptime_s",
-                     (double)(now - c->started_ms) / 1000.0);
+    return json_pack("{s:o, s:o, s:f, s:o}", "jobs", coord_view_jobs(c), "workers", workers,
+                     "uptime_s", (double)(now - c->started_ms) / 1000.0, "leader",
+                     coord_view_leader(c));
+}
+
+json_t *coord_view_leader(coord_t *c)
+{
+    return json_pack("{s:s, s:s, s:I}", "role", "leader", "leader",
+                     c->advertise ? c->advertise : "", "epoch", (json_int_t)c->leader_epoch);
 }
 
 /* The cores the alive workers can use together: workers on one host share
@@ -581,6 +593,8 @@ void coord_http_handler(void *ctx, const char *method, const char *path, eddy_ht
         doc = json_incref(c->decisions);
     else if (!strcmp(path, "/api/v1/status"))
         doc = coord_view_status(c);
+    else if (!strcmp(path, "/api/v1/leader"))
+        doc = coord_view_leader(c);
     if (!doc)
         return; /* 404 */
     resp->status = 200;

@@ -1,6 +1,12 @@
-/* client.c - the coordinator's request/reply client (see client.h): one
- * DEALER per call, the request sent, the REPLY awaited with a deadline;
- * anything else that arrives is skipped. Used by the CLI and the controller. */
+/* client.c - the coordinator's request/reply client (see client.h).
+ *
+ * The coordinator may be a comma-separated list (several coordinators, one
+ * leader): the request goes to every listed endpoint at once, one DEALER
+ * each. Standbys never act on it; they answer EDDY_STATUS_NOT_LEADER naming
+ * the leader, which is then asked too if it was not listed. The first
+ * other answer is the reply. While no leader is elected (a failover), the
+ * request is sent again to those that said so, until the deadline. Anything
+ * that is not a REPLY is skipped. Used by the CLI and the controller. */
 #include "net/client.h"
 
 #include <stdio.h>
@@ -10,6 +16,9 @@
 
 #include "common/clock.h"
 #include "net/zrecv.h"
+
+#define MAX_TARGETS EDDY_MAX_COORDINATORS
+#define RESEND_MS 300
 
 const char *eddy_client_default_coordinator(void)
 {
@@ -27,56 +36,148 @@ int eddy_client_call(const char *coordinator, const char *verb, int argc, char *
     return eddy_client_send(coordinator, &req, timeout_ms, status, body, err);
 }
 
+int eddy_client_split(const char *list, char out[][EDDY_ENDPOINT_MAX], int max)
+{
+    int n = 0;
+    const char *p = list;
+    while (p && *p && n < max) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len && len < EDDY_ENDPOINT_MAX) {
+            memcpy(out[n], p, len);
+            out[n][len] = '\0';
+            n++;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return n;
+}
+
+typedef struct target {
+    char endpoint[EDDY_ENDPOINT_MAX];
+    void *sock;
+    bool not_leader;      /* answered "not leader": ask again later */
+    uint64_t asked_ms;
+} target_t;
+
+static int add_target(void *ctx, target_t *t, int *n, const char *endpoint, eddy_err_t *err)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(t[i].endpoint, endpoint))
+            return i;
+    if (*n >= MAX_TARGETS)
+        return -1;
+    target_t *x = &t[*n];
+    memset(x, 0, sizeof *x);
+    snprintf(x->endpoint, sizeof x->endpoint, "%s", endpoint);
+    x->sock = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(x->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(x->sock, endpoint) != 0) {
+        eddy_err_set(err, "invalid coordinator address '%s': %s", endpoint, zmq_strerror(errno));
+        zmq_close(x->sock);
+        return -2;
+    }
+    return (*n)++;
+}
+
 int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
                      int64_t *status, char **body, eddy_err_t *err)
 {
+    char listed[MAX_TARGETS][EDDY_ENDPOINT_MAX];
+    int n_listed = eddy_client_split(coordinator, listed, MAX_TARGETS);
+    if (n_listed == 0)
+        return eddy_err_set(err, "invalid coordinator address '%s'", coordinator);
     void *ctx = zmq_ctx_new();
-    void *sock = zmq_socket(ctx, ZMQ_DEALER);
-    int linger = 0;
-    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
-    int rc = -1;
-    if (zmq_connect(sock, coordinator) != 0) {
-        eddy_err_set(err, "invalid coordinator address '%s': %s", coordinator, zmq_strerror(errno));
-        goto out;
-    }
+    target_t t[MAX_TARGETS];
+    int n = 0, rc = -1;
     size_t len;
     char *data = eddy_msg_encode(req, &len);
-    zmq_send(sock, data, len, 0);
-    free(data);
+    char last_not_leader[EDDY_ERROR_MAX] = "";
+    for (int i = 0; i < n_listed; i++)
+        if (add_target(ctx, t, &n, listed[i], err) == -2)
+            goto out;
+    for (int i = 0; i < n; i++) {
+        zmq_send(t[i].sock, data, len, 0);
+        t[i].asked_ms = eddy_mono_ms();
+    }
     uint64_t deadline = eddy_mono_ms() + timeout_ms;
     for (;;) {
         uint64_t now = eddy_mono_ms();
         if (now >= deadline) {
-            eddy_err_set(err, "no reply from the coordinator at %s within %u ms (is it running?)",
-                         coordinator, timeout_ms);
+            if (last_not_leader[0])
+                eddy_err_set(err, "no leader among the coordinators at %s within %u ms: %s",
+                             coordinator, timeout_ms, last_not_leader);
+            else
+                eddy_err_set(err, "no reply from the coordinator at %s within %u ms (is it running?)",
+                             coordinator, timeout_ms);
             goto out;
         }
-        zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, (long)(deadline - now)) <= 0)
+        for (int i = 0; i < n; i++)
+            if (t[i].not_leader && now - t[i].asked_ms >= RESEND_MS) {
+                t[i].not_leader = false;
+                t[i].asked_ms = now;
+                zmq_send(t[i].sock, data, len, 0);
+            }
+        zmq_pollitem_t items[MAX_TARGETS];
+        for (int i = 0; i < n; i++)
+            items[i] = (zmq_pollitem_t){t[i].sock, 0, ZMQ_POLLIN, 0};
+        long wait = (long)(deadline - now);
+        if (wait > 50)
+            wait = 50;
+        if (zmq_poll(items, n, wait) <= 0)
             continue;
-        zmq_msg_t z;
-        eddy_err_t rerr;
-        if (eddy_zrecv(sock, &z, EDDY_ZRECV_FRAMES_PLAIN, EDDY_ZRECV_MAX_CONTROL, &rerr) !=
-            EDDY_ZRECV_OK)
-            continue; /* nothing yet, or a malformed message: wait for the reply */
-        eddy_msg_t m;
-        int d = eddy_msg_decode(zmq_msg_data(&z), zmq_msg_size(&z), &m, err);
-        zmq_msg_close(&z);
-        if (d < 0)
-            goto out;
-        if (m.type != EDDY_MSG_REPLY) {
+        for (int i = 0; i < n; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN))
+                continue;
+            zmq_msg_t z;
+            eddy_err_t rerr;
+            if (eddy_zrecv(t[i].sock, &z, EDDY_ZRECV_FRAMES_PLAIN, EDDY_ZRECV_MAX_CONTROL, &rerr) !=
+                EDDY_ZRECV_OK)
+                continue; /* nothing yet, or a malformed message: wait for the reply */
+            eddy_msg_t m;
+            int d = eddy_msg_decode(zmq_msg_data(&z), zmq_msg_size(&z), &m, err);
+            zmq_msg_close(&z);
+            if (d < 0)
+                goto out;
+            if (m.type != EDDY_MSG_REPLY) {
+                eddy_msg_clear(&m);
+                continue;
+            }
+            if (m.u.reply.status == EDDY_STATUS_NOT_LEADER) {
+                const char *b = m.u.reply.body ? m.u.reply.body : "";
+                snprintf(last_not_leader, sizeof last_not_leader, "%s", b);
+                t[i].not_leader = true;
+                size_t plen = strlen(EDDY_NOT_LEADER_PREFIX);
+                if (!strncmp(b, EDDY_NOT_LEADER_PREFIX, plen) && b[plen]) {
+                    int before = n;
+                    int k = add_target(ctx, t, &n, b + plen, err);
+                    if (k >= before) { /* a leader not in the list: ask it */
+                        zmq_send(t[k].sock, data, len, 0);
+                        t[k].asked_ms = eddy_mono_ms();
+                    }
+                }
+                eddy_msg_clear(&m);
+                continue;
+            }
+            *status = m.u.reply.status;
+            *body = m.u.reply.body ? m.u.reply.body : strdup("");
+            m.u.reply.body = NULL;
             eddy_msg_clear(&m);
-            continue;
+            rc = 0;
+            goto out;
         }
-        *status = m.u.reply.status;
-        *body = m.u.reply.body ? m.u.reply.body : strdup("");
-        m.u.reply.body = NULL;
-        eddy_msg_clear(&m);
-        rc = 0;
-        break;
     }
 out:
-    zmq_close(sock);
+    free(data);
+    for (int i = 0; i < n; i++)
+        zmq_close(t[i].sock);
     zmq_ctx_term(ctx);
     return rc;
 }

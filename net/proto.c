@@ -214,6 +214,9 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_u64(w, m->u.registered.worker_id);
         eddy_mpw_u64(w, m->u.registered.heartbeat_ms);
         eddy_mpw_str(w, m->u.registered.error);
+        eddy_mpw_bool(w, m->u.registered.not_leader);
+        eddy_mpw_str(w, m->u.registered.leader);
+        eddy_mpw_bool(w, m->u.registered.fatal);
         break;
     case EDDY_MSG_HEARTBEAT:
         eddy_mpw_u64(w, m->u.heartbeat.worker_id);
@@ -327,21 +330,40 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 }
 
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = 6, [EDDY_MSG_REGISTERED] = 3, [EDDY_MSG_HEARTBEAT] = 2,
+    [EDDY_MSG_REGISTER] = 6, [EDDY_MSG_REGISTERED] = 6, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 15,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
     [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
 };
 
+/* Forms of older peers still read, without the trailing leader epoch: a
+ * REGISTER (so an older worker is refused naming both versions), a
+ * REGISTERED (so a newer worker hears an older coordinator's refusal), and
+ * a RELEASE with or without its reason (protocol 4 and 5). */
+static bool older_form(uint64_t type, uint32_t fields)
+{
+    switch (type) {
+    case EDDY_MSG_REGISTER: /* protocol 5's had no cores */
+        return fields == field_counts[type] || fields == field_counts[type] - 1;
+    case EDDY_MSG_REGISTERED:
+        return fields == 3; /* before the leader fields */
+    case EDDY_MSG_RELEASE:
+        return fields == 1 || fields == 2;
+    default:
+        return false;
+    }
+}
+
 char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
 {
     eddy_mpw_t w;
     eddy_mpw_init(&w);
     uint32_t fields = (msg->type > 0 && msg->type < EDDY_MSG_TYPE_COUNT) ? field_counts[msg->type] : 0;
-    eddy_mpw_array(&w, 1 + fields);
+    eddy_mpw_array(&w, 1 + fields + 1);
     eddy_mpw_u64(&w, (uint64_t)msg->type);
     encode_body(&w, msg);
+    eddy_mpw_u64(&w, msg->leader_epoch);
     return eddy_mpw_release(&w, len);
 }
 
@@ -431,8 +453,11 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
-static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
+/* has_epoch: the message ends with the leader epoch, so optional fields
+ * before it are present when more than that one field remains. */
+static void decode_body(eddy_mpr_t *r, eddy_msg_t *m, bool has_epoch)
 {
+    uint32_t tail = has_epoch ? 1 : 0;
     switch (m->type) {
     case EDDY_MSG_REGISTER:
         eddy_mpr_strcpy(r, m->u.reg.name, sizeof m->u.reg.name);
@@ -440,12 +465,17 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
         m->u.reg.pid = eddy_mpr_i64(r);
         eddy_mpr_strcpy(r, m->u.reg.host, sizeof m->u.reg.host);
         m->u.reg.protocol_version = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.reg.cores = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        m->u.reg.cores = eddy_mpr_remaining(r) > tail ? (uint32_t)eddy_mpr_u64(r, UINT32_MAX) : 0;
         break;
     case EDDY_MSG_REGISTERED:
         m->u.registered.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.registered.heartbeat_ms = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         eddy_mpr_strcpy(r, m->u.registered.error, sizeof m->u.registered.error);
+        if (eddy_mpr_remaining(r) > tail) { /* the leader fields, before the leader epoch */
+            m->u.registered.not_leader = eddy_mpr_bool(r);
+            eddy_mpr_strcpy(r, m->u.registered.leader, sizeof m->u.registered.leader);
+            m->u.registered.fatal = eddy_mpr_bool(r);
+        }
         break;
     case EDDY_MSG_HEARTBEAT: {
         m->u.heartbeat.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
@@ -518,7 +548,7 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m)
     case EDDY_MSG_RELEASE:
         m->u.release.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         /* absent in a RELEASE of protocol 4: a restore */
-        m->u.release.reason = eddy_mpr_remaining(r) > 0
+        m->u.release.reason = eddy_mpr_remaining(r) > tail
                                   ? (uint32_t)eddy_mpr_u64(r, EDDY_RELEASE_FAILED)
                                   : EDDY_RELEASE_RESTORE;
         break;
@@ -564,15 +594,18 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     }
     msg->type = (eddy_msg_type_t)type;
     uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
-    /* RELEASE gained its reason in protocol 5; the shorter form is a restore. */
-    bool old_release = type == EDDY_MSG_RELEASE && fields == field_counts[type] - 1;
-    if (fields != field_counts[type] && !old_release) {
+    /* Every message ends with the leader epoch; older forms (fewer fields,
+     * no epoch) are read with the missing fields at their defaults. */
+    bool full = fields == field_counts[type] + 1;
+    if (!full && !older_form(type, fields)) {
         eddy_mpr_close(&r);
         msg->type = 0;
         return eddy_err_set(err, "malformed %s message: %u fields, expected %u",
-                            type_names[type], fields, field_counts[type]);
+                            type_names[type], fields, field_counts[type] + 1);
     }
-    decode_body(&r, msg);
+    decode_body(&r, msg, full);
+    if (full)
+        msg->leader_epoch = eddy_mpr_u64(&r, UINT64_MAX);
     int rc = eddy_mpr_finish(&r, type_names[type], err);
     eddy_mpr_close(&r);
     if (rc < 0)

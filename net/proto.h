@@ -37,6 +37,11 @@
  * version is refused at registration with a message naming both. */
 #define EDDY_PROTOCOL_VERSION 5u
 
+/* A REPLY's status from a standby coordinator; its body starts with
+ * EDDY_NOT_LEADER_PREFIX and the leader's endpoint when one is known. */
+#define EDDY_STATUS_NOT_LEADER 421
+#define EDDY_NOT_LEADER_PREFIX "not leader; the leader is "
+
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
     EDDY_MSG_REGISTERED,     /* coordinator -> worker */
@@ -139,6 +144,12 @@ typedef struct eddy_deploy {
 
 typedef struct eddy_msg {
     eddy_msg_type_t type;
+    /* Fencing: every message ends with a leader epoch. A coordinator sends
+     * its own (the create revision of its leader key in etcd; 0 without an
+     * election), a worker the highest it has seen. A worker ignores commands
+     * of a lower epoch than it has seen; a coordinator that sees a higher
+     * one than its own was deposed. Absent (an older peer): 0. */
+    uint64_t leader_epoch;
     union {
         struct {
             char name[EDDY_NAME_MAX];
@@ -152,6 +163,13 @@ typedef struct eddy_msg {
             uint32_t worker_id;
             uint32_t heartbeat_ms;
             char error[EDDY_ERROR_MAX]; /* non-empty: registration refused */
+            /* Not the leader (a standby coordinator): register with the
+             * leader at `leader` ("" when none is known yet) instead. */
+            bool not_leader;
+            char leader[EDDY_ENDPOINT_MAX];
+            /* The refusal is final (a duplicate worker identity): the
+             * worker exits saying why instead of registering again. */
+            bool fatal;
         } registered;
         struct {
             uint32_t worker_id;

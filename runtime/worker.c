@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "net/client.h"
 #include "net/dataplane.h"
 #include "net/proto.h"
 #include "net/zrecv.h"
@@ -84,6 +85,16 @@ typedef struct worker {
     zmq_pollitem_t *items;
     eddy_task_t **waiting;
     uint32_t items_cap;
+    /* Coordinators (--coordinator a list): the DEALER is connected to one,
+     * coords[cur]; it moves on when that one says it is not the leader or
+     * stops answering heartbeats. */
+    char coords[EDDY_MAX_COORDINATORS][EDDY_ENDPOINT_MAX];
+    int n_coords, cur;
+    uint64_t last_ctrl_ms;        /* when the coordinator last said anything */
+    uint64_t leader_epoch;        /* the highest seen: lower ones are ignored */
+    uint64_t last_register_ms;
+    eddy_log_limit_t fenced_log;
+    char fatal[EDDY_ERROR_MAX + 64]; /* a final refusal: the worker exits with it */
 } worker_t;
 
 #define FIXED_ITEMS 3
@@ -121,7 +132,10 @@ static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
     if (msg->type == EDDY_MSG_TASK_DONE)
         send_heartbeat(w);
     size_t len;
-    char *data = eddy_msg_encode(msg, &len);
+    /* the highest leader epoch seen: a deposed coordinator learns it is */
+    eddy_msg_t stamped = *msg;
+    stamped.leader_epoch = w->leader_epoch;
+    char *data = eddy_msg_encode(&stamped, &len);
     if (!data)
         return -1;
     int rc = zmq_send(w->ctrl, data, len, ZMQ_DONTWAIT);
@@ -525,6 +539,7 @@ drop:
 
 static void send_register(worker_t *w)
 {
+    w->last_register_ms = eddy_mono_ms();
     eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
     snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", w->opts->name);
     snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "%s", w->endpoint);
@@ -534,6 +549,45 @@ static void send_register(worker_t *w)
     reg.u.reg.cores = cores > 0 ? (uint32_t)cores : 0;
     gethostname(reg.u.reg.host, sizeof reg.u.reg.host - 1);
     send_ctrl(w, &reg);
+}
+
+/* Moves the control DEALER to endpoint (NULL or unknown: the next listed
+ * coordinator) and registers there. */
+static void switch_coordinator(worker_t *w, const char *endpoint, const char *why)
+{
+    int next = (w->cur + 1) % w->n_coords;
+    for (int i = 0; endpoint && endpoint[0] && i < w->n_coords; i++)
+        if (!strcmp(w->coords[i], endpoint))
+            next = i;
+    if (next != w->cur) {
+        eddy_info("coordinator %s: %s; trying %s", w->coords[w->cur], why, w->coords[next]);
+        zmq_disconnect(w->ctrl, w->coords[w->cur]);
+        w->cur = next;
+        zmq_connect(w->ctrl, w->coords[w->cur]);
+    }
+    w->last_ctrl_ms = eddy_mono_ms();
+    send_register(w);
+}
+
+/* A command from a lower leader epoch than one already seen comes from a
+ * deposed coordinator: ignored. Returns true when m may be acted on. */
+static bool accept_epoch(worker_t *w, const eddy_msg_t *m)
+{
+    /* a standby's pointer to the leader is no command (a standby has no epoch) */
+    if (m->type == EDDY_MSG_REGISTERED && m->u.registered.not_leader)
+        return true;
+    if (m->leader_epoch < w->leader_epoch) {
+        eddy_log_limited(&w->fenced_log, EDDY_LOG_WARN,
+                         "ignoring %s of leader epoch %llu: leader epoch %llu is newer",
+                         eddy_msg_type_name(m->type), (unsigned long long)m->leader_epoch,
+                         (unsigned long long)w->leader_epoch);
+        return false;
+    }
+    if (m->leader_epoch > w->leader_epoch && w->leader_epoch)
+        eddy_info("following leader epoch %llu (was %llu)", (unsigned long long)m->leader_epoch,
+                  (unsigned long long)w->leader_epoch);
+    w->leader_epoch = m->leader_epoch;
+    return true;
 }
 
 /* ---- plugins ------------------------------------------------------------ */
@@ -631,10 +685,20 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
 {
     switch (m->type) {
     case EDDY_MSG_REGISTERED:
-        if (m->u.registered.error[0]) {
-            /* The coordinator restarted (or declared us dead): join it again. */
-            eddy_warn("coordinator: %s; registering again", m->u.registered.error);
-            send_register(w);
+        if (m->u.registered.fatal) {
+            snprintf(w->fatal, sizeof w->fatal, "coordinator refused registration: %s",
+                     m->u.registered.error);
+        } else if (m->u.registered.not_leader) {
+            if (w->n_coords > 1 || m->u.registered.leader[0])
+                switch_coordinator(w, m->u.registered.leader, "not the leader");
+        } else if (m->u.registered.error[0]) {
+            /* The coordinator restarted (or declared us dead): join it again,
+             * at most every 200 ms (one answer per queued heartbeat may come). */
+            uint64_t now = eddy_mono_ms();
+            if (now - w->last_register_ms >= 200) {
+                eddy_warn("coordinator: %s; registering again", m->u.registered.error);
+                send_register(w);
+            }
         } else if (m->u.registered.worker_id != w->id) {
             eddy_info("registered again as worker %u", m->u.registered.worker_id);
             w->id = m->u.registered.worker_id;
@@ -779,14 +843,27 @@ static int recv_ctrl(worker_t *w, eddy_msg_t *m, eddy_err_t *err)
     return rc < 0 ? -1 : 1;
 }
 
+/* How long a coordinator may say nothing (it answers every heartbeat)
+ * before the worker looks for the leader elsewhere. */
+static uint64_t coordinator_silence_ms(const worker_t *w)
+{
+    uint64_t t = 6ull * w->heartbeat_ms;
+    return t < 3000 ? 3000 : t;
+}
+
 static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 {
     uint64_t deadline = eddy_mono_ms() + w->opts->register_timeout_ms;
     uint64_t next_send = 0;
+    bool said_retry = false, answered = false;
     while (eddy_mono_ms() < deadline) {
         if (eddy_mono_ms() >= next_send) {
-            send_register(w);
+            if (next_send && w->n_coords > 1 && !answered)
+                switch_coordinator(w, NULL, "no answer"); /* also registers */
+            else
+                send_register(w);
             next_send = eddy_mono_ms() + 1000;
+            answered = false;
         }
         zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&item, 1, 100) < 0 && errno == EINTR)
@@ -795,10 +872,28 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
         eddy_err_t derr;
         int rc = recv_ctrl(w, &m, &derr);
         if (rc < 0)
-            return eddy_err_set(err, "bad reply from coordinator %s: %s", w->opts->coordinator, derr.msg);
+            return eddy_err_set(err, "bad reply from coordinator %s: %s", w->coords[w->cur], derr.msg);
         if (rc == 0)
             continue;
-        if (m.type != EDDY_MSG_REGISTERED) {
+        if (m.type != EDDY_MSG_REGISTERED || !accept_epoch(w, &m)) {
+            eddy_msg_clear(&m);
+            continue;
+        }
+        if (m.u.registered.not_leader) {
+            /* a standby: go to the leader it names (or the next one) */
+            if (w->n_coords > 1 || m.u.registered.leader[0]) {
+                switch_coordinator(w, m.u.registered.leader, "not the leader");
+                next_send = eddy_mono_ms() + 1000;
+            }
+            eddy_msg_clear(&m);
+            continue;
+        }
+        answered = true;
+        if (m.u.registered.error[0] && !m.u.registered.fatal) {
+            /* e.g. the worker this one replaces is not declared dead yet */
+            if (!said_retry)
+                eddy_warn("coordinator: %s; retrying", m.u.registered.error);
+            said_retry = true;
             eddy_msg_clear(&m);
             continue;
         }
@@ -812,7 +907,8 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
         eddy_msg_clear(&m);
         return 0;
     }
-    return eddy_err_set(err, "cannot reach coordinator at %s (no reply within %u ms)",
+    return eddy_err_set(err, "cannot reach %s at %s (no reply within %u ms)",
+                        w->n_coords > 1 ? "a leading coordinator" : "coordinator",
                         w->opts->coordinator, w->opts->register_timeout_ms);
 }
 
@@ -831,9 +927,17 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
     zmq_setsockopt(w->inbox, ZMQ_LINGER, &linger, sizeof linger);
     if (eddy_zsock_limit_size(w->inbox, EDDY_ZRECV_MAX_DATA, err) < 0)
         return -1;
-    if (zmq_connect(w->ctrl, w->opts->coordinator) != 0)
-        return eddy_err_set(err, "invalid coordinator address '%s': %s", w->opts->coordinator,
-                            zmq_strerror(errno));
+    w->n_coords = eddy_client_split(w->opts->coordinator, w->coords, EDDY_MAX_COORDINATORS);
+    if (w->n_coords == 0)
+        return eddy_err_set(err, "invalid coordinator address '%s'", w->opts->coordinator);
+    for (int i = 0; i < w->n_coords; i++) {
+        /* check every listed address now, not at the first failover */
+        if (zmq_connect(w->ctrl, w->coords[i]) != 0)
+            return eddy_err_set(err, "invalid coordinator address '%s': %s", w->coords[i],
+                                zmq_strerror(errno));
+        if (i != w->cur)
+            zmq_disconnect(w->ctrl, w->coords[i]);
+    }
     char bind[300];
     const char *host = w->opts->bind_host ? w->opts->bind_host : "127.0.0.1";
     if (w->opts->data_port)
@@ -979,7 +1083,8 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     w->snapshots = eddy_snapshot_writer_new(err);
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;
-    eddy_info("registered as worker %u, data at %s", w->id, w->endpoint);
+    eddy_info("registered as worker %u with %s, data at %s", w->id, w->coords[w->cur], w->endpoint);
+    w->last_ctrl_ms = eddy_mono_ms();
     w->items_cap = FIXED_ITEMS + 8;
     w->items = calloc(w->items_cap, sizeof *w->items);
     w->waiting = calloc(w->items_cap, sizeof *w->waiting);
@@ -1013,9 +1118,19 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
                                  "dropping control message: %s", derr.msg);
                 continue;
             }
-            handle_ctrl(w, &m);
+            w->last_ctrl_ms = eddy_mono_ms();
+            if (accept_epoch(w, &m))
+                handle_ctrl(w, &m);
             eddy_msg_clear(&m);
         }
+        if (w->fatal[0]) {
+            eddy_err_set(err, "%s", w->fatal);
+            goto out;
+        }
+        /* the coordinator answers every heartbeat; silence means it is gone
+         * (or paused): with several listed, find the leader among them */
+        if (w->n_coords > 1 && eddy_mono_ms() - w->last_ctrl_ms > coordinator_silence_ms(w))
+            switch_coordinator(w, NULL, "silent");
         for (int i = 0; i < INBOX_BURST; i++) {
             zmq_msg_t z;
             eddy_err_t rerr;

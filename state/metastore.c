@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "state/metastore_backend.h"
+#include "state/metastore_lease.h"
 
 #define DEFAULT_TIMEOUT_MS 3000L
 #define MAX_TIMEOUT_MS 600000L
@@ -488,4 +489,115 @@ int eddy_kv_list_push(eddy_kv_list_t *list, size_t *cap, char *key, char *value,
     list->items[list->count].value_len = len;
     list->count++;
     return 0;
+}
+
+/* ---- leases (metastore_lease.h) ------------------------------------------ */
+
+bool eddy_metastore_has_leases(const eddy_metastore_t *self)
+{
+    return self && self->ops->lease_grant;
+}
+
+static int fail_op(eddy_metastore_t *self, const char *op, eddy_err_t *err)
+{
+    return eddy_err_wrap(err, "%s store %s: %s", self->ops->name, self->url, op);
+}
+
+static int no_leases(eddy_metastore_t *self, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "metastore: no store");
+    return eddy_err_set(err, "%s store %s has no leases (leader election needs etcd://)",
+                        self->ops->name, self->url);
+}
+
+int eddy_metastore_lease_grant(eddy_metastore_t *self, uint32_t ttl_s, int64_t *lease,
+                               eddy_err_t *err)
+{
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->lease_grant(self->impl, ttl_s, lease, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc < 0 ? fail_op(self, "lease grant", err) : rc;
+}
+
+int eddy_metastore_lease_keepalive(eddy_metastore_t *self, int64_t lease, int64_t *ttl_s,
+                                   eddy_err_t *err)
+{
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->lease_keepalive(self->impl, lease, ttl_s, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc < 0 ? fail_op(self, "lease keepalive", err) : rc;
+}
+
+int eddy_metastore_lease_revoke(eddy_metastore_t *self, int64_t lease, eddy_err_t *err)
+{
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->lease_revoke(self->impl, lease, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc < 0 ? fail_op(self, "lease revoke", err) : rc;
+}
+
+int eddy_metastore_create_leased(eddy_metastore_t *self, const char *key, const void *value,
+                                 size_t len, int64_t lease, int64_t *create_rev, char **holder,
+                                 eddy_err_t *err)
+{
+    if (holder)
+        *holder = NULL;
+    *create_rev = 0;
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    if (check_key("metastore key", key, 0, err) < 0)
+        return -1;
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->create_leased(self->impl, key, value ? value : "", len, lease,
+                                      create_rev, holder, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc < 0 ? fail(self, "create", key, err) : rc;
+}
+
+int eddy_metastore_get_rev(eddy_metastore_t *self, const char *key, char **value, size_t *len,
+                           int64_t *create_rev, eddy_err_t *err)
+{
+    *create_rev = 0;
+    if (value)
+        *value = NULL;
+    if (len)
+        *len = 0;
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    if (check_key("metastore key", key, 0, err) < 0)
+        return -1;
+    char *v = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->get_rev(self->impl, key, &v, &n, create_rev, err);
+    pthread_mutex_unlock(&self->lock);
+    if (rc < 0)
+        return fail(self, "get", key, err);
+    if (value)
+        *value = v;
+    else
+        free(v);
+    if (len)
+        *len = n;
+    return rc;
+}
+
+int eddy_metastore_set_fence(eddy_metastore_t *self, const char *key, int64_t create_rev,
+                             eddy_err_t *err)
+{
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    if (check_key("metastore key", key, 0, err) < 0)
+        return -1;
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->set_fence(self->impl, key, create_rev, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc;
 }

@@ -11,6 +11,7 @@
 #define EDDY_STATE_METASTORE_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 #include "state/metastore.h"
@@ -24,6 +25,16 @@ typedef struct eddy_metastore_ops {
      * backend leaves *out empty. */
     int (*list)(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_err_t *err);
     void (*destroy)(void **impl_p);
+    /* Leases, create-if-absent and fencing (state/metastore_lease.h); NULL
+     * in a backend without them (the file store). Same conventions. */
+    int (*lease_grant)(void *impl, uint32_t ttl_s, int64_t *lease, eddy_err_t *err);
+    int (*lease_keepalive)(void *impl, int64_t lease, int64_t *ttl_s, eddy_err_t *err);
+    int (*lease_revoke)(void *impl, int64_t lease, eddy_err_t *err);
+    int (*create_leased)(void *impl, const char *key, const void *value, size_t len,
+                         int64_t lease, int64_t *create_rev, char **holder, eddy_err_t *err);
+    int (*get_rev)(void *impl, const char *key, char **value, size_t *len, int64_t *create_rev,
+                   eddy_err_t *err);
+    int (*set_fence)(void *impl, const char *key, int64_t create_rev, eddy_err_t *err);
 } eddy_metastore_ops_t;
 
 /* Embedded store rooted at dir (created, with parents, if missing). */

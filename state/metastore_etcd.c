@@ -49,6 +49,9 @@ typedef struct {
     CURL *curl;
     struct curl_slist *headers;
     char curl_err[CURL_ERROR_SIZE];
+    /* set_fence: puts and deletes are txns on this key's create revision */
+    char *fence_key;
+    int64_t fence_rev;
 } etcd_store_t;
 
 typedef struct {
@@ -269,6 +272,7 @@ static void etcd_destroy(void **impl_p)
     curl_slist_free_all(es->headers);
     free(es->base);
     free(es->display);
+    free(es->fence_key);
     free(es);
     *impl_p = NULL;
     curl_release();
@@ -372,11 +376,18 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
     return NULL;
 }
 
+static int fenced_txn(etcd_store_t *es, json_t *op, eddy_err_t *err);
+
 static int etcd_put(void *impl, const char *key, const void *value, size_t len,
                     eddy_err_t *err)
 {
     etcd_store_t *es = impl;
     json_t *resp;
+    if (es->fence_key) {
+        json_t *op = json_pack("{s:o}", "request_put",
+                               make_body(key, strlen(key), "value", value, len, 0));
+        return fenced_txn(es, op, err);
+    }
     if (call(es, "/kv/put", make_body(key, strlen(key), "value", value, len, 0), &resp, err) <
         0)
         return -1;
@@ -420,6 +431,11 @@ static int etcd_del(void *impl, const char *key, eddy_err_t *err)
 {
     etcd_store_t *es = impl;
     json_t *resp;
+    if (es->fence_key) {
+        json_t *op = json_pack("{s:o}", "request_delete_range",
+                               make_body(key, strlen(key), NULL, NULL, 0, 0));
+        return fenced_txn(es, op, err);
+    }
     if (call(es, "/kv/deleterange", make_body(key, strlen(key), NULL, NULL, 0, 0), &resp,
              err) < 0)
         return -1;
@@ -490,7 +506,222 @@ static int etcd_list(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_e
     return rc;
 }
 
+/* ---- leases, txn, fencing (metastore_lease.h) --------------------------- */
+
+/* etcd's int64 fields come as JSON strings ("123"); absent means 0. */
+static int64_t int64_field(json_t *o, const char *name)
+{
+    json_t *f = json_object_get(o, name);
+    if (json_is_integer(f))
+        return (int64_t)json_integer_value(f);
+    if (json_is_string(f))
+        return strtoll(json_string_value(f), NULL, 10);
+    return 0;
+}
+
+static json_t *int64_json(int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    return json_string(buf);
+}
+
+/* The compare of a fenced write: the fence key was created at fence_rev. */
+static json_t *create_compare(const char *key, int64_t rev)
+{
+    json_t *cmp = make_body(key, strlen(key), NULL, NULL, 0, 0);
+    if (cmp && (json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
+                json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
+                json_object_set_new(cmp, "create_revision", int64_json(rev)) < 0)) {
+        json_decref(cmp);
+        cmp = NULL;
+    }
+    return cmp;
+}
+
+static int fenced_txn(etcd_store_t *es, json_t *op, eddy_err_t *err)
+{
+    json_t *body = op ? json_pack("{s:[o], s:[o]}", "compare",
+                                  create_compare(es->fence_key, es->fence_rev), "success", op)
+                      : NULL;
+    json_t *resp;
+    if (call(es, "/kv/txn", body, &resp, err) < 0)
+        return -1;
+    int ok = json_is_true(json_object_get(resp, "succeeded"));
+    json_decref(resp);
+    if (!ok)
+        return eddy_err_set(err, "fenced: %s is no longer at revision %lld (another process "
+                            "leads now)", es->fence_key, (long long)es->fence_rev);
+    return 0;
+}
+
+static int etcd_lease_grant(void *impl, uint32_t ttl_s, int64_t *lease, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp;
+    if (call(es, "/lease/grant", json_pack("{s:I}", "TTL", (json_int_t)ttl_s), &resp, err) < 0)
+        return -1;
+    *lease = int64_field(resp, "ID");
+    json_decref(resp);
+    return *lease ? 0 : eddy_err_set(err, "lease grant answered no lease ID");
+}
+
+static int etcd_lease_keepalive(void *impl, int64_t lease, int64_t *ttl_s, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    /* A streaming call; the gateway wraps its one answer in "result", so it
+     * bypasses request()'s check for a top-level "header". */
+    json_t *body = json_pack("{s:o}", "ID", int64_json(lease));
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return eddy_err_set(err, "out of memory");
+    size_t ulen = strlen(es->base) + strlen(es->api) + 32;
+    char *url = malloc(ulen);
+    if (!url) {
+        free(text);
+        return eddy_err_set(err, "out of memory");
+    }
+    snprintf(url, ulen, "%s%s/lease/keepalive", es->base, es->api);
+    buf_t b = {0};
+    es->curl_err[0] = '\0';
+    curl_easy_setopt(es->curl, CURLOPT_URL, url);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, &b);
+    CURLcode c = curl_easy_perform(es->curl);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, NULL);
+    free(text);
+    free(url);
+    int rc = -1;
+    long status = 0;
+    if (c != CURLE_OK) {
+        eddy_err_set(err, "%s", es->curl_err[0] ? es->curl_err : curl_easy_strerror(c));
+        goto out;
+    }
+    curl_easy_getinfo(es->curl, CURLINFO_RESPONSE_CODE, &status);
+    json_error_t jerr;
+    /* one JSON object per streamed answer, newline-separated: take the first */
+    json_t *j = b.len ? json_loadb(b.data, b.len, JSON_DISABLE_EOF_CHECK, &jerr) : NULL;
+    json_t *result = json_is_object(j) ? json_object_get(j, "result") : NULL;
+    if (status != 200 || !json_is_object(result)) {
+        json_t *m = json_is_object(j) ? json_object_get(j, "message") : NULL;
+        eddy_err_set(err, "keepalive: HTTP %ld%s%s", status, json_is_string(m) ? ": " : "",
+                     json_is_string(m) ? json_string_value(m) : "");
+    } else {
+        *ttl_s = int64_field(result, "TTL"); /* absent: the lease is gone */
+        rc = 0;
+    }
+    json_decref(j);
+out:
+    free(b.data);
+    return rc;
+}
+
+static int etcd_lease_revoke(void *impl, int64_t lease, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp;
+    eddy_err_t e = {{0}};
+    if (call(es, "/lease/revoke", json_pack("{s:o}", "ID", int64_json(lease)), &resp, &e) < 0) {
+        if (strstr(e.msg, "not found"))
+            return 0;
+        return eddy_err_set(err, "%s", e.msg);
+    }
+    json_decref(resp);
+    return 0;
+}
+
+/* The first kv of a range answer: value (malloc'd) and create revision. */
+static int first_kv(json_t *range, char **value, size_t *len, int64_t *create_rev,
+                    eddy_err_t *err)
+{
+    json_t *kvs = json_object_get(range, "kvs");
+    json_t *kv = json_is_array(kvs) ? json_array_get(kvs, 0) : NULL;
+    if (!json_is_object(kv))
+        return 0;
+    *create_rev = int64_field(kv, "create_revision");
+    char *v = NULL;
+    size_t n = 0;
+    if (decode_field(kv, "value", 1, &v, &n, err) < 0)
+        return -1;
+    if (value)
+        *value = v;
+    else
+        free(v);
+    if (len)
+        *len = n;
+    return 1;
+}
+
+static int etcd_create_leased(void *impl, const char *key, const void *value, size_t len,
+                              int64_t lease, int64_t *create_rev, char **holder,
+                              eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *put = make_body(key, strlen(key), "value", value, len, 0);
+    if (put && lease)
+        json_object_set_new(put, "lease", int64_json(lease));
+    json_t *body = json_pack("{s:[o], s:[{s:o}], s:[{s:o}]}", "compare", create_compare(key, 0),
+                             "success", "request_put", put, "failure", "request_range",
+                             make_body(key, strlen(key), NULL, NULL, 0, 0));
+    json_t *resp;
+    if (call(es, "/kv/txn", body, &resp, err) < 0)
+        return -1;
+    int rc;
+    if (json_is_true(json_object_get(resp, "succeeded"))) {
+        /* the txn's revision is the one that created the key */
+        *create_rev = int64_field(json_object_get(resp, "header"), "revision");
+        rc = *create_rev > 0 ? 1 : eddy_err_set(err, "txn answered no revision");
+    } else {
+        json_t *rs = json_object_get(resp, "responses");
+        json_t *r0 = json_is_array(rs) ? json_array_get(rs, 0) : NULL;
+        json_t *range = json_is_object(r0) ? json_object_get(r0, "response_range") : NULL;
+        rc = first_kv(range, holder, NULL, create_rev, err);
+        if (rc == 1)
+            rc = 0; /* exists */
+        else if (rc == 0)
+            rc = eddy_err_set(err, "key %s vanished during the txn; try again", key);
+    }
+    json_decref(resp);
+    return rc;
+}
+
+static int etcd_get_rev(void *impl, const char *key, char **value, size_t *len,
+                        int64_t *create_rev, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *resp;
+    if (call(es, "/kv/range", make_body(key, strlen(key), NULL, NULL, 0, 0), &resp, err) < 0)
+        return -1;
+    int rc = first_kv(resp, value, len, create_rev, err);
+    json_decref(resp);
+    return rc;
+}
+
+static int etcd_set_fence(void *impl, const char *key, int64_t create_rev, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    free(es->fence_key);
+    es->fence_key = NULL;
+    es->fence_rev = 0;
+    if (create_rev == 0)
+        return 0;
+    es->fence_key = strdup(key);
+    if (!es->fence_key)
+        return eddy_err_set(err, "out of memory");
+    es->fence_rev = create_rev;
+    return 0;
+}
+
 const eddy_metastore_ops_t eddy_metastore_etcd_ops = {
+    .lease_grant = etcd_lease_grant,
+    .lease_keepalive = etcd_lease_keepalive,
+    .lease_revoke = etcd_lease_revoke,
+    .create_leased = etcd_create_leased,
+    .get_rev = etcd_get_rev,
+    .set_fence = etcd_set_fence,
     .name = "etcd",
     .put = etcd_put,
     .get = etcd_get,

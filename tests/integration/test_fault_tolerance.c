@@ -323,7 +323,11 @@ static pid_t victim(pid_t except)
     for (int i = 0; i < n; i++)
         if (w[i].alive && w[i].tasks > 0 && w[i].pid != except && w[i].pid > 0)
             return w[i].pid;
-    cr_assert_fail("no alive worker with tasks other than pid %d", (int)except);
+    json_t *st = eddy_test_status(ports[0]);
+    char *text = st ? json_dumps(json_object_get(st, "workers"), JSON_COMPACT) : NULL;
+    char *log = eddy_read_file(logp, NULL);
+    cr_assert_fail("no alive worker with tasks other than pid %d; workers: %s; log:\n%s",
+                   (int)except, text ? text : "(no answer)", log ? log : "");
     return -1;
 }
 

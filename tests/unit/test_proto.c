@@ -716,16 +716,17 @@ Test(proto, wrong_field_counts_rejected)
         uint32_t n = elements_of(t);
         char expected[64];
         snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
-        /* A RELEASE without its last field (the reason) is protocol 4's. */
-        if (t != EDDY_MSG_RELEASE)
+        /* Without its last field (the leader epoch), a REGISTER or RELEASE
+         * is an older peer's, still read; anything else is rejected. */
+        if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
         expect_splice_rejected(t, INSERT, 1, "\x01", 1, expected);
     }
     /* The type alone. */
-    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 6");
-    expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 2");
+    expect_reject("\x91\x01", 2, "REGISTER message: 0 fields, expected 7");
+    expect_reject("\x91\x0e", 2, "REPLY message: 0 fields, expected 3");
 }
 
 /* Protocol 4's RELEASE (job only) is a restore; with the reason, each one
@@ -751,8 +752,8 @@ Test(proto, release_reason)
         eddy_msg_clear(&d);
         free(enc);
     }
-    expect_reject("\x91\x0c", 2, "RELEASE message: 0 fields, expected 2");
-    expect_reject("\x94\x0c\x07\x02\x01", 5, "RELEASE message: 3 fields, expected 2");
+    expect_reject("\x91\x0c", 2, "RELEASE message: 0 fields, expected 3");
+    expect_reject("\x95\x0c\x07\x02\x01\x01", 6, "RELEASE message: 4 fields, expected 3");
     expect_reject("\x93\x0c\x07\x04", 4, "integer out of range");
     cr_assert_str_eq(eddy_release_reason_name(EDDY_RELEASE_CANCELLED), "cancelled");
     cr_assert_str_eq(eddy_release_reason_name(EDDY_RELEASE_FAILED), "failed");
@@ -1099,4 +1100,42 @@ Test(proto, deploy_check_rejects_unknown_workers_and_positions)
     expect_deploy_rejected(&m, 3, 128, "not in its worker list");
     m.u.deploy.n_workers = 3;
     eddy_msg_clear(&m);
+}
+
+/* Every message ends with the leader epoch (fencing); REGISTERED carries
+ * the standby's pointer to the leader and whether a refusal is final. An
+ * older REGISTERED (3 fields, no epoch) reads as epoch 0, not a standby. */
+Test(proto, leader_epoch_and_registered_leader)
+{
+    eddy_msg_t m = {.type = EDDY_MSG_REGISTERED, .leader_epoch = 12345678901ull};
+    m.u.registered.worker_id = 4;
+    m.u.registered.not_leader = true;
+    snprintf(m.u.registered.leader, sizeof m.u.registered.leader, "tcp://c2:7600");
+    m.u.registered.fatal = true;
+    size_t len;
+    char *enc = eddy_msg_encode(&m, &len);
+    eddy_msg_t d = decode_ok(enc, len);
+    cr_assert_eq(d.leader_epoch, 12345678901ull);
+    cr_assert_eq(d.u.registered.worker_id, 4);
+    cr_assert(d.u.registered.not_leader);
+    cr_assert(d.u.registered.fatal);
+    cr_assert_str_eq(d.u.registered.leader, "tcp://c2:7600");
+    eddy_msg_clear(&d);
+    free(enc);
+
+    eddy_msg_t t = {.type = EDDY_MSG_TRIGGER, .leader_epoch = 7};
+    t.u.trigger.job = 1;
+    enc = eddy_msg_encode(&t, &len);
+    d = decode_ok(enc, len);
+    cr_assert_eq(d.leader_epoch, 7);
+    eddy_msg_clear(&d);
+    free(enc);
+
+    d = decode_ok("\x94\x02\x05\x01\xa0", 5); /* REGISTERED of protocol 5 */
+    cr_assert_eq(d.u.registered.worker_id, 5);
+    cr_assert_eq(d.leader_epoch, 0);
+    cr_assert(!d.u.registered.not_leader && !d.u.registered.fatal);
+    eddy_msg_clear(&d);
+    /* a TRIGGER without the epoch is not an older form: rejected */
+    expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 7");
 }

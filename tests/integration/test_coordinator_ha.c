@@ -1,0 +1,504 @@
+/* test_coordinator_ha.c - coordinator high availability with real
+ * processes: two `eddy coordinator`s on a real etcd (tests/support/etcd.h),
+ * three `eddy worker`s given both coordinators, an etl job with the
+ * exactly-once part-file sink, submitted through the list.
+ *
+ *  kill_leader        the leader is SIGKILLed mid-job: the standby is
+ *                     elected, reloads the job and restores it; the job
+ *                     finishes with exact output; /api/v1/leader names it.
+ *                     A controller given both coordinators and no --job
+ *                     watches the job through the failover and outlives it.
+ *  paused_leader      the leader is SIGSTOPped until the standby leads and
+ *                     a checkpoint completed under it, then SIGCONTed: it
+ *                     notices its lease is gone and stands by; the job and
+ *                     its output are unaffected (exact), the workers ignore
+ *                     anything of the old leader epoch.
+ *  etcd_outage        etcd is SIGSTOPped for 10 s mid-job and resumed: the
+ *                     leader steps down (it cannot renew its lease), a
+ *                     leader is elected again, the job finishes exactly.
+ *  duplicate_identity a second worker under an existing name, and one
+ *                     advertising an existing data address, exit non-zero
+ *                     saying why; the first worker stays registered.
+ *
+ * Every wait polls an observable condition (logs, status, process exit)
+ * with a deadline; the plain waits are marked: they are wall-clock progress
+ * for a paused process or a stopped etcd. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define ETL_LINES 200000
+#define N_WORKERS 3
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HB_TIMEOUT "3000"
+#else
+#define HB_TIMEOUT "1500"
+#endif
+
+static char *dir;
+static char input[600], output[600], snap_dir[600], metastore[700];
+static char coord_log[2][600];
+static char coord_url[2][64], http_s[2][16], port_s[2][16];
+static char coord_list[160];
+static int ports[4];
+static eddy_proc_t coords[2];
+static eddy_proc_t workers[N_WORKERS + 2];
+static eddy_proc_t controller;
+static char controller_log[600];
+static int n_workers;
+static eddy_test_etcd_t *etcd;
+static char *expected;
+static size_t expected_len;
+static char rate[32] = "25000";
+
+/* ---- input and reference ------------------------------------------------------ */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *sort_lines(char *text, size_t len, size_t *out_len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    char **lines = malloc((n + 1) * sizeof *lines);
+    size_t k = 0;
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            nl = end;
+        *nl = '\0';
+        lines[k++] = p;
+        p = nl + 1;
+    }
+    qsort(lines, k, sizeof *lines, cmp_str);
+    char *out = malloc(len + 2);
+    size_t o = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(out + o, lines[i], l);
+        o += l;
+        out[o++] = '\n';
+    }
+    out[o] = '\0';
+    free(lines);
+    *out_len = o;
+    return out;
+}
+
+static void make_input(void)
+{
+    FILE *in = fopen(input, "w");
+    cr_assert(in);
+    size_t cap = (size_t)ETL_LINES * 32, len = 0;
+    char *exp = malloc(cap);
+    for (uint64_t n = 0; n < ETL_LINES; n++) {
+        uint64_t h = mix(n * 7919 + 11);
+        unsigned user = (unsigned)(h % 5000), item = (unsigned)((h >> 16) % 300);
+        long amount = (long)((h >> 32) % 1000);
+        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
+        if (amount >= 300)
+            len += (size_t)snprintf(exp + len, cap - len, "u%u\ti%u\t%ld\n", user, item, amount * 2);
+    }
+    cr_assert_eq(fclose(in), 0);
+    expected = sort_lines(exp, len, &expected_len);
+    free(exp);
+}
+
+/* ---- fixture ------------------------------------------------------------------- */
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("coordha", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/out", dir);
+    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    etcd = eddy_test_etcd_start(&err);
+    cr_assert(etcd, "%s", err.msg);
+    /* short enough that a stopped etcd fails calls quickly, long enough
+     * for a loaded machine to renew the leader's lease in time */
+    snprintf(metastore, sizeof metastore, "%s?timeout_ms=1000", eddy_test_etcd_url(etcd));
+    cr_assert(eddy_test_free_ports(4, ports, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 2; i++) {
+        snprintf(coord_log[i], sizeof coord_log[i], "%s/coordinator-%d.log", dir, i + 1);
+        snprintf(port_s[i], sizeof port_s[i], "%d", ports[2 * i]);
+        snprintf(http_s[i], sizeof http_s[i], "%d", ports[2 * i + 1]);
+        snprintf(coord_url[i], sizeof coord_url[i], "tcp://127.0.0.1:%d", ports[2 * i]);
+    }
+    snprintf(coord_list, sizeof coord_list, "%s,%s", coord_url[0], coord_url[1]);
+    memset(coords, 0, sizeof coords);
+    memset(workers, 0, sizeof workers);
+    memset(&controller, 0, sizeof controller);
+    snprintf(controller_log, sizeof controller_log, "%s/controller.log", dir);
+    n_workers = 0;
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (coords[i].pid)
+            kill(-coords[i].pid, SIGCONT);
+        eddy_proc_kill(&coords[i], 3000);
+    }
+    for (int i = 0; i < n_workers; i++)
+        eddy_proc_kill(&workers[i], 2000);
+    eddy_proc_kill(&controller, 2000);
+    if (etcd) {
+        kill(eddy_test_etcd_pid(etcd), SIGCONT);
+        eddy_test_etcd_stop(&etcd);
+    }
+    free(expected);
+    expected = NULL;
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+    dir = NULL;
+}
+
+/* ---- logs ------------------------------------------------------------------------ */
+
+static char *all_logs(void)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    out[0] = '\0';
+    for (int i = -2; i < n_workers; i++) {
+        char path[700];
+        if (i < 0)
+            snprintf(path, sizeof path, "%s", coord_log[i + 2]);
+        else
+            snprintf(path, sizeof path, "%s/worker-%d.log", dir, i + 1);
+        char *s = eddy_read_file(path, NULL);
+        size_t need = strlen(path) + (s ? strlen(s) : 0) + 16;
+        if (n + need >= cap)
+            out = realloc(out, cap = (n + need) * 2);
+        n += (size_t)sprintf(out + n, "--- %s\n%s", path, s ? s : "(none)\n");
+        free(s);
+    }
+    return out;
+}
+
+static int count_in(const char *path, const char *needle)
+{
+    char *s = eddy_read_file(path, NULL);
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, needle)); p++)
+        n++;
+    free(s);
+    return n;
+}
+
+typedef struct log_wait {
+    const char *path, *needle;
+    int count;
+} log_wait_t;
+
+static bool log_has(void *arg)
+{
+    log_wait_t *w = arg;
+    return count_in(w->path, w->needle) >= w->count;
+}
+
+static void wait_log(int coord, const char *needle, int count, uint64_t timeout_ms)
+{
+    log_wait_t w = {coord_log[coord], needle, count};
+    if (!eddy_poll_until(log_has, &w, timeout_ms)) {
+        char *l = all_logs();
+        cr_assert_fail("timed out waiting for %d x '%s' in coordinator %d's log; logs:\n%s",
+                       count, needle, coord + 1, l);
+    }
+}
+
+/* ---- processes --------------------------------------------------------------------- */
+
+static void start_coordinator(int i)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url[i], "--http-host", "127.0.0.1",
+                    "--http-port", http_s[i], "--metastore", metastore, "--snapshot-dir", snap_dir,
+                    "--checkpoint-interval", "300", "--heartbeat-ms", "200",
+                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--leader-ttl-ms", "3000", NULL};
+    cr_assert(eddy_proc_start(&coords[i], argv, NULL, coord_log[i], &err) == 0, "%s", err.msg);
+}
+
+static void start_worker(const char *name, char *const *extra)
+{
+    eddy_err_t err = {{0}};
+    char wlog[700];
+    snprintf(wlog, sizeof wlog, "%s/worker-%d.log", dir, n_workers + 1);
+    char *argv[24] = {EDDY_BINARY, "worker", "--coordinator", coord_list, "--name", (char *)name,
+                      "--snapshot-dir", snap_dir};
+    int k = 8;
+    for (int i = 0; extra && extra[i]; i++)
+        argv[k++] = extra[i];
+    argv[k] = NULL;
+    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+}
+
+/* `eddy status --json` through the coordinator list: the leader answers. */
+static json_t *status(void)
+{
+    char *argv[] = {EDDY_BINARY, "status", "--json", "--coordinator", coord_list, NULL};
+    char *out = NULL;
+    int rc = eddy_proc_run(argv, 15000, &out, NULL);
+    json_t *doc = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    return doc;
+}
+
+typedef struct view_wait {
+    const char *state;
+    int64_t min_ck;
+    char last_state[32];
+    int64_t last_ck;
+} view_wait_t;
+
+static bool view_matches(void *arg)
+{
+    view_wait_t *w = arg;
+    json_t *st = status();
+    json_t *j = st ? eddy_test_status_job(st, "etl") : NULL;
+    bool ok = false;
+    if (j) {
+        snprintf(w->last_state, sizeof w->last_state, "%s",
+                 json_string_value(json_object_get(j, "state")));
+        w->last_ck = json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "id"));
+        ok = !strcmp(w->last_state, w->state) && w->last_ck >= w->min_ck;
+    }
+    json_decref(st);
+    return ok;
+}
+
+static int64_t wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms, const char *what)
+{
+    view_wait_t w = {state, min_ck, "", 0};
+    if (!eddy_poll_until(view_matches, &w, timeout_ms)) {
+        char *l = all_logs();
+        cr_assert_fail("timed out waiting for %s (state %s, checkpoint %lld); logs:\n%s", what,
+                       w.last_state, (long long)w.last_ck, l);
+    }
+    return w.last_ck;
+}
+
+static void submit(void)
+{
+    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_list, "--job", "etl",
+                    "--input", input, "--output-dir", output, "--min-amount", "300",
+                    "--parallelism", "2", "--sink-parallelism", "2", "--rate", rate, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+}
+
+/* Both coordinators up, coordinator 1 the leader, three workers registered
+ * with it, the job submitted and a checkpoint completed. */
+static void start_cluster_and_job(void)
+{
+    make_input();
+    start_coordinator(0);
+    wait_log(0, "elected leader", 1, 20000);
+    start_coordinator(1);
+    wait_log(1, "standing by", 1, 20000);
+    static const char *names[] = {"worker-1", "worker-2", "worker-3"};
+    for (int i = 0; i < N_WORKERS; i++)
+        start_worker(names[i], NULL);
+    wait_log(0, ") registered, data at", N_WORKERS, 30000);
+    submit();
+    wait_view("running", 1, 30000, "a completed checkpoint");
+}
+
+static void expect_exact_output(void)
+{
+    DIR *d = opendir(output);
+    cr_assert(d, "no output directory %s", output);
+    size_t cap = 1 << 20, len = 0;
+    char *got = malloc(cap);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "part-", 5))
+            continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", output, e->d_name);
+        size_t l = 0;
+        char *data = eddy_read_file(path, &l);
+        cr_assert(data);
+        while (len + l + 1 > cap)
+            got = realloc(got, cap *= 2);
+        memcpy(got + len, data, l);
+        len += l;
+        free(data);
+    }
+    closedir(d);
+    char *sorted = sort_lines(got, len, &len);
+    free(got);
+    if (len != expected_len || memcmp(sorted, expected, len) != 0) {
+        char *l = all_logs();
+        cr_assert_fail("output differs from the reference (%zu vs %zu bytes); logs:\n%s", len,
+                       expected_len, l);
+    }
+    free(sorted);
+}
+
+/* GET /api/v1/leader of coordinator i, with curl (a real HTTP client). */
+static json_t *leader_view(int i)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%s/api/v1/leader", http_s[i]);
+    char *argv[] = {"/usr/bin/curl", "-s", "--max-time", "5", url, NULL};
+    char *out = NULL;
+    int rc = eddy_proc_run(argv, 10000, &out, NULL);
+    json_t *doc = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    return doc;
+}
+
+static void expect_role(int i, const char *role, const char *leader)
+{
+    json_t *doc = leader_view(i);
+    cr_assert(doc, "coordinator %d: no JSON at /api/v1/leader", i + 1);
+    const char *r = json_string_value(json_object_get(doc, "role"));
+    const char *l = json_string_value(json_object_get(doc, "leader"));
+    cr_assert(r && !strcmp(r, role), "coordinator %d: role %s, expected %s", i + 1, r, role);
+    cr_assert(l && !strcmp(l, leader), "coordinator %d: leader %s, expected %s", i + 1, l, leader);
+    json_decref(doc);
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+static bool controller_says(void *arg)
+{
+    return count_in(controller_log, arg) > 0;
+}
+
+Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 240)
+{
+    eddy_err_t err = {{0}};
+    char *cargv[] = {EDDY_BINARY, "controller", "--coordinator", coord_list, "--interval-ms", "300",
+                     "--dry-run", NULL};
+    cr_assert(eddy_proc_start(&controller, cargv, NULL, controller_log, &err) == 0, "%s", err.msg);
+    start_cluster_and_job();
+    cr_assert(eddy_poll_until(controller_says, "watching job etl", 20000),
+              "the controller did not pick up the running job");
+    expect_role(0, "leader", coord_url[0]);
+    expect_role(1, "standby", coord_url[0]);
+    kill(-coords[0].pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(&coords[0], 10000), 128 + SIGKILL);
+    uint64_t t0 = eddy_mono_ms();
+    wait_log(1, "elected leader", 1, 30000);
+    uint64_t failover = eddy_mono_ms() - t0;
+    wait_log(1, "restoring from checkpoint ", 1, 30000);
+    expect_role(1, "leader", coord_url[1]);
+    wait_view("finished", 0, 120000, "the job to finish under the new leader");
+    expect_exact_output();
+    cr_log_info("leader elected %llu ms after the kill", (unsigned long long)failover);
+    cr_assert(eddy_poll_until(controller_says, "job etl has ended", 20000),
+              "the controller did not follow the job to its end across the failover");
+    cr_assert(eddy_proc_alive(&controller), "the controller exited when the job ended");
+}
+
+Test(coordinator_ha, paused_leader, .init = setup, .fini = teardown, .timeout = 240)
+{
+    start_cluster_and_job();
+    cr_assert(kill(-coords[0].pid, SIGSTOP) == 0);
+    wait_log(1, "elected leader", 1, 30000);
+    wait_log(1, "restoring from checkpoint ", 1, 30000);
+    /* a checkpoint completes under the new leader before the old one wakes */
+    int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
+    wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
+    cr_assert(kill(-coords[0].pid, SIGCONT) == 0);
+    wait_log(0, "standing by", 2, 30000); /* it noticed and stepped down */
+    cr_assert_eq(count_in(coord_log[0], "elected leader"), 1);
+    expect_role(0, "standby", coord_url[1]);
+    wait_view("finished", 0, 120000, "the job to finish after the old leader woke");
+    expect_exact_output();
+    cr_assert(eddy_proc_alive(&coords[0]), "the old leader should stand by, not exit");
+    if (getenv("HA_DEBUG")) {
+        char *l = all_logs();
+        cr_log_info("%s", l);
+        free(l);
+    }
+}
+
+Test(coordinator_ha, etcd_outage, .init = setup, .fini = teardown, .timeout = 240)
+{
+    snprintf(rate, sizeof rate, "12000"); /* the job outlasts the outage */
+    start_cluster_and_job();
+    int etcd_pid = eddy_test_etcd_pid(etcd);
+    cr_assert(kill(etcd_pid, SIGSTOP) == 0);
+    wait_log(0, "leadership lost", 1, 30000);
+    eddy_nap_ms(8000); /* wall-clock: etcd stays away ~10 s in all */
+    cr_assert(kill(etcd_pid, SIGCONT) == 0);
+    wait_view("finished", 0, 180000, "the job to finish after the etcd outage");
+    expect_exact_output();
+}
+
+static bool exited(void *arg)
+{
+    return !eddy_proc_alive(arg);
+}
+
+Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeout = 120)
+{
+    start_coordinator(0);
+    wait_log(0, "elected leader", 1, 20000);
+    char port[16];
+    eddy_err_t err = {{0}};
+    int p = eddy_test_free_port(&err);
+    cr_assert(p > 0, "%s", err.msg);
+    snprintf(port, sizeof port, "%d", p);
+    char *first[] = {"--data-port", port, NULL};
+    start_worker("worker-1", first);
+    wait_log(0, ") registered, data at", 1, 30000);
+
+    /* the same name */
+    start_worker("worker-1", NULL);
+    cr_assert(eddy_poll_until(exited, &workers[1], 20000), "a duplicate name was not refused");
+    cr_assert_neq(eddy_proc_wait(&workers[1], 1000), 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/worker-2.log", dir);
+    char *log = eddy_read_file(path, NULL);
+    cr_assert(log && strstr(log, "worker name 'worker-1' is already registered"),
+              "no clear refusal: %s", log);
+    free(log);
+
+    /* the same data address, advertised from another bind address */
+    char *clash[] = {"--bind-host", "127.0.0.2", "--advertise-host", "127.0.0.1", "--data-port",
+                     port, NULL};
+    start_worker("worker-3", clash);
+    cr_assert(eddy_poll_until(exited, &workers[2], 20000), "a duplicate address was not refused");
+    cr_assert_neq(eddy_proc_wait(&workers[2], 1000), 0);
+    snprintf(path, sizeof path, "%s/worker-3.log", dir);
+    log = eddy_read_file(path, NULL);
+    cr_assert(log && strstr(log, "is already registered by live worker 'worker-1'"),
+              "no clear refusal: %s", log);
+    free(log);
+    cr_assert(eddy_proc_alive(&workers[0]), "the first worker must be unaffected");
+    json_t *st = status();
+    cr_assert(st);
+    cr_assert_eq(json_array_size(json_object_get(st, "workers")), 1);
+    json_decref(st);
+}
