@@ -33,7 +33,7 @@ int eddy_cmd_controller(int argc, char **argv)
 {
     eddy_scaling_policy_config_t pc = eddy_scaling_policy_config_default();
     const char *coordinator = eddy_client_default_coordinator();
-    const char *job = NULL;
+    const char *job = NULL, *keys_dir = eddy_cli_default_keys();
     uint64_t interval = (uint64_t)pc.interval_ms, warmup = (uint64_t)pc.warmup_ms,
              cooldown = (uint64_t)pc.cooldown_ms, confirmations = pc.scale_down_confirmations,
              max_p = 0;
@@ -44,6 +44,7 @@ int eddy_cmd_controller(int argc, char **argv)
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT",
                       "coordinator to talk to (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
         EDDY_FLAG_STR("job", &job, "JOB", "id of the job to autoscale (required)"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_U64("interval-ms", &interval, 1, EDDY_FLAG_MS_MAX, "MS", "metrics window / evaluation interval (10000)"),
         EDDY_FLAG_U64("warmup-ms", &warmup, 0, EDDY_FLAG_MS_MAX, "MS", "ignore metrics this long after a rescale (30000)"),
         EDDY_FLAG_U64("cooldown-ms", &cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "do not rescale an operator again within (60000)"),
@@ -76,6 +77,9 @@ int eddy_cmd_controller(int argc, char **argv)
     if (strlen(job) >= EDDY_SCALING_NAME_MAX)
         return eddy_usage_error("controller", "--job is too long");
 
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("controller", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0)
+        return 2;
     pc.job = job;
     pc.interval_ms = (int64_t)interval;
     pc.warmup_ms = (int64_t)warmup;
@@ -94,7 +98,8 @@ int eddy_cmd_controller(int argc, char **argv)
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
     eddy_err_t err = {{0}};
-    int rc = eddy_controller_run(coordinator, &pc, &eddy_cli_stop, &err);
+    int rc = eddy_controller_run(coordinator, keys, &pc, &eddy_cli_stop, &err);
+    eddy_keys_destroy(&keys);
     if (rc < 0)
         return eddy_usage_error("controller", err.msg);
     return rc;

@@ -14,6 +14,7 @@ int eddy_cmd_worker(int argc, char **argv)
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
     uint32_t port = 0, register_timeout = 10000;
+    const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT", "coordinator control socket (env EDDY_COORDINATOR)"),
         EDDY_FLAG_STR("name", &name, "NAME", "name shown in status (default worker-PID)"),
@@ -22,11 +23,15 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_END,
     };
     int code;
     if (eddy_cli_parse("worker", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("worker", keys_dir, EDDY_KEYS_SERVER, &keys) != 0)
+        return 2;
     char default_name[64];
     if (!name) {
         snprintf(default_name, sizeof default_name, "worker-%d", (int)getpid());
@@ -35,9 +40,11 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots};
+                                  snapshots, keys};
     eddy_err_t err = {{0}};
-    if (eddy_worker_run(&opts, &eddy_cli_stop, &err) < 0) {
+    int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
+    eddy_keys_destroy(&keys);
+    if (rc < 0) {
         fprintf(stderr, "eddy worker: %s\n", err.msg);
         return 1;
     }
@@ -46,12 +53,13 @@ int eddy_cmd_worker(int argc, char **argv)
 
 int eddy_cmd_coordinator(int argc, char **argv)
 {
-    const char *bind = "tcp://0.0.0.0:7600", *http_host = "0.0.0.0";
+    const char *bind = "tcp://127.0.0.1:7600", *http_host = "0.0.0.0";
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots";
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
+    const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
-        EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://0.0.0.0:7600)"),
+        EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for every interface: use --keys then)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (0.0.0.0)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "HTTP port for /metrics and the API (9250, 0 = off)"),
         EDDY_FLAG_STR("metastore", &metastore, "URL", "etcd://HOST:PORT or a directory (./eddy-meta)"),
@@ -64,6 +72,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_END,
     };
     int code;
@@ -71,10 +80,13 @@ int eddy_cmd_coordinator(int argc, char **argv)
         return code;
     if (hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("coordinator", keys_dir, EDDY_KEYS_SERVER, &keys) != 0)
+        return 2;
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
     eddy_coordinator_options_t opts = {
-        .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port,
+        .bind = bind, .keys = keys, .http_host = http_host, .http_port = (uint16_t)http_port,
         .metastore = metastore, .snapshot_dir = snapshots, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
@@ -82,6 +94,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .max_restarts = max_restarts};
     eddy_err_t err = {{0}};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
+    eddy_keys_destroy(&keys);
     if (rc < 0) {
         fprintf(stderr, "eddy coordinator: %s\n", err.msg);
         return 1;

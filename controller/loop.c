@@ -37,7 +37,8 @@ static void nap(uint64_t ms, volatile sig_atomic_t *stop)
     }
 }
 
-static void post_decision(const char *coordinator, const eddy_scaling_decision_t *d)
+static void post_decision(const char *coordinator, const eddy_keys_t *keys,
+                          const eddy_scaling_decision_t *d)
 {
     eddy_err_t err = {{0}};
     eddy_scaling_decision_t wall = *d;
@@ -53,7 +54,7 @@ static void post_decision(const char *coordinator, const eddy_scaling_decision_t
         return;
     int64_t status;
     char *body = NULL;
-    if (eddy_client_call(coordinator, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
+    if (eddy_client_call(coordinator, keys, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
         eddy_warn("cannot record the decision for %s: %s", d->operator_name, err.msg);
     else if (status != 0)
         eddy_warn("the coordinator did not record the decision for %s: %s", d->operator_name, body);
@@ -71,7 +72,8 @@ static void log_decision(const eddy_scaling_decision_t *d)
 
 /* Rescales d's operator; on failure marks the decision not applied and
  * says why in its reason. Returns 0 when the rescale completed. */
-static int carry_out(const char *coordinator, const char *job, eddy_scaling_decision_t *d)
+static int carry_out(const char *coordinator, const eddy_keys_t *keys, const char *job,
+                     eddy_scaling_decision_t *d)
 {
     char n[16];
     snprintf(n, sizeof n, "%u", d->new_parallelism);
@@ -82,7 +84,7 @@ static int carry_out(const char *coordinator, const char *job, eddy_scaling_deci
     uint64_t t0 = eddy_mono_ms();
     eddy_info("rescaling %s/%s %u -> %u", job, d->operator_name, d->old_parallelism, d->new_parallelism);
     const char *why = NULL;
-    if (eddy_client_call(coordinator, "rescale", 3, args, RESCALE_TIMEOUT_MS, &status, &body, &err) < 0)
+    if (eddy_client_call(coordinator, keys, "rescale", 3, args, RESCALE_TIMEOUT_MS, &status, &body, &err) < 0)
         why = err.msg;
     else if (status != 0)
         why = body;
@@ -100,7 +102,8 @@ static int carry_out(const char *coordinator, const char *job, eddy_scaling_deci
     return 0;
 }
 
-int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
+int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys,
+                        const eddy_scaling_policy_config_t *pc,
                         volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     eddy_controller_t *ctl = eddy_controller_new(pc, err);
@@ -115,7 +118,7 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
     while (!*stop) {
         int64_t status = 0;
         char *body = NULL;
-        if (eddy_client_call(coordinator, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0) {
+        if (eddy_client_call(coordinator, keys, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0) {
             if (!said_unreachable)
                 eddy_info("%s; retrying every %llu ms", lerr.msg, (unsigned long long)interval);
             said_unreachable = true;
@@ -172,13 +175,13 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
         for (size_t i = 0; i < step.count && !*stop; i++) {
             if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
                 continue;
-            if (carry_out(coordinator, job, &ds[i]) == 0 &&
+            if (carry_out(coordinator, keys, job, &ds[i]) == 0 &&
                 eddy_controller_note_rescale(ctl, ds[i].operator_name, (int64_t)eddy_mono_ms(), &lerr) < 0)
                 eddy_warn("%s", lerr.msg);
         }
         for (size_t i = 0; i < step.count; i++) {
             log_decision(&ds[i]);
-            post_decision(coordinator, &ds[i]);
+            post_decision(coordinator, keys, &ds[i]);
         }
         free(ds);
         nap(interval, stop);

@@ -15,6 +15,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "plan/plugin.h"
+#include "net/curve.h"
 #include "net/zrecv.h"
 
 /* How long exit waits for queued metadata-store writes before abandoning them. */
@@ -274,6 +275,56 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
     }
 }
 
+/* ---- roles (--keys) -------------------------------------------------------- */
+
+/* Requests that only read. */
+static bool read_only_verb(const char *verb)
+{
+    return !strcmp(verb, "status") || !strcmp(verb, "jobs") || !strcmp(verb, "scaling") ||
+           !strcmp(verb, "metrics");
+}
+
+/* Whether the sender's role may do m: readers read, workers also run the
+ * worker protocol and fetch plugins, clients do everything. Without keys
+ * there are no roles. */
+static bool role_allows(const coord_t *c, eddy_role_t role, const eddy_msg_t *m)
+{
+    if (!c->opts->keys || role == EDDY_ROLE_CLIENT)
+        return true;
+    switch (m->type) {
+    case EDDY_MSG_REQUEST:
+        return read_only_verb(m->u.request.verb);
+    case EDDY_MSG_PLUGIN:
+        return role == EDDY_ROLE_WORKER && m->u.plugin.len == 0; /* a fetch, not an upload */
+    default:
+        return role == EDDY_ROLE_WORKER;
+    }
+}
+
+static eddy_log_limit_t refused_log;
+
+/* Answers what a client waits for; a forbidden worker-protocol message
+ * gets no answer (its sender is a misconfigured or hostile process). */
+static void refuse(coord_t *c, const unsigned char *id, size_t id_len, eddy_role_t role,
+                   const eddy_msg_t *m)
+{
+    char what[96];
+    if (m->type == EDDY_MSG_REQUEST)
+        snprintf(what, sizeof what, "'%s'", m->u.request.verb);
+    else if (m->type == EDDY_MSG_PLUGIN)
+        snprintf(what, sizeof what, "a plugin upload");
+    else
+        snprintf(what, sizeof what, "%s", eddy_msg_type_name(m->type));
+    eddy_log_limited(&refused_log, EDDY_LOG_WARN, "refused %s from a %s key", what,
+                     eddy_role_name(role));
+    if (m->type == EDDY_MSG_REQUEST || m->type == EDDY_MSG_PLUGIN) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "permission denied: a %s key may not send %s (client keys only)",
+                 eddy_role_name(role), what);
+        coord_reply(c, id, id_len, 1, msg);
+    }
+}
+
 /* ---- loop --------------------------------------------------------------- */
 
 /* One limiter per kind of bad input: a hostile peer sending garbage as fast
@@ -281,13 +332,18 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
 static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
 
 static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
-                           size_t len)
+                           size_t len, eddy_role_t role)
 {
     eddy_msg_t m;
     eddy_err_t err;
     if (eddy_msg_decode(data, len, &m, &err) < 0) {
         eddy_log_limited(&undecodable_log, EDDY_LOG_WARN, "dropping control message: %s",
                          err.msg);
+        return;
+    }
+    if (!role_allows(c, role, &m)) {
+        refuse(c, id, id_len, role, &m);
+        eddy_msg_clear(&m);
         return;
     }
     coord_worker_t *w = NULL;
@@ -372,7 +428,7 @@ static void drain_router(coord_t *c)
         size_t id_len = zmq_msg_size(&frames[0]);
         if (id_len <= COORD_MAX_IDENTITY)
             handle_message(c, zmq_msg_data(&frames[0]), id_len, zmq_msg_data(&frames[1]),
-                           zmq_msg_size(&frames[1]));
+                           zmq_msg_size(&frames[1]), eddy_curve_role(&frames[1]));
         zmq_msg_close(&frames[1]);
         zmq_msg_close(&frames[0]);
     }
@@ -402,6 +458,8 @@ static void free_coord(coord_t *c)
     eddy_snapshot_store_destroy(&c->store);
     if (c->router)
         zmq_close(c->router);
+    /* after the router: a handshake on it must never find no handler */
+    eddy_zap_destroy(&c->zap);
     if (c->zctx)
         zmq_ctx_term(c->zctx);
 }
@@ -476,6 +534,11 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     zmq_setsockopt(c.router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
     if (eddy_zsock_limit_size(c.router, EDDY_ZRECV_MAX_CONTROL, err) < 0)
         goto out;
+    if (opts->keys) {
+        c.zap = eddy_zap_start(c.zctx, opts->keys, c.router, EDDY_ZAP_CONTROL, err);
+        if (!c.zap)
+            goto out;
+    }
     if (zmq_bind(c.router, opts->bind) != 0) {
         eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
         goto out;
@@ -485,9 +548,13 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
         if (!c.http)
             goto out;
     }
-    eddy_info("listening on %s, HTTP on %s:%u, metadata store %s, snapshots in %s", opts->bind,
+    eddy_info("listening on %s (%s), HTTP on %s:%u, metadata store %s, snapshots in %s",
+              opts->bind, opts->keys ? "CURVE, authorised keys only" : "no keys",
               opts->http_host ? opts->http_host : "0.0.0.0", opts->http_port,
               eddy_metastore_url(c.meta), opts->snapshot_dir);
+    if (!opts->keys && !eddy_endpoint_is_local(opts->bind))
+        eddy_warn("the control socket %s is reachable beyond this host without --keys: anyone who "
+                  "can connect can submit, cancel and rescale jobs (see eddy keygen)", opts->bind);
     for (uint32_t i = 0; i < opts->n_plugin_files; i++) {
         char hash[EDDY_PLUGIN_HASH_LEN + 1];
         if (coord_plugins_add_file(&c, opts->plugin_files[i], hash, err) < 0)

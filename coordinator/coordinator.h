@@ -11,9 +11,11 @@
 
 #include "common/err.h"
 #include "common/guarantee.h"
+#include "net/keys.h"
 
 typedef struct eddy_coordinator_options {
     const char *bind;                /* control socket, e.g. tcp://0.0.0.0:7600 */
+    const eddy_keys_t *keys;         /* server keys: CURVE and roles (NULL: neither) */
     const char *http_host;           /* HTTP bind address */
     uint16_t http_port;              /* 0 disables HTTP */
     const char *metastore;           /* URL or path of the metadata store */

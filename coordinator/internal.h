@@ -15,6 +15,7 @@
 #include "coordinator/checkpoint.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_store.h"
+#include "net/curve.h"
 #include "net/proto.h"
 #include "net/http.h"
 #include "state/metastore.h"
@@ -184,6 +185,7 @@ typedef struct coord_ticket {
 typedef struct coord {
     const eddy_coordinator_options_t *opts;
     void *zctx, *router;
+    eddy_zap_t *zap;                    /* with --keys: who may connect (net/curve.h) */
     eddy_http_t *http;
     eddy_metastore_t *meta;             /* synchronous use only before the loop starts */
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */

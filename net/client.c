@@ -9,6 +9,7 @@
 #include <zmq.h>
 
 #include "common/clock.h"
+#include "net/curve.h"
 #include "net/zrecv.h"
 
 const char *eddy_client_default_coordinator(void)
@@ -17,24 +18,72 @@ const char *eddy_client_default_coordinator(void)
     return env && *env ? env : EDDY_CLIENT_DEFAULT_COORDINATOR;
 }
 
-int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
-                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err)
+int eddy_client_call(const char *coordinator, const eddy_keys_t *keys, const char *verb, int argc,
+                     char **argv, uint32_t timeout_ms, int64_t *status, char **body,
+                     eddy_err_t *err)
 {
     eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
     snprintf(req.u.request.verb, sizeof req.u.request.verb, "%s", verb);
     req.u.request.argc = (uint32_t)argc;
     req.u.request.argv = argv;
-    return eddy_client_send(coordinator, &req, timeout_ms, status, body, err);
+    return eddy_client_send(coordinator, keys, &req, timeout_ms, status, body, err);
 }
 
-int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
-                     int64_t *status, char **body, eddy_err_t *err)
+/* A failed handshake, from the socket's monitor: the reason in one line, or
+ * NULL for any other event. */
+static const char *handshake_failure(void *monitor, const eddy_keys_t *keys)
+{
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, monitor, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&part);
+        return NULL;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size(&part) >= 2)
+        memcpy(&event, zmq_msg_data(&part), 2);
+    while (zmq_msg_more(&part)) {
+        zmq_msg_close(&part);
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, monitor, ZMQ_DONTWAIT) < 0)
+            break;
+    }
+    zmq_msg_close(&part);
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return "the coordinator refused this key (it is not in its authorized_keys)";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        return keys ? "the CURVE handshake failed (the coordinator runs without --keys, or with "
+                      "another cluster's keys)"
+                    : "the handshake failed (the coordinator requires CURVE keys: use --keys DIR "
+                      "or EDDY_KEYS)";
+    return NULL;
+}
+
+int eddy_client_send(const char *coordinator, const eddy_keys_t *keys, const eddy_msg_t *req,
+                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err)
 {
     void *ctx = zmq_ctx_new();
     void *sock = zmq_socket(ctx, ZMQ_DEALER);
+    void *monitor = NULL;
     int linger = 0;
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     int rc = -1;
+    if (eddy_curve_client(sock, keys, err) < 0)
+        goto out;
+    /* A refused handshake is retried by libzmq forever and looks like
+     * silence: the monitor turns it into an error that says why. */
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://eddy-client-monitor-%p", sock);
+    if (zmq_socket_monitor(sock, mon,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) == 0) {
+        monitor = zmq_socket(ctx, ZMQ_PAIR);
+        zmq_setsockopt(monitor, ZMQ_LINGER, &linger, sizeof linger);
+        if (zmq_connect(monitor, mon) != 0) {
+            zmq_close(monitor);
+            monitor = NULL;
+        }
+    }
     if (zmq_connect(sock, coordinator) != 0) {
         eddy_err_set(err, "invalid coordinator address '%s': %s", coordinator, zmq_strerror(errno));
         goto out;
@@ -51,8 +100,17 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
                          coordinator, timeout_ms);
             goto out;
         }
-        zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, (long)(deadline - now)) <= 0)
+        zmq_pollitem_t items[2] = {{sock, 0, ZMQ_POLLIN, 0}, {monitor, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, monitor ? 2 : 1, (long)(deadline - now)) <= 0)
+            continue;
+        if (monitor && (items[1].revents & ZMQ_POLLIN)) {
+            const char *why = handshake_failure(monitor, keys);
+            if (why) {
+                eddy_err_set(err, "no reply from the coordinator at %s: %s", coordinator, why);
+                goto out;
+            }
+        }
+        if (!(items[0].revents & ZMQ_POLLIN))
             continue;
         zmq_msg_t z;
         eddy_err_t rerr;
@@ -76,6 +134,10 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
         break;
     }
 out:
+    if (monitor) {
+        zmq_socket_monitor(sock, NULL, 0);
+        zmq_close(monitor);
+    }
     zmq_close(sock);
     zmq_ctx_term(ctx);
     return rc;

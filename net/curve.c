@@ -56,6 +56,16 @@ int eddy_curve_client(void *socket, const eddy_keys_t *keys, eddy_err_t *err)
     return 0;
 }
 
+bool eddy_endpoint_is_local(const char *endpoint)
+{
+    if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9))
+        return true;
+    const char *host = strstr(endpoint, "://");
+    host = host ? host + 3 : endpoint;
+    return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10) ||
+           !strncmp(host, "[::1]:", 6);
+}
+
 eddy_role_t eddy_curve_role(zmq_msg_t *msg)
 {
     const char *user = zmq_msg_gets(msg, "User-Id");

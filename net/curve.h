@@ -18,6 +18,7 @@
 #ifndef EDDY_NET_CURVE_H
 #define EDDY_NET_CURVE_H
 
+#include <stdbool.h>
 #include <zmq.h>
 
 #include "common/err.h"
@@ -39,6 +40,10 @@ eddy_zap_t *eddy_zap_start(void *zctx, const eddy_keys_t *keys, void *socket, co
                            eddy_err_t *err);
 /* Stops the handler. Call before zmq_ctx_term (or after: it ends then too). */
 void eddy_zap_destroy(eddy_zap_t **self_p);
+
+/* Whether a ZeroMQ endpoint only this host can reach (loopback, ipc://,
+ * inproc://): where running without keys is not an open door. */
+bool eddy_endpoint_is_local(const char *endpoint);
 
 /* The role the ZAP handler gave the peer that sent msg (a received frame),
  * EDDY_ROLE_NONE for a peer that went through no ZAP handler. */
