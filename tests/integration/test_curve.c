@@ -30,7 +30,13 @@
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (2u * 1024 * 1024)
-#define RUN_SECONDS 30
+/* --rate is chosen so an undisturbed run takes this long: longer than the
+ * checks made while it runs (each a process start, slow under ASan) */
+#if defined(__SANITIZE_ADDRESS__)
+#define RUN_SECONDS 90
+#else
+#define RUN_SECONDS 40
+#endif
 #define MAX_WORKERS 8
 /* A refused client must give up well within its own timeout. */
 #define REFUSED_DEADLINE_MS 20000
@@ -179,6 +185,8 @@ static json_t *status_as(const char *keys_dir)
  * line on stderr containing needle. */
 static void expect_refused(const char *keys_dir, char *const args[], const char *needle)
 {
+    cr_assert(eddy_proc_alive(&local), "eddy local ended before the checks did; log:\n%s",
+              log_text());
     ran_t r = eddy_client(keys_dir, args);
     cr_assert_neq(r.rc, 0, "`eddy %s` with keys %s succeeded: %s", args[0],
                   keys_dir ? keys_dir : "(none)", r.out);
