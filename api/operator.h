@@ -146,6 +146,9 @@ typedef struct eddy_op_context {
      * raised by every deploy, never repeated, so a transactional sink can
      * tell its own pre-commits from those of an earlier attempt. */
     uint32_t epoch;
+    /* Input the operator could not parse and dropped (or wrote to a
+     * rejects file): the counter eddy_rejected_records_total. */
+    uint64_t *rejected_records;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

@@ -345,6 +345,7 @@ char *coord_view_metrics(coord_t *c)
         {"eddy_task_watermark_ms", "gauge", "Event-time watermark of the instance, epoch ms."},
         {"eddy_late_records_total", "counter", "Records later than the watermark for every window they belong to (dropped or sent to the late output)."},
         {"eddy_source_lag", "gauge", "Entries upstream the source instance has not read yet (Redis streams)."},
+        {"eddy_rejected_records_total", "counter", "Malformed input records the instance's operators dropped (etl: also in --rejects)."},
     };
     size_t nf = sizeof fams / sizeof fams[0];
     for (size_t f = 0; f < nf; f++) {
@@ -390,6 +391,7 @@ char *coord_view_metrics(coord_t *c)
                                 continue;
                             v = (double)m->source_lag;
                             break;
+                        case 14: v = (double)m->rejected_records; break;
                         }
                         tb_printf(&b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"} %.17g\n",
                                   fams[f].name, j->id, op, m->instance, w->id, v);

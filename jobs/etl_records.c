@@ -8,7 +8,8 @@
  * timeout (enrich_timeout_s, default 10 s) so a deploy never hangs on it.
  *
  * Rejected records are counted per instance (logged once a second while
- * they happen, and in a summary line when the instance closes) and, with
+ * they happen, in a summary line when the instance closes, and in the
+ * task's eddy_rejected_records_total at /metrics) and, with
  * `rejects`, appended as "reason<TAB>line" to that file with one write()
  * per record (O_APPEND: instances and workers on one machine share it).
  * At least once: records replayed after a restore are rejected again. */
@@ -41,6 +42,7 @@ typedef struct etl_op {
     eddy_etl_table_t *table;
     int rejects_fd;
     uint64_t in, written, rejected;
+    uint64_t *rejected_metric; /* the task's eddy_rejected_records_total */
     eddy_etl_record_t rec;
     eddy_buf_t out, line;
     eddy_log_limit_t limit;
@@ -117,6 +119,7 @@ static void *etl_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     op->stage = ctx->stage_name;
     op->instance = ctx->instance;
+    op->rejected_metric = ctx->rejected_records;
     op->rejects_fd = -1;
     op->json_in = !strcmp(eddy_config_str(cfg, "format", "csv"), "json");
     op->json_out = !strcmp(eddy_config_str(cfg, "output_format", op->json_in ? "json" : "csv"),
@@ -200,6 +203,8 @@ fail:
 static int reject(etl_op_t *op, const char *line, size_t len, const char *reason, eddy_err_t *err)
 {
     op->rejected++;
+    if (op->rejected_metric)
+        (*op->rejected_metric)++;
     eddy_log_limited(&op->limit, EDDY_LOG_WARN, "etl %s[%u]: record dropped: %s (%" PRIu64
                      " so far)", op->stage, op->instance, reason, op->rejected);
     if (op->rejects_fd < 0)

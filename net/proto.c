@@ -120,7 +120,7 @@ static void encode_source_state(eddy_mpw_t *w, const char *state, uint32_t len)
 
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 16);
+    eddy_mpw_array(w, 17);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -137,14 +137,16 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_i64(w, m->watermark);
     eddy_mpw_u64(w, m->late_records);
     eddy_mpw_i64(w, m->source_lag);
+    eddy_mpw_u64(w, m->rejected_records);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
 {
     const msgpack_object *si;
     uint32_t sc, sn;
-    /* 15 fields before source_lag was added: those read as lag unknown. */
-    uint32_t fields = eddy_mpr_enter(r, 16, &si, &sc, &sn);
+    /* 15 fields before source_lag was added (those read as lag unknown),
+     * 16 before rejected_records. */
+    uint32_t fields = eddy_mpr_enter(r, 17, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -161,6 +163,7 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     m->watermark = eddy_mpr_i64(r);
     m->late_records = eddy_mpr_u64(r, UINT64_MAX);
     m->source_lag = fields > 15 ? eddy_mpr_i64(r) : -1;
+    m->rejected_records = fields > 16 ? eddy_mpr_u64(r, UINT64_MAX) : 0;
     eddy_mpr_leave(r, si, sc, sn);
 }
 

@@ -85,6 +85,7 @@ typedef struct eddy_task_metrics {
     int64_t watermark;       /* event time: the task's watermark (INT64_MIN: none yet) */
     uint64_t late_records;   /* records its windows dropped or sent on as late */
     int64_t source_lag;      /* sources: entries upstream not yet read, -1 unknown */
+    uint64_t rejected_records; /* malformed input its operators dropped */
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

@@ -106,6 +106,7 @@ struct eddy_task {
     bool idle_out;
     bool time_ops;           /* some chained operator has watermark() or tick() */
     uint64_t late_records;
+    uint64_t rejected_records;
     int64_t source_lag;   /* sources: set through ctx.source_lag, -1 unknown */
     uint64_t next_tick_ns;
 
@@ -994,6 +995,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     }
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
+    t->ctx.rejected_records = &t->rejected_records;
     t->source_lag = -1;
     t->ctx.source_lag = &t->source_lag;
     t->ctx.epoch = t->epoch;
@@ -1581,6 +1583,7 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->position = self->source ? self->def->source->position(self->source) : -1;
     out->watermark = self->watermark;
     out->late_records = self->late_records;
+    out->rejected_records = self->rejected_records;
     out->source_lag = self->source ? self->source_lag : -1;
     out->offered_rate = self->offered_rate;
 }

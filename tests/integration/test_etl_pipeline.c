@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/postgres.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
@@ -189,6 +190,42 @@ Test(etl_pipeline, csv_clean_enrich_rejects, .init = setup, .fini = teardown, .t
                    "unterminated quoted field 3\t7,Gus,\"gus@x.org,SE\n");
     cr_assert_eq(rejected_in_log(log), 4, "rejects counted in the log:\n%s", log);
     free(out);
+    free(log);
+}
+
+/* Rejected records are a counter at /metrics while the job runs: four bad
+ * lines first, then enough good ones at a capped rate that heartbeats carry
+ * the count before the job ends. The largest sum seen must be exactly 4. */
+Test(etl_pipeline, rejected_records_metric, .init = setup, .fini = teardown, .timeout = 200)
+{
+    char input[4096] = "id,name,amount\n1,a,1x\n2,b\n3,c,2y\n4,\"d,3\n";
+    for (int i = 5; i < 45; i++)
+        snprintf(input + strlen(input), sizeof input - strlen(input), "%d,n%d,%d\n", i, i, i);
+    put(path_in, input);
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
+                    "--quiet", "--job", "etl", "--input", path_in, "--output-dir", path_out,
+                    "--parallelism", "1", "--sink-parallelism", "1", "--rate", "10",
+                    "--format", "csv", "--header", "--number", "amount", NULL};
+    eddy_proc_t proc;
+    cr_assert(eddy_proc_start(&proc, argv, NULL, path_log, &err) == 0, "%s", err.msg);
+    long long seen = -1;
+    while (eddy_proc_alive(&proc)) {
+        long long v = eddy_test_scrape_sum(ports[1], "eddy_rejected_records_total{job=\"etl\"");
+        if (v > seen)
+            seen = v;
+        eddy_nap_ms(100);
+    }
+    int rc = eddy_proc_wait(&proc, 1000);
+    char *log = eddy_read_file(path_log, NULL);
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "(none)");
+    cr_assert_eq(seen, 4, "/metrics showed eddy_rejected_records_total %lld; log:\n%s", seen,
+                 log ? log : "(none)");
     free(log);
 }
 

@@ -16,13 +16,13 @@
  * without them and /metrics must count them while the job runs. A
  * watermark delay that covers the disorder leaves the late file empty. */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/nexmark_ref.h"
 #include "tests/support/proc.h"
 
@@ -44,13 +44,11 @@ static void setup(void)
     snprintf(late_path, sizeof late_path, "%s/late.csv", dir);
     snprintf(logp, sizeof logp, "%s/local.log", dir);
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static void teardown(void)
 {
     eddy_proc_kill(&job, 3000);
-    curl_global_cleanup();
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -234,56 +232,11 @@ static size_t expect_accounted(const char *query)
 
 /* ---- /metrics ------------------------------------------------------------- */
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *nd = realloc(b->data, b->len + n + 1);
-    if (!nd)
-        return 0;
-    memcpy(nd + b->len, ptr, n);
-    b->data = nd;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 /* The sum of eddy_late_records_total over the job's tasks; -1 when /metrics
  * does not answer (not up yet, or the job ended). */
 static long long late_metric(void)
 {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ports[1]);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    buf_t b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    long long sum = -1;
-    if (rc == CURLE_OK && status == 200) {
-        sum = 0;
-        const char *name = "eddy_late_records_total{job=\"nexmark\"";
-        for (char *p = strstr(b.data, name); p; p = strstr(p + 1, name)) {
-            char *sp = strchr(p, ' ');
-            if (sp)
-                sum += strtoll(sp + 1, NULL, 10);
-        }
-    }
-    free(b.data);
-    return sum;
+    return eddy_test_scrape_sum(ports[1], "eddy_late_records_total{job=\"nexmark\"");
 }
 
 /* The largest late count /metrics showed while the job ran. */

@@ -9,13 +9,13 @@
  * starts, and (with source state as bytes) a worker killed with -9 and
  * Redis restarted mid-run, and a consumer group left with nothing pending. */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
 
@@ -433,56 +433,11 @@ Test(redis, group_acks_after_checkpoints_and_nothing_stays_pending, .init = setu
 
 /* ---- lag metric ------------------------------------------------------------ */
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *nd = realloc(b->data, b->len + n + 1);
-    if (!nd)
-        return 0;
-    memcpy(nd + b->len, ptr, n);
-    b->data = nd;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 /* The sum of eddy_source_lag over the job's source instances from
  * /metrics; -1 when it is not there (yet). */
 static long long lag_metric(void)
 {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ports[1]);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    buf_t b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    long long sum = -1;
-    const char *name = "eddy_source_lag{job=\"wordcount\"";
-    if (rc == CURLE_OK && status == 200 && strstr(b.data, name)) {
-        sum = 0;
-        for (char *p = strstr(b.data, name); p; p = strstr(p + 1, name)) {
-            char *sp = strchr(p, ' ');
-            if (sp)
-                sum += strtoll(sp + 1, NULL, 10);
-        }
-    }
-    free(b.data);
-    return sum;
+    return eddy_test_scrape_sum(ports[1], "eddy_source_lag{job=\"wordcount\"");
 }
 
 typedef struct lag_wait {

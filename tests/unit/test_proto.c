@@ -44,6 +44,7 @@ static eddy_task_metrics_t sample_metrics(uint32_t i)
         .watermark = i % 2 ? INT64_MIN : 1700000000000 + i,
         .late_records = 3ull * i,
         .source_lag = i ? 1000 * (int64_t)i : -1,
+        .rejected_records = 7ull * i,
     };
     return m;
 }
@@ -221,6 +222,7 @@ static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metr
     cr_assert_eq(a->watermark, b->watermark);
     cr_assert_eq(a->late_records, b->late_records);
     cr_assert_eq(a->source_lag, b->source_lag);
+    cr_assert_eq(a->rejected_records, b->rejected_records);
 }
 
 static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
