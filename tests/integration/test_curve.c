@@ -204,6 +204,7 @@ static void start_local(void)
     eddy_err_t err = {{0}};
     char *argv[] = {EDDY_BINARY, "local", "--keys", keys, "--workers", "3", "--control-port",
                     port_s, "--http-port", http_s, "--checkpoint-interval", "300", "--quiet",
+                    "--heartbeat-timeout-ms", "10000", /* liveness is not under test */
                     "--job", "wordcount", "--parallelism", "3", "--input", input, "--output",
                     output, "--rate", rate, NULL};
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
