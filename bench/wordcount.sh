@@ -9,6 +9,9 @@
 #   ckpt=1000  same with 1000 ms
 #   no-local-agg  ckpt=2000 with --no-local-aggregation: every word is
 #              shuffled, not per-batch partial counts (local-global off)
+#   curve      ckpt=2000 with --keys (eddy keygen): CURVE on every socket
+#   no-local-agg+curve  no-local-agg with --keys (every word encrypted once)
+# The CURVE ratios (with keys / without, throughput) are printed last.
 # Every eddy output must be byte-identical to the baseline's, or the script
 # fails. words/s = total words / wall time of the whole command (startup,
 # deploy and writing the output included).
@@ -101,6 +104,9 @@ run_eddy ckpt=off 0
 run_eddy ckpt=2000 2000
 run_eddy ckpt=1000 1000
 run_eddy no-local-agg 2000 --no-local-aggregation
+"$BUILD/eddy" keygen "$TMP/keys" >/dev/null
+run_eddy curve 2000 --keys "$TMP/keys"
+run_eddy no-local-agg+curve 2000 --no-local-aggregation --keys "$TMP/keys"
 
 wps() { echo "$WORDS / $1" | bc -l; }
 base_wps=$(wps "$best_base")
@@ -109,11 +115,14 @@ off_wps=$(wps "${best[ckpt=off]}")
 echo "wordcount: $(stat -c %s "$TEXT") bytes, $WORDS words, $DISTINCT distinct," \
     "best of $RUNS, eddy --workers $WORKERS --parallelism $PARALLELISM, $(nproc) cpus"
 echo "outputs: all eddy runs byte-identical to the baseline"
-printf '%-12s %9s %14s %12s %12s\n' config wall_s words_per_s vs_baseline vs_ckpt_off
-printf '%-12s %9.3f %14.0f %12.3f %12s\n' baseline "$best_base" "$base_wps" 1 -
-for name in ckpt=off ckpt=2000 ckpt=1000 no-local-agg; do
+printf '%-18s %9s %14s %12s %12s\n' config wall_s words_per_s vs_baseline vs_ckpt_off
+printf '%-18s %9.3f %14.0f %12.3f %12s\n' baseline "$best_base" "$base_wps" 1 -
+for name in ckpt=off ckpt=2000 ckpt=1000 no-local-agg curve no-local-agg+curve; do
     w=$(wps "${best[$name]}")
-    printf '%-12s %9.3f %14.0f %12.3f %12.3f\n' "$name" "${best[$name]}" "$w" \
+    printf '%-18s %9.3f %14.0f %12.3f %12.3f\n' "$name" "${best[$name]}" "$w" \
         "$(echo "$w / $base_wps" | bc -l)" "$(echo "$w / $off_wps" | bc -l)"
 done
 echo "(baseline's own timer: $base_line)"
+printf 'CURVE on/off throughput: %.3f (ckpt=2000), %.3f (no-local-agg)\n' \
+    "$(echo "${best[ckpt=2000]} / ${best[curve]}" | bc -l)" \
+    "$(echo "${best[no-local-agg]} / ${best[no-local-agg+curve]}" | bc -l)"

@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "net/client.h"
+#include "net/keys.h"
 
 #define EDDY_DEFAULT_CONTROL_PORT 7600
 #define EDDY_DEFAULT_HTTP_PORT 9250
@@ -30,6 +31,16 @@ int eddy_cmd_jobs(int argc, char **argv);
 int eddy_cmd_cancel(int argc, char **argv);
 int eddy_cmd_plan(int argc, char **argv);
 int eddy_cmd_nexmark(int argc, char **argv);
+int eddy_cmd_keygen(int argc, char **argv);
+
+/* --keys DIR: CURVE keys from `eddy keygen` (net/keys.h); default $EDDY_KEYS. */
+#define EDDY_CLI_KEYS_FLAG(var)                                                                    \
+    EDDY_FLAG_STR("keys", &(var), "DIR",                                                           \
+                  "CURVE keys made by `eddy keygen DIR` (env EDDY_KEYS; default none)")
+const char *eddy_cli_default_keys(void);
+/* Loads the keys in dir for use into *keys (NULL when dir is NULL or
+ * empty). Returns 0, or prints "eddy SUB: error" and returns 2. */
+int eddy_cli_load_keys(const char *sub, const char *dir, eddy_keys_use_t use, eddy_keys_t **keys);
 
 /* Prints "eddy SUB: message" and returns 2. */
 int eddy_usage_error(const char *sub, const char *msg);

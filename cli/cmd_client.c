@@ -17,14 +17,20 @@
  * jobs, decisions that change something). */
 typedef void (*render_fn)(json_t *doc, bool all);
 
-static int call_and_print(const char *sub, const char *coordinator, const char *verb, int argc,
-                          char **argv, uint32_t timeout_ms, bool json_out, render_fn render,
-                          bool all)
+static int call_and_print(const char *sub, const char *coordinator, const char *keys_dir,
+                          const char *verb, int argc, char **argv, uint32_t timeout_ms,
+                          bool json_out, render_fn render, bool all)
 {
     int64_t status;
     char *body = NULL;
     eddy_err_t err = {{0}};
-    if (eddy_client_call(coordinator, verb, argc, argv, timeout_ms, &status, &body, &err) < 0) {
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys(sub, keys_dir, EDDY_KEYS_CLIENT, &keys) != 0)
+        return 2;
+    int called = eddy_client_call(coordinator, keys, verb, argc, argv, timeout_ms, &status, &body,
+                                  &err);
+    eddy_keys_destroy(&keys);
+    if (called < 0) {
         fprintf(stderr, "eddy %s: %s\n", sub, err.msg);
         return 1;
     }
@@ -53,9 +59,9 @@ static int call_and_print(const char *sub, const char *coordinator, const char *
 
 int eddy_cmd_rescale(int argc, char **argv)
 {
-    const char *coordinator = eddy_client_default_coordinator();
+    const char *coordinator = eddy_client_default_coordinator(), *keys = eddy_cli_default_keys();
     uint32_t timeout = 60000;
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys),
                            EDDY_FLAG_U32("timeout-ms", &timeout, 1, EDDY_FLAG_MS_MAX, "MS",
                                          "wait this long for the rescale (60000)"),
                            EDDY_FLAG_END};
@@ -75,7 +81,7 @@ int eddy_cmd_rescale(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("rescale", err.msg);
     }
-    int rc = call_and_print("rescale", coordinator, "rescale", 3, pos.items, timeout, true, NULL, false);
+    int rc = call_and_print("rescale", coordinator, keys, "rescale", 3, pos.items, timeout, true, NULL, false);
     eddy_args_free(&pos);
     return rc;
 }
@@ -173,16 +179,16 @@ static void render_status(json_t *doc, bool all)
 static int view_command(const char *sub, const char *all_help, int argc, char **argv,
                         render_fn render)
 {
-    const char *coordinator = eddy_client_default_coordinator();
+    const char *coordinator = eddy_client_default_coordinator(), *keys = eddy_cli_default_keys();
     bool json_out = false, all = false;
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys),
                            EDDY_FLAG_SWITCH("all", &all, all_help),
                            EDDY_FLAG_SWITCH("json", &json_out, "print JSON (always everything)"),
                            EDDY_FLAG_END};
     int code;
     if (eddy_cli_parse(sub, "[--all] [--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
-    return call_and_print(sub, coordinator, sub, 0, NULL, 5000, json_out, render, all);
+    return call_and_print(sub, coordinator, keys, sub, 0, NULL, 5000, json_out, render, all);
 }
 
 int eddy_cmd_status(int argc, char **argv)
@@ -219,7 +225,8 @@ int eddy_cmd_scaling(int argc, char **argv)
 
 /* Sends the plugin's bytes to the coordinator (PLUGIN), which stores it by
  * content hash and serves it to the workers. */
-static int upload_plugin(const char *coordinator, const char *path, const char *hash, eddy_err_t *err)
+static int upload_plugin(const char *coordinator, const eddy_keys_t *keys, const char *path,
+                         const char *hash, eddy_err_t *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -245,7 +252,7 @@ static int upload_plugin(const char *coordinator, const char *path, const char *
     up.u.plugin.len = (uint32_t)len;
     int64_t status = -1;
     char *body = NULL;
-    int rc = eddy_client_send(coordinator, &up, 30000, &status, &body, err);
+    int rc = eddy_client_send(coordinator, keys, &up, 30000, &status, &body, err);
     free(data);
     if (rc == 0 && status != 0)
         rc = eddy_err_set(err, "the coordinator refused plugin %s: %s", path, body ? body : "");
@@ -256,9 +263,9 @@ static int upload_plugin(const char *coordinator, const char *path, const char *
 /* spec_text: a --pipeline spec read here, freed by the caller. */
 static int run_submit(int argc, char **argv, char **spec_text)
 {
-    const char *coordinator = eddy_client_default_coordinator();
+    const char *coordinator = eddy_client_default_coordinator(), *keys_dir = eddy_cli_default_keys();
     const char *job = NULL, *plugin = NULL, *guarantee_name = NULL, *pipeline = NULL;
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator),
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys_dir),
                            EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
                            EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
                                          "exactly-once (default), at-least-once or at-most-once"),
@@ -271,7 +278,8 @@ static int run_submit(int argc, char **argv, char **spec_text)
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
     if (rc == 1) {
-        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE) [job flags] [--coordinator tcp://HOST:PORT]\n");
+        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE) [job flags] [--coordinator tcp://HOST:PORT] [--keys DIR]\n\nflags:\n");
+        eddy_flags_print_help(stdout, flags);
         eddy_args_free(&rest);
         return 0;
     }
@@ -296,10 +304,19 @@ static int run_submit(int argc, char **argv, char **spec_text)
         return eddy_usage_error("submit", err.msg);
     }
     eddy_graph_clear(&g);
-    if (plugin && upload_plugin(coordinator, plugin, hash, &err) < 0) {
-        eddy_args_free(&rest);
-        fprintf(stderr, "eddy submit: %s\n", err.msg);
-        return 1;
+    if (plugin) {
+        eddy_keys_t *keys;
+        if (eddy_cli_load_keys("submit", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0) {
+            eddy_args_free(&rest);
+            return 2;
+        }
+        rc = upload_plugin(coordinator, keys, plugin, hash, &err);
+        eddy_keys_destroy(&keys);
+        if (rc < 0) {
+            eddy_args_free(&rest);
+            fprintf(stderr, "eddy submit: %s\n", err.msg);
+            return 1;
+        }
     }
     /* The coordinator's submit request: [--guarantee G] JOB [job flags]. */
     char **args = calloc((size_t)rest.count + 4, sizeof *args);
@@ -311,7 +328,7 @@ static int run_submit(int argc, char **argv, char **spec_text)
     args[n++] = (char *)job;
     for (int i = 0; i < rest.count; i++)
         args[n++] = rest.items[i];
-    rc = call_and_print("submit", coordinator, "submit", n, args, 10000, true, NULL, false);
+    rc = call_and_print("submit", coordinator, keys_dir, "submit", n, args, 10000, true, NULL, false);
     free(args);
     eddy_args_free(&rest);
     return rc;
@@ -327,8 +344,8 @@ int eddy_cmd_submit(int argc, char **argv)
 
 int eddy_cmd_cancel(int argc, char **argv)
 {
-    const char *coordinator = eddy_client_default_coordinator();
-    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_FLAG_END};
+    const char *coordinator = eddy_client_default_coordinator(), *keys = eddy_cli_default_keys();
+    eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys), EDDY_FLAG_END};
     eddy_args_t pos = {0};
     int code;
     if (eddy_cli_parse("cancel", "JOB [flags]", flags, argc, argv, &pos, NULL, &code) < 0) {
@@ -339,7 +356,7 @@ int eddy_cmd_cancel(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("cancel", "expected JOB");
     }
-    int rc = call_and_print("cancel", coordinator, "cancel", 1, pos.items, 5000, true, NULL, false);
+    int rc = call_and_print("cancel", coordinator, keys, "cancel", 1, pos.items, 5000, true, NULL, false);
     eddy_args_free(&pos);
     return rc;
 }

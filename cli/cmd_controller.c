@@ -37,7 +37,7 @@ int eddy_cmd_controller(int argc, char **argv)
 {
     eddy_scaling_policy_config_t pc = eddy_scaling_policy_config_default();
     const char *coordinator = eddy_client_default_coordinator();
-    const char *job = NULL;
+    const char *job = NULL, *keys_dir = eddy_cli_default_keys();
     uint64_t interval = (uint64_t)pc.interval_ms, warmup = (uint64_t)pc.warmup_ms,
              cooldown = (uint64_t)pc.cooldown_ms, confirmations = pc.scale_down_confirmations,
              max_p = 0;
@@ -50,6 +50,7 @@ int eddy_cmd_controller(int argc, char **argv)
                       "coordinator, or a comma-separated list of coordinators whose leader to follow (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
         EDDY_FLAG_STR("job", &job, "JOB[,JOB...]", "ids of the jobs to autoscale (default: every running job)"),
         EDDY_FLAG_SWITCH("exit-when-done", &exit_when_done, "exit once every job named by --job has ended (eddy local)"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_U64("interval-ms", &interval, 1, EDDY_FLAG_MS_MAX, "MS", "metrics window / evaluation interval (10000)"),
         EDDY_FLAG_U64("warmup-ms", &warmup, 0, EDDY_FLAG_MS_MAX, "MS", "ignore metrics this long after a rescale (30000)"),
         EDDY_FLAG_U64("cooldown-ms", &cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "do not rescale an operator again within (60000)"),
@@ -91,6 +92,9 @@ int eddy_cmd_controller(int argc, char **argv)
         p = comma ? comma + 1 : NULL;
     }
 
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("controller", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0)
+        return 2;
     pc.job = NULL;
     pc.interval_ms = (int64_t)interval;
     pc.warmup_ms = (int64_t)warmup;
@@ -111,7 +115,8 @@ int eddy_cmd_controller(int argc, char **argv)
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
     eddy_err_t err = {{0}};
-    int rc = eddy_controller_run(coordinator, &pc, job, exit_when_done, &eddy_cli_stop, &err);
+    int rc = eddy_controller_run(coordinator, keys, &pc, job, exit_when_done, &eddy_cli_stop, &err);
+    eddy_keys_destroy(&keys);
     if (rc < 0)
         return eddy_usage_error("controller", err.msg);
     return rc;

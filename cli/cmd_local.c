@@ -42,14 +42,15 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* The workers, and with autoscale the controller, as supervised children. */
 static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
-                          char *snaps, const char *autoscale_job, const char *controller_flags,
-                          eddy_err_t *err)
+                          char *snaps, const char *keys_dir, const char *autoscale_job,
+                          const char *controller_flags, eddy_err_t *err)
 {
     for (uint32_t i = 0; i < workers; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%u", i + 1);
         char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
-                         "--snapshot-dir", snaps, NULL};
+                         "--snapshot-dir", snaps, keys_dir ? "--keys" : NULL, (char *)keys_dir,
+                         NULL};
         if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
             return -1;
     }
@@ -57,6 +58,10 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
         char *cargv[64] = {"eddy", "controller", "--coordinator", connect, "--job",
                            (char *)autoscale_job, "--exit-when-done"};
         int k = 7;
+        if (keys_dir) {
+            cargv[k++] = "--keys";
+            cargv[k++] = (char *)keys_dir;
+        }
         char *extra = strdup(controller_flags);
         if (!extra)
             return eddy_err_set(err, "out of memory");
@@ -120,6 +125,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *changelog = NULL;
     bool autoscale = false, quiet = false, heartbeat_only = false;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
+    const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
         EDDY_FLAG_U32("workers", &workers, 1, MAX_LOCAL_WORKERS, "N", "worker processes to start (2)"),
         EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or one of --plugin's)"),
@@ -144,6 +150,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines (EDDY_LOG_LEVEL=warn: no INFO logs either)"),
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
@@ -211,12 +218,26 @@ static int run_local(int argc, char **argv, char **spec_text)
         return eddy_usage_error("local", err.msg);
     }
 
+    /* Both halves of the keys, before anything starts: the coordinator here
+     * listens with the server keys, a controller connects as a client. */
+    eddy_keys_t *keys = NULL, *client_keys = NULL;
+    if (eddy_cli_load_keys("local", keys_dir, EDDY_KEYS_SERVER, &keys) != 0 ||
+        (autoscale && eddy_cli_load_keys("local", keys_dir, EDDY_KEYS_CLIENT, &client_keys) != 0)) {
+        eddy_keys_destroy(&keys);
+        eddy_args_free(&job_args);
+        return 2;
+    }
+    eddy_keys_destroy(&client_keys);
+    if (!keys)
+        keys_dir = NULL;
+
     char dir[4096];
     bool temporary = !state_dir;
     if (temporary) {
         snprintf(dir, sizeof dir, "%s/eddy-local-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(dir)) {
             fprintf(stderr, "eddy local: cannot create a state directory: %s\n", strerror(errno));
+            eddy_keys_destroy(&keys);
             eddy_args_free(&job_args);
             eddy_http_token_free(&token);
             return 1;
@@ -225,6 +246,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         snprintf(dir, sizeof dir, "%s", state_dir);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
             fprintf(stderr, "eddy local: cannot create %s: %s\n", dir, strerror(errno));
+            eddy_keys_destroy(&keys);
             eddy_args_free(&job_args);
             eddy_http_token_free(&token);
             return 1;
@@ -256,10 +278,11 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_log_set_component("local");
     eddy_cli_install_signals();
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
-    if (!sup || start_children(sup, workers, connect, snaps, autoscale ? job : NULL,
+    if (!sup || start_children(sup, workers, connect, snaps, keys_dir, autoscale ? job : NULL,
                                controller_flags, &err) < 0) {
         fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
         eddy_local_supervisor_destroy(&sup);
+        eddy_keys_destroy(&keys);
         if (temporary)
             nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         eddy_args_free(&job_args);
@@ -270,7 +293,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_info("eddy local: %u workers, job %s, state in %s%s", workers, job, dir,
               temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
-        .bind = bind, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
+        .bind = bind, .keys = keys, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
         .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
@@ -282,6 +305,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
     eddy_local_supervisor_destroy(&sup);
+    eddy_keys_destroy(&keys);
     if (temporary)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     eddy_args_free(&job_args);

@@ -18,6 +18,7 @@ int eddy_cmd_worker(int argc, char **argv)
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
     uint32_t port = 0, register_timeout = 10000;
     bool hostname_identity = false;
+    const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]", "coordinator control socket, or a comma-separated list of coordinators: the worker follows their leader (env EDDY_COORDINATOR)"),
         EDDY_FLAG_STR("name", &name, "NAME", "name shown in status (default worker-PID)"),
@@ -27,6 +28,7 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
         EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_END,
     };
     int code;
@@ -46,6 +48,9 @@ int eddy_cmd_worker(int argc, char **argv)
         if (!advertise)
             advertise = host;
     }
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("worker", keys_dir, EDDY_KEYS_SERVER, &keys) != 0)
+        return 2;
     char default_name[64];
     if (!name) {
         snprintf(default_name, sizeof default_name, "worker-%d", (int)getpid());
@@ -54,9 +59,11 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots};
+                                  snapshots, keys};
     eddy_err_t err = {{0}};
-    if (eddy_worker_run(&opts, &eddy_cli_stop, &err) < 0) {
+    int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
+    eddy_keys_destroy(&keys);
+    if (rc < 0) {
         fprintf(stderr, "eddy worker: %s\n", err.msg);
         return 1;
     }
@@ -71,6 +78,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots", *advertise = NULL;
     const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
     uint32_t leader_ttl = 3000, dead_grace = 60000;
+    const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     bool heartbeat_only = false;
@@ -83,6 +91,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_STR("etcd-ca", &etcd_ca, "FILE", "CA certificate (PEM) that signed an https:// etcd's certificate"),
         EDDY_FLAG_STR("etcd-cert", &etcd_cert, "FILE", "client certificate (PEM) for an etcd with --client-cert-auth"),
         EDDY_FLAG_STR("etcd-key", &etcd_key, "FILE", "private key (PEM) of --etcd-cert"),
+        EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
@@ -113,10 +122,15 @@ int eddy_cmd_coordinator(int argc, char **argv)
     eddy_err_t err = {{0}};
     if (token_file && eddy_http_token_load(token_file, &token, &err) < 0)
         return eddy_usage_error("coordinator", err.msg);
+    eddy_keys_t *keys;
+    if (eddy_cli_load_keys("coordinator", keys_dir, EDDY_KEYS_SERVER, &keys) != 0) {
+        eddy_http_token_free(&token);
+        return 2;
+    }
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
     eddy_coordinator_options_t opts = {
-        .bind = bind, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
+        .bind = bind, .keys = keys, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
         .snapshot_dir = snapshots, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
@@ -126,6 +140,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .dead_worker_grace_ms = dead_grace};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
+    eddy_keys_destroy(&keys);
     if (rc < 0) {
         fprintf(stderr, "eddy coordinator: %s\n", err.msg);
         return 1;

@@ -9,6 +9,22 @@
 #include "cli/cli.h"
 #include "net/proto.h"
 
+const char *eddy_cli_default_keys(void)
+{
+    const char *env = getenv("EDDY_KEYS");
+    return env && *env ? env : NULL;
+}
+
+int eddy_cli_load_keys(const char *sub, const char *dir, eddy_keys_use_t use, eddy_keys_t **keys)
+{
+    *keys = NULL;
+    if (!dir || !*dir)
+        return 0;
+    eddy_err_t err = {{0}};
+    *keys = eddy_keys_load(dir, use, &err);
+    return *keys ? 0 : eddy_usage_error(sub, err.msg);
+}
+
 int eddy_usage_error(const char *sub, const char *msg)
 {
     fprintf(stderr, "eddy %s: %s\n", sub, msg);

@@ -43,6 +43,7 @@ static const subcommand_t commands[] = {
     {"jobs", eddy_cmd_jobs, "list the jobs (built in and from loaded plugins)"},
     {"cancel", eddy_cmd_cancel, "cancel a running job"},
     {"nexmark", eddy_cmd_nexmark, "write Nexmark benchmark events: nexmark generate --events N"},
+    {"keygen", eddy_cmd_keygen, "make a cluster's CURVE keys: keygen DIR (then --keys DIR everywhere)"},
     {"plan", eddy_cmd_plan, "print a job's plan (stages, chaining, parallelism, keys) without running it"},
 };
 
@@ -54,7 +55,8 @@ static void print_help(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n`eddy COMMAND --help` shows a command's flags.\n"
+    fprintf(out, "\n`eddy COMMAND --help` shows a command's flags. Every command that talks to\n"
+                 "a cluster takes --keys DIR (env EDDY_KEYS): CURVE keys from `eddy keygen DIR`.\n"
                  "Example: eddy local --workers 2 --job wordcount --input data/hamlet.txt --output counts.tsv\n");
 }
 

@@ -40,7 +40,7 @@ static void nap(uint64_t ms, volatile sig_atomic_t *stop)
     }
 }
 
-static void post_decision(const char *coordinator, const eddy_scaling_decision_t *d)
+static void post_decision(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_decision_t *d)
 {
     eddy_err_t err = {{0}};
     eddy_scaling_decision_t wall = *d;
@@ -58,7 +58,7 @@ static void post_decision(const char *coordinator, const eddy_scaling_decision_t
         return;
     int64_t status;
     char *body = NULL;
-    if (eddy_client_call(coordinator, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
+    if (eddy_client_call(coordinator, keys, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
         eddy_warn("cannot record the decision for %s: %s", d->operator_name, err.msg);
     else if (status != 0)
         eddy_warn("the coordinator did not record the decision for %s: %s", d->operator_name, body);
@@ -83,7 +83,7 @@ static void log_decision(const eddy_scaling_decision_t *d)
 
 /* Rescales d's operator; on failure marks the decision not applied and
  * says why in its reason. Returns 0 when the rescale completed. */
-static int carry_out(const char *coordinator, const char *job, eddy_scaling_decision_t *d)
+static int carry_out(const char *coordinator, const eddy_keys_t *keys, const char *job, eddy_scaling_decision_t *d)
 {
     char n[16];
     snprintf(n, sizeof n, "%u", d->new_parallelism);
@@ -94,7 +94,7 @@ static int carry_out(const char *coordinator, const char *job, eddy_scaling_deci
     uint64_t t0 = eddy_mono_ms();
     eddy_info("rescaling %s/%s %u -> %u", job, d->operator_name, d->old_parallelism, d->new_parallelism);
     const char *why = NULL;
-    if (eddy_client_call(coordinator, "rescale", 3, args, RESCALE_TIMEOUT_MS, &status, &body, &err) < 0)
+    if (eddy_client_call(coordinator, keys, "rescale", 3, args, RESCALE_TIMEOUT_MS, &status, &body, &err) < 0)
         why = err.msg;
     else if (status != 0)
         why = body;
@@ -159,7 +159,7 @@ static watched_t *watch(watched_t **list, const char *job)
 
 /* The jobs to watch this round: the named ones, or every job the
  * coordinator lists that has not ended. 0, or -1 when it cannot be asked. */
-static int refresh_jobs(const char *coordinator, const char *named, watched_t **list,
+static int refresh_jobs(const char *coordinator, const eddy_keys_t *keys, const char *named, watched_t **list,
                         eddy_err_t *err)
 {
     if (named && *named) {
@@ -178,7 +178,7 @@ static int refresh_jobs(const char *coordinator, const char *named, watched_t **
     }
     int64_t status = 0;
     char *body = NULL;
-    if (eddy_client_call(coordinator, "jobs", 0, NULL, METRICS_TIMEOUT_MS, &status, &body, err) < 0)
+    if (eddy_client_call(coordinator, keys, "jobs", 0, NULL, METRICS_TIMEOUT_MS, &status, &body, err) < 0)
         return -1;
     json_t *doc = status == 0 ? json_loads(body, 0, NULL) : NULL;
     free(body);
@@ -203,7 +203,7 @@ static int refresh_jobs(const char *coordinator, const char *named, watched_t **
 }
 
 /* One interval of one job: metrics, the policy, the rescales it orders. */
-static int step_job(const char *coordinator, const eddy_scaling_policy_config_t *pc,
+static int step_job(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_policy_config_t *pc,
                     watched_t *w, volatile sig_atomic_t *stop)
 {
     eddy_err_t lerr = {{0}};
@@ -220,7 +220,7 @@ static int step_job(const char *coordinator, const eddy_scaling_policy_config_t 
     char *margv[] = {w->job};
     int64_t status = 0;
     char *body = NULL;
-    if (eddy_client_call(coordinator, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0)
+    if (eddy_client_call(coordinator, keys, "metrics", 1, margv, METRICS_TIMEOUT_MS, &status, &body, &lerr) < 0)
         return -1; /* unreachable: the caller says so */
     if (status != 0) {
         if (!w->said_no_job)
@@ -265,19 +265,19 @@ static int step_job(const char *coordinator, const eddy_scaling_policy_config_t 
     for (size_t i = 0; i < step.count && !*stop; i++) {
         if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
             continue;
-        if (carry_out(coordinator, w->job, &ds[i]) == 0 &&
+        if (carry_out(coordinator, keys, w->job, &ds[i]) == 0 &&
             eddy_controller_note_rescale(w->ctl, ds[i].operator_name, job_clock_now(&w->clock, NULL), &lerr) < 0)
             eddy_warn("%s", lerr.msg);
     }
     for (size_t i = 0; i < step.count; i++) {
         log_decision(&ds[i]);
-        post_decision(coordinator, &ds[i]);
+        post_decision(coordinator, keys, &ds[i]);
     }
     free(ds);
     return 0;
 }
 
-int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
+int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_policy_config_t *pc,
                         const char *jobs, bool exit_when_done, volatile sig_atomic_t *stop,
                         eddy_err_t *err)
 {
@@ -292,12 +292,12 @@ int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_confi
     int rc = 0;
     while (!*stop) {
         eddy_err_t lerr = {{0}};
-        bool reachable = refresh_jobs(coordinator, jobs, &list, &lerr) == 0;
+        bool reachable = refresh_jobs(coordinator, keys, jobs, &list, &lerr) == 0;
         bool any_open = false;
         for (watched_t *w = list; reachable && w && !*stop; w = w->next) {
             if (w->ended)
                 continue;
-            int got = step_job(coordinator, pc, w, stop);
+            int got = step_job(coordinator, keys, pc, w, stop);
             if (got < 0) {
                 reachable = false;
                 snprintf(lerr.msg, sizeof lerr.msg, "the coordinator at %s does not answer",

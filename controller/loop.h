@@ -10,14 +10,16 @@
 
 #include "common/err.h"
 #include "controller/policy.h"
+#include "net/keys.h"
 
 /* Watches jobs (a comma-separated list of ids; NULL or "": every job the
  * coordinator runs, as they come) with one policy each (pc, its job
  * ignored). Runs until *stop is set (0), or with exit_when_done until every
  * named job has ended (0); -1 with err when the policy configuration is
- * bad, 1 when it ran out of memory. coordinator may be a list. */
-int eddy_controller_run(const char *coordinator, const eddy_scaling_policy_config_t *pc,
-                        const char *jobs, bool exit_when_done, volatile sig_atomic_t *stop,
-                        eddy_err_t *err);
+ * bad, 1 when it ran out of memory. coordinator may be a list; keys: NULL,
+ * or client keys (net/keys.h) for a coordinator with --keys. */
+int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys,
+                        const eddy_scaling_policy_config_t *pc, const char *jobs,
+                        bool exit_when_done, volatile sig_atomic_t *stop, eddy_err_t *err);
 
 #endif

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "plan/plugin.h"
 #include "net/loopback.h"
+#include "net/curve.h"
 #include "net/zrecv.h"
 
 /* How long exit waits for queued metadata-store writes before abandoning them. */
@@ -319,6 +320,56 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
     }
 }
 
+/* ---- roles (--keys) -------------------------------------------------------- */
+
+/* Requests that only read. */
+static bool read_only_verb(const char *verb)
+{
+    return !strcmp(verb, "status") || !strcmp(verb, "jobs") || !strcmp(verb, "scaling") ||
+           !strcmp(verb, "metrics");
+}
+
+/* Whether the sender's role may do m: readers read, workers also run the
+ * worker protocol and fetch plugins, clients do everything. Without keys
+ * there are no roles. */
+static bool role_allows(const coord_t *c, eddy_role_t role, const eddy_msg_t *m)
+{
+    if (!c->opts->keys || role == EDDY_ROLE_CLIENT)
+        return true;
+    switch (m->type) {
+    case EDDY_MSG_REQUEST:
+        return read_only_verb(m->u.request.verb);
+    case EDDY_MSG_PLUGIN:
+        return role == EDDY_ROLE_WORKER && m->u.plugin.len == 0; /* a fetch, not an upload */
+    default:
+        return role == EDDY_ROLE_WORKER;
+    }
+}
+
+static eddy_log_limit_t refused_log;
+
+/* Answers what a client waits for; a forbidden worker-protocol message
+ * gets no answer (its sender is a misconfigured or hostile process). */
+static void refuse(coord_t *c, const unsigned char *id, size_t id_len, eddy_role_t role,
+                   const eddy_msg_t *m)
+{
+    char what[96];
+    if (m->type == EDDY_MSG_REQUEST)
+        snprintf(what, sizeof what, "'%s'", m->u.request.verb);
+    else if (m->type == EDDY_MSG_PLUGIN)
+        snprintf(what, sizeof what, "a plugin upload");
+    else
+        snprintf(what, sizeof what, "%s", eddy_msg_type_name(m->type));
+    eddy_log_limited(&refused_log, EDDY_LOG_WARN, "refused %s from a %s key", what,
+                     eddy_role_name(role));
+    if (m->type == EDDY_MSG_REQUEST || m->type == EDDY_MSG_PLUGIN) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "permission denied: a %s key may not send %s (client keys only)",
+                 eddy_role_name(role), what);
+        coord_reply(c, id, id_len, 1, msg);
+    }
+}
+
 /* ---- loop --------------------------------------------------------------- */
 
 /* One limiter per kind of bad input: a hostile peer sending garbage as fast
@@ -326,13 +377,18 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
 static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
 
 static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
-                           size_t len)
+                           size_t len, eddy_role_t role)
 {
     eddy_msg_t m;
     eddy_err_t err;
     if (eddy_msg_decode(data, len, &m, &err) < 0) {
         eddy_log_limited(&undecodable_log, EDDY_LOG_WARN, "dropping control message: %s",
                          err.msg);
+        return;
+    }
+    if (!role_allows(c, role, &m)) {
+        refuse(c, id, id_len, role, &m);
+        eddy_msg_clear(&m);
         return;
     }
     if (c->election && m.leader_epoch > c->leader_epoch) {
@@ -436,7 +492,8 @@ static void drain_router(coord_t *c)
         size_t id_len = zmq_msg_size(&frames[0]);
         if (id_len <= COORD_MAX_IDENTITY) {
             const unsigned char *id = zmq_msg_data(&frames[0]);
-            handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]));
+            handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
+                           eddy_curve_role(&frames[1]));
             /* which connection it came through: disconnect.c */
             coord_disconnect_heard(c, zmq_msg_get(&frames[1], ZMQ_SRCFD), id, id_len,
                                    worker_by_identity(c, id, id_len));
@@ -474,6 +531,8 @@ static void free_coord(coord_t *c)
     eddy_snapshot_store_destroy(&c->store);
     if (c->router)
         zmq_close(c->router);
+    /* after the router: a handshake on it must never find no handler */
+    eddy_zap_destroy(&c->zap);
     if (c->zctx)
         zmq_ctx_term(c->zctx);
 }
@@ -482,10 +541,10 @@ static void free_coord(coord_t *c)
  * binds 0.0.0.0 on purpose), but never a silent one. */
 static void warn_beyond_loopback(const eddy_coordinator_options_t *opts, const char *http_host)
 {
-    if (!eddy_endpoint_is_loopback(opts->bind))
-        eddy_warn("control socket %s is reachable beyond loopback: unless CURVE keys are "
-                  "configured, anyone who can reach it can submit, cancel and rescale jobs "
-                  "(docs/security.md)", opts->bind);
+    if (!opts->keys && !eddy_endpoint_is_loopback(opts->bind))
+        eddy_warn("control socket %s is reachable beyond loopback without --keys: anyone who "
+                  "can reach it can submit, cancel and rescale jobs (see eddy keygen, "
+                  "docs/security.md)", opts->bind);
     if (opts->http_port && !opts->http_token && !eddy_host_is_loopback(http_host))
         eddy_warn("HTTP on %s:%u is reachable beyond loopback without a bearer token "
                   "(--http-token-file): anyone who can reach it can read job status and metrics "
@@ -589,6 +648,11 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     zmq_setsockopt(c.router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
     if (eddy_zsock_limit_size(c.router, EDDY_ZRECV_MAX_CONTROL, err) < 0)
         goto out;
+    if (opts->keys) {
+        c.zap = eddy_zap_start(c.zctx, opts->keys, c.router, EDDY_ZAP_CONTROL, err);
+        if (!c.zap)
+            goto out;
+    }
     if (zmq_bind(c.router, opts->bind) != 0) {
         eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
         goto out;
@@ -603,8 +667,9 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         if (opts->http_token && eddy_http_require_token(c.http, opts->http_token, coord_http_is_open, err) < 0)
             goto out;
     }
-    eddy_info("listening on %s, HTTP on %s:%u%s, metadata store %s, snapshots in %s", opts->bind,
-              http_host, opts->http_port, opts->http_token ? " (bearer token required)" : "",
+    eddy_info("listening on %s (%s), HTTP on %s:%u%s, metadata store %s, snapshots in %s",
+              opts->bind, opts->keys ? "CURVE, authorised keys only" : "no keys", http_host,
+              opts->http_port, opts->http_token ? " (bearer token required)" : "",
               eddy_metastore_url(c.meta), opts->snapshot_dir);
     warn_beyond_loopback(opts, http_host);
     for (uint32_t i = 0; i < opts->n_plugin_files; i++) {

@@ -11,9 +11,11 @@
 
 #include "common/err.h"
 #include "common/guarantee.h"
+#include "net/keys.h"
 
 typedef struct eddy_coordinator_options {
     const char *bind;                /* control socket, e.g. tcp://127.0.0.1:7600 */
+    const eddy_keys_t *keys;         /* server keys: CURVE and roles (NULL: neither) */
     const char *http_host;           /* HTTP bind address (NULL = 127.0.0.1) */
     uint16_t http_port;              /* 0 disables HTTP */
     const char *http_token;          /* bearer token for HTTP, the secret itself

@@ -18,6 +18,7 @@
 #include "coordinator/job_store.h"
 #include "coordinator/latency.h"
 #include "coordinator/timeline.h"
+#include "net/curve.h"
 #include "net/proto.h"
 #include "net/http.h"
 #include "state/election.h"
@@ -211,6 +212,7 @@ typedef struct coord {
     void *zctx, *router;
     void *monitor;                /* PAIR on the router's socket monitor (disconnect.c) */
     coord_fd_table_t *fds;
+    eddy_zap_t *zap;                    /* with --keys: who may connect (net/curve.h) */
     eddy_http_t *http;
     eddy_metastore_t *meta;             /* synchronous use only before the loop starts */
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */

@@ -15,6 +15,7 @@
 #include <zmq.h>
 
 #include "common/clock.h"
+#include "net/curve.h"
 #include "net/zrecv.h"
 
 #define MAX_TARGETS EDDY_MAX_COORDINATORS
@@ -26,14 +27,15 @@ const char *eddy_client_default_coordinator(void)
     return env && *env ? env : EDDY_CLIENT_DEFAULT_COORDINATOR;
 }
 
-int eddy_client_call(const char *coordinator, const char *verb, int argc, char **argv,
-                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err)
+int eddy_client_call(const char *coordinator, const eddy_keys_t *keys, const char *verb, int argc,
+                     char **argv, uint32_t timeout_ms, int64_t *status, char **body,
+                     eddy_err_t *err)
 {
     eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
     snprintf(req.u.request.verb, sizeof req.u.request.verb, "%s", verb);
     req.u.request.argc = (uint32_t)argc;
     req.u.request.argv = argv;
-    return eddy_client_send(coordinator, &req, timeout_ms, status, body, err);
+    return eddy_client_send(coordinator, keys, &req, timeout_ms, status, body, err);
 }
 
 int eddy_client_split(const char *list, char out[][EDDY_ENDPOINT_MAX], int max)
@@ -62,11 +64,63 @@ int eddy_client_split(const char *list, char out[][EDDY_ENDPOINT_MAX], int max)
 typedef struct target {
     char endpoint[EDDY_ENDPOINT_MAX];
     void *sock;
+    void *monitor;        /* its failed handshakes (NULL: none) */
     bool not_leader;      /* answered "not leader": ask again later */
     uint64_t asked_ms;
 } target_t;
 
-static int add_target(void *ctx, target_t *t, int *n, const char *endpoint, eddy_err_t *err)
+/* A failed handshake, from a socket's monitor: the reason in one line, or
+ * NULL for any other event. */
+static const char *handshake_failure(void *monitor, const eddy_keys_t *keys)
+{
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, monitor, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&part);
+        return NULL;
+    }
+    uint16_t event = 0;
+    if (zmq_msg_size(&part) >= 2)
+        memcpy(&event, zmq_msg_data(&part), 2);
+    while (zmq_msg_more(&part)) {
+        zmq_msg_close(&part);
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, monitor, ZMQ_DONTWAIT) < 0)
+            break;
+    }
+    zmq_msg_close(&part);
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return "the coordinator refused this key (it is not in its authorized_keys)";
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        return keys ? "the CURVE handshake failed (the coordinator runs without --keys, or with "
+                      "another cluster's keys)"
+                    : "the handshake failed (the coordinator requires CURVE keys: use --keys DIR "
+                      "or EDDY_KEYS)";
+    return NULL;
+}
+
+/* A refused handshake is retried by libzmq forever and looks like silence:
+ * the monitor turns it into an error that says why. */
+static void *watch_handshake(void *ctx, void *sock)
+{
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://eddy-client-monitor-%p", sock);
+    if (zmq_socket_monitor(sock, mon,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+        return NULL;
+    void *monitor = zmq_socket(ctx, ZMQ_PAIR);
+    int linger = 0;
+    zmq_setsockopt(monitor, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(monitor, mon) != 0) {
+        zmq_close(monitor);
+        return NULL;
+    }
+    return monitor;
+}
+
+static int add_target(void *ctx, const eddy_keys_t *keys, target_t *t, int *n, const char *endpoint,
+                      eddy_err_t *err)
 {
     for (int i = 0; i < *n; i++)
         if (!strcmp(t[i].endpoint, endpoint))
@@ -79,16 +133,23 @@ static int add_target(void *ctx, target_t *t, int *n, const char *endpoint, eddy
     x->sock = zmq_socket(ctx, ZMQ_DEALER);
     int linger = 0;
     zmq_setsockopt(x->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (eddy_curve_client(x->sock, keys, err) < 0) {
+        zmq_close(x->sock);
+        return -2;
+    }
+    x->monitor = watch_handshake(ctx, x->sock);
     if (zmq_connect(x->sock, endpoint) != 0) {
         eddy_err_set(err, "invalid coordinator address '%s': %s", endpoint, zmq_strerror(errno));
         zmq_close(x->sock);
+        if (x->monitor)
+            zmq_close(x->monitor);
         return -2;
     }
     return (*n)++;
 }
 
-int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t timeout_ms,
-                     int64_t *status, char **body, eddy_err_t *err)
+int eddy_client_send(const char *coordinator, const eddy_keys_t *keys, const eddy_msg_t *req,
+                     uint32_t timeout_ms, int64_t *status, char **body, eddy_err_t *err)
 {
     char listed[MAX_TARGETS][EDDY_ENDPOINT_MAX];
     int n_listed = eddy_client_split(coordinator, listed, MAX_TARGETS);
@@ -101,7 +162,7 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
     char *data = eddy_msg_encode(req, &len);
     char last_not_leader[EDDY_ERROR_MAX] = "";
     for (int i = 0; i < n_listed; i++)
-        if (add_target(ctx, t, &n, listed[i], err) == -2)
+        if (add_target(ctx, keys, t, &n, listed[i], err) == -2)
             goto out;
     for (int i = 0; i < n; i++) {
         zmq_send(t[i].sock, data, len, 0);
@@ -125,14 +186,25 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
                 t[i].asked_ms = now;
                 zmq_send(t[i].sock, data, len, 0);
             }
-        zmq_pollitem_t items[MAX_TARGETS];
-        for (int i = 0; i < n; i++)
+        zmq_pollitem_t items[2 * MAX_TARGETS];
+        for (int i = 0; i < n; i++) {
             items[i] = (zmq_pollitem_t){t[i].sock, 0, ZMQ_POLLIN, 0};
+            items[n + i] = (zmq_pollitem_t){t[i].monitor, 0, t[i].monitor ? ZMQ_POLLIN : 0, 0};
+        }
         long wait = (long)(deadline - now);
         if (wait > 50)
             wait = 50;
-        if (zmq_poll(items, n, wait) <= 0)
+        if (zmq_poll(items, 2 * n, wait) <= 0)
             continue;
+        for (int i = 0; i < n; i++) {
+            const char *why = (items[n + i].revents & ZMQ_POLLIN) ? handshake_failure(t[i].monitor, keys) : NULL;
+            /* One refusing coordinator of a list may be a stale entry: fail
+             * when it is the only one. */
+            if (why && n == 1) {
+                eddy_err_set(err, "no reply from the coordinator at %s: %s", t[i].endpoint, why);
+                goto out;
+            }
+        }
         for (int i = 0; i < n; i++) {
             if (!(items[i].revents & ZMQ_POLLIN))
                 continue;
@@ -157,7 +229,7 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
                 size_t plen = strlen(EDDY_NOT_LEADER_PREFIX);
                 if (!strncmp(b, EDDY_NOT_LEADER_PREFIX, plen) && b[plen]) {
                     int before = n;
-                    int k = add_target(ctx, t, &n, b + plen, err);
+                    int k = add_target(ctx, keys, t, &n, b + plen, err);
                     if (k >= before) { /* a leader not in the list: ask it */
                         zmq_send(t[k].sock, data, len, 0);
                         t[k].asked_ms = eddy_mono_ms();
@@ -176,8 +248,11 @@ int eddy_client_send(const char *coordinator, const eddy_msg_t *req, uint32_t ti
     }
 out:
     free(data);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         zmq_close(t[i].sock);
+        if (t[i].monitor)
+            zmq_close(t[i].monitor);
+    }
     zmq_ctx_term(ctx);
     return rc;
 }

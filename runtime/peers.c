@@ -12,6 +12,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "net/curve.h"
 #include "net/proto.h"
 
 typedef struct queued {
@@ -28,6 +29,7 @@ typedef struct peer {
 
 struct eddy_peers {
     void *zctx;
+    const eddy_keys_t *keys;
     int send_hwm;
     eddy_send_failed_fn failed;
     void *arg;
@@ -76,6 +78,11 @@ static void fail_queue(eddy_peers_t *self, peer_t *p, const char *error)
     p->tail = NULL;
 }
 
+void eddy_peers_set_keys(eddy_peers_t *self, const eddy_keys_t *keys)
+{
+    self->keys = keys;
+}
+
 void eddy_peers_destroy(eddy_peers_t **self_p)
 {
     eddy_peers_t *self = *self_p;
@@ -114,6 +121,10 @@ static void *connect_push(eddy_peers_t *self, uint32_t id, const char *endpoint,
     int linger = 2000;
     zmq_setsockopt(push, ZMQ_SNDHWM, &self->send_hwm, sizeof self->send_hwm);
     zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    if (eddy_curve_client(push, self->keys, err) < 0) {
+        zmq_close(push);
+        return NULL;
+    }
     if (zmq_connect(push, endpoint) != 0) {
         eddy_err_set(err, "cannot connect to worker %u at %s: %s", id, endpoint,
                      zmq_strerror(errno));

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "net/keys.h"
 
 typedef struct eddy_peers eddy_peers_t;
 
@@ -25,6 +26,9 @@ typedef void (*eddy_send_failed_fn)(void *arg, uint32_t worker_id, const void *d
  * its queues with credits). */
 eddy_peers_t *eddy_peers_new(void *zctx, int send_hwm, eddy_send_failed_fn failed, void *arg,
                              eddy_err_t *err);
+/* Peer sockets made from now on speak CURVE with keys (net/curve.h;
+ * NULL: plain). keys must outlive self. */
+void eddy_peers_set_keys(eddy_peers_t *self, const eddy_keys_t *keys);
 void eddy_peers_destroy(eddy_peers_t **self_p);
 /* Connects to peer id at endpoint (reconnects when the endpoint changed). */
 int eddy_peers_set(eddy_peers_t *self, uint32_t id, const char *endpoint, eddy_err_t *err);

@@ -16,7 +16,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "net/client.h"
+#include "net/curve.h"
 #include "net/dataplane.h"
+#include "net/loopback.h"
 #include "net/proto.h"
 #include "net/zrecv.h"
 #include "state/snapshot_store.h"
@@ -62,6 +64,7 @@ typedef struct deferred_deploy {
 typedef struct worker {
     const eddy_worker_options_t *opts;
     void *zctx, *ctrl, *inbox;
+    eddy_zap_t *zap; /* with keys: admits peer workers to inbox */
     uint32_t id;
     uint32_t heartbeat_ms;
     eddy_peers_t *peers;
@@ -927,6 +930,15 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
     zmq_setsockopt(w->inbox, ZMQ_LINGER, &linger, sizeof linger);
     if (eddy_zsock_limit_size(w->inbox, EDDY_ZRECV_MAX_DATA, err) < 0)
         return -1;
+    if (w->opts->keys) {
+        /* workers connect with the server pair: authorized_keys lists it
+         * as a worker */
+        if (eddy_curve_client(w->ctrl, w->opts->keys, err) < 0)
+            return -1;
+        w->zap = eddy_zap_start(w->zctx, w->opts->keys, w->inbox, EDDY_ZAP_DATA, err);
+        if (!w->zap)
+            return -1;
+    }
     w->n_coords = eddy_client_split(w->opts->coordinator, w->coords, EDDY_MAX_COORDINATORS);
     if (w->n_coords == 0)
         return eddy_err_set(err, "invalid coordinator address '%s'", w->opts->coordinator);
@@ -947,6 +959,7 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
     w->peers = eddy_peers_new(w->zctx, 0 /* credits bound the queues */, send_failed, w, err);
     if (!w->peers)
         return -1;
+    eddy_peers_set_keys(w->peers, w->opts->keys);
     if (zmq_bind(w->inbox, bind) != 0)
         return eddy_err_set(err, "cannot bind data socket %s: %s", bind, zmq_strerror(errno));
     char last[EDDY_ENDPOINT_MAX];
@@ -962,6 +975,9 @@ static int setup_sockets(worker_t *w, eddy_err_t *err)
                       "which workers on other hosts or containers cannot reach", host);
     }
     snprintf(w->endpoint, sizeof w->endpoint, "tcp://%s%s", adv, port ? port : ":0");
+    if (!w->opts->keys && !eddy_endpoint_is_loopback(last))
+        eddy_warn("the data socket %s is reachable beyond this host without --keys: anyone who "
+                  "can connect can inject records (see eddy keygen)", last);
     return 0;
 }
 
@@ -984,6 +1000,7 @@ static void teardown(worker_t *w)
         zmq_close(w->ctrl);
     if (w->inbox)
         zmq_close(w->inbox);
+    eddy_zap_destroy(&w->zap);
     if (w->zctx)
         zmq_ctx_term(w->zctx);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "net/keys.h"
 
 typedef struct eddy_worker_options {
     const char *coordinator;     /* tcp://HOST:PORT of the control socket */
@@ -21,6 +22,7 @@ typedef struct eddy_worker_options {
     uint32_t data_port;          /* 0 = any free port */
     uint32_t register_timeout_ms;
     const char *snapshot_dir;    /* used when the coordinator names none */
+    const eddy_keys_t *keys;     /* server keys: CURVE on every socket (NULL: none) */
 } eddy_worker_options_t;
 
 /* Runs until *stop becomes non-zero or the coordinator cannot be reached at

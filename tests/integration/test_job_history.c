@@ -406,7 +406,7 @@ static void post_decision(const char *json)
     char *body = NULL;
     eddy_err_t err = {{0}};
     char *args[] = {(char *)json};
-    cr_assert_eq(eddy_client_call(coord_url, "decision", 1, args, 10000, &status, &body, &err), 0, "%s",
+    cr_assert_eq(eddy_client_call(coord_url, NULL, "decision", 1, args, 10000, &status, &body, &err), 0, "%s",
                  err.msg);
     cr_assert_eq(status, 0, "%s", body ? body : "");
     free(body);
