@@ -120,7 +120,7 @@ say "submitted $job: wordcount redis://redis:6379/$stream -> postgresql://eddy@p
 # 4. wait, show
 end=$(( $(date +%s) + deadline_s ))
 while :; do
-  state=$(cexec coordinator eddy status | tr -d '\r' \
+  state=$(cexec coordinator eddy status --all | tr -d '\r' \
             | awk -v id="$job" '$1 == id { sub(/,.*/, "", $3); print $3; exit }')
   case "$state" in
     finished) break ;;
