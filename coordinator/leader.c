@@ -214,7 +214,8 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     char advertise[EDDY_ENDPOINT_MAX];
     advertise_endpoint(opts, advertise, sizeof advertise);
     /* Only etcd elects; the store is opened once here to tell which. */
-    eddy_metastore_t *probe = eddy_metastore_open(opts->metastore, err);
+    eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
+    eddy_metastore_t *probe = eddy_metastore_open_tls(opts->metastore, &tls, err);
     if (!probe)
         return eddy_err_wrap(err, "metadata store");
     bool elect = eddy_metastore_has_leases(probe);
@@ -224,7 +225,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     uint32_t ttl = opts->leader_ttl_ms ? opts->leader_ttl_ms : DEFAULT_LEADER_TTL_MS;
     for (;;) {
         standby_t s = {.advertise = advertise};
-        s.election = eddy_election_new(opts->metastore, advertise, ttl, err);
+        s.election = eddy_election_new(opts->metastore, &tls, advertise, ttl, err);
         if (!s.election)
             return -1;
         int got = stand_by(opts, &s, stop, err);

@@ -24,6 +24,7 @@
 
 struct eddy_election {
     char *url;
+    char *tls_paths[3]; /* CA, client certificate, client key (NULL: none) */
     char endpoint[EDDY_ELECTION_ENDPOINT_MAX];
     uint32_t ttl_ms;
     pthread_t thread;
@@ -175,7 +176,8 @@ static void *run(void *arg)
     eddy_metastore_t *store = NULL;
     while (!store) {
         eddy_err_t err = {{0}};
-        store = eddy_metastore_open(e->url, &err);
+        eddy_metastore_tls_t tls = {e->tls_paths[0], e->tls_paths[1], e->tls_paths[2]};
+        store = eddy_metastore_open_tls(e->url, &tls, &err);
         if (!store) {
             set_error(e, err.msg);
             if (rest(e, 1000))
@@ -203,14 +205,28 @@ static void *run(void *arg)
     return NULL;
 }
 
-eddy_election_t *eddy_election_new(const char *store_url, const char *endpoint, uint32_t ttl_ms,
-                                   eddy_err_t *err)
+eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_tls_t *tls,
+                                   const char *endpoint, uint32_t ttl_ms, eddy_err_t *err)
 {
     eddy_election_t *e = calloc(1, sizeof *e);
     if (!e || !(e->url = strdup(store_url))) {
         free(e);
         eddy_err_set(err, "out of memory");
         return NULL;
+    }
+    const char *paths[3] = {tls ? tls->ca_file : NULL, tls ? tls->cert_file : NULL,
+                            tls ? tls->key_file : NULL};
+    for (int i = 0; i < 3; i++) {
+        if (paths[i] && !(e->tls_paths[i] = strdup(paths[i]))) {
+            for (int k = 0; k < i; k++)
+                free(e->tls_paths[k]);
+            free(e->url);
+    for (int i = 0; i < 3; i++)
+        free(e->tls_paths[i]);
+            free(e);
+            eddy_err_set(err, "out of memory");
+            return NULL;
+        }
     }
     snprintf(e->endpoint, sizeof e->endpoint, "%s", endpoint);
     e->ttl_ms = ttl_ms < 2000 ? 2000 : ttl_ms;

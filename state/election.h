@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "state/metastore.h"
 
 #define EDDY_LEADER_KEY "/eddy/leader"
 #define EDDY_ELECTION_ENDPOINT_MAX 256
@@ -38,11 +39,12 @@ typedef struct eddy_election_view {
     char last_error[512]; /* the last store failure, "" when none */
 } eddy_election_view_t;
 
-/* Starts campaigning on store_url for endpoint (what clients and workers
- * are told to use). The thread opens its own store handle and keeps
- * retrying while the store is unreachable. */
-eddy_election_t *eddy_election_new(const char *store_url, const char *endpoint, uint32_t ttl_ms,
-                                   eddy_err_t *err);
+/* Starts campaigning on store_url (with tls, may be NULL: as
+ * eddy_metastore_open_tls) for endpoint (what clients and workers are told
+ * to use). The thread opens its own store handle and keeps retrying while
+ * the store is unreachable. */
+eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_tls_t *tls,
+                                   const char *endpoint, uint32_t ttl_ms, eddy_err_t *err);
 /* Stops the thread; a leader revokes its lease (best effort, bounded by the
  * store's timeout) so a standby takes over at once. */
 void eddy_election_destroy(eddy_election_t **self_p);

@@ -461,7 +461,8 @@ Test(http_security, default_bind_is_loopback, .init = make_dir, .fini = teardown
         free(log);
         return;
     }
-    cr_assert(strstr(log, "listening on tcp://127.0.0.1:7600, HTTP on 127.0.0.1:"), "log:\n%s", log);
+    cr_assert(strstr(log, "listening on tcp://127.0.0.1:7600 (no keys), HTTP on 127.0.0.1:"), "log:\n%s",
+              log);
     cr_assert(!strstr(log, "reachable beyond"), "loopback listener warned:\n%s", log);
     free(log);
     struct in_addr other;
