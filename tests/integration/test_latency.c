@@ -8,7 +8,6 @@
  * /metrics carries eddy_latency_seconds per job and operator as valid
  * Prometheus histograms (promtool) whose counts grow as lines flow. */
 #include <criterion/criterion.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define PROMTOOL_DEFAULT "/usr/bin/promtool"
@@ -35,7 +35,6 @@ static void setup(void)
     dir = eddy_test_mkdtemp("latency", &err);
     cr_assert(dir, "%s", err.msg);
     snprintf(logp, sizeof logp, "%s/local.log", dir);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static void teardown(void)
@@ -45,7 +44,6 @@ static void teardown(void)
     if (listener >= 0)
         close(listener);
     eddy_proc_kill(&job, 3000);
-    curl_global_cleanup();
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -156,42 +154,11 @@ Test(latency, socket_record_reaches_piped_stdout_before_end_of_input, .timeout =
 
 /* ---- /metrics ------------------------------------------------------------ */
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *nd = realloc(b->data, b->len + n + 1);
-    if (!nd)
-        return 0;
-    memcpy(nd + b->len, ptr, n);
-    b->data = nd;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 static char *get_metrics(void)
 {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", ports[1]);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    buf_t b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
-    CURLcode rc = curl_easy_perform(c);
-    cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
-    curl_easy_cleanup(c);
-    return b.data;
+    char *text = eddy_test_http_get(ports[1], "/metrics", 10000, NULL);
+    cr_assert(text, "GET http://127.0.0.1:%d/metrics: no answer", ports[1]);
+    return text;
 }
 
 /* The value of the series whose line starts with `series ` (-1: absent). */
