@@ -50,15 +50,8 @@ static eddy_config_t *chain_config(const eddy_pipeline_spec_t *s, const eddy_pip
     eddy_config_t *c = eddy_config_new();
     if (!c)
         return NULL;
-    uint32_t n_cols = s->n_columns;
-    char **cols = s->columns;
-    for (uint32_t k = 0; k < from; k++) {
-        const eddy_pstep_t *st = &s->steps[o->order[k]];
-        if (st->kind == EDDY_PSTEP_MAP) {
-            cols = st->columns;
-            n_cols = st->n;
-        }
-    }
+    uint32_t n_cols;
+    char **cols = eddy_pipeline_spec_columns_at(s, o->order, from, &n_cols);
     char *list = join_list(cols, n_cols);
     int rc = list ? 0 : -1;
     rc |= eddy_config_set_str(c, "input", from == 0 ? s->format : "row");
@@ -114,20 +107,28 @@ static int parse_flags(int argc, char **argv, pipeline_flags_t *f, eddy_err_t *e
     return 0;
 }
 
+/* The spec of parsed flags f, checked and planned. */
+static int load(const pipeline_flags_t *f, eddy_pipeline_spec_t **spec, eddy_pipeline_opt_t *opt,
+                eddy_err_t *err)
+{
+    *spec = eddy_pipeline_spec_parse(f->spec_file ? f->spec_file : "pipeline", f->spec,
+                                     strlen(f->spec), err);
+    if (!*spec)
+        return -1;
+    if (eddy_pipeline_optimize(*spec, !f->no_optimize, opt, err) < 0) {
+        eddy_pipeline_spec_destroy(spec);
+        return -1;
+    }
+    return 0;
+}
+
 int eddy_pipeline_load(int argc, char **argv, eddy_pipeline_spec_t **spec, eddy_pipeline_opt_t *opt,
                        eddy_err_t *err)
 {
     pipeline_flags_t f = {.parallelism = 0};
     if (parse_flags(argc, argv, &f, err) < 0)
         return -1;
-    *spec = eddy_pipeline_spec_parse(f.spec_file ? f.spec_file : "pipeline", f.spec, strlen(f.spec), err);
-    if (!*spec)
-        return -1;
-    if (eddy_pipeline_optimize(*spec, !f.no_optimize, opt, err) < 0) {
-        eddy_pipeline_spec_destroy(spec);
-        return -1;
-    }
-    return 0;
+    return load(&f, spec, opt, err);
 }
 
 static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
@@ -137,7 +138,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         return -1;
     eddy_pipeline_spec_t *s = NULL;
     eddy_pipeline_opt_t o;
-    if (eddy_pipeline_load(argc, argv, &s, &o, err) < 0)
+    if (load(&f, &s, &o, err) < 0)
         return -1;
     const char *input = f.input ? f.input : s->input;
     const char *output = f.output ? f.output : s->output;

@@ -57,12 +57,10 @@ static bool is_column(const char *expr, const char *name)
 }
 
 /* The filter reads only columns the map passes through under the same
- * name, each of which the map's input has. Names the first column that
- * does not, in *why. */
-static bool passes_through(const eddy_pipeline_spec_t *s, const eddy_pstep_t *map, const eddy_pstep_t *f,
-                           uint32_t map_pos_cols_n, char **map_in, const char **why)
+ * name, each of which the map's input (map_in[0..n_in)) has. */
+static bool passes_through(const eddy_pstep_t *map, const eddy_pstep_t *f, uint32_t n_in,
+                           char **map_in)
 {
-    (void)s;
     eddy_err_t err = {{0}};
     eddy_expr_t *e = eddy_expr_new(f->filter, (const char *const *)map->columns, map->n, &err);
     if (!e)
@@ -72,35 +70,15 @@ static bool passes_through(const eddy_pipeline_spec_t *s, const eddy_pstep_t *ma
     for (uint32_t c = 0; c < map->n; c++) {
         if (!(reads & (1ull << (c < 63 ? c : 63))))
             continue;
-        if (c >= 63) {
-            *why = map->columns[c];
+        if (c >= 63) /* bit 63 stands for every later column too */
             return false;
-        }
         bool in_input = false;
-        for (uint32_t k = 0; k < map_pos_cols_n; k++)
+        for (uint32_t k = 0; k < n_in; k++)
             in_input |= !strcmp(map_in[k], map->columns[c]);
-        if (!in_input || !is_column(map->exprs[c], map->columns[c])) {
-            *why = map->columns[c];
+        if (!in_input || !is_column(map->exprs[c], map->columns[c]))
             return false;
-        }
     }
     return true;
-}
-
-/* The columns the step at position pos of order sees. */
-static char **columns_before(const eddy_pipeline_spec_t *s, const uint32_t *order, uint32_t pos,
-                             uint32_t *n)
-{
-    char **cols = s->columns;
-    *n = s->n_columns;
-    for (uint32_t k = 0; k < pos; k++) {
-        const eddy_pstep_t *st = &s->steps[order[k]];
-        if (st->kind == EDDY_PSTEP_MAP) {
-            cols = st->columns;
-            *n = st->n;
-        }
-    }
-    return cols;
 }
 
 static int push_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
@@ -112,9 +90,8 @@ static int push_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
             if (a->kind != EDDY_PSTEP_MAP || b->kind != EDDY_PSTEP_FILTER)
                 continue;
             uint32_t n_in;
-            char **in = columns_before(s, o->order, i - 1, &n_in);
-            const char *why = NULL;
-            if (!passes_through(s, a, b, n_in, in, &why))
+            char **in = eddy_pipeline_spec_columns_at(s, o->order, i - 1, &n_in);
+            if (!passes_through(a, b, n_in, in))
                 continue;
             uint32_t t = o->order[i - 1];
             o->order[i - 1] = o->order[i];

@@ -309,14 +309,16 @@ void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p)
     *self_p = NULL;
 }
 
-char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, uint32_t i, uint32_t *n)
+char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, const uint32_t *order,
+                                     uint32_t pos, uint32_t *n)
 {
     char **cols = self->columns;
     *n = self->n_columns;
-    for (uint32_t k = 0; k < i && k < self->n_steps; k++) {
-        if (self->steps[k].kind == EDDY_PSTEP_MAP) {
-            cols = self->steps[k].columns;
-            *n = self->steps[k].n;
+    for (uint32_t k = 0; k < pos && k < self->n_steps; k++) {
+        const eddy_pstep_t *st = &self->steps[order ? order[k] : k];
+        if (st->kind == EDDY_PSTEP_MAP) {
+            cols = st->columns;
+            *n = st->n;
         }
     }
     return cols;

@@ -50,7 +50,10 @@ eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *tex
                                                eddy_err_t *err);
 void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p);
 
-/* The columns step i reads (i = n_steps: the output's); their count in *n. */
-char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, uint32_t i, uint32_t *n);
+/* The columns the step at position pos of order sees (pos = n_steps: the
+ * output's); order lists step indices as they run (NULL: as written).
+ * Their count in *n. */
+char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, const uint32_t *order,
+                                     uint32_t pos, uint32_t *n);
 
 #endif

@@ -26,7 +26,7 @@ Test(pipeline_spec, q2) {
     cr_assert_eq(s->steps[1].line, 8);
     cr_assert_str_eq(s->steps[1].columns[1], "price");
     cr_assert(s->ragged);
-    uint32_t n; char **c = eddy_pipeline_spec_columns_at(s, 3, &n);
+    uint32_t n; char **c = eddy_pipeline_spec_columns_at(s, NULL, 3, &n);
     cr_assert_eq(n, 2); cr_assert_str_eq(c[0], "auction");
     eddy_pipeline_spec_destroy(&s);
 }
