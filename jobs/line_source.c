@@ -99,6 +99,22 @@ eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char 
     return eddy_sink(s, "sink", "redis", cfg);
 }
 
+void eddy_job_rows_table_add(eddy_stream_t rows, const char *path, bool combine,
+                             const char *collect_uid, const char *sink_uid)
+{
+    eddy_config_t *cc = eddy_config_new(), *out = eddy_config_new();
+    if (cc)
+        eddy_config_set_str(cc, "emit", "final");
+    if (cc && !combine)
+        eddy_config_set_bool(cc, "combine", false);
+    if (out && (eddy_config_set_str(out, "path", path) < 0 ||
+                eddy_config_set_str(out, "format", "lines") < 0))
+        eddy_builder_fail(rows.builder, "output path is too long: %.64s...", path);
+    eddy_stream_t counted =
+        eddy_aggregate(eddy_key_by(rows, "whole_record"), collect_uid, "nexmark_count", cc);
+    eddy_sink(eddy_global(counted), sink_uid, "table_file", out);
+}
+
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f)
 {
     eddy_config_t *cfg = NULL;

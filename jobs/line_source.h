@@ -49,6 +49,13 @@ eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags
  * is then dropped), anything else the sink file_kind with file_config. */
 eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char *file_kind,
                                 eddy_config_t *file_config);
+/* Rows as whole lines into a table file at path, byte-sorted and written
+ * at end of input: each distinct row is counted in keyed state (the
+ * "nexmark_count" aggregate, emit final), so a restore neither loses nor
+ * repeats one. combine: pre-aggregate before the shuffle. The steps are
+ * collect_uid and sink_uid. */
+void eddy_job_rows_table_add(eddy_stream_t rows, const char *path, bool combine,
+                             const char *collect_uid, const char *sink_uid);
 uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f);
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err);

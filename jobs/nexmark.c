@@ -612,35 +612,16 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
          * leave the last one with its rows; a second reader of that step
          * takes them, and each distinct line is counted in keyed state, as
          * the rows below, so a restore neither loses nor repeats one. */
-        eddy_config_t *lc = eddy_config_new(), *out = eddy_config_new();
-        if (lc)
-            eddy_config_set_str(lc, "emit", "final");
-        if (lc && f.no_combine)
-            eddy_config_set_bool(lc, "combine", false);
-        if (out && (eddy_config_set_str(out, "path", f.late_output) < 0 ||
-                    eddy_config_set_str(out, "format", "lines") < 0))
-            eddy_builder_fail(b, "--late-output path is too long");
         eddy_stream_t lines = eddy_flat_map(eddy_late_records(rows, "late"), "late_lines",
                                             "nexmark_origin", NULL);
-        eddy_stream_t counted =
-            eddy_aggregate(eddy_key_by(lines, "whole_record"), "collect_late", "nexmark_count", lc);
-        eddy_sink(eddy_global(counted), "late_sink", "table_file", out);
+        eddy_job_rows_table_add(lines, f.late_output, !f.no_combine, "collect_late", "late_sink");
     }
-    if (f.output) {
+    if (f.output && !final_table) {
+        eddy_job_rows_table_add(rows, f.output, !f.no_combine, "collect", "sink");
+    } else if (f.output) {
         eddy_config_t *out = eddy_config_new();
         if (out && eddy_config_set_str(out, "path", f.output) < 0)
             eddy_builder_fail(b, "--output path is too long");
-        if (!final_table) {
-            /* Each distinct row counted in keyed state: exact through restores. */
-            eddy_config_t *cc = eddy_config_new();
-            if (cc)
-                eddy_config_set_str(cc, "emit", "final");
-            if (cc && f.no_combine)
-                eddy_config_set_bool(cc, "combine", false);
-            rows = eddy_aggregate(eddy_key_by(rows, "whole_record"), "collect", "nexmark_count", cc);
-            if (out)
-                eddy_config_set_str(out, "format", "lines");
-        }
         eddy_sink(eddy_global(rows), "sink", "table_file", out);
     } else {
         eddy_sink(eddy_global(rows), "sink", final_table ? "changelog" : "print", NULL);

@@ -179,14 +179,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         from = to;
     }
     if (output) {
-        eddy_config_t *out = eddy_config_new(), *cc = eddy_config_new();
-        if (out && (eddy_config_set_str(out, "path", output) < 0 ||
-                    eddy_config_set_str(out, "format", "lines") < 0))
-            eddy_builder_fail(b, "output path is too long");
-        if (cc)
-            eddy_config_set_str(cc, "emit", "final");
-        rows = eddy_aggregate(eddy_key_by(rows, "whole_record"), "collect", "nexmark_count", cc);
-        eddy_sink(eddy_global(rows), "sink", "table_file", out);
+        eddy_job_rows_table_add(rows, output, true, "collect", "sink");
     } else {
         eddy_sink(eddy_global(rows), "sink", "print", NULL);
     }
