@@ -142,9 +142,52 @@ static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
+/* [[dst_stage, key_group, key_group_records, records, window_ms], ...] */
+static void encode_key_loads(eddy_mpw_t *w, const eddy_task_metrics_t *m)
+{
+    uint32_t n = m->n_key_loads < EDDY_KEY_LOADS_MAX ? m->n_key_loads : EDDY_KEY_LOADS_MAX;
+    eddy_mpw_array(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const eddy_key_load_t *k = &m->key_loads[i];
+        eddy_mpw_array(w, 5);
+        eddy_mpw_u64(w, k->dst_stage);
+        eddy_mpw_u64(w, k->key_group);
+        eddy_mpw_u64(w, k->key_group_records);
+        eddy_mpw_u64(w, k->records);
+        eddy_mpw_u64(w, k->window_ms);
+    }
+}
+
+static void decode_key_loads(eddy_mpr_t *r, eddy_task_metrics_t *m)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_KEY_LOADS_MAX, &si, &sc, &sn);
+    for (uint32_t i = 0; r->ok && i < n; i++) {
+        eddy_key_load_t *k = &m->key_loads[i];
+        const msgpack_object *ki;
+        uint32_t kc, kn;
+        uint32_t fields = eddy_mpr_enter(r, 5, &ki, &kc, &kn);
+        if (r->ok && fields != 5)
+            eddy_mpr_fail(r, "key load: wrong number of fields");
+        if (r->ok) {
+            k->dst_stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+            k->key_group = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM - 1);
+            k->key_group_records = eddy_mpr_u64(r, UINT64_MAX);
+            k->records = eddy_mpr_u64(r, UINT64_MAX);
+            k->window_ms = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        }
+        if (r->ok && (k->key_group_records > k->records || k->window_ms == 0))
+            eddy_mpr_fail(r, "key load: more records in a key group than in all, or an empty window");
+        eddy_mpr_leave(r, ki, kc, kn);
+    }
+    m->n_key_loads = r->ok ? n : 0;
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 19);
+    eddy_mpw_array(w, 20);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -164,6 +207,7 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_u64(w, m->rejected_records);
     encode_histogram(w, &m->latency);
     encode_histogram(w, &m->event_lag);
+    encode_key_loads(w, m);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
@@ -171,8 +215,9 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     const msgpack_object *si;
     uint32_t sc, sn;
     /* 15 fields before source_lag was added (those read as lag unknown),
-     * 16 before rejected_records, 17 before the histograms (empty). */
-    uint32_t fields = eddy_mpr_enter(r, 19, &si, &sc, &sn);
+     * 16 before rejected_records, 17 before the histograms (empty), 19
+     * before the key loads (none). */
+    uint32_t fields = eddy_mpr_enter(r, 20, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -196,6 +241,9 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
         decode_histogram(r, &m->latency);
     if (fields > 18)
         decode_histogram(r, &m->event_lag);
+    m->n_key_loads = 0;
+    if (fields > 19)
+        decode_key_loads(r, m);
     eddy_mpr_leave(r, si, sc, sn);
 }
 
