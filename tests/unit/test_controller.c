@@ -663,6 +663,18 @@ Test(controller, a_two_input_operator_sums_both_upstreams)
  * wants 4 instances (see consistent_window_...), but key group 9 carries
  * half of count's records, so past ceil(1 / 0.5) = 2 instances nothing
  * improves: the decision stays at 2 and names the group. */
+/* A baseline and one 10 s window (count busy 10 s over its 2 instances):
+ * count's decision. */
+static const eddy_scaling_decision_t *count_after_one_window(eddy_controller_t *ctl, job_doc_t *j,
+                                                             eddy_controller_step_t *step)
+{
+    observe(ctl, j, 1000, step);
+    add_window(j, 10000000000);
+    observe(ctl, j, 11000, step);
+    cr_assert(step->evaluated, "not evaluated: %s", step->note);
+    return decision_for(step, "count");
+}
+
 Test(controller, hot_key_group_of_the_metrics_caps_the_scale_up)
 {
     eddy_scaling_policy_config_t c = short_config();
@@ -671,11 +683,7 @@ Test(controller, hot_key_group_of_the_metrics_caps_the_scale_up)
     job_base(&j);
     j.count_hot = json_pack("{s:f, s:i}", "hot_key_share", 0.5, "hot_key_group", 9);
     eddy_controller_step_t step;
-    observe(ctl, &j, 1000, &step);
-    add_window(&j, 10000000000);
-    observe(ctl, &j, 11000, &step);
-    cr_assert(step.evaluated, "not evaluated: %s", step.note);
-    const eddy_scaling_decision_t *d = decision_for(&step, "count");
+    const eddy_scaling_decision_t *d = count_after_one_window(ctl, &j, &step);
     cr_assert_eq(d->action, EDDY_SCALING_NO_CHANGE, "count: %s", d->reason);
     cr_assert(d->infeasible);
     cr_assert_not_null(strstr(d->reason, "limited by hot key group 9 (50% of the records"), "%s",
@@ -693,10 +701,7 @@ Test(controller, hot_key_group_of_the_metrics_caps_the_scale_up)
         job_base(&j);
         j.count_hot = json_loads(bad[i], 0, NULL);
         cr_assert_not_null(j.count_hot);
-        observe(ctl, &j, 1000, &step);
-        add_window(&j, 10000000000);
-        observe(ctl, &j, 11000, &step);
-        d = decision_for(&step, "count");
+        d = count_after_one_window(ctl, &j, &step);
         cr_assert_eq(d->new_parallelism, 4, "%s: %s", bad[i], d->reason);
         cr_assert_not(d->infeasible, "%s: %s", bad[i], d->reason);
         json_decref(j.count_hot);
