@@ -35,7 +35,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 6u
+#define EDDY_PROTOCOL_VERSION 7u
 
 /* A REPLY's status from a standby coordinator; its body starts with
  * EDDY_NOT_LEADER_PREFIX and the leader's endpoint when one is known. */
