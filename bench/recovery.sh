@@ -85,7 +85,7 @@ for run in $(seq 1 "$RUNS"); do
     # stdout carries the changelog; nobody reads it here.
     "$EDDY" local --workers 3 --control-port "$PORT" --http-port $((PORT + 1)) \
         --heartbeat-ms "$HB_MS" --heartbeat-timeout-ms "$HB_TIMEOUT_MS" \
-        --checkpoint-interval "$CHECKPOINT_MS" --state-dir "$TMP/state-$mode-$run" --quiet "${MODE_FLAGS[@]}" \
+        --checkpoint-interval "$CHECKPOINT_MS" --state-dir "$TMP/state-$mode-$run" "${MODE_FLAGS[@]}" \
         --job wordcount --generate --lines 0 --vocabulary 10000 --rate "$RATE" --parallelism 3 \
         >/dev/null 2>"$LOG" &
     LOCAL_PID=$!

@@ -115,12 +115,15 @@ static void render_status(json_t *doc, bool all)
             snprintf(ended, sizeof ended, ", ended %s",
                      eddy_format_local_time(when, sizeof when, (int64_t)json_integer_value(t)));
         }
-        printf("  %s (%s) %s, submitted %s%s, epoch %lld, last checkpoint %lld, rescales %zu, restarts %lld\n",
+        /* rescales_total counts the rescales of earlier coordinators too */
+        const json_t *rescales = json_object_get(j, "rescales_total");
+        printf("  %s (%s) %s, submitted %s%s, epoch %lld, last checkpoint %lld, rescales %lld, restarts %lld\n",
                json_string_value(json_object_get(j, "id")), json_string_value(json_object_get(j, "job")),
                json_string_value(json_object_get(j, "state")), submitted, ended,
                (long long)json_integer_value(json_object_get(j, "epoch")),
                (long long)json_integer_value(json_object_get(ck, "id")),
-               json_array_size(json_object_get(j, "rescales")),
+               json_is_integer(rescales) ? (long long)json_integer_value(rescales)
+                                         : (long long)json_array_size(json_object_get(j, "rescales")),
                (long long)json_integer_value(json_object_get(j, "restarts")));
         if (json_string_value(json_object_get(j, "error")))
             printf("    error: %s\n", json_string_value(json_object_get(j, "error")));

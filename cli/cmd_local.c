@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,7 +148,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
-        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines (EDDY_LOG_LEVEL=warn: no INFO logs either)"),
+        EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines and no INFO logs: warnings and errors only"),
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
@@ -274,6 +275,16 @@ static int run_local(int argc, char **argv, char **spec_text)
             return eddy_usage_error("local", msg);
         }
         close(fd);
+    }
+    if (quiet) {
+        /* Warnings and errors only, here and in the children (workers and
+         * the controller read the level from the environment); a stricter
+         * EDDY_LOG_LEVEL=error stays. */
+        const char *level = getenv("EDDY_LOG_LEVEL");
+        if (!level || strcasecmp(level, "error")) {
+            setenv("EDDY_LOG_LEVEL", "warn", 1);
+            eddy_log_set_level(EDDY_LOG_WARN);
+        }
     }
     eddy_log_set_component("local");
     eddy_cli_install_signals();

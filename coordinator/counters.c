@@ -26,6 +26,7 @@ struct coord_counters {
     int64_t captured_ms, shown_ms;
     coord_counter_slot_t *slots;
     uint32_t n_slots, cap;
+    coord_job_counts_t job, job_captured, job_shown; /* like a slot's total, captured, shown */
 };
 
 coord_counters_t *coord_counters_new(void)
@@ -154,6 +155,7 @@ uint64_t coord_counters_capture(coord_counters_t *self, int64_t wall_ms)
 {
     for (uint32_t i = 0; i < self->n_slots; i++)
         self->slots[i].captured = self->slots[i].total;
+    self->job_captured = self->job;
     self->captured_ms = wall_ms;
     return ++self->captures;
 }
@@ -164,6 +166,7 @@ void coord_counters_commit(coord_counters_t *self, uint64_t capture)
         return;
     for (uint32_t i = 0; i < self->n_slots; i++)
         self->slots[i].shown = self->slots[i].captured;
+    self->job_shown = self->job_captured;
     self->shown_ms = self->captured_ms;
 }
 
@@ -171,7 +174,38 @@ void coord_counters_show_all(coord_counters_t *self, int64_t wall_ms)
 {
     for (uint32_t i = 0; i < self->n_slots; i++)
         self->slots[i].shown = self->slots[i].captured = self->slots[i].total;
+    self->job_shown = self->job_captured = self->job;
     self->shown_ms = self->captured_ms = wall_ms;
+}
+
+/* The job's counts in a fixed order, for loops over all of them. */
+#define N_JOB_COUNTS 5
+static const char *const job_count_names[N_JOB_COUNTS] = {
+    "checkpoints_completed", "checkpoints_failed", "rescales", "rescale_bytes", "restarts"};
+
+static void job_count_fields(coord_job_counts_t *c, uint64_t *f[N_JOB_COUNTS])
+{
+    f[0] = &c->checkpoints_completed;
+    f[1] = &c->checkpoints_failed;
+    f[2] = &c->rescales;
+    f[3] = &c->rescale_bytes;
+    f[4] = &c->restarts;
+}
+
+void coord_counters_set_job(coord_counters_t *self, const coord_job_counts_t *now)
+{
+    coord_job_counts_t in = *now;
+    uint64_t *have[N_JOB_COUNTS], *want[N_JOB_COUNTS];
+    job_count_fields(&self->job, have);
+    job_count_fields(&in, want);
+    for (int k = 0; k < N_JOB_COUNTS; k++)
+        if (*want[k] > *have[k])
+            *have[k] = *want[k];
+}
+
+void coord_counters_job(const coord_counters_t *self, bool live, coord_job_counts_t *out)
+{
+    *out = live ? self->job : self->job_shown;
 }
 
 uint64_t coord_counters_grand_total(const coord_counters_t *self)
@@ -183,6 +217,11 @@ uint64_t coord_counters_grand_total(const coord_counters_t *self)
         for (int k = 0; k < N_COUNTS; k++)
             sum += v[k];
     }
+    coord_job_counts_t job = self->job;
+    uint64_t *f[N_JOB_COUNTS];
+    job_count_fields(&job, f);
+    for (int k = 0; k < N_JOB_COUNTS; k++)
+        sum += *f[k];
     return sum;
 }
 
@@ -238,8 +277,14 @@ json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *
                                                "last", counts_json(&s->last), "total",
                                                counts_json(&s->total)));
     }
-    return json_pack("{s:I, s:I, s:o}", "epoch", (json_int_t)self->epoch, "time_ms",
-                     (json_int_t)now_ms, "tasks", tasks);
+    coord_job_counts_t job = self->job;
+    uint64_t *f[N_JOB_COUNTS];
+    job_count_fields(&job, f);
+    json_t *counts = json_object();
+    for (int k = 0; k < N_JOB_COUNTS; k++)
+        json_object_set_new(counts, job_count_names[k], json_integer((json_int_t)(*f[k] & INT64_MAX)));
+    return json_pack("{s:I, s:I, s:o, s:o}", "epoch", (json_int_t)self->epoch, "time_ms",
+                     (json_int_t)now_ms, "tasks", tasks, "job", counts);
 }
 
 int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const char *const *stage_names,
@@ -250,6 +295,17 @@ int coord_counters_from_json(coord_counters_t *self, const json_t *doc, const ch
     if (json_unpack((json_t *)doc, "{s:I, s:o}", "epoch", &epoch, "tasks", &tasks) < 0 ||
         !json_is_array(tasks) || epoch < 0 || epoch > UINT32_MAX)
         return eddy_err_set(err, "job record: malformed counters");
+    const json_t *counts = json_object_get(doc, "job"); /* absent in older documents */
+    coord_job_counts_t job = {0};
+    uint64_t *f[N_JOB_COUNTS];
+    job_count_fields(&job, f);
+    for (int k = 0; counts && k < N_JOB_COUNTS; k++) {
+        const json_t *v = json_object_get(counts, job_count_names[k]);
+        if (!json_is_object(counts) || (v && (!json_is_integer(v) || json_integer_value(v) < 0)))
+            return eddy_err_set(err, "job record: malformed job counters");
+        *f[k] = v ? (uint64_t)json_integer_value(v) : 0;
+    }
+    self->job = self->job_captured = self->job_shown = job;
     self->n_slots = 0;
     self->epoch = (uint32_t)epoch;
     const json_t *time_ms = json_object_get(doc, "time_ms");

@@ -13,7 +13,10 @@
  * What views show is the totals as of the last save that completed
  * (capture, then commit when the store confirmed it), so a restarted
  * coordinator, which starts from what was saved, never shows less than its
- * predecessor showed. Pure logic, no I/O (tests/unit/test_counters.c). */
+ * predecessor showed. The job-level counts (checkpoints, rescales, restarts)
+ * are kept the same way: the coordinator states them before each save, a
+ * restarted one continues from what was saved. Pure logic, no I/O
+ * (tests/unit/test_counters.c). */
 #ifndef EDDY_COORDINATOR_COUNTERS_H
 #define EDDY_COORDINATOR_COUNTERS_H
 
@@ -29,6 +32,11 @@
 typedef struct coord_counts {
     uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, late_records, rejected_records;
 } coord_counts_t;
+
+/* Counts of the whole job, since it was submitted. */
+typedef struct coord_job_counts {
+    uint64_t checkpoints_completed, checkpoints_failed, rescales, rescale_bytes, restarts;
+} coord_job_counts_t;
 
 typedef struct coord_counter_slot {
     uint32_t stage, instance;
@@ -84,13 +92,21 @@ uint64_t coord_counters_grand_total(const coord_counters_t *self);
 uint32_t coord_counters_slot_count(const coord_counters_t *self);
 const coord_counter_slot_t *coord_counters_slot(const coord_counters_t *self, uint32_t i);
 
+/* The job's counts now, as the coordinator knows them; a field lower than
+ * before is ignored (totals never go back). The next capture saves them. */
+void coord_counters_set_job(coord_counters_t *self, const coord_job_counts_t *now);
+/* The job's counts as shown (saved) or live (the last set or loaded). */
+void coord_counters_job(const coord_counters_t *self, bool live, coord_job_counts_t *out);
+
 /* "ENDPOINT#PID": names one worker process across coordinator restarts. */
 void coord_counters_worker_key(char *buf, size_t size, const char *endpoint, int64_t pid);
 
 /* The current totals (now_ms: the wall clock, "time_ms"):
  * {"epoch": E, "time_ms": T, "tasks": [{"stage": NAME, "instance", "worker", "epoch",
- * "last": [7 counts], "total": [7 counts]}]}, counts in coord_counts_t order
- * (documents from before rejected_records have 6). */
+ * "last": [7 counts], "total": [7 counts]}], "job": {"checkpoints_completed",
+ * "checkpoints_failed", "rescales", "rescale_bytes", "restarts"}}, counts in
+ * coord_counts_t order (documents from before rejected_records have 6, from
+ * before the job's counts no "job"). */
 json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *stage_names,
                                uint32_t n_stages, int64_t now_ms);
 /* Replaces self's slots; entries of stages the job does not have are dropped. */

@@ -174,7 +174,9 @@ typedef struct coord_job {
     uint64_t pause_started_ns;
     pending_client_t rescale_client;
     rescale_record_t rescales[COORD_MAX_RESCALES];
-    uint32_t n_rescales;
+    uint32_t n_rescales;          /* at this coordinator */
+    uint32_t rescales_earlier;    /* at the coordinators before it (counters.h) */
+    uint64_t rescale_bytes_total; /* moved by every rescale of the job */
 
     /* counters that never go backwards (counters.c), saved in the job record */
     coord_counters_t *counters;

@@ -405,8 +405,21 @@ coord_job_t *coord_ticket_job(coord_ticket_t *t)
 
 /* ---- save ---------------------------------------------------------------------------- */
 
+/* The job's counts (counters.h) as this coordinator knows them, into its
+ * counters before they are saved. */
+static void note_job_counts(coord_job_t *j)
+{
+    coord_job_counts_t now = {.checkpoints_completed = j->checkpoints_completed,
+                              .checkpoints_failed = j->checkpoints_failed,
+                              .rescales = (uint64_t)j->rescales_earlier + j->n_rescales,
+                              .rescale_bytes = j->rescale_bytes_total,
+                              .restarts = j->restarts};
+    coord_counters_set_job(j->counters, &now);
+}
+
 void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done, void *arg)
 {
+    note_job_counts(j);
     coord_job_record_t r = {.argc = j->argc, .argv = j->argv, .n_plugins = j->n_plugins,
                             .plugins = j->plugins, .plan = j->plan, .plan_len = j->plan_len,
                             .n_stages = j->graph.n_stages,
@@ -459,6 +472,7 @@ void coord_counters_save(coord_t *c, coord_job_t *j)
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
     int64_t now = eddy_wall_ms();
+    note_job_counts(j);
     uint64_t capture = coord_counters_capture(j->counters, now);
     json_t *doc = coord_counters_to_json(j->counters, names, j->graph.n_stages, now);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -598,6 +612,16 @@ static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_
         coord_counters_destroy(&j->counters);
         j->counters = best;
     }
+    /* the job's counts go on from what was saved (the record's restarts
+     * may be newer: it is written at each restore's deploy) */
+    coord_job_counts_t saved;
+    coord_counters_job(j->counters, true, &saved);
+    j->checkpoints_completed = saved.checkpoints_completed;
+    j->checkpoints_failed = saved.checkpoints_failed;
+    j->rescales_earlier = saved.rescales > UINT32_MAX ? UINT32_MAX : (uint32_t)saved.rescales;
+    j->rescale_bytes_total = saved.rescale_bytes;
+    uint64_t restarts = saved.restarts > rec->restarts ? saved.restarts : rec->restarts;
+    j->restarts = restarts > UINT32_MAX ? UINT32_MAX : (uint32_t)restarts;
 }
 
 /* An ended job's record as history for the views (status --all, the
@@ -623,7 +647,6 @@ static void load_history(coord_t *c, const coord_job_record_t *rec)
     j->submitted_wall_ms = rec->submitted_ms;
     j->ended_wall_ms = rec->ended_ms;
     j->epoch = rec->epoch;
-    j->restarts = rec->restarts;
     j->last_checkpoint = rec->last_checkpoint;
     for (uint32_t s = 0; s < j->graph.n_stages; s++) {
         for (uint32_t q = 0; q < rec->n_stages; q++)
@@ -682,7 +705,6 @@ void coord_jobs_restore_from_store(coord_t *c)
         restore_counters(c, j, &rec);
         j->guarantee = rec.guarantee;
         j->submitted_wall_ms = rec.submitted_ms;
-        j->restarts = rec.restarts;
         for (uint32_t s = 0; s < j->graph.n_stages; s++)
             for (uint32_t q = 0; q < rec.n_stages; q++)
                 if (!strcmp(rec.stage[q], j->graph.stages[s].name) &&

@@ -105,6 +105,7 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     r->new_p = j->rescale_to;
     r->pause_ms = pause_ms;
     r->bytes_moved = j->deploy_bytes;
+    j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
     coord_reaper_remove(c->reaper, j->id, j->migration);

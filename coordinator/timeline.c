@@ -12,7 +12,12 @@
  * reported before under another epoch and still counting on, as a task
  * kept by a rescale does, continues from its old numbers; one not reported
  * before, or that reads lower, starts from zero. A sample adds up the latest rate of every live worker, so it is
- * neither a spike nor a hole when heartbeats and samples drift apart. */
+ * neither a spike nor a hole when heartbeats and samples drift apart.
+ *
+ * Latency over time: the quantiles of what each operator's latency
+ * histogram (latency.c, which never goes back) gained since the previous
+ * sample, so a point is the latency of the batches of that second, not
+ * an average since the job started. */
 #include "coordinator/timeline.h"
 
 #include <math.h>
@@ -22,6 +27,7 @@
 
 #include "common/clock.h"
 #include "coordinator/internal.h"
+#include "coordinator/latency.h"
 
 /* Deltas of one worker's heartbeats add up at least this long before they
  * become its rate: a heartbeat sent at once after another (a worker
@@ -58,6 +64,7 @@ typedef struct tl_point {
     uint32_t parallelism;
     uint64_t state_bytes;
     int64_t watermark_lag_ms; /* INT64_MIN: no watermark */
+    double latency_p50_ms, latency_p99_ms; /* NAN: no batch measured since the previous sample */
 } tl_point_t;
 
 typedef struct tl_checkpoint {
@@ -75,6 +82,7 @@ typedef struct tl_job {
     /* samples: ring of COORD_TIMELINE_SAMPLES, oldest at (head - count) */
     int64_t *wall_ms;
     tl_point_t *points;                    /* [COORD_TIMELINE_SAMPLES][n_stages] */
+    eddy_histogram_t *latency_seen;        /* [n_stages]: the latency totals at the last sample */
     uint32_t n_stages, head, count;
     tl_checkpoint_t checkpoints[COORD_TIMELINE_CHECKPOINTS];
     uint32_t ck_head, ck_count;
@@ -100,6 +108,7 @@ static void job_free(tl_job_t *t)
     }
     free(t->wall_ms);
     free(t->points);
+    free(t->latency_seen);
     free(t);
 }
 
@@ -135,8 +144,9 @@ static tl_job_t *job_for(coord_timeline_t *tl, const coord_job_t *j)
     if (t) {
         t->wall_ms = calloc(COORD_TIMELINE_SAMPLES, sizeof *t->wall_ms);
         t->points = calloc((size_t)COORD_TIMELINE_SAMPLES * n, sizeof *t->points);
+        t->latency_seen = calloc(n, sizeof *t->latency_seen);
     }
-    if (!t || !t->wall_ms || !t->points) {
+    if (!t || !t->wall_ms || !t->points || !t->latency_seen) {
         if (t)
             job_free(t);
         return NULL; /* no history for this job; everything else goes on */
@@ -267,6 +277,24 @@ static void note_checkpoint(tl_job_t *t, const coord_job_t *j)
         t->ck_count++;
 }
 
+/* p50 and p99 of the batches the stage measured since the last sample. */
+static void sample_latency(tl_job_t *t, const coord_job_t *j, uint32_t s, tl_point_t *pt)
+{
+    pt->latency_p50_ms = pt->latency_p99_ms = NAN;
+    const eddy_histogram_t *now = coord_latency_of(j, s, false);
+    if (!now)
+        return;
+    eddy_histogram_t *seen = &t->latency_seen[s], recent;
+    if (eddy_hist_grew_from(now, seen)) {
+        eddy_hist_delta(&recent, now, seen);
+        if (eddy_hist_count(&recent) > 0) {
+            pt->latency_p50_ms = eddy_hist_quantile_us(&recent, 0.50) / 1000.0;
+            pt->latency_p99_ms = eddy_hist_quantile_us(&recent, 0.99) / 1000.0;
+        }
+    }
+    *seen = *now;
+}
+
 static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j, uint64_t now_ms)
 {
     bool ended = coord_job_ended(j);
@@ -292,6 +320,7 @@ static void sample(coord_t *c, tl_job_t *t, const coord_job_t *j, uint64_t now_m
         pt->busy = all > 0 ? busy / all : -1;
         pt->backpressure = all > 0 ? blocked / all : -1;
         pt->parallelism = coord_job_parallelism(j, s);
+        sample_latency(t, j, s, pt);
         pt->watermark_lag_ms = INT64_MIN;
         int64_t low = INT64_MAX;
         bool any = false, unknown = false;
@@ -354,8 +383,8 @@ json_t *coord_timeline_json(coord_t *c, const char *job_id)
     json_t *times = json_array();
     json_t *ops = json_array();
     for (uint32_t s = 0; s < n_stages; s++) {
-        json_t *cols[8];
-        for (int k = 0; k < 8; k++)
+        json_t *cols[10];
+        for (int k = 0; k < 10; k++)
             cols[k] = json_array();
         for (uint32_t i = 0; i < count; i++) {
             uint32_t slot = (t->head + COORD_TIMELINE_SAMPLES - count + i) % COORD_TIMELINE_SAMPLES;
@@ -370,6 +399,8 @@ json_t *coord_timeline_json(coord_t *c, const char *job_id)
             json_array_append_new(cols[7], pt->watermark_lag_ms == INT64_MIN
                                                ? json_null()
                                                : json_integer((json_int_t)pt->watermark_lag_ms));
+            json_array_append_new(cols[8], number_or_null(pt->latency_p50_ms, !isnan(pt->latency_p50_ms)));
+            json_array_append_new(cols[9], number_or_null(pt->latency_p99_ms, !isnan(pt->latency_p99_ms)));
             if (s == 0)
                 json_array_append_new(times, json_integer((json_int_t)t->wall_ms[slot]));
         }
@@ -377,6 +408,8 @@ json_t *coord_timeline_json(coord_t *c, const char *job_id)
                                "parallelism", cols[0], "rate_in", cols[1], "rate_out", cols[2], "busy",
                                cols[4], "backpressure", cols[5], "state_bytes", cols[6],
                                "watermark_lag_ms", cols[7]);
+        json_object_set_new(op, "latency_p50_ms", cols[8]);
+        json_object_set_new(op, "latency_p99_ms", cols[9]);
         if (j->graph.stages[s].source)
             json_object_set_new(op, "offered_rate", cols[3]);
         else

@@ -1,7 +1,8 @@
 /* timeline.h - the coordinator's recent history of each job, for the web
  * dashboard (GET /api/v1/timeseries/JOB): once a second, per operator, the
  * records/s in and out, the offered rate of sources, busy and backpressured
- * fractions, parallelism, state size and event-time lag; and the job's
+ * fractions, parallelism, state size, event-time lag and the p50/p99
+ * latency of the batches measured in that second; and the job's
  * completed checkpoints (id, time, duration, bytes).
  *
  * Rates are per worker, from each heartbeat's difference to the same

@@ -144,6 +144,9 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                             "last_checkpoint", ck, "rescales", rescales, "restarts", j->restarts);
     /* The number that names the job on the wire (data-plane channel ids). */
     json_object_set_new(doc, "num", json_integer(j->num));
+    /* "rescales" lists this coordinator's last ones; these count them all */
+    json_object_set_new(doc, "rescales_total", json_integer((json_int_t)j->rescales_earlier + j->n_rescales));
+    json_object_set_new(doc, "rescale_bytes_total", json_integer((json_int_t)(j->rescale_bytes_total & INT64_MAX)));
     json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
     /* wall-clock epoch ms; ended_ms only once the job has ended */
     json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
@@ -468,6 +471,31 @@ static void hot_keys(text_buf_t *b, coord_t *c)
     }
 }
 
+/* Job-level counters as last saved (counters.h): never lower, across
+ * coordinator restarts too. */
+static void job_counters(text_buf_t *b, coord_t *c)
+{
+    static const struct {
+        const char *name, *help;
+    } fams[] = {
+        {"eddy_checkpoints_completed_total", "Completed checkpoints since the job was submitted."},
+        {"eddy_checkpoints_failed_total", "Abandoned checkpoints since the job was submitted."},
+        {"eddy_rescales_total", "Completed rescales since the job was submitted."},
+        {"eddy_rescale_bytes_total", "State bytes moved by the job's rescales since it was submitted."},
+        {"eddy_job_restarts_total", "Restores of the job after failures since it was submitted."},
+    };
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        family(b, fams[f].name, "counter", fams[f].help);
+        for (coord_job_t *j = c->jobs; j; j = j->next) {
+            coord_job_counts_t t;
+            coord_counters_job(j->counters, false, &t);
+            const uint64_t v[] = {t.checkpoints_completed, t.checkpoints_failed, t.rescales,
+                                  t.rescale_bytes, t.restarts};
+            tb_printf(b, "%s{job=\"%s\"} %" PRIu64 "\n", fams[f].name, j->id, v[f]);
+        }
+    }
+}
+
 char *coord_view_metrics(coord_t *c)
 {
     text_buf_t b = {0};
@@ -553,26 +581,15 @@ char *coord_view_metrics(coord_t *c)
     }
     operator_counters(&b, c);
     hot_keys(&b, c);
-    family(&b, "eddy_checkpoints_completed_total", "counter", "Completed checkpoints.");
-    for (coord_job_t *j = c->jobs; j; j = j->next)
-        tb_printf(&b, "eddy_checkpoints_completed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_completed);
-    family(&b, "eddy_checkpoints_failed_total", "counter", "Abandoned checkpoints.");
-    for (coord_job_t *j = c->jobs; j; j = j->next)
-        tb_printf(&b, "eddy_checkpoints_failed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_failed);
+    job_counters(&b, c);
     family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
-    family(&b, "eddy_rescales_total", "counter", "Completed rescales.");
-    for (coord_job_t *j = c->jobs; j; j = j->next)
-        tb_printf(&b, "eddy_rescales_total{job=\"%s\"} %u\n", j->id, j->n_rescales);
     family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale (sources paused to resumed).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_rescales)
             tb_printf(&b, "eddy_rescale_pause_seconds{job=\"%s\"} %.6f\n", j->id,
                       j->rescales[(j->n_rescales - 1) % COORD_MAX_RESCALES].pause_ms / 1000.0);
-    family(&b, "eddy_job_restarts_total", "counter", "Restores of the job after failures.");
-    for (coord_job_t *j = c->jobs; j; j = j->next)
-        tb_printf(&b, "eddy_job_restarts_total{job=\"%s\"} %u\n", j->id, j->restarts);
     char *histograms = coord_latency_prometheus(c);
     if (histograms)
         tb_printf(&b, "%s", histograms);

@@ -105,6 +105,19 @@ function seriesOp(name) {
   const s = view.series;
   return s && s.operators ? s.operators.find(o => o.name === name) : null;
 }
+/* An operator's latency from its sources: p50/p99 of the last second that
+ * measured a batch (timeseries), else since the job started (status). */
+function latencyOf(o) {
+  const so = seriesOp(o.name) || {};
+  const p50 = last(so.latency_p50_ms), p99 = last(so.latency_p99_ms);
+  if (p99 !== null) return { p50, p99, recent: true };
+  const l = o.latency;
+  return l && l.count ? { p50: l.p50_ms, p99: l.p99_ms, recent: false } : { p50: null, p99: null, recent: false };
+}
+/* Operators no other operator reads: their latency is end to end. */
+function sinksOf(ops) {
+  return ops.filter(o => !ops.some(p => p.input === o.name || p.second_input === o.name));
+}
 
 async function poll() {
   try {
@@ -136,7 +149,7 @@ function render() {
   if (!j) {
     detail.dataset.job = '';
     document.getElementById('job-head').innerHTML = '<div class="empty">No job selected. Submit one with <code>eddy submit</code> or run <code>eddy local</code>.</div>';
-    for (const id of ['tiles', 'graph', 'operators', 'chart-rates', 'chart-throughput', 'chart-parallelism', 'chart-busy', 'chart-checkpoints', 'rescales', 'decisions'])
+    for (const id of ['tiles', 'graph', 'operators', 'chart-rates', 'chart-throughput', 'chart-latency', 'chart-parallelism', 'chart-busy', 'chart-checkpoints', 'rescales', 'decisions'])
       document.getElementById(id).innerHTML = '';
     return;
   }
@@ -177,7 +190,7 @@ function renderJobList() {
     return `<div class="job${j.id === view.selected ? ' sel' : ''}" data-job="${esc(j.id)}">
       <div class="name"><span>${esc(j.id)}</span><span class="badge ${esc(j.state)}">${esc(j.state)}</span></div>
       <div class="meta">${esc(j.job)} · ${ops.length} operators · up ${fmtMs(j.uptime_s * 1000)}</div>
-      <div class="meta">${fmtCount(src)} records read · ${j.rescales ? j.rescales.length : 0} rescales · ${j.restarts} restarts</div>
+      <div class="meta">${fmtCount(src)} records read · ${rescaleCount(j)} rescales · ${j.restarts} restarts</div>
     </div>`;
   }).join('');
   for (const card of el.querySelectorAll('.job')) {
@@ -209,6 +222,11 @@ function renderJobHead(j) {
      ${j.error ? `<div class="error">${esc(j.error)}</div>` : ''}`;
 }
 
+/* All the job's rescales (those of earlier coordinators too); the list has the recent ones. */
+function rescaleCount(j) {
+  return j.rescales_total !== undefined ? j.rescales_total : (j.rescales || []).length;
+}
+
 function tile(key, label, value, sub, raw) {
   return `<div class="tile" data-live="${key}" data-value="${raw === undefined ? '' : esc(raw)}">
     <div class="k">${label}</div><div class="v">${value}</div><div class="s">${sub || '&nbsp;'}</div></div>`;
@@ -217,7 +235,7 @@ function tile(key, label, value, sub, raw) {
 function renderTiles(j) {
   const ops = j.operators || [];
   const sources = ops.filter(o => o.source);
-  const sinks = ops.filter(o => !ops.some(p => p.input === o.name || p.second_input === o.name));
+  const sinks = sinksOf(ops);
   const readTotal = sources.reduce((a, o) => a + (o.records_in || 0), 0);
   const sinkTotal = sinks.reduce((a, o) => a + (o.records_in || 0), 0);
   const srcRate = sources.reduce((a, o) => a + (last((seriesOp(o.name) || {}).rate_in) || 0), 0);
@@ -227,6 +245,8 @@ function renderTiles(j) {
   const rs = j.rescales || [];
   const lastRs = rs[rs.length - 1];
   const lags = ops.map(o => last((seriesOp(o.name) || {}).watermark_lag_ms)).filter(v => v !== null);
+  const lats = sinks.map(latencyOf).filter(l => l.p99 !== null);
+  const worst = lats.length ? lats.reduce((a, l) => (l.p99 > a.p99 ? l : a)) : null;
   document.getElementById('tiles').innerHTML = [
     tile('uptime', 'Uptime', fmtMs(j.uptime_s * 1000), j.state, j.uptime_s),
     tile('source_rate', 'Read rate', fmtRate(srcRate), offered > 0 ? 'offered ' + fmtRate(offered) : 'sources unlimited', srcRate),
@@ -234,7 +254,9 @@ function renderTiles(j) {
     tile('sink_rate', 'Output rate', fmtRate(sinkRate), fmtCount(sinkTotal) + ' records into sinks', sinkRate),
     tile('checkpoints', 'Checkpoints', fmtCount(ck.completed), (ck.failed ? ck.failed + ' failed · ' : '') + (ck.id ? 'last #' + ck.id : 'none yet'), ck.completed),
     tile('checkpoint_last', 'Last checkpoint', ck.id ? fmtMs(ck.duration_ms) : '—', ck.id ? fmtBytes(ck.bytes) + ' at ' + fmtClock(ck.time_ms) : '', ck.duration_ms),
-    tile('rescales', 'Rescales', String(rs.length), lastRs ? `last ${esc(lastRs.operator)} ${lastRs.old_parallelism}→${lastRs.new_parallelism}, pause ${fmtMs(lastRs.pause_ms)}` : 'none', rs.length),
+    tile('latency', 'Latency p99', worst ? fmtMs(worst.p99) : '—',
+      worst ? `p50 ${fmtMs(worst.p50)} · source to sink${worst.recent ? '' : ' · since start'}` : 'no batch measured yet', worst ? worst.p99 : ''),
+    tile('rescales', 'Rescales', String(rescaleCount(j)), lastRs ? `last ${esc(lastRs.operator)} ${lastRs.old_parallelism}→${lastRs.new_parallelism}, pause ${fmtMs(lastRs.pause_ms)}` : 'none', rescaleCount(j)),
     tile('lag', 'Event-time lag', lags.length ? fmtMs(Math.max(...lags)) : '—', lags.length ? 'now − slowest watermark' : 'no event time', lags.length ? Math.max(...lags) : ''),
     tile('restarts', 'Restarts', String(j.restarts), j.restarts ? 'restored from checkpoints' : 'no failures', j.restarts),
   ].join('');
@@ -289,6 +311,8 @@ function renderGraph(j) {
     const so = seriesOp(o.name) || {};
     const busy = last(so.busy), bp = last(so.backpressure);
     const lag = last(so.watermark_lag_ms);
+    const lat = latencyOf(o);
+    const foot = [lat.p99 !== null && !o.source ? 'p99 ' + fmtMs(lat.p99) : '', lag !== null ? 'watermark lag ' + fmtMs(lag) : ''].filter(x => x).join(' · ');
     const rin = last(so.rate_in), rout = last(so.rate_out);
     const color = opColor(i);
     const heat = bp !== null && bp > 0.5 ? '#fff4e8' : busy !== null && busy > 0.8 ? '#fdf0f0' : '#fff';
@@ -303,7 +327,7 @@ function renderGraph(j) {
       <rect x="16" y="90" width="${W - 32}" height="7" rx="3" fill="#eef1f5"/>
       <rect x="16" y="90" width="${(W - 32) * Math.min(1, busy || 0)}" height="7" rx="3" fill="#3fa36b"/>
       <rect x="${16 + (W - 32) * Math.min(1, busy || 0)}" y="90" width="${(W - 32) * Math.min(1 - Math.min(1, busy || 0), bp || 0)}" height="7" fill="#e0892f"/>
-      <text x="16" y="${H - 6}" font-size="10" fill="#8393a7">${lag !== null ? 'watermark lag ' + fmtMs(lag) : ''}</text>
+      <text x="16" y="${H - 6}" font-size="10" fill="#8393a7">${esc(foot)}</text>
     </g>`;
   });
   el.innerHTML = svg + '</svg>';
@@ -320,10 +344,11 @@ function renderOperators(j) {
   const ops = j.operators || [];
   document.getElementById('operators').innerHTML = `<table id="operator-table"><tr><th>operator</th><th class="n">parallelism</th>
     <th class="n">records in</th><th class="n">records out</th><th class="n">in/s</th><th class="n">out/s</th>
-    <th>busy · backpressure</th><th class="n">state</th><th class="n">watermark lag</th></tr>` +
+    <th>busy · backpressure</th><th class="n">state</th><th class="n">latency p50 · p99</th><th class="n">watermark lag</th></tr>` +
     ops.map((o, i) => {
       const so = seriesOp(o.name) || {};
       const busy = last(so.busy), bp = last(so.backpressure);
+      const lat = latencyOf(o);
       return `<tr data-op="${esc(o.name)}"><td><span class="swatch" style="background:${opColor(i)}"></span>${esc(o.name)}
         <span class="muted">${o.source ? 'source' : o.keyed ? 'keyed' : ''}</span></td>
         <td class="n">${o.parallelism}</td><td class="n" data-live="op_records_in">${fmtCount(o.records_in)}</td>
@@ -331,7 +356,8 @@ function renderOperators(j) {
         <td class="n">${fmtRate(last(so.rate_out))}</td>
         <td><span class="bar"><b class="busy" style="width:${Math.min(100, (busy || 0) * 100)}%"></b><b class="bp" style="width:${Math.min(100, (bp || 0) * 100)}%"></b></span>${fmtPct(busy)} · ${fmtPct(bp)}</td>
         <td class="n">${o.state_keys ? fmtCount(o.state_keys) + ' keys · ' : ''}${fmtBytes(o.state_bytes)}</td>
-        <td class="n">${fmtMs(last(so.watermark_lag_ms))}</td></tr>`;
+        <td class="n" data-live="op_latency" data-value="${lat.p99 === null ? '' : lat.p99}">${lat.p99 === null ? '—' : fmtMs(lat.p50) + ' · ' + fmtMs(lat.p99)}</td>
+        <td class="n" data-live="op_watermark_lag">${fmtMs(last(so.watermark_lag_ms))}</td></tr>`;
     }).join('') + '</table>';
 }
 
@@ -475,6 +501,15 @@ function renderCharts(j) {
   }
   chart(document.getElementById('chart-rates'), { t, series: rateSeries, fmtY: v => fmtNum(v) + '/s' });
   chart(document.getElementById('chart-throughput'), { t, series: opSeries, fmtY: v => fmtNum(v) + '/s' });
+
+  const sinkNames = new Set(sinksOf(ops).map(o => o.name));
+  const latSeries = [];
+  for (const o of sops) {
+    if (!sinkNames.has(o.name) || !o.latency_p99_ms || !o.latency_p99_ms.some(v => v !== null)) continue;
+    latSeries.push({ name: o.name + ' p99', op: o.name, kind: 'p99', color: colorOf(o.name), values: o.latency_p99_ms, width: 2 });
+    latSeries.push({ name: o.name + ' p50', op: o.name, kind: 'p50', color: colorOf(o.name), values: o.latency_p50_ms, dash: true, width: 1.4 });
+  }
+  chart(document.getElementById('chart-latency'), { t: latSeries.length ? t : [], series: latSeries, fmtY: v => fmtMs(v), emptyText: 'No batch measured yet.' });
 
   const decisions = jobDecisions(j).filter(changed);
   const markers = decisions.map(d => ({ t: d.time_ms, kind: 'decision', op: d.operator, color: d.applied ? colorOf(d.operator) : '#9aa8b8', tip: decisionTip(d) }));

@@ -725,7 +725,7 @@ Test(coordinator_recovery, deterministic_failure, .timeout = 240)
     snprintf(cp, sizeof cp, "%d", p[0]);
     snprintf(hp, sizeof hp, "%d", p[1]);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--quiet", "--checkpoint-interval", "0", "--job", "wordcount", "--input", in,
+                    "--checkpoint-interval", "0", "--job", "wordcount", "--input", in, /* INFO read */
                     "--output", out, NULL};
     eddy_proc_t local = {0};
     uint64_t t0 = eddy_mono_ms();

@@ -7,7 +7,9 @@
  * between polls, the job graph shows the three operators with their
  * parallelism, and after `eddy rescale wordcount count 3` (sent while the
  * page is open) the parallelism chart's line for count has been at 2 and
- * at 3, with a rescale marker whose tooltip says what happened. A
+ * at 3, with a rescale marker whose tooltip says what happened; the
+ * latency tile, the sink's latency in the operator table and the latency
+ * chart show numbers measured from source to sink. A
  * screenshot of the page is saved in the build directory
  * (test-artefacts/dashboard.png) and its path printed.
  *
@@ -28,7 +30,7 @@
 #define SOURCE_RATE "6000" /* lines/s: about a minute of work, far more than the test needs */
 
 static char *dir;
-static char input[600], output[600], logp[600], browser_log[600], profile[600];
+static char input[600], logp[600], browser_log[600], profile[600];
 static int ports[2];
 static char coord[64], url[64];
 static eddy_proc_t job;
@@ -46,7 +48,6 @@ static void setup(void)
     dir = eddy_test_mkdtemp("dashboard", &err);
     cr_assert(dir, "%s", err.msg);
     snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
     snprintf(logp, sizeof logp, "%s/local.log", dir);
     snprintf(browser_log, sizeof browser_log, "%s/chromium.log", dir);
     snprintf(profile, sizeof profile, "%s/profile", dir);
@@ -74,7 +75,10 @@ static void start_job(void)
     snprintf(hp, sizeof hp, "%d", ports[1]);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
                     "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--input", input,
-                    "--output", output, "--parallelism", "2", "--rate", SOURCE_RATE, NULL};
+                    "--parallelism", "2", "--rate", SOURCE_RATE, NULL};
+    /* The changelog (to /dev/null): rows flow to the sink as they change,
+     * so its batches carry their ingestion time and the page has a latency
+     * to show (--output's table is written once at the end). */
     cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
     if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 60000, &job))
         cr_assert_fail("the job never reached state running; log:\n%s", log_text(logp));
@@ -93,7 +97,13 @@ static const char *PROBE =
     "    ops: [...document.querySelectorAll('#job-graph g.op')].map(g => g.dataset.op + ':' + g.dataset.parallelism),"
     "    count_parallelism: par && par.dataset.values ? par.dataset.values.split(',').map(Number) : [],"
     "    rescale_tips: [...document.querySelectorAll('#chart-parallelism .rescale-marker')].map(m => m.dataset.tip),"
-    "    updated: q('#updated') ? q('#updated').textContent : ''"
+    "    updated: q('#updated') ? q('#updated').textContent : '',"
+    "    latency: (t => t && t.dataset.value !== '' ? Number(t.dataset.value) : -1)(q('[data-live=\"latency\"]')),"
+    "    latency_text: q('[data-live=\"latency\"] .v') ? q('[data-live=\"latency\"] .v').textContent : '',"
+    "    sink_latency: (t => t && t.dataset.value !== '' ? Number(t.dataset.value) : -1)("
+    "      q('tr[data-op=\"sink\"] [data-live=\"op_latency\"]')),"
+    "    latency_series: [...document.querySelectorAll('#chart-latency path.series')]"
+    "      .filter(p => p.dataset.values).map(p => p.dataset.op + ':' + p.dataset.kind)"
     "  };"
     "})()";
 
@@ -174,6 +184,19 @@ static bool rescale_shown(json_t *s, void *arg)
            has_string(json_object_get(s, "ops"), "count:3");
 }
 
+/* The tile shows a p99 (a number, with its unit), the sink's row too, and
+ * the chart draws the sink's p99 and p50 over time. */
+static bool latency_shown(json_t *s, void *arg)
+{
+    (void)arg;
+    const char *text = json_string_value(json_object_get(s, "latency_text"));
+    json_t *series = json_object_get(s, "latency_series");
+    return json_number_value(json_object_get(s, "latency")) > 0 && text && text[0] >= '0' &&
+           text[0] <= '9' && (strstr(text, " ms") || strstr(text, " s")) &&
+           json_number_value(json_object_get(s, "sink_latency")) > 0 && has_string(series, "sink:p99") &&
+           has_string(series, "sink:p50");
+}
+
 static json_t *eval_ok(const char *expr)
 {
     eddy_err_t err = {{0}};
@@ -212,6 +235,14 @@ Test(dashboard, live_page_in_chromium_shows_graph_rates_and_rescale, .init = set
     cr_assert_gt(json_integer_value(json_object_get(s, "polls")), polls);
     json_decref(s);
 
+    /* Latency from source to sink, measured per batch, as a figure and a chart. */
+    s = wait_page(latency_shown, NULL, 60000, "a source-to-sink latency figure and chart");
+    double p99 = json_number_value(json_object_get(s, "latency"));
+    cr_assert_lt(p99, 60000, "a p99 latency of %.3f ms for a job far below its capacity", p99);
+    fprintf(stderr, "dashboard latency tile: %s (p99 %.3f ms)\n",
+            json_string_value(json_object_get(s, "latency_text")), p99);
+    json_decref(s);
+
     /* A rescale while the page is open shows up in its chart and graph. */
     char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord, NULL};
     char *out = NULL, *errout = NULL;
@@ -233,8 +264,10 @@ Test(dashboard, live_page_in_chromium_shows_graph_rates_and_rescale, .init = set
     cr_assert_eq(json_integer_value(v), 404, "an unknown job's time series should be 404");
     json_decref(v);
     v = eval_ok("fetch('/api/v1/timeseries/wordcount').then(r => r.json()).then(d => d.t.length > 2 && "
-                "d.operators.length === 3 && d.operators[0].offered_rate.length === d.t.length)");
-    cr_assert(json_is_true(v), "the time series should have samples for the 3 operators, offered rate included");
+                "d.operators.length === 3 && d.operators[0].offered_rate.length === d.t.length && "
+                "d.operators.every(o => o.latency_p99_ms.length === d.t.length))");
+    cr_assert(json_is_true(v), "the time series should have samples for the 3 operators, offered rate "
+              "and latency included");
     json_decref(v);
 
     /* The artefact: a screenshot of the page as it is now. */

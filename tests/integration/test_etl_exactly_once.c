@@ -79,7 +79,7 @@ static int start_job(eddy_proc_t *proc, int *ports, const char *p, const char *s
     snprintf(hp, sizeof hp, "%d", ports[1]);
     snprintf(min, sizeof min, "%d", MIN_AMOUNT);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp,
-                    "--http-port", hp, "--quiet", "--checkpoint-interval", "300",
+                    "--http-port", hp, "--checkpoint-interval", "300", /* INFO lines read */
                     "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "1000",
                     "--job", "etl", "--input", input, "--output-dir", outdir,
                     "--min-amount", min, "--parallelism", (char *)p, "--sink-parallelism", (char *)sp,

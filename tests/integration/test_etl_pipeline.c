@@ -77,10 +77,10 @@ static char *run_etl_to(const char *output, const char *const *args)
     snprintf(cp, sizeof cp, "%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
     char *argv[64] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
-                      hp, "--quiet", "--job", "etl", "--input", path_in,
+                      hp, "--job", "etl", "--input", path_in, /* no --quiet: INFO lines read */
                       output ? "--output" : "--output-dir", output ? (char *)output : path_out,
                       "--parallelism", "2", "--sink-parallelism", "2"};
-    size_t n = 19;
+    size_t n = 18;
     for (size_t i = 0; args[i]; i++)
         argv[n++] = (char *)args[i];
     argv[n] = NULL;

@@ -321,9 +321,8 @@ static void start_local(int n, const char *hb_timeout_ms, const char *interval, 
     snprintf(ns, sizeof ns, "%d", n);
     char *argv[40] = {EDDY_BINARY, "local", "--workers", ns, "--control-port", port_s,
                       "--http-port", http_s, "--checkpoint-interval", (char *)interval,
-                      "--heartbeat-ms", "200", "--heartbeat-timeout-ms", (char *)hb_timeout_ms,
-                      "--quiet"};
-    int k = 15;
+                      "--heartbeat-ms", "200", "--heartbeat-timeout-ms", (char *)hb_timeout_ms};
+    int k = 14; /* no --quiet: the tests read INFO lines ("listening on", "running again") */
     if (keep_state) {
         argv[k++] = "--state-dir";
         argv[k++] = state_dir;

@@ -5,13 +5,18 @@
  * counters_never_go_backwards: a rate-limited wordcount is rescaled, loses
  * a worker to SIGKILL (a restore) and then its coordinator to SIGKILL (a
  * restart from the metadata store). Throughout, every operator's records
- * in/out in `eddy status --json` and every counter series of /metrics is
- * sampled and must never be lower than at the sample before (across the
- * restart too). At the end the finished job keeps its numbers (the source
+ * in/out in `eddy status --json` and every counter series of /metrics
+ * (per instance, per operator and of the whole job: checkpoints, rescales,
+ * restarts) is sampled and must never be lower than at the sample before
+ * (across the restart too). At the end the finished job keeps its numbers (the source
  * read at least every line); a resubmission gets the id wordcount-2 while
  * wordcount's record stays readable; after another coordinator restart the
  * history is still there, ids go on at wordcount-3, and `eddy status`
  * shows running jobs only while `--all` shows the history.
+ *
+ * changelog_file_and_quiet, quiet_prints_only_the_changelog: `eddy local
+ * --quiet` writes no INFO line (its workers neither) and no progress line;
+ * stdout (or --changelog FILE) carries the job's output and nothing else.
  *
  * scaling_view: decisions recorded at a coordinator are listed by
  * `eddy scaling` with local ISO 8601 times and job times, no_change ones
@@ -183,6 +188,23 @@ static void expect_not_lower(const char *key, double value, const char *when)
     seen[n_seen++].value = value;
 }
 
+/* The latest sample of a series, -1 if never seen. */
+static double last_seen(const char *key)
+{
+    for (int i = 0; i < n_seen; i++)
+        if (!strcmp(seen[i].key, key))
+            return seen[i].value;
+    return -1;
+}
+
+/* The latest sample of the job-level counter family `name` of job `id`. */
+static double job_counter(const char *name, const char *id)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s{job=\"%s\"}", name, id);
+    return last_seen(key);
+}
+
 static char *get_metrics(void)
 {
     long status = 0;
@@ -220,8 +242,8 @@ static bool sample(const char *id, const char *when)
     }
     json_decref(st);
     char *m = get_metrics();
-    char label[128];
-    snprintf(label, sizeof label, "{job=\"%s\",", id);
+    char label[128]; /* {job="ID"} or {job="ID",...}, not {job="ID-2"...} */
+    snprintf(label, sizeof label, "{job=\"%s\"", id);
     for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
         if (line[0] == '#' || !strstr(line, label))
             continue;
@@ -347,6 +369,10 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
 
     /* a coordinator restart: the saved counters continue */
     cr_assert(sample(id, "before the coordinator kill"));
+    double checkpoints = job_counter("eddy_checkpoints_completed_total", id);
+    cr_assert_geq(checkpoints, 1, "no completed checkpoint in /metrics");
+    cr_assert_geq(job_counter("eddy_rescales_total", id), 1, "the rescale is not in /metrics");
+    cr_assert_geq(job_counter("eddy_job_restarts_total", id), 1, "the restore is not in /metrics");
     kill(-coord.pid, SIGKILL);
     cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
     start_coordinator();
@@ -358,6 +384,9 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
     long long final_read = status_source_read(id, &state, sb, sizeof sb);
     cr_assert_geq(final_read, LINES, "the finished job's source read %lld of %d lines", final_read, LINES);
     cr_assert(sample(id, "after the finish"));
+    cr_assert_gt(job_counter("eddy_checkpoints_completed_total", id), checkpoints,
+                 "checkpoints after the coordinator restart were not added to the earlier ones");
+    cr_assert_geq(job_counter("eddy_rescale_bytes_total", id), 0, "no eddy_rescale_bytes_total");
 
     /* a resubmission gets a new id; the old record stays */
     char *id2 = submit(false);
@@ -438,43 +467,90 @@ Test(job_history, scaling_view, .init = setup, .fini = teardown, .timeout = 60)
 
 /* ---- eddy local --changelog FILE, --quiet ------------------------------------ */
 
-Test(job_history, changelog_file_and_quiet, .init = setup, .fini = teardown, .timeout = 120)
+static char small[600];
+
+typedef struct quiet_run {
+    char *out, *errs; /* eddy local's stdout and stderr, malloc'd */
+} quiet_run_t;
+
+/* `eddy local --quiet [--changelog FILE] --job wordcount` over two short
+ * lines (in `small`), to completion: no progress line and no INFO line of
+ * eddy local, its coordinator or its workers on stderr, and no row there. */
+static quiet_run_t run_quiet_wordcount(const char *changelog)
 {
     eddy_err_t err = {{0}};
-    char small[600], changelog[600], outp[600], errp[600], port_s[16];
+    char outp[600], errp[600], port_s[16];
     snprintf(small, sizeof small, "%s/small.txt", dir);
-    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
     snprintf(outp, sizeof outp, "%s/stdout.txt", dir);
     snprintf(errp, sizeof errp, "%s/stderr.txt", dir);
     snprintf(port_s, sizeof port_s, "%d", ports[0]);
     const char *text = "to be or not to be\nthat is the question\n";
     cr_assert(eddy_write_file(small, text, strlen(text)) == 0);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s, "--http-port",
-                    http_s, "--quiet", "--changelog", changelog, "--job", "wordcount", "--input",
-                    small, NULL};
+    char *argv[16] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s, "--http-port",
+                      http_s, "--quiet", "--job", "wordcount", "--input", small};
+    int k = 13;
+    if (changelog) {
+        argv[k++] = "--changelog";
+        argv[k++] = (char *)changelog;
+    }
+    argv[k] = NULL;
     eddy_proc_t p = {0};
     cr_assert(eddy_proc_start(&p, argv, outp, errp, &err) == 0, "%s", err.msg);
     int rc = eddy_proc_wait(&p, 90000);
-    char *out = eddy_read_file(outp, NULL), *errs = eddy_read_file(errp, NULL),
-         *log = eddy_read_file(changelog, NULL);
-    cr_assert_eq(rc, 0, "eddy local exited %d; stderr:\n%s", rc, errs ? errs : "");
+    quiet_run_t r = {eddy_read_file(outp, NULL), eddy_read_file(errp, NULL)};
+    if (!r.out)
+        r.out = strdup("");
+    if (!r.errs)
+        r.errs = strdup("");
+    cr_assert_eq(rc, 0, "eddy local exited %d; stderr:\n%s", rc, r.errs);
+    cr_assert(!strstr(r.errs, "records read"), "--quiet printed progress lines:\n%s", r.errs);
+    cr_assert(!strstr(r.errs, " INFO "), "--quiet printed INFO lines:\n%s", r.errs);
+    cr_assert(!strstr(r.errs, "+I["), "changelog rows on stderr:\n%s", r.errs);
+    return r;
+}
+
+Test(job_history, changelog_file_and_quiet, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char changelog[600];
+    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
+    quiet_run_t r = run_quiet_wordcount(changelog);
+    char *log = eddy_read_file(changelog, NULL);
     cr_assert(log && strstr(log, "+I[to, 1]") && strstr(log, "+U[be, 2]"), "changelog file:\n%s",
               log ? log : "(none)");
-    cr_assert(out && !strstr(out, "+I["), "the changelog also went to stdout:\n%s", out ? out : "");
-    cr_assert(!errs || !strstr(errs, "records read"), "--quiet printed progress lines:\n%s", errs);
-    cr_assert(!errs || !strstr(errs, "+I["), "changelog rows on stderr:\n%s", errs);
-    free(out);
-    free(errs);
+    cr_assert(!strstr(r.out, "+I["), "the changelog also went to stdout:\n%s", r.out);
+    free(r.out);
+    free(r.errs);
     free(log);
     /* an unwritable file is a usage error, and nothing starts */
-    char bad[700];
+    char bad[700], port_s[16];
     snprintf(bad, sizeof bad, "%s/no/such/dir/changelog.txt", dir);
+    snprintf(port_s, sizeof port_s, "%d", ports[0]);
     char *argv2[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s, "--http-port",
                      http_s, "--changelog", bad, "--job", "wordcount", "--input", small, NULL};
     char *o2 = NULL, *e2 = NULL;
-    rc = eddy_proc_run(argv2, 30000, &o2, &e2);
+    int rc = eddy_proc_run(argv2, 30000, &o2, &e2);
     cr_assert_eq(rc, 2, "exit %d: %s", rc, e2 ? e2 : "");
     cr_assert(e2 && strstr(e2, "--changelog: cannot write"), "%s", e2 ? e2 : "");
     free(o2);
     free(e2);
+}
+
+/* Without --changelog the job's output is all of stdout: rows of the
+ * changelog, each whole, and nothing else. */
+Test(job_history, quiet_prints_only_the_changelog, .init = setup, .fini = teardown, .timeout = 120)
+{
+    quiet_run_t r = run_quiet_wordcount(NULL);
+    cr_assert(strstr(r.out, "+I[to, 1]\n") && strstr(r.out, "+U[be, 2]\n"), "stdout:\n%s", r.out);
+    size_t rows = 0;
+    for (const char *line = r.out; *line; rows++) {
+        const char *end = strchr(line, '\n');
+        cr_assert(end, "stdout ends in a partial line: %s", line);
+        cr_assert((line[0] == '+' || line[0] == '-') && strchr("IUD", line[1]) && line[2] == '[' &&
+                      end[-1] == ']',
+                  "stdout has a line that is not a changelog row: %.*s", (int)(end - line), line);
+        line = end + 1;
+    }
+    cr_assert_geq(rows, 8, "stdout:\n%s", r.out); /* 8 distinct words, +U rows for repeats */
+    free(r.out);
+    free(r.errs);
 }

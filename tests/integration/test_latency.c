@@ -6,7 +6,9 @@
  * checkpoints off: nothing but the sink's flush when its task runs dry puts
  * it there (before, rows waited for a checkpoint barrier or the end). And
  * /metrics carries eddy_latency_seconds per job and operator as valid
- * Prometheus histograms (promtool) whose counts grow as lines flow. */
+ * Prometheus histograms (promtool) whose counts grow as lines flow; and
+ * eddy_event_time_lag_seconds of a job with event time (nexmark q5, its
+ * rate capped so it runs a while) is valid too and grows while it runs. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -173,13 +175,17 @@ static double series_value(const char *text, const char *series)
 
 #define SINK_COUNT "eddy_latency_seconds_count{job=\"wordcount\",operator=\"sink\"}"
 
-/* Buckets of the sink's latency histogram never decrease with le, and
+/* Buckets of histogram `family` of (job, op) never decrease with le, and
  * +Inf equals _count. */
-static void check_histogram_shape(const char *text)
+static void check_histogram_shape(const char *text, const char *family, const char *job_id,
+                                  const char *op)
 {
-    double last = 0, count = series_value(text, SINK_COUNT);
+    char count_series[256], prefix[256];
+    snprintf(count_series, sizeof count_series, "%s_count{job=\"%s\",operator=\"%s\"}", family,
+             job_id, op);
+    snprintf(prefix, sizeof prefix, "%s_bucket{job=\"%s\",operator=\"%s\",le=\"", family, job_id, op);
+    double last = 0, count = series_value(text, count_series);
     int buckets = 0;
-    const char *prefix = "eddy_latency_seconds_bucket{job=\"wordcount\",operator=\"sink\",le=\"";
     for (const char *p = strstr(text, prefix); p; p = strstr(p + 1, prefix)) {
         const char *v = strchr(p, ' ');
         cr_assert(v);
@@ -188,7 +194,7 @@ static void check_histogram_shape(const char *text)
         last = x;
         buckets++;
     }
-    cr_assert_gt(buckets, 5, "sink latency buckets missing:\n%s", text);
+    cr_assert_gt(buckets, 5, "%s buckets of %s missing:\n%s", family, op, text);
     cr_assert_eq(last, count, "+Inf bucket %.0f != _count %.0f", last, count);
 }
 
@@ -256,7 +262,7 @@ Test(latency, histograms_are_prometheus_and_move_with_load, .timeout = 180)
               log_text());
     text = get_metrics();
     double first = series_value(text, SINK_COUNT);
-    check_histogram_shape(text);
+    check_histogram_shape(text, "eddy_latency_seconds", "wordcount", "sink");
     promtool_check(text);
     free(text);
     /* Workers heartbeat on their own clocks: the count operator's samples
@@ -271,10 +277,84 @@ Test(latency, histograms_are_prometheus_and_move_with_load, .timeout = 180)
     cr_assert(eddy_poll_until(sink_count_above, &g, 60000),
               "sink latency count stuck at %.0f after more lines", first);
     text = get_metrics();
-    check_histogram_shape(text);
+    check_histogram_shape(text, "eddy_latency_seconds", "wordcount", "sink");
     promtool_check(text);
     free(text);
     close(conn);
     conn = -1;
     cr_assert_eq(eddy_proc_wait(&job, 90000), 0);
+}
+
+/* ---- event-time lag ------------------------------------------------------ */
+
+#define LAG_COUNT "eddy_event_time_lag_seconds_count{job=\"nexmark\",operator=\""
+
+/* The first operator of the nexmark job whose event-time lag histogram has
+ * counted more than `above` samples, into op; false if none has. */
+static bool lag_counted(const char *text, double above, char *op, size_t size)
+{
+    for (const char *p = strstr(text, LAG_COUNT); p; p = strstr(p + 1, LAG_COUNT)) {
+        const char *name = p + strlen(LAG_COUNT), *end = strchr(name, '"');
+        const char *v = strchr(name, ' ');
+        if (!end || !v || atof(v + 1) <= above)
+            continue;
+        snprintf(op, size, "%.*s", (int)(end - name), name);
+        return true;
+    }
+    return false;
+}
+
+typedef struct lag_wait {
+    char op[64];
+    double above;
+} lag_wait_t;
+
+static bool lag_grew(void *arg)
+{
+    lag_wait_t *w = arg;
+    char *text = eddy_test_http_get(ports[1], "/metrics", 10000, NULL);
+    bool ok = false;
+    if (text && !w->op[0]) {
+        ok = lag_counted(text, w->above, w->op, sizeof w->op);
+    } else if (text) {
+        char series[256];
+        snprintf(series, sizeof series, LAG_COUNT "%s\"}", w->op);
+        ok = series_value(text, series) > w->above;
+    }
+    free(text);
+    return ok || !eddy_proc_alive(&job);
+}
+
+Test(latency, event_time_lag_is_prometheus_and_moves, .timeout = 180)
+{
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    /* about 30 s of events: far longer than the test needs to see two readings */
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
+                    "--heartbeat-ms", "200", "--checkpoint-interval", "0", "--quiet", "--job", "nexmark",
+                    "--query", "q5", "--events", "60000", "--rate", "2000", "--parallelism", "1",
+                    "--output", "/dev/null", NULL};
+    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    lag_wait_t w = {{0}, 0};
+    cr_assert(eddy_poll_until(lag_grew, &w, 60000) && w.op[0],
+              "no operator of nexmark q5 counted event-time lag; log:\n%s", log_text());
+    char *text = get_metrics();
+    char series[256];
+    snprintf(series, sizeof series, LAG_COUNT "%s\"}", w.op);
+    double first = series_value(text, series);
+    check_histogram_shape(text, "eddy_event_time_lag_seconds", "nexmark", w.op);
+    promtool_check(text);
+    free(text);
+    /* ticks go on counting while the job runs */
+    w.above = first;
+    cr_assert(eddy_poll_until(lag_grew, &w, 60000) && eddy_proc_alive(&job),
+              "%s's event-time lag count stuck at %.0f; log:\n%s", w.op, first, log_text());
+    text = get_metrics();
+    cr_assert_gt(series_value(text, series), first);
+    check_histogram_shape(text, "eddy_event_time_lag_seconds", "nexmark", w.op);
+    promtool_check(text);
+    free(text);
 }

@@ -70,9 +70,9 @@ static void start_local(local_run_t *run, const char *tag, char *const job_args[
     snprintf(hp, sizeof hp, "%d", ports[1]);
     snprintf(run->log, sizeof run->log, "%s/%s.log", dir, tag);
     char *argv[64] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                      "--http-port", hp, "--quiet", "--checkpoint-interval", "300",
+                      "--http-port", hp, "--checkpoint-interval", "300", /* INFO lines read */
                       "--heartbeat-ms", "100", "--heartbeat-timeout-ms", "1000"};
-    int k = 15;
+    int k = 14;
     for (int i = 0; job_args[i] && k < 63; i++)
         argv[k++] = job_args[i];
     argv[k] = NULL;

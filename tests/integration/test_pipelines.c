@@ -63,9 +63,9 @@ static int run_pipeline(const char *spec, const char *const *extra)
     snprintf(cp, sizeof cp, "%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
     const char *argv[32] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                            "--http-port", hp, "--quiet", "--pipeline", spec, "--input",
+                            "--http-port", hp, "--pipeline", spec, "--input", /* INFO lines read */
                             events_path, "--output", output};
-    size_t n = 15;
+    size_t n = 14;
     for (size_t i = 0; extra && extra[i] && n < 30; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;

@@ -56,9 +56,9 @@ static void teardown(void)
 static void start_local(const char *plugin, char *const job_args[])
 {
     char *argv[64] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                      "--quiet", "--checkpoint-interval", "300", "--heartbeat-ms", "100",
+                      "--checkpoint-interval", "300", "--heartbeat-ms", "100", /* INFO lines read */
                       "--heartbeat-timeout-ms", "1500", "--plugin", (char *)plugin};
-    int k = 17;
+    int k = 16;
     for (int i = 0; job_args[i] && k < 63; i++)
         argv[k++] = job_args[i];
     argv[k] = NULL;

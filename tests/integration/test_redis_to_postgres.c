@@ -141,7 +141,7 @@ static void start_local(const char *query, const char *parallelism, const char *
              eddy_test_redis_port(redis), query ? "?" : "", query ? query : "");
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
                     "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                    "200", "--heartbeat-timeout-ms", (char *)hb_timeout, "--quiet", "--job",
+                    "200", "--heartbeat-timeout-ms", (char *)hb_timeout, "--job",
                     "wordcount", "--input", in_uri, "--output", pg_uri, "--parallelism", (char *)parallelism,
                     "--rate", rate, NULL};
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);

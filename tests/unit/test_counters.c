@@ -182,3 +182,57 @@ Test(counters, views_show_what_was_saved)
     cr_assert_eq(coord_counters_grand_total(c), 180 + 360 + 180000);
     coord_counters_destroy(&c);
 }
+
+Test(counters, job_counts_are_shown_as_saved_and_survive_a_restart)
+{
+    const char *names[] = {"source"};
+    coord_counters_t *c = coord_counters_new();
+    coord_job_counts_t now = {.checkpoints_completed = 5, .checkpoints_failed = 1, .rescales = 2,
+                              .rescale_bytes = 4096, .restarts = 1};
+    coord_counters_set_job(c, &now);
+    coord_job_counts_t t;
+    coord_counters_job(c, false, &t);
+    cr_assert_eq(t.checkpoints_completed, 0, "nothing saved yet");
+    uint64_t save = coord_counters_capture(c, 1000);
+    now.checkpoints_completed = 6; /* completed while the save was in flight */
+    coord_counters_set_job(c, &now);
+    coord_counters_commit(c, save);
+    coord_counters_job(c, false, &t);
+    cr_assert_eq(t.checkpoints_completed, 5, "the saved value, not the live 6");
+    cr_assert_eq(t.rescale_bytes, 4096);
+    coord_counters_job(c, true, &t);
+    cr_assert_eq(t.checkpoints_completed, 6);
+    /* a lower value (a coordinator that lost count) is ignored */
+    coord_job_counts_t lower = {.checkpoints_completed = 2, .rescales = 3};
+    coord_counters_set_job(c, &lower);
+    coord_counters_job(c, true, &t);
+    cr_assert_eq(t.checkpoints_completed, 6);
+    cr_assert_eq(t.rescales, 3);
+    cr_assert_eq(t.restarts, 1);
+
+    coord_counters_capture(c, 2000);
+    json_t *doc = coord_counters_to_json(c, names, 1, 2000);
+    coord_counters_destroy(&c);
+    coord_counters_t *back = coord_counters_new();
+    eddy_err_t err = {{0}};
+    cr_assert_eq(coord_counters_from_json(back, doc, names, 1, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    coord_counters_job(back, false, &t);
+    cr_assert(t.checkpoints_completed == 6 && t.checkpoints_failed == 1 && t.rescales == 3 &&
+                  t.rescale_bytes == 4096 && t.restarts == 1,
+              "a restarted coordinator shows what was saved");
+    cr_assert_eq(coord_counters_grand_total(back), 6 + 1 + 3 + 4096 + 1);
+    coord_counters_destroy(&back);
+
+    /* documents from before the job's counts: all zero; malformed ones refused */
+    back = coord_counters_new();
+    doc = json_loads("{\"epoch\": 1, \"tasks\": []}", 0, NULL);
+    cr_assert_eq(coord_counters_from_json(back, doc, names, 1, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    coord_counters_job(back, false, &t);
+    cr_assert_eq(t.restarts, 0);
+    doc = json_loads("{\"epoch\": 1, \"tasks\": [], \"job\": {\"rescales\": -1}}", 0, NULL);
+    cr_assert_eq(coord_counters_from_json(back, doc, names, 1, &err), -1);
+    json_decref(doc);
+    coord_counters_destroy(&back);
+}
