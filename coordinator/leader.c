@@ -85,6 +85,10 @@ static void standby_http(void *ctx, const char *method, const char *path,
         json_decref(doc);
         return;
     }
+    if (!strcmp(path, "/metrics")) {
+        coord_view_standby_metrics(resp);
+        return;
+    }
     char text[EDDY_ENDPOINT_MAX + 300];
     not_leader_text(&v, text, sizeof text);
     resp->status = 503;
@@ -154,6 +158,10 @@ static int stand_by(const eddy_coordinator_options_t *opts, standby_t *s,
     if (opts->http_port) {
         http = eddy_http_new(opts->http_host, opts->http_port, standby_http, s, err);
         if (!http)
+            goto out;
+        /* a standby's answers hold no secret, but the token guards the same
+         * paths as on the leader, so a scraper configured for one works on all */
+        if (opts->http_token && eddy_http_require_token(http, opts->http_token, coord_http_is_open, err) < 0)
             goto out;
     }
     eddy_info("standing by as %s (control %s, HTTP port %u) until it is elected", s->advertise,
