@@ -547,6 +547,20 @@ Test(coordinator_ha, keys_on_standby, .init = setup, .fini = teardown, .timeout 
     cr_assert(err && strstr(err, "handshake failed") && !strstr(err, "not leader"),
               "want a refused handshake, got: %s", err ? err : "");
     free(err);
+    /* given both, it says why too, as soon as both refused */
+    char *both_status[] = {EDDY_BINARY, "status", "--coordinator", coord_list, NULL};
+    cr_assert(unsetenv("EDDY_KEYS") == 0);
+    err = NULL;
+    uint64_t t0 = eddy_mono_ms();
+    rc = eddy_proc_run(both_status, 15000, NULL, &err);
+    uint64_t took = eddy_mono_ms() - t0;
+    cr_assert(setenv("EDDY_KEYS", keys, 1) == 0);
+    cr_assert_neq(rc, 0, "a client without keys got a status from the coordinators");
+    cr_assert(err && strstr(err, "coordinators at") && strstr(err, "use --keys DIR"),
+              "want both refusals named, got: %s", err ? err : "");
+    cr_log_info("a keyless client of both coordinators was refused in %llu ms",
+                (unsigned long long)took);
+    free(err);
 
     char *out = NULL;
     err = NULL;
