@@ -97,16 +97,20 @@ tr -s ' \t' '\n' <"$work/in.txt" | grep -v '^$' | LC_ALL=C sort | uniq -c \
 # 3. up
 compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "compose up failed"; }
 c=() api=() cport=()
+published() {  # published I: coordinator-I's host ports (new ones after a restart)
+  local p
+  p=$(docker port "${c[$1]}" 9250/tcp | head -n 1 | sed 's/.*://')
+  [ -n "$p" ] || fail "coordinator-$1 HTTP port not published"
+  api[$1]=http://127.0.0.1:$p
+  cport[$1]=$(docker port "${c[$1]}" 7600/tcp | head -n 1 | sed 's/.*://')
+  [ -n "${cport[$1]}" ] || fail "coordinator-$1 control port not published"
+  coordinators=tcp://127.0.0.1:${cport[1]:-0},tcp://127.0.0.1:${cport[2]:-0}
+}
 for i in 1 2; do
   c[$i]=$(compose ps -q coordinator-$i)
   [ -n "${c[$i]}" ] || fail "no coordinator-$i container"
-  p=$(docker port "${c[$i]}" 9250/tcp | head -n 1 | sed 's/.*://')
-  [ -n "$p" ] || fail "coordinator-$i HTTP port not published"
-  api[$i]=http://127.0.0.1:$p
-  cport[$i]=$(docker port "${c[$i]}" 7600/tcp | head -n 1 | sed 's/.*://')
-  [ -n "${cport[$i]}" ] || fail "coordinator-$i control port not published"
+  published $i
 done
-coordinators=tcp://127.0.0.1:${cport[1]},tcp://127.0.0.1:${cport[2]}
 log "compose up; coordinator APIs at ${api[1]} and ${api[2]}, control $coordinators"
 
 wait_until() {  # wait_until SECONDS WHAT CMD...
@@ -190,6 +194,9 @@ else
   log "rescale not done: $out"
   rescaled=0
 fi
+# After a complete checkpoint, so that the new leader restores from one.
+checkpointed() { [ "$(curl -fsS "${api[$lead]}/api/v1/jobs" | grep -o '"completed": *[0-9]*' | head -n 1 | tr -dc 0-9)" -ge 1 ]; }
+wait_until 60 "a complete checkpoint" checkpointed
 [ "$(state_at $lead)" = running ] || fail "the job is '$(state_at $lead)' before the kill (job too short? raise EDDY_TEST_LINES)"
 docker kill "${c[$lead]}" >/dev/null || fail "docker kill coordinator-$lead failed"
 t_kill=$(date +%s)
@@ -209,8 +216,11 @@ while :; do
   sleep 1
 done
 log "job finished under coordinator-$lead, $(( $(date +%s) - t_kill ))s after the kill"
+docker logs "${c[$lead]}" 2>&1 | grep -E 'elected leader|resumed job|restor' | sed 's/^/    /'
+docker logs "${c[$lead]}" 2>&1 | grep -q 'restoring from checkpoint ' \
+  || fail "coordinator-$lead did not restore the job from a checkpoint"
 docker exec "$coord" eddy status | sed 's/^/    /'
-curl -fsS "${api[$lead]}/metrics" | grep -q . || fail "GET /metrics is empty"
+[ -n "$(curl -fsS "${api[$lead]}/metrics")" ] || fail "GET /metrics is empty"
 curl -fsS "${api[$lead]}/api/v1/scaling" >/dev/null || fail "GET /api/v1/scaling failed"
 
 # 5. compare
@@ -224,6 +234,7 @@ log "PASS: $(wc -l <"$work/out.tsv") distinct words match the reference (rescale
 
 # The killed coordinator comes back as the standby.
 docker start "${c[$standby]}" >/dev/null || fail "docker start coordinator-$standby failed"
+published $standby
 stands_by() { [ "$(role_of $standby)" = standby ]; }
 wait_until 60 "the restarted coordinator-$standby to stand by" stands_by
 log "PASS: the restarted coordinator-$standby stands by"
