@@ -40,6 +40,7 @@
 
 #include "common/clock.h"
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
@@ -426,21 +427,6 @@ Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeo
     json_decref(st);
 }
 
-/* GET /metrics of coordinator i: does it hold the line `want`? */
-static bool metrics_has(int i, const char *want)
-{
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%s/metrics", http_s[i]);
-    char *argv[] = {"/usr/bin/curl", "-sf", "--max-time", "5", url, NULL};
-    char *out = NULL;
-    bool found = false;
-    if (eddy_proc_run(argv, 10000, &out, NULL) == 0 && out)
-        for (char *line = strtok(out, "\n"); line && !found; line = strtok(NULL, "\n"))
-            found = !strcmp(line, want);
-    free(out);
-    return found;
-}
-
 Test(coordinator_ha, keys_on_standby, .init = setup, .fini = teardown, .timeout = 120)
 {
     char keys[700];
@@ -497,6 +483,12 @@ Test(coordinator_ha, keys_on_standby, .init = setup, .fini = teardown, .timeout 
     snprintf(wlog, sizeof wlog, "%s/worker-1.log", dir);
     cr_assert_eq(count_in(wlog, "not the leader"), 1, "the worker did not hear from the standby");
 
-    cr_assert(metrics_has(0, "eddy_coordinator_leader 1"), "the leader's /metrics lacks eddy_coordinator_leader 1");
-    cr_assert(metrics_has(1, "eddy_coordinator_leader 0"), "the standby's /metrics lacks eddy_coordinator_leader 0");
+    /* both scrape with 200 (-1 otherwise), the standby with no other series */
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_coordinator_leader"), 1,
+                 "the leader's /metrics lacks eddy_coordinator_leader 1");
+    cr_assert_eq(eddy_test_scrape_sum(ports[3], "eddy_coordinator_leader"), 0,
+                 "the standby's /metrics lacks eddy_coordinator_leader 0 (or is not 200)");
+    cr_assert_eq(eddy_test_scrape_sum(ports[3], "eddy_workers_alive"), -1,
+                 "the standby exports the leader's series");
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_workers_alive"), 1);
 }
