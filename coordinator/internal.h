@@ -424,6 +424,8 @@ json_t *coord_view_status(coord_t *c);
 json_t *coord_view_leader(coord_t *c);
 json_t *coord_view_jobs(coord_t *c);
 char *coord_view_metrics(coord_t *c);
+/* GET /metrics of a standby: 200 with eddy_coordinator_leader 0 alone. */
+void coord_view_standby_metrics(eddy_http_response_t *resp);
 bool coord_http_is_open(const char *path);
 void coord_http_handler(void *ctx, const char *method, const char *path,
                         eddy_http_response_t *resp);

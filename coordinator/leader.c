@@ -85,6 +85,10 @@ static void standby_http(void *ctx, const char *method, const char *path,
         json_decref(doc);
         return;
     }
+    if (!strcmp(path, "/metrics")) {
+        coord_view_standby_metrics(resp);
+        return;
+    }
     char text[EDDY_ENDPOINT_MAX + 300];
     not_leader_text(&v, text, sizeof text);
     resp->status = 503;
@@ -143,9 +147,14 @@ static int stand_by(const eddy_coordinator_options_t *opts, standby_t *s,
     void *zctx = zmq_ctx_new();
     s->router = zmq_socket(zctx, ZMQ_ROUTER);
     eddy_http_t *http = NULL;
+    eddy_zap_t *zap = NULL;
     int linger = 0;
     zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof linger);
     if (eddy_zsock_limit_size(s->router, EDDY_ZRECV_MAX_CONTROL, err) < 0)
+        goto out;
+    /* the same handshake as the leader's socket: keyed workers and clients
+     * must hear where the leader is, and nobody else may reach a decoder */
+    if (opts->keys && !(zap = eddy_zap_start(zctx, opts->keys, s->router, EDDY_ZAP_CONTROL, err)))
         goto out;
     if (zmq_bind(s->router, opts->bind) != 0) {
         eddy_err_set(err, "cannot listen on %s: %s", opts->bind, zmq_strerror(errno));
@@ -154,6 +163,10 @@ static int stand_by(const eddy_coordinator_options_t *opts, standby_t *s,
     if (opts->http_port) {
         http = eddy_http_new(opts->http_host, opts->http_port, standby_http, s, err);
         if (!http)
+            goto out;
+        /* a standby's answers hold no secret, but the token guards the same
+         * paths as on the leader, so a scraper configured for one works on all */
+        if (opts->http_token && eddy_http_require_token(http, opts->http_token, coord_http_is_open, err) < 0)
             goto out;
     }
     eddy_info("standing by as %s (control %s, HTTP port %u) until it is elected", s->advertise,
@@ -204,6 +217,7 @@ out:
     eddy_http_destroy(&http);
     zmq_close(s->router);
     s->router = NULL;
+    eddy_zap_destroy(&zap);
     zmq_ctx_term(zctx);
     return rc;
 }

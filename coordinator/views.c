@@ -496,10 +496,32 @@ static void job_counters(text_buf_t *b, coord_t *c)
     }
 }
 
+/* Served by every coordinator, a standby too: Prometheus scrapes them all,
+ * so a standby's scrape must succeed (up = 1 says the process is fine) and
+ * say which one leads, without any of the leader's series. */
+static void leader_family(text_buf_t *b, bool leading)
+{
+    family(b, "eddy_coordinator_leader", "gauge",
+           "1 if this coordinator leads, 0 if it stands by (only the leader exports the other series).");
+    tb_printf(b, "eddy_coordinator_leader %d\n", leading ? 1 : 0);
+}
+
+static const char metrics_content_type[] = "text/plain; version=0.0.4; charset=utf-8";
+
+void coord_view_standby_metrics(eddy_http_response_t *resp)
+{
+    text_buf_t b = {0};
+    leader_family(&b, false);
+    resp->status = 200;
+    resp->content_type = metrics_content_type;
+    resp->body = b.data;
+}
+
 char *coord_view_metrics(coord_t *c)
 {
     text_buf_t b = {0};
     tb_printf(&b, "%s", "");
+    leader_family(&b, true);
     family(&b, "eddy_workers_alive", "gauge", "Workers currently alive.");
     tb_printf(&b, "eddy_workers_alive %u\n", coord_alive_workers(c));
 
@@ -617,7 +639,7 @@ void coord_http_handler(void *ctx, const char *method, const char *path, eddy_ht
     }
     if (!strcmp(path, "/metrics")) {
         resp->status = 200;
-        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->content_type = metrics_content_type;
         resp->body = coord_view_metrics(c);
         return;
     }

@@ -76,14 +76,18 @@ running() {  # running SERVICE: id of its first running container, or fail
          --filter "label=com.docker.compose.service=$1" | head -n 1)
   [ -n "$id" ] && echo "$id"
 }
-if ! running coordinator >/dev/null; then
+# Either coordinator will do: the eddy CLI in it follows their leader
+# (EDDY_COORDINATOR lists both, EDDY_KEYS has the keys).
+running_coordinator() { running coordinator-1 || running coordinator-2; }
+if ! running_coordinator >/dev/null; then
   say "starting the deployment"
   compose up -d >/dev/null || die "compose up failed"
 elif ! running redis >/dev/null || ! running postgres >/dev/null; then
   # not a plain `up -d`: it would also reset a --scale'd worker service
   compose up -d --no-recreate redis postgres >/dev/null || die "compose up of redis and postgres failed"
 fi
-for s in coordinator redis postgres; do
+cid[coordinator]=$(running_coordinator) || die "no running coordinator container in project $project"
+for s in redis postgres; do
   cid[$s]=$(running "$s") || die "no running $s container in project $project"
 done
 
@@ -112,8 +116,7 @@ say "stream $stream: $n entries from $input"
 cexec postgres psql -q -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table" || die "cannot drop table $table"
 job=$(cexec coordinator eddy submit --job wordcount \
         --input "redis://redis:6379/$stream?bounded=latest" \
-        --output "postgresql://eddy@postgres:5432/eddy?table=$table" \
-        --coordinator tcp://coordinator:7600) || die "submit failed"
+        --output "postgresql://eddy@postgres:5432/eddy?table=$table") || die "submit failed"
 job=$(echo "$job" | tr -d '\r' | tail -n 1)
 say "submitted $job: wordcount redis://redis:6379/$stream -> postgresql://eddy@postgres:5432/eddy?table=$table"
 

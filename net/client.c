@@ -66,6 +66,7 @@ typedef struct target {
     void *sock;
     void *monitor;        /* its failed handshakes (NULL: none) */
     bool not_leader;      /* answered "not leader": ask again later */
+    const char *refused;  /* why its handshake failed (NULL: it did not) */
     uint64_t asked_ms;
 } target_t;
 
@@ -172,9 +173,15 @@ int eddy_client_send(const char *coordinator, const eddy_keys_t *keys, const edd
     for (;;) {
         uint64_t now = eddy_mono_ms();
         if (now >= deadline) {
+            const target_t *r = NULL;
+            for (int i = 0; i < n && !r; i++)
+                r = t[i].refused ? &t[i] : NULL;
             if (last_not_leader[0])
                 eddy_err_set(err, "no leader among the coordinators at %s within %u ms: %s",
                              coordinator, timeout_ms, last_not_leader);
+            else if (r)
+                eddy_err_set(err, "no reply from the coordinators at %s within %u ms; %s: %s",
+                             coordinator, timeout_ms, r->endpoint, r->refused);
             else
                 eddy_err_set(err, "no reply from the coordinator at %s within %u ms (is it running?)",
                              coordinator, timeout_ms);
@@ -196,14 +203,19 @@ int eddy_client_send(const char *coordinator, const eddy_keys_t *keys, const edd
             wait = 50;
         if (zmq_poll(items, 2 * n, wait) <= 0)
             continue;
+        int refused = 0;
         for (int i = 0; i < n; i++) {
             const char *why = (items[n + i].revents & ZMQ_POLLIN) ? handshake_failure(t[i].monitor, keys) : NULL;
-            /* One refusing coordinator of a list may be a stale entry: fail
-             * when it is the only one. */
-            if (why && n == 1) {
-                eddy_err_set(err, "no reply from the coordinator at %s: %s", t[i].endpoint, why);
-                goto out;
-            }
+            if (why)
+                t[i].refused = why;
+            refused += t[i].refused != NULL;
+        }
+        /* One refusing coordinator of a list may be a stale entry: fail
+         * when every one has refused (the same keys go to all of them). */
+        if (refused == n) {
+            eddy_err_set(err, "no reply from the coordinator%s at %s: %s", n > 1 ? "s" : "",
+                         n > 1 ? coordinator : t[0].endpoint, t[0].refused);
+            goto out;
         }
         for (int i = 0; i < n; i++) {
             if (!(items[i].revents & ZMQ_POLLIN))

@@ -329,19 +329,59 @@ static int write_new(const char *dir, const char *name, const char *text, eddy_e
     return rc;
 }
 
+static const char *const key_files[] = {"server.key", "server.pub", "client.key", "reader.key",
+                                        "authorized_keys"};
+#define N_KEY_FILES (sizeof key_files / sizeof *key_files)
+
+/* Every file of an existing set must load: a kept set that is broken would
+ * otherwise surface later as handshakes that fail on every process. */
+static int check_existing(const char *dir, eddy_err_t *err)
+{
+    eddy_keys_t *server = eddy_keys_load(dir, EDDY_KEYS_SERVER, err);
+    if (!server)
+        return -1;
+    eddy_keys_destroy(&server);
+    char public_key[EDDY_KEY_Z85_LEN + 1], secret_key[EDDY_KEY_Z85_LEN + 1];
+    int rc = 0;
+    for (size_t i = 2; i <= 3 && rc == 0; i++) /* client.key, reader.key */
+        rc = load_pair(dir, key_files[i], public_key, secret_key, err);
+    memset(secret_key, 0, sizeof secret_key);
+    return rc;
+}
+
+int eddy_keys_generate_once(const char *dir, bool *kept, eddy_err_t *err)
+{
+    *kept = false;
+    size_t present = 0;
+    const char *missing = NULL;
+    for (size_t i = 0; i < N_KEY_FILES; i++) {
+        if (file_exists(dir, key_files[i]))
+            present++;
+        else if (!missing)
+            missing = key_files[i];
+    }
+    if (present == 0)
+        return eddy_keys_generate(dir, err);
+    if (missing)
+        return eddy_err_set(err, "%s holds only some of the key files (no %s): restore it, or "
+                                 "empty it to make new keys", dir, missing);
+    if (check_existing(dir, err) < 0)
+        return -1;
+    *kept = true;
+    return 0;
+}
+
 int eddy_keys_generate(const char *dir, eddy_err_t *err)
 {
     if (!zmq_has("curve"))
         return eddy_err_set(err, "this libzmq was built without CURVE");
-    static const char *const files[] = {"server.key", "server.pub", "client.key", "reader.key",
-                                        "authorized_keys"};
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return eddy_err_set(err, "%s: %s", dir, strerror(errno));
     if (check_dir(dir, err) < 0)
         return -1;
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
-        if (file_exists(dir, files[i]))
-            return eddy_err_set(err, "%s/%s exists (keygen never overwrites keys)", dir, files[i]);
+    for (size_t i = 0; i < N_KEY_FILES; i++)
+        if (file_exists(dir, key_files[i]))
+            return eddy_err_set(err, "%s/%s exists (keygen never overwrites keys)", dir, key_files[i]);
     if (chmod(dir, 0700) < 0)
         return eddy_err_set(err, "%s: %s", dir, strerror(errno));
     char pub[3][EDDY_KEY_Z85_LEN + 1], sec[3][EDDY_KEY_Z85_LEN + 1];
@@ -355,7 +395,7 @@ int eddy_keys_generate(const char *dir, eddy_err_t *err)
         snprintf(text, sizeof text,
                  "# eddy CURVE key pair: %s. Keep it secret.\npublic %s\nsecret %s\n", what[i],
                  pub[i], sec[i]);
-        rc = write_new(dir, files[i == 0 ? 0 : i + 1], text, err);
+        rc = write_new(dir, key_files[i == 0 ? 0 : i + 1], text, err);
     }
     if (rc == 0) {
         snprintf(text, sizeof text, "# eddy CURVE server public key: what clients check\npublic %s\n",

@@ -18,6 +18,7 @@
 #ifndef EDDY_NET_KEYS_H
 #define EDDY_NET_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,10 @@ eddy_role_t eddy_keys_role_of(const eddy_keys_t *self, const uint8_t key[EDDY_KE
 /* Creates DIR (0700; an existing DIR must hold none of the files) with new
  * server, client and reader pairs and their authorized_keys. */
 int eddy_keys_generate(const char *dir, eddy_err_t *err);
+/* The same, unless DIR already holds every key file: then they are checked
+ * (all must load) and kept, *kept true. A partial set is an error, never
+ * completed: new keys beside old ones would split the cluster. */
+int eddy_keys_generate_once(const char *dir, bool *kept, eddy_err_t *err);
 
 const char *eddy_role_name(eddy_role_t role);
 /* "worker", "client", "reader" -> role; EDDY_ROLE_NONE for anything else. */

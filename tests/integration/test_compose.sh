@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # test_compose.sh - eddy in Docker Compose, end to end:
 #   build the images offline (deploy/build-image.sh --offline: eddy, redis,
-#   postgres, prometheus), compose up (etcd, coordinator, the worker service
-#   with 3 containers, controller, redis, postgres), check each worker's
-#   identity is its container's hostname, submit a rate-limited wordcount,
-#   rescale `count` to 3 while it runs, wait for `finished` by polling
-#   GET /api/v1/jobs with a deadline, compare the output with a reference
-#   computed by coreutils; submit a plugin job from the host; run
-#   deploy/demo-redis-postgres.sh (Redis stream -> wordcount -> PostgreSQL)
-#   and compare the table with the reference, pg_prepared_xacts empty;
-#   `up --scale worker=5` then `=2` and count live workers; start the
-#   prometheus profile and query eddy_workers_alive through Prometheus;
-#   tear everything down.
+#   postgres, prometheus), compose up (keygen, etcd, coordinator-1 and -2,
+#   the worker service with 3 containers, controller, redis, postgres), all
+#   with CURVE keys from the keys volume; a client without keys gets no
+#   status (a clear error, within its timeout), a host-side client with
+#   server.pub and client.key copied out of the volume does; check each
+#   worker's identity is its container's hostname, submit a rate-limited
+#   wordcount, rescale `count` to 3 while it runs, `docker kill` the leading
+#   coordinator mid-job, check the standby takes over (/api/v1/leader),
+#   wait for `finished` by polling GET /api/v1/jobs with a deadline, compare
+#   the output with a reference computed by coreutils; start the killed
+#   coordinator again (it stands by); submit a plugin job from the host;
+#   run deploy/demo-redis-postgres.sh (Redis stream -> wordcount ->
+#   PostgreSQL) and compare the table with the reference, pg_prepared_xacts
+#   empty; `up --scale worker=5` (keygen runs again and keeps the keys) then
+#   `=2` and count live workers; start the prometheus profile and query
+#   through Prometheus: both coordinators up, one eddy_coordinator_leader,
+#   eddy_workers_alive 2; tear everything down.
 #
 #   tests/integration/test_compose.sh [EDDY_BINARY]
 #
@@ -48,11 +54,12 @@ project=eddytest$$
 tag=eddy:ctest-$$
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-compose-test.XXXXXX")
 export EDDY_IMAGE=$tag EDDY_HTTP_PUBLISH=127.0.0.1::9250 EDDY_CONTROL_PUBLISH=127.0.0.1::7600
+export EDDY_HTTP_PUBLISH_2=127.0.0.1::9250 EDDY_CONTROL_PUBLISH_2=127.0.0.1::7600
 export EDDY_REDIS_IMAGE=eddy-redis:ctest-$$ EDDY_POSTGRES_IMAGE=eddy-postgres:ctest-$$
 export EDDY_PROMETHEUS_IMAGE=eddy-prometheus:ctest-$$ EDDY_PROMETHEUS_PUBLISH=127.0.0.1::9090
 # deploy/demo-redis-postgres.sh runs its own compose commands: same project.
 export COMPOSE_PROJECT_NAME=$project
-unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS
+unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS EDDY_KEYS EDDY_COORDINATOR
 compose() { "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" "$@"; }
 
 cleanup() {
@@ -89,13 +96,22 @@ tr -s ' \t' '\n' <"$work/in.txt" | grep -v '^$' | LC_ALL=C sort | uniq -c \
 
 # 3. up
 compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "compose up failed"; }
-coord=$(compose ps -q coordinator)
-[ -n "$coord" ] || fail "no coordinator container"
-port=$(docker port "$coord" 9250/tcp | head -n 1 | sed 's/.*://')
-[ -n "$port" ] || fail "coordinator HTTP port not published"
-api=http://127.0.0.1:$port
-log "compose up; coordinator API at $api"
-docker cp "$work/in.txt" "$coord:/data/in.txt" || fail "docker cp of the input failed"
+c=() api=() cport=()
+published() {  # published I: coordinator-I's host ports (new ones after a restart)
+  local p
+  p=$(docker port "${c[$1]}" 9250/tcp | head -n 1 | sed 's/.*://')
+  [ -n "$p" ] || fail "coordinator-$1 HTTP port not published"
+  api[$1]=http://127.0.0.1:$p
+  cport[$1]=$(docker port "${c[$1]}" 7600/tcp | head -n 1 | sed 's/.*://')
+  [ -n "${cport[$1]}" ] || fail "coordinator-$1 control port not published"
+  coordinators=tcp://127.0.0.1:${cport[1]:-0},tcp://127.0.0.1:${cport[2]:-0}
+}
+for i in 1 2; do
+  c[$i]=$(compose ps -q coordinator-$i)
+  [ -n "${c[$i]}" ] || fail "no coordinator-$i container"
+  published $i
+done
+log "compose up; coordinator APIs at ${api[1]} and ${api[2]}, control $coordinators"
 
 wait_until() {  # wait_until SECONDS WHAT CMD...
   local end=$(( $(date +%s) + $1 )) what=$2; shift 2
@@ -104,8 +120,24 @@ wait_until() {  # wait_until SECONDS WHAT CMD...
     sleep 1
   done
 }
+role_of() { curl -fsS "${api[$1]}/api/v1/leader" | grep -o '"role": *"[a-z]*"' | sed 's/.*"\([a-z]*\)"$/\1/'; }
+leads() { [ "$(role_of "$1")" = leader ]; }
+one_leads() { leads 1 || leads 2; }
+wait_until 60 "coordinator-1 /healthz" curl -fsS "${api[1]}/healthz"
+wait_until 60 "coordinator-2 /healthz" curl -fsS "${api[2]}/healthz"
+wait_until 60 "a leader among the coordinators" one_leads
+if leads 1; then lead=1 standby=2; else lead=2 standby=1; fi
+[ "$(role_of $standby)" = standby ] || fail "coordinator-$standby is '$(role_of $standby)', not standby"
+coord=${c[$lead]}
+log "coordinator-$lead leads, coordinator-$standby stands by"
+# A standby's /metrics is scrapable (200) and says it does not lead.
+curl -fsS "${api[$standby]}/metrics" | grep -qx 'eddy_coordinator_leader 0' \
+  || fail "the standby's /metrics does not answer eddy_coordinator_leader 0"
+curl -fsS "${api[$lead]}/metrics" | grep -qx 'eddy_coordinator_leader 1' \
+  || fail "the leader's /metrics does not answer eddy_coordinator_leader 1"
+docker cp "$work/in.txt" "$coord:/data/in.txt" || fail "docker cp of the input failed"
+
 three_workers() { [ "$(docker exec "$coord" eddy status | grep -c ' alive$')" -ge 3 ]; }
-wait_until 60 "coordinator /healthz" curl -fsS "$api/healthz"
 wait_until 60 "3 workers registered" three_workers
 docker exec "$coord" eddy status | sed 's/^/    /'
 # One worker service; each replica registers under its container's hostname
@@ -116,13 +148,44 @@ for w in $(compose ps -q worker); do
     || fail "worker container $h is not registered as $h at tcp://$h:7700"
 done
 
-# 4. submit, rescale while running, wait for the end
+# Keys: everything above ran with the keys volume (EDDY_KEYS=/keys in every
+# eddy container). Without keys a client gets nothing: the coordinator
+# refuses its handshake, and it says so (at the latest after its 5 s timeout).
+t=$(date +%s)
+if out=$(docker exec -e EDDY_KEYS= "$coord" eddy status 2>&1); then
+  fail "a client without keys got a status: $out"
+fi
+log "no keys, in a container: refused after $(( $(date +%s) - t ))s: $out"
+echo "$out" | grep -q '^eddy status: .*handshake failed.*--keys' || fail "no clear error without keys: '$out'"
+echo "$out" | grep -q ' alive$' && fail "a client without keys saw workers: $out"
+# The host-side client: server.pub and client.key copied out of the volume
+# (deploy/README.md, "Keys"), and nothing else.
+if [ -n "$binary" ]; then
+  keys=$work/keys
+  mkdir -m 700 "$keys"
+  for f in server.pub client.key; do
+    docker cp "$coord:/keys/$f" "$keys/$f" || fail "docker cp of /keys/$f failed"
+  done
+  chmod 600 "$keys"/*
+  if out=$(EDDY_KEYS= "$binary" status --coordinator "$coordinators" 2>&1); then
+    fail "a host-side client without keys got a status: $out"
+  fi
+  log "no keys, on the host: refused: $out"
+  echo "$out" | grep -q '^eddy status: .*--keys' || fail "no clear error without keys on the host: '$out'"
+  out=$("$binary" status --keys "$keys" --coordinator "$coordinators" 2>&1) \
+    || fail "the host-side client with the copied client key got no status: $out"
+  [ "$(echo "$out" | grep -c ' alive$')" -ge 3 ] || fail "the host-side client saw no workers: $out"
+  log "PASS: keys: none -> refused, the copied client key -> status with $(echo "$out" | grep -c ' alive$') workers"
+fi
+
+# 4. submit, rescale while running, kill the leading coordinator, wait for
+# the end under the other one
 job=$(docker exec "$coord" eddy submit --job wordcount --input /data/in.txt \
-        --output /data/out.tsv --rate "$rate" --coordinator tcp://coordinator:7600) \
+        --output /data/out.tsv --rate "$rate") \
   || fail "submit failed"
 log "submitted $job ($lines lines at --rate $rate)"
-state() { curl -fsS "$api/api/v1/jobs" | grep -o '"state": *"[a-z]*"' | head -n 1 | sed 's/.*"\([a-z]*\)"$/\1/'; }
-running() { [ "$(state)" = running ]; }
+state_at() { curl -fsS "${api[$1]}/api/v1/jobs" | grep -o '"state": *"[a-z]*"' | head -n 1 | sed 's/.*"\([a-z]*\)"$/\1/'; }
+running() { [ "$(state_at $lead)" = running ]; }
 wait_until 60 "job running" running
 if out=$(docker exec "$coord" eddy rescale "$job" count 3 2>&1); then
   log "rescaled count to 3: $out"
@@ -131,9 +194,20 @@ else
   log "rescale not done: $out"
   rescaled=0
 fi
+# After a complete checkpoint, so that the new leader restores from one.
+checkpointed() { [ "$(curl -fsS "${api[$lead]}/api/v1/jobs" | grep -o '"completed": *[0-9]*' | head -n 1 | tr -dc 0-9)" -ge 1 ]; }
+wait_until 60 "a complete checkpoint" checkpointed
+[ "$(state_at $lead)" = running ] || fail "the job is '$(state_at $lead)' before the kill (job too short? raise EDDY_TEST_LINES)"
+docker kill "${c[$lead]}" >/dev/null || fail "docker kill coordinator-$lead failed"
+t_kill=$(date +%s)
+log "killed coordinator-$lead (docker kill) mid-job"
+wait_until 60 "coordinator-$standby to take over" leads $standby
+log "coordinator-$standby leads $(( $(date +%s) - t_kill ))s after the kill"
+old=$lead lead=$standby standby=$old
+coord=${c[$lead]}
 end=$(( $(date +%s) + deadline_s ))
 while :; do
-  s=$(state)
+  s=$(state_at $lead)
   case "$s" in
     finished) break ;;
     failed|cancelled) fail "job ended $s" ;;
@@ -141,10 +215,13 @@ while :; do
   [ "$(date +%s)" -lt "$end" ] || fail "job not finished within ${deadline_s}s (state '$s')"
   sleep 1
 done
-log "job finished"
+log "job finished under coordinator-$lead, $(( $(date +%s) - t_kill ))s after the kill"
+docker logs "${c[$lead]}" 2>&1 | grep -E 'elected leader|resumed job|restor' | sed 's/^/    /'
+docker logs "${c[$lead]}" 2>&1 | grep -q 'restoring from checkpoint ' \
+  || fail "coordinator-$lead did not restore the job from a checkpoint"
 docker exec "$coord" eddy status | sed 's/^/    /'
-curl -fsS "$api/metrics" | grep -q . || fail "GET /metrics is empty"
-curl -fsS "$api/api/v1/scaling" >/dev/null || fail "GET /api/v1/scaling failed"
+[ -n "$(curl -fsS "${api[$lead]}/metrics")" ] || fail "GET /metrics is empty"
+curl -fsS "${api[$lead]}/api/v1/scaling" >/dev/null || fail "GET /api/v1/scaling failed"
 
 # 5. compare
 docker cp "$coord:/data/out.tsv" "$work/out.tsv" || fail "no /data/out.tsv"
@@ -153,22 +230,28 @@ if ! cmp -s "$work/expected.tsv" "$work/out.tsv"; then
   fail "output differs from the reference ($(wc -l <"$work/out.tsv") vs $(wc -l <"$work/expected.tsv") lines)"
 fi
 [ "$rescaled" = 1 ] || fail "the mid-run rescale did not happen (job too short? raise EDDY_TEST_LINES)"
-log "PASS: $(wc -l <"$work/out.tsv") distinct words match the reference"
+log "PASS: $(wc -l <"$work/out.tsv") distinct words match the reference (rescaled, leader killed)"
+
+# The killed coordinator comes back as the standby.
+docker start "${c[$standby]}" >/dev/null || fail "docker start coordinator-$standby failed"
+published $standby
+stands_by() { [ "$(role_of $standby)" = standby ]; }
+wait_until 60 "the restarted coordinator-$standby to stand by" stands_by
+log "PASS: the restarted coordinator-$standby stands by"
 
 # A user's job from the host: a plugin built here (examples/clicks) is
-# uploaded by a host-side `eddy submit --plugin` to the running containers,
-# which fetch it from the coordinator; no new image.
+# uploaded by a host-side `eddy submit --plugin` (with the copied client
+# key, through both coordinators) to the running containers, which fetch it
+# from the coordinator; no new image.
 plugin="$(dirname "${binary:-$repo/build/eddy}")/examples/libclicks.so"
 if [ -n "$binary" ] && [ -f "$plugin" ]; then
-  cport=$(docker port "$coord" 7600/tcp | head -n 1 | sed 's/.*://')
-  [ -n "$cport" ] || fail "coordinator control port not published"
   awk 'BEGIN { srand(7); for (i = 0; i < 5000; i++) printf "u%d p%d\n", int(rand() * 50), int(rand() * 9) }' \
     >"$work/clicks.txt"
   cut -d' ' -f1 "$work/clicks.txt" | LC_ALL=C sort | uniq -c | awk '{print $2"\t"$1}' \
     >"$work/clicks-expected.tsv"
   docker cp "$work/clicks.txt" "$coord:/data/clicks.txt" || fail "docker cp of the clicks input failed"
-  out=$("$binary" submit --plugin "$plugin" --job clicks --input /data/clicks.txt \
-          --output /data/clicks.tsv --coordinator "tcp://127.0.0.1:$cport" 2>&1) \
+  out=$("$binary" submit --keys "$keys" --plugin "$plugin" --job clicks --input /data/clicks.txt \
+          --output /data/clicks.tsv --coordinator "$coordinators" 2>&1) \
     || fail "host-side submit of the clicks plugin failed: $out"
   log "submitted the clicks plugin from the host: $out"
   # (the offline image has no shell tools: docker cp is the existence check)
@@ -202,6 +285,7 @@ prepared=$(psql_q 'SELECT count(*) FROM pg_prepared_xacts' | tr -dc 0-9)
 log "PASS: Redis stream -> PostgreSQL table matches ($(wc -l <"$work/demo-table.tsv") words), no prepared transactions left"
 
 # 7. the worker service scales: 5 containers, then 2, each a live worker.
+# (`up` runs keygen again: it keeps the keys, or nothing could connect.)
 alive() { docker exec "$coord" eddy status | grep -c ' alive$'; }
 alive_is() { [ "$(alive)" -eq "$1" ]; }
 compose up -d --scale worker=5 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=5 failed"; }
@@ -211,14 +295,17 @@ compose up -d --scale worker=2 >"$work/scale.log" 2>&1 || { cat "$work/scale.log
 wait_until 60 "2 live workers after --scale worker=2" alive_is 2
 log "PASS: --scale worker=5 then 2: $(alive) live workers"
 
-# 8. the prometheus profile scrapes the coordinator.
+# 8. the prometheus profile scrapes both coordinators: each is up (a
+# standby's /metrics answers 200), one leads, the leader's series count.
 compose --profile prometheus up -d prometheus >"$work/prom.log" 2>&1 \
   || { cat "$work/prom.log"; fail "compose --profile prometheus up failed"; }
 pport=$(docker port "$(compose ps -q prometheus)" 9090/tcp | head -n 1 | sed 's/.*://')
 [ -n "$pport" ] || fail "prometheus port not published"
-scraped() {
-  curl -fsS "http://127.0.0.1:$pport/api/v1/query?query=eddy_workers_alive" \
-    | grep -q '"value":\[[0-9.]*,"2"\]'
+prom_is() {  # prom_is QUERY VALUE: the query's one sample has VALUE
+  curl -fsS -G "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" \
+    | grep -q "\"value\":\[[0-9.]*,\"$2\"\]"
 }
-wait_until 90 "Prometheus to report eddy_workers_alive 2" scraped
-log "PASS: Prometheus scrapes the coordinator (eddy_workers_alive = 2)"
+wait_until 90 "Prometheus to report eddy_workers_alive 2" prom_is eddy_workers_alive 2
+wait_until 30 "Prometheus to scrape both coordinators" prom_is 'sum(up{job="eddy-coordinator"})' 2
+wait_until 30 "Prometheus to see one leader" prom_is 'sum(eddy_coordinator_leader)' 1
+log "PASS: Prometheus scrapes both coordinators (up 2, one leader, eddy_workers_alive = 2)"

@@ -19,6 +19,13 @@
  *  duplicate_identity a second worker under an existing name, and one
  *                     advertising an existing data address, exit non-zero
  *                     saying why; the first worker stays registered.
+ *  keys_on_standby    both coordinators with CURVE keys: the standby's
+ *                     socket takes the same handshake as the leader's (a
+ *                     client without keys is refused, not told where the
+ *                     leader is; a keyed client given only the standby
+ *                     reaches the leader, a keyed worker is sent there by
+ *                     it); both /metrics answer 200
+ *                     with eddy_coordinator_leader 1 and 0.
  *
  * Every wait polls an observable condition (logs, status, process exit)
  * with a deadline; the plain waits are marked: they are wall-clock progress
@@ -33,6 +40,7 @@
 
 #include "common/clock.h"
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
@@ -417,4 +425,70 @@ Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeo
     cr_assert(st);
     cr_assert_eq(json_array_size(json_object_get(st, "workers")), 1);
     json_decref(st);
+}
+
+Test(coordinator_ha, keys_on_standby, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char keys[700];
+    snprintf(keys, sizeof keys, "%s/keys", dir);
+    char *keygen[] = {EDDY_BINARY, "keygen", keys, NULL};
+    cr_assert_eq(eddy_proc_run(keygen, 20000, NULL, NULL), 0, "eddy keygen failed");
+    /* every process of this test inherits the keys (EDDY_KEYS) */
+    cr_assert(setenv("EDDY_KEYS", keys, 1) == 0);
+    start_coordinator(0);
+    wait_log(0, "elected leader", 1, 20000);
+    start_coordinator(1);
+    wait_log(1, "the leader is", 1, 20000);
+
+    char *standby_status[] = {EDDY_BINARY, "status", "--json", "--coordinator", coord_url[1], NULL};
+    cr_assert(unsetenv("EDDY_KEYS") == 0);
+    char *err = NULL;
+    int rc = eddy_proc_run(standby_status, 15000, NULL, &err);
+    cr_assert(setenv("EDDY_KEYS", keys, 1) == 0);
+    cr_assert_neq(rc, 0, "a client without keys got an answer from the standby");
+    cr_assert(err && strstr(err, "handshake failed") && !strstr(err, "not leader"),
+              "want a refused handshake, got: %s", err ? err : "");
+    free(err);
+    /* given both, it says why too, as soon as both refused */
+    char *both_status[] = {EDDY_BINARY, "status", "--coordinator", coord_list, NULL};
+    cr_assert(unsetenv("EDDY_KEYS") == 0);
+    err = NULL;
+    uint64_t t0 = eddy_mono_ms();
+    rc = eddy_proc_run(both_status, 15000, NULL, &err);
+    uint64_t took = eddy_mono_ms() - t0;
+    cr_assert(setenv("EDDY_KEYS", keys, 1) == 0);
+    cr_assert_neq(rc, 0, "a client without keys got a status from the coordinators");
+    cr_assert(err && strstr(err, "coordinators at") && strstr(err, "use --keys DIR"),
+              "want both refusals named, got: %s", err ? err : "");
+    cr_log_info("a keyless client of both coordinators was refused in %llu ms",
+                (unsigned long long)took);
+    free(err);
+
+    char *out = NULL;
+    err = NULL;
+    rc = eddy_proc_run(standby_status, 15000, &out, &err);
+    cr_assert_eq(rc, 0, "a keyed client given only the standby got no status: %s", err ? err : "");
+    json_t *doc = out ? json_loads(out, 0, NULL) : NULL;
+    cr_assert(doc, "no JSON status through the standby: %s", out ? out : "");
+    json_decref(doc);
+    free(out);
+    free(err);
+
+    /* a keyed worker trying the standby first hears from it where the
+     * leader is (a standby without CURVE failed the handshake: "no answer") */
+    snprintf(coord_list, sizeof coord_list, "%s,%s", coord_url[1], coord_url[0]);
+    start_worker("worker-1", NULL);
+    wait_log(0, ") registered, data at", 1, 30000);
+    char wlog[700];
+    snprintf(wlog, sizeof wlog, "%s/worker-1.log", dir);
+    cr_assert_eq(count_in(wlog, "not the leader"), 1, "the worker did not hear from the standby");
+
+    /* both scrape with 200 (-1 otherwise), the standby with no other series */
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_coordinator_leader"), 1,
+                 "the leader's /metrics lacks eddy_coordinator_leader 1");
+    cr_assert_eq(eddy_test_scrape_sum(ports[3], "eddy_coordinator_leader"), 0,
+                 "the standby's /metrics lacks eddy_coordinator_leader 0 (or is not 200)");
+    cr_assert_eq(eddy_test_scrape_sum(ports[3], "eddy_workers_alive"), -1,
+                 "the standby exports the leader's series");
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_workers_alive"), 1);
 }

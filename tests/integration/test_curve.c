@@ -453,7 +453,33 @@ Test(curve, loose_or_corrupt_key_files_refused, .init = setup, .fini = teardown,
     char *worker_argv[] = {EDDY_BINARY, "worker", "--keys", keys, "--coordinator", coord_url, NULL};
     char *status_argv[] = {EDDY_BINARY, "status", "--keys", keys, "--coordinator", coord_url, NULL};
 
+    /* keygen --keep-existing (what the compose deployment runs at every
+     * start): a complete set is checked and kept, byte for byte */
     snprintf(path, sizeof path, "%s/server.key", keys);
+    size_t before_len;
+    char *before = eddy_read_file(path, &before_len);
+    cr_assert(before);
+    char *keep_argv[] = {EDDY_BINARY, "keygen", "--keep-existing", keys, NULL};
+    char *out = NULL;
+    int rc = eddy_proc_run(keep_argv, 20000, &out, NULL);
+    cr_assert_eq(rc, 0, "keygen --keep-existing on a complete set exited %d", rc);
+    cr_assert(out && strstr(out, "kept"), "keygen --keep-existing said '%s'", out ? out : "");
+    free(out);
+    size_t after_len;
+    char *after = eddy_read_file(path, &after_len);
+    cr_assert(after && after_len == before_len && !memcmp(before, after, before_len),
+              "keygen --keep-existing changed server.key");
+    free(before);
+    free(after);
+    /* a partial set is never completed (new keys beside old ones would
+     * split the cluster) */
+    char partial[700];
+    snprintf(partial, sizeof partial, "%s/partial", dir);
+    cr_assert(mkdir(partial, 0700) == 0);
+    copy_key(keys, "server.pub", partial, "server.pub");
+    char *partial_argv[] = {EDDY_BINARY, "keygen", "--keep-existing", partial, NULL};
+    expect_usage_error(partial_argv, "holds only some of the key files (no server.key)");
+
     cr_assert(chmod(path, 0644) == 0);
     expect_usage_error(local_argv, "server.key: permissions 0644 are too open");
     expect_usage_error(coord_argv, "server.key: permissions 0644 are too open");
@@ -486,6 +512,8 @@ Test(curve, loose_or_corrupt_key_files_refused, .init = setup, .fini = teardown,
     cr_assert(eddy_write_file(path, key, (size_t)(sec - key) + 20) == 0);
     expect_usage_error(worker_argv, "corrupt key");
     free(key);
+    /* a broken set is not kept silently */
+    expect_usage_error(keep_argv, "corrupt key");
 
     /* a missing directory, and keygen refusing to overwrite */
     char *missing_argv[] = {EDDY_BINARY, "status", "--keys", "/nonexistent/eddy-keys", NULL};
