@@ -76,10 +76,18 @@ void eddy_pool_note_decisions(eddy_pool_t *self, const char *job,
                               const eddy_scaling_decision_t *decisions, size_t count)
 {
     const eddy_scaling_decision_t *widest = NULL;
-    for (size_t i = 0; i < count; i++)
-        if (decisions[i].wanted_parallelism &&
-            (!widest || decisions[i].wanted_parallelism > widest->wanted_parallelism))
+    bool tie = false;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t want = decisions[i].wanted_parallelism;
+        if (!want)
+            continue;
+        if (widest && want == widest->wanted_parallelism)
+            tie = true;
+        if (!widest || want > widest->wanted_parallelism) {
             widest = &decisions[i];
+            tie = false;
+        }
+    }
     if (!widest)
         return; /* warm-up or nothing measured: the last demand stands */
     job_demand_t *d = self->demands;
@@ -94,7 +102,8 @@ void eddy_pool_note_decisions(eddy_pool_t *self, const char *job,
         self->demands = d;
     }
     d->slots = widest->wanted_parallelism;
-    snprintf(d->operator_name, sizeof d->operator_name, "%s", widest->operator_name);
+    /* the reason names the operator that needs the most, or the job */
+    snprintf(d->operator_name, sizeof d->operator_name, "%s", tie ? job : widest->operator_name);
 }
 
 void eddy_pool_forget_job(eddy_pool_t *self, const char *job)

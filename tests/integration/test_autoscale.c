@@ -55,34 +55,18 @@ static const char *cost_mode = "--cost-sleep";
 
 static void write_input(const char *path, uint64_t lines)
 {
-    eddy_generator_config_t cfg = {.lines = lines, .words_per_line = WORDS, .vocabulary = 10000, .seed = 42};
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    char buf[8192];
-    for (uint64_t n = 0; n < lines; n++) {
-        uint32_t len = eddy_generator_line(&cfg, n, buf, sizeof buf);
-        fwrite(buf, 1, len, f);
-        if (len == 0 || buf[len - 1] != '\n')
-            fputc('\n', f);
-    }
-    fclose(f);
+    ctl_write_generated_input(path, lines, WORDS);
 }
 
 static void poll_decisions(autoscale_run_t *r)
 {
-    char *argv[] = {EDDY_BINARY, "scaling", "--json", "--coordinator", r->coordinator, NULL};
-    char *out = NULL;
-    if (ctl_run_capture(argv, 5000, &out) == 0) {
-        json_error_t jerr;
-        json_t *doc = json_loads(out, 0, &jerr);
-        if (json_is_array(doc) && json_array_size(doc) >= json_array_size(r->decisions)) {
-            json_decref(r->decisions);
-            r->decisions = doc;
-        } else {
-            json_decref(doc);
-        }
+    json_t *doc = ctl_scaling_decisions(r->coordinator);
+    if (doc && json_array_size(doc) >= json_array_size(r->decisions)) {
+        json_decref(r->decisions);
+        r->decisions = doc;
+    } else {
+        json_decref(doc);
     }
-    free(out);
 }
 
 /* Runs the job to its end (deadline 90 s), polling the decisions. */

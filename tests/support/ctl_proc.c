@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connectors/sources.h"
+
 static uint64_t ctl_now_ms(void)
 {
     struct timespec ts;
@@ -168,4 +170,36 @@ char *ctl_output_as_uniq(const char *output_path)
     char cmd[4500];
     snprintf(cmd, sizeof cmd, "awk -F'\\t' '{print $2, $1}' '%s' | LC_ALL=C sort", output_path);
     return ctl_shell(cmd);
+}
+
+void ctl_write_generated_input(const char *path, uint64_t lines, uint32_t words_per_line)
+{
+    eddy_generator_config_t cfg = {.lines = lines, .words_per_line = words_per_line, .vocabulary = 10000, .seed = 42};
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    char buf[8192];
+    for (uint64_t n = 0; n < lines; n++) {
+        uint32_t len = eddy_generator_line(&cfg, n, buf, sizeof buf);
+        fwrite(buf, 1, len, f);
+        if (len == 0 || buf[len - 1] != '\n')
+            fputc('\n', f);
+    }
+    fclose(f);
+}
+
+json_t *ctl_scaling_decisions(const char *coordinator)
+{
+    char *argv[] = {EDDY_BINARY, "scaling", "--json", "--coordinator", (char *)coordinator, NULL};
+    char *out = NULL;
+    json_t *doc = NULL;
+    if (ctl_run_capture(argv, 5000, &out) == 0) {
+        doc = json_loads(out, 0, NULL);
+        if (!json_is_array(doc)) {
+            json_decref(doc);
+            doc = NULL;
+        }
+    }
+    free(out);
+    return doc;
 }

@@ -1,0 +1,190 @@
+/* test_pool_local.c - the elastic worker pool's local backend end to end:
+ * `eddy local --workers 1 --pool --max-workers 3 --autoscale` runs the
+ * load of test_autoscale.c (count costs 1 ms of sleep per word; 1600
+ * words/s want 3 count instances), so the controller needs 3 slots where
+ * one worker offers 1: the pool starts two `eddy worker` processes, the
+ * scale-up waits for them and puts the new instances there. When the rate
+ * drops, count scales down, the pool's workers run nothing, and after the
+ * idle grace the pool stops them: back to --workers. The test watches
+ * `eddy status --json` and the decision log (`eddy scaling --json`, where
+ * pool changes are decisions of operator "pool"), and checks the output
+ * is exact.
+ *
+ * Timeline (quiet machine): the pool grows at ~2-3 s, count goes to 3 at
+ * ~5 s, the rate drops at 14 s, count goes back to 1 at ~17 s, the pool
+ * releases its two workers by ~25 s, the input ends at ~34 s. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "tests/support/ctl_proc.h"
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define WORDS 4
+
+typedef struct pool_run {
+    char dir[4096], input[4200], output[4200], log[4200], coordinator[64];
+    json_t *decisions;
+    uint32_t max_alive, last_alive;
+    bool pool_worker_ran_instances;
+    int exit_status;
+} pool_run_t;
+
+static void poll_status(pool_run_t *r)
+{
+    char *argv[] = {EDDY_BINARY, "status", "--json", "--coordinator", r->coordinator, NULL};
+    char *out = NULL;
+    if (ctl_run_capture(argv, 5000, &out) == 0) {
+        json_t *doc = json_loads(out, 0, NULL);
+        size_t i;
+        json_t *w;
+        uint32_t alive = 0;
+        json_array_foreach(json_object_get(doc, "workers"), i, w)
+        {
+            if (!json_is_true(json_object_get(w, "alive")))
+                continue;
+            alive++;
+            const char *name = json_string_value(json_object_get(w, "name"));
+            if (name && !strncmp(name, "eddy-pool-", 10) &&
+                json_integer_value(json_object_get(w, "tasks")) > 0)
+                r->pool_worker_ran_instances = true;
+        }
+        if (doc) {
+            r->last_alive = alive;
+            if (alive > r->max_alive)
+                r->max_alive = alive;
+        }
+        json_decref(doc);
+    }
+    free(out);
+    json_t *d = ctl_scaling_decisions(r->coordinator);
+    if (d && json_array_size(d) >= json_array_size(r->decisions)) {
+        json_decref(r->decisions);
+        r->decisions = d;
+    } else {
+        json_decref(d);
+    }
+}
+
+static void run(pool_run_t *r, uint64_t lines, const char *rate, const char *cost_us,
+                const char *cost_mode, const char *controller_flags)
+{
+    eddy_err_t err = {{0}};
+    char *dir = eddy_test_mkdtemp("pool-local", &err);
+    cr_assert_not_null(dir, "%s", err.msg);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    free(dir);
+    snprintf(r->input, sizeof r->input, "%s/input.txt", r->dir);
+    snprintf(r->output, sizeof r->output, "%s/counts.tsv", r->dir);
+    snprintf(r->log, sizeof r->log, "%s/local.log", r->dir);
+    ctl_write_generated_input(r->input, lines, WORDS);
+    int cport = eddy_test_free_port(&err);
+    cr_assert(cport > 0, "%s", err.msg);
+    snprintf(r->coordinator, sizeof r->coordinator, "tcp://127.0.0.1:%d", cport);
+    char lines_s[32], cport_s[16], words_s[8];
+    snprintf(lines_s, sizeof lines_s, "%llu", (unsigned long long)lines);
+    snprintf(cport_s, sizeof cport_s, "%d", cport);
+    snprintf(words_s, sizeof words_s, "%d", WORDS);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--pool", "--max-workers", "3",
+                    "--job", "wordcount", "--generate", "--lines", lines_s, "--words-per-line",
+                    words_s, "--rate", (char *)rate, "--cost-us", (char *)cost_us,
+                    (char *)cost_mode, "--parallelism", "1", "--controller-flags",
+                    (char *)controller_flags, "--control-port", cport_s, "--http-port", "0",
+                    "--output", r->output, "--quiet", NULL};
+    r->decisions = json_array();
+    pid_t pid = ctl_spawn(argv, r->log);
+    cr_assert(pid > 0);
+    uint64_t deadline = eddy_mono_ms() + 100000;
+    bool exited = false;
+    int status = -1;
+    while (eddy_mono_ms() < deadline) {
+        if (ctl_exited(pid, &status)) {
+            exited = true;
+            break;
+        }
+        poll_status(r);
+        usleep(300000);
+    }
+    if (!exited)
+        status = ctl_wait(pid, 1);
+    r->exit_status = status;
+    cr_assert(exited, "eddy local did not finish within 100 s (log: %s)", r->log);
+}
+
+/* The pool's decisions: how many grew and shrank, and the last shrink's
+ * worker count. */
+static void pool_decisions(const pool_run_t *r, int *ups, int *downs, int64_t *last_down_to,
+                           char *seen, size_t size)
+{
+    *ups = *downs = 0;
+    *last_down_to = -1;
+    size_t used = 0, i;
+    seen[0] = '\0';
+    json_t *d;
+    json_array_foreach(r->decisions, i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "operator")) ?: "", "pool"))
+            continue;
+        const char *action = json_string_value(json_object_get(d, "action"));
+        if (action && !strcmp(action, "scale_up"))
+            (*ups)++;
+        if (action && !strcmp(action, "scale_down")) {
+            (*downs)++;
+            *last_down_to = json_integer_value(json_object_get(d, "new_parallelism"));
+        }
+        if (used < size)
+            used += (size_t)snprintf(seen + used, size - used, "[%s] ",
+                                     json_string_value(json_object_get(d, "reason")));
+    }
+}
+
+static void assert_exact(const pool_run_t *r)
+{
+    cr_assert_eq(r->exit_status, 0, "eddy local exited %d (log: %s)", r->exit_status, r->log);
+    char *want = ctl_reference_counts(r->input);
+    char *got = ctl_output_as_uniq(r->output);
+    cr_assert_not_null(want);
+    cr_assert_not_null(got);
+    cr_assert(strlen(want) > 0);
+    cr_assert(strcmp(want, got) == 0, "final counts differ from the reference (output %s)", r->output);
+    free(want);
+    free(got);
+}
+
+static void finish(pool_run_t *r)
+{
+    json_decref(r->decisions);
+    if (!getenv("EDDY_TEST_KEEP"))
+        eddy_test_rm_rf(r->dir);
+}
+
+Test(pool_local, grows_with_the_load_and_shrinks_when_it_drops, .timeout = 150)
+{
+    pool_run_t r = {0};
+    /* 400 lines/s (1600 words/s: 3 instances) for 14 s, then 50 lines/s
+     * (one instance is plenty) to the end of the input */
+    run(&r, 4500 + 1000, "0:400,14:50", "1000", "--cost-sleep",
+        "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
+        "--scale-down-confirmations 2 --allow-oversubscribe --pool-idle-ms 4000 "
+        "--pool-cooldown-ms 2000");
+    int ups, downs;
+    int64_t down_to;
+    char seen[4096];
+    pool_decisions(&r, &ups, &downs, &down_to, seen, sizeof seen);
+    cr_assert_eq(r.max_alive, 3, "the pool never had 3 live workers (max %u); pool decisions: %s (log %s)",
+                 r.max_alive, seen, r.log);
+    cr_assert(r.pool_worker_ran_instances, "no instance ever ran on a pool worker (log %s)", r.log);
+    cr_assert_geq(ups, 1, "no pool growth recorded: %s (log %s)", seen, r.log);
+    cr_assert(strstr(seen, "pool: +2 workers (count needs 3 slots, 1 live worker x 1 slot)") ||
+                  strstr(seen, "pool: +1 worker (count needs 3 slots"),
+              "the growth does not say why: %s", seen);
+    cr_assert_geq(downs, 2, "the pool did not release its two workers: %s (log %s)", seen, r.log);
+    cr_assert_eq(down_to, 1, "the pool did not shrink back to --workers 1: %s (log %s)", seen, r.log);
+    assert_exact(&r);
+    finish(&r);
+}
