@@ -64,11 +64,12 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
             cargv[k++] = (char *)keys_dir;
         }
         /* --pool: the controller grows the workers from --workers to
-         * pool_max with workers of its own, started like the ones above */
-        char min_s[16], max_s[16];
-        snprintf(min_s, sizeof min_s, "%u", workers);
+         * pool_max with workers of its own, started like the ones above.
+         * Its minimum is 0: the --workers are this supervisor's to keep
+         * alive (the pool only ever stops its own). */
+        char max_s[16];
         snprintf(max_s, sizeof max_s, "%u", pool_max);
-        char *pool_argv[] = {"--pool", "local", "--min-workers", min_s, "--max-workers", max_s,
+        char *pool_argv[] = {"--pool", "local", "--min-workers", "0", "--max-workers", max_s,
                              "--pool-snapshot-dir", snaps, NULL};
         for (int i = 0; pool_max && pool_argv[i]; i++)
             cargv[k++] = pool_argv[i];

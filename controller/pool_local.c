@@ -109,7 +109,8 @@ static void reap(pool_local_t *p)
             if (!w->stopping && r == w->pid) {
                 char how[160];
                 eddy_describe_exit(status, how, sizeof how);
-                eddy_warn("pool: worker %s (pid %d) %s", w->name, (int)w->pid, how);
+                eddy_log(WIFEXITED(status) && WEXITSTATUS(status) == 0 ? EDDY_LOG_INFO : EDDY_LOG_WARN,
+                         "pool: worker %s (pid %d) %s", w->name, (int)w->pid, how);
             }
             forget(p, i);
             continue;

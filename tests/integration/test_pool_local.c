@@ -11,10 +11,11 @@
  * is exact.
  *
  * Timeline (quiet machine): the pool grows at ~2-3 s, count goes to 3 at
- * ~5 s, the rate drops at 14 s, count goes back to 1 at ~17 s, the pool
- * releases its two workers by ~25 s, the input ends at ~34 s. */
+ * ~5 s, the rate drops at 12 s, count goes back to 1 at ~15 s, the pool
+ * releases its two workers by ~23 s, the input ends at ~37 s. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ typedef struct pool_run {
     json_t *decisions;
     uint32_t max_alive, last_alive;
     bool pool_worker_ran_instances;
+    bool kill_one;          /* SIGKILL a pool worker once it runs an instance */
+    char killed[64];
     int exit_status;
 } pool_run_t;
 
@@ -51,8 +54,15 @@ static void poll_status(pool_run_t *r)
             alive++;
             const char *name = json_string_value(json_object_get(w, "name"));
             if (name && !strncmp(name, "eddy-pool-", 10) &&
-                json_integer_value(json_object_get(w, "tasks")) > 0)
+                json_integer_value(json_object_get(w, "tasks")) > 0) {
                 r->pool_worker_ran_instances = true;
+                pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+                if (r->kill_one && !r->killed[0] && pid > 0) {
+                    /* a worker of the pool's (a grandchild of this test) */
+                    cr_assert_eq(kill(pid, SIGKILL), 0);
+                    snprintf(r->killed, sizeof r->killed, "%s", name);
+                }
+            }
         }
         if (doc) {
             r->last_alive = alive;
@@ -166,9 +176,9 @@ static void finish(pool_run_t *r)
 Test(pool_local, grows_with_the_load_and_shrinks_when_it_drops, .timeout = 150)
 {
     pool_run_t r = {0};
-    /* 400 lines/s (1600 words/s: 3 instances) for 14 s, then 50 lines/s
+    /* 400 lines/s (1600 words/s: 3 instances) for 12 s, then 50 lines/s
      * (one instance is plenty) to the end of the input */
-    run(&r, 4500 + 1000, "0:400,14:50", "1000", "--cost-sleep",
+    run(&r, 4800 + 1250, "0:400,12:50", "1000", "--cost-sleep",
         "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
         "--scale-down-confirmations 2 --allow-oversubscribe --pool-idle-ms 4000 "
         "--pool-cooldown-ms 2000");
@@ -185,6 +195,65 @@ Test(pool_local, grows_with_the_load_and_shrinks_when_it_drops, .timeout = 150)
               "the growth does not say why: %s", seen);
     cr_assert_geq(downs, 2, "the pool did not release its two workers: %s (log %s)", seen, r.log);
     cr_assert_eq(down_to, 1, "the pool did not shrink back to --workers 1: %s (log %s)", seen, r.log);
+    assert_exact(&r);
+    finish(&r);
+}
+
+/* The CPU-bound case of issue 15 (test_autoscale.c's last test) with the
+ * pool: count cannot get more instances than the machine's cores, and the
+ * decision says the target is infeasible; the pool adds workers instead
+ * (on one machine they bring no cores, so count stays within them). */
+Test(pool_local, cpu_bound_operator_gets_workers_instead_of_instances, .timeout = 150)
+{
+    pool_run_t r = {0};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cr_assert_gt(cores, 0);
+    run(&r, 6000, "5000", "200", "--quiet",
+        "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
+        "--pool-idle-ms 4000 --pool-cooldown-ms 2000");
+    int ups, downs;
+    int64_t down_to;
+    char seen[4096];
+    pool_decisions(&r, &ups, &downs, &down_to, seen, sizeof seen);
+    bool infeasible = false;
+    size_t i;
+    json_t *d;
+    json_array_foreach(r.decisions, i, d)
+    {
+        const char *op = json_string_value(json_object_get(d, "operator"));
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        if (!op || strcmp(op, "count"))
+            continue;
+        if (json_is_true(json_object_get(d, "applied")))
+            cr_assert_leq(json_integer_value(json_object_get(d, "new_parallelism")), cores,
+                          "count got more instances than the %ld cores: %s", cores, reason);
+        if (json_is_true(json_object_get(d, "infeasible")) && reason && strstr(reason, "infeasible: target "))
+            infeasible = true;
+    }
+    cr_assert(infeasible, "no decision said the target is infeasible (log %s)", r.log);
+    cr_assert_geq(ups, 1, "the pool added no worker: %s (log %s)", seen, r.log);
+    cr_assert(strstr(seen, "pool: +") && strstr(seen, "count needs"), "%s", seen);
+    cr_assert_eq(r.max_alive, 3, "max %u live workers; pool: %s (log %s)", r.max_alive, seen, r.log);
+    assert_exact(&r);
+    finish(&r);
+}
+
+/* A pool worker killed while the job needs it is replaced by the pool;
+ * the job recovers and its output is exact. */
+Test(pool_local, a_killed_pool_worker_is_replaced, .timeout = 150)
+{
+    pool_run_t r = {.kill_one = true};
+    run(&r, 5000, "400", "1000", "--cost-sleep",
+        "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8 "
+        "--allow-oversubscribe --pool-idle-ms 4000 --pool-cooldown-ms 2000");
+    int ups, downs;
+    int64_t down_to;
+    char seen[4096];
+    pool_decisions(&r, &ups, &downs, &down_to, seen, sizeof seen);
+    cr_assert(r.killed[0], "no pool worker ever ran an instance to kill (log %s)", r.log);
+    cr_assert_geq(ups, 2, "no replacement after %s was killed: %s (log %s)", r.killed, seen, r.log);
+    cr_assert(strstr(seen, "pool: +1 worker (count needs 3 slots, 2 live workers x 1 slot)"),
+              "the replacement does not say why: %s (log %s)", seen, r.log);
     assert_exact(&r);
     finish(&r);
 }
