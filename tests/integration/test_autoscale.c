@@ -58,8 +58,9 @@ static void write_input(const char *path, uint64_t lines)
     ctl_write_generated_input(path, lines, WORDS);
 }
 
-static void poll_decisions(autoscale_run_t *r)
+static void poll_decisions(void *arg)
 {
+    autoscale_run_t *r = arg;
     json_t *doc = ctl_scaling_decisions(r->coordinator);
     if (doc && json_array_size(doc) >= json_array_size(r->decisions)) {
         json_decref(r->decisions);
@@ -100,19 +101,8 @@ static void run_autoscale(autoscale_run_t *r, uint64_t lines, const char *rate,
     r->decisions = json_array();
     pid_t pid = ctl_spawn(argv, r->log);
     cr_assert(pid > 0);
-    uint64_t deadline = eddy_mono_ms() + 90000;
     int status = -1;
-    bool exited = false;
-    while (eddy_mono_ms() < deadline) {
-        if (ctl_exited(pid, &status)) {
-            exited = true;
-            break;
-        }
-        poll_decisions(r);
-        usleep(500000);
-    }
-    if (!exited)
-        status = ctl_wait(pid, 1);
+    bool exited = ctl_wait_polling(pid, 90000, 500, poll_decisions, r, &status);
     r->exit_status = status;
     cr_assert(exited, "eddy local did not finish within 90 s (log: %s)", r->log);
 

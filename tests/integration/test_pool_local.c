@@ -21,7 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/clock.h"
 #include "tests/support/ctl_proc.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
@@ -38,8 +37,9 @@ typedef struct pool_run {
     int exit_status;
 } pool_run_t;
 
-static void poll_status(pool_run_t *r)
+static void poll_status(void *arg)
 {
+    pool_run_t *r = arg;
     char *argv[] = {EDDY_BINARY, "status", "--json", "--coordinator", r->coordinator, NULL};
     char *out = NULL;
     if (ctl_run_capture(argv, 5000, &out) == 0) {
@@ -109,19 +109,8 @@ static void run(pool_run_t *r, uint64_t lines, const char *rate, const char *cos
     r->decisions = json_array();
     pid_t pid = ctl_spawn(argv, r->log);
     cr_assert(pid > 0);
-    uint64_t deadline = eddy_mono_ms() + 100000;
-    bool exited = false;
     int status = -1;
-    while (eddy_mono_ms() < deadline) {
-        if (ctl_exited(pid, &status)) {
-            exited = true;
-            break;
-        }
-        poll_status(r);
-        usleep(300000);
-    }
-    if (!exited)
-        status = ctl_wait(pid, 1);
+    bool exited = ctl_wait_polling(pid, 100000, 300, poll_status, r, &status);
     r->exit_status = status;
     cr_assert(exited, "eddy local did not finish within 100 s (log: %s)", r->log);
 }

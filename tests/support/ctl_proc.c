@@ -203,3 +203,23 @@ json_t *ctl_scaling_decisions(const char *coordinator)
     free(out);
     return doc;
 }
+
+bool ctl_wait_polling(pid_t pid, uint32_t timeout_ms, uint32_t every_ms, void (*poll)(void *),
+                      void *arg, int *status)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (ctl_exited(pid, status))
+            return true;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t elapsed_ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (elapsed_ms >= timeout_ms)
+            break;
+        poll(arg);
+        usleep(every_ms * 1000);
+    }
+    *status = ctl_wait(pid, 1);
+    return false;
+}
