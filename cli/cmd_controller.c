@@ -148,6 +148,17 @@ int eddy_cmd_controller(int argc, char **argv)
     pool_cfg.cooldown_ms = (int64_t)pool_cooldown;
     pool_cfg.idle_grace_ms = (int64_t)pool_idle;
     pool_cfg.start_timeout_ms = (int64_t)pool_start;
+    eddy_pool_config_t pool_default = eddy_pool_config_default();
+    bool pool_bounds_set = pool_cfg.min_workers != pool_default.min_workers ||
+                           pool_cfg.max_workers != pool_default.max_workers ||
+                           pool_cfg.slots_per_worker != pool_default.slots_per_worker ||
+                           pool_cfg.cooldown_ms != pool_default.cooldown_ms ||
+                           pool_cfg.idle_grace_ms != pool_default.idle_grace_ms ||
+                           pool_cfg.start_timeout_ms != pool_default.start_timeout_ms;
+    if (!pf.kind && (pool_bounds_set || pf.snapshot_dir ||
+                     pf.template_container || pf.image || pf.network || pf.volumes || pf.command ||
+                     pf.env))
+        return eddy_usage_error("controller", "pool flags (--min-workers, --max-workers, --pool-*) need --pool local|docker");
     eddy_pool_t *pool = NULL;
     if (pf.kind) {
         eddy_err_t perr = {{0}};

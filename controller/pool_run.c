@@ -7,6 +7,7 @@
  * next round sees. */
 #include "controller/pool_run.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,17 @@ static size_t alive_workers(const json_t *doc, eddy_pool_worker_t **out)
     return k;
 }
 
+/* Appends to a decision's reason, cut to fit. */
+static void reason_append(eddy_pool_decision_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reason_append(eddy_pool_decision_t *d, const char *fmt, ...)
+{
+    size_t used = strlen(d->reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason + used, sizeof d->reason - used, fmt, ap);
+    va_end(ap);
+}
+
 static void carry_out(eddy_pool_t *self, eddy_pool_decision_t *d)
 {
     eddy_err_t err = {{0}};
@@ -187,15 +199,12 @@ static void carry_out(eddy_pool_t *self, eddy_pool_decision_t *d)
             started++;
         }
         self->starting += started;
-        if (started < d->grow) {
-            size_t used = strlen(d->reason);
-            snprintf(d->reason + used, sizeof d->reason - used, "; started %u: %s", started, err.msg);
-        }
+        if (started < d->grow)
+            reason_append(d, "; started %u: %s", started, err.msg);
     } else if (d->action == EDDY_POOL_SHRINK) {
         if (self->backend.ops->shrink(self->backend.self, d->release, &err) < 0) {
             eddy_warn("pool: cannot stop worker %s: %s", d->release, err.msg);
-            size_t used = strlen(d->reason);
-            snprintf(d->reason + used, sizeof d->reason - used, "; failed: %s", err.msg);
+            reason_append(d, "; failed: %s", err.msg);
         }
     }
 }
