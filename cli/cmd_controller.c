@@ -20,6 +20,8 @@
 #include "common/log.h"
 #include "controller/controller.h"
 #include "controller/loop.h"
+#include "controller/pool_docker.h"
+#include "controller/pool_local.h"
 #include "state/keygroup.h"
 
 static const char *controller_usage =
@@ -31,7 +33,38 @@ static const char *controller_usage =
     "scale down after confirmations; warm-up after every rescale, cooldown per\n"
     "operator) and records every decision (see `eddy scaling`). A service: a\n"
     "job that ends is dropped and jobs submitted later are picked up; with a\n"
-    "--coordinator list it follows their leader across a failover.";
+    "--coordinator list it follows their leader across a failover.\n\n"
+    "With --pool local|docker it also runs an elastic worker pool: when the jobs\n"
+    "need more slots (instances of their widest operator) than the live workers\n"
+    "offer (--worker-slots each), it starts workers (forked `eddy worker`\n"
+    "processes, or containers through the Docker Engine API), up to\n"
+    "--max-workers, and scale-ups wait for them; a worker it started that has run\n"
+    "no instance for --pool-idle-ms after the jobs scaled down is released, down\n"
+    "to --min-workers. Every pool change is a decision in `eddy scaling`\n"
+    "(operator \"pool\") with its reason.";
+
+/* The backend --pool names, with the flags it takes. */
+typedef struct pool_flags {
+    const char *kind, *snapshot_dir, *docker_socket, *template_container, *image, *network,
+        *volumes, *command, *env, *prefix;
+} pool_flags_t;
+
+static int open_backend(const pool_flags_t *f, const char *coordinator, const char *keys_dir,
+                        eddy_pool_backend_t *out, eddy_err_t *err)
+{
+    if (!strcmp(f->kind, "local")) {
+        eddy_local_worker_flags_t wf = {coordinator, f->snapshot_dir, keys_dir};
+        return eddy_pool_local_new(&wf, out, err);
+    }
+    if (!strcmp(f->kind, "docker")) {
+        eddy_pool_docker_config_t dc = {
+            .socket = f->docker_socket, .prefix = f->prefix, .template_container = f->template_container,
+            .image = f->image, .network = f->network, .volumes = f->volumes, .command = f->command,
+            .env = f->env};
+        return eddy_pool_docker_new(&dc, out, err);
+    }
+    return eddy_err_set(err, "--pool: expected local or docker, got '%.64s'", f->kind);
+}
 
 int eddy_cmd_controller(int argc, char **argv)
 {
@@ -45,6 +78,10 @@ int eddy_cmd_controller(int argc, char **argv)
     double target = pc.target_utilisation, down = -1;
     bool dry_run = false, oversubscribe = false, exit_when_done = false;
     double effectiveness = pc.effectiveness;
+    eddy_pool_config_t pool_cfg = eddy_pool_config_default();
+    pool_flags_t pf = {.kind = NULL, .docker_socket = EDDY_DOCKER_DEFAULT_SOCKET, .prefix = "eddy-pool"};
+    uint64_t pool_cooldown = (uint64_t)pool_cfg.cooldown_ms, pool_idle = (uint64_t)pool_cfg.idle_grace_ms,
+             pool_start = (uint64_t)pool_cfg.start_timeout_ms;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]",
                       "coordinator, or a comma-separated list of coordinators whose leader to follow (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
@@ -67,6 +104,22 @@ int eddy_cmd_controller(int argc, char **argv)
                          "ask for more instances of an operator than the workers have cores"),
         EDDY_FLAG_F64("effectiveness", &effectiveness, 0, 1, "F",
                       "a scale-up bringing less than F of its predicted gain marks the operator's limit (0.5, 0 = off)"),
+        EDDY_FLAG_STR("pool", &pf.kind, "local|docker", "run an elastic worker pool with this backend (default: none)"),
+        EDDY_FLAG_U32("min-workers", &pool_cfg.min_workers, 0, 1024, "N", "pool: never fewer live workers (1)"),
+        EDDY_FLAG_U32("max-workers", &pool_cfg.max_workers, 1, 1024, "N", "pool: never more live workers (4)"),
+        EDDY_FLAG_U32("worker-slots", &pool_cfg.slots_per_worker, 1, 1024, "N", "pool: instances of one operator a worker is counted for (1)"),
+        EDDY_FLAG_U64("pool-cooldown-ms", &pool_cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "pool: no change within MS of a release (30000)"),
+        EDDY_FLAG_U64("pool-idle-ms", &pool_idle, 0, EDDY_FLAG_MS_MAX, "MS", "pool: release a worker only after MS without instances (60000)"),
+        EDDY_FLAG_U64("pool-start-timeout-ms", &pool_start, 1, EDDY_FLAG_MS_MAX, "MS", "pool: stop a started worker that has not registered after MS (60000)"),
+        EDDY_FLAG_STR("pool-prefix", &pf.prefix, "NAME", "pool: its workers are NAME-1, NAME-2, ... (eddy-pool)"),
+        EDDY_FLAG_STR("pool-snapshot-dir", &pf.snapshot_dir, "DIR", "pool local: the workers' --snapshot-dir"),
+        EDDY_FLAG_STR("docker-socket", &pf.docker_socket, "PATH", "pool docker: the Docker Engine socket (" EDDY_DOCKER_DEFAULT_SOCKET ")"),
+        EDDY_FLAG_STR("pool-template", &pf.template_container, "CONTAINER", "pool docker: copy image, command, env, network and volumes of this worker container"),
+        EDDY_FLAG_STR("pool-image", &pf.image, "IMAGE", "pool docker: the workers' image (without --pool-template)"),
+        EDDY_FLAG_STR("pool-network", &pf.network, "NET", "pool docker: the workers' network"),
+        EDDY_FLAG_STR("pool-volume", &pf.volumes, "SRC:DST[,...]", "pool docker: volumes to mount"),
+        EDDY_FLAG_STR("pool-command", &pf.command, "\"ARGS\"", "pool docker: the workers' command, e.g. \"worker --coordinator tcp://c:7600 --hostname-identity\""),
+        EDDY_FLAG_STR("pool-env", &pf.env, "K=V[,...]", "pool docker: the workers' environment"),
         EDDY_FLAG_END,
     };
     int code;
@@ -92,9 +145,39 @@ int eddy_cmd_controller(int argc, char **argv)
         p = comma ? comma + 1 : NULL;
     }
 
+    pool_cfg.cooldown_ms = (int64_t)pool_cooldown;
+    pool_cfg.idle_grace_ms = (int64_t)pool_idle;
+    pool_cfg.start_timeout_ms = (int64_t)pool_start;
+    eddy_pool_config_t pool_default = eddy_pool_config_default();
+    bool pool_bounds_set = pool_cfg.min_workers != pool_default.min_workers ||
+                           pool_cfg.max_workers != pool_default.max_workers ||
+                           pool_cfg.slots_per_worker != pool_default.slots_per_worker ||
+                           pool_cfg.cooldown_ms != pool_default.cooldown_ms ||
+                           pool_cfg.idle_grace_ms != pool_default.idle_grace_ms ||
+                           pool_cfg.start_timeout_ms != pool_default.start_timeout_ms;
+    if (!pf.kind && (pool_bounds_set || pf.snapshot_dir ||
+                     pf.template_container || pf.image || pf.network || pf.volumes || pf.command ||
+                     pf.env))
+        return eddy_usage_error("controller", "pool flags (--min-workers, --max-workers, --pool-*) need --pool local|docker");
+    eddy_pool_t *pool = NULL;
+    if (pf.kind) {
+        eddy_err_t perr = {{0}};
+        eddy_pool_backend_t backend = {0};
+        if (eddy_pool_config_check(&pool_cfg, &perr) < 0 ||
+            open_backend(&pf, coordinator, keys_dir, &backend, &perr) < 0)
+            return eddy_usage_error("controller", perr.msg);
+        pool = eddy_pool_new(&pool_cfg, &backend, pf.prefix, &perr);
+        if (!pool) {
+            eddy_pool_backend_destroy(&backend);
+            return eddy_usage_error("controller", perr.msg);
+        }
+    }
+
     eddy_keys_t *keys;
-    if (eddy_cli_load_keys("controller", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0)
+    if (eddy_cli_load_keys("controller", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0) {
+        eddy_pool_destroy(&pool);
         return 2;
+    }
     pc.job = NULL;
     pc.interval_ms = (int64_t)interval;
     pc.warmup_ms = (int64_t)warmup;
@@ -114,8 +197,14 @@ int eddy_cmd_controller(int argc, char **argv)
               job && *job ? job : "every running job", coordinator, (unsigned long long)interval, (unsigned long long)warmup,
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
+    if (pool)
+        eddy_info("worker pool (%s): %u to %u workers x %u slot%s, idle grace %llu ms, cooldown %llu ms",
+                  pf.kind, pool_cfg.min_workers, pool_cfg.max_workers, pool_cfg.slots_per_worker,
+                  pool_cfg.slots_per_worker == 1 ? "" : "s", (unsigned long long)pool_idle,
+                  (unsigned long long)pool_cooldown);
     eddy_err_t err = {{0}};
-    int rc = eddy_controller_run(coordinator, keys, &pc, job, exit_when_done, &eddy_cli_stop, &err);
+    int rc = eddy_controller_run(coordinator, keys, &pc, job, exit_when_done, pool, &eddy_cli_stop, &err);
+    eddy_pool_destroy(&pool); /* its workers stop with it */
     eddy_keys_destroy(&keys);
     if (rc < 0)
         return eddy_usage_error("controller", err.msg);

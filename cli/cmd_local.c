@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/local_supervisor.h"
 #include "common/log.h"
+#include "controller/pool_local.h"
 #include "coordinator/coordinator.h"
 #include "net/http.h"
 #include "connectors/dir_source.h"
@@ -44,14 +45,14 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 /* The workers, and with autoscale the controller, as supervised children. */
 static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
                           char *snaps, const char *keys_dir, const char *autoscale_job,
-                          const char *controller_flags, eddy_err_t *err)
+                          const char *controller_flags, uint32_t pool_max, eddy_err_t *err)
 {
     for (uint32_t i = 0; i < workers; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%u", i + 1);
-        char *wargv[] = {"eddy", "worker", "--coordinator", connect, "--name", name,
-                         "--snapshot-dir", snaps, keys_dir ? "--keys" : NULL, (char *)keys_dir,
-                         NULL};
+        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir};
+        char *wargv[EDDY_LOCAL_WORKER_ARGV_MAX];
+        eddy_local_worker_argv(&wflags, name, wargv);
         if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
             return -1;
     }
@@ -63,6 +64,16 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
             cargv[k++] = "--keys";
             cargv[k++] = (char *)keys_dir;
         }
+        /* --pool: the controller grows the workers from --workers to
+         * pool_max with workers of its own, started like the ones above.
+         * Its minimum is 0: the --workers are this supervisor's to keep
+         * alive (the pool only ever stops its own). */
+        char max_s[16];
+        snprintf(max_s, sizeof max_s, "%u", pool_max);
+        char *pool_argv[] = {"--pool", "local", "--min-workers", "0", "--max-workers", max_s,
+                             "--pool-snapshot-dir", snaps, NULL};
+        for (int i = 0; pool_max && pool_argv[i]; i++)
+            cargv[k++] = pool_argv[i];
         char *extra = strdup(controller_flags);
         if (!extra)
             return eddy_err_set(err, "out of memory");
@@ -82,6 +93,8 @@ static const char *local_usage =
     "--workers N (--job JOB | --pipeline FILE) [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
+    "With --pool the controller also adds workers when the job needs more than N\n"
+    "(up to --max-workers) and stops them again when they have been idle.\n"
     "A worker (or the controller) that dies is restarted with a growing delay;\n"
     "one that keeps dying ends the run.\n"
     "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
@@ -124,7 +137,8 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *pipeline = NULL;
     const char *token_file = NULL;
     const char *changelog = NULL;
-    bool autoscale = false, quiet = false, heartbeat_only = false;
+    bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
+    uint32_t max_workers = 0;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -148,6 +162,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
+        EDDY_FLAG_SWITCH("pool", &pool, "autoscale with an elastic worker pool: the controller starts workers beyond --workers when the job needs them, up to --max-workers, and stops idle ones (pool flags of `eddy controller` go in --controller-flags)"),
+        EDDY_FLAG_U32("max-workers", &max_workers, 1, MAX_LOCAL_WORKERS, "N", "with --pool: at most N workers in all (default --workers + 2)"),
         EDDY_FLAG_SWITCH("quiet", &quiet, "no progress lines and no INFO logs: warnings and errors only"),
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
@@ -190,6 +206,19 @@ static int run_local(int argc, char **argv, char **spec_text)
             snprintf(msg, sizeof msg, "--job is required (see eddy jobs)");
         eddy_args_free(&job_args);
         return eddy_usage_error("local", msg);
+    }
+    if (max_workers && !pool) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", "--max-workers needs --pool");
+    }
+    if (pool) {
+        autoscale = true;
+        if (!max_workers)
+            max_workers = workers + 2 > MAX_LOCAL_WORKERS ? MAX_LOCAL_WORKERS : workers + 2;
+        if (max_workers < workers) {
+            eddy_args_free(&job_args);
+            return eddy_usage_error("local", "--max-workers is below --workers");
+        }
     }
     if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
@@ -290,7 +319,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_cli_install_signals();
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
     if (!sup || start_children(sup, workers, connect, snaps, keys_dir, autoscale ? job : NULL,
-                               controller_flags, &err) < 0) {
+                               controller_flags, pool ? max_workers : 0, &err) < 0) {
         fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
         eddy_local_supervisor_destroy(&sup);
         eddy_keys_destroy(&keys);

@@ -13,13 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/spawn.h"
 
 #define MAX_CHILDREN 72
 #define MAX_ARGS 64
@@ -56,38 +56,9 @@ struct eddy_local_supervisor {
     char cause[512];
 };
 
-/* fork + exec of this binary. Runs in a multi-threaded process: the child
- * only calls async-signal-safe functions before exec. */
-static pid_t spawn(char *const argv[])
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(1);
-    execv("/proc/self/exe", argv);
-    static const char msg[] = "eddy local: cannot start a child process (exec failed)\n";
-    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)ignored;
-    _exit(127);
-}
-
-static void describe_exit(int status, char *buf, size_t size)
-{
-    if (WIFSIGNALED(status))
-        snprintf(buf, size, "was killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status))
-        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
-    else
-        snprintf(buf, size, "ended (wait status %d)", status);
-}
-
 static void start_child(child_t *c)
 {
-    c->pid = spawn(c->argv);
+    c->pid = eddy_spawn_self(c->argv);
     c->started_ms = eddy_mono_ms();
     c->restart_at_ms = 0;
     if (c->pid < 0) {
@@ -113,7 +84,7 @@ static void give_up(eddy_local_supervisor_t *self, const child_t *c, const char 
 static void on_exit_status(eddy_local_supervisor_t *self, child_t *c, int status, uint64_t now)
 {
     char how[160];
-    describe_exit(status, how, sizeof how);
+    eddy_describe_exit(status, how, sizeof how);
     pid_t pid = c->pid;
     c->pid = 0;
     if (c->done_on_success && WIFEXITED(status) && WEXITSTATUS(status) == 0) {

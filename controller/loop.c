@@ -40,6 +40,24 @@ static void nap(uint64_t ms, volatile sig_atomic_t *stop)
     }
 }
 
+/* Records doc (taken) in the coordinator's decision log. */
+static void post_doc(const char *coordinator, const eddy_keys_t *keys, json_t *doc, const char *what)
+{
+    eddy_err_t err = {{0}};
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text)
+        return;
+    int64_t status;
+    char *body = NULL;
+    if (eddy_client_call(coordinator, keys, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
+        eddy_warn("cannot record the decision for %s: %s", what, err.msg);
+    else if (status != 0)
+        eddy_warn("the coordinator did not record the decision for %s: %s", what, body);
+    free(body);
+    free(text);
+}
+
 static void post_decision(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_decision_t *d)
 {
     eddy_err_t err = {{0}};
@@ -52,18 +70,29 @@ static void post_decision(const char *coordinator, const eddy_keys_t *keys, cons
     }
     /* ms since the job started, the clock its reason's times are on */
     json_object_set_new(doc, "job_time_ms", json_integer((json_int_t)d->time_ms));
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    if (!text)
+    post_doc(coordinator, keys, doc, d->operator_name);
+}
+
+/* One round of the worker pool, if there is one. */
+static void pool_round(const char *coordinator, const eddy_keys_t *keys, eddy_pool_t *pool)
+{
+    json_t *entry = pool ? eddy_pool_step(pool, coordinator, keys) : NULL;
+    if (entry)
+        post_doc(coordinator, keys, entry, "the pool");
+}
+
+/* With a pool starting workers, a scale-up past the live workers' slots
+ * waits for them (pool_run.h). */
+static void wait_for_workers(eddy_pool_t *pool, eddy_scaling_decision_t *d)
+{
+    if (!pool || !d->applied || d->action != EDDY_SCALING_SCALE_UP ||
+        !eddy_pool_should_wait(pool, d->new_parallelism))
         return;
-    int64_t status;
-    char *body = NULL;
-    if (eddy_client_call(coordinator, keys, "decision", 1, &text, METRICS_TIMEOUT_MS, &status, &body, &err) < 0)
-        eddy_warn("cannot record the decision for %s: %s", d->operator_name, err.msg);
-    else if (status != 0)
-        eddy_warn("the coordinator did not record the decision for %s: %s", d->operator_name, body);
-    free(body);
-    free(text);
+    d->applied = false;
+    size_t used = strlen(d->reason);
+    snprintf(d->reason + used, sizeof d->reason - used,
+             "; not applied: waiting for %u worker%s the pool is starting", eddy_pool_starting(pool),
+             eddy_pool_starting(pool) == 1 ? "" : "s");
 }
 
 /* One line per decision that changes something; a no-change decision is
@@ -204,7 +233,7 @@ static int refresh_jobs(const char *coordinator, const eddy_keys_t *keys, const 
 
 /* One interval of one job: metrics, the policy, the rescales it orders. */
 static int step_job(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_policy_config_t *pc,
-                    watched_t *w, volatile sig_atomic_t *stop)
+                    watched_t *w, eddy_pool_t *pool, volatile sig_atomic_t *stop)
 {
     eddy_err_t lerr = {{0}};
     if (!w->ctl) {
@@ -248,6 +277,8 @@ static int step_job(const char *coordinator, const eddy_keys_t *keys, const eddy
     if (step.job_ended) {
         eddy_info("job %s has ended (%s)", w->job, step.state);
         w->ended = true;
+        if (pool)
+            eddy_pool_forget_job(pool, w->job);
         eddy_controller_destroy(&w->ctl);
         return 0;
     }
@@ -262,7 +293,13 @@ static int step_job(const char *coordinator, const eddy_keys_t *keys, const eddy
         return 1;
     }
     memcpy(ds, step.decisions, step.count * sizeof *ds);
+    if (pool) {
+        /* workers first, instances once they are there */
+        eddy_pool_note_decisions(pool, w->job, ds, step.count);
+        pool_round(coordinator, keys, pool);
+    }
     for (size_t i = 0; i < step.count && !*stop; i++) {
+        wait_for_workers(pool, &ds[i]);
         if (!ds[i].applied || ds[i].action == EDDY_SCALING_NO_CHANGE)
             continue;
         if (carry_out(coordinator, keys, w->job, &ds[i]) == 0 &&
@@ -278,8 +315,8 @@ static int step_job(const char *coordinator, const eddy_keys_t *keys, const eddy
 }
 
 int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys, const eddy_scaling_policy_config_t *pc,
-                        const char *jobs, bool exit_when_done, volatile sig_atomic_t *stop,
-                        eddy_err_t *err)
+                        const char *jobs, bool exit_when_done, eddy_pool_t *pool,
+                        volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     /* the configuration is checked once, before anything runs */
     eddy_controller_t *probe = eddy_controller_new(pc, err);
@@ -297,7 +334,7 @@ int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys, const 
         for (watched_t *w = list; reachable && w && !*stop; w = w->next) {
             if (w->ended)
                 continue;
-            int got = step_job(coordinator, keys, pc, w, stop);
+            int got = step_job(coordinator, keys, pc, w, pool, stop);
             if (got < 0) {
                 reachable = false;
                 snprintf(lerr.msg, sizeof lerr.msg, "the coordinator at %s does not answer",
@@ -318,6 +355,7 @@ int eddy_controller_run(const char *coordinator, const eddy_keys_t *keys, const 
                 eddy_info("connected to the coordinator at %s", coordinator);
             connected = true;
             said_unreachable = false;
+            pool_round(coordinator, keys, pool);
             if (exit_when_done && jobs && *jobs && list && !any_open) {
                 eddy_info("every watched job has ended; exiting");
                 break;

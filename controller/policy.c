@@ -400,6 +400,9 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
         uint32_t capped = up_to;
         char cause[160] = "";
         limit_scale_up(self, op, est, state, &capped, cause, sizeof cause);
+        /* more workers (a pool) can only help when cores were the limit */
+        if (capped < up_to && c->core_limit && !c->allow_oversubscribe && capped == c->core_limit)
+            d->wanted_parallelism = up_to;
         if (capped < up_to) {
             d->infeasible = true;
             reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
@@ -591,6 +594,9 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
 
         check_effect(self, &bounded[i], &estimates[i], state);
         propose(self, &bounded[i], &estimates[i], state, d);
+        if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
+            estimates[i].status != EDDY_DS2_NO_TARGET)
+            d->wanted_parallelism = d->new_parallelism;
         fill_rates(d, &estimates[i], c->target_utilisation);
         if (d->action == EDDY_SCALING_NO_CHANGE)
             continue;

@@ -103,6 +103,9 @@ typedef struct eddy_scaling_decision {
     eddy_scaling_action_t action;
     bool applied;             /* the change is to be carried out now */
     bool infeasible;          /* the target cannot be reached by instances (see limits) */
+    uint32_t wanted_parallelism; /* the instances the operator needs, for a worker pool:
+                                  * new_parallelism, or DS2's optimum when only the
+                                  * workers' cores held it back; 0 when not measured */
     char reason[EDDY_SCALING_REASON_MAX];
     eddy_scaling_rates_t rates;
 } eddy_scaling_decision_t;

@@ -55,34 +55,19 @@ static const char *cost_mode = "--cost-sleep";
 
 static void write_input(const char *path, uint64_t lines)
 {
-    eddy_generator_config_t cfg = {.lines = lines, .words_per_line = WORDS, .vocabulary = 10000, .seed = 42};
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    char buf[8192];
-    for (uint64_t n = 0; n < lines; n++) {
-        uint32_t len = eddy_generator_line(&cfg, n, buf, sizeof buf);
-        fwrite(buf, 1, len, f);
-        if (len == 0 || buf[len - 1] != '\n')
-            fputc('\n', f);
-    }
-    fclose(f);
+    ctl_write_generated_input(path, lines, WORDS);
 }
 
-static void poll_decisions(autoscale_run_t *r)
+static void poll_decisions(void *arg)
 {
-    char *argv[] = {EDDY_BINARY, "scaling", "--json", "--coordinator", r->coordinator, NULL};
-    char *out = NULL;
-    if (ctl_run_capture(argv, 5000, &out) == 0) {
-        json_error_t jerr;
-        json_t *doc = json_loads(out, 0, &jerr);
-        if (json_is_array(doc) && json_array_size(doc) >= json_array_size(r->decisions)) {
-            json_decref(r->decisions);
-            r->decisions = doc;
-        } else {
-            json_decref(doc);
-        }
+    autoscale_run_t *r = arg;
+    json_t *doc = ctl_scaling_decisions(r->coordinator);
+    if (doc && json_array_size(doc) >= json_array_size(r->decisions)) {
+        json_decref(r->decisions);
+        r->decisions = doc;
+    } else {
+        json_decref(doc);
     }
-    free(out);
 }
 
 /* Runs the job to its end (deadline 90 s), polling the decisions. */
@@ -116,19 +101,8 @@ static void run_autoscale(autoscale_run_t *r, uint64_t lines, const char *rate,
     r->decisions = json_array();
     pid_t pid = ctl_spawn(argv, r->log);
     cr_assert(pid > 0);
-    uint64_t deadline = eddy_mono_ms() + 90000;
     int status = -1;
-    bool exited = false;
-    while (eddy_mono_ms() < deadline) {
-        if (ctl_exited(pid, &status)) {
-            exited = true;
-            break;
-        }
-        poll_decisions(r);
-        usleep(500000);
-    }
-    if (!exited)
-        status = ctl_wait(pid, 1);
+    bool exited = ctl_wait_polling(pid, 90000, 500, poll_decisions, r, &status);
     r->exit_status = status;
     cr_assert(exited, "eddy local did not finish within 90 s (log: %s)", r->log);
 

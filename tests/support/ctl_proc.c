@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connectors/sources.h"
+
 static uint64_t ctl_now_ms(void)
 {
     struct timespec ts;
@@ -168,4 +170,56 @@ char *ctl_output_as_uniq(const char *output_path)
     char cmd[4500];
     snprintf(cmd, sizeof cmd, "awk -F'\\t' '{print $2, $1}' '%s' | LC_ALL=C sort", output_path);
     return ctl_shell(cmd);
+}
+
+void ctl_write_generated_input(const char *path, uint64_t lines, uint32_t words_per_line)
+{
+    eddy_generator_config_t cfg = {.lines = lines, .words_per_line = words_per_line, .vocabulary = 10000, .seed = 42};
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    char buf[8192];
+    for (uint64_t n = 0; n < lines; n++) {
+        uint32_t len = eddy_generator_line(&cfg, n, buf, sizeof buf);
+        fwrite(buf, 1, len, f);
+        if (len == 0 || buf[len - 1] != '\n')
+            fputc('\n', f);
+    }
+    fclose(f);
+}
+
+json_t *ctl_scaling_decisions(const char *coordinator)
+{
+    char *argv[] = {EDDY_BINARY, "scaling", "--json", "--coordinator", (char *)coordinator, NULL};
+    char *out = NULL;
+    json_t *doc = NULL;
+    if (ctl_run_capture(argv, 5000, &out) == 0) {
+        doc = json_loads(out, 0, NULL);
+        if (!json_is_array(doc)) {
+            json_decref(doc);
+            doc = NULL;
+        }
+    }
+    free(out);
+    return doc;
+}
+
+bool ctl_wait_polling(pid_t pid, uint32_t timeout_ms, uint32_t every_ms, void (*poll)(void *),
+                      void *arg, int *status)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (ctl_exited(pid, status))
+            return true;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t elapsed_ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (elapsed_ms >= timeout_ms)
+            break;
+        poll(arg);
+        usleep(every_ms * 1000);
+    }
+    *status = ctl_wait(pid, 1);
+    return false;
 }

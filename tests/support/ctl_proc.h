@@ -5,6 +5,7 @@
 #ifndef EDDY_TESTS_SUPPORT_CTL_PROC_H
 #define EDDY_TESTS_SUPPORT_CTL_PROC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,5 +32,18 @@ char *ctl_reference_counts(const char *input_path);
 /* Converts wordcount's output file (word<TAB>count) into the same
  * "count word" form as ctl_reference_counts. malloc'd or NULL. */
 char *ctl_output_as_uniq(const char *output_path);
+
+/* Waits up to timeout_ms for pid to exit, calling poll(arg) every
+ * every_ms meanwhile; then SIGKILLs the group. Returns true when it exited
+ * by itself, its exit status in *status (-1 when it had to be killed). */
+bool ctl_wait_polling(pid_t pid, uint32_t timeout_ms, uint32_t every_ms, void (*poll)(void *),
+                      void *arg, int *status);
+/* Writes the lines `wordcount --generate --lines LINES --words-per-line
+ * WORDS` reads (vocabulary 10000, seed 42: the job's defaults), so that
+ * ctl_reference_counts can check its output. */
+void ctl_write_generated_input(const char *path, uint64_t lines, uint32_t words_per_line);
+/* `eddy scaling --json` against coordinator: the decision log as JSON (a
+ * new reference), or NULL when it cannot be read. */
+json_t *ctl_scaling_decisions(const char *coordinator);
 
 #endif
