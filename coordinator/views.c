@@ -111,12 +111,17 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
     uint32_t first = j->n_rescales > COORD_MAX_RESCALES ? j->n_rescales - COORD_MAX_RESCALES : 0;
     for (uint32_t k = first; k < j->n_rescales; k++) {
         const rescale_record_t *r = &j->rescales[k % COORD_MAX_RESCALES];
-        json_array_append_new(rescales,
-                              json_pack("{s:I, s:s, s:i, s:i, s:f, s:I, s:I, s:I}", "time_ms",
-                                        (json_int_t)r->time_ms, "operator", r->stage, "old_parallelism",
-                                        r->old_p, "new_parallelism", r->new_p, "pause_ms", r->pause_ms,
-                                        "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
-                                        (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint));
+        json_t *rj = json_pack("{s:I, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:s}", "time_ms",
+                               (json_int_t)r->time_ms, "operator", r->stage, "old_parallelism",
+                               r->old_p, "new_parallelism", r->new_p, "pause_ms", r->pause_ms,
+                               "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
+                               (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint,
+                               "kind", r->instances_moved ? "migration" : "rescale");
+        if (r->instances_moved) { /* a rebalance: which instances moved, and why */
+            json_object_set_new(rj, "instances_moved", json_integer(r->instances_moved));
+            json_object_set_new(rj, "reason", json_string(r->why));
+        }
+        json_array_append_new(rescales, rj);
     }
     /* shown to anyone who may read status: no credentials (common/redact.h) */
     json_t *args = json_array();
@@ -533,10 +538,16 @@ char *coord_view_metrics(coord_t *c)
     family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
-    family(&b, "eddy_rescales_total", "counter", "Completed rescales.");
+    family(&b, "eddy_rescales_total", "counter", "Completed rescales (parallelism changes).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
-        tb_printf(&b, "eddy_rescales_total{job=\"%s\"} %u\n", j->id, j->n_rescales);
-    family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale (sources paused to resumed).");
+        tb_printf(&b, "eddy_rescales_total{job=\"%s\"} %u\n", j->id, j->n_rescales - j->n_migrations);
+    family(&b, "eddy_migrations_total", "counter", "Completed rebalancing migrations (instances moved to another worker at the same parallelism).");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_migrations_total{job=\"%s\"} %u\n", j->id, j->n_migrations);
+    family(&b, "eddy_instances_migrated_total", "counter", "Instances that rebalancing moved to another worker.");
+    for (coord_job_t *j = c->jobs; j; j = j->next)
+        tb_printf(&b, "eddy_instances_migrated_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->instances_migrated);
+    family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale or migration (sources paused to resumed).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_rescales)
             tb_printf(&b, "eddy_rescale_pause_seconds{job=\"%s\"} %.6f\n", j->id,

@@ -276,6 +276,9 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
         eddy_mpw_bool(w, m->u.trigger.pause_after);
         eddy_mpw_u64(w, m->u.trigger.migrate_stage);
         eddy_mpw_u64(w, m->u.trigger.migrate_parallelism);
+        eddy_mpw_array(w, m->u.trigger.n_moving);
+        for (uint32_t i = 0; i < m->u.trigger.n_moving; i++)
+            eddy_mpw_u64(w, m->u.trigger.moving[i]);
         break;
     case EDDY_MSG_ACK:
         eddy_mpw_u64(w, m->u.ack.job);
@@ -332,7 +335,7 @@ static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
 static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = 6, [EDDY_MSG_REGISTERED] = 6, [EDDY_MSG_HEARTBEAT] = 2,
     [EDDY_MSG_DEPLOY] = 15,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
-    [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
+    [EDDY_MSG_TRIGGER] = 7,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
     [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
     [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
 };
@@ -353,6 +356,14 @@ static bool older_form(uint64_t type, uint32_t fields)
     default:
         return false;
     }
+}
+
+/* Forms of the current protocol that end with the leader epoch but lack a
+ * trailing optional field before it: a TRIGGER without the moving
+ * instances of a migration (as sent before rebalancing existed). */
+static bool without_optional(uint64_t type, uint32_t fields)
+{
+    return type == EDDY_MSG_TRIGGER && fields == field_counts[type];
 }
 
 char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
@@ -453,6 +464,26 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
+/* A migration TRIGGER's moving instances: each below the migration's
+ * parallelism, at most that many. */
+static void decode_moving(eddy_mpr_t *r, eddy_msg_t *m)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM, &si, &sc, &sn);
+    if (n > m->u.trigger.migrate_parallelism)
+        eddy_mpr_fail(r, "more moving instances than the migration's parallelism");
+    m->u.trigger.moving = calloc(n ? n : 1, sizeof *m->u.trigger.moving);
+    if (!m->u.trigger.moving)
+        eddy_mpr_fail(r, "out of memory");
+    for (uint32_t i = 0; r->ok && i < n; i++) {
+        uint64_t max = m->u.trigger.migrate_parallelism ? m->u.trigger.migrate_parallelism - 1 : 0;
+        m->u.trigger.moving[i] = (uint32_t)eddy_mpr_u64(r, max);
+        m->u.trigger.n_moving = i + 1;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
 /* has_epoch: the message ends with the leader epoch, so optional fields
  * before it are present when more than that one field remains. */
 static void decode_body(eddy_mpr_t *r, eddy_msg_t *m, bool has_epoch)
@@ -514,6 +545,8 @@ static void decode_body(eddy_mpr_t *r, eddy_msg_t *m, bool has_epoch)
         m->u.trigger.pause_after = eddy_mpr_bool(r);
         m->u.trigger.migrate_stage = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         m->u.trigger.migrate_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
+        if (eddy_mpr_remaining(r) > tail) /* the moving instances, before the leader epoch */
+            decode_moving(r, m);
         break;
     case EDDY_MSG_ACK:
         m->u.ack.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
@@ -596,7 +629,7 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
     /* Every message ends with the leader epoch; older forms (fewer fields,
      * no epoch) are read with the missing fields at their defaults. */
-    bool full = fields == field_counts[type] + 1;
+    bool full = fields == field_counts[type] + 1 || without_optional(type, fields);
     if (!full && !older_form(type, fields)) {
         eddy_mpr_close(&r);
         msg->type = 0;
@@ -691,6 +724,9 @@ void eddy_msg_clear(eddy_msg_t *msg)
         break;
     case EDDY_MSG_ACK:
         free(msg->u.ack.source_state);
+        break;
+    case EDDY_MSG_TRIGGER:
+        free(msg->u.trigger.moving);
         break;
     case EDDY_MSG_REQUEST:
         eddy_strv_free(msg->u.request.argc, msg->u.request.argv);
