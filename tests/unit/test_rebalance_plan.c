@@ -8,7 +8,7 @@
 #include "coordinator/rebalance.h"
 #include "tests/unit/leak_check.h"
 
-TestSuite(rebalance, .fini = eddy_test_leak_check);
+TestSuite(rebalance_plan, .fini = eddy_test_leak_check);
 
 static eddy_rebalance_plan_t plan_of(const eddy_rebalance_worker_t *w, uint32_t nw,
                                      const eddy_rebalance_stage_t *s, uint32_t ns)
@@ -25,7 +25,7 @@ static const char *spread(const uint32_t *loads, uint32_t n)
     return eddy_rebalance_spread(loads, n, buf, sizeof buf);
 }
 
-Test(rebalance, an_empty_cluster_moves_nothing)
+Test(rebalance_plan, an_empty_cluster_moves_nothing)
 {
     eddy_rebalance_plan_t p = plan_of(NULL, 0, NULL, 0);
     cr_assert_eq(p.n_moves, 0);
@@ -38,7 +38,7 @@ Test(rebalance, an_empty_cluster_moves_nothing)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, an_even_spread_stays)
+Test(rebalance_plan, an_even_spread_stays)
 {
     const eddy_rebalance_worker_t w[3] = {{1, 2}, {2, 2}, {3, 2}};
     const uint32_t src[3] = {1, 2, 3}, count[4] = {1, 2, 3, 1};
@@ -51,7 +51,7 @@ Test(rebalance, an_even_spread_stays)
 
 /* wordcount --parallelism 4 on workers 1 and 2, then worker 3 joins: only
  * count (keyed) may move; 5/4/0 becomes 3/3/3 in three moves to worker 3. */
-Test(rebalance, a_new_worker_gets_instances_of_the_busiest)
+Test(rebalance_plan, a_new_worker_gets_instances_of_the_busiest)
 {
     const eddy_rebalance_worker_t w[3] = {{1, 2}, {2, 2}, {3, 2}};
     const uint32_t src[4] = {1, 2, 1, 2}, count[4] = {1, 2, 1, 2}, sink[1] = {1};
@@ -77,7 +77,7 @@ Test(rebalance, a_new_worker_gets_instances_of_the_busiest)
 
 /* Two jobs with a keyed stage of 2 on workers 1 and 2: 4/4/0 -> 3/3/2, and
  * each job's moves are consecutive (one migration per job and stage). */
-Test(rebalance, several_jobs_share_the_new_worker)
+Test(rebalance_plan, several_jobs_share_the_new_worker)
 {
     const eddy_rebalance_worker_t w[3] = {{1, 4}, {2, 4}, {3, 4}};
     const uint32_t a[2] = {1, 2}, b[2] = {1, 2}, c[2] = {2, 1}, d[2] = {1, 2};
@@ -93,7 +93,7 @@ Test(rebalance, several_jobs_share_the_new_worker)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, moves_of_one_stage_are_grouped)
+Test(rebalance_plan, moves_of_one_stage_are_grouped)
 {
     /* job 1's stage holds worker 1's instances, job 2's worker 2's: the
      * walk alternates between them, the plan groups them */
@@ -118,7 +118,7 @@ Test(rebalance, moves_of_one_stage_are_grouped)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, nothing_movable_nothing_moves)
+Test(rebalance_plan, nothing_movable_nothing_moves)
 {
     const eddy_rebalance_worker_t w[2] = {{1, 2}, {2, 2}};
     const uint32_t src[4] = {1, 1, 1, 1};
@@ -129,7 +129,7 @@ Test(rebalance, nothing_movable_nothing_moves)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, a_single_worker_keeps_everything)
+Test(rebalance_plan, a_single_worker_keeps_everything)
 {
     const eddy_rebalance_worker_t w[1] = {{5, 8}};
     const uint32_t k[3] = {5, 5, 5};
@@ -141,7 +141,7 @@ Test(rebalance, a_single_worker_keeps_everything)
 
 /* Unknown cores (0) weigh like the smallest known machine: here like the
  * others, so 6/0/0 becomes 2/2/2. */
-Test(rebalance, a_worker_with_0_cores_counts_as_the_smallest)
+Test(rebalance_plan, a_worker_with_0_cores_counts_as_the_smallest)
 {
     const eddy_rebalance_worker_t w[3] = {{1, 4}, {2, 0}, {3, 4}};
     const uint32_t k[6] = {1, 1, 1, 1, 1, 1};
@@ -158,7 +158,7 @@ Test(rebalance, a_worker_with_0_cores_counts_as_the_smallest)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, more_cores_carry_more)
+Test(rebalance_plan, more_cores_carry_more)
 {
     const eddy_rebalance_worker_t w[2] = {{1, 2}, {2, 6}};
     const uint32_t k[8] = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -170,7 +170,7 @@ Test(rebalance, more_cores_carry_more)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, instances_on_an_unlisted_worker_are_left_alone)
+Test(rebalance_plan, instances_on_an_unlisted_worker_are_left_alone)
 {
     const eddy_rebalance_worker_t w[2] = {{1, 2}, {2, 2}};
     const uint32_t k[4] = {9, 9, 9, 1};
@@ -181,7 +181,7 @@ Test(rebalance, instances_on_an_unlisted_worker_are_left_alone)
     eddy_rebalance_plan_clear(&p);
 }
 
-Test(rebalance, the_spread_text_is_truncated_safely)
+Test(rebalance_plan, the_spread_text_is_truncated_safely)
 {
     const uint32_t loads[4] = {12, 3, 0, 7};
     char buf[6];
