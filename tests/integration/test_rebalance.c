@@ -281,6 +281,10 @@ Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = 
                   "/metrics counts no migration");
     char *l = log_text();
     cr_assert(strstr(l, "job wordcount: migrating count["), "no migration line in the log:\n%s", l);
+    for (const char *p = strstr(l, "job wordcount: migrating"); p; p = NULL) /* for the record */
+        cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
+    for (const char *p = strstr(l, "migrated "); p; p = NULL)
+        cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
     free(l);
     expect_finished_exactly();
 }
