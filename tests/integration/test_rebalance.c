@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define LINES 80000
@@ -63,10 +64,11 @@ static void teardown(void)
     free(dir);
 }
 
+/* The coordinator's log, then the workers'. */
 static char *log_text(void)
 {
-    char *s = eddy_read_file(coord_logp, NULL);
-    return s ? s : strdup("(no log)");
+    const char *heads[] = {coord_logp};
+    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
 }
 
 static void start_coordinator(bool rebalance)
