@@ -11,7 +11,8 @@
  * that is rescaling is not migrated, and a migration in flight makes the
  * controller's request wait for its next interval). Only keyed stages of
  * running jobs move: their state travels by key group like a rescale's;
- * sources, stateless steps and sinks stay where they run. */
+ * sources, stateless steps, sinks and stages with a two-phase-commit
+ * operator stay where they run. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,19 @@ static bool movable_job(const coord_t *c, const coord_job_t *j)
         return true;
     int64_t last = j->rescales[(j->n_rescales - 1) % COORD_MAX_RESCALES].time_ms;
     return eddy_wall_ms() - last >= (int64_t)interval_ms(c);
+}
+
+/* A keyed stage that may move: its state is its key groups. One with a
+ * two-phase-commit operator (prepare/commit) stays, as what it prepared
+ * lives with its instance on its worker until a checkpoint commits it. */
+static bool stage_movable(const eddy_stage_def_t *d)
+{
+    if (!eddy_stage_is_keyed(d))
+        return false;
+    for (uint32_t i = 0; i < d->n_ops; i++)
+        if (d->ops[i].ops->prepare || d->ops[i].ops->commit)
+            return false;
+    return true;
 }
 
 static int cmp_worker(const void *a, const void *b)
@@ -145,7 +159,7 @@ static int gather(coord_t *c, uint64_t now, eddy_rebalance_worker_t **ws, uint32
                 continue;
             (*ss)[(*n_ss)++] = (eddy_rebalance_stage_t){
                 .job = j->num, .stage = s,
-                .movable = movable && eddy_stage_is_keyed(&j->graph.stages[s]),
+                .movable = movable && stage_movable(&j->graph.stages[s]),
                 .parallelism = j->placement[s].parallelism, .worker_of = j->placement[s].worker_of};
         }
     }
