@@ -234,7 +234,7 @@ static const field_t task_metrics_fields[] = {
 };
 static const uint32_t task_metrics_oldest = 15;
 
-static const layout_t task_metrics_layout = {task_metrics_fields, ELEMS(task_metrics_fields), {0}};
+static const layout_t task_metrics_layout = {task_metrics_fields, ELEMS(task_metrics_fields), {0}, 0};
 
 static void encode_tasks(eddy_mpw_t *w, const void *obj)
 {
@@ -580,21 +580,21 @@ static const field_t plugin_fields[] = {
  * hears an older coordinator's refusal), and a RELEASE with or without its
  * reason (protocols 4 and 5). */
 static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}},
-    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}},
-    [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}},
-    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}},
-    [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}},
+    [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
+    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
+    [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 0},
+    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
+    [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}},
-    [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}},
-    [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}},
-    [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}},
-    [EDDY_MSG_RELEASE] = {release_fields, ELEMS(release_fields), {1, 2}},
-    [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}},
-    [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}},
-    [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 0},
+    [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
+    [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
+    [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},
+    [EDDY_MSG_RELEASE] = {release_fields, ELEMS(release_fields), {1, 2}, 0},
+    [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}, 0},
+    [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}, 0},
+    [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}, 0},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */
