@@ -101,12 +101,15 @@ static void explain(coord_t *c, const eddy_rebalance_plan_t *plan, const eddy_re
     eddy_rebalance_spread(idv ? idv : after, idv ? plan->n_workers : 0, ids, sizeof ids);
     double age_s = (double)(eddy_wall_ms() - w->registered_wall_ms) / 1000.0;
     uint32_t had = plan->load_before[x];
+    char who[160];
     if (age_s < 60.0)
-        snprintf(why, size, "worker %u (%s) joined %.1f s ago with %u instance%s; spread %s -> %s over workers %s",
-                 to, w->name, age_s, had, had == 1 ? "" : "s", before_s, after_s, ids);
+        snprintf(who, sizeof who, "worker %u (%.64s) joined %.1f s ago", to, w->name, age_s);
     else
-        snprintf(why, size, "worker %u (%s) is the least loaded with %u instance%s; spread %s -> %s over workers %s",
-                 to, w->name, had, had == 1 ? "" : "s", before_s, after_s, ids);
+        snprintf(who, sizeof who, "worker %u (%.64s) is the least loaded", to, w->name);
+    /* a cluster of many workers has a long spread: the reason is cut then */
+    if (snprintf(why, size, "%s with %u instance%s; spread %s -> %s over workers %s", who, had,
+                 had == 1 ? "" : "s", before_s, after_s, ids) >= (int)size)
+        eddy_debug("rebalance: the reason was cut to %zu bytes", size - 1);
     free(after);
     free(idv);
 }
