@@ -154,6 +154,16 @@ static void render_status(json_t *doc, bool all)
         json_t *r;
         json_array_foreach(json_object_get(j, "rescales"), k, r)
         {
+            const char *kind = json_string_value(json_object_get(r, "kind"));
+            if (kind && !strcmp(kind, "migration")) {
+                printf("    migration %s: %lld instances moved, paused %.1f ms, moved %lld bytes (%s)\n",
+                       json_string_value(json_object_get(r, "operator")),
+                       (long long)json_integer_value(json_object_get(r, "instances_moved")),
+                       json_real_value(json_object_get(r, "pause_ms")),
+                       (long long)json_integer_value(json_object_get(r, "bytes_moved")),
+                       json_string_value(json_object_get(r, "reason")) ? json_string_value(json_object_get(r, "reason")) : "");
+                continue;
+            }
             printf("    rescale %s %lld -> %lld, paused %.1f ms, moved %lld bytes\n",
                    json_string_value(json_object_get(r, "operator")),
                    (long long)json_integer_value(json_object_get(r, "old_parallelism")),

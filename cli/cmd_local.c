@@ -138,7 +138,8 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *token_file = NULL;
     const char *changelog = NULL;
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
-    uint32_t max_workers = 0;
+    bool no_rebalance = false;
+    uint32_t max_workers = 0, rebalance_ms = 3000;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -160,6 +161,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
+        EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
+        EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
         EDDY_FLAG_SWITCH("pool", &pool, "autoscale with an elastic worker pool: the controller starts workers beyond --workers when the job needs them, up to --max-workers, and stops idle ones (pool flags of `eddy controller` go in --controller-flags)"),
@@ -340,7 +343,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
-        .n_plugin_files = plugin ? 1 : 0, .http_token = token};
+        .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
+        .rebalance_interval_ms = rebalance_ms};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

@@ -268,7 +268,9 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     /* A rescale's barrier is a migration snapshot, not a recovery point. */
     m.u.trigger.migrate_stage = pause && j->rescale_stage >= 0 ? (uint32_t)j->rescale_stage : EDDY_NO_STAGE;
     m.u.trigger.migrate_parallelism = pause && j->rescale_stage >= 0 ? j->rescale_to : 0;
+    m.u.trigger.moving = pause ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
     coord_broadcast(c, &m);
+    free(m.u.trigger.moving);
 }
 
 void coord_checkpoint_discard(coord_t *c, coord_job_t *j)

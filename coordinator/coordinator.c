@@ -184,6 +184,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
     coord_jobs_on_worker_joined(c);
+    coord_rebalance_worker_joined(c);
 }
 
 void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
@@ -720,6 +721,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
             }
         }
         coord_jobs_tick(&c, now);
+        coord_rebalance_tick(&c, now);
         coord_timeline_tick(&c, now);
         if (opts->exit_when_done && c.submitted && coord_all_jobs_ended(&c) &&
             coord_releases_confirmed(&c, eddy_mono_ms())) {

@@ -49,6 +49,10 @@ typedef struct eddy_coordinator_options {
     uint32_t leader_ttl_ms;
     /* A dead worker leaves `eddy status` this long after its death (0: 60 s). */
     uint32_t dead_worker_grace_ms;
+    /* Rebalancing (migrate.c): move instances onto a joined or underloaded
+     * worker, at most one migration per interval (0: 3000 ms). */
+    bool no_rebalance;
+    uint32_t rebalance_interval_ms;
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;

@@ -36,6 +36,7 @@ typedef struct coord_counts {
 /* Counts of the whole job, since it was submitted. */
 typedef struct coord_job_counts {
     uint64_t checkpoints_completed, checkpoints_failed, rescales, rescale_bytes, restarts;
+    uint64_t migrations, instances_migrated; /* rebalancing (migrate.c); not in rescales */
 } coord_job_counts_t;
 
 typedef struct coord_counter_slot {

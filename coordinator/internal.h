@@ -17,6 +17,7 @@
 #include "coordinator/counters.h"
 #include "coordinator/job_store.h"
 #include "coordinator/latency.h"
+#include "coordinator/rebalance.h"
 #include "coordinator/timeline.h"
 #include "net/curve.h"
 #include "net/proto.h"
@@ -43,6 +44,12 @@
  * confirm the RELEASE of a cancelled or failed job: their sinks roll back
  * what they prepared before it (coord_releases_confirmed). */
 #define COORD_RELEASE_WAIT_MS 15000
+/* Rebalancing (migrate.c): the default --rebalance-interval-ms, the least
+ * time between two migrations (and after a job's rescale), and how often
+ * the spread is checked when nothing else asks for it. */
+#define COORD_REBALANCE_INTERVAL_MS 3000
+#define COORD_REBALANCE_CHECK_MS 1000
+#define COORD_MIGRATION_WHY_MAX 320
 
 typedef struct coord_worker {
     uint32_t id;
@@ -87,6 +94,10 @@ typedef struct rescale_record {
     double pause_ms;
     uint64_t bytes_moved, groups_moved;
     uint64_t checkpoint;
+    /* A migration (rebalance): old_p == new_p, instances that changed
+     * worker and why; 0 and "" for a parallelism change. */
+    uint32_t instances_moved;
+    char why[COORD_MIGRATION_WHY_MAX];
 } rescale_record_t;
 
 typedef struct pending_client {
@@ -174,9 +185,17 @@ typedef struct coord_job {
     uint64_t pause_started_ns;
     pending_client_t rescale_client;
     rescale_record_t rescales[COORD_MAX_RESCALES];
-    uint32_t n_rescales;          /* at this coordinator */
-    uint32_t rescales_earlier;    /* at the coordinators before it (counters.h) */
+    uint32_t n_rescales;          /* at this coordinator, migrations included */
+    uint32_t rescales_earlier;    /* parallelism changes at the coordinators before it (counters.h) */
     uint64_t rescale_bytes_total; /* moved by every rescale of the job */
+    /* A migration in flight (migrate.c): a rescale of rescale_stage at the
+     * same parallelism whose moves change the instances' workers. */
+    eddy_rebalance_move_t *moves;
+    uint32_t n_moves;
+    char migration_why[COORD_MIGRATION_WHY_MAX];
+    uint32_t n_migrations;        /* completed here, also counted in n_rescales */
+    uint32_t migrations_earlier;  /* at the coordinators before it */
+    uint64_t instances_migrated;  /* since the job was submitted */
 
     /* counters that never go backwards (counters.c), saved in the job record */
     coord_counters_t *counters;
@@ -245,6 +264,10 @@ typedef struct coord {
     uint64_t leader_epoch;
     const char *advertise;
     bool deposed;
+    /* Rebalancing (migrate.c): no migration starts before not_before, the
+     * spread is next checked at check (0: at once, a worker joined). */
+    uint64_t rebalance_not_before_ms;
+    uint64_t rebalance_check_ms;
 } coord_t;
 
 /* coordinator.c */
@@ -366,6 +389,22 @@ void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j);
 void coord_rescale_done(coord_t *c, coord_job_t *j);
 /* Ends a rescale that cannot go on, replying why to its client. */
 void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why);
+/* Starts a migration: moves (all of one stage of j, n >= 1) change worker
+ * at the same parallelism, through the rescale's migration snapshot; only
+ * the moved instances' key groups travel. -1 (err) when j cannot now. */
+int coord_job_migrate(coord_t *c, coord_job_t *j, const eddy_rebalance_move_t *moves, uint32_t n,
+                      const char *why, eddy_err_t *err);
+/* The instances of the migration in flight that move (malloc'd, *n set;
+ * NULL with *n 0 when none): TRIGGER tells their tasks to write it all. */
+uint32_t *coord_migration_moving(const coord_job_t *j, uint32_t *n);
+
+/* migrate.c: rebalancing, one migration at a time per cluster */
+/* A worker registered: check the spread at the next tick. */
+void coord_rebalance_worker_joined(coord_t *c);
+/* Plans and starts a migration when the spread is uneven (rate-limited). */
+void coord_rebalance_tick(coord_t *c, uint64_t now_ms);
+/* A migration ended (done or abandoned): the next waits an interval. */
+void coord_rebalance_migration_ended(coord_t *c);
 
 /* recovery.c */
 /* Restores the job from its last complete checkpoint (or from the start).

@@ -411,9 +411,12 @@ static void note_job_counts(coord_job_t *j)
 {
     coord_job_counts_t now = {.checkpoints_completed = j->checkpoints_completed,
                               .checkpoints_failed = j->checkpoints_failed,
-                              .rescales = (uint64_t)j->rescales_earlier + j->n_rescales,
+                              .rescales = (uint64_t)j->rescales_earlier + j->n_rescales -
+                                          j->n_migrations,
                               .rescale_bytes = j->rescale_bytes_total,
-                              .restarts = j->restarts};
+                              .restarts = j->restarts,
+                              .migrations = (uint64_t)j->migrations_earlier + j->n_migrations,
+                              .instances_migrated = j->instances_migrated};
     coord_counters_set_job(j->counters, &now);
 }
 
@@ -620,6 +623,8 @@ static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_
     j->checkpoints_failed = saved.checkpoints_failed;
     j->rescales_earlier = saved.rescales > UINT32_MAX ? UINT32_MAX : (uint32_t)saved.rescales;
     j->rescale_bytes_total = saved.rescale_bytes;
+    j->migrations_earlier = saved.migrations > UINT32_MAX ? UINT32_MAX : (uint32_t)saved.migrations;
+    j->instances_migrated = saved.instances_migrated;
     uint64_t restarts = saved.restarts > rec->restarts ? saved.restarts : rec->restarts;
     j->restarts = restarts > UINT32_MAX ? UINT32_MAX : (uint32_t)restarts;
 }

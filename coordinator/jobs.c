@@ -98,6 +98,7 @@ void coord_job_free(coord_job_t *j)
     coord_retained_clear(j);
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
     free(j->reported_positions);
+    free(j->moves);
     free(j->deploy_awaiting);
     coord_latency_destroy(&j->latency);
     coord_counters_destroy(&j->counters);

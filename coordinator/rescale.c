@@ -8,7 +8,10 @@
  *     own, the others keep running with their state.
  *  3. When every worker confirmed, the sources resume and the rescale is
  *     recorded (and answered to the client that asked).
- * A failure meanwhile restores the job from its last complete checkpoint. */
+ * A failure meanwhile restores the job from its last complete checkpoint.
+ * A migration (migrate.c, rebalancing) is the same at the same parallelism:
+ * its moves give some instances another worker, and only those instances
+ * write (all) their key groups into the migration snapshot. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +32,40 @@ void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why)
         coord_reaper_remove(c->reaper, j->id, j->migration);
         j->migration = 0;
     }
+    if (j->n_moves)
+        coord_rebalance_migration_ended(c);
+    free(j->moves);
+    j->moves = NULL;
+    j->n_moves = 0;
+}
+
+/* What a rescale and a migration check and set before their snapshot. */
+static void begin(coord_t *c, coord_job_t *j, int stage, uint32_t to, const unsigned char *identity,
+                  size_t identity_len)
+{
+    j->rescale_stage = stage;
+    j->rescale_from = j->placement[stage].parallelism;
+    j->rescale_to = to;
+    j->pause_started_ns = eddy_mono_ns();
+    j->rescale_client.waiting = identity_len > 0;
+    memcpy(j->rescale_client.identity, identity, identity_len);
+    j->rescale_client.identity_len = identity_len;
+    coord_job_set_state(c, j, JOB_RESCALING);
+    if (!j->pending)
+        coord_checkpoint_trigger(c, j, true);
+    /* else: the rescale's own checkpoint starts when the running one ends */
+}
+
+static int refuse_busy(const coord_job_t *j, eddy_err_t *err)
+{
+    if (j->state != JOB_RUNNING || j->rescale_stage >= 0)
+        return eddy_err_set(err, "job %s is %s; try again when it is running", j->id,
+                            j->n_moves                ? "migrating instances to balance the workers"
+                            : j->rescale_stage >= 0 ? "already rescaling"
+                                                    : coord_job_state_name(j->state));
+    if (j->any_done)
+        return eddy_err_set(err, "job %s has reached the end of its input; not rescaling", j->id);
+    return 0;
 }
 
 int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_t parallelism,
@@ -46,11 +83,8 @@ int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_
     if (parallelism < 1 || parallelism > j->graph.max_parallelism)
         return eddy_err_set(err, "parallelism %u is out of range 1..%u (the job's max parallelism)",
                             parallelism, j->graph.max_parallelism);
-    if (j->state != JOB_RUNNING || j->rescale_stage >= 0)
-        return eddy_err_set(err, "job %s is %s; try again when it is running", job_id,
-                            j->rescale_stage >= 0 ? "already rescaling" : coord_job_state_name(j->state));
-    if (j->any_done)
-        return eddy_err_set(err, "job %s has reached the end of its input; not rescaling", job_id);
+    if (refuse_busy(j, err) < 0)
+        return -1;
     uint32_t old = j->placement[s].parallelism;
     if (old == parallelism) {
         char msg[160];
@@ -58,19 +92,48 @@ int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_
         coord_reply(c, identity, identity_len, 0, msg);
         return 0;
     }
-    j->rescale_stage = s;
-    j->rescale_from = old;
-    j->rescale_to = parallelism;
-    j->pause_started_ns = eddy_mono_ns();
-    j->rescale_client.waiting = identity_len > 0;
-    memcpy(j->rescale_client.identity, identity, identity_len);
-    j->rescale_client.identity_len = identity_len;
     eddy_info("job %s: rescaling %s %u -> %u", job_id, stage, old, parallelism);
-    coord_job_set_state(c, j, JOB_RESCALING);
-    if (!j->pending)
-        coord_checkpoint_trigger(c, j, true);
-    /* else: the rescale's own checkpoint starts when the running one ends */
+    begin(c, j, s, parallelism, identity, identity_len);
     return 0;
+}
+
+int coord_job_migrate(coord_t *c, coord_job_t *j, const eddy_rebalance_move_t *moves, uint32_t n,
+                      const char *why, eddy_err_t *err)
+{
+    uint32_t s = moves[0].stage;
+    if (s >= j->graph.n_stages || !eddy_stage_is_keyed(&j->graph.stages[s]))
+        return eddy_err_set(err, "job %s: stage %u is not keyed; only keyed instances move", j->id, s);
+    if (refuse_busy(j, err) < 0)
+        return -1;
+    j->moves = malloc(n * sizeof *j->moves);
+    if (!j->moves)
+        return eddy_err_set(err, "out of memory");
+    memcpy(j->moves, moves, n * sizeof *moves);
+    j->n_moves = n;
+    snprintf(j->migration_why, sizeof j->migration_why, "%s", why);
+    begin(c, j, (int)s, j->placement[s].parallelism, NULL, 0);
+    return 0;
+}
+
+uint32_t *coord_migration_moving(const coord_job_t *j, uint32_t *n)
+{
+    *n = 0;
+    uint32_t *moving = j->n_moves ? malloc(j->n_moves * sizeof *moving) : NULL;
+    for (uint32_t i = 0; moving && i < j->n_moves; i++)
+        moving[(*n)++] = j->moves[i].instance;
+    return moving;
+}
+
+/* The moves' instances get their new workers; coord_place then keeps them
+ * there, or re-places one whose new worker left meanwhile. */
+static void apply_moves(coord_job_t *j)
+{
+    eddy_stage_placement_t *pl = &j->placement[j->rescale_stage];
+    for (uint32_t i = 0; i < j->n_moves; i++) {
+        const eddy_rebalance_move_t *m = &j->moves[i];
+        if (pl->worker_of && m->instance < pl->parallelism && pl->worker_of[m->instance] == m->from)
+            pl->worker_of[m->instance] = m->to;
+    }
 }
 
 void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
@@ -83,6 +146,7 @@ void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         p[s] = coord_job_parallelism(j, s);
     p[j->rescale_stage] = j->rescale_to;
+    apply_moves(j);
     eddy_err_t err;
     if (coord_place(c, j, p, &err) < 0) {
         coord_pending_checkpoint_destroy(&pc);
@@ -108,12 +172,27 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
+    r->instances_moved = j->n_moves;
+    snprintf(r->why, sizeof r->why, "%s", j->n_moves ? j->migration_why : "");
     coord_reaper_remove(c->reaper, j->id, j->migration);
     j->migration = 0;
     char msg[256];
-    snprintf(msg, sizeof msg,
-             "rescaled %s/%s %u -> %u: paused %.1f ms, moved %" PRIu64 " key groups (%" PRIu64 " bytes)",
-             j->id, r->stage, r->old_p, r->new_p, pause_ms, r->groups_moved, r->bytes_moved);
+    if (j->n_moves) {
+        j->n_migrations++;
+        j->instances_migrated += j->n_moves;
+        snprintf(msg, sizeof msg,
+                 "migrated %u instance%s of %s/%s: paused %.1f ms, moved %" PRIu64 " key groups (%" PRIu64 " bytes)",
+                 j->n_moves, j->n_moves == 1 ? "" : "s", j->id, r->stage, pause_ms, r->groups_moved,
+                 r->bytes_moved);
+        free(j->moves);
+        j->moves = NULL;
+        j->n_moves = 0;
+        coord_rebalance_migration_ended(c);
+    } else {
+        snprintf(msg, sizeof msg,
+                 "rescaled %s/%s %u -> %u: paused %.1f ms, moved %" PRIu64 " key groups (%" PRIu64 " bytes)",
+                 j->id, r->stage, r->old_p, r->new_p, pause_ms, r->groups_moved, r->bytes_moved);
+    }
     eddy_info("%s", msg);
     if (j->rescale_client.waiting) {
         coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 0, msg);

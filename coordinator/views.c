@@ -117,12 +117,17 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
     uint32_t first = j->n_rescales > COORD_MAX_RESCALES ? j->n_rescales - COORD_MAX_RESCALES : 0;
     for (uint32_t k = first; k < j->n_rescales; k++) {
         const rescale_record_t *r = &j->rescales[k % COORD_MAX_RESCALES];
-        json_array_append_new(rescales,
-                              json_pack("{s:I, s:s, s:i, s:i, s:f, s:I, s:I, s:I}", "time_ms",
-                                        (json_int_t)r->time_ms, "operator", r->stage, "old_parallelism",
-                                        r->old_p, "new_parallelism", r->new_p, "pause_ms", r->pause_ms,
-                                        "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
-                                        (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint));
+        json_t *rj = json_pack("{s:I, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:s}", "time_ms",
+                               (json_int_t)r->time_ms, "operator", r->stage, "old_parallelism",
+                               r->old_p, "new_parallelism", r->new_p, "pause_ms", r->pause_ms,
+                               "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
+                               (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint,
+                               "kind", r->instances_moved ? "migration" : "rescale");
+        if (r->instances_moved) { /* a rebalance: which instances moved, and why */
+            json_object_set_new(rj, "instances_moved", json_integer(r->instances_moved));
+            json_object_set_new(rj, "reason", json_string(r->why));
+        }
+        json_array_append_new(rescales, rj);
     }
     /* shown to anyone who may read status: no credentials (common/redact.h) */
     json_t *args = json_array();
@@ -145,7 +150,7 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
     /* The number that names the job on the wire (data-plane channel ids). */
     json_object_set_new(doc, "num", json_integer(j->num));
     /* "rescales" lists this coordinator's last ones; these count them all */
-    json_object_set_new(doc, "rescales_total", json_integer((json_int_t)j->rescales_earlier + j->n_rescales));
+    json_object_set_new(doc, "rescales_total", json_integer((json_int_t)j->rescales_earlier + j->n_rescales - j->n_migrations));
     json_object_set_new(doc, "rescale_bytes_total", json_integer((json_int_t)(j->rescale_bytes_total & INT64_MAX)));
     json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
     /* wall-clock epoch ms; ended_ms only once the job has ended */
@@ -480,9 +485,11 @@ static void job_counters(text_buf_t *b, coord_t *c)
     } fams[] = {
         {"eddy_checkpoints_completed_total", "Completed checkpoints since the job was submitted."},
         {"eddy_checkpoints_failed_total", "Abandoned checkpoints since the job was submitted."},
-        {"eddy_rescales_total", "Completed rescales since the job was submitted."},
+        {"eddy_rescales_total", "Completed rescales (parallelism changes) since the job was submitted."},
         {"eddy_rescale_bytes_total", "State bytes moved by the job's rescales since it was submitted."},
         {"eddy_job_restarts_total", "Restores of the job after failures since it was submitted."},
+        {"eddy_migrations_total", "Rebalancing migrations (instances moved to another worker at the same parallelism) since the job was submitted."},
+        {"eddy_instances_migrated_total", "Instances that rebalancing moved to another worker since the job was submitted."},
     };
     for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
         family(b, fams[f].name, "counter", fams[f].help);
@@ -490,7 +497,8 @@ static void job_counters(text_buf_t *b, coord_t *c)
             coord_job_counts_t t;
             coord_counters_job(j->counters, false, &t);
             const uint64_t v[] = {t.checkpoints_completed, t.checkpoints_failed, t.rescales,
-                                  t.rescale_bytes, t.restarts};
+                                  t.rescale_bytes, t.restarts, t.migrations,
+                                  t.instances_migrated};
             tb_printf(b, "%s{job=\"%s\"} %" PRIu64 "\n", fams[f].name, j->id, v[f]);
         }
     }
@@ -607,7 +615,7 @@ char *coord_view_metrics(coord_t *c)
     family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
-    family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale (sources paused to resumed).");
+    family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale or migration (sources paused to resumed).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_rescales)
             tb_printf(&b, "eddy_rescale_pause_seconds{job=\"%s\"} %.6f\n", j->id,

@@ -104,6 +104,10 @@ typedef struct layout {
      * `absent` value); 0 ends the list. Messages of an older form have no
      * trailing leader epoch. */
     uint32_t older[2];
+    /* How many last fields a peer of this protocol may leave out and still
+     * end with the leader epoch (a field added later as optional): such a
+     * form is read with them at their absent values. */
+    uint32_t optional;
 } layout_t;
 
 #define ELEMS(a) (uint32_t)(sizeof(a) / sizeof((a)[0]))
@@ -284,7 +288,7 @@ static const field_t task_metrics_fields[] = {
 };
 static const uint32_t task_metrics_oldest = 15;
 
-static const layout_t task_metrics_layout = {task_metrics_fields, ELEMS(task_metrics_fields), {0}};
+static const layout_t task_metrics_layout = {task_metrics_fields, ELEMS(task_metrics_fields), {0}, 0};
 
 static void encode_tasks(eddy_mpw_t *w, const void *obj)
 {
@@ -519,6 +523,40 @@ static const field_t start_fields[] = {
     {.kind = FIELD_U32, .offset = MSG(start.epoch), .max = UINT32_MAX},
 };
 
+/* A migration's moving instances: each below the migration's parallelism,
+ * at most that many (migrate_parallelism is decoded before). */
+static void encode_moving(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_msg_t *m = obj;
+    eddy_mpw_array(w, m->u.trigger.n_moving);
+    for (uint32_t i = 0; i < m->u.trigger.n_moving; i++)
+        eddy_mpw_u64(w, m->u.trigger.moving[i]);
+}
+
+static void decode_moving(eddy_mpr_t *r, void *obj)
+{
+    eddy_msg_t *m = obj;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t p = m->u.trigger.migrate_parallelism;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM, &si, &sc, &sn);
+    if (n > p)
+        eddy_mpr_fail(r, "more moving instances than the migration's parallelism");
+    m->u.trigger.moving = calloc(n ? n : 1, sizeof *m->u.trigger.moving);
+    if (!m->u.trigger.moving)
+        eddy_mpr_fail(r, "out of memory");
+    for (uint32_t i = 0; r->ok && i < n; i++) {
+        m->u.trigger.moving[i] = (uint32_t)eddy_mpr_u64(r, p ? p - 1 : 0);
+        m->u.trigger.n_moving = i + 1;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void clear_moving(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.trigger.moving);
+}
+
 static const field_t trigger_fields[] = {
     {.kind = FIELD_U32, .offset = MSG(trigger.job), .max = UINT32_MAX},
     {.kind = FIELD_U32, .offset = MSG(trigger.epoch), .max = UINT32_MAX},
@@ -526,6 +564,8 @@ static const field_t trigger_fields[] = {
     {.kind = FIELD_BOOL, .offset = MSG(trigger.pause_after)},
     {.kind = FIELD_U32, .offset = MSG(trigger.migrate_stage), .max = UINT32_MAX},
     {.kind = FIELD_U32, .offset = MSG(trigger.migrate_parallelism), .max = EDDY_MAX_PARALLELISM},
+    /* optional: a migration's moving instances (rebalancing) */
+    {.kind = FIELD_CUSTOM, .encode = encode_moving, .decode = decode_moving, .clear = clear_moving},
 };
 
 static const field_t ack_fields[] = {
@@ -594,21 +634,21 @@ static const field_t plugin_fields[] = {
  * hears an older coordinator's refusal), and a RELEASE with or without its
  * reason (protocols 4 and 5). */
 static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}},
-    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}},
-    [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}},
-    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}},
-    [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}},
-    [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}},
-    [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}},
-    [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}},
-    [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}},
-    [EDDY_MSG_RELEASE] = {release_fields, ELEMS(release_fields), {1, 2}},
-    [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}},
-    [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}},
-    [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}},
+    [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
+    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
+    [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 0},
+    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
+    [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
+    [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 0},
+    [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
+    [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
+    [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},
+    [EDDY_MSG_RELEASE] = {release_fields, ELEMS(release_fields), {1, 2}, 0},
+    [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}, 0},
+    [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}, 0},
+    [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}, 0},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */
@@ -767,16 +807,17 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     msg->type = (eddy_msg_type_t)type;
     const layout_t *l = &layouts[type];
     uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
-    /* Every message ends with the leader epoch; older forms (fewer fields,
-     * no epoch) are read with the missing fields at their defaults. */
-    bool full = fields == l->count + 1;
+    /* Every message ends with the leader epoch, after all its fields or
+     * all but optional last ones; older forms (fewer fields, no epoch) are
+     * read with the missing fields at their defaults. */
+    bool full = fields <= l->count + 1 && fields + l->optional >= l->count + 1;
     if (!full && !older_form(l, fields)) {
         eddy_mpr_close(&r);
         msg->type = 0;
         return eddy_err_set(err, "malformed %s message: %u fields, expected %u",
                             type_names[type], fields, l->count + 1);
     }
-    decode_fields(&r, l, msg, full ? l->count : fields);
+    decode_fields(&r, l, msg, full ? fields - 1 : fields);
     if (full)
         msg->leader_epoch = eddy_mpr_u64(&r, UINT64_MAX);
     int rc = eddy_mpr_finish(&r, type_names[type], err);

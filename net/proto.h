@@ -211,6 +211,13 @@ typedef struct eddy_msg {
              * fsync; it is not a recovery point. EDDY_NO_STAGE: a checkpoint. */
             uint32_t migrate_stage;
             uint32_t migrate_parallelism;
+            /* A migration (a rebalance: same parallelism, new placement):
+             * the instances of migrate_stage that change worker write every
+             * key group they own. Borrowed when sending; owned (heap,
+             * eddy_msg_clear frees it) when decoded. A TRIGGER without the
+             * field (an older peer's) decodes as none. */
+            uint32_t *moving;
+            uint32_t n_moving;
         } trigger;
         struct {
             uint32_t job, epoch;

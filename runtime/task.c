@@ -772,10 +772,13 @@ static eddy_snapshot_unit_t *serialise_state(eddy_task_t *t, uint64_t checkpoint
     snprintf(u->op, sizeof u->op, "%s", t->def->name);
     u->checkpoint = checkpoint;
     u->durable = !migration;
+    bool moving = false; /* to another worker: every group it owns goes along */
+    for (uint32_t i = 0; migration && i < t->env->n_migrate_moving; i++)
+        moving |= t->env->migrate_moving[i] == t->instance;
     for (uint32_t kg = r.start; kg < r.end; kg++) {
         /* A migration snapshot carries only the groups that change owner. */
-        if (migration && eddy_kg_owner(kg, t->env->migrate_parallelism,
-                                       t->graph->max_parallelism) == t->instance)
+        if (migration && !moving &&
+            eddy_kg_owner(kg, t->env->migrate_parallelism, t->graph->max_parallelism) == t->instance)
             continue;
         uint32_t i = u->n_groups;
         if (write_group(t, kg, &u->data[i], &u->lens[i], err) < 0) {

@@ -57,6 +57,11 @@ typedef struct eddy_task_env {
      * change owner, without fsync, and the other stages write nothing. */
     uint64_t migration_checkpoint;
     uint32_t migrate_stage, migrate_parallelism;
+    /* A migration (a rebalance: the parallelism stays, instances change
+     * worker): the instances of migrate_stage that move write all their key
+     * groups. Owned by the worker's job; NULL/0 for a rescale. */
+    uint32_t *migrate_moving;
+    uint32_t n_migrate_moving;
     /* The job's eddy_guarantee_t (from DEPLOY): at-least-once leaves
      * barriers unaligned (task.c). */
     uint32_t guarantee;

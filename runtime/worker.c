@@ -323,6 +323,7 @@ static void destroy_job(worker_t *w, wjob_t *j)
     free(j->tasks);
     eddy_snapshot_store_destroy(&j->store);
     eddy_graph_clear(&j->graph);
+    free(j->env.migrate_moving);
     free(j);
 }
 
@@ -754,6 +755,14 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             j->env.migration_checkpoint = m->u.trigger.checkpoint;
             j->env.migrate_stage = m->u.trigger.migrate_stage;
             j->env.migrate_parallelism = m->u.trigger.migrate_parallelism;
+            free(j->env.migrate_moving);
+            j->env.migrate_moving = NULL;
+            j->env.n_migrate_moving = 0;
+            size_t bytes = m->u.trigger.n_moving * sizeof *j->env.migrate_moving;
+            if (bytes && (j->env.migrate_moving = malloc(bytes))) {
+                memcpy(j->env.migrate_moving, m->u.trigger.moving, bytes);
+                j->env.n_migrate_moving = m->u.trigger.n_moving;
+            }
         }
         if (j && j->epoch == m->u.trigger.epoch)
             for (uint32_t i = 0; i < j->n_tasks; i++)

@@ -256,7 +256,7 @@ function renderTiles(j) {
     tile('checkpoint_last', 'Last checkpoint', ck.id ? fmtMs(ck.duration_ms) : '—', ck.id ? fmtBytes(ck.bytes) + ' at ' + fmtClock(ck.time_ms) : '', ck.duration_ms),
     tile('latency', 'Latency p99', worst ? fmtMs(worst.p99) : '—',
       worst ? `p50 ${fmtMs(worst.p50)} · source to sink${worst.recent ? '' : ' · since start'}` : 'no batch measured yet', worst ? worst.p99 : ''),
-    tile('rescales', 'Rescales', String(rescaleCount(j)), lastRs ? `last ${esc(lastRs.operator)} ${lastRs.old_parallelism}→${lastRs.new_parallelism}, pause ${fmtMs(lastRs.pause_ms)}` : 'none', rescaleCount(j)),
+    tile('rescales', 'Rescales', String(rescaleCount(j)), lastRs ? `last ${rescaleWhat(lastRs)}, pause ${fmtMs(lastRs.pause_ms)}` : 'none', rescaleCount(j)),
     tile('lag', 'Event-time lag', lags.length ? fmtMs(Math.max(...lags)) : '—', lags.length ? 'now − slowest watermark' : 'no event time', lags.length ? Math.max(...lags) : ''),
     tile('restarts', 'Restarts', String(j.restarts), j.restarts ? 'restored from checkpoints' : 'no failures', j.restarts),
   ].join('');
@@ -515,7 +515,7 @@ function renderCharts(j) {
   const markers = decisions.map(d => ({ t: d.time_ms, kind: 'decision', op: d.operator, color: d.applied ? colorOf(d.operator) : '#9aa8b8', tip: decisionTip(d) }));
   for (const r of j.rescales || [])
     markers.push({ t: r.time_ms, kind: 'rescale', op: r.operator, color: colorOf(r.operator),
-      tip: `${fmtDateTime(r.time_ms)} · rescale ${r.operator} ${r.old_parallelism} → ${r.new_parallelism}\npause ${fmtMs(r.pause_ms)} · ${fmtBytes(r.bytes_moved)} moved in ${r.key_groups_moved} key groups` +
+      tip: `${fmtDateTime(r.time_ms)} · ${r.kind === 'migration' ? 'migration: ' + r.reason + '\n' : ''}rescale ${r.operator} ${r.old_parallelism} → ${r.new_parallelism}\npause ${fmtMs(r.pause_ms)} · ${fmtBytes(r.bytes_moved)} moved in ${r.key_groups_moved} key groups` +
         (r.checkpoint ? ` · migration snapshot #${r.checkpoint}` : '') });
   const parSeries = sops.map(o => ({ name: o.name, op: o.name, color: colorOf(o.name), values: o.parallelism, step: true, width: 2.2 }));
   let pmax = 1;
@@ -545,11 +545,17 @@ function renderCharts(j) {
   }
 }
 
+/* "count 2→3", or for a rebalancing migration "count: 3 instances moved" */
+function rescaleWhat(r) {
+  return r.kind === 'migration' ? `${esc(r.operator)}: ${r.instances_moved} moved to balance workers`
+                                : `${esc(r.operator)} ${r.old_parallelism}→${r.new_parallelism}`;
+}
+
 function renderRescales(j) {
   const rs = (j.rescales || []).slice().reverse();
   document.getElementById('rescales').innerHTML = rs.length
     ? `<table id="rescale-table"><tr><th>time</th><th>operator</th><th class="n">parallelism</th><th class="n">pause</th><th class="n">moved</th><th class="n">key groups</th></tr>` +
-      rs.map(r => `<tr><td>${fmtClock(r.time_ms)}</td><td>${esc(r.operator)}</td><td class="n">${r.old_parallelism} → ${r.new_parallelism}</td>
+      rs.map(r => `<tr><td>${fmtClock(r.time_ms)}</td><td>${esc(r.operator)}</td><td class="n"${r.kind === 'migration' ? ` title="${esc(r.reason)}"` : ''}>${r.old_parallelism} → ${r.new_parallelism}${r.kind === 'migration' ? `, ${r.instances_moved} instances to other workers (rebalance)` : ''}</td>
         <td class="n">${fmtMs(r.pause_ms)}</td><td class="n">${fmtBytes(r.bytes_moved)}</td><td class="n">${r.key_groups_moved}</td></tr>`).join('') + '</table>'
     : '<p class="muted">No rescales yet. <code>eddy rescale JOB OPERATOR N</code> or <code>--autoscale</code>.</p>';
 }

@@ -148,6 +148,10 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.trigger.pause_after = true;
         m.u.trigger.migrate_stage = 3;
         m.u.trigger.migrate_parallelism = 17;
+        m.u.trigger.n_moving = 2;
+        m.u.trigger.moving = malloc(2 * sizeof *m.u.trigger.moving);
+        m.u.trigger.moving[0] = 0;
+        m.u.trigger.moving[1] = 16;
         break;
     case EDDY_MSG_ACK:
         m.u.ack.job = 2;
@@ -329,6 +333,9 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.trigger.pause_after, b->u.trigger.pause_after);
         cr_assert_eq(a->u.trigger.migrate_stage, b->u.trigger.migrate_stage);
         cr_assert_eq(a->u.trigger.migrate_parallelism, b->u.trigger.migrate_parallelism);
+        cr_assert_eq(a->u.trigger.n_moving, b->u.trigger.n_moving);
+        for (uint32_t i = 0; i < a->u.trigger.n_moving; i++)
+            cr_assert_eq(a->u.trigger.moving[i], b->u.trigger.moving[i]);
         break;
     case EDDY_MSG_ACK:
         cr_assert_eq(a->u.ack.job, b->u.ack.job);
@@ -733,7 +740,7 @@ Test(proto, wrong_field_counts_rejected)
         snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
         /* Without its last field (the leader epoch), a REGISTER or RELEASE
          * is an older peer's, still read; anything else is rejected. */
-        if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER)
+        if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
@@ -1152,7 +1159,28 @@ Test(proto, leader_epoch_and_registered_leader)
     cr_assert(!d.u.registered.not_leader && !d.u.registered.fatal);
     eddy_msg_clear(&d);
     /* a TRIGGER without the epoch is not an older form: rejected */
-    expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 7");
+    expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 8");
+}
+
+/* A migration TRIGGER names the instances that change worker; one without
+ * that field (sent before rebalancing existed) still decodes, as none. A
+ * moving instance at or past the migration's parallelism is refused. */
+Test(proto, trigger_moving_instances)
+{
+    eddy_msg_t d = decode_ok("\x98\x07\x01\x02\x03\xc3\x01\x04\x09", 9);
+    cr_assert_eq(d.u.trigger.migrate_parallelism, 4);
+    cr_assert_eq(d.u.trigger.n_moving, 0);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    d = decode_ok("\x99\x07\x01\x02\x03\xc3\x01\x04\x92\x00\x03\x09", 12);
+    cr_assert_eq(d.u.trigger.n_moving, 2);
+    cr_assert_eq(d.u.trigger.moving[0], 0);
+    cr_assert_eq(d.u.trigger.moving[1], 3);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    expect_reject("\x99\x07\x01\x02\x03\xc3\x01\x04\x91\x04\x09", 11, "out of range");
+    expect_reject("\x99\x07\x01\x02\x03\xc3\x01\x01\x92\x00\x00\x09", 12,
+                  "more moving instances");
 }
 
 /* ---- key loads in heartbeat metrics (field 20) ---------------------------- */

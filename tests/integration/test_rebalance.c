@@ -1,0 +1,332 @@
+/* test_rebalance.c - a worker that joins a running job gets work by
+ * rebalancing (coordinator/migrate.c), and the output stays exact.
+ *
+ * Real processes: `eddy coordinator` (directory metastore), two `eddy
+ * worker`s, a rate-limited wordcount submitted with --parallelism 4 (so
+ * workers 1 and 2 carry 5 and 4 instances). Once the job runs and has a
+ * completed checkpoint, a third worker starts. With rebalancing the
+ * coordinator migrates count instances onto it: `eddy status --json` shows
+ * instances placed on it and its heartbeats report tasks, the job's
+ * rescale history has a "migration" naming the worker, /metrics counts it
+ * in eddy_migrations_total, and the final --output equals the reference
+ * (nothing lost or counted twice by the move). With --no-rebalance the
+ * third worker stays empty for the rest of the job (sampled until the job
+ * ends, which must be seconds after the join), and the output is exact too.
+ *
+ * Every wait is a poll with a deadline on status, the log or process exit. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
+#include "tests/support/lines.h"
+#include "tests/support/proc.h"
+
+#define LINES 80000
+#define RATE "8000" /* lines/s over all 4 source instances: ~10 s undisturbed */
+
+static char *dir;
+static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
+static char coord_url[64], http_s[16];
+static int ports[2];
+static eddy_proc_t coord, workers[3];
+static int n_workers;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("rebalance", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/counts.tsv", dir);
+    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
+    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
+    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
+    snprintf(http_s, sizeof http_s, "%d", ports[1]);
+    memset(&coord, 0, sizeof coord);
+    memset(workers, 0, sizeof workers);
+    n_workers = 0;
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < n_workers; i++)
+        eddy_proc_kill(&workers[i], 2000);
+    eddy_proc_kill(&coord, 3000);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+/* The coordinator's log, then the workers'. */
+static char *log_text(void)
+{
+    const char *heads[] = {coord_logp};
+    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
+}
+
+static void start_coordinator(bool rebalance)
+{
+    eddy_err_t err = {{0}};
+    char *argv[24] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-port", http_s,
+                      "--metastore", meta_dir, "--snapshot-dir", snap_dir,
+                      "--checkpoint-interval", "500", "--heartbeat-ms", "200",
+                      "--rebalance-interval-ms", "500"};
+    int k = 16;
+    if (!rebalance)
+        argv[k++] = "--no-rebalance";
+    argv[k] = NULL;
+    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+}
+
+static void start_worker(void)
+{
+    eddy_err_t err = {{0}};
+    char name[32], wlog[600];
+    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
+    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
+    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
+                    "--snapshot-dir", snap_dir, "--register-timeout-ms", "30000", NULL};
+    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+}
+
+/* The id of the alive worker named `name` in status, 0 if none. */
+static json_int_t worker_id(json_t *st, const char *name)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        const char *n = json_string_value(json_object_get(w, "name"));
+        if (n && !strcmp(n, name) && json_is_true(json_object_get(w, "alive")))
+            return json_integer_value(json_object_get(w, "id"));
+    }
+    return 0;
+}
+
+static json_int_t worker_tasks(json_t *st, json_int_t id)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (json_integer_value(json_object_get(w, "id")) == id)
+            return json_integer_value(json_object_get(w, "tasks"));
+    }
+    return 0;
+}
+
+/* Instances of the wordcount job placed on worker id. */
+static int instances_on(json_t *st, json_int_t id)
+{
+    json_t *job = eddy_test_status_job(st, "wordcount");
+    int n = 0;
+    size_t i, k;
+    json_t *op, *inst;
+    json_array_foreach(json_object_get(job, "operators"), i, op)
+    {
+        json_array_foreach(json_object_get(op, "instances"), k, inst)
+        {
+            n += json_integer_value(json_object_get(inst, "worker")) == id;
+        }
+    }
+    return n;
+}
+
+static bool two_alive(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    bool ok = st && worker_id(st, "worker-1") && worker_id(st, "worker-2");
+    json_decref(st);
+    return ok;
+}
+
+/* Running, with a completed checkpoint. */
+static bool running_with_checkpoint(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+    bool ok = state && !strcmp(state, "running") &&
+              json_integer_value(json_object_get(json_object_get(job, "last_checkpoint"), "id")) > 0;
+    json_decref(st);
+    return ok;
+}
+
+static const char *job_state(json_t *st)
+{
+    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    return job ? json_string_value(json_object_get(job, "state")) : NULL;
+}
+
+static void submit(void)
+{
+    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
+                    "--input", input, "--output", output, "--parallelism", "4", "--rate", RATE, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+}
+
+/* Two workers, the job running with a checkpoint, then the third worker. */
+static void run_until_third_joined(bool rebalance)
+{
+    start_coordinator(rebalance);
+    start_worker();
+    start_worker();
+    cr_assert(eddy_poll_until(two_alive, NULL, 20000), "2 workers never registered:\n%s", log_text());
+    submit();
+    if (!eddy_poll_until(running_with_checkpoint, NULL, 30000))
+        cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    cr_assert_eq(instances_on(st, worker_id(st, "worker-1")) + instances_on(st, worker_id(st, "worker-2")),
+                 9, "4 sources + 4 counts + 1 sink on the two workers");
+    json_decref(st);
+    start_worker();
+}
+
+static void expect_finished_exactly(void)
+{
+    uint64_t deadline = eddy_mono_ms() + 120000;
+    for (;;) {
+        json_t *st = eddy_test_status(ports[0]);
+        const char *s = job_state(st);
+        bool done = s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+        bool finished = s && !strcmp(s, "finished");
+        json_decref(st);
+        if (done) {
+            cr_assert(finished, "the job ended but did not finish:\n%s", log_text());
+            break;
+        }
+        cr_assert_lt(eddy_mono_ms(), deadline, "the job did not finish in time:\n%s", log_text());
+        eddy_nap_ms(200);
+    }
+    size_t tl, el, gl;
+    char *text = eddy_read_file(input, &tl);
+    char *expected = eddy_reference_wordcount(text, tl, &el);
+    char *got = eddy_read_file(output, &gl);
+    cr_assert(got, "no output:\n%s", log_text());
+    cr_assert(gl == el && memcmp(got, expected, el) == 0,
+              "output differs from the reference (%zu vs %zu bytes):\n%s", gl, el, log_text());
+    free(text);
+    free(expected);
+    free(got);
+}
+
+struct third {
+    json_int_t id;
+    int instances;
+    json_int_t tasks;
+};
+
+/* The third worker has instances placed on it and runs tasks. */
+static bool third_has_work(void *arg)
+{
+    struct third *t = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    if (!st)
+        return false;
+    t->id = worker_id(st, "worker-3");
+    t->instances = t->id ? instances_on(st, t->id) : 0;
+    t->tasks = t->id ? worker_tasks(st, t->id) : 0;
+    json_decref(st);
+    return t->instances > 0 && t->tasks > 0;
+}
+
+Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = setup,
+     .fini = teardown, .timeout = 180)
+{
+    run_until_third_joined(true);
+    uint64_t joined = eddy_mono_ms();
+    struct third t = {0};
+    if (!eddy_poll_until(third_has_work, &t, 30000))
+        cr_assert_fail("worker-3 (id %lld) never got work: %d instances, %lld tasks:\n%s",
+                       (long long)t.id, t.instances, (long long)t.tasks, log_text());
+    cr_log_info("worker-3 ran %lld tasks %llu ms after it was started", (long long)t.tasks,
+                (unsigned long long)(eddy_mono_ms() - joined));
+
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *rescales = json_object_get(eddy_test_status_job(st, "wordcount"), "rescales");
+    json_t *mig = NULL, *r;
+    size_t i;
+    json_array_foreach(rescales, i, r)
+    {
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        if (kind && !strcmp(kind, "migration") && !mig)
+            mig = r;
+    }
+    cr_assert(mig, "no migration in the job's rescales: %s", json_dumps(rescales, JSON_COMPACT));
+    cr_assert_str_eq(json_string_value(json_object_get(mig, "operator")), "count");
+    cr_assert_eq(json_integer_value(json_object_get(mig, "old_parallelism")), 4);
+    cr_assert_eq(json_integer_value(json_object_get(mig, "new_parallelism")), 4);
+    cr_assert_gt(json_integer_value(json_object_get(mig, "instances_moved")), 0);
+    cr_assert_gt(json_integer_value(json_object_get(mig, "key_groups_moved")), 0,
+                 "a moved instance carries its key groups");
+    char want[64];
+    snprintf(want, sizeof want, "worker %lld (worker-3) joined", (long long)t.id);
+    const char *reason = json_string_value(json_object_get(mig, "reason"));
+    cr_assert(reason && strstr(reason, want), "reason '%s' does not say '%s'", reason, want);
+    json_decref(st);
+
+    cr_assert_geq(eddy_test_scrape_sum(ports[1], "eddy_migrations_total{job=\"wordcount\""), 1,
+                  "/metrics counts no migration");
+    char *l = log_text();
+    cr_assert(strstr(l, "job wordcount: migrating count["), "no migration line in the log:\n%s", l);
+    for (const char *p = strstr(l, "job wordcount: migrating"); p; p = NULL) /* for the record */
+        cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
+    for (const char *p = strstr(l, "migrated "); p; p = NULL)
+        cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
+    free(l);
+    expect_finished_exactly();
+}
+
+Test(rebalance, no_rebalance_leaves_the_joining_worker_empty, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    run_until_third_joined(false);
+    /* sample until the job ends: the third worker never gets an instance */
+    uint64_t joined_ms = 0, deadline = eddy_mono_ms() + 120000, last_running = 0;
+    int samples = 0;
+    for (;;) {
+        json_t *st = eddy_test_status(ports[0]);
+        const char *s = job_state(st);
+        if (st && !joined_ms && worker_id(st, "worker-3"))
+            joined_ms = eddy_mono_ms();
+        if (joined_ms && s && !strcmp(s, "running")) {
+            last_running = eddy_mono_ms();
+            samples++;
+            json_int_t id = worker_id(st, "worker-3");
+            cr_assert_eq(instances_on(st, id), 0, "worker-3 got instances with --no-rebalance:\n%s",
+                         log_text());
+        }
+        bool ended = s && strcmp(s, "running") && strcmp(s, "rescaling") && strcmp(s, "deploying") &&
+                     strcmp(s, "restoring") && strcmp(s, "waiting");
+        json_decref(st);
+        if (ended)
+            break;
+        cr_assert_lt(eddy_mono_ms(), deadline, "the job did not end in time:\n%s", log_text());
+        eddy_nap_ms(150);
+    }
+    cr_assert(joined_ms, "worker-3 never registered:\n%s", log_text());
+    /* with rebalancing, worker-3 has work within ~1 s of joining (the
+     * other test); here the job ran on for longer, so the flag was tested */
+    cr_assert_gt(last_running, joined_ms + 2000,
+                 "the job ended %llu ms after worker-3 joined: too soon to tell",
+                 (unsigned long long)(last_running - joined_ms));
+    cr_assert_gt(samples, 5);
+    char *l = log_text();
+    cr_assert(!strstr(l, "migrating"), "a migration with --no-rebalance:\n%s", l);
+    free(l);
+    expect_finished_exactly();
+}
