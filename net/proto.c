@@ -142,9 +142,69 @@ static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
+/* [] when there is nothing to report, else [text, [[name, label_key,
+ * label, value, counter], ...]] */
+static void encode_report(eddy_mpw_t *w, const eddy_op_report_t *r)
+{
+    uint32_t n = r->n_gauges < EDDY_OP_REPORT_GAUGES ? r->n_gauges : EDDY_OP_REPORT_GAUGES;
+    if (!r->text[0] && n == 0) {
+        eddy_mpw_array(w, 0);
+        return;
+    }
+    eddy_mpw_array(w, 2);
+    eddy_mpw_str(w, r->text);
+    eddy_mpw_array(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const eddy_op_gauge_t *g = &r->gauges[i];
+        eddy_mpw_array(w, 5);
+        eddy_mpw_str(w, g->name);
+        eddy_mpw_str(w, g->label_key);
+        eddy_mpw_str(w, g->label);
+        eddy_mpw_double(w, g->value);
+        eddy_mpw_bool(w, g->counter);
+    }
+}
+
+static void decode_report(eddy_mpr_t *r, eddy_op_report_t *out)
+{
+    const msgpack_object *si, *gi, *ei;
+    uint32_t sc, sn, gc, gn, ec, en;
+    eddy_op_report_clear(out);
+    uint32_t fields = eddy_mpr_enter(r, 2, &si, &sc, &sn);
+    if (r->ok && fields != 0 && fields != 2)
+        eddy_mpr_fail(r, "operator report: expected [] or [text, gauges]");
+    if (r->ok && fields == 2) {
+        eddy_mpr_strcpy(r, out->text, sizeof out->text);
+        uint32_t n = eddy_mpr_enter(r, EDDY_OP_REPORT_GAUGES, &gi, &gc, &gn);
+        for (uint32_t i = 0; r->ok && i < n; i++) {
+            eddy_op_gauge_t *g = &out->gauges[i];
+            uint32_t k = eddy_mpr_enter(r, 5, &ei, &ec, &en);
+            if (r->ok && k != 5)
+                eddy_mpr_fail(r, "operator report: a gauge has 5 fields");
+            if (r->ok) {
+                eddy_mpr_strcpy(r, g->name, sizeof g->name);
+                eddy_mpr_strcpy(r, g->label_key, sizeof g->label_key);
+                eddy_mpr_strcpy(r, g->label, sizeof g->label);
+                g->value = eddy_mpr_double(r);
+                g->counter = eddy_mpr_bool(r);
+            }
+            /* Names end up in /metrics unquoted: only [a-z0-9_]. */
+            if (r->ok && (!eddy_op_report_name_ok(g->name, sizeof g->name) ||
+                          (g->label_key[0] &&
+                           !eddy_op_report_name_ok(g->label_key, sizeof g->label_key))))
+                eddy_mpr_fail(r, "operator report: gauge name not [a-z0-9_]");
+            eddy_mpr_leave(r, ei, ec, en);
+            if (r->ok)
+                out->n_gauges = i + 1;
+        }
+        eddy_mpr_leave(r, gi, gc, gn);
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
 static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
 {
-    eddy_mpw_array(w, 19);
+    eddy_mpw_array(w, 20);
     eddy_mpw_u64(w, m->job);
     eddy_mpw_u64(w, m->epoch);
     eddy_mpw_u64(w, m->stage);
@@ -164,6 +224,7 @@ static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
     eddy_mpw_u64(w, m->rejected_records);
     encode_histogram(w, &m->latency);
     encode_histogram(w, &m->event_lag);
+    encode_report(w, &m->report);
 }
 
 static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
@@ -171,8 +232,9 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
     const msgpack_object *si;
     uint32_t sc, sn;
     /* 15 fields before source_lag was added (those read as lag unknown),
-     * 16 before rejected_records, 17 before the histograms (empty). */
-    uint32_t fields = eddy_mpr_enter(r, 19, &si, &sc, &sn);
+     * 16 before rejected_records, 17 before the histograms (empty), 19
+     * before the operator report (empty). */
+    uint32_t fields = eddy_mpr_enter(r, 20, &si, &sc, &sn);
     m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
     m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
@@ -196,6 +258,10 @@ static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
         decode_histogram(r, &m->latency);
     if (fields > 18)
         decode_histogram(r, &m->event_lag);
+    if (fields > 19)
+        decode_report(r, &m->report);
+    else
+        eddy_op_report_clear(&m->report);
     eddy_mpr_leave(r, si, sc, sn);
 }
 

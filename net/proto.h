@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "common/histogram.h"
 #include "common/guarantee.h"
+#include "net/op_report.h"
 #include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
 #define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
@@ -98,6 +99,9 @@ typedef struct eddy_task_metrics {
      * and 19; a 17-field entry from an older worker reads as empty. */
     eddy_histogram_t latency;
     eddy_histogram_t event_lag;
+    /* What the operators reported about themselves (net/op_report.h).
+     * Field 20; an older worker's 19-field entry reads as an empty report. */
+    eddy_op_report_t report;
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {
