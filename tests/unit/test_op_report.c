@@ -1,6 +1,6 @@
 /* test_op_report.c - operator reports (net/op_report.c) and their trailing
- * field in a heartbeat's task metrics (net/proto.c): round trip, an older
- * worker's 19-field entry read as an empty report, and bounds: too many
+ * field in a heartbeat's task metrics (net/proto.c, field 21): round trip,
+ * an older worker's 19- or 20-field entry read as an empty report, and bounds: too many
  * gauges, names that are not [a-z0-9_], text too long. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -74,8 +74,9 @@ Test(op_report, full_report_refuses_more)
     eddy_msg_clear(&back);
 }
 
-/* A heartbeat with one task entry of `fields` metrics fields (19: an older
- * worker's, no report) and, when fields is 20, `report` written by hand. */
+/* A heartbeat with one task entry of `fields` metrics fields (19 or 20: an
+ * older worker's, without the key loads or the report) and, when fields is
+ * 21, `report` written by hand. */
 static char *hand_heartbeat(uint32_t fields, void (*report)(eddy_mpw_t *w), size_t *len)
 {
     eddy_mpw_t w;
@@ -98,7 +99,9 @@ static char *hand_heartbeat(uint32_t fields, void (*report)(eddy_mpw_t *w), size
         for (uint32_t i = 0; i < 1 + EDDY_HIST_BUCKETS; i++)
             eddy_mpw_u64(&w, 0);
     }
-    if (fields == 20)
+    if (fields >= 20)
+        eddy_mpw_array(&w, 0); /* no key loads */
+    if (fields == 21)
         report(&w);
     eddy_mpw_u64(&w, 0); /* leader epoch */
     return eddy_mpw_release(&w, len);
@@ -106,15 +109,17 @@ static char *hand_heartbeat(uint32_t fields, void (*report)(eddy_mpw_t *w), size
 
 Test(op_report, older_entry_reads_as_empty_report)
 {
-    size_t len;
-    char *bytes = hand_heartbeat(19, NULL, &len);
-    eddy_msg_t back = {0};
-    eddy_err_t err = {{0}};
-    cr_assert_eq(eddy_msg_decode(bytes, len, &back, &err), 0, "%s", err.msg);
-    cr_assert_eq(back.u.heartbeat.tasks[0].report.n_gauges, 0);
-    cr_assert_str_eq(back.u.heartbeat.tasks[0].report.text, "");
-    free(bytes);
-    eddy_msg_clear(&back);
+    for (uint32_t fields = 19; fields <= 20; fields++) {
+        size_t len;
+        char *bytes = hand_heartbeat(fields, NULL, &len);
+        eddy_msg_t back = {0};
+        eddy_err_t err = {{0}};
+        cr_assert_eq(eddy_msg_decode(bytes, len, &back, &err), 0, "%u fields: %s", fields, err.msg);
+        cr_assert_eq(back.u.heartbeat.tasks[0].report.n_gauges, 0);
+        cr_assert_str_eq(back.u.heartbeat.tasks[0].report.text, "");
+        free(bytes);
+        eddy_msg_clear(&back);
+    }
 }
 
 static void too_many_gauges(eddy_mpw_t *w)
@@ -164,7 +169,7 @@ static void odd_shape(eddy_mpw_t *w)
 static void expect_refused(void (*report)(eddy_mpw_t *w), const char *why)
 {
     size_t len;
-    char *bytes = hand_heartbeat(20, report, &len);
+    char *bytes = hand_heartbeat(21, report, &len);
     eddy_msg_t back = {0};
     eddy_err_t err = {{0}};
     cr_assert_eq(eddy_msg_decode(bytes, len, &back, &err), -1, "%s accepted", why);
