@@ -95,6 +95,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "net/op_report.h"
 #include "net/record.h"
 #include "state/keyed_state.h"
 #include "state/keygroup.h"
@@ -157,6 +158,12 @@ typedef struct eddy_op_context {
      * (EDDY_SOURCE_REST_MS). The source may set it at any time (once
      * connected) and must keep it open while it is set. */
     int *wait_fd;
+    /* Figures the instance shows about itself (net/op_report.h): a line in
+     * `eddy status` and /api/v1/jobs, gauges at /metrics. Owned by the
+     * task, empty at open; the operator overwrites it whenever its figures
+     * change (the next heartbeat carries them). Shared by the operators of
+     * one chained task: the pipeline chain is the only built-in user. */
+    eddy_op_report_t *report;
 } eddy_op_context_t;
 
 /* Watermarks: no event time yet / end of input (every window fires). */

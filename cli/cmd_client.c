@@ -15,11 +15,12 @@
 
 /* What a view prints: with `all` false, only what matters now (running
  * jobs, decisions that change something). */
-typedef void (*render_fn)(json_t *doc, bool all);
+/* job: only this job (NULL: all); returns the exit status. */
+typedef int (*render_fn)(json_t *doc, bool all, const char *job);
 
 static int call_and_print(const char *sub, const char *coordinator, const char *keys_dir,
                           const char *verb, int argc, char **argv, uint32_t timeout_ms,
-                          bool json_out, render_fn render, bool all)
+                          bool json_out, render_fn render, bool all, const char *job)
 {
     int64_t status;
     char *body = NULL;
@@ -44,7 +45,7 @@ static int call_and_print(const char *sub, const char *coordinator, const char *
         json_error_t jerr;
         json_t *doc = json_loads(body, 0, &jerr);
         if (doc)
-            render(doc, all);
+            rc = render(doc, all, job);
         else
             printf("%s\n", body);
         json_decref(doc);
@@ -81,7 +82,7 @@ int eddy_cmd_rescale(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("rescale", err.msg);
     }
-    int rc = call_and_print("rescale", coordinator, keys, "rescale", 3, pos.items, timeout, true, NULL, false);
+    int rc = call_and_print("rescale", coordinator, keys, "rescale", 3, pos.items, timeout, true, NULL, false, NULL);
     eddy_args_free(&pos);
     return rc;
 }
@@ -92,15 +93,54 @@ static bool job_ended(const json_t *j)
     return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
 }
 
-static void render_status(json_t *doc, bool all)
+/* The lines an operator's instances reported about themselves (a
+ * pipeline's filter order and figures), one per instance. */
+static void render_reports(const json_t *op)
+{
+    size_t m;
+    json_t *r;
+    json_array_foreach(json_object_get(op, "reports"), m, r)
+    {
+        const char *text = json_string_value(json_object_get(r, "text"));
+        if (text && text[0])
+            printf("      [%lld] %s\n", (long long)json_integer_value(json_object_get(r, "instance")),
+                   text);
+    }
+}
+
+static const char *job_id(const json_t *j)
+{
+    const char *id = json_string_value(json_object_get(j, "id"));
+    return id ? id : "";
+}
+
+static bool has_job(const json_t *jobs, const char *job)
+{
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+    {
+        if (!strcmp(job_id(j), job))
+            return true;
+    }
+    return false;
+}
+
+static int render_status(json_t *doc, bool all, const char *job)
 {
     json_t *jobs = json_object_get(doc, "jobs"), *workers = json_object_get(doc, "workers");
     size_t i, hidden = 0;
     json_t *j;
+    if (job && !has_job(jobs, job)) {
+        fprintf(stderr, "eddy status: no job '%s' (eddy status --all lists them)\n", job);
+        return 2;
+    }
     printf("JOBS\n");
     json_array_foreach(jobs, i, j)
     {
-        if (!all && job_ended(j)) {
+        if (job && strcmp(job_id(j), job))
+            continue;
+        if (!job && !all && job_ended(j)) {
             hidden++;
             continue;
         }
@@ -148,6 +188,7 @@ static void render_status(json_t *doc, bool all)
                 }
             }
             printf("\n");
+            render_reports(op);
         }
         if (job_ended(j)) /* its rescales are history too: --all shows the totals above */
             continue;
@@ -184,13 +225,14 @@ static void render_status(json_t *doc, bool all)
                (long long)json_integer_value(json_object_get(j, "pid")),
                json_is_true(json_object_get(j, "alive")) ? "alive" : "dead");
     }
+    return 0;
 }
 
 /* A read-only view of the coordinator: rendered for people, or --json
  * (everything the coordinator holds, whatever --all says: scripts wait
  * for a job's "finished" there). */
-static int view_command(const char *sub, const char *all_help, int argc, char **argv,
-                        render_fn render)
+static int view_command(const char *sub, const char *usage, const char *all_help, bool takes_job,
+                        int argc, char **argv, render_fn render)
 {
     const char *coordinator = eddy_client_default_coordinator(), *keys = eddy_cli_default_keys();
     bool json_out = false, all = false;
@@ -198,20 +240,34 @@ static int view_command(const char *sub, const char *all_help, int argc, char **
                            EDDY_FLAG_SWITCH("all", &all, all_help),
                            EDDY_FLAG_SWITCH("json", &json_out, "print JSON (always everything)"),
                            EDDY_FLAG_END};
+    eddy_args_t pos = {0};
     int code;
-    if (eddy_cli_parse(sub, "[--all] [--json] [flags]", flags, argc, argv, NULL, NULL, &code) < 0)
+    if (eddy_cli_parse(sub, usage, flags, argc, argv, takes_job ? &pos : NULL, NULL, &code) < 0) {
+        eddy_args_free(&pos);
         return code;
-    return call_and_print(sub, coordinator, keys, sub, 0, NULL, 5000, json_out, render, all);
+    }
+    if (pos.count > 1) {
+        eddy_args_free(&pos);
+        return eddy_usage_error(sub, "expected at most one JOB");
+    }
+    int rc = call_and_print(sub, coordinator, keys, sub, 0, NULL, 5000, json_out, render, all,
+                            pos.count ? pos.items[0] : NULL);
+    eddy_args_free(&pos);
+    return rc;
 }
 
 int eddy_cmd_status(int argc, char **argv)
 {
-    return view_command("status", "include ended jobs (finished, cancelled, failed)", argc, argv,
+    /* With JOB: that job only (ended or not), with each operator's own
+     * report lines (a pipeline's filter order and figures). */
+    return view_command("status", "[JOB] [--all] [--json] [flags]",
+                        "include ended jobs (finished, cancelled, failed)", true, argc, argv,
                         render_status);
 }
 
-static void render_scaling(json_t *doc, bool all)
+static int render_scaling(json_t *doc, bool all, const char *job)
 {
+    (void)job;
     size_t i, hidden = 0;
     json_t *d;
     if (json_array_size(doc) == 0)
@@ -228,11 +284,13 @@ static void render_scaling(json_t *doc, bool all)
     if (hidden)
         printf("(%zu no-change decision%s not shown: eddy scaling --all)\n", hidden,
                hidden == 1 ? "" : "s");
+    return 0;
 }
 
 int eddy_cmd_scaling(int argc, char **argv)
 {
-    return view_command("scaling", "include decisions that changed nothing (no_change)", argc, argv,
+    return view_command("scaling", "[--all] [--json] [flags]",
+                        "include decisions that changed nothing (no_change)", false, argc, argv,
                         render_scaling);
 }
 
@@ -341,7 +399,7 @@ static int run_submit(int argc, char **argv, char **spec_text)
     args[n++] = (char *)job;
     for (int i = 0; i < rest.count; i++)
         args[n++] = rest.items[i];
-    rc = call_and_print("submit", coordinator, keys_dir, "submit", n, args, 10000, true, NULL, false);
+    rc = call_and_print("submit", coordinator, keys_dir, "submit", n, args, 10000, true, NULL, false, NULL);
     free(args);
     eddy_args_free(&rest);
     return rc;
@@ -369,7 +427,7 @@ int eddy_cmd_cancel(int argc, char **argv)
         eddy_args_free(&pos);
         return eddy_usage_error("cancel", "expected JOB");
     }
-    int rc = call_and_print("cancel", coordinator, keys, "cancel", 1, pos.items, 5000, true, NULL, false);
+    int rc = call_and_print("cancel", coordinator, keys, "cancel", 1, pos.items, 5000, true, NULL, false, NULL);
     eddy_args_free(&pos);
     return rc;
 }

@@ -52,6 +52,37 @@ static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, bool li
     t->late_records = n.late_records;
 }
 
+/* What the stage's current instances reported about themselves
+ * (net/op_report.h), by instance: [{"instance", "worker", "text",
+ * "gauges": [{"name", "label_key", "label", "value", "counter"}]}]; NULL
+ * when none reported anything. */
+static json_t *reports_json(coord_t *c, const coord_job_t *j, uint32_t stage)
+{
+    json_t *out = NULL;
+    for (coord_worker_t *w = c->workers; w; w = w->next) {
+        for (uint32_t i = 0; w->alive && i < w->n_metrics; i++) {
+            const eddy_task_metrics_t *m = &w->metrics[i];
+            const eddy_op_report_t *r = &m->report;
+            if (m->job != j->num || m->stage != stage || m->epoch != j->epoch ||
+                (!r->text[0] && !r->n_gauges))
+                continue;
+            json_t *gauges = json_array();
+            for (uint32_t g = 0; g < r->n_gauges; g++)
+                json_array_append_new(
+                    gauges, json_pack("{s:s, s:s, s:s, s:f, s:b}", "name", r->gauges[g].name,
+                                      "label_key", r->gauges[g].label_key, "label",
+                                      r->gauges[g].label, "value", r->gauges[g].value, "counter",
+                                      r->gauges[g].counter));
+            if (!out)
+                out = json_array();
+            json_array_append_new(out, json_pack("{s:i, s:i, s:s, s:o}", "instance", m->instance,
+                                                 "worker", w->id, "text", r->text, "gauges",
+                                                 gauges));
+        }
+    }
+    return out;
+}
+
 static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool live)
 {
     const eddy_stage_def_t *def = &j->graph.stages[s];
@@ -100,6 +131,9 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool 
         json_object_set_new(op, "latency", latency);
     if (lag)
         json_object_set_new(op, "event_time_lag", lag);
+    json_t *reports = reports_json(c, j, s);
+    if (reports)
+        json_object_set_new(op, "reports", reports);
     json_object_set_new(op, "min_parallelism", json_integer(def->min_parallelism));
     json_object_set_new(op, "max_parallelism", json_integer(def->max_parallelism_limit));
     return op;
@@ -430,6 +464,79 @@ static void task_counters(text_buf_t *b, const char *name, size_t f, const coord
     }
 }
 
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void label_value(text_buf_t *b, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            tb_printf(b, "\\%c", *v);
+        else if (*v == '\n')
+            tb_printf(b, "\\n");
+        else
+            tb_printf(b, "%c", *v);
+    }
+}
+
+static const char *report_help(const char *name)
+{
+    static const struct {
+        const char *name, *help;
+    } known[] = {
+        {"pipeline_filter_position", "Where the pipeline's adaptive filter order runs this filter now (1 = first within its run of filters)."},
+        {"pipeline_filter_selectivity", "Share of the records a filter saw that passed it, as its eddy last measured (in the current order)."},
+        {"pipeline_filter_cost_seconds", "A filter's time per evaluation, as its eddy last measured on a sample of records."},
+        {"pipeline_reorders_total", "Times the instance's adaptive filter order changed since it started."},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(known[i].name, name))
+            return known[i].help;
+    return "Reported by the operator instance itself (see the operator's documentation).";
+}
+
+/* The families operators reported (net/op_report.h), each once, with the
+ * current instances' values: eddy_NAME{job,operator,instance,worker[,KEY]}. */
+static void operator_reports(text_buf_t *b, coord_t *c)
+{
+    enum { MAX_FAMILIES = 256 };
+    const eddy_op_gauge_t *families[MAX_FAMILIES];
+    size_t n = 0;
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        for (uint32_t i = 0; w->alive && i < w->n_metrics; i++)
+            for (uint32_t g = 0; g < w->metrics[i].report.n_gauges; g++) {
+                const eddy_op_gauge_t *gauge = &w->metrics[i].report.gauges[g];
+                size_t k = 0;
+                while (k < n && strcmp(families[k]->name, gauge->name))
+                    k++;
+                if (k == n && n < MAX_FAMILIES)
+                    families[n++] = gauge;
+            }
+    for (size_t f = 0; f < n; f++) {
+        char name[EDDY_OP_REPORT_NAME + 8];
+        snprintf(name, sizeof name, "eddy_%s", families[f]->name);
+        family(b, name, families[f]->counter ? "counter" : "gauge", report_help(families[f]->name));
+        for (coord_job_t *j = c->jobs; j; j = j->next)
+            for (coord_worker_t *w = c->workers; w; w = w->next)
+                for (uint32_t i = 0; w->alive && i < w->n_metrics; i++) {
+                    const eddy_task_metrics_t *m = &w->metrics[i];
+                    if (m->job != j->num || m->epoch != j->epoch || m->stage >= j->graph.n_stages)
+                        continue;
+                    for (uint32_t g = 0; g < m->report.n_gauges; g++) {
+                        const eddy_op_gauge_t *gauge = &m->report.gauges[g];
+                        if (strcmp(gauge->name, families[f]->name))
+                            continue;
+                        tb_printf(b, "%s{job=\"%s\",operator=\"%s\",instance=\"%u\",worker=\"%u\"",
+                                  name, j->id, j->graph.stages[m->stage].name, m->instance, w->id);
+                        if (gauge->label_key[0]) {
+                            tb_printf(b, ",%s=\"", gauge->label_key);
+                            label_value(b, gauge->label);
+                            tb_printf(b, "\"");
+                        }
+                        tb_printf(b, "} %.17g\n", gauge->value);
+                    }
+                }
+    }
+}
+
 /* Job-level counters per operator: every instance past and present. */
 static void operator_counters(text_buf_t *b, coord_t *c)
 {
@@ -610,6 +717,7 @@ char *coord_view_metrics(coord_t *c)
         }
     }
     operator_counters(&b, c);
+    operator_reports(&b, c);
     hot_keys(&b, c);
     job_counters(&b, c);
     family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");

@@ -207,6 +207,83 @@ static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
 
 /* ---- a task's metrics in a HEARTBEAT --------------------------------------- */
 
+/* [] when there is nothing to report, else [text, [[name, label_key,
+ * label, value, counter], ...]] */
+static void encode_report(eddy_mpw_t *w, const eddy_op_report_t *r)
+{
+    uint32_t n = r->n_gauges < EDDY_OP_REPORT_GAUGES ? r->n_gauges : EDDY_OP_REPORT_GAUGES;
+    if (!r->text[0] && n == 0) {
+        eddy_mpw_array(w, 0);
+        return;
+    }
+    eddy_mpw_array(w, 2);
+    eddy_mpw_str(w, r->text);
+    eddy_mpw_array(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const eddy_op_gauge_t *g = &r->gauges[i];
+        eddy_mpw_array(w, 5);
+        eddy_mpw_str(w, g->name);
+        eddy_mpw_str(w, g->label_key);
+        eddy_mpw_str(w, g->label);
+        eddy_mpw_double(w, g->value);
+        eddy_mpw_bool(w, g->counter);
+    }
+}
+
+static void decode_report(eddy_mpr_t *r, eddy_op_report_t *out)
+{
+    const msgpack_object *si, *gi, *ei;
+    uint32_t sc, sn, gc, gn, ec, en;
+    eddy_op_report_clear(out);
+    uint32_t fields = eddy_mpr_enter(r, 2, &si, &sc, &sn);
+    if (r->ok && fields != 0 && fields != 2)
+        eddy_mpr_fail(r, "operator report: expected [] or [text, gauges]");
+    if (r->ok && fields == 2) {
+        eddy_mpr_strcpy(r, out->text, sizeof out->text);
+        uint32_t n = eddy_mpr_enter(r, EDDY_OP_REPORT_GAUGES, &gi, &gc, &gn);
+        for (uint32_t i = 0; r->ok && i < n; i++) {
+            eddy_op_gauge_t *g = &out->gauges[i];
+            uint32_t k = eddy_mpr_enter(r, 5, &ei, &ec, &en);
+            if (r->ok && k != 5)
+                eddy_mpr_fail(r, "operator report: a gauge has 5 fields");
+            if (r->ok) {
+                eddy_mpr_strcpy(r, g->name, sizeof g->name);
+                eddy_mpr_strcpy(r, g->label_key, sizeof g->label_key);
+                eddy_mpr_strcpy(r, g->label, sizeof g->label);
+                g->value = eddy_mpr_double(r);
+                g->counter = eddy_mpr_bool(r);
+            }
+            /* Names end up in /metrics unquoted: only [a-z0-9_]. */
+            if (r->ok && (!eddy_op_report_name_ok(g->name, sizeof g->name) ||
+                          (g->label_key[0] &&
+                           !eddy_op_report_name_ok(g->label_key, sizeof g->label_key))))
+                eddy_mpr_fail(r, "operator report: gauge name not [a-z0-9_]");
+            eddy_mpr_leave(r, ei, ec, en);
+            if (r->ok)
+                out->n_gauges = i + 1;
+        }
+        eddy_mpr_leave(r, gi, gc, gn);
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+/* FIELD_CUSTOM wrappers: the report is a fixed-size member, nothing to free. */
+static void encode_task_report(eddy_mpw_t *w, const void *obj)
+{
+    encode_report(w, &((const eddy_task_metrics_t *)obj)->report);
+}
+
+static void decode_task_report(eddy_mpr_t *r, void *obj)
+{
+    decode_report(r, &((eddy_task_metrics_t *)obj)->report);
+}
+
+static void clear_task_report(void *obj)
+{
+    (void)obj;
+}
+
+
 #define TASK(member) offsetof(eddy_task_metrics_t, member)
 
 /* The key loads: [[dst_stage, key_group, key_group_records, records,
@@ -262,7 +339,7 @@ static void clear_key_loads(void *obj)
 
 /* 15 fields before source_lag was added (those read as lag unknown), 16
  * before rejected_records, 17 before the histograms (empty), 19 before the
- * key loads (none). */
+ * key loads (none), 20 before the operator report (empty). */
 static const field_t task_metrics_fields[] = {
     {.kind = FIELD_U32, .offset = TASK(job), .max = UINT32_MAX},
     {.kind = FIELD_U32, .offset = TASK(epoch), .max = UINT32_MAX},
@@ -285,6 +362,9 @@ static const field_t task_metrics_fields[] = {
     {.kind = FIELD_HISTOGRAM, .offset = TASK(event_lag)},
     {.kind = FIELD_CUSTOM, .encode = encode_key_loads,
      .decode = decode_key_loads, .clear = clear_key_loads},
+    /* 20 fields before the operator report (an older worker's: empty) */
+    {.kind = FIELD_CUSTOM, .encode = encode_task_report, .decode = decode_task_report,
+     .clear = clear_task_report},
 };
 static const uint32_t task_metrics_oldest = 15;
 

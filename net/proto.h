@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "common/histogram.h"
 #include "common/guarantee.h"
+#include "net/op_report.h"
 #include "net/record.h" /* EDDY_SOURCE_STATE_MAX */
 
 #define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
@@ -115,6 +116,9 @@ typedef struct eddy_task_metrics {
      * window (none yet, or not keyed: 0). Older workers send 19 fields. */
     uint32_t n_key_loads;
     eddy_key_load_t key_loads[EDDY_KEY_LOADS_MAX];
+    /* What the operators reported about themselves (net/op_report.h).
+     * Field 21; an older worker's 19- or 20-field entry reads as an empty report. */
+    eddy_op_report_t report;
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

@@ -51,6 +51,8 @@ typedef struct chain_op {
     const char *stage;
     uint32_t instance;
     eddy_log_limit_t limit;
+    eddy_op_report_t *report; /* the eddies' orders and figures (may be NULL) */
+    uint64_t records_seen;    /* the report is refreshed every EDDY_FILTER_EDDY_PERIOD */
 } chain_op_t;
 
 static void chain_close(void *self)
@@ -149,6 +151,7 @@ static void *chain_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     op->stage = ctx->stage_name;
     op->instance = ctx->instance;
+    op->report = ctx->report;
     op->rejected = ctx->rejected_records;
     const char *in = eddy_config_str(cfg, "input", "row");
     op->input = !strcmp(in, "csv") ? IN_CSV : !strcmp(in, "json") ? IN_JSON
@@ -267,6 +270,48 @@ static int split_input(chain_op_t *op, const eddy_record_t *in, eddy_err_t *err)
     return 0;
 }
 
+/* Every eddy's current order and figures into the task's report: the
+ * gauges eddy_pipeline_filter_{position,selectivity,cost_seconds}{filter}
+ * (position 1 runs first, within its run of filters), the counter
+ * eddy_pipeline_reorders_total, and one line for eddy status. */
+static void report_figures(chain_op_t *op)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < op->n_steps && !any; i++)
+        any = op->steps[i].eddy != NULL;
+    if (!op->report || !any)
+        return;
+    eddy_op_report_t *r = op->report;
+    eddy_op_report_clear(r);
+    char text[EDDY_OP_REPORT_TEXT] = "";
+    size_t used = 0;
+    uint64_t reorders = 0;
+    for (uint32_t i = 0; i < op->n_steps; i++) {
+        const eddy_filter_eddy_t *e = op->steps[i].eddy;
+        if (!e)
+            continue;
+        const uint32_t *order = eddy_filter_eddy_order(e);
+        reorders += eddy_filter_eddy_changes(e);
+        for (uint32_t k = 0; k < op->steps[i].run; k++) {
+            uint32_t f = order[k];
+            const char *expr = eddy_expr_text(op->steps[i + f].filter);
+            double sel = eddy_filter_eddy_selectivity(e, f), ns = eddy_filter_eddy_cost_ns(e, f);
+            /* Full: the text still names every filter, within its length. */
+            (void)eddy_op_report_gauge(r, "pipeline_filter_position", "filter", expr, k + 1, false);
+            (void)eddy_op_report_gauge(r, "pipeline_filter_selectivity", "filter", expr, sel, false);
+            (void)eddy_op_report_gauge(r, "pipeline_filter_cost_seconds", "filter", expr, ns / 1e9,
+                                       false);
+            if (used < sizeof text) {
+                int n = snprintf(text + used, sizeof text - used, "%s'%.60s' %.0f%% %.0fns",
+                                 used ? (k ? " > " : "; ") : "filters ", expr, 100 * sel, ns);
+                used += n > 0 ? (size_t)n : 0;
+            }
+        }
+    }
+    (void)eddy_op_report_gauge(r, "pipeline_reorders_total", NULL, NULL, (double)reorders, true);
+    eddy_op_report_text(r, "%s (reorders %" PRIu64 ")", text, reorders);
+}
+
 /* The run of filters starting at step first, in its eddy's order. */
 static bool run_filters(chain_op_t *op, uint32_t first)
 {
@@ -291,6 +336,7 @@ static bool run_filters(chain_op_t *op, uint32_t first)
                      100 * eddy_filter_eddy_selectivity(e, f), eddy_filter_eddy_cost_ns(e, f));
         }
         eddy_info("pipeline %s[%u]: filters now run as %s", op->stage, op->instance, figures);
+        report_figures(op);
     }
     return pass;
 }
@@ -304,6 +350,8 @@ static int chain_process(void *self, const eddy_record_t *in, eddy_collector_t *
         return 0;
     }
     uint32_t width = (uint32_t)op->in_columns.n;
+    if (op->records_seen++ % EDDY_FILTER_EDDY_PERIOD == 0)
+        report_figures(op);
     for (uint32_t i = 0; i < op->n_steps; i++) {
         chain_step_t *s = &op->steps[i];
         if (s->eddy) {

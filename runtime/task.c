@@ -109,6 +109,7 @@ struct eddy_task {
     bool time_ops;           /* some chained operator has watermark() or tick() */
     uint64_t late_records;
     uint64_t rejected_records;
+    eddy_op_report_t report; /* the operators' own figures (ctx.report) */
     int64_t source_lag;   /* sources: set through ctx.source_lag, -1 unknown */
     uint64_t next_tick_ns;
 
@@ -1023,6 +1024,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     t->ctx.restored_checkpoint = cfg->restore_checkpoint;
     t->ctx.late_records = &t->late_records;
     t->ctx.rejected_records = &t->rejected_records;
+    t->ctx.report = &t->report;
     t->source_lag = -1;
     t->ctx.source_lag = &t->source_lag;
     t->wait_fd = -1;
@@ -1735,6 +1737,7 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->event_lag = self->event_lag;
     out->n_key_loads = self->n_key_loads;
     memcpy(out->key_loads, self->key_loads, sizeof out->key_loads);
+    out->report = self->report;
 }
 
 /* Whether ticks do anything for this task (else the worker need not wake
