@@ -402,7 +402,7 @@ char *eddy_reference_wordcount(const char *text, size_t len, size_t *out_len)
 
 /* ---- generated text ---------------------------------------------------------- */
 
-static uint64_t next_rand(uint64_t *s)
+uint64_t eddy_test_rand(uint64_t *s)
 {
     /* splitmix64: deterministic across platforms */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -432,20 +432,20 @@ int eddy_gen_text(const char *path, size_t bytes, uint64_t seed, eddy_err_t *err
     size_t written = 0, nbase = sizeof base_words / sizeof base_words[0];
     size_t nsuf = sizeof suffixes / sizeof suffixes[0];
     while (written < bytes) {
-        uint64_t r = next_rand(&s);
+        uint64_t r = eddy_test_rand(&s);
         if (r % 23 == 0) { /* blank or whitespace-only line */
             written += (size_t)fprintf(f, r % 2 ? "\n" : " \t \n");
             continue;
         }
         if (r % 7 == 0)
             written += (size_t)fprintf(f, r % 3 ? "  " : "\t");
-        int nwords = 1 + (int)(next_rand(&s) % 14);
+        int nwords = 1 + (int)(eddy_test_rand(&s) % 14);
         for (int i = 0; i < nwords; i++) {
-            uint64_t w = next_rand(&s);
+            uint64_t w = eddy_test_rand(&s);
             const char *sep = i == 0 ? "" : (w % 17 == 0 ? "\t" : (w % 13 == 0 ? "   " : " "));
             if (w % 5 == 0) /* a long tail of rarer words */
                 written += (size_t)fprintf(f, "%sw%llu%s", sep,
-                                           (unsigned long long)(next_rand(&s) % 20000),
+                                           (unsigned long long)(eddy_test_rand(&s) % 20000),
                                            suffixes[w % nsuf]);
             else
                 written += (size_t)fprintf(f, "%s%s%s", sep, base_words[(w >> 8) % nbase],
@@ -468,9 +468,9 @@ int eddy_gen_lines(const char *path, size_t lines, uint64_t seed, eddy_err_t *er
         return eddy_err_set(err, "cannot write %s: %s", path, strerror(errno));
     uint64_t s = seed;
     for (size_t i = 0; i < lines; i++) {
-        int n = 1 + (int)(next_rand(&s) % 6);
+        int n = 1 + (int)(eddy_test_rand(&s) % 6);
         for (int k = 0; k < n; k++)
-            fprintf(f, "%sk%llu", k ? " " : "", (unsigned long long)(next_rand(&s) % 5000));
+            fprintf(f, "%sk%llu", k ? " " : "", (unsigned long long)(eddy_test_rand(&s) % 5000));
         fputc('\n', f);
     }
     if (fclose(f) != 0)

@@ -85,6 +85,8 @@ typedef struct eddy_wc_entry {
 } eddy_wc_entry_t;
 eddy_wc_entry_t *eddy_reference_counts(const char *text, size_t len, size_t *n);
 
+/* splitmix64 step: deterministic pseudo-random numbers from a seed state. */
+uint64_t eddy_test_rand(uint64_t *state);
 /* Deterministic English-like text of about `bytes` bytes: a varied
  * vocabulary with punctuation ("be," "be." "Be"), tabs, runs of spaces,
  * leading spaces, blank lines, and a last line without '\n'. */
