@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "jobs/pipeline.h"
+#include "plan/pipeline_window.h"
 #include "plan/explain.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
@@ -17,6 +18,12 @@ static void print_step(const eddy_pstep_t *st)
 {
     if (st->kind == EDDY_PSTEP_FILTER) {
         printf("    steps[%u] filter %s   (line %u)\n", st->index, st->filter, st->line);
+        return;
+    }
+    if (st->kind != EDDY_PSTEP_MAP) {
+        char what[600];
+        eddy_pipeline_stateful_describe(st, what, sizeof what);
+        printf("    steps[%u] %s   (line %u)\n", st->index, what, st->line);
         return;
     }
     printf("    steps[%u] map", st->index);

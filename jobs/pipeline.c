@@ -19,6 +19,8 @@
 
 #include "common/flags.h"
 #include "jobs/line_source.h"
+#include "jobs/pipeline_window.h"
+#include "operators/pipeline_agg.h"
 #include "operators/pipeline_chain.h"
 #include "plan/pipeline_opt.h"
 #include "plan/pipeline_spec.h"
@@ -29,20 +31,6 @@ typedef struct pipeline_flags {
     bool no_optimize;
 } pipeline_flags_t;
 
-static char *join_list(char **v, uint32_t n)
-{
-    size_t len = 1;
-    for (uint32_t i = 0; i < n; i++)
-        len += strlen(v[i]) + 1;
-    char *out = calloc(1, len);
-    for (uint32_t i = 0; out && i < n; i++) {
-        if (i)
-            strcat(out, ",");
-        strcat(out, v[i]);
-    }
-    return out;
-}
-
 /* The config of the chain running steps order[from..to). */
 static eddy_config_t *chain_config(const eddy_pipeline_spec_t *s, const eddy_pipeline_opt_t *o,
                                    uint32_t from, uint32_t to, bool adaptive)
@@ -52,7 +40,7 @@ static eddy_config_t *chain_config(const eddy_pipeline_spec_t *s, const eddy_pip
         return NULL;
     uint32_t n_cols;
     char **cols = eddy_pipeline_spec_columns_at(s, o->order, from, &n_cols);
-    char *list = join_list(cols, n_cols);
+    char *list = eddy_pipeline_join_columns(cols, n_cols);
     int rc = list ? 0 : -1;
     rc |= eddy_config_set_str(c, "input", from == 0 ? s->format : "row");
     rc |= eddy_config_set_bool(c, "ragged", from == 0 && s->ragged);
@@ -69,7 +57,7 @@ static eddy_config_t *chain_config(const eddy_pipeline_spec_t *s, const eddy_pip
             continue;
         }
         snprintf(key, sizeof key, "step.%u.map", k - from);
-        char *outs = join_list(st->columns, st->n);
+        char *outs = eddy_pipeline_join_columns(st->columns, st->n);
         rc |= outs ? eddy_config_set_str(c, key, outs) : -1;
         free(outs);
         for (uint32_t j = 0; rc == 0 && j < st->n; j++) {
@@ -157,26 +145,54 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     eddy_builder_set_default_parallelism(b, parallelism);
     eddy_line_source_flags_t lf = {.input = input, .rate = f.rate, .parallelism = parallelism};
     eddy_stream_t rows = eddy_line_source_add(b, &lf);
+    if (s->time_column >= 0) {
+        char ts[64];
+        snprintf(ts, sizeof ts, "%s%d", EDDY_PIPELINE_CSV_TIME_PREFIX, s->time_column);
+        eddy_event_time_spec_t et = {.timestamps = ts, .max_delay_ms = s->watermark_delay_ms};
+        rows = eddy_event_time(rows, &et);
+    }
     if (s->format && strcmp(s->format, "text") && o.n_groups == 0) {
         /* No steps: the parse still runs, to write rows. */
         o.group_end[o.n_groups++] = 0;
     }
+    /* keyed: the rows carry a key_by's key field in front, which the next
+     * stateful step reads (jobs/pipeline_window.h). */
+    bool keyed = false;
     uint32_t from = 0;
     for (uint32_t g = 0; g < o.n_groups; g++) {
         uint32_t to = o.group_end[g];
-        eddy_config_t *c = chain_config(s, &o, from, to, !f.no_optimize);
+        const eddy_pstep_t *st = from < o.n ? &s->steps[o.order[from]] : NULL;
+        const eddy_pstep_t *last = to > 0 && to <= o.n ? &s->steps[o.order[to - 1]] : NULL;
+        if (st && !eddy_pstep_stateless(st) && st->kind != EDDY_PSTEP_KEY_BY) {
+            bool w = st->kind == EDDY_PSTEP_WINDOW;
+            rows = eddy_pipeline_add_window(rows, s, &o, w ? from + 1 : from, w ? st : NULL);
+            keyed = false;
+            from = to;
+            continue;
+        }
+        /* Stateless steps, and the key_by whose key they compute. */
+        const eddy_pstep_t *key_by = last && last->kind == EDDY_PSTEP_KEY_BY ? last : NULL;
+        uint32_t end = key_by ? to - 1 : to;
+        eddy_config_t *c = chain_config(s, &o, from, end, !f.no_optimize);
         if (!c) {
             eddy_builder_fail(b, "out of memory");
             break;
         }
         char uid[64];
-        if (to - from == 1)
+        if (end - from == 1)
             snprintf(uid, sizeof uid, "step%u_%s", s->steps[o.order[from]].index,
                      s->steps[o.order[from]].kind == EDDY_PSTEP_FILTER ? "filter" : "map");
+        else if (end == from && key_by)
+            snprintf(uid, sizeof uid, "step%u_key_by", key_by->index);
         else
             snprintf(uid, sizeof uid, "steps%u", g);
-        rows = eddy_flat_map(rows, uid, EDDY_PIPELINE_CHAIN_KIND, c);
+        rows = eddy_pipeline_add_chain(rows, uid, c, &keyed, end > from, key_by);
         from = to;
+    }
+    if (keyed) {
+        /* A key_by no stateful step read: its rows lose the key field. */
+        eddy_config_t *c = chain_config(s, &o, o.n, o.n, false);
+        rows = c ? eddy_pipeline_add_chain(rows, "unkey", c, &keyed, false, NULL) : rows;
     }
     if (output) {
         eddy_job_rows_table_add(rows, output, true, "collect", "sink");
@@ -203,7 +219,7 @@ static const eddy_job_kind_t pipeline_job = {
 
 int eddy_pipeline_register(eddy_registry_t *r, eddy_err_t *err)
 {
-    if (eddy_pipeline_chain_register(r, err) < 0)
+    if (eddy_pipeline_chain_register(r, err) < 0 || eddy_pipeline_agg_register(r, err) < 0)
         return -1;
     return eddy_register_job(r, &pipeline_job, err);
 }

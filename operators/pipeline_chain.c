@@ -43,6 +43,13 @@ typedef struct chain_op {
     chain_step_t *steps;
     uint32_t n_steps;
     uint32_t width;        /* widest row any step sees */
+    /* key_by (jobs/pipeline.c): input rows may start with a key field
+     * (keyed_input), which is dropped or, with keep_key, written back in
+     * front; key computes a new one over the output columns. The key goes
+     * first so that the runtime's config-less "tab_prefix" key selector
+     * reads it: exact, and no per-step key function is needed. */
+    bool keyed_input, keep_key;
+    eddy_expr_t *key;
     eddy_val_t *row, *next;
     eddy_buf_t scratch, out, json_text;
     eddy_strv_t csv_fields;
@@ -71,6 +78,7 @@ static void chain_close(void *self)
         eddy_info("pipeline %s[%u]: %" PRIu64 " input records rejected (malformed)", op->stage,
                   op->instance, op->n_rejected);
     free(op->steps);
+    eddy_expr_destroy(&op->key);
     free(op->row);
     free(op->next);
     eddy_strv_clear(&op->in_columns);
@@ -136,6 +144,10 @@ static int open_steps(chain_op_t *op, const eddy_config_t *cfg, eddy_err_t *err)
     }
     /* The chain's output columns are known to the plan; nothing here needs
      * the names after parsing. */
+    const char *key = eddy_config_str(cfg, "key", NULL);
+    if (rc == 0 && key &&
+        !(op->key = eddy_expr_new(key, (const char *const *)cols->v, (uint32_t)cols->n, err)))
+        rc = eddy_err_wrap(err, "pipeline key");
     for (int k = 0; k < 2; k++)
         eddy_strv_clear(&maps[k]);
     return rc;
@@ -157,6 +169,8 @@ static void *chain_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->input = !strcmp(in, "csv") ? IN_CSV : !strcmp(in, "json") ? IN_JSON
               : !strcmp(in, "text") ? IN_TEXT : IN_ROW;
     op->ragged = eddy_config_bool(cfg, "ragged", false);
+    op->keyed_input = eddy_config_bool(cfg, "keyed_input", false);
+    op->keep_key = op->keyed_input && eddy_config_bool(cfg, "keep_key", false);
     if (strcmp(in, "row") && op->input == IN_ROW) {
         eddy_err_set(err, "pipeline: unknown input format '%s'", in);
         goto fail;
@@ -345,7 +359,17 @@ static int chain_process(void *self, const eddy_record_t *in, eddy_collector_t *
 {
     chain_op_t *op = self;
     eddy_err_t why = {{0}};
-    if (split_input(op, in, &why) < 0) {
+    eddy_record_t body = *in;
+    const char *key_field = NULL;
+    uint32_t key_len = 0;
+    if (op->keyed_input) {
+        const char *tab = memchr(in->data, '\t', in->len);
+        key_field = in->data;
+        key_len = tab ? (uint32_t)(tab - in->data) : in->len;
+        body.data = tab ? tab + 1 : in->data + in->len;
+        body.len = in->len - key_len - (tab ? 1 : 0);
+    }
+    if (split_input(op, &body, &why) < 0) {
         reject(op, why.msg);
         return 0;
     }
@@ -375,7 +399,16 @@ static int chain_process(void *self, const eddy_record_t *in, eddy_collector_t *
         width = s->n_out;
     }
     op->out.len = 0;
-    if (eddy_row_join(op->row, width, &op->out) < 0 || op->out.len > UINT32_MAX)
+    int rc = 0;
+    if (op->key) {
+        eddy_val_t k = eddy_expr_eval(op->key, op->row);
+        rc |= eddy_row_join(&k, 1, &op->out);
+        rc |= eddy_buf_add(&op->out, "\t", 1);
+    } else if (op->keep_key) {
+        rc |= eddy_buf_add(&op->out, key_field, key_len);
+        rc |= eddy_buf_add(&op->out, "\t", 1);
+    }
+    if (rc < 0 || eddy_row_join(op->row, width, &op->out) < 0 || op->out.len > UINT32_MAX)
         return eddy_err_set(err, "out of memory");
     eddy_record_t rec = *in;
     rec.data = op->out.p ? op->out.p : "";

@@ -13,6 +13,11 @@
  *   step.I.filter  an expression (plan/expr.h): the row passes when true
  *   step.I.map     the output columns, comma-separated, and
  *   step.I.map.J   the expression of output column J
+ *   keyed_input    input rows start with a key field (a key_by's), dropped
+ *   keep_key       ... or kept in front of the output row
+ *   key            an expression over the output columns: its value is
+ *                  written first, as the key field the next step's
+ *                  "tab_prefix" key selector reads (key_by)
  * Output: pipeline rows of the last map's columns (or the input's). Input
  * that does not parse is dropped and counted (eddy_rejected_records_total,
  * a rate-limited warning). */

@@ -87,18 +87,29 @@ static int push_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
         moved = false;
         for (uint32_t i = 1; i < o->n; i++) {
             const eddy_pstep_t *a = &s->steps[o->order[i - 1]], *b = &s->steps[o->order[i]];
-            if (a->kind != EDDY_PSTEP_MAP || b->kind != EDDY_PSTEP_FILTER)
+            if ((a->kind != EDDY_PSTEP_MAP && a->kind != EDDY_PSTEP_KEY_BY) ||
+                b->kind != EDDY_PSTEP_FILTER)
                 continue;
+            /* A key_by passes every column through unchanged and only
+             * routes rows: the filter commutes with it, and dropping rows
+             * before the shuffle sends fewer. Windows, aggregates and
+             * max_by are stateful and never cross a filter. */
             uint32_t n_in;
             char **in = eddy_pipeline_spec_columns_at(s, o->order, i - 1, &n_in);
-            if (!passes_through(a, b, n_in, in))
+            if (a->kind == EDDY_PSTEP_MAP && !passes_through(a, b, n_in, in))
                 continue;
             uint32_t t = o->order[i - 1];
             o->order[i - 1] = o->order[i];
             o->order[i] = t;
-            if (log_line(o, "filter before map: steps[%u] (filter, line %u) now runs before steps[%u] "
-                         "(map, line %u): it reads only columns the map passes through unchanged, "
-                         "both are stateless", b->index, b->line, a->index, a->line) < 0)
+            int rc = a->kind == EDDY_PSTEP_MAP
+                ? log_line(o, "filter before map: steps[%u] (filter, line %u) now runs before steps[%u] "
+                           "(map, line %u): it reads only columns the map passes through unchanged, "
+                           "both are stateless", b->index, b->line, a->index, a->line)
+                : log_line(o, "filter before shuffle: steps[%u] (filter, line %u) now runs before "
+                           "steps[%u] (key_by, line %u): a key_by passes every column through and "
+                           "only routes rows, the filter is stateless, fewer rows cross the network",
+                           b->index, b->line, a->index, a->line);
+            if (rc < 0)
                 return -1;
             moved = true;
         }
@@ -136,6 +147,36 @@ static int order_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
     return 0;
 }
 
+/* Operators: a window runs with the aggregate or max_by after it (one
+ * window operator); with fuse, each run of adjacent stateless steps is one
+ * operator (fusion), together with a key_by right after it, whose key the
+ * run computes before the shuffle; nothing is fused across a stateful
+ * step (a key_by is a shuffle, the others keep keyed state). */
+static int group_steps(const eddy_pipeline_spec_t *spec, eddy_pipeline_opt_t *out, bool fuse)
+{
+    uint32_t n = out->n;
+    for (uint32_t i = 0; i < n;) {
+        const eddy_pstep_t *st = &spec->steps[out->order[i]];
+        uint32_t end = i + 1;
+        if (st->kind == EDDY_PSTEP_WINDOW && end < n)
+            end++;
+        if (fuse && eddy_pstep_stateless(st)) {
+            while (end < n && eddy_pstep_stateless(&spec->steps[out->order[end]]))
+                end++;
+            bool key = end < n && spec->steps[out->order[end]].kind == EDDY_PSTEP_KEY_BY;
+            end += key;
+            if (end - i > 1 && log_line(out, "fusion: steps %u..%u run as one operator: all stateless%s, "
+                                        "adjacent, same parallelism (no shuffle between them)", i,
+                                        end - 1, key ? " but the last, a key_by whose key it computes "
+                                        "before the shuffle" : "") < 0)
+                return -1;
+        }
+        out->group_end[out->n_groups++] = end;
+        i = end;
+    }
+    return 0;
+}
+
 int eddy_pipeline_optimize(const eddy_pipeline_spec_t *spec, bool optimize, eddy_pipeline_opt_t *out,
                            eddy_err_t *err)
 {
@@ -148,19 +189,12 @@ int eddy_pipeline_optimize(const eddy_pipeline_spec_t *spec, bool optimize, eddy
     out->n = n;
     for (uint32_t i = 0; i < n; i++)
         out->order[i] = i;
-    if (!optimize) {
-        for (uint32_t i = 0; i < n; i++)
-            out->group_end[out->n_groups++] = i + 1;
-        return 0;
-    }
+    if (!optimize)
+        return group_steps(spec, out, false) < 0 ? eddy_err_set(err, "out of memory") : 0;
     if (push_filters(spec, out) < 0 || order_filters(spec, out) < 0)
         goto oom;
-    if (n) {
-        out->group_end[out->n_groups++] = n;
-        if (n > 1 && log_line(out, "fusion: steps %u..%u run as one operator: all stateless, "
-                              "adjacent, same parallelism (no shuffle between them)", 0, n - 1) < 0)
-            goto oom;
-    }
+    if (group_steps(spec, out, true) < 0)
+        goto oom;
     return 0;
 oom:
     eddy_pipeline_opt_clear(out);

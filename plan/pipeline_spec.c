@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plan/expr.h"
+#include "plan/pipeline_window.h"
 #include "plan/yaml_doc.h"
 
 #define MAX_COLUMNS 1024
@@ -33,8 +34,13 @@ static int fail(const ctx_t *c, const eddy_ynode_t *at, const char *field, const
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return eddy_err_set(c->err, "%s:%u: %s%s%s", c->file, at ? at->line : 1, field ? field : "",
-                        field ? ": " : "", msg);
+    return eddy_pspec_error(c->err, c->file, at ? at->line : 1, field, msg);
+}
+
+int eddy_pspec_error(eddy_err_t *err, const char *file, uint32_t line, const char *field,
+                     const char *msg)
+{
+    return eddy_err_set(err, "%s:%u: %s%s%s", file, line, field ? field : "", field ? ": " : "", msg);
 }
 
 static bool is_identifier(const char *s)
@@ -199,7 +205,7 @@ static int parse_map(const ctx_t *c, const eddy_ynode_t *v, const char *field, e
 
 static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
-    static const char *const keys[] = {"filter", "map", NULL};
+    static const char *const keys[] = {"filter", "map", "key_by", "window", "aggregate", "max_by", NULL};
     if (n->kind != EDDY_YNODE_SEQ)
         return fail(c, n, "steps", "expected a list of steps");
     if (n->n > MAX_STEPS)
@@ -214,7 +220,8 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
         char field[64];
         snprintf(field, sizeof field, "steps[%u]", i);
         if (m->kind != EDDY_YNODE_MAP || m->n != 1)
-            return fail(c, m, field, "expected one of: filter: EXPR, map: {COLUMN: EXPR, ...}");
+            return fail(c, m, field, "expected one of: filter: EXPR, map: {COLUMN: EXPR, ...}, "
+                        "key_by: EXPR, window: {...}, aggregate: {COLUMN: FUNC(EXPR), ...}, max_by: EXPR");
         if (check_keys(c, m, field, keys) < 0)
             return -1;
         eddy_pstep_t *st = &s->steps[s->n_steps++];
@@ -226,6 +233,9 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
             if (scalar(c, m->items[0], field, &st->filter) < 0 ||
                 check_expr(c, m->items[0], field, st->filter, cols, n_cols) < 0)
                 return -1;
+        } else if (strcmp(m->keys[0], "map")) {
+            if (eddy_pipeline_parse_stateful(c->file, m, field, s, &cols, &n_cols, c->err) < 0)
+                return -1;
         } else {
             st->kind = EDDY_PSTEP_MAP;
             if (parse_map(c, m->items[0], field, st, cols, n_cols) < 0)
@@ -234,7 +244,7 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
             n_cols = st->n;
         }
     }
-    return 0;
+    return eddy_pipeline_check_stateful(c->file, s, c->err);
 }
 
 static int parse_sink(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
@@ -260,6 +270,8 @@ eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *tex
         return NULL;
     }
     eddy_pipeline_spec_t *s = calloc(1, sizeof *s);
+    if (s)
+        s->time_column = -1;
     const eddy_ynode_t *root = eddy_ydoc_root(doc), *v;
     int rc = s ? 0 : eddy_err_set(err, "out of memory");
     if (rc == 0 && (!root || root->kind != EDDY_YNODE_MAP))
@@ -298,6 +310,8 @@ void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p)
         free(s->steps[i].filter);
         strs_free(s->steps[i].columns, s->steps[i].n);
         strs_free(s->steps[i].exprs, s->steps[i].n);
+        free(s->steps[i].expr);
+        free(s->steps[i].key_column);
     }
     free(s->steps);
     strs_free(s->columns, s->n_columns);
@@ -316,7 +330,7 @@ char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, const uin
     *n = self->n_columns;
     for (uint32_t k = 0; k < pos && k < self->n_steps; k++) {
         const eddy_pstep_t *st = &self->steps[order ? order[k] : k];
-        if (st->kind == EDDY_PSTEP_MAP) {
+        if (st->kind == EDDY_PSTEP_MAP || st->kind == EDDY_PSTEP_AGGREGATE) {
             cols = st->columns;
             *n = st->n;
         }

@@ -17,7 +17,19 @@
 typedef enum eddy_pstep_kind {
     EDDY_PSTEP_FILTER,
     EDDY_PSTEP_MAP,
+    /* Stateful steps (plan/pipeline_window.h parses them). */
+    EDDY_PSTEP_KEY_BY,    /* expr: the key; the row keeps its columns */
+    EDDY_PSTEP_WINDOW,    /* window: how the next step groups rows in time */
+    EDDY_PSTEP_AGGREGATE, /* columns: key, [window_start, window_end,] outputs;
+                           * exprs: FUNC(EXPR) of each output (NULL for the others) */
+    EDDY_PSTEP_MAX_BY,    /* expr: keep the rows whose expr is the largest */
 } eddy_pstep_kind_t;
+
+typedef struct eddy_pwindow {
+    char type[16];       /* tumbling | sliding | session */
+    int64_t size_ms, slide_ms, gap_ms, lateness_ms;
+    bool processing;     /* time: processing (else event) */
+} eddy_pwindow_t;
 
 typedef struct eddy_pstep {
     eddy_pstep_kind_t kind;
@@ -27,6 +39,10 @@ typedef struct eddy_pstep {
     char **columns;      /* MAP: output columns and their expressions */
     char **exprs;
     uint32_t n;
+    char *expr;          /* KEY_BY, MAX_BY */
+    char *key_column;    /* KEY_BY: the key's column in an aggregate's output */
+    eddy_pwindow_t window; /* WINDOW */
+    bool windowed;       /* AGGREGATE, MAX_BY: per window (a window step before) */
 } eddy_pstep_t;
 
 typedef struct eddy_pipeline_spec {
@@ -41,9 +57,17 @@ typedef struct eddy_pipeline_spec {
     /* steps */
     eddy_pstep_t *steps;
     uint32_t n_steps;
+    /* event time (the first event-time window's timestamp and delay) */
+    int32_t time_column; /* the csv source column of event time, -1: none */
+    int64_t watermark_delay_ms;
     /* sink */
     char *output;        /* a file for the byte-sorted result (NULL: stdout) */
 } eddy_pipeline_spec_t;
+
+static inline bool eddy_pstep_stateless(const eddy_pstep_t *st)
+{
+    return st->kind == EDDY_PSTEP_FILTER || st->kind == EDDY_PSTEP_MAP;
+}
 
 /* Parses and checks a spec; file names it in errors. */
 eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
@@ -55,5 +79,9 @@ void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p);
  * Their count in *n. */
 char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, const uint32_t *order,
                                      uint32_t pos, uint32_t *n);
+
+/* "FILE:LINE: FIELD: msg" into err (for the step parsers); returns -1. */
+int eddy_pspec_error(eddy_err_t *err, const char *file, uint32_t line, const char *field,
+                     const char *msg);
 
 #endif

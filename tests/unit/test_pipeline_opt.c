@@ -84,3 +84,65 @@ Test(pipeline_opt, costs_weigh_regexes)
 {
     cr_assert_gt(eddy_pipeline_expr_cost("matches(a, 'x')"), eddy_pipeline_expr_cost("a == 1 and b == 2"));
 }
+
+/* ---- stateful steps: key_by, window, aggregate, max_by ---- */
+
+Test(pipeline_opt, filter_moves_before_a_key_by)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - key_by: a\n  - filter: b > 1\n"
+                                       "  - aggregate: {n: count()}\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){1, 0, 2}, 3);
+    cr_assert(logged(&o, "filter before shuffle: steps[1]"));
+    /* The filter and the key_by whose key it computes are one operator. */
+    cr_assert_eq(o.n_groups, 2);
+    cr_assert_eq(o.group_end[0], 2);
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, filter_after_an_aggregate_or_window_stays)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - key_by: a\n  - aggregate: {n: count()}\n"
+                                       "  - filter: n > 1\n  - key_by: a\n"
+                                       "  - max_by: n\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    /* The filter reads the aggregate's output: it never moves before it;
+     * it does move... nowhere else either (it is already before the key_by). */
+    expect_order(&o, (uint32_t[]){0, 1, 2, 3, 4}, 5);
+    cr_assert(!logged(&o, "filter before"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+
+    s = load("source: {format: csv, columns: [a, b, ts]}\nsteps:\n  - key_by: a\n"
+             "  - window: {type: tumbling, size: 1s, timestamp: ts}\n  - aggregate: {n: count()}\n"
+             "  - map: {a: a, n: n}\n  - filter: a == 'x'\n");
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    /* Pushed before the map, but not across the aggregate (stateful). */
+    expect_order(&o, (uint32_t[]){0, 1, 2, 4, 3}, 5);
+    cr_assert(logged(&o, "filter before map: steps[4]"));
+    cr_assert(!logged(&o, "filter before shuffle"));
+    /* key_by alone, window + aggregate together, filter + map fused. */
+    cr_assert_eq(o.n_groups, 3);
+    cr_assert_eq(o.group_end[0], 1);
+    cr_assert_eq(o.group_end[1], 3);
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(pipeline_opt, no_optimize_keeps_a_window_with_its_aggregate)
+{
+    eddy_pipeline_spec_t *s = load("source: {format: csv, columns: [a, ts]}\nsteps:\n"
+                                   "  - filter: a != ''\n  - key_by: a\n"
+                                   "  - window: {type: session, gap: 5s, timestamp: ts}\n"
+                                   "  - aggregate: {n: count()}\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, false, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){0, 1, 2, 3}, 4);
+    cr_assert_eq(o.n_groups, 3);
+    cr_assert_eq(o.group_end[2], 4);
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
