@@ -136,6 +136,47 @@ static int order_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
     return 0;
 }
 
+static bool fusable(const eddy_pstep_t *st)
+{
+    return st->kind == EDDY_PSTEP_FILTER || st->kind == EDDY_PSTEP_MAP;
+}
+
+static uint32_t parallelism_of(const eddy_pipeline_spec_t *s, const eddy_pstep_t *st)
+{
+    return st->parallelism ? st->parallelism : s->parallelism;
+}
+
+/* Adjacent stateless steps of the same parallelism become one operator;
+ * a stateful or plugin step is one on its own. */
+static int fuse(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
+{
+    for (uint32_t start = 0; start < o->n;) {
+        uint32_t end = start + 1;
+        const eddy_pstep_t *first = &s->steps[o->order[start]];
+        while (fusable(first) && end < o->n) {
+            const eddy_pstep_t *next = &s->steps[o->order[end]];
+            if (!fusable(next))
+                break;
+            if (parallelism_of(s, next) != parallelism_of(s, first)) {
+                if (log_line(o, "no fusion of steps[%u] (line %u) with steps[%u] (line %u): "
+                             "parallelism %u and %u (a rebalance between them)", first->index,
+                             first->line, next->index, next->line, parallelism_of(s, first),
+                             parallelism_of(s, next)) < 0)
+                    return -1;
+                break;
+            }
+            end++;
+        }
+        o->group_end[o->n_groups++] = end;
+        if (end - start > 1 &&
+            log_line(o, "fusion: steps %u..%u run as one operator: all stateless, adjacent, same "
+                     "parallelism (no shuffle between them)", start, end - 1) < 0)
+            return -1;
+        start = end;
+    }
+    return 0;
+}
+
 int eddy_pipeline_optimize(const eddy_pipeline_spec_t *spec, bool optimize, eddy_pipeline_opt_t *out,
                            eddy_err_t *err)
 {
@@ -155,12 +196,8 @@ int eddy_pipeline_optimize(const eddy_pipeline_spec_t *spec, bool optimize, eddy
     }
     if (push_filters(spec, out) < 0 || order_filters(spec, out) < 0)
         goto oom;
-    if (n) {
-        out->group_end[out->n_groups++] = n;
-        if (n > 1 && log_line(out, "fusion: steps %u..%u run as one operator: all stateless, "
-                              "adjacent, same parallelism (no shuffle between them)", 0, n - 1) < 0)
-            goto oom;
-    }
+    if (fuse(spec, out) < 0)
+        goto oom;
     return 0;
 oom:
     eddy_pipeline_opt_clear(out);

@@ -17,16 +17,28 @@
 typedef enum eddy_pstep_kind {
     EDDY_PSTEP_FILTER,
     EDDY_PSTEP_MAP,
+    EDDY_PSTEP_JOIN,   /* plan/pipeline_join.h */
+    EDDY_PSTEP_PLUGIN, /* a registered operator kind by name, with its config */
 } eddy_pstep_kind_t;
+
+struct eddy_pipeline_join;
 
 typedef struct eddy_pstep {
     eddy_pstep_kind_t kind;
     uint32_t line;
     uint32_t index;      /* its position in the spec's steps (steps[index]) */
     char *filter;        /* FILTER: the predicate */
-    char **columns;      /* MAP: output columns and their expressions */
+    char **columns;      /* MAP: output columns and their expressions; JOIN, PLUGIN: output columns */
     char **exprs;
     uint32_t n;
+    struct eddy_pipeline_join *join; /* JOIN */
+    char *plugin;        /* PLUGIN: the operator kind */
+    char **config_keys;  /* PLUGIN: its config, values as written (numbers and */
+    char **config_values; /* true/false become ints and bools unless quoted) */
+    bool *config_quoted;
+    uint32_t n_config;
+    uint32_t parallelism;     /* 0: the pipeline's */
+    uint32_t max_parallelism; /* key groups of a keyed step (0: the job's) */
 } eddy_pstep_t;
 
 typedef struct eddy_pipeline_spec {
@@ -38,6 +50,7 @@ typedef struct eddy_pipeline_spec {
     char **columns;
     uint32_t n_columns;
     uint32_t parallelism; /* 0: the job's default */
+    uint32_t max_parallelism; /* key groups of keyed steps (0: the job's default) */
     /* steps */
     eddy_pstep_t *steps;
     uint32_t n_steps;
