@@ -195,3 +195,70 @@ Test(pipelines, adaptive_order_moves_the_selective_filter_first)
     free(log);
     expect_reference("q2");
 }
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A plugin operator as a step, by name with its config: q2's rows through
+ * the test plugin's "test_tag_row" (appends a column: tag repeated times
+ * times), then a filter on that column - equals q2's reference with the
+ * column added, so the plugin ran, with its config, where the spec says. */
+Test(pipelines, plugin_step_runs_the_named_operator_with_its_config)
+{
+    generate("20000");
+    char spec[700];
+    snprintf(spec, sizeof spec, "%s/plugin.yaml", dir);
+    const char *text =
+        "source:\n"
+        "  format: csv\n"
+        "  ragged: true\n"
+        "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
+        "steps:\n"
+        "  - filter: event == 'B'\n"
+        "  - map: {auction: auction, price: price}\n"
+        "  - filter: auction % 123 == 0\n"
+        "  - plugin: test_tag_row\n"
+        "    config: {tag: ab, times: 2}\n"
+        "    columns: [auction, price, tag]\n"
+        "    parallelism: 1\n"
+        "  - filter: tag == 'abab'\n";
+    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    int rc = run_pipeline(spec, (const char *[]){"--plugin", EDDY_BINARY_DIR
+                                                 "/test-plugins/libtest_plugin_row.so", NULL});
+    cr_assert_eq(rc, 0, "exit %d; log:\n%s", rc, log_text());
+    eddy_ref_lines_t ref;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_nexmark_reference("q2", events_path, &ref, &err), 0, "%s", err.msg);
+    cr_assert(ref.count > 0);
+    size_t total = 1;
+    for (size_t i = 0; i < ref.count; i++) {
+        char *tagged = malloc(strlen(ref.items[i]) + 6);
+        sprintf(tagged, "%s\tabab", ref.items[i]);
+        free(ref.items[i]);
+        ref.items[i] = tagged;
+        total += strlen(tagged) + 1;
+    }
+    qsort(ref.items, ref.count, sizeof *ref.items, cmp_str);
+    char *expected = calloc(1, total);
+    for (size_t i = 0; i < ref.count; i++)
+        strcat(strcat(expected, ref.items[i]), "\n");
+    char *got = eddy_read_file(output, NULL);
+    cr_assert(got, "no output; log:\n%s", log_text());
+    cr_assert_str_eq(got, expected);
+    free(got);
+    free(expected);
+    eddy_ref_lines_free(&ref);
+
+    /* A kind nobody registered: the spec's line, exit 2. */
+    const char *bad = "source: {format: csv, columns: [a]}\nsteps:\n  - plugin: no_such_kind\n";
+    cr_assert_eq(eddy_write_file(spec, bad, strlen(bad)), 0);
+    char *argv[] = {EDDY_BINARY, "local", "--pipeline", spec, "--input", "/dev/null", NULL};
+    char *out = NULL, *errout = NULL;
+    cr_assert_eq(eddy_proc_run(argv, 60000, &out, &errout), 2, "%s", errout ? errout : "");
+    cr_assert(errout && strstr(errout, "plugin.yaml:3: steps[0].plugin: no operator kind "
+                                       "'no_such_kind'"), "%s", errout ? errout : "");
+    free(out);
+    free(errout);
+}
