@@ -44,10 +44,10 @@ static int duration_ms(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n, const c
     return 0;
 }
 
-/* An expression under key of map, checked over cols, into *out; absent is
- * an error unless optional. */
+/* An expression under key of map (if there), checked over cols (and to be
+ * a number when number: event times, epoch ms), into *out. */
 static int expr_at(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const char *key,
-                   const char *field, char **cols, uint32_t n_cols, char **out)
+                   const char *field, char **cols, uint32_t n_cols, bool number, char **out)
 {
     const eddy_ynode_t *v = eddy_ynode_get(map, key);
     char sub[200];
@@ -56,7 +56,9 @@ static int expr_at(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const cha
         return 0;
     if (eddy_pspec_scalar(c, v, sub, out) < 0)
         return -1;
-    return eddy_pspec_check_expr(c, v, sub, *out, cols, n_cols);
+    if (eddy_pspec_check_expr(c, v, sub, *out, cols, n_cols) < 0)
+        return -1;
+    return number ? eddy_pspec_check_type(c, v, sub, *out, cols, n_cols, EDDY_VAL_FLOAT) : 0;
 }
 
 static int parse_right(const eddy_pspec_ctx_t *c, const eddy_ynode_t *with, const char *field,
@@ -153,11 +155,11 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
     if ((v = eddy_ynode_get(body, "on"))) {
         if (eddy_ynode_get(body, "left_key") || eddy_ynode_get(body, "right_key"))
             return eddy_pspec_fail(c, v, field, "give on or left_key and right_key, not both");
-        if (expr_at(c, body, "on", field, cols, n_cols, &j->left_key) < 0 ||
-            expr_at(c, body, "on", field, rcols, nr, &j->right_key) < 0)
+        if (expr_at(c, body, "on", field, cols, n_cols, false, &j->left_key) < 0 ||
+            expr_at(c, body, "on", field, rcols, nr, false, &j->right_key) < 0)
             return -1;
-    } else if (expr_at(c, body, "left_key", field, cols, n_cols, &j->left_key) < 0 ||
-               expr_at(c, body, "right_key", field, rcols, nr, &j->right_key) < 0) {
+    } else if (expr_at(c, body, "left_key", field, cols, n_cols, false, &j->left_key) < 0 ||
+               expr_at(c, body, "right_key", field, rcols, nr, false, &j->right_key) < 0) {
         return -1;
     }
     if (!j->left_key || !j->right_key)
@@ -179,11 +181,11 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
         if (duration_ms(c, size, f2, &j->window_ms) < 0)
             return -1;
         if (eddy_ynode_get(v, "time")) {
-            if (expr_at(c, v, "time", sub, cols, n_cols, &j->left_time) < 0 ||
-                expr_at(c, v, "time", sub, rcols, nr, &j->right_time) < 0)
+            if (expr_at(c, v, "time", sub, cols, n_cols, true, &j->left_time) < 0 ||
+                expr_at(c, v, "time", sub, rcols, nr, true, &j->right_time) < 0)
                 return -1;
-        } else if (expr_at(c, v, "left_time", sub, cols, n_cols, &j->left_time) < 0 ||
-                   expr_at(c, v, "right_time", sub, rcols, nr, &j->right_time) < 0) {
+        } else if (expr_at(c, v, "left_time", sub, cols, n_cols, true, &j->left_time) < 0 ||
+                   expr_at(c, v, "right_time", sub, rcols, nr, true, &j->right_time) < 0) {
             return -1;
         }
         if (!j->left_time || !j->right_time)

@@ -6,6 +6,7 @@
 #include "plan/pipeline_opt.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,10 +159,14 @@ static int fuse(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
             if (!fusable(next))
                 break;
             if (parallelism_of(s, next) != parallelism_of(s, first)) {
+                char pa[24] = "the job's", pb[24] = "the job's"; /* 0: --parallelism's */
+                if (parallelism_of(s, first))
+                    snprintf(pa, sizeof pa, "%u", parallelism_of(s, first));
+                if (parallelism_of(s, next))
+                    snprintf(pb, sizeof pb, "%u", parallelism_of(s, next));
                 if (log_line(o, "no fusion of steps[%u] (line %u) with steps[%u] (line %u): "
-                             "parallelism %u and %u (a rebalance between them)", first->index,
-                             first->line, next->index, next->line, parallelism_of(s, first),
-                             parallelism_of(s, next)) < 0)
+                             "parallelism %s and %s (a rebalance between them)", first->index,
+                             first->line, next->index, next->line, pa, pb) < 0)
                     return -1;
                 break;
             }

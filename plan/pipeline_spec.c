@@ -118,6 +118,9 @@ static int parse_columns(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_sp
 static int parse_source(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
     static const char *const keys[] = {"input", "format", "columns", "ragged", "parallelism", NULL};
+    if (!n)
+        return fail(c, NULL, "source", "missing: a pipeline reads a source: {format: csv|json|text, "
+                    "columns: [...]}");
     if (!n || n->kind != EDDY_YNODE_MAP)
         return fail(c, n, "source", "expected a mapping with format and columns");
     if (check_keys(c, n, "source", keys) < 0)
@@ -168,6 +171,28 @@ static int check_expr(const ctx_t *c, const eddy_ynode_t *at, const char *field,
         return fail(c, at, field, "%s", e.msg);
     eddy_expr_destroy(&x);
     return 0;
+}
+
+static const char *type_name(eddy_val_type_t t)
+{
+    return t == EDDY_VAL_BOOL ? "a boolean" : t == EDDY_VAL_STR ? "a string" : "a number";
+}
+
+/* Type mismatch: text's value, where its form tells, is not of type want
+ * (EDDY_VAL_BOOL, or EDDY_VAL_FLOAT for a number). */
+static int check_type(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *text,
+                      char **cols, uint32_t n, eddy_val_type_t want)
+{
+    eddy_err_t e = {{0}};
+    eddy_expr_t *x = eddy_expr_new(text, (const char *const *)cols, n, &e);
+    if (!x)
+        return fail(c, at, field, "%s", e.msg);
+    eddy_val_type_t t = eddy_expr_static_type(x);
+    eddy_expr_destroy(&x);
+    if (t == EDDY_VAL_NULL || t == want)
+        return 0;
+    return fail(c, at, field, "type mismatch: '%.80s' is %s, %s is needed here", text, type_name(t),
+                type_name(want));
 }
 
 static int parse_map(const ctx_t *c, const eddy_ynode_t *v, const char *field, eddy_pstep_t *st,
@@ -265,7 +290,8 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
         if (!strcmp(kind, "filter")) {
             st->kind = EDDY_PSTEP_FILTER;
             if (scalar(c, body, field, &st->filter) < 0 ||
-                check_expr(c, body, field, st->filter, cols, n_cols) < 0)
+                check_expr(c, body, field, st->filter, cols, n_cols) < 0 ||
+                check_type(c, body, field, st->filter, cols, n_cols, EDDY_VAL_BOOL) < 0)
                 return -1;
         } else if (!strcmp(kind, "map")) {
             st->kind = EDDY_PSTEP_MAP;
@@ -455,6 +481,12 @@ int eddy_pspec_check_expr(const ctx_t *c, const eddy_ynode_t *at, const char *fi
                           const char *text, char **cols, uint32_t n)
 {
     return check_expr(c, at, field, text, cols, n);
+}
+
+int eddy_pspec_check_type(const ctx_t *c, const eddy_ynode_t *at, const char *field,
+                          const char *text, char **cols, uint32_t n, eddy_val_type_t want)
+{
+    return check_type(c, at, field, text, cols, n, want);
 }
 
 bool eddy_pspec_is_identifier(const char *s)

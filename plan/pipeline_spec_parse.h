@@ -5,6 +5,7 @@
 #ifndef EDDY_PLAN_PIPELINE_SPEC_PARSE_H
 #define EDDY_PLAN_PIPELINE_SPEC_PARSE_H
 
+#include "plan/expr.h"
 #include "plan/pipeline_spec.h"
 #include "plan/yaml_doc.h"
 
@@ -27,6 +28,10 @@ int eddy_pspec_uint(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n, const char
 /* text parses as an expression over cols[0..n). */
 int eddy_pspec_check_expr(const eddy_pspec_ctx_t *c, const eddy_ynode_t *at, const char *field,
                           const char *text, char **cols, uint32_t n);
+/* Type mismatch: text's value, where its form tells (eddy_expr_static_type),
+ * is not of type want (EDDY_VAL_BOOL, or EDDY_VAL_FLOAT for a number). */
+int eddy_pspec_check_type(const eddy_pspec_ctx_t *c, const eddy_ynode_t *at, const char *field,
+                          const char *text, char **cols, uint32_t n, eddy_val_type_t want);
 bool eddy_pspec_is_identifier(const char *s);
 /* Parses the list n into s's steps, starting from s's source columns. */
 int eddy_pspec_parse_steps(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n,

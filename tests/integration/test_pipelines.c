@@ -147,6 +147,26 @@ Test(pipelines, bad_specs_name_file_line_and_field)
         {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: lowr(a)}\n",
          "bad.yaml:3: steps[0].map.x: column 1: unknown function 'lowr'"},
         {"source: [\n", "bad.yaml:"},
+        /* type mismatch */
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - filter: a + 1\n",
+         "bad.yaml:3: steps[0].filter: type mismatch: 'a + 1' is a number, a boolean is needed here"},
+        {"source: {format: csv, columns: [a]}\nparallelism: two\n",
+         "bad.yaml:2: parallelism: 'two' is not a number"},
+        /* missing source */
+        {"name: x\nsteps:\n  - filter: a\n", "bad.yaml:1: source: missing"},
+        /* joins, plugins, parallelism */
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join: {on: a}\n",
+         "bad.yaml:3: steps[0].join: needs with"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n"
+         "      with: {steps: [{filter: b == 1}]}\n",
+         "bad.yaml:5: steps[0].join.with.steps[0].filter: column 1: unknown field 'b'"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n      with: {}\n"
+         "      window: {size: 10s, time: lower(t)}\n",
+         "bad.yaml:6: steps[0].join.window.time: type mismatch"},
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: a}\n    max_parallelism: 64\n",
+         "bad.yaml:4: steps[0].max_parallelism: only keyed steps (join) have key groups"},
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - filter: a == 1\n    parallelism: 0\n",
+         "bad.yaml:4: steps[0].parallelism: '0' is not a number in 1..32768"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(eddy_write_file(spec, cases[i].text, strlen(cases[i].text)), 0);
