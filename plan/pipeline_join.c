@@ -61,6 +61,26 @@ static int expr_at(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const cha
     return number ? eddy_pspec_check_type(c, v, sub, *out, cols, n_cols, EDDY_VAL_FLOAT) : 0;
 }
 
+/* One expression per side: names[0] for both (a column both have), or
+ * names[1] for the left and names[2] for the right; one way is needed. */
+static int side_exprs(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const char *field,
+                      const char *const names[3], char **lcols, uint32_t nl, char **rcols,
+                      uint32_t nr, bool number, char **left, char **right)
+{
+    const eddy_ynode_t *both = eddy_ynode_get(map, names[0]);
+    if (both && (eddy_ynode_get(map, names[1]) || eddy_ynode_get(map, names[2])))
+        return eddy_pspec_fail(c, both, field, "give %s, or %s and %s, not both", names[0],
+                               names[1], names[2]);
+    if (expr_at(c, map, both ? names[0] : names[1], field, lcols, nl, number, left) < 0 ||
+        expr_at(c, map, both ? names[0] : names[2], field, rcols, nr, number, right) < 0)
+        return -1;
+    if (!*left || !*right)
+        return eddy_pspec_fail(c, map, field, "needs %s: COLUMN, or %s: EXPR and %s: EXPR%s",
+                               names[0], names[1], names[2],
+                               number ? " (each side's event time, epoch ms)" : " (the keys)");
+    return 0;
+}
+
 static int parse_right(const eddy_pspec_ctx_t *c, const eddy_ynode_t *with, const char *field,
                        const eddy_pipeline_spec_t *left, eddy_pipeline_join_t *j)
 {
@@ -152,19 +172,10 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
         j->semi = !strcmp(v->scalar, "semi");
     }
     /* Keys: on: COLUMN (both sides), or left_key and right_key. */
-    if ((v = eddy_ynode_get(body, "on"))) {
-        if (eddy_ynode_get(body, "left_key") || eddy_ynode_get(body, "right_key"))
-            return eddy_pspec_fail(c, v, field, "give on or left_key and right_key, not both");
-        if (expr_at(c, body, "on", field, cols, n_cols, false, &j->left_key) < 0 ||
-            expr_at(c, body, "on", field, rcols, nr, false, &j->right_key) < 0)
-            return -1;
-    } else if (expr_at(c, body, "left_key", field, cols, n_cols, false, &j->left_key) < 0 ||
-               expr_at(c, body, "right_key", field, rcols, nr, false, &j->right_key) < 0) {
+    const char *const key_names[] = {"on", "left_key", "right_key"};
+    if (side_exprs(c, body, field, key_names, cols, n_cols, rcols, nr, false, &j->left_key,
+                   &j->right_key) < 0)
         return -1;
-    }
-    if (!j->left_key || !j->right_key)
-        return eddy_pspec_fail(c, body, field, "needs the keys: on: COLUMN, or left_key: EXPR "
-                               "and right_key: EXPR");
     if ((v = eddy_ynode_get(body, "window"))) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s.window", field);
@@ -180,17 +191,10 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
             return eddy_pspec_fail(c, v, sub, "needs size (a tumbling window: 10s, 500ms, ...)");
         if (duration_ms(c, size, f2, &j->window_ms) < 0)
             return -1;
-        if (eddy_ynode_get(v, "time")) {
-            if (expr_at(c, v, "time", sub, cols, n_cols, true, &j->left_time) < 0 ||
-                expr_at(c, v, "time", sub, rcols, nr, true, &j->right_time) < 0)
-                return -1;
-        } else if (expr_at(c, v, "left_time", sub, cols, n_cols, true, &j->left_time) < 0 ||
-                   expr_at(c, v, "right_time", sub, rcols, nr, true, &j->right_time) < 0) {
+        const char *const time_names[] = {"time", "left_time", "right_time"};
+        if (side_exprs(c, v, sub, time_names, cols, n_cols, rcols, nr, true, &j->left_time,
+                       &j->right_time) < 0)
             return -1;
-        }
-        if (!j->left_time || !j->right_time)
-            return eddy_pspec_fail(c, v, sub, "needs each side's event time (epoch ms): time: "
-                                   "COLUMN, or left_time: EXPR and right_time: EXPR");
     }
     return output_columns(c, body, field, cols, n_cols, rcols, nr, j->semi, st);
 }

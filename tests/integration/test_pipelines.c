@@ -187,6 +187,25 @@ Test(pipelines, bad_specs_name_file_line_and_field)
     free(errout);
 }
 
+/* Writes dir/name: a spec over the Nexmark events whose steps keep the
+ * bids as (auction, price) and then run more_steps; its path into path. */
+static void write_bids_spec(const char *name, const char *more_steps, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", dir, name);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "source:\n"
+             "  format: csv\n"
+             "  ragged: true\n"
+             "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
+             "steps:\n"
+             "  - filter: event == 'B'\n"
+             "  - map: {auction: auction, price: price}\n"
+             "%s",
+             more_steps);
+    cr_assert_eq(eddy_write_file(path, text, strlen(text)), 0);
+}
+
 /* Filters in a bad order the static optimizer cannot see: a cheap test
  * that passes nearly every event before an equally cheap one that passes
  * about 1%. The eddy must move the selective one first (and log it), and
@@ -195,18 +214,8 @@ Test(pipelines, adaptive_order_moves_the_selective_filter_first)
 {
     generate("30000");
     char spec[700];
-    snprintf(spec, sizeof spec, "%s/adaptive.yaml", dir);
-    const char *text =
-        "source:\n"
-        "  format: csv\n"
-        "  ragged: true\n"
-        "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
-        "steps:\n"
-        "  - filter: event == 'B'\n"
-        "  - map: {auction: auction, price: price}\n"
-        "  - filter: price >= 0\n"
-        "  - filter: auction % 123 == 0\n";
-    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    write_bids_spec("adaptive.yaml", "  - filter: price >= 0\n  - filter: auction % 123 == 0\n",
+                    spec, sizeof spec);
     int rc = run_pipeline(spec, (const char *[]){"--parallelism", "1", NULL});
     char *log = log_text();
     cr_assert_eq(rc, 0, "exit %d; log:\n%s", rc, log);
@@ -229,22 +238,14 @@ Test(pipelines, plugin_step_runs_the_named_operator_with_its_config)
 {
     generate("20000");
     char spec[700];
-    snprintf(spec, sizeof spec, "%s/plugin.yaml", dir);
-    const char *text =
-        "source:\n"
-        "  format: csv\n"
-        "  ragged: true\n"
-        "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
-        "steps:\n"
-        "  - filter: event == 'B'\n"
-        "  - map: {auction: auction, price: price}\n"
-        "  - filter: auction % 123 == 0\n"
-        "  - plugin: test_tag_row\n"
-        "    config: {tag: ab, times: 2}\n"
-        "    columns: [auction, price, tag]\n"
-        "    parallelism: 1\n"
-        "  - filter: tag == 'abab'\n";
-    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    write_bids_spec("plugin.yaml",
+                    "  - filter: auction % 123 == 0\n"
+                    "  - plugin: test_tag_row\n"
+                    "    config: {tag: ab, times: 2}\n"
+                    "    columns: [auction, price, tag]\n"
+                    "    parallelism: 1\n"
+                    "  - filter: tag == 'abab'\n",
+                    spec, sizeof spec);
     int rc = run_pipeline(spec, (const char *[]){"--plugin", EDDY_BINARY_DIR
                                                  "/test-plugins/libtest_plugin_row.so", NULL});
     cr_assert_eq(rc, 0, "exit %d; log:\n%s", rc, log_text());
