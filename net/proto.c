@@ -62,6 +62,66 @@ void eddy_strv_free(uint32_t argc, char **argv)
     free(argv);
 }
 
+/* ---- field tables --------------------------------------------------------
+ *
+ * A message body (and a task's metrics in a HEARTBEAT) is a msgpack array
+ * of fields in a fixed order. One table per layout lists them, with where
+ * each lives in the C struct and its bound; the encoder, the decoder and
+ * eddy_msg_clear all walk the same table, so a field cannot be added to one
+ * and forgotten in another. Shapes a table cannot say (DEPLOY's placement
+ * arrays, the HEARTBEAT's task list) are FIELD_CUSTOM with their own pair
+ * of functions next to each other below. */
+
+typedef enum field_kind {
+    FIELD_U32,       /* uint32_t at most max */
+    FIELD_U64,       /* uint64_t at most max */
+    FIELD_I64,       /* int64_t */
+    FIELD_BOOL,      /* bool */
+    FIELD_DOUBLE,    /* double */
+    FIELD_TEXT,      /* char[max], NUL-terminated; a longer string is an error */
+    FIELD_STRING,    /* char * (heap), at most max bytes; NULL is sent as "" */
+    FIELD_BYTES,     /* char * (heap) and its uint32_t length at len_offset, at most max */
+    FIELD_STRV,      /* char ** (heap) and its uint32_t count at len_offset, at most max */
+    FIELD_HISTOGRAM, /* eddy_histogram_t */
+    FIELD_CUSTOM,    /* encode/decode/clear below */
+} field_kind_t;
+
+typedef struct field {
+    field_kind_t kind;
+    size_t offset;     /* of the value in its struct */
+    size_t len_offset; /* FIELD_BYTES, FIELD_STRV: of the uint32_t length or count */
+    uint64_t max;      /* the bound checked on decoding (see the kinds) */
+    int64_t absent;    /* integers: the value when an older form lacks the field */
+    void (*encode)(eddy_mpw_t *w, const void *obj);
+    void (*decode)(eddy_mpr_t *r, void *obj);
+    void (*clear)(void *obj);
+} field_t;
+
+typedef struct layout {
+    const field_t *fields;
+    uint32_t count;
+    /* Field counts of older forms still read (missing fields take their
+     * `absent` value); 0 ends the list. Messages of an older form have no
+     * trailing leader epoch. */
+    uint32_t older[2];
+} layout_t;
+
+#define ELEMS(a) (uint32_t)(sizeof(a) / sizeof((a)[0]))
+
+static void *at(void *obj, size_t offset)
+{
+    return (char *)obj + offset;
+}
+
+static const void *cat(const void *obj, size_t offset)
+{
+    return (const char *)obj + offset;
+}
+
+static void encode_fields(eddy_mpw_t *w, const layout_t *l, const void *obj);
+static void decode_fields(eddy_mpr_t *r, const layout_t *l, void *obj, uint32_t present);
+static void clear_fields(const layout_t *l, void *obj);
+
 /* ---- string vectors ---------------------------------------------------- */
 
 static void encode_strv(eddy_mpw_t *w, uint32_t argc, char *const *argv)
@@ -71,11 +131,11 @@ static void encode_strv(eddy_mpw_t *w, uint32_t argc, char *const *argv)
         eddy_mpw_str(w, argv[i]);
 }
 
-static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
+static char **decode_strv(eddy_mpr_t *r, uint32_t max, uint32_t *argc)
 {
     const msgpack_object *si;
     uint32_t sc, sn;
-    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_ARGS, &si, &sc, &sn);
+    uint32_t n = eddy_mpr_enter(r, max, &si, &sc, &sn);
     char **argv = calloc(n + 1, sizeof *argv);
     if (!argv)
         eddy_mpr_fail(r, "out of memory");
@@ -91,14 +151,14 @@ static char **decode_strv(eddy_mpr_t *r, uint32_t *argc)
     return argv;
 }
 
-/* ---- source state bytes -------------------------------------------------- */
+/* ---- byte strings ---------------------------------------------------------- */
 
-/* A copy of a bin of at most EDDY_SOURCE_STATE_MAX bytes; NULL/0 when empty. */
-static char *decode_source_state(eddy_mpr_t *r, uint32_t *len)
+/* A heap copy of a bin of at most max bytes; NULL/0 when empty. */
+static char *decode_bytes(eddy_mpr_t *r, uint64_t max, uint32_t *len)
 {
     *len = 0;
     uint32_t n = 0;
-    const char *p = eddy_mpr_bytes(r, EDDY_SOURCE_STATE_MAX, &n);
+    const char *p = eddy_mpr_bytes(r, (uint32_t)max, &n);
     if (!p || !r->ok || n == 0)
         return NULL;
     char *copy = malloc(n);
@@ -111,14 +171,13 @@ static char *decode_source_state(eddy_mpr_t *r, uint32_t *len)
     return copy;
 }
 
-static void encode_source_state(eddy_mpw_t *w, const char *state, uint32_t len)
+static void encode_bytes(eddy_mpw_t *w, const char *data, uint32_t len)
 {
-    eddy_mpw_bin(w, state && len ? state : "", state ? len : 0);
+    eddy_mpw_bin(w, data && len ? data : "", data ? len : 0);
 }
 
-/* ---- per-message codecs ------------------------------------------------- */
+/* ---- histograms: [sum_us, count of bucket 0, ..., count of +Inf] ----------- */
 
-/* [sum_us, count of bucket 0, ..., count of +Inf] */
 static void encode_histogram(eddy_mpw_t *w, const eddy_histogram_t *h)
 {
     eddy_mpw_array(w, 1 + EDDY_HIST_BUCKETS);
@@ -142,285 +201,142 @@ static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
-static void encode_metrics(eddy_mpw_t *w, const eddy_task_metrics_t *m)
+/* ---- a task's metrics in a HEARTBEAT --------------------------------------- */
+
+#define TASK(member) offsetof(eddy_task_metrics_t, member)
+
+/* 15 fields before source_lag was added (those read as lag unknown), 16
+ * before rejected_records, 17 before the histograms (empty). */
+static const field_t task_metrics_fields[] = {
+    {.kind = FIELD_U32, .offset = TASK(job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = TASK(epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = TASK(stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U32, .offset = TASK(instance), .max = MAX_INSTANCE_INDEX},
+    {.kind = FIELD_U64, .offset = TASK(records_in), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(records_out), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(busy_ns), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(idle_ns), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(blocked_ns), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(state_keys), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = TASK(state_bytes), .max = UINT64_MAX},
+    {.kind = FIELD_I64, .offset = TASK(position)},
+    {.kind = FIELD_DOUBLE, .offset = TASK(offered_rate)},
+    {.kind = FIELD_I64, .offset = TASK(watermark)},
+    {.kind = FIELD_U64, .offset = TASK(late_records), .max = UINT64_MAX},
+    {.kind = FIELD_I64, .offset = TASK(source_lag), .absent = -1},
+    {.kind = FIELD_U64, .offset = TASK(rejected_records), .max = UINT64_MAX},
+    {.kind = FIELD_HISTOGRAM, .offset = TASK(latency)},
+    {.kind = FIELD_HISTOGRAM, .offset = TASK(event_lag)},
+};
+static const uint32_t task_metrics_oldest = 15;
+
+static const layout_t task_metrics_layout = {task_metrics_fields, ELEMS(task_metrics_fields), {0}};
+
+static void encode_tasks(eddy_mpw_t *w, const void *obj)
 {
-    eddy_mpw_array(w, 19);
-    eddy_mpw_u64(w, m->job);
-    eddy_mpw_u64(w, m->epoch);
-    eddy_mpw_u64(w, m->stage);
-    eddy_mpw_u64(w, m->instance);
-    eddy_mpw_u64(w, m->records_in);
-    eddy_mpw_u64(w, m->records_out);
-    eddy_mpw_u64(w, m->busy_ns);
-    eddy_mpw_u64(w, m->idle_ns);
-    eddy_mpw_u64(w, m->blocked_ns);
-    eddy_mpw_u64(w, m->state_keys);
-    eddy_mpw_u64(w, m->state_bytes);
-    eddy_mpw_i64(w, m->position);
-    eddy_mpw_double(w, m->offered_rate);
-    eddy_mpw_i64(w, m->watermark);
-    eddy_mpw_u64(w, m->late_records);
-    eddy_mpw_i64(w, m->source_lag);
-    eddy_mpw_u64(w, m->rejected_records);
-    encode_histogram(w, &m->latency);
-    encode_histogram(w, &m->event_lag);
+    const eddy_msg_t *m = obj;
+    eddy_mpw_array(w, m->u.heartbeat.n_tasks);
+    for (uint32_t i = 0; i < m->u.heartbeat.n_tasks; i++) {
+        eddy_mpw_array(w, task_metrics_layout.count);
+        encode_fields(w, &task_metrics_layout, &m->u.heartbeat.tasks[i]);
+    }
 }
 
-static void decode_metrics(eddy_mpr_t *r, eddy_task_metrics_t *m)
+static void decode_tasks(eddy_mpr_t *r, void *obj)
 {
+    eddy_msg_t *m = obj;
     const msgpack_object *si;
     uint32_t sc, sn;
-    /* 15 fields before source_lag was added (those read as lag unknown),
-     * 16 before rejected_records, 17 before the histograms (empty). */
-    uint32_t fields = eddy_mpr_enter(r, 19, &si, &sc, &sn);
-    m->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-    m->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-    m->stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
-    m->instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
-    m->records_in = eddy_mpr_u64(r, UINT64_MAX);
-    m->records_out = eddy_mpr_u64(r, UINT64_MAX);
-    m->busy_ns = eddy_mpr_u64(r, UINT64_MAX);
-    m->idle_ns = eddy_mpr_u64(r, UINT64_MAX);
-    m->blocked_ns = eddy_mpr_u64(r, UINT64_MAX);
-    m->state_keys = eddy_mpr_u64(r, UINT64_MAX);
-    m->state_bytes = eddy_mpr_u64(r, UINT64_MAX);
-    m->position = eddy_mpr_i64(r);
-    m->offered_rate = eddy_mpr_double(r);
-    m->watermark = eddy_mpr_i64(r);
-    m->late_records = eddy_mpr_u64(r, UINT64_MAX);
-    m->source_lag = fields > 15 ? eddy_mpr_i64(r) : -1;
-    m->rejected_records = fields > 16 ? eddy_mpr_u64(r, UINT64_MAX) : 0;
-    memset(&m->latency, 0, sizeof m->latency);
-    memset(&m->event_lag, 0, sizeof m->event_lag);
-    if (fields > 17)
-        decode_histogram(r, &m->latency);
-    if (fields > 18)
-        decode_histogram(r, &m->event_lag);
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_TASK_METRICS, &si, &sc, &sn);
+    m->u.heartbeat.tasks = calloc(n ? n : 1, sizeof *m->u.heartbeat.tasks);
+    if (!m->u.heartbeat.tasks)
+        eddy_mpr_fail(r, "out of memory");
+    else
+        m->u.heartbeat.n_tasks = n;
+    for (uint32_t i = 0; r->ok && i < m->u.heartbeat.n_tasks; i++) {
+        const msgpack_object *ti;
+        uint32_t tc, tn;
+        uint32_t fields = eddy_mpr_enter(r, task_metrics_layout.count, &ti, &tc, &tn);
+        if (r->ok && fields < task_metrics_oldest)
+            eddy_mpr_fail(r, "task metrics: fields missing");
+        decode_fields(r, &task_metrics_layout, &m->u.heartbeat.tasks[i], fields);
+        eddy_mpr_leave(r, ti, tc, tn);
+    }
     eddy_mpr_leave(r, si, sc, sn);
 }
 
-static void encode_body(eddy_mpw_t *w, const eddy_msg_t *m)
+static void clear_tasks(void *obj)
 {
-    switch (m->type) {
-    case EDDY_MSG_REGISTER:
-        eddy_mpw_str(w, m->u.reg.name);
-        eddy_mpw_str(w, m->u.reg.data_endpoint);
-        eddy_mpw_i64(w, m->u.reg.pid);
-        eddy_mpw_str(w, m->u.reg.host);
-        eddy_mpw_u64(w, m->u.reg.protocol_version);
-        eddy_mpw_u64(w, m->u.reg.cores);
-        break;
-    case EDDY_MSG_REGISTERED:
-        eddy_mpw_u64(w, m->u.registered.worker_id);
-        eddy_mpw_u64(w, m->u.registered.heartbeat_ms);
-        eddy_mpw_str(w, m->u.registered.error);
-        eddy_mpw_bool(w, m->u.registered.not_leader);
-        eddy_mpw_str(w, m->u.registered.leader);
-        eddy_mpw_bool(w, m->u.registered.fatal);
-        break;
-    case EDDY_MSG_HEARTBEAT:
-        eddy_mpw_u64(w, m->u.heartbeat.worker_id);
-        eddy_mpw_array(w, m->u.heartbeat.n_tasks);
-        for (uint32_t i = 0; i < m->u.heartbeat.n_tasks; i++)
-            encode_metrics(w, &m->u.heartbeat.tasks[i]);
-        break;
-    case EDDY_MSG_DEPLOY: {
-        const eddy_deploy_t *d = &m->u.deploy;
-        eddy_mpw_u64(w, d->job);
-        eddy_mpw_str(w, d->job_id);
-        eddy_mpw_str(w, d->job_name);
-        eddy_mpw_bin(w, d->plan, d->plan_len);
-        eddy_mpw_u64(w, d->plan_fingerprint);
-        encode_strv(w, d->n_plugins, d->plugins);
-        eddy_mpw_u64(w, d->epoch);
-        eddy_mpw_u64(w, d->mode);
-        eddy_mpw_u64(w, d->restore_checkpoint);
-        eddy_mpw_str(w, d->snapshot_dir);
-        eddy_mpw_u64(w, d->max_parallelism);
-        eddy_mpw_u64(w, d->guarantee);
-        eddy_mpw_array(w, d->n_stages);
-        for (uint32_t s = 0; s < d->n_stages; s++) {
-            eddy_mpw_array(w, d->stages[s].parallelism);
-            for (uint32_t i = 0; i < d->stages[s].parallelism; i++)
-                eddy_mpw_u64(w, d->stages[s].worker_of[i]);
-        }
-        eddy_mpw_array(w, d->n_workers * 2);
-        for (uint32_t i = 0; i < d->n_workers; i++) {
-            eddy_mpw_u64(w, d->workers[i].id);
-            eddy_mpw_str(w, d->workers[i].endpoint);
-        }
-        eddy_mpw_array(w, d->n_positions * 4);
-        for (uint32_t i = 0; i < d->n_positions; i++) {
-            eddy_mpw_u64(w, d->positions[i].stage);
-            eddy_mpw_u64(w, d->positions[i].instance);
-            eddy_mpw_i64(w, d->positions[i].position);
-            encode_source_state(w, d->positions[i].state, d->positions[i].state_len);
-        }
-        break;
-    }
-    case EDDY_MSG_DEPLOYED:
-        eddy_mpw_u64(w, m->u.deployed.job);
-        eddy_mpw_u64(w, m->u.deployed.epoch);
-        eddy_mpw_u64(w, m->u.deployed.bytes_loaded);
-        eddy_mpw_u64(w, m->u.deployed.groups_loaded);
-        eddy_mpw_str(w, m->u.deployed.error);
-        break;
-    case EDDY_MSG_START:
-        eddy_mpw_u64(w, m->u.start.job);
-        eddy_mpw_u64(w, m->u.start.epoch);
-        break;
-    case EDDY_MSG_TRIGGER:
-        eddy_mpw_u64(w, m->u.trigger.job);
-        eddy_mpw_u64(w, m->u.trigger.epoch);
-        eddy_mpw_u64(w, m->u.trigger.checkpoint);
-        eddy_mpw_bool(w, m->u.trigger.pause_after);
-        eddy_mpw_u64(w, m->u.trigger.migrate_stage);
-        eddy_mpw_u64(w, m->u.trigger.migrate_parallelism);
-        break;
-    case EDDY_MSG_ACK:
-        eddy_mpw_u64(w, m->u.ack.job);
-        eddy_mpw_u64(w, m->u.ack.epoch);
-        eddy_mpw_u64(w, m->u.ack.checkpoint);
-        eddy_mpw_u64(w, m->u.ack.stage);
-        eddy_mpw_u64(w, m->u.ack.instance);
-        eddy_mpw_i64(w, m->u.ack.position);
-        eddy_mpw_u64(w, m->u.ack.state_keys);
-        eddy_mpw_u64(w, m->u.ack.bytes_written);
-        eddy_mpw_u64(w, m->u.ack.files_written);
-        eddy_mpw_str(w, m->u.ack.error);
-        encode_source_state(w, m->u.ack.source_state, m->u.ack.source_state_len);
-        break;
-    case EDDY_MSG_COMPLETE:
-        eddy_mpw_u64(w, m->u.complete.job);
-        eddy_mpw_u64(w, m->u.complete.checkpoint);
-        break;
-    case EDDY_MSG_TASK_DONE:
-        eddy_mpw_u64(w, m->u.task_done.job);
-        eddy_mpw_u64(w, m->u.task_done.epoch);
-        eddy_mpw_u64(w, m->u.task_done.stage);
-        eddy_mpw_u64(w, m->u.task_done.instance);
-        break;
-    case EDDY_MSG_TASK_FAILED:
-        eddy_mpw_u64(w, m->u.task_failed.job);
-        eddy_mpw_u64(w, m->u.task_failed.epoch);
-        eddy_mpw_u64(w, m->u.task_failed.stage);
-        eddy_mpw_u64(w, m->u.task_failed.instance);
-        eddy_mpw_str(w, m->u.task_failed.error);
-        break;
-    case EDDY_MSG_RELEASE:
-        eddy_mpw_u64(w, m->u.release.job);
-        eddy_mpw_u64(w, m->u.release.reason);
-        break;
-    case EDDY_MSG_REQUEST:
-        eddy_mpw_str(w, m->u.request.verb);
-        encode_strv(w, m->u.request.argc, m->u.request.argv);
-        break;
-    case EDDY_MSG_REPLY:
-        eddy_mpw_i64(w, m->u.reply.status);
-        eddy_mpw_str(w, m->u.reply.body ? m->u.reply.body : "");
-        break;
-    case EDDY_MSG_PLUGIN:
-        eddy_mpw_str(w, m->u.plugin.hash);
-        eddy_mpw_bin(w, m->u.plugin.data, m->u.plugin.len);
-        eddy_mpw_str(w, m->u.plugin.error);
-        break;
-    default:
-        break;
+    eddy_msg_t *m = obj;
+    free(m->u.heartbeat.tasks);
+}
+
+/* ---- DEPLOY's placement: stages, workers, source positions ----------------- */
+
+static void encode_stages(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_deploy_t *d = &((const eddy_msg_t *)obj)->u.deploy;
+    eddy_mpw_array(w, d->n_stages);
+    for (uint32_t s = 0; s < d->n_stages; s++) {
+        eddy_mpw_array(w, d->stages[s].parallelism);
+        for (uint32_t i = 0; i < d->stages[s].parallelism; i++)
+            eddy_mpw_u64(w, d->stages[s].worker_of[i]);
     }
 }
 
-static const uint32_t field_counts[EDDY_MSG_TYPE_COUNT] = {
-    [EDDY_MSG_REGISTER] = 6, [EDDY_MSG_REGISTERED] = 6, [EDDY_MSG_HEARTBEAT] = 2,
-    [EDDY_MSG_DEPLOY] = 15,  [EDDY_MSG_DEPLOYED] = 5,   [EDDY_MSG_START] = 2,
-    [EDDY_MSG_TRIGGER] = 6,  [EDDY_MSG_ACK] = 11,       [EDDY_MSG_COMPLETE] = 2,
-    [EDDY_MSG_TASK_DONE] = 4, [EDDY_MSG_TASK_FAILED] = 5, [EDDY_MSG_RELEASE] = 2,
-    [EDDY_MSG_REQUEST] = 2,  [EDDY_MSG_REPLY] = 2,     [EDDY_MSG_PLUGIN] = 3,
-};
-
-/* Forms of older peers still read, without the trailing leader epoch: a
- * REGISTER (so an older worker is refused naming both versions), a
- * REGISTERED (so a newer worker hears an older coordinator's refusal), and
- * a RELEASE with or without its reason (protocol 4 and 5). */
-static bool older_form(uint64_t type, uint32_t fields)
+static void decode_stages(eddy_mpr_t *r, void *obj)
 {
-    switch (type) {
-    case EDDY_MSG_REGISTER: /* protocol 5's had no cores */
-        return fields == field_counts[type] || fields == field_counts[type] - 1;
-    case EDDY_MSG_REGISTERED:
-        return fields == 3; /* before the leader fields */
-    case EDDY_MSG_RELEASE:
-        return fields == 1 || fields == 2;
-    default:
-        return false;
-    }
-}
-
-char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
-{
-    eddy_mpw_t w;
-    eddy_mpw_init(&w);
-    uint32_t fields = (msg->type > 0 && msg->type < EDDY_MSG_TYPE_COUNT) ? field_counts[msg->type] : 0;
-    eddy_mpw_array(&w, 1 + fields + 1);
-    eddy_mpw_u64(&w, (uint64_t)msg->type);
-    encode_body(&w, msg);
-    eddy_mpw_u64(&w, msg->leader_epoch);
-    return eddy_mpw_release(&w, len);
-}
-
-static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
-{
-    eddy_deploy_t *d = &m->u.deploy;
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
     const msgpack_object *si;
     uint32_t sc, sn;
-    d->job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-    eddy_mpr_strcpy(r, d->job_id, sizeof d->job_id);
-    eddy_mpr_strcpy(r, d->job_name, sizeof d->job_name);
-    uint32_t plan_len = 0;
-    const char *plan = eddy_mpr_bytes(r, EDDY_PLAN_MAX_WIRE, &plan_len);
-    if (plan && r->ok) {
-        d->plan = malloc(plan_len ? plan_len : 1);
-        if (d->plan) {
-            memcpy(d->plan, plan, plan_len);
-            d->plan_len = plan_len;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_STAGES, &si, &sc, &sn);
+    d->stages = calloc(n ? n : 1, sizeof *d->stages);
+    if (!d->stages)
+        eddy_mpr_fail(r, "out of memory");
+    else
+        d->n_stages = n;
+    for (uint32_t s = 0; r->ok && s < d->n_stages; s++) {
+        const msgpack_object *si2;
+        uint32_t sc2, sn2;
+        uint32_t p = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM, &si2, &sc2, &sn2);
+        d->stages[s].worker_of = calloc(p ? p : 1, sizeof(uint32_t));
+        if (d->stages[s].worker_of) {
+            d->stages[s].parallelism = p;
+            for (uint32_t i = 0; i < p; i++)
+                d->stages[s].worker_of[i] = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
         } else {
             eddy_mpr_fail(r, "out of memory");
         }
-    }
-    d->plan_fingerprint = eddy_mpr_u64(r, UINT64_MAX);
-    d->plugins = decode_strv(r, &d->n_plugins);
-    if (d->n_plugins > EDDY_MAX_PLUGINS)
-        eddy_mpr_fail(r, "too many plugins");
-    d->epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-    d->mode = (uint32_t)eddy_mpr_u64(r, EDDY_DEPLOY_RESTORE);
-    d->restore_checkpoint = eddy_mpr_u64(r, UINT64_MAX);
-    eddy_mpr_strcpy(r, d->snapshot_dir, sizeof d->snapshot_dir);
-    d->max_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
-    d->guarantee = (uint32_t)eddy_mpr_u64(r, EDDY_GUARANTEE_LAST);
-
-    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_STAGES, &si, &sc, &sn);
-    d->stages = calloc(n ? n : 1, sizeof *d->stages);
-    if (d->stages) {
-        d->n_stages = n;
-        for (uint32_t s = 0; s < n; s++) {
-            const msgpack_object *si2;
-            uint32_t sc2, sn2;
-            uint32_t p = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM, &si2, &sc2, &sn2);
-            d->stages[s].worker_of = calloc(p ? p : 1, sizeof(uint32_t));
-            if (d->stages[s].worker_of) {
-                d->stages[s].parallelism = p;
-                for (uint32_t i = 0; i < p; i++)
-                    d->stages[s].worker_of[i] = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-            } else {
-                eddy_mpr_fail(r, "out of memory");
-            }
-            eddy_mpr_leave(r, si2, sc2, sn2);
-        }
-    } else {
-        eddy_mpr_fail(r, "out of memory");
+        eddy_mpr_leave(r, si2, sc2, sn2);
     }
     eddy_mpr_leave(r, si, sc, sn);
+}
 
-    n = eddy_mpr_enter(r, EDDY_MAX_WORKERS * 2, &si, &sc, &sn);
+static void clear_stages(void *obj)
+{
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    for (uint32_t s = 0; d->stages && s < d->n_stages; s++)
+        free(d->stages[s].worker_of);
+    free(d->stages);
+}
+
+/* [id, endpoint, id, endpoint, ...] */
+static void encode_workers(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_deploy_t *d = &((const eddy_msg_t *)obj)->u.deploy;
+    eddy_mpw_array(w, d->n_workers * 2);
+    for (uint32_t i = 0; i < d->n_workers; i++) {
+        eddy_mpw_u64(w, d->workers[i].id);
+        eddy_mpw_str(w, d->workers[i].endpoint);
+    }
+}
+
+static void decode_workers(eddy_mpr_t *r, void *obj)
+{
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_WORKERS * 2, &si, &sc, &sn);
     if (n % 2)
         eddy_mpr_fail(r, "workers array is not (id, endpoint) pairs");
     d->workers = calloc(n / 2 ? n / 2 : 1, sizeof *d->workers);
@@ -434,8 +350,32 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
         eddy_mpr_fail(r, "out of memory");
     }
     eddy_mpr_leave(r, si, sc, sn);
+}
 
-    n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 4, &si, &sc, &sn);
+static void clear_workers(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.deploy.workers);
+}
+
+/* [stage, instance, position, state, ...] */
+static void encode_positions(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_deploy_t *d = &((const eddy_msg_t *)obj)->u.deploy;
+    eddy_mpw_array(w, d->n_positions * 4);
+    for (uint32_t i = 0; i < d->n_positions; i++) {
+        eddy_mpw_u64(w, d->positions[i].stage);
+        eddy_mpw_u64(w, d->positions[i].instance);
+        eddy_mpw_i64(w, d->positions[i].position);
+        encode_bytes(w, d->positions[i].state, d->positions[i].state_len);
+    }
+}
+
+static void decode_positions(eddy_mpr_t *r, void *obj)
+{
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 4, &si, &sc, &sn);
     if (n % 4)
         eddy_mpr_fail(r, "positions array is not (stage, instance, position, state) quadruples");
     d->positions = calloc(n / 4 ? n / 4 : 1, sizeof *d->positions);
@@ -445,7 +385,8 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
             d->positions[i].stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
             d->positions[i].instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
             d->positions[i].position = eddy_mpr_i64(r);
-            d->positions[i].state = decode_source_state(r, &d->positions[i].state_len);
+            d->positions[i].state =
+                decode_bytes(r, EDDY_SOURCE_STATE_MAX, &d->positions[i].state_len);
         }
     } else {
         eddy_mpr_fail(r, "out of memory");
@@ -453,132 +394,309 @@ static void decode_deploy(eddy_mpr_t *r, eddy_msg_t *m)
     eddy_mpr_leave(r, si, sc, sn);
 }
 
-/* has_epoch: the message ends with the leader epoch, so optional fields
- * before it are present when more than that one field remains. */
-static void decode_body(eddy_mpr_t *r, eddy_msg_t *m, bool has_epoch)
+static void clear_positions(void *obj)
 {
-    uint32_t tail = has_epoch ? 1 : 0;
-    switch (m->type) {
-    case EDDY_MSG_REGISTER:
-        eddy_mpr_strcpy(r, m->u.reg.name, sizeof m->u.reg.name);
-        eddy_mpr_strcpy(r, m->u.reg.data_endpoint, sizeof m->u.reg.data_endpoint);
-        m->u.reg.pid = eddy_mpr_i64(r);
-        eddy_mpr_strcpy(r, m->u.reg.host, sizeof m->u.reg.host);
-        m->u.reg.protocol_version = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.reg.cores = eddy_mpr_remaining(r) > tail ? (uint32_t)eddy_mpr_u64(r, UINT32_MAX) : 0;
-        break;
-    case EDDY_MSG_REGISTERED:
-        m->u.registered.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.registered.heartbeat_ms = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        eddy_mpr_strcpy(r, m->u.registered.error, sizeof m->u.registered.error);
-        if (eddy_mpr_remaining(r) > tail) { /* the leader fields, before the leader epoch */
-            m->u.registered.not_leader = eddy_mpr_bool(r);
-            eddy_mpr_strcpy(r, m->u.registered.leader, sizeof m->u.registered.leader);
-            m->u.registered.fatal = eddy_mpr_bool(r);
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    for (uint32_t i = 0; d->positions && i < d->n_positions; i++)
+        free(d->positions[i].state);
+    free(d->positions);
+}
+
+/* ---- the messages ------------------------------------------------------------ */
+
+#define MSG(member) offsetof(eddy_msg_t, u.member)
+#define TEXT_SIZE(member) sizeof(((eddy_msg_t *)0)->u.member)
+
+static const field_t register_fields[] = {
+    {.kind = FIELD_TEXT, .offset = MSG(reg.name), .max = TEXT_SIZE(reg.name)},
+    {.kind = FIELD_TEXT, .offset = MSG(reg.data_endpoint), .max = TEXT_SIZE(reg.data_endpoint)},
+    {.kind = FIELD_I64, .offset = MSG(reg.pid)},
+    {.kind = FIELD_TEXT, .offset = MSG(reg.host), .max = TEXT_SIZE(reg.host)},
+    {.kind = FIELD_U32, .offset = MSG(reg.protocol_version), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(reg.cores), .max = UINT32_MAX}, /* protocol 6 */
+};
+
+static const field_t registered_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(registered.worker_id), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(registered.heartbeat_ms), .max = UINT32_MAX},
+    {.kind = FIELD_TEXT, .offset = MSG(registered.error), .max = TEXT_SIZE(registered.error)},
+    {.kind = FIELD_BOOL, .offset = MSG(registered.not_leader)}, /* the leader fields: protocol 6 */
+    {.kind = FIELD_TEXT, .offset = MSG(registered.leader), .max = TEXT_SIZE(registered.leader)},
+    {.kind = FIELD_BOOL, .offset = MSG(registered.fatal)},
+};
+
+static const field_t heartbeat_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(heartbeat.worker_id), .max = UINT32_MAX},
+    {.kind = FIELD_CUSTOM, .encode = encode_tasks, .decode = decode_tasks, .clear = clear_tasks},
+};
+
+static const field_t deploy_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(deploy.job), .max = UINT32_MAX},
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.job_id), .max = TEXT_SIZE(deploy.job_id)},
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.job_name), .max = TEXT_SIZE(deploy.job_name)},
+    {.kind = FIELD_BYTES, .offset = MSG(deploy.plan), .len_offset = MSG(deploy.plan_len),
+     .max = EDDY_PLAN_MAX_WIRE},
+    {.kind = FIELD_U64, .offset = MSG(deploy.plan_fingerprint), .max = UINT64_MAX},
+    {.kind = FIELD_STRV, .offset = MSG(deploy.plugins), .len_offset = MSG(deploy.n_plugins),
+     .max = EDDY_MAX_PLUGINS},
+    {.kind = FIELD_U32, .offset = MSG(deploy.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(deploy.mode), .max = EDDY_DEPLOY_RESTORE},
+    {.kind = FIELD_U64, .offset = MSG(deploy.restore_checkpoint), .max = UINT64_MAX},
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.snapshot_dir), .max = TEXT_SIZE(deploy.snapshot_dir)},
+    {.kind = FIELD_U32, .offset = MSG(deploy.max_parallelism), .max = EDDY_MAX_PARALLELISM},
+    {.kind = FIELD_U32, .offset = MSG(deploy.guarantee), .max = EDDY_GUARANTEE_LAST},
+    {.kind = FIELD_CUSTOM, .encode = encode_stages, .decode = decode_stages, .clear = clear_stages},
+    {.kind = FIELD_CUSTOM, .encode = encode_workers, .decode = decode_workers,
+     .clear = clear_workers},
+    {.kind = FIELD_CUSTOM, .encode = encode_positions, .decode = decode_positions,
+     .clear = clear_positions},
+};
+
+static const field_t deployed_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(deployed.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(deployed.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U64, .offset = MSG(deployed.bytes_loaded), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(deployed.groups_loaded), .max = UINT64_MAX},
+    {.kind = FIELD_TEXT, .offset = MSG(deployed.error), .max = TEXT_SIZE(deployed.error)},
+};
+
+static const field_t start_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(start.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(start.epoch), .max = UINT32_MAX},
+};
+
+static const field_t trigger_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(trigger.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(trigger.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U64, .offset = MSG(trigger.checkpoint), .max = UINT64_MAX},
+    {.kind = FIELD_BOOL, .offset = MSG(trigger.pause_after)},
+    {.kind = FIELD_U32, .offset = MSG(trigger.migrate_stage), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(trigger.migrate_parallelism), .max = EDDY_MAX_PARALLELISM},
+};
+
+static const field_t ack_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(ack.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(ack.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U64, .offset = MSG(ack.checkpoint), .max = UINT64_MAX},
+    {.kind = FIELD_U32, .offset = MSG(ack.stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U32, .offset = MSG(ack.instance), .max = MAX_INSTANCE_INDEX},
+    {.kind = FIELD_I64, .offset = MSG(ack.position)},
+    {.kind = FIELD_U64, .offset = MSG(ack.state_keys), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(ack.bytes_written), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(ack.files_written), .max = UINT64_MAX},
+    {.kind = FIELD_TEXT, .offset = MSG(ack.error), .max = TEXT_SIZE(ack.error)},
+    {.kind = FIELD_BYTES, .offset = MSG(ack.source_state), .len_offset = MSG(ack.source_state_len),
+     .max = EDDY_SOURCE_STATE_MAX},
+};
+
+static const field_t complete_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(complete.job), .max = UINT32_MAX},
+    {.kind = FIELD_U64, .offset = MSG(complete.checkpoint), .max = UINT64_MAX},
+};
+
+static const field_t task_done_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(task_done.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(task_done.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(task_done.stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U32, .offset = MSG(task_done.instance), .max = MAX_INSTANCE_INDEX},
+};
+
+static const field_t task_failed_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(task_failed.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(task_failed.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(task_failed.stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U32, .offset = MSG(task_failed.instance), .max = MAX_INSTANCE_INDEX},
+    {.kind = FIELD_TEXT, .offset = MSG(task_failed.error), .max = TEXT_SIZE(task_failed.error)},
+};
+
+static const field_t release_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(release.job), .max = UINT32_MAX},
+    /* absent in a RELEASE of protocol 4: a restore */
+    {.kind = FIELD_U32, .offset = MSG(release.reason), .max = EDDY_RELEASE_FAILED,
+     .absent = EDDY_RELEASE_RESTORE},
+};
+
+static const field_t request_fields[] = {
+    {.kind = FIELD_TEXT, .offset = MSG(request.verb), .max = TEXT_SIZE(request.verb)},
+    {.kind = FIELD_STRV, .offset = MSG(request.argv), .len_offset = MSG(request.argc),
+     .max = EDDY_MAX_ARGS},
+};
+
+static const field_t reply_fields[] = {
+    {.kind = FIELD_I64, .offset = MSG(reply.status)},
+    {.kind = FIELD_STRING, .offset = MSG(reply.body), .max = EDDY_BODY_MAX},
+};
+
+static const field_t plugin_fields[] = {
+    {.kind = FIELD_TEXT, .offset = MSG(plugin.hash), .max = TEXT_SIZE(plugin.hash)},
+    {.kind = FIELD_BYTES, .offset = MSG(plugin.data), .len_offset = MSG(plugin.len),
+     .max = EDDY_PLUGIN_MAX_WIRE},
+    {.kind = FIELD_TEXT, .offset = MSG(plugin.error), .max = TEXT_SIZE(plugin.error)},
+};
+
+/* Older forms still read, without the trailing leader epoch: a REGISTER
+ * (protocol 5's had no cores; read so an older worker is refused naming
+ * both versions), a REGISTERED before the leader fields (so a newer worker
+ * hears an older coordinator's refusal), and a RELEASE with or without its
+ * reason (protocols 4 and 5). */
+static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
+    [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}},
+    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}},
+    [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}},
+    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}},
+    [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}},
+    [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}},
+    [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}},
+    [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}},
+    [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}},
+    [EDDY_MSG_RELEASE] = {release_fields, ELEMS(release_fields), {1, 2}},
+    [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}},
+    [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}},
+    [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}},
+};
+
+/* ---- walking a table ----------------------------------------------------------- */
+
+static void encode_fields(eddy_mpw_t *w, const layout_t *l, const void *obj)
+{
+    for (uint32_t i = 0; i < l->count; i++) {
+        const field_t *f = &l->fields[i];
+        const void *v = cat(obj, f->offset);
+        switch (f->kind) {
+        case FIELD_U32:
+            eddy_mpw_u64(w, *(const uint32_t *)v);
+            break;
+        case FIELD_U64:
+            eddy_mpw_u64(w, *(const uint64_t *)v);
+            break;
+        case FIELD_I64:
+            eddy_mpw_i64(w, *(const int64_t *)v);
+            break;
+        case FIELD_BOOL:
+            eddy_mpw_bool(w, *(const bool *)v);
+            break;
+        case FIELD_DOUBLE:
+            eddy_mpw_double(w, *(const double *)v);
+            break;
+        case FIELD_TEXT:
+            eddy_mpw_str(w, (const char *)v);
+            break;
+        case FIELD_STRING: {
+            const char *text = *(char *const *)v;
+            eddy_mpw_str(w, text ? text : "");
+            break;
         }
-        break;
-    case EDDY_MSG_HEARTBEAT: {
-        m->u.heartbeat.worker_id = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        const msgpack_object *si;
-        uint32_t sc, sn;
-        uint32_t n = eddy_mpr_enter(r, EDDY_MAX_TASK_METRICS, &si, &sc, &sn);
-        m->u.heartbeat.tasks = calloc(n ? n : 1, sizeof *m->u.heartbeat.tasks);
-        if (m->u.heartbeat.tasks) {
-            m->u.heartbeat.n_tasks = n;
-            for (uint32_t i = 0; i < n; i++)
-                decode_metrics(r, &m->u.heartbeat.tasks[i]);
-        } else {
-            eddy_mpr_fail(r, "out of memory");
+        case FIELD_BYTES:
+            encode_bytes(w, *(char *const *)v, *(const uint32_t *)cat(obj, f->len_offset));
+            break;
+        case FIELD_STRV:
+            encode_strv(w, *(const uint32_t *)cat(obj, f->len_offset), *(char **const *)v);
+            break;
+        case FIELD_HISTOGRAM:
+            encode_histogram(w, (const eddy_histogram_t *)v);
+            break;
+        case FIELD_CUSTOM:
+            f->encode(w, obj);
+            break;
         }
-        eddy_mpr_leave(r, si, sc, sn);
-        break;
     }
-    case EDDY_MSG_DEPLOY:
-        decode_deploy(r, m);
-        break;
-    case EDDY_MSG_DEPLOYED:
-        m->u.deployed.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.deployed.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.deployed.bytes_loaded = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.deployed.groups_loaded = eddy_mpr_u64(r, UINT64_MAX);
-        eddy_mpr_strcpy(r, m->u.deployed.error, sizeof m->u.deployed.error);
-        break;
-    case EDDY_MSG_START:
-        m->u.start.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.start.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        break;
-    case EDDY_MSG_TRIGGER:
-        m->u.trigger.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.trigger.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.trigger.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.trigger.pause_after = eddy_mpr_bool(r);
-        m->u.trigger.migrate_stage = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.trigger.migrate_parallelism = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM);
-        break;
-    case EDDY_MSG_ACK:
-        m->u.ack.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.ack.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.ack.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.ack.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
-        m->u.ack.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
-        m->u.ack.position = eddy_mpr_i64(r);
-        m->u.ack.state_keys = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.ack.bytes_written = eddy_mpr_u64(r, UINT64_MAX);
-        m->u.ack.files_written = eddy_mpr_u64(r, UINT64_MAX);
-        eddy_mpr_strcpy(r, m->u.ack.error, sizeof m->u.ack.error);
-        m->u.ack.source_state = decode_source_state(r, &m->u.ack.source_state_len);
-        break;
-    case EDDY_MSG_COMPLETE:
-        m->u.complete.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.complete.checkpoint = eddy_mpr_u64(r, UINT64_MAX);
-        break;
-    case EDDY_MSG_TASK_DONE:
-        m->u.task_done.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_done.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_done.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
-        m->u.task_done.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
-        break;
-    case EDDY_MSG_TASK_FAILED:
-        m->u.task_failed.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_failed.epoch = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        m->u.task_failed.stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
-        m->u.task_failed.instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
-        eddy_mpr_strcpy(r, m->u.task_failed.error, sizeof m->u.task_failed.error);
-        break;
-    case EDDY_MSG_RELEASE:
-        m->u.release.job = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
-        /* absent in a RELEASE of protocol 4: a restore */
-        m->u.release.reason = eddy_mpr_remaining(r) > tail
-                                  ? (uint32_t)eddy_mpr_u64(r, EDDY_RELEASE_FAILED)
-                                  : EDDY_RELEASE_RESTORE;
-        break;
-    case EDDY_MSG_REQUEST:
-        eddy_mpr_strcpy(r, m->u.request.verb, sizeof m->u.request.verb);
-        m->u.request.argv = decode_strv(r, &m->u.request.argc);
-        break;
-    case EDDY_MSG_REPLY:
-        m->u.reply.status = eddy_mpr_i64(r);
-        m->u.reply.body = eddy_mpr_strdup(r, EDDY_BODY_MAX);
-        break;
-    case EDDY_MSG_PLUGIN: {
-        eddy_mpr_strcpy(r, m->u.plugin.hash, sizeof m->u.plugin.hash);
-        uint32_t len = 0;
-        const char *data = eddy_mpr_bytes(r, EDDY_PLUGIN_MAX_WIRE, &len);
-        if (data && r->ok && len > 0) {
-            m->u.plugin.data = malloc(len);
-            if (m->u.plugin.data) {
-                memcpy(m->u.plugin.data, data, len);
-                m->u.plugin.len = len;
-            } else {
-                eddy_mpr_fail(r, "out of memory");
-            }
+}
+
+/* Reads the first `present` fields; the others take their absent value. */
+static void decode_fields(eddy_mpr_t *r, const layout_t *l, void *obj, uint32_t present)
+{
+    for (uint32_t i = 0; i < l->count; i++) {
+        const field_t *f = &l->fields[i];
+        void *v = at(obj, f->offset);
+        bool here = i < present;
+        switch (f->kind) {
+        case FIELD_U32:
+            *(uint32_t *)v = here ? (uint32_t)eddy_mpr_u64(r, f->max) : (uint32_t)f->absent;
+            break;
+        case FIELD_U64:
+            *(uint64_t *)v = here ? eddy_mpr_u64(r, f->max) : (uint64_t)f->absent;
+            break;
+        case FIELD_I64:
+            *(int64_t *)v = here ? eddy_mpr_i64(r) : f->absent;
+            break;
+        case FIELD_BOOL:
+            *(bool *)v = here && eddy_mpr_bool(r);
+            break;
+        case FIELD_DOUBLE:
+            *(double *)v = here ? eddy_mpr_double(r) : 0.0;
+            break;
+        case FIELD_TEXT:
+            if (here)
+                eddy_mpr_strcpy(r, (char *)v, (size_t)f->max);
+            break;
+        case FIELD_STRING:
+            if (here)
+                *(char **)v = eddy_mpr_strdup(r, (uint32_t)f->max);
+            break;
+        case FIELD_BYTES:
+            if (here)
+                *(char **)v = decode_bytes(r, f->max, (uint32_t *)at(obj, f->len_offset));
+            break;
+        case FIELD_STRV:
+            if (here)
+                *(char ***)v = decode_strv(r, (uint32_t)f->max, (uint32_t *)at(obj, f->len_offset));
+            break;
+        case FIELD_HISTOGRAM:
+            if (here)
+                decode_histogram(r, (eddy_histogram_t *)v);
+            break;
+        case FIELD_CUSTOM:
+            if (here)
+                f->decode(r, obj);
+            break;
         }
-        eddy_mpr_strcpy(r, m->u.plugin.error, sizeof m->u.plugin.error);
-        break;
     }
-    default:
-        break;
+}
+
+static void clear_fields(const layout_t *l, void *obj)
+{
+    for (uint32_t i = 0; i < l->count; i++) {
+        const field_t *f = &l->fields[i];
+        void *v = at(obj, f->offset);
+        switch (f->kind) {
+        case FIELD_STRING:
+        case FIELD_BYTES:
+            free(*(char **)v);
+            break;
+        case FIELD_STRV:
+            eddy_strv_free(*(uint32_t *)at(obj, f->len_offset), *(char ***)v);
+            break;
+        case FIELD_CUSTOM:
+            f->clear(obj);
+            break;
+        default:
+            break;
+        }
     }
+}
+
+static bool older_form(const layout_t *l, uint32_t fields)
+{
+    for (uint32_t i = 0; i < ELEMS(l->older) && l->older[i]; i++)
+        if (fields == l->older[i])
+            return true;
+    return false;
+}
+
+char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len)
+{
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    bool known = msg->type > 0 && msg->type < EDDY_MSG_TYPE_COUNT;
+    const layout_t *l = known ? &layouts[msg->type] : NULL;
+    eddy_mpw_array(&w, 1 + (l ? l->count : 0) + 1);
+    eddy_mpw_u64(&w, (uint64_t)msg->type);
+    if (l)
+        encode_fields(&w, l, msg);
+    eddy_mpw_u64(&w, msg->leader_epoch);
+    return eddy_mpw_release(&w, len);
 }
 
 int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err)
@@ -593,17 +711,18 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
         return eddy_err_set(err, "malformed message: unknown message type");
     }
     msg->type = (eddy_msg_type_t)type;
+    const layout_t *l = &layouts[type];
     uint32_t fields = eddy_mpr_remaining(&r); /* before close, which zeroes the count */
     /* Every message ends with the leader epoch; older forms (fewer fields,
      * no epoch) are read with the missing fields at their defaults. */
-    bool full = fields == field_counts[type] + 1;
-    if (!full && !older_form(type, fields)) {
+    bool full = fields == l->count + 1;
+    if (!full && !older_form(l, fields)) {
         eddy_mpr_close(&r);
         msg->type = 0;
         return eddy_err_set(err, "malformed %s message: %u fields, expected %u",
-                            type_names[type], fields, field_counts[type] + 1);
+                            type_names[type], fields, l->count + 1);
     }
-    decode_body(&r, msg, full);
+    decode_fields(&r, l, msg, full ? l->count : fields);
     if (full)
         msg->leader_epoch = eddy_mpr_u64(&r, UINT64_MAX);
     int rc = eddy_mpr_finish(&r, type_names[type], err);
@@ -674,35 +793,7 @@ int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
 
 void eddy_msg_clear(eddy_msg_t *msg)
 {
-    switch (msg->type) {
-    case EDDY_MSG_HEARTBEAT:
-        free(msg->u.heartbeat.tasks);
-        break;
-    case EDDY_MSG_DEPLOY:
-        free(msg->u.deploy.plan);
-        eddy_strv_free(msg->u.deploy.n_plugins, msg->u.deploy.plugins);
-        for (uint32_t s = 0; msg->u.deploy.stages && s < msg->u.deploy.n_stages; s++)
-            free(msg->u.deploy.stages[s].worker_of);
-        free(msg->u.deploy.stages);
-        free(msg->u.deploy.workers);
-        for (uint32_t i = 0; msg->u.deploy.positions && i < msg->u.deploy.n_positions; i++)
-            free(msg->u.deploy.positions[i].state);
-        free(msg->u.deploy.positions);
-        break;
-    case EDDY_MSG_ACK:
-        free(msg->u.ack.source_state);
-        break;
-    case EDDY_MSG_REQUEST:
-        eddy_strv_free(msg->u.request.argc, msg->u.request.argv);
-        break;
-    case EDDY_MSG_REPLY:
-        free(msg->u.reply.body);
-        break;
-    case EDDY_MSG_PLUGIN:
-        free(msg->u.plugin.data);
-        break;
-    default:
-        break;
-    }
+    if (msg->type > 0 && msg->type < EDDY_MSG_TYPE_COUNT)
+        clear_fields(&layouts[msg->type], msg);
     memset(msg, 0, sizeof *msg);
 }

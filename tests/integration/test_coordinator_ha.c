@@ -33,6 +33,7 @@
 
 #include "common/clock.h"
 #include "tests/support/etcd.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define ETL_LINES 200000
@@ -62,67 +63,13 @@ static char rate[32] = "25000";
 
 /* ---- input and reference ------------------------------------------------------ */
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char *sort_lines(char *text, size_t len, size_t *out_len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        n += text[i] == '\n';
-    char **lines = malloc((n + 1) * sizeof *lines);
-    size_t k = 0;
-    char *p = text, *end = text + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            nl = end;
-        *nl = '\0';
-        lines[k++] = p;
-        p = nl + 1;
-    }
-    qsort(lines, k, sizeof *lines, cmp_str);
-    char *out = malloc(len + 2);
-    size_t o = 0;
-    for (size_t i = 0; i < k; i++) {
-        size_t l = strlen(lines[i]);
-        memcpy(out + o, lines[i], l);
-        o += l;
-        out[o++] = '\n';
-    }
-    out[o] = '\0';
-    free(lines);
-    *out_len = o;
-    return out;
-}
-
 static void make_input(void)
 {
-    FILE *in = fopen(input, "w");
-    cr_assert(in);
-    size_t cap = (size_t)ETL_LINES * 32, len = 0;
-    char *exp = malloc(cap);
-    for (uint64_t n = 0; n < ETL_LINES; n++) {
-        uint64_t h = mix(n * 7919 + 11);
-        unsigned user = (unsigned)(h % 5000), item = (unsigned)((h >> 16) % 300);
-        long amount = (long)((h >> 32) % 1000);
-        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
-        if (amount >= 300)
-            len += (size_t)snprintf(exp + len, cap - len, "u%u\ti%u\t%ld\n", user, item, amount * 2);
-    }
-    cr_assert_eq(fclose(in), 0);
-    expected = sort_lines(exp, len, &expected_len);
-    free(exp);
+    eddy_err_t err = {{0}};
+    eddy_test_etl_input_t in = {.lines = ETL_LINES, .seed = 11, .users = 5000, .items = 300,
+                                .min_amount = 300};
+    cr_assert(eddy_test_write_etl_input(input, &in, &expected, &expected_len, NULL, &err) == 0,
+              "%s", err.msg);
 }
 
 /* ---- fixture ------------------------------------------------------------------- */
@@ -181,23 +128,8 @@ static void teardown(void)
 
 static char *all_logs(void)
 {
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    out[0] = '\0';
-    for (int i = -2; i < n_workers; i++) {
-        char path[700];
-        if (i < 0)
-            snprintf(path, sizeof path, "%s", coord_log[i + 2]);
-        else
-            snprintf(path, sizeof path, "%s/worker-%d.log", dir, i + 1);
-        char *s = eddy_read_file(path, NULL);
-        size_t need = strlen(path) + (s ? strlen(s) : 0) + 16;
-        if (n + need >= cap)
-            out = realloc(out, cap = (n + need) * 2);
-        n += (size_t)sprintf(out + n, "--- %s\n%s", path, s ? s : "(none)\n");
-        free(s);
-    }
-    return out;
+    const char *heads[] = {coord_log[0], coord_log[1]};
+    return eddy_test_cluster_logs(heads, 2, dir, n_workers);
 }
 
 static int count_in(const char *path, const char *needle)
@@ -333,27 +265,11 @@ static void start_cluster_and_job(void)
 
 static void expect_exact_output(void)
 {
-    DIR *d = opendir(output);
-    cr_assert(d, "no output directory %s", output);
-    size_t cap = 1 << 20, len = 0;
-    char *got = malloc(cap);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "part-", 5))
-            continue;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s", output, e->d_name);
-        size_t l = 0;
-        char *data = eddy_read_file(path, &l);
-        cr_assert(data);
-        while (len + l + 1 > cap)
-            got = realloc(got, cap *= 2);
-        memcpy(got + len, data, l);
-        len += l;
-        free(data);
-    }
-    closedir(d);
-    char *sorted = sort_lines(got, len, &len);
+    eddy_err_t err = {{0}};
+    size_t len = 0;
+    char *got = eddy_test_read_parts(output, &len, NULL, &err);
+    cr_assert(got, "%s", err.msg);
+    char *sorted = eddy_test_sort_lines(got, len, &len, NULL);
     free(got);
     if (len != expected_len || memcmp(sorted, expected, len) != 0) {
         char *l = all_logs();

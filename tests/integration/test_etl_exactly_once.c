@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define LINES 300000
@@ -32,85 +33,15 @@ static char input[600], outdir[600], logp[600];
 static char *expected; /* sorted lines joined by '\n' */
 static size_t expected_len;
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Splits text into lines (modifies it), sorts, joins with '\n'. */
-static char *sort_lines(char *text, size_t len, size_t *out_len, size_t *n_out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        n += text[i] == '\n';
-    char **lines = malloc((n + 1) * sizeof *lines);
-    size_t k = 0;
-    char *p = text, *end = text + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            nl = end;
-        *nl = '\0';
-        lines[k++] = p;
-        p = nl + 1;
-    }
-    qsort(lines, k, sizeof *lines, cmp_str);
-    char *out = malloc(len + 2);
-    size_t o = 0;
-    for (size_t i = 0; i < k; i++) {
-        size_t l = strlen(lines[i]);
-        memcpy(out + o, lines[i], l);
-        o += l;
-        out[o++] = '\n';
-    }
-    out[o] = '\0';
-    free(lines);
-    *out_len = o;
-    *n_out = k;
-    return out;
-}
-
 /* The input and, independently of eddy's transform, the expected output. */
 static void make_input(void)
 {
-    FILE *in = fopen(input, "w");
-    cr_assert(in);
-    size_t cap = (size_t)LINES * 32, len = 0;
-    char *exp = malloc(cap);
-    fprintf(in, "user,item,amount\n"); /* a header: not an integer amount, dropped */
-    for (uint64_t n = 0; n < LINES; n++) {
-        uint64_t h = mix(n * 7919 + 11);
-        if (n % 9973 == 5) {
-            fprintf(in, "broken line %" PRIu64 "\n", n); /* malformed: dropped */
-            continue;
-        }
-        if (n % 10007 == 3) {
-            fprintf(in, "u1,i1,12x\n"); /* bad amount: dropped */
-            continue;
-        }
-        unsigned user = (unsigned)(h % 5000), item = (unsigned)((h >> 16) % 300);
-        long amount = (long)((h >> 32) % 1000);
-        if (n % 13 == 0) { /* repeated lines: each copy must appear once */
-            user = 7;
-            item = 7;
-            amount = 777;
-        }
-        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
-        if (amount >= MIN_AMOUNT)
-            len += (size_t)snprintf(exp + len, cap - len, "u%u\ti%u\t%ld\n", user, item, amount * 2);
-    }
-    cr_assert_eq(fclose(in), 0);
+    eddy_err_t err = {{0}};
+    eddy_test_etl_input_t in = {.lines = LINES, .seed = 11, .users = 5000, .items = 300,
+                                .min_amount = MIN_AMOUNT, .repeat_every = 13, .malformed = true};
     size_t count;
-    expected = sort_lines(exp, len, &expected_len, &count);
-    free(exp);
+    cr_assert(eddy_test_write_etl_input(input, &in, &expected, &expected_len, &count, &err) == 0,
+              "%s", err.msg);
     cr_assert_gt(count, LINES / 2);
 }
 
@@ -160,35 +91,9 @@ static int start_job(eddy_proc_t *proc, int *ports, const char *p, const char *s
 /* Concatenation of DIR/part-*.txt in name order; counts files. */
 static char *committed_output(size_t *len, int *files)
 {
-    DIR *d = opendir(outdir);
-    cr_assert(d, "no output directory %s", outdir);
-    char *names[4096];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 4096)
-        if (!strncmp(e->d_name, "part-", 5))
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    size_t cap = 1 << 20, used = 0;
-    char *all = malloc(cap);
-    for (int i = 0; i < n; i++) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
-        size_t l = 0;
-        char *data = eddy_read_file(path, &l);
-        cr_assert(data, "cannot read %s", path);
-        cr_assert(l == 0 || data[l - 1] == '\n', "%s does not end with a newline", names[i]);
-        while (used + l + 1 > cap)
-            all = realloc(all, cap *= 2);
-        memcpy(all + used, data, l);
-        used += l;
-        free(data);
-        free(names[i]);
-    }
-    all[used] = '\0';
-    *len = used;
-    *files = n;
+    eddy_err_t err = {{0}};
+    char *all = eddy_test_read_parts(outdir, len, files, &err);
+    cr_assert(all, "%s", err.msg);
     return all;
 }
 
@@ -214,7 +119,7 @@ static void check_output(void)
     int files;
     char *got = committed_output(&len, &files);
     size_t sorted_len, count;
-    char *sorted = sort_lines(got, len, &sorted_len, &count);
+    char *sorted = eddy_test_sort_lines(got, len, &sorted_len, &count);
     free(got);
     if (sorted_len != expected_len || memcmp(sorted, expected, sorted_len) != 0) {
         /* the first differing line, for a readable failure */

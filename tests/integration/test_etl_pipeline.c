@@ -16,6 +16,7 @@
 #include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
 #include "tests/support/postgres.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
 
@@ -46,24 +47,11 @@ static void put(const char *path, const char *text)
     cr_assert_eq(eddy_write_file(path, text, strlen(text)), 0, "cannot write %s", path);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* text's lines sorted, each ending in '\n' (malloc'd). */
 static char *sorted(const char *text)
 {
-    char *copy = strdup(text), *save = NULL, *lines[256];
-    size_t n = 0;
-    for (char *l = strtok_r(copy, "\n", &save); l && n < 256; l = strtok_r(NULL, "\n", &save))
-        lines[n++] = l;
-    qsort(lines, n, sizeof *lines, cmp_str);
-    char *out = calloc(1, strlen(text) + 2);
-    for (size_t i = 0; i < n; i++) {
-        strcat(out, lines[i]);
-        strcat(out, "\n");
-    }
+    char *copy = strdup(text);
+    char *out = eddy_test_sort_lines(copy, strlen(copy), NULL, NULL);
     free(copy);
     return out;
 }
@@ -71,26 +59,9 @@ static char *sorted(const char *text)
 /* The committed part files, concatenated. */
 static char *committed(void)
 {
-    DIR *d = opendir(path_out);
-    cr_assert(d, "no output directory %s", path_out);
-    char *all = calloc(1, 1);
-    size_t used = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "part-", 5))
-            continue;
-        char p[1200];
-        snprintf(p, sizeof p, "%s/%s", path_out, e->d_name);
-        size_t l = 0;
-        char *data = eddy_read_file(p, &l);
-        cr_assert(data, "cannot read %s", p);
-        all = realloc(all, used + l + 1);
-        memcpy(all + used, data, l);
-        used += l;
-        all[used] = '\0';
-        free(data);
-    }
-    closedir(d);
+    eddy_err_t err = {{0}};
+    char *all = eddy_test_read_parts(path_out, NULL, NULL, &err);
+    cr_assert(all, "%s", err.msg);
     return all;
 }
 

@@ -29,6 +29,7 @@
 
 #include "common/clock.h"
 #include "tests/support/etcd.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (3u * 1024 * 1024)
@@ -126,28 +127,8 @@ static char *log_text(void)
 /* All worker logs too, for failure messages of the coordinator tests. */
 static char *all_logs(void)
 {
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    out[0] = '\0';
-    const char *paths[MAX_WORKERS + 1];
-    char wpaths[MAX_WORKERS][600];
-    int np = 0;
-    paths[np++] = main_log();
-    for (int i = 0; i < n_workers; i++) {
-        snprintf(wpaths[i], sizeof wpaths[i], "%s/worker-%d.log", dir, i + 1);
-        paths[np++] = wpaths[i];
-    }
-    for (int i = 0; i < np; i++) {
-        char *s = eddy_read_file(paths[i], NULL);
-        size_t need = strlen(paths[i]) + (s ? strlen(s) : 0) + 16;
-        if (n + need >= cap) {
-            cap = (n + need) * 2;
-            out = realloc(out, cap);
-        }
-        n += (size_t)sprintf(out + n, "--- %s\n%s", paths[i], s ? s : "(none)\n");
-        free(s);
-    }
-    return out;
+    const char *heads[] = {main_log()};
+    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
 }
 
 /* Number of "restoring from checkpoint N" lines; *last = the last N. */

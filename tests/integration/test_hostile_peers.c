@@ -21,6 +21,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +332,25 @@ static void hostile_round(hostile_t *h, int round)
     }
 }
 
+typedef struct attack {
+    endpoints_t ep;
+    atomic_bool stop;
+    atomic_int rounds;
+} attack_t;
+
+static void *attack_main(void *arg)
+{
+    attack_t *a = arg;
+    hostile_t h;
+    hostile_open(&h, &a->ep);
+    while (!atomic_load(&a->stop)) {
+        hostile_round(&h, atomic_load(&a->rounds));
+        atomic_fetch_add(&a->rounds, 1);
+    }
+    hostile_close(&h);
+    return NULL;
+}
+
 /* ---- tests ---------------------------------------------------------------------- */
 
 Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = teardown,
@@ -343,21 +365,26 @@ Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = te
     json_decref(st);
     cr_assert_eq(ep.n, 3, "want 3 workers with data endpoints in status");
 
-    hostile_t h;
-    hostile_open(&h, &ep);
-    int rounds = 0;
+    /* The attack runs on its own thread, so a status call that is slow on a
+     * loaded machine does not thin it out: the job (paced by --rate) meets
+     * hostile traffic all the time it runs. */
+    attack_t attack = {.ep = ep};
+    pthread_t attacker;
+    cr_assert_eq(pthread_create(&attacker, NULL, attack_main, &attack), 0);
     bool finished = false;
     uint64_t deadline = eddy_mono_ms() + 120000;
     while (!finished && eddy_mono_ms() < deadline) {
-        hostile_round(&h, rounds++);
         uint64_t asked = eddy_mono_ms();
         json_t *doc = eddy_test_status(ports[0]);
         if (!doc && !eddy_proc_alive(&local))
             break; /* the job finished and eddy local exited meanwhile */
         if (!doc) {
+            atomic_store(&attack.stop, true);
+            pthread_join(attacker, NULL);
             char *l = log_text();
-            cr_assert_fail("round %d: `eddy status` got no answer within %llu ms; log:\n%s",
-                           rounds, (unsigned long long)(eddy_mono_ms() - asked), l);
+            cr_assert_fail("after %d rounds: `eddy status` got no answer within %llu ms; log:\n%s",
+                           atomic_load(&attack.rounds),
+                           (unsigned long long)(eddy_mono_ms() - asked), l);
         }
         json_t *j = eddy_test_status_job(doc, "wordcount");
         const char *state = j ? json_string_value(json_object_get(j, "state")) : NULL;
@@ -366,8 +393,11 @@ Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = te
         json_decref(doc);
         if (!eddy_proc_alive(&local))
             break;
+        eddy_nap_ms(100); /* between polls of the job's state */
     }
-    hostile_close(&h);
+    atomic_store(&attack.stop, true);
+    pthread_join(attacker, NULL);
+    int rounds = atomic_load(&attack.rounds);
     cr_assert_geq(rounds, 3, "only %d rounds of hostile messages during the run", rounds);
     cr_log_info("garbage: %d rounds of hostile messages during the run", rounds);
     expect_exact_output();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/support/etcd.h"
+#include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define PROMTOOL_DEFAULT "/usr/bin/promtool"
@@ -53,51 +54,17 @@ static void teardown(void)
     free(dir);
 }
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *nd = realloc(b->data, b->len + n + 1);
-    if (!nd)
-        return 0;
-    memcpy(nd + b->len, ptr, n);
-    b->data = nd;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 /* GET http://127.0.0.1:PORT/path; returns the status and the body. */
 static long get(const char *path, char **body, char *content_type, size_t ct_size)
 {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", ports[1], path);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    buf_t b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
-    CURLcode rc = curl_easy_perform(c);
-    cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    if (content_type) {
-        char *ct = NULL;
-        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-        snprintf(content_type, ct_size, "%s", ct ? ct : "");
-    }
-    curl_easy_cleanup(c);
-    *body = b.data;
-    return status;
+    eddy_test_http_reply_t r;
+    eddy_test_http_request(ports[1], "GET", path, NULL, NULL, 10000, &r);
+    cr_assert(r.status, "%s", r.error);
+    if (content_type)
+        snprintf(content_type, ct_size, "%s", r.content_type);
+    free(r.headers);
+    *body = r.body;
+    return r.status;
 }
 
 Test(http, healthz_ok, .init = setup, .fini = teardown, .timeout = 90)

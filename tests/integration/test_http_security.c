@@ -64,73 +64,19 @@ static void teardown(void)
     dir = NULL;
 }
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *nd = realloc(b->data, b->len + n + 1);
-    if (!nd)
-        return 0;
-    memcpy(nd + b->len, ptr, n);
-    b->data = nd;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
-typedef struct reply {
-    long status; /* 0: no answer */
-    char *headers, *body;
-} reply_t;
+typedef eddy_test_http_reply_t reply_t;
 
 static void reply_free(reply_t *r)
 {
-    free(r->headers);
-    free(r->body);
-    memset(r, 0, sizeof *r);
+    eddy_test_http_reply_clear(r);
 }
 
-/* One request with libcurl; auth NULL = no Authorization header. */
+/* One request; auth NULL = no Authorization header. */
 static reply_t request(const char *method, const char *path, const char *auth, const char *body)
 {
-    char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", hport, path);
-    CURL *c = curl_easy_init();
-    cr_assert(c);
-    buf_t h = {calloc(1, 1), 0}, b = {calloc(1, 1), 0};
-    struct curl_slist *hdrs = NULL;
-    char line[512];
-    if (auth) {
-        snprintf(line, sizeof line, "Authorization: %s", auth);
-        hdrs = curl_slist_append(hdrs, line);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, (void *)&h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
-    if (!strcmp(method, "HEAD"))
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    else if (strcmp(method, "GET"))
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    CURLcode rc = curl_easy_perform(c);
-    reply_t r = {0, h.data, b.data};
-    if (rc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdrs);
-    cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    reply_t r;
+    eddy_test_http_request(hport, method, path, auth, body, 15000, &r);
+    cr_assert(r.status, "%s", r.error);
     return r;
 }
 

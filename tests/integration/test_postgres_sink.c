@@ -25,6 +25,7 @@
 #include "connectors/postgres/pg_sink.h"
 #include "tests/support/etcd.h"
 #include "tests/support/postgres.h"
+#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (1536u * 1024)
@@ -97,64 +98,16 @@ static void setup_wordcount(void)
     eddy_test_pg_uri(pg, "counts", uri, sizeof uri);
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted lines (each with '\n') joined into one string. */
-static char *join_sorted(char **lines, size_t n, size_t *len)
-{
-    qsort(lines, n, sizeof *lines, cmp_str);
-    size_t total = 1;
-    for (size_t i = 0; i < n; i++)
-        total += strlen(lines[i]) + 1;
-    char *out = malloc(total), *p = out;
-    for (size_t i = 0; i < n; i++)
-        p += sprintf(p, "%s\n", lines[i]);
-    *p = '\0';
-    *len = (size_t)(p - out);
-    return out;
-}
-
 /* user,item,amount lines (repeated lines among them: each copy must be
  * stored once) and, independently of eddy, the expected rows. */
 static void setup_etl(void)
 {
     setup_common(20);
-    FILE *in = fopen(input, "w");
-    cr_assert(in);
-    char **rows = malloc(ETL_LINES * sizeof *rows);
-    size_t n = 0;
-    for (uint64_t k = 0; k < ETL_LINES; k++) {
-        uint64_t h = mix(k * 7919 + 3);
-        unsigned user = (unsigned)(h % 3000), item = (unsigned)((h >> 16) % 200);
-        long amount = (long)((h >> 32) % 1000);
-        if (k % 11 == 0) {
-            user = 7;
-            item = 7;
-            amount = 777;
-        }
-        fprintf(in, "u%u,i%u,%ld\n", user, item, amount);
-        if (amount >= MIN_AMOUNT) {
-            char row[64];
-            snprintf(row, sizeof row, "u%u\ti%u\t%ld", user, item, amount * 2);
-            rows[n++] = strdup(row);
-        }
-    }
-    cr_assert_eq(fclose(in), 0);
-    expected = join_sorted(rows, n, &expected_len);
-    for (size_t i = 0; i < n; i++)
-        free(rows[i]);
-    free(rows);
+    eddy_err_t err = {{0}};
+    eddy_test_etl_input_t in = {.lines = ETL_LINES, .seed = 3, .users = 3000, .items = 200,
+                                .min_amount = MIN_AMOUNT, .repeat_every = 11};
+    cr_assert(eddy_test_write_etl_input(input, &in, &expected, &expected_len, NULL, &err) == 0,
+              "%s", err.msg);
     eddy_test_pg_uri(pg, "etl_rows", uri, sizeof uri);
 }
 
@@ -185,25 +138,8 @@ static void teardown(void)
 
 static char *all_logs(void)
 {
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    out[0] = '\0';
-    char paths[6][700];
-    int np = 0;
-    snprintf(paths[np++], sizeof paths[0], "%s", coord.pid > 0 ? coord_logp : logp);
-    for (int i = 0; i < n_workers; i++)
-        snprintf(paths[np++], sizeof paths[0], "%s/worker-%d.log", dir, i + 1);
-    for (int i = 0; i < np; i++) {
-        char *s = eddy_read_file(paths[i], NULL);
-        size_t need = strlen(paths[i]) + (s ? strlen(s) : 0) + 16;
-        if (n + need >= cap) {
-            cap = (n + need) * 2;
-            out = realloc(out, cap);
-        }
-        n += (size_t)sprintf(out + n, "--- %s\n%s", paths[i], s ? s : "(none)\n");
-        free(s);
-    }
-    return out;
+    const char *heads[] = {coord.pid > 0 ? coord_logp : logp};
+    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
 }
 
 typedef struct job_view {
@@ -314,25 +250,9 @@ static bool table_has_rows(void *arg)
 static char *table_text(const char *sql, size_t *len)
 {
     eddy_err_t err = {{0}};
-    PGresult *r = eddy_test_pg_query(db, sql, &err);
-    cr_assert(r, "%s", err.msg);
-    size_t n = (size_t)PQntuples(r);
-    char **lines = malloc((n + 1) * sizeof *lines);
-    for (size_t i = 0; i < n; i++) {
-        size_t need = 2;
-        for (int f = 0; f < PQnfields(r); f++)
-            need += strlen(PQgetvalue(r, (int)i, f)) + 1;
-        lines[i] = malloc(need);
-        char *p = lines[i];
-        for (int f = 0; f < PQnfields(r); f++)
-            p += sprintf(p, "%s%s", f ? "\t" : "", PQgetvalue(r, (int)i, f));
-    }
-    PQclear(r);
-    char *out = join_sorted(lines, n, len);
-    for (size_t i = 0; i < n; i++)
-        free(lines[i]);
-    free(lines);
-    return out;
+    char *text = eddy_test_pg_rows_text(db, sql, len, &err);
+    cr_assert(text, "%s", err.msg);
+    return text;
 }
 
 static void expect_table(const char *sql)

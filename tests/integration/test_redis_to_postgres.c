@@ -276,34 +276,13 @@ static bool positive(void *arg)
     return ok;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The table equals the reference; nothing prepared or staged is left. */
 static void expect_counts(void)
 {
     eddy_err_t err = {{0}};
-    PGresult *r = eddy_test_pg_query(db, "SELECT word, count FROM counts", &err);
-    cr_assert(r, "%s", err.msg);
-    size_t n = (size_t)PQntuples(r), total = 1;
-    char **lines = malloc((n + 1) * sizeof *lines);
-    for (size_t i = 0; i < n; i++) {
-        size_t need = strlen(PQgetvalue(r, (int)i, 0)) + strlen(PQgetvalue(r, (int)i, 1)) + 3;
-        lines[i] = malloc(need);
-        snprintf(lines[i], need, "%s\t%s\n", PQgetvalue(r, (int)i, 0), PQgetvalue(r, (int)i, 1));
-        total += need;
-    }
-    PQclear(r);
-    qsort(lines, n, sizeof *lines, cmp_str);
-    char *got = malloc(total), *p = got;
-    for (size_t i = 0; i < n; i++) {
-        p += sprintf(p, "%s", lines[i]);
-        free(lines[i]);
-    }
-    free(lines);
-    size_t len = (size_t)(p - got);
+    size_t len;
+    char *got = eddy_test_pg_rows_text(db, "SELECT word, count FROM counts", &len, &err);
+    cr_assert(got, "%s", err.msg);
     if (len != expected_len || memcmp(got, expected, len) != 0) {
         size_t i = 0;
         while (i < len && i < expected_len && got[i] == expected[i])

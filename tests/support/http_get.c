@@ -27,31 +27,79 @@ static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-char *eddy_test_http_get(int port, const char *path, long timeout_ms, long *status)
+long eddy_test_http_request(int port, const char *method, const char *path, const char *auth,
+                            const char *body, long timeout_ms, eddy_test_http_reply_t *reply)
 {
+    memset(reply, 0, sizeof *reply);
     char url[512];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s%s", port, path[0] == '/' ? "" : "/", path);
     CURL *c = curl_easy_init();
-    if (!c)
-        return NULL;
-    body_t b = {calloc(1, 1), 0};
+    if (!c) {
+        snprintf(reply->error, sizeof reply->error, "curl_easy_init failed");
+        return 0;
+    }
+    body_t h = {calloc(1, 1), 0}, b = {calloc(1, 1), 0};
+    struct curl_slist *hdrs = NULL;
+    if (auth) {
+        char line[512];
+        snprintf(line, sizeof line, "Authorization: %s", auth);
+        hdrs = curl_slist_append(hdrs, line);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a CI machine's http_proxy must not intercept */
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, (void *)&h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)&b);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET"))
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     CURLcode rc = curl_easy_perform(c);
-    long code = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(c);
-    if (status)
-        *status = code;
-    if (rc != CURLE_OK || !b.data) {
-        free(b.data);
-        return NULL;
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &reply->status);
+        char *ct = NULL;
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+        snprintf(reply->content_type, sizeof reply->content_type, "%s", ct ? ct : "");
+    } else {
+        snprintf(reply->error, sizeof reply->error, "%.16s %.160s: %.60s", method, url,
+                 curl_easy_strerror(rc));
     }
-    return b.data;
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdrs);
+    reply->headers = h.data;
+    reply->body = b.data;
+    if (!reply->headers || !reply->body) {
+        eddy_test_http_reply_clear(reply);
+        snprintf(reply->error, sizeof reply->error, "no memory for the reply of %.200s", url);
+    }
+    return reply->status;
+}
+
+void eddy_test_http_reply_clear(eddy_test_http_reply_t *reply)
+{
+    free(reply->headers);
+    free(reply->body);
+    reply->headers = reply->body = NULL;
+    reply->status = 0;
+}
+
+char *eddy_test_http_get(int port, const char *path, long timeout_ms, long *status)
+{
+    eddy_test_http_reply_t r;
+    eddy_test_http_request(port, "GET", path, NULL, NULL, timeout_ms, &r);
+    if (status)
+        *status = r.status;
+    char *body = r.status ? r.body : NULL;
+    if (!body)
+        free(r.body);
+    free(r.headers);
+    return body;
 }
 
 long long eddy_test_metric_sum(const char *text, const char *series_prefix)

@@ -4,6 +4,23 @@
 #ifndef EDDY_TESTS_SUPPORT_HTTP_GET_H
 #define EDDY_TESTS_SUPPORT_HTTP_GET_H
 
+/* What one request got: status 0 when there was no answer (curl's
+ * reason in error). */
+typedef struct eddy_test_http_reply {
+    long status;
+    char *headers; /* the raw header block (malloc'd) */
+    char *body;    /* NUL-terminated (malloc'd) */
+    char content_type[128];
+    char error[256];
+} eddy_test_http_reply_t;
+
+/* METHOD http://127.0.0.1:PORT/PATH ("HEAD" sends no body back; any other
+ * name is sent as it is), with "Authorization: AUTH" unless auth is NULL
+ * and BODY unless NULL. Returns reply->status (0: no answer). */
+long eddy_test_http_request(int port, const char *method, const char *path, const char *auth,
+                            const char *body, long timeout_ms, eddy_test_http_reply_t *reply);
+void eddy_test_http_reply_clear(eddy_test_http_reply_t *reply);
+
 /* GET http://127.0.0.1:PORT/PATH. The body (malloc'd, NUL-terminated;
  * caller frees) with the HTTP status in *status, or NULL when there was no
  * answer within timeout_ms (not listening yet, gone). */

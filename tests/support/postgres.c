@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "tests/support/etcd.h"
+#include "tests/support/lines.h"
 
 #define INITDB_DEADLINE_MS 60000
 #define START_DEADLINE_MS 30000
@@ -292,4 +293,31 @@ long long eddy_test_pg_scalar(PGconn *conn, const char *sql, eddy_err_t *err)
         eddy_err_set(err, "%s: %d rows, want one value", sql, PQntuples(r));
     PQclear(r);
     return v;
+}
+
+char *eddy_test_pg_rows_text(PGconn *conn, const char *sql, size_t *len, eddy_err_t *err)
+{
+    PGresult *r = eddy_test_pg_query(conn, sql, err);
+    if (!r)
+        return NULL;
+    size_t cap = 1, used = 0;
+    for (int i = 0; i < PQntuples(r); i++)
+        for (int f = 0; f < PQnfields(r); f++)
+            cap += (size_t)PQgetlength(r, i, f) + 1;
+    char *text = malloc(cap);
+    if (!text) {
+        PQclear(r);
+        eddy_err_set(err, "no memory for %d rows", PQntuples(r));
+        return NULL;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        for (int f = 0; f < PQnfields(r); f++)
+            used += (size_t)snprintf(text + used, cap - used, "%s%s", PQgetvalue(r, i, f),
+                                     f + 1 < PQnfields(r) ? "\t" : "\n");
+    PQclear(r);
+    char *sorted = eddy_test_sort_lines(text, used, len, NULL);
+    free(text);
+    if (!sorted)
+        eddy_err_set(err, "no memory to sort %zu bytes of rows", used);
+    return sorted;
 }

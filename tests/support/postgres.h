@@ -30,6 +30,11 @@ const char *eddy_test_pg_uri(const eddy_test_pg_t *self, const char *table, char
 PGconn *eddy_test_pg_connect(const eddy_test_pg_t *self, eddy_err_t *err);
 /* Runs sql; returns the result (PQclear it) or NULL with err. */
 PGresult *eddy_test_pg_query(PGconn *conn, const char *sql, eddy_err_t *err);
+
+/* The rows of a query as lines, columns joined by tabs, sorted bytewise,
+ * each ending in '\n' (malloc'd; length in *len), to compare a table with
+ * a reference; NULL with err when the query fails. */
+char *eddy_test_pg_rows_text(PGconn *conn, const char *sql, size_t *len, eddy_err_t *err);
 /* The single integer a query returns, or -1 with err. */
 long long eddy_test_pg_scalar(PGconn *conn, const char *sql, eddy_err_t *err);
 
