@@ -25,7 +25,7 @@ static int parse_config(const eddy_pspec_ctx_t *c, const eddy_ynode_t *v, const 
     if (!st->config_keys || !st->config_values || !st->config_quoted)
         return eddy_err_set(c->err, "out of memory");
     for (uint32_t i = 0; i < v->n; i++) {
-        char sub[260];
+        char sub[400];
         snprintf(sub, sizeof sub, "%s.%.60s", field, v->keys[i]);
         if (!(st->config_keys[i] = strdup(v->keys[i])))
             return eddy_err_set(c->err, "out of memory");
@@ -46,7 +46,7 @@ static int parse_columns(const eddy_pspec_ctx_t *c, const eddy_ynode_t *v, const
     if (!st->columns)
         return eddy_err_set(c->err, "out of memory");
     for (uint32_t i = 0; i < v->n; i++) {
-        char sub[260];
+        char sub[400];
         snprintf(sub, sizeof sub, "%s[%u]", field, i);
         if (eddy_pspec_scalar(c, v->items[i], sub, &st->columns[i]) < 0)
             return -1;
