@@ -83,6 +83,12 @@ static void *generator_configure(const eddy_config_t *cfg, const void *arg, eddy
     c->words_per_line = (uint32_t)words;
     c->vocabulary = (uint32_t)vocabulary;
     c->seed = (uint64_t)seed;
+    c->hot_key_share = eddy_config_double(cfg, "hot_key_share", 0);
+    if (!(c->hot_key_share >= 0 && c->hot_key_share < 1)) {
+        eddy_err_set(err, "'hot_key_share' is %g, outside [0, 1)", c->hot_key_share);
+        free(c);
+        return NULL;
+    }
     return c;
 }
 

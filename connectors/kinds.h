@@ -1,6 +1,6 @@
 /* kinds.h - the built-in sources as plan kinds (api/plugin.h):
  *   file       {path}                  lines of a file (replayable)
- *   generator  {lines, words_per_line, vocabulary, seed}
+ *   generator  {lines, words_per_line, vocabulary, seed, hot_key_share}
  *                                      deterministic lines of words (replayable)
  *   nexmark    {events, seed, disorder_ms}
  *                                      Nexmark events as CSV lines, timestamped

@@ -268,7 +268,11 @@ uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, cha
         uint64_t a = (state & 0xffffffffu) % vocabulary;
         uint64_t b = (state >> 32) % vocabulary;
         uint64_t id = a * b / vocabulary;
-        int k = snprintf(buf + len, size - len, "%sw%llu", w ? " " : "", (unsigned long long)id);
+        /* 53 bits of another draw, uniform in [0, 1) */
+        bool hot = cfg->hot_key_share > 0 &&
+                   (double)(eddy_generator_mix(~state) >> 11) * 0x1.0p-53 < cfg->hot_key_share;
+        int k = hot ? snprintf(buf + len, size - len, "%s" EDDY_GENERATOR_HOT_WORD, w ? " " : "")
+                    : snprintf(buf + len, size - len, "%sw%llu", w ? " " : "", (unsigned long long)id);
         if (k < 0 || (uint32_t)k >= size - len)
             break;
         len += (uint32_t)k;

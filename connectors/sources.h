@@ -37,13 +37,19 @@ struct eddy_generator_config {
     uint32_t words_per_line;
     uint32_t vocabulary;     /* distinct words */
     uint64_t seed;
+    /* The share [0, 1) of words that are the one word EDDY_GENERATOR_HOT_WORD
+     * (a hot key); 0: none, and the lines are as without the field. */
+    double hot_key_share;
     /* Another kind of line (e.g. a job's CSV rows); NULL: eddy_generator_line.
      * line_arg is the function's own configuration. */
     eddy_generator_line_fn make_line;
     const void *line_arg;
 };
 extern const eddy_source_ops_t eddy_generator_source_ops;
-/* The default line n: words_per_line words "w<id>" of a skewed vocabulary. */
+#define EDDY_GENERATOR_HOT_WORD "hot"
+/* The default line n: words_per_line words "w<id>" of a skewed vocabulary
+ * (with hot_key_share, each word is EDDY_GENERATOR_HOT_WORD with that
+ * probability instead). */
 uint32_t eddy_generator_line(const eddy_generator_config_t *cfg, uint64_t n, char *buf,
                              uint32_t size);
 /* splitmix64: the generators' deterministic mixing of (seed, line number). */

@@ -16,6 +16,8 @@ typedef struct op_snapshot {
     long upstream; /* index of the upstream operator, -1 for none */
     long upstream2; /* a two-input operator's second upstream, -1 for none */
     double records_in, records_out, busy_ns, offered_rate;
+    double hot_key_share; /* 0: unknown (a gauge: the latest, not a window's) */
+    uint32_t hot_key_group;
 } op_snapshot_t;
 
 typedef struct snapshot {
@@ -147,6 +149,15 @@ static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy
             const json_t *r = json_object_get(o, "offered_rate");
             if (json_is_number(r) && json_number_value(r) >= 0)
                 p->offered_rate = json_number_value(r);
+        }
+        /* the coordinator's view of the operator's busiest key group (hot_key.c) */
+        const json_t *share = json_object_get(o, "hot_key_share");
+        const json_t *group = json_object_get(o, "hot_key_group");
+        if (json_is_number(share) && json_number_value(share) > 0 && json_number_value(share) <= 1 &&
+            json_is_integer(group) && json_integer_value(group) >= 0 &&
+            json_integer_value(group) <= UINT32_MAX) {
+            p->hot_key_share = json_number_value(share);
+            p->hot_key_group = (uint32_t)json_integer_value(group);
         }
         p->upstream = -1;
         p->upstream2 = -1;
@@ -346,6 +357,8 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
         o->metrics.useful_ns = (uint64_t)(b->busy_ns - a->busy_ns);
         o->metrics.window_ns = window_ns;
         o->metrics.offered_rate = NAN;
+        o->metrics.hot_key_share = b->hot_key_share;
+        o->metrics.hot_key_group = b->hot_key_group;
         if (b->source) {
             /* offered_rate counts what the source reads; DS2 wants what
              * the source stage emits (its chained operators included). */

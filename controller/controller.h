@@ -14,9 +14,12 @@
  *    "keyed", "source", "input" (upstream name or null), "second_input" (a
  *    two-input operator's second upstream, optional), "records_in",
  *    "records_out", "busy_ns", "offered_rate" (sources), "min_parallelism",
- *    "max_parallelism"}, ...]}
+ *    "max_parallelism", "hot_key_group" and "hot_key_share" (keyed
+ *    operators, when known)}, ...]}
  * with the operators in topological order and counters cumulative per task
- * since the task started (summed over the current epoch's tasks).
+ * since the task started (summed over the current epoch's tasks). The hot
+ * key is a gauge (the senders' latest seconds), passed to the policy as it
+ * is, which names the group when the share caps the useful parallelism.
  *
  * A window is skipped (no evaluation, the new snapshot becomes the baseline)
  * when the counters cannot be compared: the first snapshot, a job that is

@@ -408,6 +408,14 @@ void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len
  * already on alive workers where they are. -1 when no worker is alive. */
 int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_err_t *err);
 
+/* hot_key.c */
+/* The busiest key group of keyed stage `stage` of j and its share of the
+ * records the stage receives, from its senders' latest key load windows
+ * (alive workers, j's current epoch). false when unknown (not keyed, no
+ * window yet, too few records). */
+bool coord_hot_key(coord_t *c, const coord_job_t *j, uint32_t stage, uint32_t *key_group,
+                   double *share);
+
 /* views.c */
 json_t *coord_view_status(coord_t *c);
 /* {"role": "leader", "leader": its endpoint, "epoch": its leader epoch} */

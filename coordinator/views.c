@@ -89,6 +89,12 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool 
     json_object_set_new(op, "state_bytes", json_integer((json_int_t)t.state_bytes));
     if (def->source)
         json_object_set_new(op, "offered_rate", json_real(t.offered_rate));
+    uint32_t hot_group;
+    double hot_share;
+    if (coord_hot_key(c, j, s, &hot_group, &hot_share)) { /* hot_key.c; the policy reads it */
+        json_object_set_new(op, "hot_key_group", json_integer(hot_group));
+        json_object_set_new(op, "hot_key_share", json_real(hot_share));
+    }
     json_t *latency = coord_latency_json(j, s, false), *lag = coord_latency_json(j, s, true);
     if (latency)
         json_object_set_new(op, "latency", latency);
@@ -440,6 +446,28 @@ static void operator_counters(text_buf_t *b, coord_t *c)
     }
 }
 
+/* Per keyed operator, its busiest key group's share of its records over
+ * the senders' latest windows (hot_key.c), and which group that is. */
+static void hot_keys(text_buf_t *b, coord_t *c)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const char *name = pass ? "eddy_hot_key_group" : "eddy_hot_key_group_share";
+        family(b, name, "gauge",
+               pass ? "The operator's busiest key group (see eddy_hot_key_group_share)."
+                    : "Share of the operator's records in its busiest key group, which one "
+                      "instance carries alone (recent seconds).");
+        for (coord_job_t *j = c->jobs; j; j = j->next)
+            for (uint32_t s = 0; !coord_job_ended(j) && s < j->graph.n_stages; s++) {
+                uint32_t group;
+                double share;
+                if (!coord_hot_key(c, j, s, &group, &share))
+                    continue;
+                tb_printf(b, "%s{job=\"%s\",operator=\"%s\"} %.17g\n", name, j->id,
+                          j->graph.stages[s].name, pass ? (double)group : share);
+            }
+    }
+}
+
 char *coord_view_metrics(coord_t *c)
 {
     text_buf_t b = {0};
@@ -524,6 +552,7 @@ char *coord_view_metrics(coord_t *c)
         }
     }
     operator_counters(&b, c);
+    hot_keys(&b, c);
     family(&b, "eddy_checkpoints_completed_total", "counter", "Completed checkpoints.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoints_completed_total{job=\"%s\"} %" PRIu64 "\n", j->id, j->checkpoints_completed);

@@ -43,7 +43,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     uint32_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
     uint32_t vocabulary = 10000, words = 8;
     uint64_t lines = 1000000, seed = 42;
-    double cost_us = 0;
+    double cost_us = 0, hot_key_share = 0;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("input", &input, "FILE|URI", "read lines from FILE or redis://HOST:PORT/STREAM"),
         EDDY_FLAG_STR("socket", &socket, "HOST:PORT", "read lines from a TCP server"),
@@ -52,6 +52,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_U32("vocabulary", &vocabulary, 1, UINT32_MAX, "N", "distinct generated words (10000)"),
         EDDY_FLAG_U32("words-per-line", &words, 1, MAX_WORDS_PER_LINE, "N", "generated words per line (8)"),
         EDDY_FLAG_U64("seed", &seed, 0, UINT64_MAX, "N", "generator seed (42)"),
+        EDDY_FLAG_F64("hot-key-share", &hot_key_share, 0, 0.99, "F",
+                      "share of generated words that are the word 'hot' (0)"),
         EDDY_FLAG_STR("output", &output, "FILE|URI", "write final counts to FILE, redis://HOST:PORT/STREAM or postgresql://..."),
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
@@ -105,6 +107,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         eddy_config_set_int(gen, "vocabulary", vocabulary);
         eddy_config_set_int(gen, "words_per_line", words);
         eddy_config_set_int(gen, "seed", (int64_t)seed);
+        if (hot_key_share > 0) /* absent otherwise: plans stay as they were */
+            eddy_config_set_double(gen, "hot_key_share", hot_key_share);
     }
     eddy_line_source_flags_t src = {.input = input, .socket = socket, .generate = generate,
                                     .rate = rate, .parallelism = parallelism,
@@ -145,7 +149,8 @@ const eddy_job_kind_t eddy_wordcount_job = {
     .name = "wordcount",
     .summary = "count words (space/tab separated) from a file, socket or generator",
     .usage = "  --input FILE | --socket HOST:PORT | --generate [--lines N --vocabulary N\n"
-             "  --words-per-line N --seed N]   where lines come from (exactly one); FILE is a\n"
+             "  --words-per-line N --seed N --hot-key-share F]\n"
+             "                                 where lines come from (exactly one); FILE is a\n"
              "                                 path or file:///PATH (.gz is decompressed), or\n"
              "                                 dir:///DIR: every file that appears in DIR,\n"
              "                                 once, in name order (unbounded: no --output,\n"
@@ -170,7 +175,9 @@ const eddy_job_kind_t eddy_wordcount_job = {
              "  --cost-sleep                   the cost sleeps instead of spinning (needs no CPU:\n"
              "                                 for more instances than cores)\n"
              "  --no-local-aggregation         with --output, shuffle every word instead of\n"
-             "                                 per-instance partial counts (local-global)\n",
+             "                                 per-instance partial counts (local-global)\n"
+             "  --hot-key-share F              with --generate, each word is 'hot' with\n"
+             "                                 probability F (a hot key; 0 <= F <= 0.99)\n",
     .build = build,
 };
 

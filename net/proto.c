@@ -205,8 +205,60 @@ static void decode_histogram(eddy_mpr_t *r, eddy_histogram_t *h)
 
 #define TASK(member) offsetof(eddy_task_metrics_t, member)
 
+/* The key loads: [[dst_stage, key_group, key_group_records, records,
+ * window_ms], ...], at most EDDY_KEY_LOADS_MAX. */
+static void encode_key_loads(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_task_metrics_t *m = obj;
+    uint32_t n = m->n_key_loads < EDDY_KEY_LOADS_MAX ? m->n_key_loads : EDDY_KEY_LOADS_MAX;
+    eddy_mpw_array(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const eddy_key_load_t *k = &m->key_loads[i];
+        eddy_mpw_array(w, 5);
+        eddy_mpw_u64(w, k->dst_stage);
+        eddy_mpw_u64(w, k->key_group);
+        eddy_mpw_u64(w, k->key_group_records);
+        eddy_mpw_u64(w, k->records);
+        eddy_mpw_u64(w, k->window_ms);
+    }
+}
+
+static void decode_key_loads(eddy_mpr_t *r, void *obj)
+{
+    eddy_task_metrics_t *m = obj;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_KEY_LOADS_MAX, &si, &sc, &sn);
+    for (uint32_t i = 0; r->ok && i < n; i++) {
+        eddy_key_load_t *k = &m->key_loads[i];
+        const msgpack_object *ki;
+        uint32_t kc, kn;
+        uint32_t fields = eddy_mpr_enter(r, 5, &ki, &kc, &kn);
+        if (r->ok && fields != 5)
+            eddy_mpr_fail(r, "key load: wrong number of fields");
+        if (r->ok) {
+            k->dst_stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+            k->key_group = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM - 1);
+            k->key_group_records = eddy_mpr_u64(r, UINT64_MAX);
+            k->records = eddy_mpr_u64(r, UINT64_MAX);
+            k->window_ms = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        }
+        if (r->ok && (k->key_group_records > k->records || k->window_ms == 0))
+            eddy_mpr_fail(r, "key load: more records in a key group than in all, or an empty window");
+        eddy_mpr_leave(r, ki, kc, kn);
+    }
+    m->n_key_loads = r->ok ? n : 0;
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void clear_key_loads(void *obj)
+{
+    (void)obj; /* held in the struct */
+}
+
 /* 15 fields before source_lag was added (those read as lag unknown), 16
- * before rejected_records, 17 before the histograms (empty). */
+ * before rejected_records, 17 before the histograms (empty), 19 before the
+ * key loads (none). */
 static const field_t task_metrics_fields[] = {
     {.kind = FIELD_U32, .offset = TASK(job), .max = UINT32_MAX},
     {.kind = FIELD_U32, .offset = TASK(epoch), .max = UINT32_MAX},
@@ -227,6 +279,8 @@ static const field_t task_metrics_fields[] = {
     {.kind = FIELD_U64, .offset = TASK(rejected_records), .max = UINT64_MAX},
     {.kind = FIELD_HISTOGRAM, .offset = TASK(latency)},
     {.kind = FIELD_HISTOGRAM, .offset = TASK(event_lag)},
+    {.kind = FIELD_CUSTOM, .encode = encode_key_loads,
+     .decode = decode_key_loads, .clear = clear_key_loads},
 };
 static const uint32_t task_metrics_oldest = 15;
 

@@ -81,6 +81,19 @@ typedef enum eddy_release_reason {
     EDDY_RELEASE_FAILED = 3,
 } eddy_release_reason_t;
 
+/* What one task sent on one keyed (HASH) output over its last load window
+ * (runtime/task.c): the busiest key group and how many of the records it
+ * sent to that stage went there. The coordinator adds up the senders of a
+ * stage to name its hot key group (coordinator/hot_key.c). */
+#define EDDY_KEY_LOADS_MAX 4   /* keyed outputs reported per task; more are not */
+typedef struct eddy_key_load {
+    uint32_t dst_stage;         /* the receiving stage */
+    uint32_t key_group;         /* the busiest key group in the window */
+    uint64_t key_group_records; /* records sent to key_group, <= records */
+    uint64_t records;           /* records sent to dst_stage in the window */
+    uint32_t window_ms;         /* the window's length, >= 1 */
+} eddy_key_load_t;
+
 typedef struct eddy_task_metrics {
     uint32_t job, epoch, stage, instance;
     uint64_t records_in, records_out;
@@ -98,6 +111,10 @@ typedef struct eddy_task_metrics {
      * and 19; a 17-field entry from an older worker reads as empty. */
     eddy_histogram_t latency;
     eddy_histogram_t event_lag;
+    /* Field 20: per keyed output, its key load over the last completed
+     * window (none yet, or not keyed: 0). Older workers send 19 fields. */
+    uint32_t n_key_loads;
+    eddy_key_load_t key_loads[EDDY_KEY_LOADS_MAX];
 } eddy_task_metrics_t;
 
 typedef struct eddy_stage_placement {

@@ -75,6 +75,7 @@ typedef struct output_group {
     eddy_key_fn key_fn;
     uint32_t parallelism;
     uint16_t *owner_of_kg;   /* HASH: key group -> instance */
+    uint64_t *kg_sent;       /* HASH: records per key group in the load window */
     uint32_t round_robin;
     output_channel_t *channels;
 } output_group_t;
@@ -136,6 +137,11 @@ struct eddy_task {
     /* outputs */
     uint32_t n_groups;
     output_group_t *groups;
+    /* Key load of the keyed outputs: counted per key group at the
+     * partitioner over a window, summarised when the window ends. */
+    uint64_t load_window_start_ns;
+    uint32_t n_key_loads;
+    eddy_key_load_t key_loads[EDDY_KEY_LOADS_MAX];
 
     /* A failure inside the chain (an operator's process(), an output that
      * could not be queued) where no error can be returned: the step that
@@ -273,6 +279,7 @@ static void route(eddy_task_t *t, const eddy_record_t *rec)
                                                       : grp->key_fn(rec, &key);
             uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
             target = grp->owner_of_kg[kg];
+            grp->kg_sent[kg]++;
             break;
         }
         case EDDY_EDGE_FORWARD:
@@ -370,6 +377,7 @@ static void free_groups(eddy_task_t *t)
         }
         free(grp->channels);
         free(grp->owner_of_kg);
+        free(grp->kg_sent);
     }
     free(t->groups);
     t->groups = NULL;
@@ -385,6 +393,7 @@ static int build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *er
     t->groups = calloc(n ? n : 1, sizeof *t->groups);
     if (!t->groups)
         return eddy_err_set(err, "out of memory");
+    t->load_window_start_ns = eddy_mono_ns(); /* the counts start afresh */
     for (uint32_t s = 0; s < t->graph->n_stages; s++) {
         const eddy_stage_def_t *d = &t->graph->stages[s];
         if (!eddy_stage_reads(d, t->stage))
@@ -402,7 +411,8 @@ static int build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *er
         if (grp->edge == EDDY_EDGE_HASH) {
             uint32_t k = t->graph->max_parallelism;
             grp->owner_of_kg = calloc(k, sizeof *grp->owner_of_kg);
-            if (!grp->owner_of_kg)
+            grp->kg_sent = calloc(k, sizeof *grp->kg_sent);
+            if (!grp->owner_of_kg || !grp->kg_sent)
                 return eddy_err_set(err, "out of memory");
             for (uint32_t kg = 0; kg < k; kg++)
                 grp->owner_of_kg[kg] = (uint16_t)eddy_kg_owner(kg, grp->parallelism, k);
@@ -1649,6 +1659,53 @@ void eddy_task_account(eddy_task_t *self, uint64_t now_ns)
     self->last_account_ns = now_ns;
 }
 
+/* A load window lasts at least a second and, unless it is ten seconds
+ * old, holds at least a thousand records: from fewer, the busiest of 128
+ * key groups looks hotter than it is. */
+#define KEY_LOAD_WINDOW_MIN_NS 1000000000ull
+#define KEY_LOAD_WINDOW_MAX_NS 10000000000ull
+#define KEY_LOAD_MIN_RECORDS 1000u
+
+void eddy_task_roll_key_loads(eddy_task_t *self, uint64_t now_ns)
+{
+    uint64_t elapsed = now_ns > self->load_window_start_ns ? now_ns - self->load_window_start_ns : 0;
+    if (elapsed < KEY_LOAD_WINDOW_MIN_NS)
+        return;
+    uint32_t k = self->graph->max_parallelism;
+    uint64_t most = 0;
+    for (uint32_t g = 0; g < self->n_groups; g++) {
+        const output_group_t *grp = &self->groups[g];
+        if (!grp->kg_sent)
+            continue;
+        uint64_t all = 0;
+        for (uint32_t kg = 0; kg < k; kg++)
+            all += grp->kg_sent[kg];
+        most = all > most ? all : most;
+    }
+    if (most < KEY_LOAD_MIN_RECORDS && elapsed < KEY_LOAD_WINDOW_MAX_NS)
+        return;
+    uint64_t window_ms = elapsed / 1000000u;
+    self->n_key_loads = 0;
+    for (uint32_t g = 0; g < self->n_groups; g++) {
+        output_group_t *grp = &self->groups[g];
+        if (!grp->kg_sent)
+            continue;
+        eddy_key_load_t load = {.dst_stage = grp->dst_stage,
+                                .window_ms = window_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)window_ms};
+        for (uint32_t kg = 0; kg < k; kg++) {
+            load.records += grp->kg_sent[kg];
+            if (grp->kg_sent[kg] > load.key_group_records) {
+                load.key_group_records = grp->kg_sent[kg];
+                load.key_group = kg;
+            }
+        }
+        memset(grp->kg_sent, 0, k * sizeof *grp->kg_sent);
+        if (load.records && self->n_key_loads < EDDY_KEY_LOADS_MAX)
+            self->key_loads[self->n_key_loads++] = load;
+    }
+    self->load_window_start_ns = now_ns;
+}
+
 void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -1673,6 +1730,8 @@ void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out)
     out->offered_rate = self->offered_rate;
     out->latency = self->latency;
     out->event_lag = self->event_lag;
+    out->n_key_loads = self->n_key_loads;
+    memcpy(out->key_loads, self->key_loads, sizeof out->key_loads);
 }
 
 /* Whether ticks do anything for this task (else the worker need not wake

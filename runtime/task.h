@@ -144,6 +144,11 @@ int eddy_task_wait_fd(const eddy_task_t *self);
 void eddy_task_fd_ready(eddy_task_t *self);
 /* Accounts the time since the last call as idle or blocked (not busy). */
 void eddy_task_account(eddy_task_t *self, uint64_t now_ns);
+/* Ends the task's key load window when it is long enough (a second, and a
+ * thousand records or ten seconds): its keyed outputs' busiest key groups
+ * become what eddy_task_metrics reports, until the next window ends. Called
+ * before each heartbeat; a cheap no-op otherwise. */
+void eddy_task_roll_key_loads(eddy_task_t *self, uint64_t now_ns);
 void eddy_task_metrics(const eddy_task_t *self, eddy_task_metrics_t *out);
 
 #endif

@@ -822,8 +822,10 @@ static void send_heartbeat(worker_t *w)
         return;
     uint32_t k = 0;
     for (wjob_t *j = w->jobs; j; j = j->next)
-        for (uint32_t i = 0; i < j->n_tasks; i++)
+        for (uint32_t i = 0; i < j->n_tasks; i++) {
+            eddy_task_roll_key_loads(j->tasks[i], eddy_mono_ns());
             eddy_task_metrics(j->tasks[i], &tasks[k++]);
+        }
     eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
     hb.u.heartbeat.worker_id = w->id;
     hb.u.heartbeat.n_tasks = n;

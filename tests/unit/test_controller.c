@@ -45,6 +45,7 @@ typedef struct job_doc {
     double offered_rate; /* the source's, in records it reads per second */
     bool sink_keyed;     /* default false */
     bool count_keyed;    /* default true (set by job_init) */
+    json_t *count_hot;   /* count's hot key fields, merged in when set (owned) */
     op_counters_t ops[OPS];
 } job_doc_t;
 
@@ -81,6 +82,8 @@ static json_t *job_json(const job_doc_t *j)
         op_json("count", &j->ops[COUNT], j->count_keyed, false, "source", 0),
         op_json("sink", &j->ops[SINK], j->sink_keyed, false, "count", 0));
     cr_assert_not_null(doc, "json_pack of the job document");
+    if (j->count_hot)
+        json_object_update(json_array_get(json_object_get(doc, "operators"), COUNT), j->count_hot);
     return doc;
 }
 
@@ -654,4 +657,54 @@ Test(controller, a_two_input_operator_sums_both_upstreams)
     cr_assert(strstr(err.msg, "'nowhere'"), "%s", err.msg);
     json_decref(doc);
     eddy_controller_destroy(&ctl);
+}
+
+/* The coordinator's hot key of count (hot_key.c) reaches the policy: DS2
+ * wants 4 instances (see consistent_window_...), but key group 9 carries
+ * half of count's records, so past ceil(1 / 0.5) = 2 instances nothing
+ * improves: the decision stays at 2 and names the group. */
+/* A baseline and one 10 s window (count busy 10 s over its 2 instances):
+ * count's decision. */
+static const eddy_scaling_decision_t *count_after_one_window(eddy_controller_t *ctl, job_doc_t *j,
+                                                             eddy_controller_step_t *step)
+{
+    observe(ctl, j, 1000, step);
+    add_window(j, 10000000000);
+    observe(ctl, j, 11000, step);
+    cr_assert(step->evaluated, "not evaluated: %s", step->note);
+    return decision_for(step, "count");
+}
+
+Test(controller, hot_key_group_of_the_metrics_caps_the_scale_up)
+{
+    eddy_scaling_policy_config_t c = short_config();
+    eddy_controller_t *ctl = controller_new(&c);
+    job_doc_t j;
+    job_base(&j);
+    j.count_hot = json_pack("{s:f, s:i}", "hot_key_share", 0.5, "hot_key_group", 9);
+    eddy_controller_step_t step;
+    const eddy_scaling_decision_t *d = count_after_one_window(ctl, &j, &step);
+    cr_assert_eq(d->action, EDDY_SCALING_NO_CHANGE, "count: %s", d->reason);
+    cr_assert(d->infeasible);
+    cr_assert_not_null(strstr(d->reason, "limited by hot key group 9 (50% of the records"), "%s",
+                       d->reason);
+    json_decref(j.count_hot);
+    eddy_controller_destroy(&ctl);
+
+    /* a share that is not one (or no group) is ignored: DS2 alone */
+    const char *bad[] = {"{\"hot_key_share\": 1.5, \"hot_key_group\": 9}",
+                         "{\"hot_key_share\": 0.5}",
+                         "{\"hot_key_share\": \"half\", \"hot_key_group\": 9}",
+                         "{\"hot_key_share\": 0.5, \"hot_key_group\": -1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ctl = controller_new(&c);
+        job_base(&j);
+        j.count_hot = json_loads(bad[i], 0, NULL);
+        cr_assert_not_null(j.count_hot);
+        d = count_after_one_window(ctl, &j, &step);
+        cr_assert_eq(d->new_parallelism, 4, "%s: %s", bad[i], d->reason);
+        cr_assert_not(d->infeasible, "%s: %s", bad[i], d->reason);
+        json_decref(j.count_hot);
+        eddy_controller_destroy(&ctl);
+    }
 }

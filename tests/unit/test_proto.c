@@ -46,6 +46,13 @@ static eddy_task_metrics_t sample_metrics(uint32_t i)
         .source_lag = i ? 1000 * (int64_t)i : -1,
         .rejected_records = 7ull * i,
     };
+    m.n_key_loads = i % 3; /* none, one, two keyed outputs */
+    for (uint32_t k = 0; k < m.n_key_loads; k++)
+        m.key_loads[k] = (eddy_key_load_t){.dst_stage = (i + k + 1) % EDDY_MAX_STAGES,
+                                           .key_group = (i * 4099 + k) % EDDY_MAX_PARALLELISM,
+                                           .key_group_records = 300ull * i,
+                                           .records = 1000ull * i + k,
+                                           .window_ms = 1000 + i};
     return m;
 }
 
@@ -224,6 +231,14 @@ static void assert_metrics_eq(const eddy_task_metrics_t *a, const eddy_task_metr
     cr_assert_eq(a->late_records, b->late_records);
     cr_assert_eq(a->source_lag, b->source_lag);
     cr_assert_eq(a->rejected_records, b->rejected_records);
+    cr_assert_eq(a->n_key_loads, b->n_key_loads);
+    for (uint32_t k = 0; k < a->n_key_loads; k++) {
+        cr_assert_eq(a->key_loads[k].dst_stage, b->key_loads[k].dst_stage);
+        cr_assert_eq(a->key_loads[k].key_group, b->key_loads[k].key_group);
+        cr_assert_eq(a->key_loads[k].key_group_records, b->key_loads[k].key_group_records);
+        cr_assert_eq(a->key_loads[k].records, b->key_loads[k].records);
+        cr_assert_eq(a->key_loads[k].window_ms, b->key_loads[k].window_ms);
+    }
 }
 
 static void assert_strv_eq(uint32_t ac, char **av, uint32_t bc, char **bv)
@@ -1138,4 +1153,113 @@ Test(proto, leader_epoch_and_registered_leader)
     eddy_msg_clear(&d);
     /* a TRIGGER without the epoch is not an older form: rejected */
     expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 7");
+}
+
+/* ---- key loads in heartbeat metrics (field 20) ---------------------------- */
+
+/* A heartbeat of one task whose entry is cut to its first `keep` fields,
+ * then followed by the raw msgpack `extra` (n_extra fields of it). */
+static char *heartbeat_entry_cut(const eddy_task_metrics_t *t, uint32_t keep, const void *extra,
+                                 size_t extra_len, uint32_t n_extra, size_t *out_len)
+{
+    eddy_msg_t m = {.type = EDDY_MSG_HEARTBEAT};
+    m.u.heartbeat.worker_id = 3;
+    m.u.heartbeat.n_tasks = 1;
+    m.u.heartbeat.tasks = (eddy_task_metrics_t *)t;
+    size_t len;
+    char *enc = eddy_msg_encode(&m, &len);
+    cr_assert_not_null(enc);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    cr_assert_eq(msgpack_unpack_next(&u, enc, len, &off), MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object_array *top = &u.data.via.array;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, top->size);
+    for (uint32_t i = 0; i < top->size; i++) {
+        if (i != 2) { /* [type, worker_id, tasks, leader_epoch] */
+            msgpack_pack_object(&pk, top->ptr[i]);
+            continue;
+        }
+        const msgpack_object_array *entry = &top->ptr[2].via.array.ptr[0].via.array;
+        cr_assert_leq(keep, entry->size);
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_array(&pk, keep + n_extra);
+        for (uint32_t f = 0; f < keep; f++)
+            msgpack_pack_object(&pk, entry->ptr[f]);
+        if (extra_len)
+            msgpack_sbuffer_write(&sb, extra, extra_len);
+    }
+    msgpack_unpacked_destroy(&u);
+    free(enc);
+    *out_len = sb.size;
+    return msgpack_sbuffer_release(&sb);
+}
+
+Test(proto, key_loads_round_trip_and_older_form)
+{
+    eddy_task_metrics_t t = sample_metrics(4);
+    t.n_key_loads = EDDY_KEY_LOADS_MAX;
+    for (uint32_t k = 0; k < EDDY_KEY_LOADS_MAX; k++)
+        t.key_loads[k] = (eddy_key_load_t){.dst_stage = EDDY_MAX_STAGES - 1 - k,
+                                           .key_group = EDDY_MAX_PARALLELISM - 1 - k,
+                                           .key_group_records = UINT64_MAX - 1,
+                                           .records = UINT64_MAX,
+                                           .window_ms = UINT32_MAX};
+    size_t len;
+    char *enc = heartbeat_entry_cut(&t, 20, NULL, 0, 0, &len);
+    eddy_msg_t d = decode_ok(enc, len);
+    assert_metrics_eq(&t, &d.u.heartbeat.tasks[0]);
+    eddy_msg_clear(&d);
+    free(enc);
+    /* a worker before the key loads sends 19 fields: none */
+    enc = heartbeat_entry_cut(&t, 19, NULL, 0, 0, &len);
+    d = decode_ok(enc, len);
+    cr_assert_eq(d.u.heartbeat.tasks[0].n_key_loads, 0);
+    cr_assert_eq(d.u.heartbeat.tasks[0].rejected_records, t.rejected_records);
+    eddy_msg_clear(&d);
+    free(enc);
+}
+
+Test(proto, bad_key_loads_rejected)
+{
+    eddy_task_metrics_t t = sample_metrics(1);
+    t.n_key_loads = 0;
+    size_t len;
+    struct {
+        const char *bytes;
+        size_t len;
+        const char *needle;
+    } bad[] = {
+        /* five loads: more than EDDY_KEY_LOADS_MAX */
+        {"\x95\x95\0\0\0\1\1\x95\0\0\0\1\1\x95\0\0\0\1\1\x95\0\0\0\1\1\x95\0\0\0\1\1", 31,
+         "array too long"},
+        /* a stage index past the last */
+        {"\x91\x95\x40\0\0\1\1", 7, "integer out of range"},
+        /* key group 32768 */
+        {"\x91\x95\0\xcd\x80\x00\0\1\1", 9, "integer out of range"},
+        /* more records in the group than in all */
+        {"\x91\x95\0\0\2\1\1", 7, "more records in a key group"},
+        /* an empty window */
+        {"\x91\x95\0\0\0\1\0", 7, "empty window"},
+        /* four fields */
+        {"\x91\x94\0\0\0\1", 6, "wrong number of fields"},
+        /* not an array */
+        {"\x05", 1, "expected an array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *enc = heartbeat_entry_cut(&t, 19, bad[i].bytes, bad[i].len, 1, &len);
+        expect_reject(enc, len, bad[i].needle);
+        free(enc);
+    }
+    /* the largest valid one decodes */
+    char *enc = heartbeat_entry_cut(&t, 19, "\x91\x95\x3f\xcd\x7f\xff\1\1\1", 9, 1, &len);
+    eddy_msg_t d = decode_ok(enc, len);
+    cr_assert_eq(d.u.heartbeat.tasks[0].n_key_loads, 1);
+    cr_assert_eq(d.u.heartbeat.tasks[0].key_loads[0].key_group, EDDY_MAX_PARALLELISM - 1);
+    eddy_msg_clear(&d);
+    free(enc);
 }
