@@ -146,3 +146,25 @@ Test(pipeline_opt, no_optimize_keeps_a_window_with_its_aggregate)
     eddy_pipeline_opt_clear(&o);
     eddy_pipeline_spec_destroy(&s);
 }
+
+/* A join is stateful (keyed state): an operator of its own; nothing moves
+ * across it and nothing fuses with it. Steps of another parallelism do not
+ * fuse either (a rebalance between them), and the plan says why. */
+Test(pipeline_opt, joins_and_parallelism_bound_fusion)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - map: {a: a, b: b}\n"
+                                       "  - join: {on: a, with: {steps: [{filter: c == 'x'}]}}\n"
+                                       "  - filter: a == 1\n  - filter: b == 2\n"
+                                       "    parallelism: 4\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){0, 1, 2, 3}, 4);
+    cr_assert_eq(o.n_groups, 4, "map | join | filter | filter (parallelism 4): %u groups", o.n_groups);
+    cr_assert(logged(&o, "no fusion of steps[2] (line 5) with steps[3] (line 6): parallelism the job's and 4"));
+    cr_assert_eq(s->steps[1].kind, EDDY_PSTEP_JOIN);
+    cr_assert_eq(s->steps[1].n, 5, "join output: the left's a, b, then right_a, right_b, c");
+    cr_assert_str_eq(s->steps[1].columns[2], "right_a");
+    cr_assert_str_eq(s->steps[1].columns[4], "c");
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
