@@ -164,7 +164,18 @@ Test(pipelines, bad_specs_name_file_line_and_field)
          "      window: {size: 10s, time: lower(t)}\n",
          "bad.yaml:6: steps[0].join.window.time: type mismatch"},
         {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: a}\n    max_parallelism: 64\n",
-         "bad.yaml:4: steps[0].max_parallelism: only keyed steps (join) have key groups"},
+         "bad.yaml:4: steps[0].max_parallelism: only keyed steps (join, key_by, window, aggregate, "
+         "max_by) have key groups"},
+        /* joins next to keyed sections */
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n"
+         "      with: {steps: [{key_by: a}]}\n",
+         "bad.yaml:5: steps[0].join.with.steps[0].key_by: a join's other side has no keyed steps"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - key_by: a\n  - join: {on: a, with: {}}\n"
+         "  - aggregate: {n: count()}\n",
+         "bad.yaml:4: steps[1].join: cannot run between a key_by and its aggregate or max_by"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join: {on: a, with: {}}\n"
+         "    max_parallelism: 64\n  - key_by: a\n  - aggregate: {n: count()}\n    max_parallelism: 32\n",
+         "bad.yaml:6: steps[2].max_parallelism: 32, but an earlier keyed step says 64"},
         {"source: {format: csv, columns: [a]}\nsteps:\n  - filter: a == 1\n    parallelism: 0\n",
          "bad.yaml:4: steps[0].parallelism: '0' is not a number in 1..32768"},
     };
@@ -185,6 +196,68 @@ Test(pipelines, bad_specs_name_file_line_and_field)
     cr_assert(strstr(errout, "--pipeline /nonexistent.yaml: No such file"), "%s", errout);
     free(out);
     free(errout);
+}
+
+/* Both feature sets in one job: q3's join, then a key_by and a whole-input
+ * aggregate over the joined rows, each at its own parallelism, keyed steps
+ * agreeing on max_parallelism. Must equal q3's reference rows counted per
+ * state (computed here from the reference, not by eddy). */
+Test(pipelines, join_then_aggregate_counts_q3_per_state)
+{
+    generate("30000");
+    char spec[700];
+    snprintf(spec, sizeof spec, "%s/q3_by_state.yaml", dir);
+    const char *text =
+        "source:\n"
+        "  format: csv\n"
+        "  ragged: true\n"
+        "  columns: [event, date_time, f2, f3, f4, f5, f6, f7, f8]\n"
+        "steps:\n"
+        "  - filter: event == 'A' and f8 == '10'\n"
+        "  - map: {seller: f7, auction: f2}\n"
+        "  - join:\n"
+        "      with:\n"
+        "        steps:\n"
+        "          - filter: event == 'P' and (f7 == 'OR' or f7 == 'ID' or f7 == 'CA')\n"
+        "          - map: {id: f2, name: f3, city: f6, state: f7}\n"
+        "      left_key: seller\n"
+        "      right_key: id\n"
+        "    parallelism: 3\n"
+        "    max_parallelism: 64\n"
+        "  - key_by: state\n"
+        "    parallelism: 1\n"
+        "  - aggregate: {n: count()}\n"
+        "    parallelism: 2\n"
+        "    max_parallelism: 64\n";
+    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    eddy_ref_lines_t ref;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_nexmark_reference("q3", events_path, &ref, &err), 0, "%s", err.msg);
+    cr_assert(ref.count > 0, "q3's reference has no rows: the test proves nothing");
+    /* q3's rows: name, city, state, auction. */
+    const char *states[] = {"CA", "ID", "OR"}; /* byte order, as the sink sorts */
+    size_t counts[3] = {0, 0, 0};
+    for (size_t i = 0; i < ref.count; i++) {
+        const char *p = strchr(ref.items[i], '\t');
+        p = p ? strchr(p + 1, '\t') : NULL;
+        cr_assert(p, "q3 row '%s' has no state", ref.items[i]);
+        for (size_t s = 0; s < 3; s++)
+            counts[s] += !strncmp(p + 1, states[s], 2) && p[3] == '\t';
+    }
+    char expected[128] = "";
+    for (size_t s = 0; s < 3; s++)
+        if (counts[s])
+            snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s\t%zu\n",
+                     states[s], counts[s]);
+    eddy_ref_lines_free(&ref);
+    for (int pass = 0; pass < 2; pass++) {
+        int rc = run_pipeline(spec, pass ? (const char *[]){"--no-optimize", NULL} : NULL);
+        cr_assert_eq(rc, 0, "pass %d: exit %d; log:\n%s", pass, rc, log_text());
+        char *got = eddy_read_file(output, NULL);
+        cr_assert(got, "pass %d: no output; log:\n%s", pass, log_text());
+        cr_assert_str_eq(got, expected, "pass %d", pass);
+        free(got);
+    }
 }
 
 /* Writes dir/name: a spec over the Nexmark events whose steps keep the

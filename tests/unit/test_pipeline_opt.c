@@ -168,3 +168,29 @@ Test(pipeline_opt, joins_and_parallelism_bound_fusion)
     eddy_pipeline_opt_clear(&o);
     eddy_pipeline_spec_destroy(&s);
 }
+
+/* A key_by fuses into the stateless run before it (which computes its key)
+ * only at the same parallelism; a join's output can be keyed and
+ * aggregated. */
+Test(pipeline_opt, key_by_fuses_only_at_the_same_parallelism)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - filter: a == 1\n  - key_by: b\n"
+                                       "    parallelism: 4\n  - aggregate: {n: count()}\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    cr_assert_eq(o.n_groups, 3, "filter | key_by | aggregate: %u groups", o.n_groups);
+    cr_assert(logged(&o, "no fusion of steps[0] (line 3) with steps[1] (line 4): parallelism the job's and 4"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+
+    s = load(SRC "steps:\n  - join: {on: a, with: {}}\n  - filter: a == 1\n  - key_by: right_b\n"
+                 "  - aggregate: {n: count()}\n    max_parallelism: 16\n");
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    cr_assert_eq(o.n_groups, 3, "join | filter+key_by | aggregate: %u groups", o.n_groups);
+    cr_assert_eq(o.group_end[1], 3);
+    cr_assert(logged(&o, "but the last, a key_by"));
+    cr_assert_eq(s->max_parallelism, 16);
+    cr_assert_str_eq(s->steps[3].columns[0], "right_b");
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
