@@ -4,12 +4,12 @@
  * the columns its side has, and the output columns it makes. */
 #include "plan/pipeline_join.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/pipeline_spec_parse.h"
+#include "plan/pipeline_window.h"
 
 #define MAX_WINDOW_MS (365LL * 24 * 3600 * 1000)
 
@@ -26,21 +26,18 @@ static char **strs_dup(char **v, uint32_t n)
     return out;
 }
 
-/* "10s", "500ms", "2m", "1h" or plain milliseconds. */
+/* "10s", "500ms", "2m", "1h" or plain milliseconds (eddy_pipeline_duration,
+ * as windows read them), 1 ms to a year. */
 static int duration_ms(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n, const char *field,
                        int64_t *out)
 {
     if (n->kind != EDDY_YNODE_SCALAR)
         return eddy_pspec_fail(c, n, field, "expected a duration (10s, 500ms, 2m, 1h)");
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(n->scalar, &end, 10);
-    long long unit = !strcmp(end, "") || !strcmp(end, "ms") ? 1 : !strcmp(end, "s") ? 1000
-                     : !strcmp(end, "m") ? 60000 : !strcmp(end, "h") ? 3600000 : 0;
-    if (errno || end == n->scalar || unit == 0 || v <= 0 || v > MAX_WINDOW_MS / unit)
+    int64_t ms = 0;
+    if (eddy_pipeline_duration(n->scalar, &ms) < 0 || ms <= 0 || ms > MAX_WINDOW_MS)
         return eddy_pspec_fail(c, n, field, "'%.40s' is not a duration of 1 ms to a year "
                                "(10s, 500ms, 2m, 1h)", n->scalar);
-    *out = v * unit;
+    *out = ms;
     return 0;
 }
 
