@@ -177,6 +177,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     w->dead_since_ms = 0;
     w->last_seen_ms = eddy_mono_ms();
     w->registered_wall_ms = eddy_wall_ms();
+    w->registered_ms = w->last_seen_ms;
     eddy_msg_t reply = {.type = EDDY_MSG_REGISTERED};
     reply.u.registered.worker_id = w->id;
     reply.u.registered.heartbeat_ms = c->opts->heartbeat_ms;

@@ -154,6 +154,10 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
                   const coord_source_progress_t *positions)
 {
     j->epoch++;
+    if (mode != EDDY_DEPLOY_RESCALE) {
+        j->placed_ms = eddy_mono_ms();
+        j->checkpointed_since_placed = false;
+    }
     keep_arg_t keep = {c, j};
     coord_counters_begin_epoch(j->counters, j->epoch, mode == EDDY_DEPLOY_RESCALE ? task_kept : NULL,
                                &keep);

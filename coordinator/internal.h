@@ -63,6 +63,7 @@ typedef struct coord_worker {
     uint64_t last_seen_ms;
     uint64_t last_heartbeat_ms;    /* when its latest heartbeat (metrics) came */
     int64_t registered_wall_ms;
+    uint64_t registered_ms;        /* monotonic: rebalancing moves work only to later joiners */
     bool alive;
     int conn_fd;                   /* its control connection's descriptor, -1 unknown */
     uint64_t dead_since_ms;        /* when it was declared dead (status hides it after a grace) */
@@ -150,6 +151,13 @@ typedef struct coord_job {
     uint32_t n_deploy_targets;    /* workers the DEPLOY went to */
     uint64_t deploy_bytes, deploy_groups;
     uint64_t deploy_started_ms;
+    /* The last fresh or restore deploy: its placement saw the workers of
+     * then, so only workers that joined later are a reason to migrate. */
+    uint64_t placed_ms;
+    /* A checkpoint completed since then: every task has loaded its state
+     * and runs, so a migration snapshot carries all of a moved instance's
+     * key groups (right after a restore a task may not hold them yet). */
+    bool checkpointed_since_placed;
 
     /* recovery (recovery.c) */
     uint32_t restarts;            /* all restores after a failure, for views */

@@ -1,5 +1,5 @@
-/* migrate.c - rebalancing: when a worker joins (or the spread is otherwise
- * uneven), instances of running jobs move onto the lighter workers.
+/* migrate.c - rebalancing: when a worker joins after a job was placed,
+ * instances of running jobs move onto the lighter workers.
  *
  * The planner (rebalance.c) decides which instances move; this file decides
  * when, and hands one job's stage worth of moves at a time to the rescale
@@ -39,12 +39,25 @@ void coord_rebalance_migration_ended(coord_t *c)
     c->rebalance_check_ms = c->rebalance_not_before_ms; /* the spread may still be uneven */
 }
 
-/* A job whose instances may move now: running, no rescale or deploy or
- * restore in the way, and its last rescale an interval ago. */
-static bool movable_job(const coord_t *c, const coord_job_t *j)
+/* A worker joined after the job was placed: placement at a fresh or
+ * restore deploy already spread the job over the workers it saw. */
+static bool joined_since_placed(const coord_t *c, const coord_job_t *j, uint64_t now)
+{
+    for (const coord_worker_t *w = c->workers; w; w = w->next)
+        if (coord_worker_usable(w, now) && w->registered_ms > j->placed_ms)
+            return true;
+    return false;
+}
+
+/* A job whose instances may move now: a worker joined since it was placed,
+ * a checkpoint completed since (its tasks hold their state), it runs with
+ * no rescale or deploy or restore in the way, and its last rescale was an
+ * interval ago. */
+static bool movable_job(const coord_t *c, const coord_job_t *j, uint64_t now)
 {
     if (j->state != JOB_RUNNING || j->rescale_stage >= 0 || j->any_done || j->finishing ||
-        j->restore_scheduled || j->deploys_pending || j->deploy_persisting)
+        j->restore_scheduled || j->deploys_pending || j->deploy_persisting ||
+        !j->checkpointed_since_placed || !joined_since_placed(c, j, now))
         return false;
     if (!j->n_rescales)
         return true;
@@ -156,7 +169,7 @@ static int gather(coord_t *c, uint64_t now, eddy_rebalance_worker_t **ws, uint32
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (coord_job_ended(j) || j->history)
             continue;
-        bool movable = movable_job(c, j);
+        bool movable = movable_job(c, j, now);
         for (uint32_t s = 0; s < j->graph.n_stages; s++) {
             if (!j->placement[s].worker_of)
                 continue;
