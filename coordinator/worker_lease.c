@@ -39,6 +39,9 @@
 #define LEASE_RETRY_MS 1000u
 #define LEASE_CALL_RETRIES 2 /* puts, deletes and revokes: nothing retries them later */
 
+/* while etcd is unreachable every worker's calls fail each second */
+static eddy_log_limit_t grant_log, keepalive_log;
+
 static uint32_t lease_ttl_s(const coord_t *c)
 {
     uint32_t leader = c->opts->leader_ttl_ms ? c->opts->leader_ttl_ms : COORD_LEADER_TTL_MS;
@@ -94,7 +97,8 @@ static void on_granted(void *arg, const eddy_meta_result_t *res)
     if (w && w->lease_state != COORD_LEASE_GRANTING)
         w = NULL;
     if (res->rc < 0) {
-        eddy_warn("no lease for worker registration %s: %s", res->key, res->err.msg);
+        eddy_log_limited(&grant_log, EDDY_LOG_WARN, "no lease for worker registration %s: %s",
+                         res->key, res->err.msg);
         if (w) {
             w->lease_state = COORD_LEASE_NONE;
             w->lease_next_ms = eddy_mono_ms() + LEASE_RETRY_MS;
@@ -123,7 +127,8 @@ static void on_kept_alive(void *arg, const eddy_meta_result_t *res)
     w->lease_keepalive_sent = false;
     uint64_t now = eddy_mono_ms();
     if (res->rc < 0) {
-        eddy_warn("lease keepalive for worker %s failed: %s", w->name, res->err.msg);
+        eddy_log_limited(&keepalive_log, EDDY_LOG_WARN, "lease keepalive for worker %s failed: %s",
+                         w->name, res->err.msg);
         w->lease_next_ms = now + LEASE_RETRY_MS;
     } else if (res->ttl_s <= 0) {
         /* etcd dropped it (e.g. unreachable past the TTL): the key went
