@@ -54,14 +54,15 @@ static void worker_key(const char *name, char *buf, size_t size)
 }
 
 /* The worker a lease result is about: the one with the key's name that is
- * alive or waits for a lease (names are unique among live workers). */
+ * alive or waits for a lease (names are unique among live workers; a dead
+ * one never waits, see coord_worker_lease_release). */
 static coord_worker_t *worker_for_key(coord_t *c, const char *key)
 {
     size_t plen = strlen(COORD_WORKER_KEY_PREFIX);
     if (!key || strncmp(key, COORD_WORKER_KEY_PREFIX, plen))
         return NULL;
     for (coord_worker_t *w = c->workers; w; w = w->next)
-        if ((w->alive || w->lease_state != COORD_LEASE_NONE) && !strcmp(w->name, key + plen))
+        if ((w->alive || w->lease_state == COORD_LEASE_GRANTING) && !strcmp(w->name, key + plen))
             return w;
     return NULL;
 }
@@ -163,8 +164,14 @@ void coord_worker_lease_on_registered(coord_t *c, coord_worker_t *w)
 
 void coord_worker_lease_release(coord_t *c, coord_worker_t *w)
 {
-    if (!c->worker_leases || w->lease_state != COORD_LEASE_HELD)
-        return; /* GRANTING: on_granted revokes it */
+    if (!c->worker_leases || w->lease_state == COORD_LEASE_NONE)
+        return;
+    if (w->lease_state == COORD_LEASE_GRANTING) {
+        /* on_granted finds no worker waiting for it and revokes the lease
+         * (or gives it to this name's next registration) */
+        w->lease_state = COORD_LEASE_NONE;
+        return;
+    }
     eddy_metastore_async_lease_revoke(c->meta_async, NULL, w->lease, LEASE_CALL_RETRIES, NULL,
                                       NULL);
     w->lease = 0;
