@@ -220,10 +220,12 @@ static int render_status(json_t *doc, bool all, const char *job)
     printf("WORKERS\n");
     json_array_foreach(workers, i, j)
     {
+        const char *state = json_string_value(json_object_get(j, "state"));
+        if (!state) /* an older coordinator */
+            state = json_is_true(json_object_get(j, "alive")) ? "alive" : "dead";
         printf("  %-4lld %-12s %-24s pid %-8lld %s\n", (long long)json_integer_value(json_object_get(j, "id")),
                json_string_value(json_object_get(j, "name")), json_string_value(json_object_get(j, "address")),
-               (long long)json_integer_value(json_object_get(j, "pid")),
-               json_is_true(json_object_get(j, "alive")) ? "alive" : "dead");
+               (long long)json_integer_value(json_object_get(j, "pid")), state);
     }
     return 0;
 }

@@ -149,6 +149,12 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         send_to(c, identity, identity_len, &refuse);
         return;
     }
+    if (!w && (w = coord_awaiting_worker_named(c, m->u.reg.name))) {
+        /* registered with the previous leader: it takes its entry back */
+        w->awaiting = false;
+        memcpy(w->identity, identity, identity_len);
+        w->identity_len = identity_len;
+    }
     if (!w) {
         w = calloc(1, sizeof *w);
         if (!w)
@@ -184,6 +190,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     send_to(c, identity, identity_len, &reply);
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
+    coord_worker_lease_on_registered(c, w);
     coord_jobs_on_worker_joined(c);
     coord_rebalance_worker_joined(c);
 }
@@ -196,6 +203,7 @@ void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
     w->dead_since_ms = eddy_mono_ms();
     w->clash_since_ms = 0;
     eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
+    coord_worker_lease_release(c, w);
     coord_jobs_on_worker_lost(c, w);
 }
 
@@ -683,6 +691,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     /* before the loop, with the store used synchronously: nothing is
      * queued on c.meta_async yet, and the reload writes nothing */
     coord_jobs_restore_from_store(&c);
+    coord_worker_leases_load(&c);
 
     while (!*stop) {
         zmq_pollitem_t items[64];
@@ -712,6 +721,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         eddy_http_run(c.http);
         uint64_t now = eddy_mono_ms();
         check_liveness(&c, now);
+        coord_worker_leases_tick(&c, now);
         if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
             c.submitted = true;
             eddy_err_t serr = {{0}};

@@ -51,6 +51,17 @@
 #define COORD_REBALANCE_CHECK_MS 1000
 #define COORD_MIGRATION_WHY_MAX 320
 
+/* Worker registrations held on etcd leases (worker_lease.c). */
+#define COORD_WORKER_KEY_PREFIX "/eddy/workers/"
+/* The leader lease's TTL when --leader-ttl-ms is not given (leader.c). */
+#define COORD_LEADER_TTL_MS 3000u
+
+typedef enum coord_lease_state {
+    COORD_LEASE_NONE,     /* no lease (file store, dead, or not granted yet) */
+    COORD_LEASE_GRANTING, /* a grant is in flight */
+    COORD_LEASE_HELD,     /* lease held and the key put on it */
+} coord_lease_state_t;
+
 typedef struct coord_worker {
     uint32_t id;
     char name[EDDY_NAME_MAX];
@@ -72,6 +83,13 @@ typedef struct coord_worker {
      * then, even if it registers again (see deploy.c). */
     uint64_t quarantined_until_ms;
     uint64_t quarantine_ms;        /* the next quarantine's length (doubles) */
+    /* Listed in the metadata store by the previous leader, not registered
+     * with this one yet: not alive, never given work (worker_lease.c). */
+    bool awaiting;
+    coord_lease_state_t lease_state;
+    int64_t lease;
+    uint64_t lease_next_ms;        /* next keepalive (or grant retry) */
+    bool lease_keepalive_sent;
     eddy_task_metrics_t *metrics;  /* latest heartbeat */
     uint32_t n_metrics;
     struct coord_worker *next;
@@ -276,6 +294,9 @@ typedef struct coord {
      * spread is next checked at check (0: at once, a worker joined). */
     uint64_t rebalance_not_before_ms;
     uint64_t rebalance_check_ms;
+    /* worker_lease.c: registrations on etcd leases (false: file store) */
+    bool worker_leases;
+    uint32_t listed_workers;      /* listed by the previous leader at takeover */
 } coord_t;
 
 /* coordinator.c */
@@ -299,6 +320,19 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
 
 /* Marks w dead (once), logging why, and restores the jobs it ran. */
 void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why);
+
+/* worker_lease.c: each live worker's registration on an etcd lease */
+/* At takeover, synchronously (before meta_async has calls): the workers
+ * the previous leader registered become "awaiting heartbeat". */
+void coord_worker_leases_load(coord_t *c);
+/* w (re)registered: grant its lease and record it. */
+void coord_worker_lease_on_registered(coord_t *c, coord_worker_t *w);
+/* w is dead: revoke its lease, so its key goes. */
+void coord_worker_lease_release(coord_t *c, coord_worker_t *w);
+/* Keepalives, retries, and awaiting workers that did not come back. */
+void coord_worker_leases_tick(coord_t *c, uint64_t now_ms);
+uint32_t coord_awaiting_workers(const coord_t *c);
+coord_worker_t *coord_awaiting_worker_named(coord_t *c, const char *name);
 
 /* disconnect.c: a worker whose control connection closes is dead now */
 /* Monitors the router's connections (not with opts->heartbeat_only). */

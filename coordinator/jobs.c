@@ -286,8 +286,11 @@ coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t
 void coord_jobs_on_worker_joined(coord_t *c)
 {
     /* After a coordinator restart, give the workers one heartbeat timeout to
-     * register again before resumed jobs are placed. */
-    if (c->resumed_jobs && eddy_mono_ms() < c->started_ms + c->opts->heartbeat_timeout_ms)
+     * register again before resumed jobs are placed; after a failover the
+     * wait ends early once every worker the previous leader listed is back. */
+    bool all_back = c->listed_workers && coord_awaiting_workers(c) == 0;
+    if (c->resumed_jobs && !all_back &&
+        eddy_mono_ms() < c->started_ms + c->opts->heartbeat_timeout_ms)
         return;
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (j->state != JOB_WAITING || j->restore_scheduled || coord_usable_workers(c) == 0)

@@ -25,8 +25,6 @@
 #include "net/zrecv.h"
 #include "state/metastore_lease.h"
 
-#define DEFAULT_LEADER_TTL_MS 3000u
-
 typedef struct standby {
     eddy_election_t *election;
     const char *advertise;
@@ -236,7 +234,7 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     eddy_metastore_destroy(&probe);
     if (!elect)
         return coord_run_leader(opts, NULL, advertise, stop, err);
-    uint32_t ttl = opts->leader_ttl_ms ? opts->leader_ttl_ms : DEFAULT_LEADER_TTL_MS;
+    uint32_t ttl = opts->leader_ttl_ms ? opts->leader_ttl_ms : COORD_LEADER_TTL_MS;
     for (;;) {
         standby_t s = {.advertise = advertise};
         s.election = eddy_election_new(opts->metastore, &tls, advertise, ttl, err);

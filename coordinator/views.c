@@ -216,9 +216,12 @@ json_t *coord_view_status(coord_t *c)
          * /metrics keep its history) */
         if (!w->alive && w->dead_since_ms && now - w->dead_since_ms > grace)
             continue;
-        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:I, s:i, s:i}", "id", w->id, "name", w->name,
-                               "address", w->endpoint, "host", w->host, "pid", (json_int_t)w->pid,
-                               "alive", w->alive, "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
+        /* "awaiting heartbeat": registered with the previous leader (worker_lease.c) */
+        const char *state = w->alive ? "alive" : w->awaiting ? "awaiting heartbeat" : "dead";
+        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:i, s:i}", "id", w->id,
+                               "name", w->name, "address", w->endpoint, "host", w->host, "pid",
+                               (json_int_t)w->pid, "alive", w->alive, "state", state,
+                               "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
                                "tasks", w->alive ? w->n_metrics : 0, "cores", w->cores);
         json_array_insert_new(workers, 0, wj);
     }

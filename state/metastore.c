@@ -561,6 +561,21 @@ int eddy_metastore_create_leased(eddy_metastore_t *self, const char *key, const 
     return rc < 0 ? fail(self, "create", key, err) : rc;
 }
 
+int eddy_metastore_put_leased(eddy_metastore_t *self, const char *key, const void *value,
+                              size_t len, int64_t lease, eddy_err_t *err)
+{
+    if (!eddy_metastore_has_leases(self))
+        return no_leases(self, err);
+    if (check_key("metastore key", key, 0, err) < 0)
+        return -1;
+    if (!value && len > 0)
+        return eddy_err_set(err, "metastore put \"%s\": NULL value with length %zu", key, len);
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->put_leased(self->impl, key, value ? value : "", len, lease, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc < 0 ? fail(self, "put", key, err) : 0;
+}
+
 int eddy_metastore_get_rev(eddy_metastore_t *self, const char *key, char **value, size_t *len,
                            int64_t *create_rev, eddy_err_t *err)
 {

@@ -20,6 +20,8 @@
  * would block every call behind it. */
 #include "state/metastore_async.h"
 
+#include "state/metastore_lease.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -33,13 +35,23 @@
 #define BACKOFF_FIRST_MS 100u
 #define BACKOFF_MAX_MS 5000u
 
-typedef enum { CALL_PUT, CALL_DELETE, CALL_GET } call_kind_t;
+typedef enum {
+    CALL_PUT,
+    CALL_DELETE,
+    CALL_GET,
+    CALL_LEASE_GRANT,
+    CALL_LEASE_KEEPALIVE,
+    CALL_LEASE_REVOKE,
+    CALL_PUT_LEASED,
+} call_kind_t;
 
 typedef struct call {
     call_kind_t kind;
     char *key;
     char *value; /* put: the bytes to store; get: what was found */
     size_t len;
+    int64_t lease;      /* grant: the lease granted; others: the lease acted on */
+    int64_t ttl_s;      /* grant: the TTL asked for; keepalive: the TTL left (0: gone) */
     int retries;
     bool out_of_memory; /* copying key or value failed at submission */
     eddy_meta_done_fn done;
@@ -145,6 +157,16 @@ static int attempt(eddy_metastore_t *store, call_t *c)
         c->value = NULL;
         c->len = 0;
         return eddy_metastore_get(store, c->key, &c->value, &c->len, &c->err);
+    case CALL_LEASE_GRANT:
+        c->lease = 0;
+        return eddy_metastore_lease_grant(store, (uint32_t)c->ttl_s, &c->lease, &c->err);
+    case CALL_LEASE_KEEPALIVE:
+        c->ttl_s = 0;
+        return eddy_metastore_lease_keepalive(store, c->lease, &c->ttl_s, &c->err);
+    case CALL_LEASE_REVOKE:
+        return eddy_metastore_lease_revoke(store, c->lease, &c->err);
+    case CALL_PUT_LEASED:
+        return eddy_metastore_put_leased(store, c->key, c->value, c->len, c->lease, &c->err);
     }
     return eddy_err_set(&c->err, "unknown metastore call");
 }
@@ -158,7 +180,10 @@ static bool run_call(eddy_metastore_async_t *self, call_t *c)
         c->rc = eddy_err_set(&c->err, "out of memory queueing a metastore call");
         return true;
     }
-    if (eddy_metastore_key_check(c->key, &c->err) < 0) {
+    /* a lease call's key is only a label passed back to the caller */
+    bool key_used = c->kind == CALL_PUT || c->kind == CALL_DELETE || c->kind == CALL_GET ||
+                    c->kind == CALL_PUT_LEASED;
+    if ((key_used || c->key) && eddy_metastore_key_check(c->key, &c->err) < 0) {
         c->attempts = 1;
         c->rc = -1;
         return true;
@@ -286,8 +311,9 @@ int eddy_metastore_async_fd(const eddy_metastore_async_t *self)
     return self ? self->event_fd : -1;
 }
 
-static void submit(eddy_metastore_async_t *self, call_kind_t kind, const char *key,
-                   const char *value, size_t len, int retries, eddy_meta_done_fn done, void *arg)
+static void submit_lease(eddy_metastore_async_t *self, call_kind_t kind, const char *key,
+                         const char *value, size_t len, int64_t lease, int64_t ttl_s,
+                         int retries, eddy_meta_done_fn done, void *arg)
 {
     if (!self)
         return;
@@ -295,12 +321,14 @@ static void submit(eddy_metastore_async_t *self, call_kind_t kind, const char *k
     if (!c)
         return; /* nothing left to report it with; the loop will fail elsewhere */
     c->kind = kind;
+    c->lease = lease;
+    c->ttl_s = ttl_s;
     c->retries = retries < 0 ? EDDY_META_RETRY_FOREVER : retries;
     c->done = done;
     c->arg = arg;
     c->key = key ? strdup(key) : NULL; /* a NULL key is reported by the key check */
     c->out_of_memory = key && !c->key;
-    if (kind == CALL_PUT) {
+    if (kind == CALL_PUT || kind == CALL_PUT_LEASED) {
         c->value = malloc(len + 1);
         if (c->value) {
             if (len)
@@ -323,6 +351,12 @@ static void submit(eddy_metastore_async_t *self, call_kind_t kind, const char *k
     pthread_mutex_unlock(&self->lock);
 }
 
+static void submit(eddy_metastore_async_t *self, call_kind_t kind, const char *key,
+                   const char *value, size_t len, int retries, eddy_meta_done_fn done, void *arg)
+{
+    submit_lease(self, kind, key, value, len, 0, 0, retries, done, arg);
+}
+
 void eddy_metastore_async_put(eddy_metastore_async_t *self, const char *key, const char *value,
                               size_t len, int retries, eddy_meta_done_fn done, void *arg)
 {
@@ -339,6 +373,34 @@ void eddy_metastore_async_get(eddy_metastore_async_t *self, const char *key, int
                               eddy_meta_done_fn done, void *arg)
 {
     submit(self, CALL_GET, key, NULL, 0, retries, done, arg);
+}
+
+void eddy_metastore_async_lease_grant(eddy_metastore_async_t *self, const char *label,
+                                      uint32_t ttl_s, int retries, eddy_meta_done_fn done,
+                                      void *arg)
+{
+    submit_lease(self, CALL_LEASE_GRANT, label, NULL, 0, 0, ttl_s, retries, done, arg);
+}
+
+void eddy_metastore_async_lease_keepalive(eddy_metastore_async_t *self, const char *label,
+                                          int64_t lease, int retries, eddy_meta_done_fn done,
+                                          void *arg)
+{
+    submit_lease(self, CALL_LEASE_KEEPALIVE, label, NULL, 0, lease, 0, retries, done, arg);
+}
+
+void eddy_metastore_async_lease_revoke(eddy_metastore_async_t *self, const char *label,
+                                       int64_t lease, int retries, eddy_meta_done_fn done,
+                                       void *arg)
+{
+    submit_lease(self, CALL_LEASE_REVOKE, label, NULL, 0, lease, 0, retries, done, arg);
+}
+
+void eddy_metastore_async_put_leased(eddy_metastore_async_t *self, const char *key,
+                                     const char *value, size_t len, int64_t lease, int retries,
+                                     eddy_meta_done_fn done, void *arg)
+{
+    submit_lease(self, CALL_PUT_LEASED, key, value, len, lease, 0, retries, done, arg);
 }
 
 int eddy_metastore_async_dispatch(eddy_metastore_async_t *self)
@@ -366,6 +428,8 @@ int eddy_metastore_async_dispatch(eddy_metastore_async_t *self)
                 .len = c->kind == CALL_GET ? c->len : 0,
                 .err = c->err,
                 .attempts = c->attempts,
+                .lease = c->lease,
+                .ttl_s = c->ttl_s,
             };
             c->done(c->arg, &res);
         }

@@ -12,6 +12,7 @@
 #define EDDY_STATE_METASTORE_ASYNC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 #include "state/metastore.h"
@@ -21,12 +22,14 @@
 typedef struct eddy_metastore_async eddy_metastore_async_t;
 
 typedef struct eddy_meta_result {
-    int rc;          /* put/delete: 0 ok, -1 failed; get: 1 found, 0 missing, -1 failed */
-    const char *key;
+    int rc;          /* put/delete/lease calls: 0 ok, -1 failed; get: 1 found, 0 missing, -1 failed */
+    const char *key; /* lease calls: the label given, NULL when none */
     char *value;     /* get: the value (NUL-terminated), valid during the callback only */
     size_t len;
     eddy_err_t err;  /* when rc == -1: the last attempt's error */
     unsigned attempts;
+    int64_t lease;   /* lease calls: the lease granted or acted on */
+    int64_t ttl_s;   /* grant: the TTL asked for; keepalive: the TTL left, 0 when the lease is gone */
 } eddy_meta_result_t;
 
 /* Runs on the thread that calls eddy_metastore_async_dispatch(). done may be NULL. */
@@ -53,6 +56,27 @@ void eddy_metastore_async_delete(eddy_metastore_async_t *self, const char *key, 
                                  eddy_meta_done_fn done, void *arg);
 void eddy_metastore_async_get(eddy_metastore_async_t *self, const char *key, int retries,
                               eddy_meta_done_fn done, void *arg);
+
+/* Leases (state/metastore_lease.h; on a store without them every call
+ * fails at once saying so): queued in the same FIFO as the calls above, so a
+ * grant, the put that uses the lease and a later revoke land in that order.
+ * label (copied, may be NULL) is passed back as the result's key, so one
+ * callback can tell whose lease a result is about; a non-NULL label must be
+ * a valid key. A keepalive of a lease etcd no longer has succeeds with
+ * ttl_s 0; revoking an unknown lease is not an error. */
+void eddy_metastore_async_lease_grant(eddy_metastore_async_t *self, const char *label,
+                                      uint32_t ttl_s, int retries, eddy_meta_done_fn done,
+                                      void *arg);
+void eddy_metastore_async_lease_keepalive(eddy_metastore_async_t *self, const char *label,
+                                          int64_t lease, int retries, eddy_meta_done_fn done,
+                                          void *arg);
+void eddy_metastore_async_lease_revoke(eddy_metastore_async_t *self, const char *label,
+                                       int64_t lease, int retries, eddy_meta_done_fn done,
+                                       void *arg);
+/* A put of key held by lease: it vanishes with the lease. */
+void eddy_metastore_async_put_leased(eddy_metastore_async_t *self, const char *key,
+                                     const char *value, size_t len, int64_t lease, int retries,
+                                     eddy_meta_done_fn done, void *arg);
 
 /* Runs the callbacks of finished calls, oldest first; returns how many ran. */
 int eddy_metastore_async_dispatch(eddy_metastore_async_t *self);

@@ -35,6 +35,9 @@ typedef struct eddy_metastore_ops {
     int (*get_rev)(void *impl, const char *key, char **value, size_t *len, int64_t *create_rev,
                    eddy_err_t *err);
     int (*set_fence)(void *impl, const char *key, int64_t create_rev, eddy_err_t *err);
+    /* put of key held by lease (fenced like put) */
+    int (*put_leased)(void *impl, const char *key, const void *value, size_t len, int64_t lease,
+                      eddy_err_t *err);
 } eddy_metastore_ops_t;
 
 /* Embedded store rooted at dir (created, with parents, if missing). */

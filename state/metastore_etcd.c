@@ -378,21 +378,14 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
 
 static int fenced_txn(etcd_store_t *es, json_t *op, eddy_err_t *err);
 
+/* lease 0: the key is held by no lease */
+static int etcd_put_leased(void *impl, const char *key, const void *value, size_t len,
+                           int64_t lease, eddy_err_t *err);
+
 static int etcd_put(void *impl, const char *key, const void *value, size_t len,
                     eddy_err_t *err)
 {
-    etcd_store_t *es = impl;
-    json_t *resp;
-    if (es->fence_key) {
-        json_t *op = json_pack("{s:o}", "request_put",
-                               make_body(key, strlen(key), "value", value, len, 0));
-        return fenced_txn(es, op, err);
-    }
-    if (call(es, "/kv/put", make_body(key, strlen(key), "value", value, len, 0), &resp, err) <
-        0)
-        return -1;
-    json_decref(resp);
-    return 0;
+    return etcd_put_leased(impl, key, value, len, 0, err);
 }
 
 static int etcd_get(void *impl, const char *key, char **value, size_t *len, eddy_err_t *err)
@@ -524,6 +517,24 @@ static json_t *int64_json(int64_t v)
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", (long long)v);
     return json_string(buf);
+}
+
+static int etcd_put_leased(void *impl, const char *key, const void *value, size_t len,
+                           int64_t lease, eddy_err_t *err)
+{
+    etcd_store_t *es = impl;
+    json_t *body = make_body(key, strlen(key), "value", value, len, 0);
+    if (body && lease && json_object_set_new(body, "lease", int64_json(lease)) < 0) {
+        json_decref(body);
+        body = NULL;
+    }
+    if (es->fence_key)
+        return fenced_txn(es, body ? json_pack("{s:o}", "request_put", body) : NULL, err);
+    json_t *resp;
+    if (call(es, "/kv/put", body, &resp, err) < 0)
+        return -1;
+    json_decref(resp);
+    return 0;
 }
 
 /* The compare of a fenced write: the fence key was created at fence_rev. */
@@ -720,6 +731,7 @@ const eddy_metastore_ops_t eddy_metastore_etcd_ops = {
     .lease_keepalive = etcd_lease_keepalive,
     .lease_revoke = etcd_lease_revoke,
     .create_leased = etcd_create_leased,
+    .put_leased = etcd_put_leased,
     .get_rev = etcd_get_rev,
     .set_fence = etcd_set_fence,
     .name = "etcd",

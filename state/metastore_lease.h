@@ -32,6 +32,11 @@ int eddy_metastore_lease_revoke(eddy_metastore_t *self, int64_t lease, eddy_err_
 int eddy_metastore_create_leased(eddy_metastore_t *self, const char *key, const void *value,
                                  size_t len, int64_t lease, int64_t *create_rev, char **holder,
                                  eddy_err_t *err);
+/* eddy_metastore_put of key held by lease: the key vanishes when the lease
+ * expires or is revoked. A put with another lease moves the key onto it.
+ * Fenced like every put (see eddy_metastore_set_fence). */
+int eddy_metastore_put_leased(eddy_metastore_t *self, const char *key, const void *value,
+                              size_t len, int64_t lease, eddy_err_t *err);
 /* eddy_metastore_get that also returns the key's create revision (0 when absent). */
 int eddy_metastore_get_rev(eddy_metastore_t *self, const char *key, char **value, size_t *len,
                            int64_t *create_rev, eddy_err_t *err);

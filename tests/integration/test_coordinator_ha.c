@@ -8,6 +8,10 @@
  *                     finishes with exact output; /api/v1/leader names it.
  *                     A controller given both coordinators and no --job
  *                     watches the job through the failover and outlives it.
+ *                     Worker leases: the new leader lists the workers the
+ *                     old one registered in etcd at takeover, then holds
+ *                     their keys on leases of its own; a SIGKILLed
+ *                     worker's key is gone within its lease TTL.
  *  paused_leader      the leader is SIGSTOPped until the standby leads and
  *                     a checkpoint completed under it, then SIGCONTed: it
  *                     notices its lease is gone and stands by; the job and
@@ -311,6 +315,60 @@ static void expect_role(int i, const char *role, const char *leader)
     json_decref(doc);
 }
 
+/* ---- worker leases in etcd ---------------------------------------------------------- */
+
+#define WORKER_PREFIX "/eddy/workers/"
+
+typedef struct worker_keys {
+    char keys[8][EDDY_TEST_ETCD_KEY_MAX];
+    long long leases[8];
+    int n;
+} worker_keys_t;
+
+static void read_worker_keys(worker_keys_t *out)
+{
+    eddy_err_t err = {{0}};
+    out->n = eddy_test_etcd_range(eddy_test_etcd_url(etcd), WORKER_PREFIX, out->keys,
+                                  out->leases, 8, &err);
+    cr_assert_geq(out->n, 0, "%s", err.msg);
+}
+
+static long long lease_of(const worker_keys_t *k, const char *name)
+{
+    char key[EDDY_TEST_ETCD_KEY_MAX];
+    snprintf(key, sizeof key, "%s%s", WORKER_PREFIX, name);
+    for (int i = 0; i < k->n && i < 8; i++)
+        if (!strcmp(k->keys[i], key))
+            return k->leases[i];
+    return -1; /* no such key */
+}
+
+static const char *worker_names[] = {"worker-1", "worker-2", "worker-3"};
+
+/* Every worker's key is there, on a lease none of which is in old. */
+static bool keys_on_new_leases(void *arg)
+{
+    const worker_keys_t *old = arg;
+    worker_keys_t now;
+    read_worker_keys(&now);
+    for (int i = 0; i < N_WORKERS; i++) {
+        long long l = lease_of(&now, worker_names[i]);
+        if (l <= 0)
+            return false;
+        for (int k = 0; old && k < old->n; k++)
+            if (old->leases[k] == l)
+                return false;
+    }
+    return true;
+}
+
+static bool key_gone(void *arg)
+{
+    worker_keys_t now;
+    read_worker_keys(&now);
+    return lease_of(&now, arg) < 0;
+}
+
 /* ---- tests ----------------------------------------------------------------------------- */
 
 static bool controller_says(void *arg)
@@ -329,16 +387,39 @@ Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 24
               "the controller did not pick up the running job");
     expect_role(0, "leader", coord_url[0]);
     expect_role(1, "standby", coord_url[0]);
+    /* the leader holds each worker's registration on an etcd lease */
+    cr_assert(eddy_poll_until(keys_on_new_leases, NULL, 10000),
+              "the workers' keys are not all in etcd on leases");
+    static worker_keys_t before;
+    read_worker_keys(&before);
     kill(-coords[0].pid, SIGKILL);
     cr_assert_eq(eddy_proc_wait(&coords[0], 10000), 128 + SIGKILL);
     uint64_t t0 = eddy_mono_ms();
     wait_log(1, "elected leader", 1, 30000);
     uint64_t failover = eddy_mono_ms() - t0;
+    /* the successor knew them from etcd before they registered again... */
+    wait_log(1, "registered with the previous leader: awaiting its heartbeat", N_WORKERS, 5000);
+    /* ...and now holds their keys on leases of its own */
+    cr_assert(eddy_poll_until(keys_on_new_leases, &before, 20000),
+              "the new leader does not hold the workers' keys on its leases");
     wait_log(1, "restoring from checkpoint ", 1, 30000);
     expect_role(1, "leader", coord_url[1]);
     wait_view("finished", 0, 120000, "the job to finish under the new leader");
     expect_exact_output();
     cr_log_info("leader elected %llu ms after the kill", (unsigned long long)failover);
+    /* a killed worker's key goes with its lease: at once when the leader
+     * sees it die, at the latest when its TTL (heartbeat timeout + twice
+     * the leader TTL) runs out */
+    kill(workers[2].pid, SIGKILL);
+    uint64_t t1 = eddy_mono_ms();
+    cr_assert(eddy_poll_until(key_gone, "worker-3", (uint64_t)atoi(HB_TIMEOUT) + 2 * 3000 + 2000),
+              "the killed worker's key outlived its lease TTL");
+    cr_log_info("killed worker's key gone %llu ms after the kill",
+                (unsigned long long)(eddy_mono_ms() - t1));
+    worker_keys_t after;
+    read_worker_keys(&after);
+    cr_assert_gt(lease_of(&after, "worker-1"), 0);
+    cr_assert_gt(lease_of(&after, "worker-2"), 0);
     cr_assert(eddy_poll_until(controller_says, "job etl has ended", 20000),
               "the controller did not follow the job to its end across the failover");
     cr_assert(eddy_proc_alive(&controller), "the controller exited when the job ended");

@@ -7,7 +7,11 @@
  * so a test binary starts one and shares it. */
 #include "tests/support/etcd.h"
 
+#include "common/base64.h"
+#include "tests/support/http_get.h"
+
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -347,4 +351,68 @@ const char *eddy_test_etcd_shared_url(eddy_err_t *err)
     eddy_err_set(err, "no test etcd: %s",
                  why ? why : "eddy_test_etcd_start_shared() was not called in PRE_ALL");
     return NULL;
+}
+
+/* ---- reading keys ---------------------------------------------------------- */
+
+int eddy_test_etcd_range(const char *url, const char *prefix,
+                         char (*keys)[EDDY_TEST_ETCD_KEY_MAX], long long *leases, int cap,
+                         eddy_err_t *err)
+{
+    const char *colon = strrchr(url, ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    if (port <= 0)
+        return eddy_err_set(err, "no port in etcd URL %s", url);
+    /* range_end: the prefix with its last byte incremented */
+    size_t n = strlen(prefix);
+    char *end = strdup(prefix);
+    if (!end || !n) {
+        free(end);
+        return eddy_err_set(err, "bad prefix");
+    }
+    end[n - 1]++;
+    char *k64 = eddy_b64_encode((const unsigned char *)prefix, n);
+    char *e64 = eddy_b64_encode((const unsigned char *)end, n);
+    free(end);
+    json_t *req = k64 && e64 ? json_pack("{s:s, s:s}", "key", k64, "range_end", e64) : NULL;
+    free(k64);
+    free(e64);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body)
+        return eddy_err_set(err, "out of memory");
+    eddy_test_http_reply_t reply;
+    long status = eddy_test_http_request(port, "POST", "/v3/kv/range", NULL, body, 5000, &reply);
+    free(body);
+    json_t *doc = status == 200 ? json_loads(reply.body, 0, NULL) : NULL;
+    if (!doc) {
+        eddy_err_set(err, "etcd range request: HTTP %ld %s %.200s", status, reply.error,
+                     reply.body ? reply.body : "");
+        eddy_test_http_reply_clear(&reply);
+        return -1;
+    }
+    eddy_test_http_reply_clear(&reply);
+    json_t *kvs = json_object_get(doc, "kvs");
+    int count = 0;
+    size_t i;
+    json_t *kv;
+    json_array_foreach(kvs, i, kv)
+    {
+        if (count < cap) {
+            const char *k = json_string_value(json_object_get(kv, "key"));
+            char *plain = NULL;
+            size_t plen = 0;
+            if (k && eddy_b64_decode(k, strlen(k), &plain, &plen) == 0)
+                snprintf(keys[count], EDDY_TEST_ETCD_KEY_MAX, "%.*s", (int)plen, plain);
+            else
+                keys[count][0] = '\0';
+            free(plain);
+            /* int64 fields come as strings from the gateway */
+            const char *l = json_string_value(json_object_get(kv, "lease"));
+            leases[count] = l ? atoll(l) : 0;
+        }
+        count++;
+    }
+    json_decref(doc);
+    return count;
 }

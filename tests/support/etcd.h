@@ -48,6 +48,15 @@ pid_t eddy_test_etcd_pid(const eddy_test_etcd_t *self);
 /* SIGTERM (then SIGKILL after 5 s), reap, remove the data dir. */
 void eddy_test_etcd_stop(eddy_test_etcd_t **self_p);
 
+/* The keys under prefix and the lease holding each (0: none), read with
+ * a range request on etcd's JSON gateway at url. Fills at most cap
+ * entries (keys truncated to EDDY_TEST_ETCD_KEY_MAX - 1 bytes) and returns
+ * how many keys there are, or -1 with err. */
+#define EDDY_TEST_ETCD_KEY_MAX 256
+int eddy_test_etcd_range(const char *url, const char *prefix,
+                         char (*keys)[EDDY_TEST_ETCD_KEY_MAX], long long *leases, int cap,
+                         eddy_err_t *err);
+
 /* Shared server for a whole test binary (see the note above). start_shared
  * never fails loudly: on failure it records the reason in the environment,
  * and shared_url returns NULL with that reason. */

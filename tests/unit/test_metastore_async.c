@@ -127,6 +127,7 @@ typedef struct seen {
     char value[128];
     size_t len;
     char err[512];
+    int64_t lease, ttl_s;
 } seen_t;
 
 typedef struct recorder {
@@ -151,6 +152,8 @@ static void record(void *arg, const eddy_meta_result_t *res)
     snprintf(s->value, sizeof s->value, "%s", res->value ? res->value : "");
     s->len = res->len;
     snprintf(s->err, sizeof s->err, "%s", res->err.msg);
+    s->lease = res->lease;
+    s->ttl_s = res->ttl_s;
 }
 
 /* Polls the executor's fd and dispatches until want callbacks ran. */
@@ -281,6 +284,103 @@ BOTH(bad_key_fails_at_once_even_retrying_forever)
     cr_assert_eq(rec.items[0].attempts, 1);
     cr_assert(strstr(rec.items[0].err, "printable ASCII"), "%s", rec.items[0].err);
     cr_assert_eq(rec.items[1].rc, 0, "%s", rec.items[1].err);
+}
+
+/* ---- leases ---------------------------------------------------------------------- */
+
+Test(file, lease_calls_fail_at_once_saying_why, .init = file_init, .fini = fini)
+{
+    need_async();
+    static recorder_t rec;
+    static tagged_t t0, t1;
+    memset(&rec, 0, sizeof rec);
+    t0 = (tagged_t){&rec, 0};
+    t1 = (tagged_t){&rec, 1};
+    eddy_metastore_async_lease_grant(as, k("w"), 2, 0, record, &t0);
+    eddy_metastore_async_put_leased(as, k("w"), "v", 1, 42, 0, record, &t1);
+    dispatch_until(as, &rec, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(rec.items[i].rc, -1);
+        cr_assert(strstr(rec.items[i].err, "has no leases"), "%s", rec.items[i].err);
+    }
+}
+
+/* grant, put on the lease, keepalive, revoke: the key goes with the lease,
+ * and a keepalive of the revoked lease says it is gone */
+Test(etcd, lease_grant_put_keepalive_revoke, .init = etcd_init, .fini = fini)
+{
+    need_async();
+    static recorder_t rec;
+    static tagged_t t[8];
+    memset(&rec, 0, sizeof rec);
+    for (int i = 0; i < 8; i++)
+        t[i] = (tagged_t){&rec, i};
+    eddy_metastore_async_lease_grant(as, k("w1"), 5, 0, record, &t[0]);
+    dispatch_until(as, &rec, 1);
+    cr_assert_eq(rec.items[0].rc, 0, "%s", rec.items[0].err);
+    cr_assert_str_eq(rec.items[0].key, k("w1"), "the label comes back");
+    int64_t lease = rec.items[0].lease;
+    cr_assert_neq(lease, 0);
+    cr_assert_eq(rec.items[0].ttl_s, 5);
+    eddy_metastore_async_put_leased(as, k("w1"), "held", 4, lease, 0, record, &t[1]);
+    eddy_metastore_async_lease_keepalive(as, k("w1"), lease, 0, record, &t[2]);
+    eddy_metastore_async_get(as, k("w1"), 0, record, &t[3]);
+    eddy_metastore_async_lease_revoke(as, NULL, lease, 0, record, &t[4]);
+    eddy_metastore_async_get(as, k("w1"), 0, record, &t[5]);
+    eddy_metastore_async_lease_keepalive(as, NULL, lease, 0, record, &t[6]);
+    eddy_metastore_async_lease_revoke(as, NULL, lease, 0, record, &t[7]);
+    dispatch_until(as, &rec, 8);
+    for (int i = 1; i < 8; i++) {
+        cr_assert_eq(rec.items[i].tag, i);
+        cr_assert_geq(rec.items[i].rc, 0, "call %d: %s", i, rec.items[i].err);
+    }
+    cr_assert_gt(rec.items[2].ttl_s, 0, "a live lease has time left");
+    cr_assert_eq(rec.items[2].lease, lease);
+    cr_assert_eq(rec.items[3].rc, 1);
+    cr_assert_str_eq(rec.items[3].value, "held");
+    cr_assert_str_eq(rec.items[4].key, "", "no label: no key");
+    cr_assert_eq(rec.items[5].rc, 0, "the key went with its lease");
+    cr_assert_eq(rec.items[6].ttl_s, 0, "a revoked lease is gone");
+    cr_assert_eq(rec.items[7].rc, 0, "revoking an unknown lease is no error");
+}
+
+/* kept alive past its TTL the key stays; left alone it expires */
+Test(etcd, leased_key_expires_without_keepalive, .init = etcd_init, .fini = fini)
+{
+    need_async();
+    static recorder_t rec;
+    static tagged_t tg = {&rec, 0};
+    memset(&rec, 0, sizeof rec);
+    eddy_metastore_async_lease_grant(as, NULL, 2, 0, record, &tg);
+    dispatch_until(as, &rec, 1);
+    cr_assert_eq(rec.items[0].rc, 0, "%s", rec.items[0].err);
+    int64_t lease = rec.items[0].lease;
+    eddy_metastore_async_put_leased(as, k("w2"), "v", 1, lease, 0, record, &tg);
+    dispatch_until(as, &rec, 2);
+    cr_assert_eq(rec.items[1].rc, 0, "%s", rec.items[1].err);
+    uint64_t start = eddy_mono_ms();
+    while (eddy_mono_ms() - start < 3500) { /* longer than the TTL */
+        int want = rec.count + 2;
+        eddy_metastore_async_lease_keepalive(as, NULL, lease, 0, record, &tg);
+        eddy_metastore_async_get(as, k("w2"), 0, record, &tg);
+        dispatch_until(as, &rec, want);
+        cr_assert_gt(rec.items[want - 2].ttl_s, 0, "lease lost while kept alive");
+        cr_assert_eq(rec.items[want - 1].rc, 1, "key lost while its lease was kept alive");
+        struct pollfd none = {.fd = -1};
+        poll(&none, 1, 500); /* the keepalive period, not a synchronisation */
+    }
+    uint64_t left_alone = eddy_mono_ms();
+    for (;;) {
+        int want = rec.count + 1;
+        eddy_metastore_async_get(as, k("w2"), 0, record, &tg);
+        dispatch_until(as, &rec, want);
+        if (rec.items[want - 1].rc == 0)
+            break;
+        cr_assert_lt(eddy_mono_ms() - left_alone, 10000, "the key outlived its lease");
+        cr_assert_lt(rec.count, MAX_SEEN - 2);
+        struct pollfd none = {.fd = -1};
+        poll(&none, 1, 100);
+    }
 }
 
 /* ---- file store ----------------------------------------------------------------- */
