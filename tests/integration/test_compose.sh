@@ -85,6 +85,8 @@ cleanup() {
   if [ "${EDDY_TEST_KEEP:-0}" = 1 ]; then
     log "EDDY_TEST_KEEP=1: leaving project $project up (compose -p $project down -v to remove)"
   else
+    # the controller first: a pool would replace what is removed
+    compose rm -f -s controller >/dev/null 2>&1
     remove_pool_workers
     compose --profile prometheus down -v --remove-orphans >/dev/null 2>&1
     docker image rm "$tag" "$EDDY_REDIS_IMAGE" "$EDDY_POSTGRES_IMAGE" "$EDDY_PROMETHEUS_IMAGE" >/dev/null 2>&1
@@ -357,7 +359,9 @@ log "PASS: rebalancing: the added workers run instances of $job2 (workers $(job_
 docker logs "${c[$lead]}" 2>&1 | grep -iE 'rebalanc|migrat' | tail -n 3 | sed 's/^/    /'
 
 # The pool: the controller again, with the Docker socket and --pool docker.
-EDDY_POOL_MIN_WORKERS=5 EDDY_POOL_MAX_WORKERS=5 compose_pool up -d --scale worker=5 controller \
+# --no-deps: merging the override file reorders the coordinators' ports,
+# and compose would recreate them.
+EDDY_POOL_MIN_WORKERS=5 EDDY_POOL_MAX_WORKERS=5 compose_pool up -d --no-deps controller \
   >"$work/pool.log" 2>&1 || { cat "$work/pool.log"; fail "compose up with docker-compose.pool.yml failed"; }
 ctl=$(compose ps -q controller)
 pool_on() { docker inspect -f '{{.State.Running}} {{join .Config.Cmd " "}}' "$ctl" | grep -q '^true .*--pool=docker'; }
@@ -398,6 +402,8 @@ log "PASS: $job2 finished $(( $(date +%s) - t_kill ))s after the kill; output ma
 
 # Pool off again (the controller as compose.yml has it), its workers gone.
 compose up -d --scale worker=2 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=2 failed"; }
+pool_off() { ! docker inspect -f '{{join .Config.Cmd " "}}' "$(compose ps -q controller)" | grep -q -- '--pool'; }
+pool_off || fail "the controller still runs its pool after a plain up"
 remove_pool_workers
 wait_until 60 "2 live workers after --scale worker=2" alive_is 2
 log "PASS: --scale worker=5 then 2: $(alive) live workers ($(( $(date +%s) - t7 ))s for step 7)"
