@@ -14,8 +14,16 @@
 #   coordinator again (it stands by); submit a plugin job from the host;
 #   run deploy/demo-redis-postgres.sh (Redis stream -> wordcount ->
 #   PostgreSQL) and compare the table with the reference, pg_prepared_xacts
-#   empty; `up --scale worker=5` (keygen runs again and keeps the keys) then
-#   `=2` and count live workers; start the prometheus profile and query
+#   empty; submit a second wordcount (--parallelism 4, --rate 250) and
+#   `up --scale worker=5` while it runs (keygen runs again and keeps the
+#   keys): the two added workers get instances of it by rebalancing
+#   (placement in /api/v1/jobs, eddy_migrations_total >= 1); turn the
+#   controller's Docker pool on (deploy/docker-compose.pool.yml,
+#   --min-workers 5), `docker kill` a worker container running instances of
+#   the job: a container labelled eddy.pool starts and registers, and the
+#   job's output matches the reference; then `--scale worker=2` (the pool
+#   off, its containers removed) and count live workers; start the
+#   prometheus profile and query
 #   through Prometheus: both coordinators up, one eddy_coordinator_leader,
 #   eddy_workers_alive 2; tear everything down.
 #
@@ -26,7 +34,9 @@
 # Exit 0 pass, 1 fail, 77 skip (no docker client, no daemon, no compose).
 # Registered in ctest with label "docker". Start a daemon first if needed:
 # deploy/start-dockerd.sh. Knobs: EDDY_TEST_LINES (20000), EDDY_TEST_RATE
-# (1000), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1 (leave it running).
+# (1000), EDDY_TEST_RATE2 (250, the second job's: it must outlast the
+# scale-up and the kill), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1
+# (leave it running; the pool's containers too).
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
