@@ -9,27 +9,56 @@
 
 #include "cli/cli.h"
 #include "jobs/pipeline.h"
+#include "plan/pipeline_join.h"
 #include "plan/pipeline_window.h"
 #include "plan/explain.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
 
-static void print_step(const eddy_pstep_t *st)
+static void print_steps(const eddy_pipeline_spec_t *spec, const char *indent);
+
+static void print_step(const eddy_pstep_t *st, const char *indent)
 {
+    printf("%ssteps[%u] ", indent, st->index);
     if (st->kind == EDDY_PSTEP_FILTER) {
-        printf("    steps[%u] filter %s   (line %u)\n", st->index, st->filter, st->line);
-        return;
-    }
-    if (st->kind != EDDY_PSTEP_MAP) {
+        printf("filter %s", st->filter);
+    } else if (st->kind == EDDY_PSTEP_MAP) {
+        printf("map");
+        for (uint32_t j = 0; j < st->n; j++)
+            printf("%s %s: %s", j ? "," : "", st->columns[j], st->exprs[j]);
+    } else if (st->kind == EDDY_PSTEP_PLUGIN) {
+        printf("plugin %s", st->plugin);
+        for (uint32_t j = 0; j < st->n_config; j++)
+            printf("%s %s=%s", j ? "," : "", st->config_keys[j], st->config_values[j]);
+    } else if (st->kind == EDDY_PSTEP_JOIN) {
+        const eddy_pipeline_join_t *j = st->join;
+        printf("join (%s) on %s = %s", j->semi ? "semi" : "inner", j->left_key, j->right_key);
+        if (j->window_ms)
+            printf(", tumbling %lld ms windows of %s / %s", (long long)j->window_ms, j->left_time,
+                   j->right_time);
+    } else {
         char what[600];
         eddy_pipeline_stateful_describe(st, what, sizeof what);
-        printf("    steps[%u] %s   (line %u)\n", st->index, what, st->line);
-        return;
+        printf("%s", what);
     }
-    printf("    steps[%u] map", st->index);
-    for (uint32_t j = 0; j < st->n; j++)
-        printf("%s %s: %s", j ? "," : "", st->columns[j], st->exprs[j]);
+    if (st->parallelism)
+        printf("   [parallelism %u]", st->parallelism);
+    if (st->max_parallelism)
+        printf("   [max_parallelism %u]", st->max_parallelism);
     printf("   (line %u)\n", st->line);
+    if (st->kind == EDDY_PSTEP_JOIN) {
+        char deeper[32];
+        snprintf(deeper, sizeof deeper, "%s    ", indent);
+        printf("%s  with%s%s:\n", indent, st->join->right->input ? " " : "",
+               st->join->right->input ? st->join->right->input : "");
+        print_steps(st->join->right, deeper);
+    }
+}
+
+static void print_steps(const eddy_pipeline_spec_t *spec, const char *indent)
+{
+    for (uint32_t i = 0; i < spec->n_steps; i++)
+        print_step(&spec->steps[i], indent);
 }
 
 /* The pipeline's steps before and after the optimizer, and its rewrites. */
@@ -40,14 +69,13 @@ static int print_pipeline(int argc, char **argv, eddy_err_t *err)
     if (eddy_pipeline_load(argc, argv, &spec, &opt, err) < 0)
         return -1;
     printf("\npipeline steps as written:\n");
-    for (uint32_t i = 0; i < spec->n_steps; i++)
-        print_step(&spec->steps[i]);
+    print_steps(spec, "    ");
     printf("after optimization (%u operator%s):\n", opt.n_groups, opt.n_groups == 1 ? "" : "s");
     uint32_t from = 0;
     for (uint32_t g = 0; g < opt.n_groups; g++) {
         printf("  operator %u:\n", g);
         for (uint32_t k = from; k < opt.group_end[g]; k++)
-            print_step(&spec->steps[opt.order[k]]);
+            print_step(&spec->steps[opt.order[k]], "    ");
         from = opt.group_end[g];
     }
     printf("rewrites:%s\n", opt.n_log ? "" : " none");

@@ -48,7 +48,8 @@ static void begin(coord_t *c, coord_job_t *j, int stage, uint32_t to, const unsi
     j->rescale_to = to;
     j->pause_started_ns = eddy_mono_ns();
     j->rescale_client.waiting = identity_len > 0;
-    memcpy(j->rescale_client.identity, identity, identity_len);
+    if (identity_len) /* a migration has no client waiting, and no identity */
+        memcpy(j->rescale_client.identity, identity, identity_len);
     j->rescale_client.identity_len = identity_len;
     coord_job_set_state(c, j, JOB_RESCALING);
     if (!j->pending)

@@ -162,6 +162,6 @@ eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags
         else
             eddy_config_set_str(cfg, "rate", f->rate);
     }
-    eddy_stream_t s = eddy_source(b, "source", kind, cfg);
+    eddy_stream_t s = eddy_source(b, f->uid ? f->uid : "source", kind, cfg);
     return eddy_set_parallelism(s, eddy_line_source_parallelism(f));
 }

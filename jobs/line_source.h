@@ -26,6 +26,7 @@ typedef struct eddy_line_source_flags {
     bool generate;       /* --generate */
     const char *rate;    /* --rate R | T:R,..., or NULL */
     uint32_t parallelism;
+    const char *uid;     /* the source step's uid (NULL: "source") */
     /* --generate: the generator kind and its configuration (taken). */
     const char *generator_kind;
     eddy_config_t *generator;

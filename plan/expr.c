@@ -1106,3 +1106,34 @@ eddy_val_t eddy_expr_eval(eddy_expr_t *self, const eddy_val_t *row)
     scratch_reset(self);
     return eval(self, self->root, row);
 }
+
+eddy_val_type_t eddy_expr_static_type(const eddy_expr_t *self)
+{
+    const node_t *n = &self->nodes[self->root];
+    switch (n->kind) {
+    case N_LIT:
+        return n->u.lit.type == EDDY_VAL_INT ? EDDY_VAL_FLOAT : n->u.lit.type;
+    case N_FIELD:
+        return EDDY_VAL_NULL;
+    case N_NEG:
+        return EDDY_VAL_FLOAT;
+    case N_NOT:
+    case N_AND:
+    case N_OR:
+        return EDDY_VAL_BOOL;
+    case N_BIN:
+        return n->u.op >= OP_EQ ? EDDY_VAL_BOOL : EDDY_VAL_FLOAT;
+    case N_CALL:
+        switch (n->u.fn) {
+        case F_CONTAINS: case F_STARTS_WITH: case F_ENDS_WITH: case F_MATCHES: case F_IS_NULL:
+            return EDDY_VAL_BOOL;
+        case F_LENGTH: case F_INT: case F_FLOAT: case F_ABS: case F_TUMBLE_START: case F_HOUR:
+            return EDDY_VAL_FLOAT;
+        case F_COALESCE: case F_IF:
+            return EDDY_VAL_NULL;
+        default:
+            return EDDY_VAL_STR;
+        }
+    }
+    return EDDY_VAL_NULL;
+}

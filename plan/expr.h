@@ -62,6 +62,14 @@ eddy_val_t eddy_expr_eval(eddy_expr_t *self, const eddy_val_t *row);
  * stands for every field from 63 on. */
 uint64_t eddy_expr_reads(const eddy_expr_t *self);
 
+/* The type of the expression's value whatever the row (or null), where its
+ * form says: a comparison, and/or/not or a test is EDDY_VAL_BOOL,
+ * arithmetic and numeric functions EDDY_VAL_FLOAT (a number, int or
+ * float), string functions EDDY_VAL_STR, a literal its own type;
+ * EDDY_VAL_NULL when it depends on the data (a field, if, coalesce). For
+ * spec checks such as "a filter needs a boolean". */
+eddy_val_type_t eddy_expr_static_type(const eddy_expr_t *self);
+
 /* The text it was parsed from. */
 const char *eddy_expr_text(const eddy_expr_t *self);
 

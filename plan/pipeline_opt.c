@@ -6,6 +6,7 @@
 #include "plan/pipeline_opt.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,11 +148,40 @@ static int order_filters(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o)
     return 0;
 }
 
+static bool fusable(const eddy_pstep_t *st)
+{
+    return eddy_pstep_stateless(st);
+}
+
+static uint32_t parallelism_of(const eddy_pipeline_spec_t *s, const eddy_pstep_t *st)
+{
+    return st->parallelism ? st->parallelism : s->parallelism;
+}
+
+/* Whether next may join first's operator; logs why not when only their
+ * parallelism differs. -1: out of memory. */
+static int same_parallelism(const eddy_pipeline_spec_t *s, eddy_pipeline_opt_t *o,
+                            const eddy_pstep_t *first, const eddy_pstep_t *next)
+{
+    if (parallelism_of(s, next) == parallelism_of(s, first))
+        return 1;
+    char pa[24] = "the job's", pb[24] = "the job's"; /* 0: --parallelism's */
+    if (parallelism_of(s, first))
+        snprintf(pa, sizeof pa, "%u", parallelism_of(s, first));
+    if (parallelism_of(s, next))
+        snprintf(pb, sizeof pb, "%u", parallelism_of(s, next));
+    return log_line(o, "no fusion of steps[%u] (line %u) with steps[%u] (line %u): "
+                    "parallelism %s and %s (a rebalance between them)", first->index,
+                    first->line, next->index, next->line, pa, pb) < 0 ? -1 : 0;
+}
+
 /* Operators: a window runs with the aggregate or max_by after it (one
- * window operator); with fuse, each run of adjacent stateless steps is one
- * operator (fusion), together with a key_by right after it, whose key the
- * run computes before the shuffle; nothing is fused across a stateful
- * step (a key_by is a shuffle, the others keep keyed state). */
+ * window operator); with fuse, each run of adjacent stateless steps of the
+ * same parallelism is one operator (fusion), together with a key_by right
+ * after it (of the same parallelism), whose key the run computes before
+ * the shuffle; nothing is fused across a stateful or plugin step (a key_by
+ * is a shuffle, a join is keyed, the others keep keyed state or are
+ * opaque). */
 static int group_steps(const eddy_pipeline_spec_t *spec, eddy_pipeline_opt_t *out, bool fuse)
 {
     uint32_t n = out->n;
@@ -160,17 +190,24 @@ static int group_steps(const eddy_pipeline_spec_t *spec, eddy_pipeline_opt_t *ou
         uint32_t end = i + 1;
         if (st->kind == EDDY_PSTEP_WINDOW && end < n)
             end++;
-        if (fuse && eddy_pstep_stateless(st)) {
-            while (end < n && eddy_pstep_stateless(&spec->steps[out->order[end]]))
-                end++;
-            bool key = end < n && spec->steps[out->order[end]].kind == EDDY_PSTEP_KEY_BY;
-            end += key;
-            if (end - i > 1 && log_line(out, "fusion: steps %u..%u run as one operator: all stateless%s, "
-                                        "adjacent, same parallelism (no shuffle between them)", i,
-                                        end - 1, key ? " but the last, a key_by whose key it computes "
-                                        "before the shuffle" : "") < 0)
+        bool key = false;
+        while (fuse && fusable(st) && end < n && !key) {
+            const eddy_pstep_t *next = &spec->steps[out->order[end]];
+            if (!fusable(next) && next->kind != EDDY_PSTEP_KEY_BY)
+                break;
+            int same = same_parallelism(spec, out, st, next);
+            if (same < 0)
                 return -1;
+            if (!same)
+                break;
+            key = next->kind == EDDY_PSTEP_KEY_BY;
+            end++;
         }
+        if (end - i > 1 && fusable(st) &&
+            log_line(out, "fusion: steps %u..%u run as one operator: all stateless%s, adjacent, "
+                     "same parallelism (no shuffle between them)", i, end - 1,
+                     key ? " but the last, a key_by whose key it computes before the shuffle" : "") < 0)
+            return -1;
         out->group_end[out->n_groups++] = end;
         i = end;
     }

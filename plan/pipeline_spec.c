@@ -13,17 +13,16 @@
 #include <string.h>
 
 #include "plan/expr.h"
+#include "plan/pipeline_join.h"
+#include "plan/pipeline_spec_parse.h"
 #include "plan/pipeline_window.h"
 #include "plan/yaml_doc.h"
 
 #define MAX_COLUMNS 1024
 #define MAX_STEPS 256
-#define MAX_PARALLELISM 32768
+#define MAX_PARALLELISM EDDY_PSPEC_MAX_PARALLELISM
 
-typedef struct ctx {
-    const char *file;
-    eddy_err_t *err;
-} ctx_t;
+typedef eddy_pspec_ctx_t ctx_t;
 
 static int fail(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -125,6 +124,9 @@ static int parse_columns(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_sp
 static int parse_source(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
     static const char *const keys[] = {"input", "format", "columns", "ragged", "parallelism", NULL};
+    if (!n)
+        return fail(c, NULL, "source", "missing: a pipeline reads a source: {format: csv|json|text, "
+                    "columns: [...]}");
     if (!n || n->kind != EDDY_YNODE_MAP)
         return fail(c, n, "source", "expected a mapping with format and columns");
     if (check_keys(c, n, "source", keys) < 0)
@@ -177,6 +179,28 @@ static int check_expr(const ctx_t *c, const eddy_ynode_t *at, const char *field,
     return 0;
 }
 
+static const char *type_name(eddy_val_type_t t)
+{
+    return t == EDDY_VAL_BOOL ? "a boolean" : t == EDDY_VAL_STR ? "a string" : "a number";
+}
+
+/* Type mismatch: text's value, where its form tells, is not of type want
+ * (EDDY_VAL_BOOL, or EDDY_VAL_FLOAT for a number). */
+static int check_type(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *text,
+                      char **cols, uint32_t n, eddy_val_type_t want)
+{
+    eddy_err_t e = {{0}};
+    eddy_expr_t *x = eddy_expr_new(text, (const char *const *)cols, n, &e);
+    if (!x)
+        return fail(c, at, field, "%s", e.msg);
+    eddy_val_type_t t = eddy_expr_static_type(x);
+    eddy_expr_destroy(&x);
+    if (t == EDDY_VAL_NULL || t == want)
+        return 0;
+    return fail(c, at, field, "type mismatch: '%.80s' is %s, %s is needed here", text, type_name(t),
+                type_name(want));
+}
+
 static int parse_map(const ctx_t *c, const eddy_ynode_t *v, const char *field, eddy_pstep_t *st,
                      char **cols, uint32_t n_cols)
 {
@@ -203,9 +227,38 @@ static int parse_map(const ctx_t *c, const eddy_ynode_t *v, const char *field, e
     return 0;
 }
 
+/* A step's parallelism and max_parallelism (key groups: keyed steps only). */
+static int parse_step_parallelism(const ctx_t *c, const eddy_ynode_t *m, const char *field,
+                                  eddy_pstep_t *st)
+{
+    char sub[160];
+    const eddy_ynode_t *v;
+    snprintf(sub, sizeof sub, "%s.parallelism", field);
+    if ((v = eddy_ynode_get(m, "parallelism")) &&
+        uint_value(c, v, sub, 1, MAX_PARALLELISM, &st->parallelism) < 0)
+        return -1;
+    snprintf(sub, sizeof sub, "%s.max_parallelism", field);
+    if (!(v = eddy_ynode_get(m, "max_parallelism")))
+        return 0;
+    if (!eddy_pstep_keyed(st))
+        return fail(c, v, sub, "only keyed steps (join, key_by, window, aggregate, max_by) have "
+                    "key groups");
+    if (uint_value(c, v, sub, 1, MAX_PARALLELISM, &st->max_parallelism) < 0)
+        return -1;
+    if (st->parallelism > st->max_parallelism)
+        return fail(c, v, sub, "%u is below the step's parallelism %u", st->max_parallelism,
+                    st->parallelism);
+    return 0;
+}
+
 static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
-    static const char *const keys[] = {"filter", "map", "key_by", "window", "aggregate", "max_by", NULL};
+    static const char *const kinds[] = {"filter", "map", "key_by", "window", "aggregate",
+                                        "max_by", "join", "plugin", NULL};
+    static const char *const common[] = {"parallelism", "max_parallelism", NULL};
+    static const char *const plugin_keys[] = {"plugin", "config", "columns", "parallelism",
+                                              "max_parallelism", NULL};
+    const char *prefix = c->prefix ? c->prefix : "";
     if (n->kind != EDDY_YNODE_SEQ)
         return fail(c, n, "steps", "expected a list of steps");
     if (n->n > MAX_STEPS)
@@ -217,29 +270,64 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
     uint32_t n_cols = s->n_columns;
     for (uint32_t i = 0; i < n->n; i++) {
         const eddy_ynode_t *m = n->items[i];
-        char field[64];
-        snprintf(field, sizeof field, "steps[%u]", i);
-        if (m->kind != EDDY_YNODE_MAP || m->n != 1)
+        char field[128];
+        snprintf(field, sizeof field, "%ssteps[%u]", prefix, i);
+        const char *kind = NULL;
+        const eddy_ynode_t *body = NULL;
+        for (uint32_t k = 0; m->kind == EDDY_YNODE_MAP && k < m->n; k++)
+            for (const char *const *a = kinds; *a; a++)
+                if (!strcmp(m->keys[k], *a) && !kind) {
+                    kind = *a;
+                    body = m->items[k];
+                }
+        if (m->kind != EDDY_YNODE_MAP || !kind) {
+            if (m->kind == EDDY_YNODE_MAP && m->n > 0)
+                return check_keys(c, m, field, kinds);
             return fail(c, m, field, "expected one of: filter: EXPR, map: {COLUMN: EXPR, ...}, "
-                        "key_by: EXPR, window: {...}, aggregate: {COLUMN: FUNC(EXPR), ...}, max_by: EXPR");
-        if (check_keys(c, m, field, keys) < 0)
+                        "key_by: EXPR, window: {...}, aggregate: {COLUMN: FUNC(EXPR), ...}, "
+                        "max_by: EXPR, join: {...}, plugin: NAME");
+        }
+        const char *allowed[8] = {kind, common[0], common[1], NULL};
+        if (check_keys(c, m, field, !strcmp(kind, "plugin") ? plugin_keys : allowed) < 0)
             return -1;
         eddy_pstep_t *st = &s->steps[s->n_steps++];
         st->line = m->line;
         st->index = i;
-        snprintf(field + strlen(field), sizeof field - strlen(field), ".%s", m->keys[0]);
-        if (!strcmp(m->keys[0], "filter")) {
+        char base[128];
+        snprintf(base, sizeof base, "%s", field);
+        snprintf(field + strlen(field), sizeof field - strlen(field), ".%s", kind);
+        if (!strcmp(kind, "filter")) {
             st->kind = EDDY_PSTEP_FILTER;
-            if (scalar(c, m->items[0], field, &st->filter) < 0 ||
-                check_expr(c, m->items[0], field, st->filter, cols, n_cols) < 0)
+            if (scalar(c, body, field, &st->filter) < 0 ||
+                check_expr(c, body, field, st->filter, cols, n_cols) < 0 ||
+                check_type(c, body, field, st->filter, cols, n_cols, EDDY_VAL_BOOL) < 0)
                 return -1;
-        } else if (strcmp(m->keys[0], "map")) {
-            if (eddy_pipeline_parse_stateful(c->file, m, field, s, &cols, &n_cols, c->err) < 0)
+        } else if (!strcmp(kind, "map")) {
+            st->kind = EDDY_PSTEP_MAP;
+            if (parse_map(c, body, field, st, cols, n_cols) < 0)
+                return -1;
+        } else if (!strcmp(kind, "join")) {
+            st->kind = EDDY_PSTEP_JOIN;
+            if (c->prefix)
+                return fail(c, m, field, "a join's other side cannot itself join");
+            if (eddy_pipeline_join_parse(c, body, field, s, cols, n_cols, st) < 0)
+                return -1;
+        } else if (strcmp(kind, "plugin")) {
+            /* key_by, window, aggregate, max_by (plan/pipeline_window.h) */
+            if (c->prefix)
+                return fail(c, m, field, "a join's other side has no keyed steps (key_by, window, "
+                            "aggregate, max_by): key the rows after the join");
+            if (eddy_pipeline_parse_stateful(c->file, m, kind, body, field, s, &cols, &n_cols,
+                                             c->err) < 0)
                 return -1;
         } else {
-            st->kind = EDDY_PSTEP_MAP;
-            if (parse_map(c, m->items[0], field, st, cols, n_cols) < 0)
+            st->kind = EDDY_PSTEP_PLUGIN;
+            if (eddy_pipeline_plugin_step_parse(c, m, base, cols, n_cols, st) < 0)
                 return -1;
+        }
+        if (parse_step_parallelism(c, m, base, st) < 0)
+            return -1;
+        if (eddy_pstep_sets_columns(st)) {
             cols = st->columns;
             n_cols = st->n;
         }
@@ -258,11 +346,45 @@ static int parse_sink(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_
     return v ? scalar(c, v, "sink.output", &s->output) : 0;
 }
 
+/* Key groups are job-wide in eddy: keyed steps that set max_parallelism
+ * must agree with each other and with the pipeline's. */
+static int key_groups(const ctx_t *c, eddy_pipeline_spec_t *s)
+{
+    const eddy_pstep_t *first = NULL;
+    for (uint32_t i = 0; i < s->n_steps; i++) {
+        const eddy_pstep_t *st = &s->steps[i];
+        if (!st->max_parallelism)
+            continue;
+        if (s->max_parallelism && st->max_parallelism != s->max_parallelism) {
+            char field[64];
+            snprintf(field, sizeof field, "steps[%u].max_parallelism", st->index);
+            eddy_ynode_t at = {.line = st->line};
+            return fail(c, &at, field, "%u, but %s %u: key groups are the same for every keyed "
+                        "step of a job", st->max_parallelism,
+                        first ? "an earlier keyed step says" : "the pipeline's max_parallelism is",
+                        s->max_parallelism);
+        }
+        s->max_parallelism = st->max_parallelism;
+        first = st;
+    }
+    for (uint32_t i = 0; i < s->n_steps; i++)
+        if (s->steps[i].parallelism > (s->max_parallelism ? s->max_parallelism : MAX_PARALLELISM) &&
+            eddy_pstep_keyed(&s->steps[i])) {
+            char field[64];
+            snprintf(field, sizeof field, "steps[%u].parallelism", s->steps[i].index);
+            eddy_ynode_t at = {.line = s->steps[i].line};
+            return fail(c, &at, field, "%u is above the key groups (max_parallelism %u)",
+                        s->steps[i].parallelism, s->max_parallelism);
+        }
+    return 0;
+}
+
 eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
                                                eddy_err_t *err)
 {
-    static const char *const keys[] = {"name", "source", "steps", "sink", "parallelism", NULL};
-    ctx_t c = {file ? file : "pipeline", err};
+    static const char *const keys[] = {"name", "source", "steps", "sink", "parallelism",
+                                       "max_parallelism", NULL};
+    ctx_t c = {file ? file : "pipeline", err, NULL};
     eddy_err_t yerr = {{0}};
     eddy_ydoc_t *doc = eddy_ydoc_parse(text, len, &yerr);
     if (!doc) {
@@ -284,10 +406,14 @@ eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *tex
         rc = parse_source(&c, eddy_ynode_get(root, "source"), s);
     if (rc == 0 && (v = eddy_ynode_get(root, "parallelism")) && !s->parallelism)
         rc = uint_value(&c, v, "parallelism", 1, MAX_PARALLELISM, &s->parallelism);
+    if (rc == 0 && (v = eddy_ynode_get(root, "max_parallelism")))
+        rc = uint_value(&c, v, "max_parallelism", 1, MAX_PARALLELISM, &s->max_parallelism);
     if (rc == 0 && (v = eddy_ynode_get(root, "steps")))
         rc = parse_steps(&c, v, s);
     if (rc == 0 && (v = eddy_ynode_get(root, "sink")))
         rc = parse_sink(&c, v, s);
+    if (rc == 0)
+        rc = key_groups(&c, s);
     eddy_ydoc_destroy(&doc);
     if (rc < 0)
         eddy_pipeline_spec_destroy(&s);
@@ -312,6 +438,11 @@ void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p)
         strs_free(s->steps[i].exprs, s->steps[i].n);
         free(s->steps[i].expr);
         free(s->steps[i].key_column);
+        eddy_pipeline_join_destroy(&s->steps[i].join);
+        free(s->steps[i].plugin);
+        strs_free(s->steps[i].config_keys, s->steps[i].n_config);
+        strs_free(s->steps[i].config_values, s->steps[i].n_config);
+        free(s->steps[i].config_quoted);
     }
     free(s->steps);
     strs_free(s->columns, s->n_columns);
@@ -330,10 +461,61 @@ char **eddy_pipeline_spec_columns_at(const eddy_pipeline_spec_t *self, const uin
     *n = self->n_columns;
     for (uint32_t k = 0; k < pos && k < self->n_steps; k++) {
         const eddy_pstep_t *st = &self->steps[order ? order[k] : k];
-        if (st->kind == EDDY_PSTEP_MAP || st->kind == EDDY_PSTEP_AGGREGATE) {
+        if (eddy_pstep_sets_columns(st)) {
             cols = st->columns;
             *n = st->n;
         }
     }
     return cols;
+}
+
+/* ---- for step kinds parsed in their own files (pipeline_spec_parse.h) ---- */
+
+int eddy_pspec_fail(const ctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail(c, at, field, "%s", msg);
+}
+
+int eddy_pspec_check_keys(const ctx_t *c, const eddy_ynode_t *map, const char *field,
+                          const char *const *allowed)
+{
+    return check_keys(c, map, field, allowed);
+}
+
+int eddy_pspec_scalar(const ctx_t *c, const eddy_ynode_t *n, const char *field, char **out)
+{
+    return scalar(c, n, field, out);
+}
+
+int eddy_pspec_uint(const ctx_t *c, const eddy_ynode_t *n, const char *field, uint32_t min,
+                    uint32_t max, uint32_t *out)
+{
+    return uint_value(c, n, field, min, max, out);
+}
+
+int eddy_pspec_check_expr(const ctx_t *c, const eddy_ynode_t *at, const char *field,
+                          const char *text, char **cols, uint32_t n)
+{
+    return check_expr(c, at, field, text, cols, n);
+}
+
+int eddy_pspec_check_type(const ctx_t *c, const eddy_ynode_t *at, const char *field,
+                          const char *text, char **cols, uint32_t n, eddy_val_type_t want)
+{
+    return check_type(c, at, field, text, cols, n, want);
+}
+
+bool eddy_pspec_is_identifier(const char *s)
+{
+    return is_identifier(s);
+}
+
+int eddy_pspec_parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
+{
+    return parse_steps(c, n, s);
 }

@@ -17,6 +17,8 @@
 typedef enum eddy_pstep_kind {
     EDDY_PSTEP_FILTER,
     EDDY_PSTEP_MAP,
+    EDDY_PSTEP_JOIN,   /* plan/pipeline_join.h */
+    EDDY_PSTEP_PLUGIN, /* a registered operator kind by name, with its config */
     /* Stateful steps (plan/pipeline_window.h parses them). */
     EDDY_PSTEP_KEY_BY,    /* expr: the key; the row keeps its columns */
     EDDY_PSTEP_WINDOW,    /* window: how the next step groups rows in time */
@@ -31,18 +33,28 @@ typedef struct eddy_pwindow {
     bool processing;     /* time: processing (else event) */
 } eddy_pwindow_t;
 
+struct eddy_pipeline_join;
+
 typedef struct eddy_pstep {
     eddy_pstep_kind_t kind;
     uint32_t line;
     uint32_t index;      /* its position in the spec's steps (steps[index]) */
     char *filter;        /* FILTER: the predicate */
-    char **columns;      /* MAP: output columns and their expressions */
+    char **columns;      /* MAP: output columns and their expressions; JOIN, PLUGIN: output columns */
     char **exprs;
     uint32_t n;
     char *expr;          /* KEY_BY, MAX_BY */
     char *key_column;    /* KEY_BY: the key's column in an aggregate's output */
     eddy_pwindow_t window; /* WINDOW */
     bool windowed;       /* AGGREGATE, MAX_BY: per window (a window step before) */
+    struct eddy_pipeline_join *join; /* JOIN */
+    char *plugin;        /* PLUGIN: the operator kind */
+    char **config_keys;  /* PLUGIN: its config, values as written (numbers and */
+    char **config_values; /* true/false become ints and bools unless quoted) */
+    bool *config_quoted;
+    uint32_t n_config;
+    uint32_t parallelism;     /* 0: the pipeline's */
+    uint32_t max_parallelism; /* key groups of a keyed step (0: the job's) */
 } eddy_pstep_t;
 
 typedef struct eddy_pipeline_spec {
@@ -54,6 +66,7 @@ typedef struct eddy_pipeline_spec {
     char **columns;
     uint32_t n_columns;
     uint32_t parallelism; /* 0: the job's default */
+    uint32_t max_parallelism; /* key groups of keyed steps (0: the job's default) */
     /* steps */
     eddy_pstep_t *steps;
     uint32_t n_steps;
@@ -67,6 +80,23 @@ typedef struct eddy_pipeline_spec {
 static inline bool eddy_pstep_stateless(const eddy_pstep_t *st)
 {
     return st->kind == EDDY_PSTEP_FILTER || st->kind == EDDY_PSTEP_MAP;
+}
+
+/* Steps that keep state per key (a join, a key_by's section): they may set
+ * max_parallelism, which all of a job's keyed steps share. */
+static inline bool eddy_pstep_keyed(const eddy_pstep_t *st)
+{
+    return st->kind == EDDY_PSTEP_JOIN || st->kind == EDDY_PSTEP_KEY_BY ||
+           st->kind == EDDY_PSTEP_WINDOW || st->kind == EDDY_PSTEP_AGGREGATE ||
+           st->kind == EDDY_PSTEP_MAX_BY;
+}
+
+/* Steps whose output columns (columns[0..n)) differ from their input's;
+ * the others (filter, key_by, window, max_by) pass the columns through. */
+static inline bool eddy_pstep_sets_columns(const eddy_pstep_t *st)
+{
+    return st->kind == EDDY_PSTEP_MAP || st->kind == EDDY_PSTEP_AGGREGATE ||
+           st->kind == EDDY_PSTEP_JOIN || st->kind == EDDY_PSTEP_PLUGIN;
 }
 
 /* Parses and checks a spec; file names it in errors. */

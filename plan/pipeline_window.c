@@ -357,15 +357,13 @@ static int parse_aggregate(const wctx_t *c, const eddy_ynode_t *v, const char *f
     return 0;
 }
 
-int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const char *field,
-                                 eddy_pipeline_spec_t *s, char ***cols, uint32_t *n_cols,
-                                 eddy_err_t *err)
+int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const char *what,
+                                 const eddy_ynode_t *v, const char *field, eddy_pipeline_spec_t *s,
+                                 char ***cols, uint32_t *n_cols, eddy_err_t *err)
 {
     wctx_t c = {file, err};
     uint32_t pos = s->n_steps - 1;
     eddy_pstep_t *st = &s->steps[pos];
-    const char *what = m->keys[0];
-    const eddy_ynode_t *v = m->items[0];
     if (!strcmp(what, "window")) {
         st->kind = EDDY_PSTEP_WINDOW;
         return parse_window(&c, v, field, s, st, pos);
@@ -410,7 +408,15 @@ int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const 
 int eddy_pipeline_check_stateful(const char *file, const eddy_pipeline_spec_t *s, eddy_err_t *err)
 {
     for (uint32_t i = 0; i < s->n_steps; i++) {
-        if (s->steps[i].kind != EDDY_PSTEP_WINDOW)
+        const eddy_pstep_t *st = &s->steps[i];
+        if ((st->kind == EDDY_PSTEP_JOIN || st->kind == EDDY_PSTEP_PLUGIN) && open_key_by(s, i)) {
+            char field[48];
+            snprintf(field, sizeof field, "steps[%u].%s", st->index,
+                     st->kind == EDDY_PSTEP_JOIN ? "join" : "plugin");
+            return eddy_pspec_error(err, file, st->line, field,
+                                    "cannot run between a key_by and its aggregate or max_by");
+        }
+        if (st->kind != EDDY_PSTEP_WINDOW)
             continue;
         bool next_ok = i + 1 < s->n_steps && (s->steps[i + 1].kind == EDDY_PSTEP_AGGREGATE ||
                                               s->steps[i + 1].kind == EDDY_PSTEP_MAX_BY);

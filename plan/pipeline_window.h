@@ -51,19 +51,21 @@ void eddy_pipeline_agg_clear(eddy_agg_t *agg);
 /* "10s", "500ms", "2m", "1h", or a bare number of ms; -1 when not one. */
 int eddy_pipeline_duration(const char *text, int64_t *ms);
 
-/* Parses step m (a mapping with one key: key_by, window, aggregate or
- * max_by) into the spec's last step; *cols and *n_cols are the columns it sees
- * and become those after it. Errors "FILE:LINE: FIELD: what". */
-int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const char *field,
-                                 eddy_pipeline_spec_t *s, char ***cols, uint32_t *n_cols,
-                                 eddy_err_t *err);
+/* Parses step m (what: key_by, window, aggregate or max_by, its value v;
+ * m's other keys, parallelism and max_parallelism, are the caller's) into
+ * the spec's last step; *cols and *n_cols are the columns it sees and
+ * become those after it. Errors "FILE:LINE: FIELD: what". */
+int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const char *what,
+                                 const eddy_ynode_t *v, const char *field, eddy_pipeline_spec_t *s,
+                                 char ***cols, uint32_t *n_cols, eddy_err_t *err);
 
 /* One line for `eddy plan`: "key_by auction", "window sliding size 10000
  * ms slide 2000 ms (event time)", "aggregate bids: count()" and so on. */
 void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t size);
 
 /* Whole-spec checks after every step parsed: a window is followed by
- * aggregate or max_by. */
+ * aggregate or max_by; no join or plugin step runs inside a key_by's
+ * section (its rows carry the key field). */
 int eddy_pipeline_check_stateful(const char *file, const eddy_pipeline_spec_t *s, eddy_err_t *err);
 
 #endif

@@ -102,7 +102,7 @@ static void spec_path(const char *query, char *out, size_t size)
 Test(pipelines, nexmark_specs_equal_the_reference)
 {
     generate("30000");
-    const char *queries[] = {"q0", "q1", "q2", "q5", "q7", "q11"};
+    const char *queries[] = {"q0", "q1", "q2", "q3", "q5", "q7", "q8", "q11"};
     for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
         char spec[700];
         spec_path(queries[i], spec, sizeof spec);
@@ -147,6 +147,37 @@ Test(pipelines, bad_specs_name_file_line_and_field)
         {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: lowr(a)}\n",
          "bad.yaml:3: steps[0].map.x: column 1: unknown function 'lowr'"},
         {"source: [\n", "bad.yaml:"},
+        /* type mismatch */
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - filter: a + 1\n",
+         "bad.yaml:3: steps[0].filter: type mismatch: 'a + 1' is a number, a boolean is needed here"},
+        {"source: {format: csv, columns: [a]}\nparallelism: two\n",
+         "bad.yaml:2: parallelism: 'two' is not a number"},
+        /* missing source */
+        {"name: x\nsteps:\n  - filter: a\n", "bad.yaml:1: source: missing"},
+        /* joins, plugins, parallelism */
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join: {on: a}\n",
+         "bad.yaml:3: steps[0].join: needs with"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n"
+         "      with: {steps: [{filter: b == 1}]}\n",
+         "bad.yaml:5: steps[0].join.with.steps[0].filter: column 1: unknown field 'b'"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n      with: {}\n"
+         "      window: {size: 10s, time: lower(t)}\n",
+         "bad.yaml:6: steps[0].join.window.time: type mismatch"},
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: a}\n    max_parallelism: 64\n",
+         "bad.yaml:4: steps[0].max_parallelism: only keyed steps (join, key_by, window, aggregate, "
+         "max_by) have key groups"},
+        /* joins next to keyed sections */
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n"
+         "      with: {steps: [{key_by: a}]}\n",
+         "bad.yaml:5: steps[0].join.with.steps[0].key_by: a join's other side has no keyed steps"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - key_by: a\n  - join: {on: a, with: {}}\n"
+         "  - aggregate: {n: count()}\n",
+         "bad.yaml:4: steps[1].join: cannot run between a key_by and its aggregate or max_by"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join: {on: a, with: {}}\n"
+         "    max_parallelism: 64\n  - key_by: a\n  - aggregate: {n: count()}\n    max_parallelism: 32\n",
+         "bad.yaml:6: steps[2].max_parallelism: 32, but an earlier keyed step says 64"},
+        {"source: {format: csv, columns: [a]}\nsteps:\n  - filter: a == 1\n    parallelism: 0\n",
+         "bad.yaml:4: steps[0].parallelism: '0' is not a number in 1..32768"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(eddy_write_file(spec, cases[i].text, strlen(cases[i].text)), 0);
@@ -167,6 +198,87 @@ Test(pipelines, bad_specs_name_file_line_and_field)
     free(errout);
 }
 
+/* Both feature sets in one job: q3's join, then a key_by and a whole-input
+ * aggregate over the joined rows, each at its own parallelism, keyed steps
+ * agreeing on max_parallelism. Must equal q3's reference rows counted per
+ * state (computed here from the reference, not by eddy). */
+Test(pipelines, join_then_aggregate_counts_q3_per_state)
+{
+    generate("30000");
+    char spec[700];
+    snprintf(spec, sizeof spec, "%s/q3_by_state.yaml", dir);
+    const char *text =
+        "source:\n"
+        "  format: csv\n"
+        "  ragged: true\n"
+        "  columns: [event, date_time, f2, f3, f4, f5, f6, f7, f8]\n"
+        "steps:\n"
+        "  - filter: event == 'A' and f8 == '10'\n"
+        "  - map: {seller: f7, auction: f2}\n"
+        "  - join:\n"
+        "      with:\n"
+        "        steps:\n"
+        "          - filter: event == 'P' and (f7 == 'OR' or f7 == 'ID' or f7 == 'CA')\n"
+        "          - map: {id: f2, name: f3, city: f6, state: f7}\n"
+        "      left_key: seller\n"
+        "      right_key: id\n"
+        "    parallelism: 3\n"
+        "    max_parallelism: 64\n"
+        "  - key_by: state\n"
+        "    parallelism: 1\n"
+        "  - aggregate: {n: count()}\n"
+        "    parallelism: 2\n"
+        "    max_parallelism: 64\n";
+    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    eddy_ref_lines_t ref;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_nexmark_reference("q3", events_path, &ref, &err), 0, "%s", err.msg);
+    cr_assert(ref.count > 0, "q3's reference has no rows: the test proves nothing");
+    /* q3's rows: name, city, state, auction. */
+    const char *states[] = {"CA", "ID", "OR"}; /* byte order, as the sink sorts */
+    size_t counts[3] = {0, 0, 0};
+    for (size_t i = 0; i < ref.count; i++) {
+        const char *p = strchr(ref.items[i], '\t');
+        p = p ? strchr(p + 1, '\t') : NULL;
+        cr_assert(p, "q3 row '%s' has no state", ref.items[i]);
+        for (size_t s = 0; s < 3; s++)
+            counts[s] += !strncmp(p + 1, states[s], 2) && p[3] == '\t';
+    }
+    char expected[128] = "";
+    for (size_t s = 0; s < 3; s++)
+        if (counts[s])
+            snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s\t%zu\n",
+                     states[s], counts[s]);
+    eddy_ref_lines_free(&ref);
+    for (int pass = 0; pass < 2; pass++) {
+        int rc = run_pipeline(spec, pass ? (const char *[]){"--no-optimize", NULL} : NULL);
+        cr_assert_eq(rc, 0, "pass %d: exit %d; log:\n%s", pass, rc, log_text());
+        char *got = eddy_read_file(output, NULL);
+        cr_assert(got, "pass %d: no output; log:\n%s", pass, log_text());
+        cr_assert_str_eq(got, expected, "pass %d", pass);
+        free(got);
+    }
+}
+
+/* Writes dir/name: a spec over the Nexmark events whose steps keep the
+ * bids as (auction, price) and then run more_steps; its path into path. */
+static void write_bids_spec(const char *name, const char *more_steps, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", dir, name);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "source:\n"
+             "  format: csv\n"
+             "  ragged: true\n"
+             "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
+             "steps:\n"
+             "  - filter: event == 'B'\n"
+             "  - map: {auction: auction, price: price}\n"
+             "%s",
+             more_steps);
+    cr_assert_eq(eddy_write_file(path, text, strlen(text)), 0);
+}
+
 /* Filters in a bad order the static optimizer cannot see: a cheap test
  * that passes nearly every event before an equally cheap one that passes
  * about 1%. The eddy must move the selective one first (and log it), and
@@ -175,18 +287,8 @@ Test(pipelines, adaptive_order_moves_the_selective_filter_first)
 {
     generate("30000");
     char spec[700];
-    snprintf(spec, sizeof spec, "%s/adaptive.yaml", dir);
-    const char *text =
-        "source:\n"
-        "  format: csv\n"
-        "  ragged: true\n"
-        "  columns: [event, date_time, auction, bidder, price, f5, f6, f7, f8]\n"
-        "steps:\n"
-        "  - filter: event == 'B'\n"
-        "  - map: {auction: auction, price: price}\n"
-        "  - filter: price >= 0\n"
-        "  - filter: auction % 123 == 0\n";
-    cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
+    write_bids_spec("adaptive.yaml", "  - filter: price >= 0\n  - filter: auction % 123 == 0\n",
+                    spec, sizeof spec);
     int rc = run_pipeline(spec, (const char *[]){"--parallelism", "1", NULL});
     char *log = log_text();
     cr_assert_eq(rc, 0, "exit %d; log:\n%s", rc, log);
@@ -194,4 +296,63 @@ Test(pipelines, adaptive_order_moves_the_selective_filter_first)
               "no adaptive reorder in the log:\n%s", log);
     free(log);
     expect_reference("q2");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A plugin operator as a step, by name with its config: q2's rows through
+ * the test plugin's "test_tag_row" (appends a column: tag repeated times
+ * times), then a filter on that column - equals q2's reference with the
+ * column added, so the plugin ran, with its config, where the spec says. */
+Test(pipelines, plugin_step_runs_the_named_operator_with_its_config)
+{
+    generate("20000");
+    char spec[700];
+    write_bids_spec("plugin.yaml",
+                    "  - filter: auction % 123 == 0\n"
+                    "  - plugin: test_tag_row\n"
+                    "    config: {tag: ab, times: 2}\n"
+                    "    columns: [auction, price, tag]\n"
+                    "    parallelism: 1\n"
+                    "  - filter: tag == 'abab'\n",
+                    spec, sizeof spec);
+    int rc = run_pipeline(spec, (const char *[]){"--plugin", EDDY_BINARY_DIR
+                                                 "/test-plugins/libtest_plugin_row.so", NULL});
+    cr_assert_eq(rc, 0, "exit %d; log:\n%s", rc, log_text());
+    eddy_ref_lines_t ref;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_nexmark_reference("q2", events_path, &ref, &err), 0, "%s", err.msg);
+    cr_assert(ref.count > 0);
+    size_t total = 1;
+    for (size_t i = 0; i < ref.count; i++) {
+        char *tagged = malloc(strlen(ref.items[i]) + 6);
+        sprintf(tagged, "%s\tabab", ref.items[i]);
+        free(ref.items[i]);
+        ref.items[i] = tagged;
+        total += strlen(tagged) + 1;
+    }
+    qsort(ref.items, ref.count, sizeof *ref.items, cmp_str);
+    char *expected = calloc(1, total);
+    for (size_t i = 0; i < ref.count; i++)
+        strcat(strcat(expected, ref.items[i]), "\n");
+    char *got = eddy_read_file(output, NULL);
+    cr_assert(got, "no output; log:\n%s", log_text());
+    cr_assert_str_eq(got, expected);
+    free(got);
+    free(expected);
+    eddy_ref_lines_free(&ref);
+
+    /* A kind nobody registered: the spec's line, exit 2. */
+    const char *bad = "source: {format: csv, columns: [a]}\nsteps:\n  - plugin: no_such_kind\n";
+    cr_assert_eq(eddy_write_file(spec, bad, strlen(bad)), 0);
+    char *argv[] = {EDDY_BINARY, "local", "--pipeline", spec, "--input", "/dev/null", NULL};
+    char *out = NULL, *errout = NULL;
+    cr_assert_eq(eddy_proc_run(argv, 60000, &out, &errout), 2, "%s", errout ? errout : "");
+    cr_assert(errout && strstr(errout, "plugin.yaml:3: steps[0].plugin: no operator kind "
+                                       "'no_such_kind'"), "%s", errout ? errout : "");
+    free(out);
+    free(errout);
 }

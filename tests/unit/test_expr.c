@@ -235,3 +235,23 @@ Test(expr, values_compare_and_format)
     cr_assert_eq(eddy_val_format(&s, buf, 1), 1); /* the length it needs */
     cr_assert_str_eq(buf, "");
 }
+
+Test(expr, static_types_for_spec_checks)
+{
+    static const char *const fields[] = {"a", "b"};
+    static const struct {
+        const char *text;
+        eddy_val_type_t want;
+    } cases[] = {{"a > 1", EDDY_VAL_BOOL},     {"a and not b", EDDY_VAL_BOOL},
+                 {"contains(a, 'x')", EDDY_VAL_BOOL}, {"a + 1", EDDY_VAL_FLOAT},
+                 {"-a", EDDY_VAL_FLOAT},       {"length(a)", EDDY_VAL_FLOAT},
+                 {"lower(a)", EDDY_VAL_STR},   {"'x'", EDDY_VAL_STR},
+                 {"a", EDDY_VAL_NULL},         {"if(a, 1, 'x')", EDDY_VAL_NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        eddy_err_t err = {{0}};
+        eddy_expr_t *e = eddy_expr_new(cases[i].text, fields, 2, &err);
+        cr_assert(e, "%s: %s", cases[i].text, err.msg);
+        cr_assert_eq(eddy_expr_static_type(e), cases[i].want, "%s", cases[i].text);
+        eddy_expr_destroy(&e);
+    }
+}

@@ -146,3 +146,51 @@ Test(pipeline_opt, no_optimize_keeps_a_window_with_its_aggregate)
     eddy_pipeline_opt_clear(&o);
     eddy_pipeline_spec_destroy(&s);
 }
+
+/* A join is stateful (keyed state): an operator of its own; nothing moves
+ * across it and nothing fuses with it. Steps of another parallelism do not
+ * fuse either (a rebalance between them), and the plan says why. */
+Test(pipeline_opt, joins_and_parallelism_bound_fusion)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - map: {a: a, b: b}\n"
+                                       "  - join: {on: a, with: {steps: [{filter: c == 'x'}]}}\n"
+                                       "  - filter: a == 1\n  - filter: b == 2\n"
+                                       "    parallelism: 4\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    expect_order(&o, (uint32_t[]){0, 1, 2, 3}, 4);
+    cr_assert_eq(o.n_groups, 4, "map | join | filter | filter (parallelism 4): %u groups", o.n_groups);
+    cr_assert(logged(&o, "no fusion of steps[2] (line 5) with steps[3] (line 6): parallelism the job's and 4"));
+    cr_assert_eq(s->steps[1].kind, EDDY_PSTEP_JOIN);
+    cr_assert_eq(s->steps[1].n, 5, "join output: the left's a, b, then right_a, right_b, c");
+    cr_assert_str_eq(s->steps[1].columns[2], "right_a");
+    cr_assert_str_eq(s->steps[1].columns[4], "c");
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+/* A key_by fuses into the stateless run before it (which computes its key)
+ * only at the same parallelism; a join's output can be keyed and
+ * aggregated. */
+Test(pipeline_opt, key_by_fuses_only_at_the_same_parallelism)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - filter: a == 1\n  - key_by: b\n"
+                                       "    parallelism: 4\n  - aggregate: {n: count()}\n");
+    eddy_pipeline_opt_t o;
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    cr_assert_eq(o.n_groups, 3, "filter | key_by | aggregate: %u groups", o.n_groups);
+    cr_assert(logged(&o, "no fusion of steps[0] (line 3) with steps[1] (line 4): parallelism the job's and 4"));
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+
+    s = load(SRC "steps:\n  - join: {on: a, with: {}}\n  - filter: a == 1\n  - key_by: right_b\n"
+                 "  - aggregate: {n: count()}\n    max_parallelism: 16\n");
+    cr_assert_eq(eddy_pipeline_optimize(s, true, &o, NULL), 0);
+    cr_assert_eq(o.n_groups, 3, "join | filter+key_by | aggregate: %u groups", o.n_groups);
+    cr_assert_eq(o.group_end[1], 3);
+    cr_assert(logged(&o, "but the last, a key_by"));
+    cr_assert_eq(s->max_parallelism, 16);
+    cr_assert_str_eq(s->steps[3].columns[0], "right_b");
+    eddy_pipeline_opt_clear(&o);
+    eddy_pipeline_spec_destroy(&s);
+}

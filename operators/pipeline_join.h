@@ -1,0 +1,26 @@
+/* pipeline_join.h - the keyed two-input step that runs a pipeline's `join`
+ * (plan/pipeline_join.h; docs/pipelines.md). Rows come keyed by their first
+ * field (key_by "tab_prefix"): each side's last chain writes
+ * "KEY<TAB>[TIME<TAB>]COLUMNS..." (pipeline rows, operators/pipeline_row.h;
+ * TIME, an integer epoch ms, only when windowed). Config:
+ *   type       "inner" (default) | "semi"
+ *   window_ms  > 0: tumbling event-time windows of this size (default 0: none)
+ * Inner: every pair of a left and a right row with the same key (and
+ * window) is emitted once, when its second row arrives, as the left's
+ * columns then the right's. Semi: each left row is emitted once, when it
+ * and a right row with its key (and window) have both arrived; right rows
+ * beyond the first are not kept. Without a window both sides are kept in
+ * keyed state for good (an unbounded join); with one, a window's rows are
+ * dropped when the watermark passes its end, and a row whose window has
+ * ended is late (eddy_process_late). All of it is keyed state:
+ * checkpointed and moved with its key groups on a rescale. */
+#ifndef EDDY_OPERATORS_PIPELINE_JOIN_H
+#define EDDY_OPERATORS_PIPELINE_JOIN_H
+
+#include "api/plugin.h"
+
+#define EDDY_PIPELINE_JOIN_KIND "pipeline_join"
+
+int eddy_pipeline_join_register(eddy_registry_t *r, eddy_err_t *err);
+
+#endif

@@ -1,0 +1,211 @@
+/* pipeline_join.c - the `join` step of a pipeline spec (see
+ * pipeline_join.h): its other side (a nested list of steps over the
+ * pipeline source's columns), keys, type and window, each checked against
+ * the columns its side has, and the output columns it makes. */
+#include "plan/pipeline_join.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/pipeline_spec_parse.h"
+#include "plan/pipeline_window.h"
+
+#define MAX_WINDOW_MS (365LL * 24 * 3600 * 1000)
+
+static char **strs_dup(char **v, uint32_t n)
+{
+    char **out = calloc(n ? n : 1, sizeof *out);
+    for (uint32_t i = 0; out && i < n; i++)
+        if (!(out[i] = strdup(v[i]))) {
+            for (uint32_t k = 0; k < i; k++)
+                free(out[k]);
+            free(out);
+            return NULL;
+        }
+    return out;
+}
+
+/* "10s", "500ms", "2m", "1h" or plain milliseconds (eddy_pipeline_duration,
+ * as windows read them), 1 ms to a year. */
+static int duration_ms(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n, const char *field,
+                       int64_t *out)
+{
+    if (n->kind != EDDY_YNODE_SCALAR)
+        return eddy_pspec_fail(c, n, field, "expected a duration (10s, 500ms, 2m, 1h)");
+    int64_t ms = 0;
+    if (eddy_pipeline_duration(n->scalar, &ms) < 0 || ms <= 0 || ms > MAX_WINDOW_MS)
+        return eddy_pspec_fail(c, n, field, "'%.40s' is not a duration of 1 ms to a year "
+                               "(10s, 500ms, 2m, 1h)", n->scalar);
+    *out = ms;
+    return 0;
+}
+
+/* An expression under key of map (if there), checked over cols (and to be
+ * a number when number: event times, epoch ms), into *out. */
+static int expr_at(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const char *key,
+                   const char *field, char **cols, uint32_t n_cols, bool number, char **out)
+{
+    const eddy_ynode_t *v = eddy_ynode_get(map, key);
+    char sub[200];
+    snprintf(sub, sizeof sub, "%s.%s", field, key);
+    if (!v)
+        return 0;
+    if (eddy_pspec_scalar(c, v, sub, out) < 0)
+        return -1;
+    if (eddy_pspec_check_expr(c, v, sub, *out, cols, n_cols) < 0)
+        return -1;
+    return number ? eddy_pspec_check_type(c, v, sub, *out, cols, n_cols, EDDY_VAL_FLOAT) : 0;
+}
+
+/* One expression per side: names[0] for both (a column both have), or
+ * names[1] for the left and names[2] for the right; one way is needed. */
+static int side_exprs(const eddy_pspec_ctx_t *c, const eddy_ynode_t *map, const char *field,
+                      const char *const names[3], char **lcols, uint32_t nl, char **rcols,
+                      uint32_t nr, bool number, char **left, char **right)
+{
+    const eddy_ynode_t *both = eddy_ynode_get(map, names[0]);
+    if (both && (eddy_ynode_get(map, names[1]) || eddy_ynode_get(map, names[2])))
+        return eddy_pspec_fail(c, both, field, "give %s, or %s and %s, not both", names[0],
+                               names[1], names[2]);
+    if (expr_at(c, map, both ? names[0] : names[1], field, lcols, nl, number, left) < 0 ||
+        expr_at(c, map, both ? names[0] : names[2], field, rcols, nr, number, right) < 0)
+        return -1;
+    if (!*left || !*right)
+        return eddy_pspec_fail(c, map, field, "needs %s: COLUMN, or %s: EXPR and %s: EXPR%s",
+                               names[0], names[1], names[2],
+                               number ? " (each side's event time, epoch ms)" : " (the keys)");
+    return 0;
+}
+
+static int parse_right(const eddy_pspec_ctx_t *c, const eddy_ynode_t *with, const char *field,
+                       const eddy_pipeline_spec_t *left, eddy_pipeline_join_t *j)
+{
+    static const char *const keys[] = {"input", "steps", NULL};
+    char sub[200];
+    snprintf(sub, sizeof sub, "%s.with", field);
+    if (with->kind != EDDY_YNODE_MAP)
+        return eddy_pspec_fail(c, with, sub, "expected a mapping (input, steps)");
+    if (eddy_pspec_check_keys(c, with, sub, keys) < 0)
+        return -1;
+    eddy_pipeline_spec_t *r = j->right = calloc(1, sizeof *r);
+    if (!r || !(r->format = strdup(left->format)) ||
+        !(r->columns = strs_dup(left->columns, left->n_columns)))
+        return eddy_err_set(c->err, "out of memory");
+    r->n_columns = left->n_columns;
+    r->ragged = left->ragged;
+    const eddy_ynode_t *v;
+    char f2[220];
+    snprintf(f2, sizeof f2, "%s.input", sub);
+    if ((v = eddy_ynode_get(with, "input")) && eddy_pspec_scalar(c, v, f2, &r->input) < 0)
+        return -1;
+    if (!(v = eddy_ynode_get(with, "steps")))
+        return 0;
+    snprintf(f2, sizeof f2, "%s.", sub);
+    eddy_pspec_ctx_t nested = {c->file, c->err, f2};
+    return eddy_pspec_parse_steps(&nested, v, r);
+}
+
+/* Output columns: the left's, then (inner) the right's, renamed right_NAME
+ * where the left has NAME. */
+static int output_columns(const eddy_pspec_ctx_t *c, const eddy_ynode_t *at, const char *field,
+                          char **lcols, uint32_t nl, char **rcols, uint32_t nr, bool semi,
+                          eddy_pstep_t *st)
+{
+    uint32_t n = nl + (semi ? 0 : nr);
+    st->columns = calloc(n, sizeof *st->columns);
+    if (!st->columns)
+        return eddy_err_set(c->err, "out of memory");
+    for (uint32_t i = 0; i < nl; i++) {
+        if (!(st->columns[i] = strdup(lcols[i])))
+            return eddy_err_set(c->err, "out of memory");
+        st->n = i + 1;
+    }
+    for (uint32_t i = 0; i < n - nl; i++) {
+        char name[200];
+        bool clash = false;
+        for (uint32_t k = 0; k < nl; k++)
+            clash |= !strcmp(lcols[k], rcols[i]);
+        snprintf(name, sizeof name, "%s%s", clash ? "right_" : "", rcols[i]);
+        for (uint32_t k = 0; k < st->n; k++)
+            if (!strcmp(st->columns[k], name))
+                return eddy_pspec_fail(c, at, field, "the output would have two columns '%s'; "
+                                       "rename one side's with a map", name);
+        if (!(st->columns[st->n] = strdup(name)))
+            return eddy_err_set(c->err, "out of memory");
+        st->n++;
+    }
+    return 0;
+}
+
+int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body, const char *field,
+                             const eddy_pipeline_spec_t *left, char **cols, uint32_t n_cols,
+                             eddy_pstep_t *st)
+{
+    static const char *const keys[] = {"with", "on", "left_key", "right_key", "type", "window", NULL};
+    static const char *const wkeys[] = {"size", "time", "left_time", "right_time", NULL};
+    if (body->kind != EDDY_YNODE_MAP)
+        return eddy_pspec_fail(c, body, field, "expected a mapping (with, on or left_key and "
+                               "right_key, type, window)");
+    if (eddy_pspec_check_keys(c, body, field, keys) < 0)
+        return -1;
+    eddy_pipeline_join_t *j = st->join = calloc(1, sizeof *j);
+    if (!j)
+        return eddy_err_set(c->err, "out of memory");
+    if (!eddy_ynode_get(body, "with"))
+        return eddy_pspec_fail(c, body, field, "needs with: {steps: [...]} (the other side)");
+    if (parse_right(c, eddy_ynode_get(body, "with"), field, left, j) < 0)
+        return -1;
+    uint32_t nr;
+    char **rcols = eddy_pipeline_spec_columns_at(j->right, NULL, j->right->n_steps, &nr);
+    j->n_left = n_cols;
+    j->n_right = nr;
+    const eddy_ynode_t *v;
+    if ((v = eddy_ynode_get(body, "type"))) {
+        char sub[200];
+        snprintf(sub, sizeof sub, "%s.type", field);
+        if (v->kind != EDDY_YNODE_SCALAR || (strcmp(v->scalar, "inner") && strcmp(v->scalar, "semi")))
+            return eddy_pspec_fail(c, v, sub, "expected inner or semi");
+        j->semi = !strcmp(v->scalar, "semi");
+    }
+    /* Keys: on: COLUMN (both sides), or left_key and right_key. */
+    const char *const key_names[] = {"on", "left_key", "right_key"};
+    if (side_exprs(c, body, field, key_names, cols, n_cols, rcols, nr, false, &j->left_key,
+                   &j->right_key) < 0)
+        return -1;
+    if ((v = eddy_ynode_get(body, "window"))) {
+        char sub[200];
+        snprintf(sub, sizeof sub, "%s.window", field);
+        if (v->kind != EDDY_YNODE_MAP)
+            return eddy_pspec_fail(c, v, sub, "expected a mapping (size, time or left_time and "
+                                   "right_time)");
+        if (eddy_pspec_check_keys(c, v, sub, wkeys) < 0)
+            return -1;
+        const eddy_ynode_t *size = eddy_ynode_get(v, "size");
+        char f2[220];
+        snprintf(f2, sizeof f2, "%s.size", sub);
+        if (!size)
+            return eddy_pspec_fail(c, v, sub, "needs size (a tumbling window: 10s, 500ms, ...)");
+        if (duration_ms(c, size, f2, &j->window_ms) < 0)
+            return -1;
+        const char *const time_names[] = {"time", "left_time", "right_time"};
+        if (side_exprs(c, v, sub, time_names, cols, n_cols, rcols, nr, true, &j->left_time,
+                       &j->right_time) < 0)
+            return -1;
+    }
+    return output_columns(c, body, field, cols, n_cols, rcols, nr, j->semi, st);
+}
+
+void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p)
+{
+    eddy_pipeline_join_t *j = self_p ? *self_p : NULL;
+    if (!j)
+        return;
+    eddy_pipeline_spec_destroy(&j->right);
+    free(j->left_key);
+    free(j->right_key);
+    free(j->left_time);
+    free(j->right_time);
+    free(j);
+    *self_p = NULL;
+}

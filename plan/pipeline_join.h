@@ -1,0 +1,50 @@
+/* pipeline_join.h - a pipeline's `join` step (docs/pipelines.md): an inner
+ * equi-join (or a semi-join) of the rows so far (the left side) with
+ * another stream of rows (the right side: the pipeline's source, or another
+ * input, through steps of its own), by key, for good or within tumbling
+ * event-time windows:
+ *
+ *   - join:
+ *       with:                  # the right side
+ *         input: other.csv     # optional: default the pipeline's input
+ *         steps: [...]         # filter / map steps of its own
+ *       left_key: seller       # or on: COLUMN, when both sides have it
+ *       right_key: id
+ *       type: inner            # inner | semi
+ *       window: {size: 10s, time: date_time}   # or left_time / right_time
+ *
+ * Output columns: inner, the left's then the right's (a right column whose
+ * name the left has too is called right_NAME); semi, the left's. The right
+ * side reads the pipeline source's format and columns. Runs as a keyed
+ * two-input step (operators/pipeline_join.h). */
+#ifndef EDDY_PLAN_PIPELINE_JOIN_H
+#define EDDY_PLAN_PIPELINE_JOIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan/pipeline_spec.h"
+
+typedef struct eddy_pipeline_join {
+    /* The right side: input (NULL: the pipeline's), format and columns (the
+     * pipeline source's), and its steps. */
+    eddy_pipeline_spec_t *right;
+    char *left_key, *right_key;   /* expressions over each side's columns */
+    bool semi;                    /* emit each left row once, when it has a match */
+    int64_t window_ms;            /* 0: no window (state kept for good) */
+    char *left_time, *right_time; /* window: each side's event time (epoch ms) */
+    uint32_t n_left, n_right;     /* each side's columns at the join */
+} eddy_pipeline_join_t;
+
+struct eddy_pspec_ctx;
+struct eddy_ynode;
+
+/* Parses body (the mapping under `join:`) of step st; left is the pipeline
+ * (its source's format and columns are the right side's), cols[0..n_cols)
+ * the left side's columns. Sets st->join and st->columns/n (the output). */
+int eddy_pipeline_join_parse(const struct eddy_pspec_ctx *c, const struct eddy_ynode *body,
+                             const char *field, const eddy_pipeline_spec_t *left, char **cols,
+                             uint32_t n_cols, eddy_pstep_t *st);
+void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p);
+
+#endif
