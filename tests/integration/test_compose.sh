@@ -14,8 +14,16 @@
 #   coordinator again (it stands by); submit a plugin job from the host;
 #   run deploy/demo-redis-postgres.sh (Redis stream -> wordcount ->
 #   PostgreSQL) and compare the table with the reference, pg_prepared_xacts
-#   empty; `up --scale worker=5` (keygen runs again and keeps the keys) then
-#   `=2` and count live workers; start the prometheus profile and query
+#   empty; submit a second wordcount (--parallelism 4, --rate 250) and
+#   `up --scale worker=5` while it runs (keygen runs again and keeps the
+#   keys): the two added workers get instances of it by rebalancing
+#   (placement in /api/v1/jobs, eddy_migrations_total >= 1); turn the
+#   controller's Docker pool on (deploy/docker-compose.pool.yml,
+#   --min-workers 5), `docker kill` a worker container running instances of
+#   the job: a container labelled eddy.pool starts and registers, and the
+#   job's output matches the reference; then `--scale worker=2` (the pool
+#   off, its containers removed) and count live workers; start the
+#   prometheus profile and query
 #   through Prometheus: both coordinators up, one eddy_coordinator_leader,
 #   eddy_workers_alive 2; tear everything down.
 #
@@ -26,7 +34,9 @@
 # Exit 0 pass, 1 fail, 77 skip (no docker client, no daemon, no compose).
 # Registered in ctest with label "docker". Start a daemon first if needed:
 # deploy/start-dockerd.sh. Knobs: EDDY_TEST_LINES (20000), EDDY_TEST_RATE
-# (1000), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1 (leave it running).
+# (1000), EDDY_TEST_RATE2 (250, the second job's: it must outlast the
+# scale-up and the kill), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1
+# (leave it running; the pool's containers too).
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,6 +59,7 @@ else
   skip "neither 'docker compose' nor docker-compose is installed"
 fi
 command -v curl >/dev/null 2>&1 || skip "no curl"
+command -v jq >/dev/null 2>&1 || skip "no jq"
 
 project=eddytest$$
 tag=eddy:ctest-$$
@@ -61,6 +72,19 @@ export EDDY_PROMETHEUS_IMAGE=eddy-prometheus:ctest-$$ EDDY_PROMETHEUS_PUBLISH=12
 export COMPOSE_PROJECT_NAME=$project
 unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS EDDY_KEYS EDDY_COORDINATOR
 compose() { "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" "$@"; }
+# the same with the controller's Docker pool on (deploy/docker-compose.pool.yml)
+compose_pool() {
+  "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" \
+    -f "$repo/deploy/docker-compose.pool.yml" "$@"
+}
+pool_label=eddy.pool=$project-pool
+# The pool's containers are not compose's: `down` would leave them (and the
+# network they hold).
+remove_pool_workers() {
+  local ids
+  ids=$(docker ps -aq --filter "label=$pool_label")
+  [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
+}
 
 cleanup() {
   local rc=$?
@@ -71,6 +95,9 @@ cleanup() {
   if [ "${EDDY_TEST_KEEP:-0}" = 1 ]; then
     log "EDDY_TEST_KEEP=1: leaving project $project up (compose -p $project down -v to remove)"
   else
+    # the controller first: a pool would replace what is removed
+    compose rm -f -s controller >/dev/null 2>&1
+    remove_pool_workers
     compose --profile prometheus down -v --remove-orphans >/dev/null 2>&1
     docker image rm "$tag" "$EDDY_REDIS_IMAGE" "$EDDY_POSTGRES_IMAGE" "$EDDY_PROMETHEUS_IMAGE" >/dev/null 2>&1
     rm -rf "$work"
@@ -117,6 +144,13 @@ wait_until() {  # wait_until SECONDS WHAT CMD...
   local end=$(( $(date +%s) + $1 )) what=$2; shift 2
   until "$@" >/dev/null 2>&1; do
     [ "$(date +%s)" -lt "$end" ] || fail "timed out waiting for $what"
+    sleep 1
+  done
+}
+wait_until_ok() {  # wait_until_ok SECONDS CMD...: like wait_until, returns 1 on timeout
+  local end=$(( $(date +%s) + $1 )); shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
     sleep 1
   done
 }
@@ -284,16 +318,105 @@ prepared=$(psql_q 'SELECT count(*) FROM pg_prepared_xacts' | tr -dc 0-9)
 [ "$prepared" = 0 ] || fail "pg_prepared_xacts has $prepared entries after the job finished"
 log "PASS: Redis stream -> PostgreSQL table matches ($(wc -l <"$work/demo-table.tsv") words), no prepared transactions left"
 
-# 7. the worker service scales: 5 containers, then 2, each a live worker.
+# 7. the worker service scales: 5 containers while a job runs; the two new
+# workers get instances of it by rebalancing (migrations, not a restart).
+# Then the controller's Docker pool (docker-compose.pool.yml, --min-workers
+# 5) replaces a worker container that is killed, and the job's output stays
+# exact. Then 2 containers, each a live worker.
 # (`up` runs keygen again: it keeps the keys, or nothing could connect.)
 alive() { docker exec "$coord" eddy status | grep -c ' alive$'; }
 alive_is() { [ "$(alive)" -eq "$1" ]; }
+job_doc() { curl -fsS "${api[$lead]}/api/v1/jobs" | jq -c --arg id "$1" '(if type == "array" then . else .jobs end)[] | select(.id == $id)'; }
+job_state() { job_doc "$1" | jq -r .state; }
+job_running() { [ "$(job_state "$1")" = running ]; }
+# the worker ids holding instances of job $1, one a line
+job_workers() { job_doc "$1" | jq -r '.operators[].instances[].worker // empty' | sort -u; }
+worker_id() { docker exec "$coord" eddy status --json | jq -r --arg n "$1" '.workers[] | select(.name == $n and .alive) | .id'; }
+migrations() { curl -fsS "${api[$lead]}/metrics" | grep "^eddy_migrations_total{job=\"$1\"" | awk '{print $2}' | head -n 1; }
+rate2=${EDDY_TEST_RATE2:-250}
+before=$(compose ps -q worker | sort)
+job2=$(docker exec "$coord" eddy submit --job wordcount --input /data/in.txt \
+         --output /data/out2.tsv --rate "$rate2" --parallelism 4) || fail "submit of the second job failed"
+t7=$(date +%s)
+wait_until 60 "$job2 running" job_running "$job2"
+log "submitted $job2 (--parallelism 4, --rate $rate2); instances on workers $(job_workers "$job2" | tr '\n' ' ')"
 compose up -d --scale worker=5 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=5 failed"; }
 [ "$(compose ps -q worker | wc -l)" -eq 5 ] || fail "--scale worker=5 did not give 5 containers"
 wait_until 90 "5 live workers after --scale worker=5" alive_is 5
+added=() added_ids=()
+for w in $(compose ps -q worker | sort); do
+  echo "$before" | grep -q "^$w\$" && continue
+  added+=("$(docker inspect -f '{{.Config.Hostname}}' "$w")")
+done
+[ "${#added[@]}" -eq 2 ] || fail "--scale worker=5 added ${#added[@]} containers, not 2"
+for h in "${added[@]}"; do
+  id=$(worker_id "$h")
+  [ -n "$id" ] || fail "added worker $h is not registered"
+  added_ids+=("$id")
+done
+log "5 live workers, $(( $(date +%s) - t7 ))s after the submit; added: ${added[*]} (ids ${added_ids[*]})"
+added_have_work() {
+  local ws; ws=$(job_workers "$job2")
+  for id in "${added_ids[@]}"; do echo "$ws" | grep -qx "$id" || return 1; done
+  [ "$(migrations "$job2")" -ge 1 ]
+}
+if ! wait_until_ok 60 added_have_work; then
+  docker logs "${c[$lead]}" 2>&1 | grep -iE 'rebalanc|migrat' | tail -n 10 | sed 's/^/    /'
+  [ "$(job_state "$job2")" = running ] || fail "$job2 ended ($(job_state "$job2")) before the added workers got work (raise EDDY_TEST_LINES or lower EDDY_TEST_RATE2)"
+  fail "the added workers did not get instances of $job2 (on workers: $(job_workers "$job2" | tr '\n' ' '), eddy_migrations_total $(migrations "$job2"))"
+fi
+log "PASS: rebalancing: the added workers run instances of $job2 (workers $(job_workers "$job2" | tr '\n' ' '), eddy_migrations_total $(migrations "$job2")), $(( $(date +%s) - t7 ))s after the submit"
+docker logs "${c[$lead]}" 2>&1 | grep -iE 'rebalanc|migrat' | tail -n 3 | sed 's/^/    /'
+
+# The pool: the controller again, with the Docker socket and --pool docker.
+# --no-deps: merging the override file reorders the coordinators' ports,
+# and compose would recreate them.
+EDDY_POOL_MIN_WORKERS=5 EDDY_POOL_MAX_WORKERS=5 compose_pool up -d --no-deps controller \
+  >"$work/pool.log" 2>&1 || { cat "$work/pool.log"; fail "compose up with docker-compose.pool.yml failed"; }
+ctl=$(compose ps -q controller)
+pool_on() { docker inspect -f '{{.State.Running}} {{join .Config.Cmd " "}}' "$ctl" | grep -q '^true .*--pool=docker'; }
+wait_until 30 "the controller to run with --pool=docker" pool_on
+victim=$(docker ps -q --no-trunc --filter "id=$(compose ps -q worker | head -n 1)")
+for w in $(compose ps -q worker); do  # one that runs instances of the job, if the job still runs
+  id=$(worker_id "$(docker inspect -f '{{.Config.Hostname}}' "$w")")
+  if [ -n "$id" ] && job_workers "$job2" | grep -qx "$id"; then victim=$w; break; fi
+done
+vname=$(docker inspect -f '{{.Config.Hostname}}' "$victim")
+docker kill "$victim" >/dev/null || fail "docker kill of worker $vname failed"
+t_kill=$(date +%s)
+log "killed worker container $vname (docker kill); $job2 is $(job_state "$job2")"
+pool_replaced() {  # a running container of the pool, registered and alive
+  local p h
+  for p in $(docker ps -q --filter "label=$pool_label"); do
+    h=$(docker inspect -f '{{.Config.Hostname}}' "$p")
+    [ -n "$(worker_id "$h")" ] && return 0
+  done
+  return 1
+}
+if ! wait_until_ok 60 pool_replaced; then
+  docker logs "$ctl" 2>&1 | tail -n 15 | sed 's/^/    /'
+  fail "the pool did not replace the killed worker within 60s"
+fi
+pw=$(docker ps -q --filter "label=$pool_label" | head -n 1)
+log "PASS: the pool replaced $vname with $(docker inspect -f '{{.Name}}' "$pw" | tr -d /) ($(docker inspect -f '{{index .Config.Labels "eddy.pool"}}' "$pw")), registered $(( $(date +%s) - t_kill ))s after the kill; $(alive) live workers"
+docker exec "$coord" eddy scaling 2>/dev/null | grep -i pool | tail -n 3 | sed 's/^/    /'
+job2_ended() { case "$(job_state "$job2")" in finished|failed|cancelled) return 0 ;; esac; return 1; }
+wait_until "$deadline_s" "$job2 to end" job2_ended
+[ "$(job_state "$job2")" = finished ] || fail "$job2 ended $(job_state "$job2")"
+docker cp "$coord:/data/out2.tsv" "$work/out2.tsv" || fail "no /data/out2.tsv"
+if ! cmp -s "$work/expected.tsv" "$work/out2.tsv"; then
+  diff "$work/expected.tsv" "$work/out2.tsv" | head -n 20
+  fail "$job2's output differs from the reference after the worker kill"
+fi
+log "PASS: $job2 finished $(( $(date +%s) - t_kill ))s after the kill; output matches the reference"
+
+# Pool off again (the controller as compose.yml has it), its workers gone.
 compose up -d --scale worker=2 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=2 failed"; }
+pool_off() { ! docker inspect -f '{{join .Config.Cmd " "}}' "$(compose ps -q controller)" | grep -q -- '--pool'; }
+pool_off || fail "the controller still runs its pool after a plain up"
+remove_pool_workers
 wait_until 60 "2 live workers after --scale worker=2" alive_is 2
-log "PASS: --scale worker=5 then 2: $(alive) live workers"
+log "PASS: --scale worker=5 then 2: $(alive) live workers ($(( $(date +%s) - t7 ))s for step 7)"
 
 # 8. the prometheus profile scrapes both coordinators: each is up (a
 # standby's /metrics answers 200), one leads, the leader's series count.
