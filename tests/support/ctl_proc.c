@@ -223,3 +223,23 @@ bool ctl_wait_polling(pid_t pid, uint32_t timeout_ms, uint32_t every_ms, void (*
     *status = ctl_wait(pid, 1);
     return false;
 }
+
+int ctl_compare_counts(const char *input_path, const char *output_path, char *why, size_t size)
+{
+    char *want = ctl_reference_counts(input_path);
+    char *got = ctl_output_as_uniq(output_path);
+    int rc = -1;
+    if (!want)
+        snprintf(why, size, "no reference counts of %s", input_path);
+    else if (!got)
+        snprintf(why, size, "cannot read the output %s", output_path);
+    else if (!want[0])
+        snprintf(why, size, "the reference of %s is empty", input_path);
+    else if (strcmp(want, got) != 0)
+        snprintf(why, size, "final counts differ from the reference (output %s)", output_path);
+    else
+        rc = 0;
+    free(want);
+    free(got);
+    return rc;
+}

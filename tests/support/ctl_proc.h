@@ -33,6 +33,11 @@ char *ctl_reference_counts(const char *input_path);
  * "count word" form as ctl_reference_counts. malloc'd or NULL. */
 char *ctl_output_as_uniq(const char *output_path);
 
+/* 0 when the job's output at output_path holds exactly the reference
+ * counts of input_path (and the reference is not empty); else -1 with
+ * what differs in why. */
+int ctl_compare_counts(const char *input_path, const char *output_path, char *why, size_t size);
+
 /* Waits up to timeout_ms for pid to exit, calling poll(arg) every
  * every_ms meanwhile; then SIGKILLs the group. Returns true when it exited
  * by itself, its exit status in *status (-1 when it had to be killed). */
