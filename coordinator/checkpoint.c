@@ -433,7 +433,9 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
     if (!pc || m->u.ack.checkpoint != pc->id || m->u.ack.epoch != j->epoch || pc->committing)
         return; /* stale: an older checkpoint or epoch */
     if (m->u.ack.error[0]) {
-        coord_checkpoint_abort(c, j, m->u.ack.error, true);
+        /* a declined checkpoint (an input ended) could never complete: not
+         * a failure that brings the job nearer a restore */
+        coord_checkpoint_abort(c, j, m->u.ack.error, !m->u.ack.declined);
         return;
     }
     coord_ack_verdict_t v = coord_pending_checkpoint_ack(pc, m->u.ack.stage, m->u.ack.instance,

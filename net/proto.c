@@ -661,6 +661,8 @@ static const field_t ack_fields[] = {
     {.kind = FIELD_TEXT, .offset = MSG(ack.error), .max = TEXT_SIZE(ack.error)},
     {.kind = FIELD_BYTES, .offset = MSG(ack.source_state), .len_offset = MSG(ack.source_state_len),
      .max = EDDY_SOURCE_STATE_MAX},
+    /* optional: declined because an input ended (protocol 8) */
+    {.kind = FIELD_BOOL, .offset = MSG(ack.declined)},
 };
 
 static const field_t complete_fields[] = {
@@ -721,7 +723,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 0},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 1},
     [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
     [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
     [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},

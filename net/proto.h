@@ -36,7 +36,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 7u
+#define EDDY_PROTOCOL_VERSION 8u
 
 /* A REPLY's status from a standby coordinator; its body starts with
  * EDDY_NOT_LEADER_PREFIX and the leader's endpoint when one is known. */
@@ -234,6 +234,10 @@ typedef struct eddy_msg {
              * heap; eddy_msg_clear frees it), else NULL/0 */
             char *source_state;
             uint32_t source_state_len;
+            /* The task could not take this checkpoint because an input of
+             * it had ended (error says which): a checkpoint with an ended
+             * input cannot complete, so this is not a failure to count. */
+            bool declined;
         } ack;
         struct {
             uint32_t job;

@@ -47,6 +47,7 @@ typedef struct input_channel {
     in_entry_t *head, *tail;
     uint32_t queued;
     bool eos;
+    bool eos_received;     /* ended by an EOS message, not unused by the edge */
     uint64_t barrier;      /* checkpoint whose barrier blocks this channel, 0: none */
     uint32_t credit_owed;  /* batches consumed and not yet returned */
 } input_channel_t;
@@ -938,6 +939,38 @@ static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     }
 }
 
+/* An input whose upstream sent its end of stream. */
+static const input_channel_t *ended_input(const eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].eos_received)
+            return &t->inputs[i];
+    return NULL;
+}
+
+/* A checkpoint whose barriers came from every input but one that ended
+ * cannot complete: the ended upstream task is done and does not ACK it
+ * (and a forged end of stream must not let this task snapshot without the
+ * records its upstream sent before the barrier). The barrier still goes
+ * downstream, so no task there waits for it; the ACK declines. */
+static void decline_checkpoint(eddy_task_t *t, uint64_t checkpoint, const input_channel_t *ended)
+{
+    flush_chain(t);
+    broadcast_small(t, checkpoint, false);
+    eddy_msg_t ack = {.type = EDDY_MSG_ACK};
+    ack.u.ack.job = t->job;
+    ack.u.ack.epoch = t->epoch;
+    ack.u.ack.checkpoint = checkpoint;
+    ack.u.ack.stage = t->stage;
+    ack.u.ack.instance = t->instance;
+    ack.u.ack.position = -1;
+    ack.u.ack.declined = true;
+    snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
+             "task %s[%u] declined it: its input from %u[%u] ended before the barrier",
+             t->def->name, t->instance, ended->src_stage, ended->src_instance);
+    t->env->notify(t->env->host, &ack);
+}
+
 static void check_alignment(eddy_task_t *t)
 {
     uint64_t checkpoint = 0;
@@ -951,7 +984,11 @@ static void check_alignment(eddy_task_t *t)
     for (uint32_t i = 0; i < t->n_inputs; i++)
         if (!t->inputs[i].eos && t->inputs[i].barrier != checkpoint)
             return;
-    take_checkpoint(t, checkpoint);
+    const input_channel_t *ended = ended_input(t);
+    if (ended)
+        decline_checkpoint(t, checkpoint, ended);
+    else
+        take_checkpoint(t, checkpoint);
     for (uint32_t i = 0; i < t->n_inputs; i++)
         t->inputs[i].barrier = 0;
 }
@@ -1268,7 +1305,8 @@ int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, 
                      msg->channel.src_stage, src);
         goto reject;
     }
-    if (in->eos) {
+    /* An end of stream still queued counts: nothing may follow it. */
+    if (in->eos || (in->tail && in->tail->msg.type == EDDY_DATA_EOS)) {
         eddy_err_set(err, "protocol violation: %s for %s[%u] after end of stream from %u[%u]",
                      data_type_name(msg->type), self->def->name, self->instance,
                      msg->channel.src_stage, src);
@@ -1521,6 +1559,7 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         break;
     case EDDY_DATA_EOS:
         in->eos = true;
+        in->eos_received = true;
         if (eddy_wm_valve_ended(t->valve, ch, &wm))
             advance_watermark(t, wm);
         check_alignment(t);

@@ -167,6 +167,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.ack.source_state_len = 9;
         m.u.ack.source_state = malloc(9);
         memcpy(m.u.ack.source_state, "f\0i\xffle:17", 9);
+        m.u.ack.declined = true;
         break;
     case EDDY_MSG_COMPLETE:
         m.u.complete.job = 2;
@@ -348,6 +349,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.ack.bytes_written, b->u.ack.bytes_written);
         cr_assert_eq(a->u.ack.files_written, b->u.ack.files_written);
         cr_assert_str_eq(a->u.ack.error, b->u.ack.error);
+        cr_assert_eq(a->u.ack.declined, b->u.ack.declined);
         cr_assert_eq(a->u.ack.source_state_len, b->u.ack.source_state_len);
         cr_assert(!a->u.ack.source_state_len ||
                   !memcmp(a->u.ack.source_state, b->u.ack.source_state, a->u.ack.source_state_len));
@@ -739,8 +741,10 @@ Test(proto, wrong_field_counts_rejected)
         char expected[64];
         snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
         /* Without its last field (the leader epoch), a REGISTER or RELEASE
-         * is an older peer's, still read; anything else is rejected. */
-        if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER)
+         * is an older peer's, still read, and a TRIGGER or ACK one without
+         * its optional last field; anything else is rejected. */
+        if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER &&
+            t != EDDY_MSG_ACK)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
@@ -1181,6 +1185,22 @@ Test(proto, trigger_moving_instances)
     expect_reject("\x99\x07\x01\x02\x03\xc3\x01\x04\x91\x04\x09", 11, "out of range");
     expect_reject("\x99\x07\x01\x02\x03\xc3\x01\x01\x92\x00\x00\x09", 12,
                   "more moving instances");
+}
+
+/* An ACK may end with "declined" (protocol 8); one without it (an ACK
+ * before the field existed) decodes as not declined. */
+Test(proto, ack_declined_is_optional)
+{
+    eddy_msg_t d = decode_ok("\x9d\x08\x01\x02\x03\x00\x00\xff\x00\x00\x00\xa0\xc4\x00\x09", 15);
+    cr_assert_eq(d.u.ack.checkpoint, 3);
+    cr_assert_eq(d.u.ack.position, -1);
+    cr_assert_not(d.u.ack.declined);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    d = decode_ok("\x9e\x08\x01\x02\x03\x00\x00\xff\x00\x00\x00\xa1x\xc4\x00\xc3\x09", 17);
+    cr_assert(d.u.ack.declined);
+    cr_assert_str_eq(d.u.ack.error, "x");
+    eddy_msg_clear(&d);
 }
 
 /* ---- key loads in heartbeat metrics (field 20) ---------------------------- */

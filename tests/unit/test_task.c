@@ -65,6 +65,8 @@ typedef struct host {
     uint32_t n_control;
     uint32_t acks;
     uint64_t acked_checkpoint;
+    bool acked_declined;
+    char ack_error[EDDY_ERROR_MAX];
 } host_t;
 
 static void host_free_control(host_t *h)
@@ -133,6 +135,8 @@ static void host_notify(void *host, const eddy_msg_t *msg)
         h->acks++;
         h->acked_checkpoint = msg->u.ack.checkpoint;
         h->acked_position = msg->u.ack.position;
+        h->acked_declined = msg->u.ack.declined;
+        snprintf(h->ack_error, sizeof h->ack_error, "%s", msg->u.ack.error);
     }
 }
 
@@ -916,6 +920,43 @@ Test(task, a_two_input_stage_takes_the_minimum_watermark_and_ends_with_both_inpu
     cr_assert_eq(eddy_data_decode(data, len, &msg, &err), 0);
     cr_assert_eq(eddy_task_deliver(f.task, &msg, NULL, data, &err), -1);
     cr_assert(strstr(err.msg, "protocol violation"), "%s", err.msg);
+    join_fixture_fini(&f);
+}
+
+/* An input that sent its end of stream has no barrier to give: a checkpoint
+ * aligned without it is declined (it cannot complete, its upstream is done),
+ * not taken. Taking it let a forged end of stream make the task snapshot
+ * before the records its real upstream sent before the barrier, and a
+ * restore from that checkpoint lost them. Anything behind an end of stream,
+ * even one still queued, is a protocol violation. */
+Test(task, a_checkpoint_aligned_with_an_ended_input_is_declined)
+{
+    join_fixture_t f;
+    join_fixture_init(&f);
+    join_record(&f, 0, "a1");
+    join_eos(&f, 0);
+    eddy_channel_id_t ch = {1, 1, 0, 0, 2, 0};
+    size_t len;
+    char *data = eddy_barrier_encode(&ch, 4, &len);
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_data_decode(data, len, &msg, &err), 0);
+    cr_assert_eq(eddy_task_deliver(f.task, &msg, NULL, data, &err), -1,
+                 "a barrier queued behind an end of stream is accepted");
+    cr_assert(strstr(err.msg, "after end of stream"), "%s", err.msg);
+    join_record(&f, 1, "b1");
+    join_barrier(&f, 1, 5);
+    run_until_idle(f.task);
+    cr_assert_eq(f.host.acks, 1);
+    cr_assert_eq(f.host.acked_checkpoint, 5);
+    cr_assert(f.host.acked_declined, "the checkpoint was taken: %s", f.host.ack_error);
+    cr_assert(strstr(f.host.ack_error, "input from 0[0] ended"), "%s", f.host.ack_error);
+    cr_assert_eq(f.capture.prepared, 0, "a declined checkpoint prepares nothing");
+    cr_assert_eq(f.capture.n, 2);
+    /* the right input flows on after the declined barrier */
+    join_record(&f, 1, "b2");
+    run_until_idle(f.task);
+    cr_assert_eq(f.capture.n, 3);
     join_fixture_fini(&f);
 }
 
