@@ -15,6 +15,7 @@
  *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ static char *dir;
 static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
 static char coord_url[64], http_s[16];
 static int ports[2];
-static eddy_proc_t coord, workers[3];
+static eddy_proc_t coord, workers[4];
 static int n_workers;
 
 static void setup(void)
@@ -335,4 +336,79 @@ Test(rebalance, no_rebalance_leaves_the_joining_worker_empty, .init = setup, .fi
     cr_assert(!strstr(l, "migrating"), "a migration with --no-rebalance:\n%s", l);
     free(l);
     expect_finished_exactly();
+}
+
+static bool three_alive(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    bool ok = st && worker_id(st, "worker-1") && worker_id(st, "worker-2") && worker_id(st, "worker-3");
+    json_decref(st);
+    return ok;
+}
+
+/* Running again after a restore (restarts >= 1), with a checkpoint
+ * completed since (the migration waits for one). */
+static bool running_after_restore(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
+    bool ok = state && !strcmp(state, "running") &&
+              json_integer_value(json_object_get(job, "restarts")) >= 1;
+    json_decref(st);
+    return ok;
+}
+
+/* Three workers run the job at parallelism 3; worker-1 is lost (SIGKILL,
+ * or SIGSTOP until it is declared dead), the job is restored on the two
+ * others, then a worker joins (a new one, or worker-1 resumed, which
+ * registers again under a new id) and count instances migrate onto it. */
+static void restore_then_join(bool stop)
+{
+    start_coordinator(true);
+    start_worker();
+    start_worker();
+    start_worker();
+    cr_assert(eddy_poll_until(three_alive, NULL, 20000), "3 workers never registered:\n%s", log_text());
+    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
+                    "--input", input, "--output", output, "--parallelism", "3", "--rate", RATE, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+    if (!eddy_poll_until(running_with_checkpoint, NULL, 30000))
+        cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
+    json_t *st = eddy_test_status(ports[0]);
+    json_int_t victim = worker_id(st, "worker-1");
+    cr_assert_gt(instances_on(st, victim), 0, "worker-1 runs nothing to lose");
+    json_decref(st);
+    cr_assert(kill(workers[0].pid, stop ? SIGSTOP : SIGKILL) == 0);
+    if (!eddy_poll_until(running_after_restore, NULL, 30000))
+        cr_assert_fail("the job was never restored and running:\n%s", log_text());
+    if (stop)
+        cr_assert(kill(workers[0].pid, SIGCONT) == 0);
+    else
+        start_worker();
+    if (!eddy_poll_until(migration_counted, NULL, 30000))
+        cr_assert_fail("no migration after the restore:\n%s", log_text());
+    expect_finished_exactly();
+}
+
+/* A new worker joins after the restore (issue 15: such a migration once
+ * lost records). */
+Test(rebalance, a_migration_after_a_restore_keeps_the_output_exact, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    restore_then_join(false);
+}
+
+/* The lost worker was only paused: it comes back with the tasks of the
+ * epoch before the restore and registers again under a new id. */
+Test(rebalance, a_migration_onto_a_worker_declared_dead_keeps_the_output_exact, .init = setup,
+     .fini = teardown, .timeout = 180)
+{
+    restore_then_join(true);
 }
