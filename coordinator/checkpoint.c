@@ -333,7 +333,6 @@ static void complete(coord_t *c, coord_job_t *j)
     j->last_checkpoint_ms = duration;
     j->last_checkpoint_bytes = pc->bytes;
     j->checkpoints_completed++;
-    j->checkpointed_since_placed = true;
     j->consecutive_checkpoint_failures = 0;
     j->consecutive_restarts = 0; /* the job makes progress again */
     coord_pending_checkpoint_destroy(&pc);

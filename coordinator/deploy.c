@@ -156,8 +156,6 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     j->epoch++;
     if (mode != EDDY_DEPLOY_RESCALE) {
         j->placed_ms = eddy_mono_ms();
-        j->checkpointed_since_placed = false;
-        j->restored = j->restored || mode == EDDY_DEPLOY_RESTORE || checkpoint != 0;
     }
     keep_arg_t keep = {c, j};
     coord_counters_begin_epoch(j->counters, j->epoch, mode == EDDY_DEPLOY_RESCALE ? task_kept : NULL,

@@ -172,14 +172,6 @@ typedef struct coord_job {
     /* The last fresh or restore deploy: its placement saw the workers of
      * then, so only workers that joined later are a reason to migrate. */
     uint64_t placed_ms;
-    /* A checkpoint completed since then: every task has loaded its state
-     * and runs, so a migration snapshot carries all of a moved instance's
-     * key groups (right after a restore a task may not hold them yet). */
-    bool checkpointed_since_placed;
-    /* Restored from a checkpoint since it was submitted: not migrated. A
-     * migration soon after a restore following a coordinator failover lost
-     * records in the compose test (under investigation); fresh jobs never. */
-    bool restored;
 
     /* recovery (recovery.c) */
     uint32_t restarts;            /* all restores after a failure, for views */
@@ -390,6 +382,11 @@ bool coord_all_jobs_ended(coord_t *c);
 void coord_job_free(coord_job_t *j);
 void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s);
 void coord_job_release(coord_t *c, coord_job_t *j);
+/* RELEASE of every job to a worker that registers anew (declared dead
+ * before, or registered with the previous leader): this coordinator placed
+ * none of the tasks it may still run; they are of an older epoch, and their
+ * jobs were restored (or will be) without them. */
+void coord_jobs_release_leftovers(coord_t *c, coord_worker_t *w);
 /* Whether every live worker confirmed (by a heartbeat without its tasks)
  * the RELEASE of each cancelled or failed job, or COORD_RELEASE_WAIT_MS
  * passed since the job ended: only then may eddy local stop the workers. */

@@ -50,15 +50,14 @@ static bool joined_since_placed(const coord_t *c, const coord_job_t *j, uint64_t
 }
 
 /* A job whose instances may move now: a worker joined since it was placed,
- * a checkpoint completed since (its tasks hold their state), it was never
- * restored (see internal.h: a known loss under investigation), it runs with
- * no rescale or deploy or restore in the way, and its last rescale was an
- * interval ago. */
+ * it runs with no rescale or deploy or restore in the way (once a deploy is
+ * confirmed every task holds its key groups: they load before DEPLOYED),
+ * and its last rescale was an interval ago. */
 static bool movable_job(const coord_t *c, const coord_job_t *j, uint64_t now)
 {
     if (j->state != JOB_RUNNING || j->rescale_stage >= 0 || j->any_done || j->finishing ||
         j->restore_scheduled || j->deploys_pending || j->deploy_persisting ||
-        j->restored || !j->checkpointed_since_placed || !joined_since_placed(c, j, now))
+        !joined_since_placed(c, j, now))
         return false;
     if (!j->n_rescales)
         return true;

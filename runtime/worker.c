@@ -379,6 +379,17 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
     /* A DEPLOY is checked before it changes anything: a bad one leaves the
      * job as it was and is answered with the error. */
     wjob_t *j = find_job(w, d->job);
+    /* A rescale keeps the tasks that took part in its migration snapshot
+     * (their state is what the snapshot left out). A job here that did not
+     * (its TRIGGER's epoch was not this job's: tasks left from before this
+     * worker was declared dead, restored elsewhere meanwhile) is stale, and
+     * is rebuilt like a fresh one: its tasks load from the snapshot. */
+    if (j && d->mode == EDDY_DEPLOY_RESCALE && j->env.migration_checkpoint != d->restore_checkpoint) {
+        eddy_warn("job %s: epoch %u here did not take part in the migration snapshot %llu of "
+                  "epoch %u; dropping its tasks", d->job_id, j->epoch,
+                  (unsigned long long)d->restore_checkpoint, d->epoch);
+        j = NULL; /* replaced below */
+    }
     if (j && d->mode == EDDY_DEPLOY_RESCALE) {
         /* Tasks that stay keep running the plan they were built from. */
         if (d->plan_fingerprint != j->plan_fingerprint)
@@ -391,7 +402,7 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
         wjob_t *fresh = new_job(w, d, err);
         if (!fresh)
             return -1;
-        if (j)
+        if ((j = find_job(w, d->job)))
             destroy_job(w, j);
         j = fresh;
         j->next = w->jobs;

@@ -394,6 +394,21 @@ static void restore_then_join(bool stop)
         start_worker();
     if (!eddy_poll_until(migration_counted, NULL, 30000))
         cr_assert_fail("no migration after the restore:\n%s", log_text());
+    char *l = log_text();
+    /* the migration went to the worker that joined after the restore */
+    cr_assert(strstr(l, stop ? "(worker-1) joined" : "(worker-4) joined"),
+              "the migration did not go to the joining worker:\n%s", l);
+    if (stop)
+        cr_assert(strstr(l, "registered again as worker"), "worker-1 did not register again:\n%s", l);
+    const char *marks[] = {"declared dead", "restoring from", "registered again", "migrating", "migrated"};
+    for (size_t k = 0; k < sizeof marks / sizeof *marks; k++) /* for the record */
+        for (const char *p = strstr(l, marks[k]); p; p = NULL) {
+            const char *bol = p;
+            while (bol > l && bol[-1] != '\n')
+                bol--;
+            cr_log_info("%.*s", (int)strcspn(bol, "\n"), bol);
+        }
+    free(l);
     expect_finished_exactly();
 }
 
