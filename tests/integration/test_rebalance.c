@@ -13,6 +13,13 @@
  * third worker stays empty for the rest of the job (sampled until the job
  * ends, which must be seconds after the join), and the output is exact too.
  *
+ * After a restore (issue 15): three workers run the job at parallelism 3,
+ * worker-1 is SIGKILLed (a new worker-4 joins once the job runs again) or
+ * SIGSTOPped until it is declared dead (then SIGCONTed: it registers again
+ * under a new id, still holding its tasks of the epoch before the restore).
+ * count instances migrate onto the joiner at once, and the output is exact:
+ * the stopped worker's stale count task must not keep its old state.
+ *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -140,24 +147,32 @@ static int instances_on(json_t *st, json_int_t id)
     return n;
 }
 
-static bool two_alive(void *arg)
+/* worker-1 .. worker-*arg are alive. */
+static bool alive(void *arg)
 {
-    (void)arg;
+    int n = *(const int *)arg;
     json_t *st = eddy_test_status(ports[0]);
-    bool ok = st && worker_id(st, "worker-1") && worker_id(st, "worker-2");
+    bool ok = st != NULL;
+    for (int i = 1; ok && i <= n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i);
+        ok = worker_id(st, name) != 0;
+    }
     json_decref(st);
     return ok;
 }
 
-/* Running, with a completed checkpoint. */
-static bool running_with_checkpoint(void *arg)
+/* Running, with a completed checkpoint; with *arg, also restored since it
+ * was submitted. */
+static bool running(void *arg)
 {
-    (void)arg;
+    bool restored = arg && *(const bool *)arg;
     json_t *st = eddy_test_status(ports[0]);
     json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
     const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
     bool ok = state && !strcmp(state, "running") &&
-              json_integer_value(json_object_get(json_object_get(job, "last_checkpoint"), "id")) > 0;
+              json_integer_value(json_object_get(json_object_get(job, "last_checkpoint"), "id")) > 0 &&
+              (!restored || json_integer_value(json_object_get(job, "restarts")) >= 1);
     json_decref(st);
     return ok;
 }
@@ -168,10 +183,10 @@ static const char *job_state(json_t *st)
     return job ? json_string_value(json_object_get(job, "state")) : NULL;
 }
 
-static void submit(void)
+static void submit(char *parallelism)
 {
     char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                    "--input", input, "--output", output, "--parallelism", "4", "--rate", RATE, NULL};
+                    "--input", input, "--output", output, "--parallelism", parallelism, "--rate", RATE, NULL};
     char *out = NULL, *err = NULL;
     int rc = eddy_proc_run(argv, 20000, &out, &err);
     cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
@@ -185,9 +200,10 @@ static void run_until_third_joined(bool rebalance)
     start_coordinator(rebalance);
     start_worker();
     start_worker();
-    cr_assert(eddy_poll_until(two_alive, NULL, 20000), "2 workers never registered:\n%s", log_text());
-    submit();
-    if (!eddy_poll_until(running_with_checkpoint, NULL, 30000))
+    int two = 2;
+    cr_assert(eddy_poll_until(alive, &two, 20000), "2 workers never registered:\n%s", log_text());
+    submit("4");
+    if (!eddy_poll_until(running, NULL, 30000))
         cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
     json_t *st = eddy_test_status(ports[0]);
     cr_assert(st);
@@ -338,29 +354,6 @@ Test(rebalance, no_rebalance_leaves_the_joining_worker_empty, .init = setup, .fi
     expect_finished_exactly();
 }
 
-static bool three_alive(void *arg)
-{
-    (void)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    bool ok = st && worker_id(st, "worker-1") && worker_id(st, "worker-2") && worker_id(st, "worker-3");
-    json_decref(st);
-    return ok;
-}
-
-/* Running again after a restore (restarts >= 1), with a checkpoint
- * completed since (the migration waits for one). */
-static bool running_after_restore(void *arg)
-{
-    (void)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    const char *state = job ? json_string_value(json_object_get(job, "state")) : NULL;
-    bool ok = state && !strcmp(state, "running") &&
-              json_integer_value(json_object_get(job, "restarts")) >= 1;
-    json_decref(st);
-    return ok;
-}
-
 /* Three workers run the job at parallelism 3; worker-1 is lost (SIGKILL,
  * or SIGSTOP until it is declared dead), the job is restored on the two
  * others, then a worker joins (a new one, or worker-1 resumed, which
@@ -371,22 +364,18 @@ static void restore_then_join(bool stop)
     start_worker();
     start_worker();
     start_worker();
-    cr_assert(eddy_poll_until(three_alive, NULL, 20000), "3 workers never registered:\n%s", log_text());
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                    "--input", input, "--output", output, "--parallelism", "3", "--rate", RATE, NULL};
-    char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &err);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-    free(out);
-    free(err);
-    if (!eddy_poll_until(running_with_checkpoint, NULL, 30000))
+    int three = 3;
+    cr_assert(eddy_poll_until(alive, &three, 20000), "3 workers never registered:\n%s", log_text());
+    submit("3");
+    if (!eddy_poll_until(running, NULL, 30000))
         cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
     json_t *st = eddy_test_status(ports[0]);
     json_int_t victim = worker_id(st, "worker-1");
     cr_assert_gt(instances_on(st, victim), 0, "worker-1 runs nothing to lose");
     json_decref(st);
     cr_assert(kill(workers[0].pid, stop ? SIGSTOP : SIGKILL) == 0);
-    if (!eddy_poll_until(running_after_restore, NULL, 30000))
+    bool restored = true;
+    if (!eddy_poll_until(running, &restored, 30000))
         cr_assert_fail("the job was never restored and running:\n%s", log_text());
     if (stop)
         cr_assert(kill(workers[0].pid, SIGCONT) == 0);
