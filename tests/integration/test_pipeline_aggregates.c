@@ -7,8 +7,8 @@
  * parallelism, and the sketches within their error. top_k on generated
  * bids (few bidders an auction, so its count-min answer is exact) equals
  * the exact top computed here, with checkpoints every 100 ms during the
- * run, and again while the aggregate is rescaled 2 -> 3 -> 1 mid-run; its
- * spec errors are one line with file:line and exit 2. */
+ * run, and again while the aggregate is rescaled 2 -> 3 -> 1 mid-run (its
+ * spec errors are test_pipelines.c's). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,36 +339,4 @@ Test(pipeline_aggregates, top_k_exact_across_rescales)
     }
     expect_top_k_output(want);
     free(want);
-}
-
-Test(pipeline_aggregates, top_k_spec_errors_name_file_line)
-{
-    static const struct {
-        const char *agg, *want;
-    } cases[] = {
-        {"top_k(bidder)", "spec.yaml:5: steps[1].aggregate.t: top_k takes 2 arguments, (EXPR, K)"},
-        {"top_k(bidder, 2, 3)", "spec.yaml:5: steps[1].aggregate.t: top_k takes 2 arguments"},
-        {"top_k(bidder, 0)", "spec.yaml:5: steps[1].aggregate.t: top_k's K must be an integer "
-                             "constant in 1..16"},
-        {"top_k(bidder, 17)", "spec.yaml:5: steps[1].aggregate.t: top_k's K must be"},
-        {"top_k(bidder, ts)", "spec.yaml:5: steps[1].aggregate.t: top_k's K must be"},
-        {"top_k(bidr, 2)", "spec.yaml:5: steps[1].aggregate.t: column 1: unknown field 'bidr'"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[400];
-        snprintf(text, sizeof text,
-                 "source: {format: csv, columns: [auction, ts, bidder]}\nsteps:\n"
-                 "  - key_by: auction\n  - aggregate:\n      t: %s\n", cases[i].agg);
-        cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
-        char *argv[] = {EDDY_BINARY, "local", "--pipeline", spec, "--input", "/dev/null", NULL};
-        char *out = NULL, *errout = NULL;
-        int rc = eddy_proc_run(argv, 60000, &out, &errout);
-        cr_assert_eq(rc, 2, "case %zu: exit %d (%s)", i, rc, errout ? errout : "");
-        cr_assert(errout && strstr(errout, cases[i].want), "case %zu: '%s' does not say '%s'", i,
-                  errout ? errout : "", cases[i].want);
-        const char *nl = strchr(errout, '\n');
-        cr_assert(!nl || !nl[1], "case %zu: more than one line: '%s'", i, errout);
-        free(out);
-        free(errout);
-    }
 }
