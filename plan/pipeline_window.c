@@ -89,30 +89,30 @@ static int constant_arg(eddy_agg_t *out, const char *in, const char *in_end, con
     if (!inner)
         return eddy_err_set(err, "out of memory");
     const char *comma = last_top_comma(inner);
-    char *expr = comma ? strndup(inner, (size_t)(comma - inner)) : NULL;
-    bool two = comma && expr && !blank(inner, comma) && !last_top_comma(expr);
+    size_t at = comma ? (size_t)(comma - inner) : 0;
+    if (comma)
+        inner[at] = '\0'; /* inner is EXPR now; the constant follows */
+    bool two = comma && !blank(inner, inner + at) && !last_top_comma(inner);
     char *num_end = NULL;
     bool ok = false;
     if (two) {
-        const char *num = comma + 1;
+        const char *num = inner + at + 1, *num_stop = num + strlen(num);
         while (isspace((unsigned char)*num))
             num++;
         errno = 0;
         if (top_k) {
             long long k = isdigit((unsigned char)*num) ? strtoll(num, &num_end, 10) : 0;
-            ok = num_end && num_end != num && blank(num_end, inner + strlen(inner)) && !errno &&
-                 k >= 1 && k <= EDDY_PIPELINE_TOP_K_MAX;
+            ok = num_end && num_end != num && blank(num_end, num_stop) && !errno && k >= 1 &&
+                 k <= EDDY_PIPELINE_TOP_K_MAX;
             out->k = ok ? (uint32_t)k : 0;
         } else {
             double q = strtod(num, &num_end);
-            ok = num_end != num && blank(num_end, inner + strlen(inner)) && !errno && q >= 0 &&
-                 q <= 1;
+            ok = num_end != num && blank(num_end, num_stop) && !errno && q >= 0 && q <= 1;
             out->q = q;
         }
     }
     if (ok)
-        *cut = in + (comma - inner);
-    free(expr);
+        *cut = in + at;
     free(inner);
     if (ok)
         return 0;
