@@ -179,7 +179,7 @@ Test(sketch_cms, validate_on_random_bytes)
  * times, in a shuffled order, split over two partial sketches. */
 static void feed_few(eddy_cms_t *a, eddy_cms_t *b, uint64_t seed)
 {
-    char vals[200];
+    char vals[256]; /* 3 * 66 + 12 = 210 values */
     size_t n = 0;
     for (unsigned v = 0; v < 12; v++)
         for (unsigned i = 0; i < 3 * v + 1; i++)
