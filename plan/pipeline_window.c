@@ -151,7 +151,7 @@ int eddy_pipeline_agg_parse(const char *text, eddy_agg_t *out, eddy_err_t *err)
     out->fn = (eddy_agg_fn_t)f;
     const char *in = p + 1, *in_end = end - 1;
     if (out->fn == EDDY_AGG_QUANTILE || out->fn == EDDY_AGG_TOP_K) {
-        const char *cut;
+        const char *cut = in_end;
         if (constant_arg(out, in, in_end, &cut, err) < 0)
             return -1;
         in_end = cut;
