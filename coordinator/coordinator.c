@@ -149,11 +149,6 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         send_to(c, identity, identity_len, &refuse);
         return;
     }
-    /* Whatever a worker that registers anew still runs (it was declared
-     * dead, or registered with the previous leader) is stale: its jobs were
-     * restored, or will be, without those tasks. Only the same live entry
-     * registering again keeps them. */
-    bool stale_tasks = !w;
     if (!w && (w = coord_awaiting_worker_named(c, m->u.reg.name))) {
         /* registered with the previous leader: it takes its entry back */
         w->awaiting = false;
@@ -196,8 +191,6 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     send_to(c, identity, identity_len, &reply);
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
-    if (stale_tasks) /* before any DEPLOY to it (the control socket keeps order) */
-        coord_jobs_release_leftovers(c, w);
     coord_worker_lease_on_registered(c, w);
     coord_jobs_on_worker_joined(c);
     coord_rebalance_worker_joined(c);

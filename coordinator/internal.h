@@ -386,11 +386,6 @@ bool coord_all_jobs_ended(coord_t *c);
 void coord_job_free(coord_job_t *j);
 void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s);
 void coord_job_release(coord_t *c, coord_job_t *j);
-/* RELEASE of every job to a worker that registers anew (declared dead
- * before, or registered with the previous leader): this coordinator placed
- * none of the tasks it may still run; they are of an older epoch, and their
- * jobs were restored (or will be) without them. */
-void coord_jobs_release_leftovers(coord_t *c, coord_worker_t *w);
 /* Whether every live worker confirmed (by a heartbeat without its tasks)
  * the RELEASE of each cancelled or failed job, or COORD_RELEASE_WAIT_MS
  * passed since the job ended: only then may eddy local stop the workers. */

@@ -139,7 +139,7 @@ void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s)
     coord_job_store_save(c, j, 3, NULL, NULL);
 }
 
-static eddy_msg_t release_msg(const coord_job_t *j)
+void coord_job_release(coord_t *c, coord_job_t *j)
 {
     eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
     rel.u.release.job = j->num;
@@ -149,23 +149,7 @@ static eddy_msg_t release_msg(const coord_job_t *j)
                            : j->state == JOB_FAILED  ? EDDY_RELEASE_FAILED
                            : j->state == JOB_FINISHED ? EDDY_RELEASE_FINISHED
                                                       : EDDY_RELEASE_RESTORE;
-    return rel;
-}
-
-void coord_job_release(coord_t *c, coord_job_t *j)
-{
-    eddy_msg_t rel = release_msg(j);
     coord_broadcast(c, &rel);
-}
-
-void coord_jobs_release_leftovers(coord_t *c, coord_worker_t *w)
-{
-    for (coord_job_t *j = c->jobs; j; j = j->next) {
-        if (j->history)
-            continue;
-        eddy_msg_t rel = release_msg(j);
-        coord_send_worker(c, w, &rel);
-    }
 }
 
 bool coord_releases_confirmed(coord_t *c, uint64_t now_ms)
