@@ -18,17 +18,17 @@
 # this build's and the ratio of the two builds' spec CPU times: a change to
 # the pipeline code measured before and after in the same run.
 #
-# Usage: bench/pipeline_vs_c.sh [--long]   (~2 min, twice that with BEFORE;
+# Usage: bench/pipeline_vs_c.sh [--long]   (~3 min, twice that with BEFORE;
 #                                           --long: 3x the rounds)
 # Environment: BUILD (default <repo>/build; Release or RelWithDebInfo),
-# BEFORE (unset), EVENTS (1000000), ROUNDS (3), QUERIES ("q1 q2 q5"),
+# BEFORE (unset), EVENTS (500000), ROUNDS (3), QUERIES ("q1 q2 q5"),
 # OUT (bench/out).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-EVENTS=${EVENTS:-1000000}
+EVENTS=${EVENTS:-500000}
 ROUNDS=${ROUNDS:-3}
 QUERIES=${QUERIES:-"q1 q2 q5"}
 OUT=${OUT:-$HERE/out}
