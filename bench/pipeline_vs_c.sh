@@ -32,11 +32,8 @@ EVENTS=${EVENTS:-500000}
 ROUNDS=${ROUNDS:-3}
 QUERIES=${QUERIES:-"q1 q2 q5"}
 OUT=${OUT:-$HERE/out}
-case ${1:-} in
-    "") ;;
-    --long) ROUNDS=$((ROUNDS * 3)) ;;
-    *) echo "usage: bench/pipeline_vs_c.sh [--long]" >&2; exit 2 ;;
-esac
+source "$HERE/rounds.sh"
+rounds_setup "$@"
 [[ -x $BUILD/eddy ]] || { echo "missing $BUILD/eddy; build first (Release)" >&2; exit 2; }
 declare -A EDDY=([now]=$BUILD/eddy)
 BUILDS=now
@@ -45,11 +42,6 @@ if [[ -n ${BEFORE:-} ]]; then
     EDDY[before]=$BEFORE/eddy
     BUILDS="before now"
 fi
-mkdir -p "$OUT"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-ROUNDS_LOG_DIR=$TMP
-source "$HERE/rounds.sh"
 
 events=$OUT/nexmark-events-$EVENTS.csv
 if [[ ! -s $events ]]; then

@@ -43,17 +43,9 @@ BUILD=${BUILD:-$ROOT/build}
 LINES=${LINES:-1000000}
 ROUNDS=${ROUNDS:-5}
 OUT=${OUT:-$HERE/out}
-case ${1:-} in
-    "") ;;
-    --long) ROUNDS=$((ROUNDS * 3)) ;;
-    *) echo "usage: bench/reorder.sh [--long]" >&2; exit 2 ;;
-esac
-[[ -x $BUILD/eddy ]] || { echo "missing $BUILD/eddy; build first (Release)" >&2; exit 2; }
-mkdir -p "$OUT"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-ROUNDS_LOG_DIR=$TMP
 source "$HERE/rounds.sh"
+rounds_setup "$@"
+[[ -x $BUILD/eddy ]] || { echo "missing $BUILD/eddy; build first (Release)" >&2; exit 2; }
 
 # id,key,x,y,body: key % 100 == 7 for 1% of the lines; x ends in 'needle'
 # for 99% of the first half and 1% of the second, y the other way round;
@@ -162,5 +154,10 @@ verdict() { # label base
     echo "adaptive's hand-ordered twin is hand2, the best single static order for its input. Target:"
     verdict on hand
     verdict adaptive hand2
+    share=$(awk -v s="$(rounds_median startup cpu)" -v h="$(rounds_median hand cpu)" \
+        'BEGIN { printf "%.0f", (h > 0 ? 100 * s / h : 100) }')
+    if ((share > 50)); then
+        echo "warning: start-up is $share% of hand's CPU time: too few LINES for these ratios to mean much"
+    fi
 } >"$md"
 cat "$md"

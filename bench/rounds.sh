@@ -11,6 +11,9 @@
 # spent waiting for a core that another process holds is not in it, which
 # on a 2-core machine shared with builds is most of the noise in wall time.
 #
+#   rounds_setup "$@"          the bench's arguments: --long triples
+#                              ROUNDS; makes OUT and TMP (removed at exit),
+#                              where the runs' logs go
 #   rounds_time LABEL CMD...   run CMD, append its wall and CPU seconds to
 #                              LABEL's lists; the command's stderr goes to
 #                              $ROUNDS_LOG_DIR/LABEL.log, stdout where the
@@ -26,7 +29,19 @@
 #                                         the time the records took
 
 declare -gA ROUNDS_WALL ROUNDS_CPU
-ROUNDS_LOG_DIR=${ROUNDS_LOG_DIR:-/tmp}
+ROUNDS_LOG_DIR=/tmp
+
+rounds_setup() {
+    case ${1:-} in
+        "") ;;
+        --long) ROUNDS=$((ROUNDS * 3)) ;;
+        *) echo "usage: $0 [--long]" >&2; exit 2 ;;
+    esac
+    mkdir -p "$OUT"
+    TMP=$(mktemp -d)
+    trap 'rm -rf "$TMP"' EXIT
+    ROUNDS_LOG_DIR=$TMP
+}
 
 rounds_time() {
     local label=$1; shift

@@ -76,6 +76,19 @@ bool eddy_strv_has(const eddy_strv_t *self, const char *s)
     return false;
 }
 
+int eddy_buf_reset(eddy_buf_t *self, size_t cap)
+{
+    if (self->cap < cap) {
+        char *p = realloc(self->p, cap);
+        if (!p)
+            return -1;
+        self->p = p;
+        self->cap = cap;
+    }
+    self->len = 0;
+    return 0;
+}
+
 int eddy_buf_add(eddy_buf_t *self, const char *s, size_t len)
 {
     if (self->len + len + 1 > self->cap) {
@@ -155,14 +168,8 @@ int eddy_etl_csv_spans(const char *line, size_t len, eddy_csv_span_t *spans, siz
     *n = 0;
     /* Unquoting never lengthens a field, so len + 1 bytes are enough for
      * every quoted field of the line and pointers into it stay valid. */
-    if (unquoted->cap < len + 1) {
-        char *p = realloc(unquoted->p, len + 1);
-        if (!p)
-            return eddy_err_set(err, "out of memory");
-        unquoted->p = p;
-        unquoted->cap = len + 1;
-    }
-    unquoted->len = 0;
+    if (eddy_buf_reset(unquoted, len + 1) < 0)
+        return eddy_err_set(err, "out of memory");
     size_t i = 0;
     for (;;) {
         const char *field;

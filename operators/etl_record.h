@@ -35,6 +35,9 @@ typedef struct eddy_buf {
 } eddy_buf_t;
 
 int eddy_buf_add(eddy_buf_t *self, const char *s, size_t len);
+/* Empties the buffer and makes room for cap bytes, so that pointers into
+ * what is then written in place (without eddy_buf_add) stay valid. */
+int eddy_buf_reset(eddy_buf_t *self, size_t cap);
 void eddy_buf_free(eddy_buf_t *self);
 
 typedef struct eddy_etl_field {

@@ -7,14 +7,8 @@
 int eddy_row_split(const char *line, size_t len, eddy_val_t *vals, uint32_t n, eddy_buf_t *scratch,
                    eddy_err_t *err)
 {
-    if (scratch->cap < len + 1) {
-        char *p = realloc(scratch->p, len + 1);
-        if (!p)
-            return eddy_err_set(err, "out of memory");
-        scratch->p = p;
-        scratch->cap = len + 1;
-    }
-    scratch->len = 0;
+    if (eddy_buf_reset(scratch, len + 1) < 0)
+        return eddy_err_set(err, "out of memory");
     uint32_t field = 0;
     size_t start = 0;
     /* Field by field with memchr: most fields have no escape to undo. */
