@@ -18,7 +18,7 @@
 # this build's and the ratio of the two builds' spec CPU times: a change to
 # the pipeline code measured before and after in the same run.
 #
-# Usage: bench/pipeline_vs_c.sh [--long]   (~3 min, twice that with BEFORE;
+# Usage: bench/pipeline_vs_c.sh [--long]   (~2 min, ~4.5 min with BEFORE;
 #                                           --long: 3x the rounds)
 # Environment: BUILD (default <repo>/build; Release or RelWithDebInfo),
 # BEFORE (unset), EVENTS (500000), ROUNDS (3), QUERIES ("q1 q2 q5"),
