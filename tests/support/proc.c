@@ -423,6 +423,47 @@ static const char *const base_words[] = {
 };
 static const char *const suffixes[] = {"", "", "", "", "", ",", ".", ";", "!", "?", ":", "'s"};
 
+int eddy_test_wc_input(const char *path, size_t bytes, uint64_t seed, eddy_test_wc_input_t *out,
+                       eddy_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (eddy_gen_text(path, bytes, seed, err) < 0)
+        return -1;
+    out->text = eddy_read_file(path, &out->text_len);
+    if (!out->text)
+        return eddy_err_set(err, "cannot read back %s", path);
+    out->expected = eddy_reference_wordcount(out->text, out->text_len, &out->expected_len);
+    if (!out->expected) {
+        eddy_test_wc_input_free(out);
+        return eddy_err_set(err, "out of memory");
+    }
+    out->lines = 1;
+    for (size_t i = 0; i < out->text_len; i++)
+        out->lines += out->text[i] == '\n';
+    return 0;
+}
+
+void eddy_test_wc_input_free(eddy_test_wc_input_t *in)
+{
+    free(in->text);
+    free(in->expected);
+    memset(in, 0, sizeof *in);
+}
+
+char *eddy_test_wc_reference(const char *path, size_t bytes, uint64_t seed, size_t *expected_len,
+                             size_t *lines, eddy_err_t *err)
+{
+    eddy_test_wc_input_t in;
+    if (eddy_test_wc_input(path, bytes, seed, &in, err) < 0)
+        return NULL;
+    char *expected = in.expected;
+    *expected_len = in.expected_len;
+    *lines = in.lines;
+    in.expected = NULL;
+    eddy_test_wc_input_free(&in);
+    return expected;
+}
+
 int eddy_gen_text(const char *path, size_t bytes, uint64_t seed, eddy_err_t *err)
 {
     FILE *f = fopen(path, "wb");
