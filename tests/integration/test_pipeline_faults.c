@@ -16,7 +16,9 @@
  *    the set of values a window holds, not on the order they came in);
  *  - Nexmark q8 (a windowed semi-join) and q11 (session windows): the
  *    reference of tests/support/nexmark_ref.c.
- * Every wait polls `eddy status --json` or the process with a deadline. */
+ * A rescale naming a step by a wrong name is refused with the names of the
+ * keyed operators it could name. Every wait polls `eddy status --json` or
+ * the process with a deadline. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -311,11 +313,13 @@ static void expect_output(const char *expected, size_t expected_len)
     free(got);
 }
 
-/* Rescales stage up to 3 and down to 1 while the spec runs. */
+/* Rescales stage up to 3 and down to 1 while the spec runs (started here
+ * unless the test started it). */
 static void rescale_up_then_down(const char *spec, const char *stage, const char *expected,
                                  size_t expected_len)
 {
-    start(spec);
+    if (local.pid <= 0)
+        start(spec);
     wait_job(1, 0, "a completed checkpoint");
     char *up = rescale(stage, "3");
     cr_assert_gt(moved_bytes(up), 0, "the rescale up moved no state: %s", up);
@@ -368,10 +372,27 @@ Test(pipeline_faults, plan_names_the_rescalable_stages)
     }
 }
 
+/* A rescale naming a step wrongly is refused with the names it could use. */
+static void expect_refusal_naming(const char *wrong, const char *stage)
+{
+    char *argv[] = {EDDY_BINARY, "rescale", JOB, (char *)wrong, "3", "--coordinator", coord, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 30000, &out, &err);
+    cr_assert_gt(rc, 0, "eddy rescale %s %s 3: exit %d, want a refusal", JOB, wrong, rc);
+    cr_assert(err && strstr(err, stage), "the refusal of '%s' does not name %s: %s", wrong, stage,
+              err ? err : "");
+    free(out);
+    free(err);
+}
+
 Test(pipeline_faults, aggregate_rescaled_up_then_down)
 {
     size_t len;
     char *expected = aggregate_expected(&len);
+    start(agg_path);
+    wait_job(0, 0, "the job running");
+    expect_refusal_naming("aggregate", AGG_STAGE);
+    expect_refusal_naming("source", AGG_STAGE);
     rescale_up_then_down(agg_path, AGG_STAGE, expected, len);
     free(expected);
 }
