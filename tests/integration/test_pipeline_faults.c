@@ -196,38 +196,15 @@ static void start(const char *spec)
     cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
 }
 
-typedef struct job_wait {
-    int64_t min_completed, min_restarts;
-    bool gone;
-} job_wait_t;
-
 /* The job runs with at least min_completed checkpoints and min_restarts
  * restores behind it. */
-static bool job_ready(void *arg)
-{
-    job_wait_t *w = arg;
-    if (!eddy_proc_alive(&local)) {
-        w->gone = true;
-        return true;
-    }
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, JOB) : NULL;
-    const char *state = j ? json_string_value(json_object_get(j, "state")) : NULL;
-    bool ok = state && !strcmp(state, "running") &&
-              json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"),
-                                                 "completed")) >= w->min_completed &&
-              json_integer_value(json_object_get(j, "restarts")) >= w->min_restarts;
-    json_decref(st);
-    return ok;
-}
-
 static void wait_job(int64_t min_completed, int64_t min_restarts, const char *what)
 {
-    job_wait_t w = {min_completed, min_restarts, false};
-    if (!eddy_poll_until(job_ready, &w, 30000) || w.gone) {
+    if (!eddy_test_wait_job_progress(ports[0], JOB, "running", min_completed, min_restarts, 30000,
+                                     &local)) {
         char *l = log_text();
         cr_assert_fail("timed out waiting for %s%s; log:\n%s", what,
-                       w.gone ? " (eddy local exited)" : "", l);
+                       eddy_proc_alive(&local) ? "" : " (eddy local exited)", l);
     }
 }
 
@@ -405,32 +382,31 @@ Test(pipeline_faults, aggregate_worker_killed)
     free(expected);
 }
 
+/* A Nexmark query's spec, disturbed, against the reference. */
+static void nexmark_case(const char *query, const char *stage, bool kill_worker)
+{
+    char spec[700];
+    spec_of(query, spec, sizeof spec);
+    size_t len;
+    char *expected = nexmark_expected(query, &len);
+    if (kill_worker)
+        kill_holder(spec, stage, expected, len);
+    else
+        rescale_up_then_down(spec, stage, expected, len);
+    free(expected);
+}
+
 Test(pipeline_faults, windowed_join_rescaled_up_then_down)
 {
-    char q8[700];
-    spec_of("q8", q8, sizeof q8);
-    size_t len;
-    char *expected = nexmark_expected("q8", &len);
-    rescale_up_then_down(q8, "step2_join", expected, len);
-    free(expected);
+    nexmark_case("q8", "step2_join", false);
 }
 
 Test(pipeline_faults, windowed_join_worker_killed)
 {
-    char q8[700];
-    spec_of("q8", q8, sizeof q8);
-    size_t len;
-    char *expected = nexmark_expected("q8", &len);
-    kill_holder(q8, "step2_join", expected, len);
-    free(expected);
+    nexmark_case("q8", "step2_join", true);
 }
 
 Test(pipeline_faults, sessions_worker_killed)
 {
-    char q11[700];
-    spec_of("q11", q11, sizeof q11);
-    size_t len;
-    char *expected = nexmark_expected("q11", &len);
-    kill_holder(q11, "step3_aggregate", expected, len);
-    free(expected);
+    nexmark_case("q11", "step3_aggregate", true);
 }
