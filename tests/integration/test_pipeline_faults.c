@@ -10,10 +10,12 @@
  * prints), or a SIGKILL of a worker holding an instance of that step. The
  * output file must then equal the expected one byte for byte:
  *  - a key_by + event-time tumbling window + aggregate with count, sum,
- *    count_distinct (HyperLogLog) and quantile (DDSketch): the output of
- *    the same spec run undisturbed, itself checked against counts and sums
- *    computed here from the events (the sketches' estimates depend only on
- *    the set of values a window holds, not on the order they came in);
+ *    count_distinct (HyperLogLog), quantile (DDSketch) and top_k
+ *    (count-min): the output of the same spec run undisturbed, itself
+ *    checked against counts and sums computed here from the events (the
+ *    sketches are computed from a window's rows when it fires; HLL's and
+ *    DDSketch's answers do not depend on the rows' order, top_k's
+ *    candidates could, so the rows must keep theirs);
  *  - Nexmark q8 (a windowed semi-join) and q11 (session windows): the
  *    reference of tests/support/nexmark_ref.c.
  * A rescale naming a step by a wrong name is refused with the names of the
@@ -49,7 +51,8 @@ static const char agg_spec[] = "name: aggregate-faults\n"
                                "      total: sum(price)\n"
                                "      bidders: count_distinct(bidder)\n"
                                "      median: \"quantile(price, 0.5)\"\n"
-                               "      p90: \"quantile(price, 0.9)\"\n";
+                               "      p90: \"quantile(price, 0.9)\"\n"
+                               "      top: \"top_k(bidder, 3)\"\n";
 #define AGG_STAGE "step3_aggregate"
 
 static char *dir;
