@@ -301,6 +301,7 @@ json_t *eddy_test_status_job(json_t *status, const char *job)
 typedef struct state_wait {
     int port;
     const char *job, *state;
+    int64_t min_completed, min_restarts;
     eddy_proc_t *owner;
     bool gone;
 } state_wait_t;
@@ -315,16 +316,26 @@ static bool job_in_state(void *arg)
     json_t *doc = eddy_test_status(w->port);
     json_t *j = doc ? eddy_test_status_job(doc, w->job) : NULL;
     const char *s = j ? json_string_value(json_object_get(j, "state")) : NULL;
-    bool ok = s && !strcmp(s, w->state);
+    json_t *ck = j ? json_object_get(j, "last_checkpoint") : NULL;
+    bool ok = s && !strcmp(s, w->state) &&
+              json_integer_value(json_object_get(ck, "completed")) >= w->min_completed &&
+              json_integer_value(json_object_get(j, "restarts")) >= w->min_restarts;
     json_decref(doc);
     return ok;
+}
+
+bool eddy_test_wait_job_progress(int control_port, const char *job, const char *state,
+                                 int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
+                                 eddy_proc_t *owner)
+{
+    state_wait_t w = {control_port, job, state, min_completed, min_restarts, owner, false};
+    return eddy_poll_until(job_in_state, &w, timeout_ms) && !w.gone;
 }
 
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
                               uint64_t timeout_ms, eddy_proc_t *owner)
 {
-    state_wait_t w = {control_port, job, state, owner, false};
-    return eddy_poll_until(job_in_state, &w, timeout_ms) && !w.gone;
+    return eddy_test_wait_job_progress(control_port, job, state, 0, 0, timeout_ms, owner);
 }
 
 /* ---- reference wordcount ----------------------------------------------------- */

@@ -73,6 +73,11 @@ json_t *eddy_test_status_job(json_t *status, const char *job);
  * Gives up early when `owner` (the eddy local process; may be NULL) exits. */
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
                               uint64_t timeout_ms, eddy_proc_t *owner);
+/* The same, and the job has at least min_completed completed checkpoints
+ * and min_restarts restores behind it. */
+bool eddy_test_wait_job_progress(int control_port, const char *job, const char *state,
+                                 int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
+                                 eddy_proc_t *owner);
 
 /* Reference wordcount: tokens split on ' ' and '\t' (lines on '\n'), sorted
  * with memcmp, as "word\tcount\n" lines. malloc'd; *out_len set. */
