@@ -273,8 +273,7 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
     eddy_pipeline_opt_clear(&ro);
     eddy_config_t *c = eddy_config_new();
     if (!c || eddy_config_set_str(c, "type", j->semi ? "semi" : "inner") < 0 ||
-        eddy_config_set_int(c, "window_ms", j->window_ms) < 0 ||
-        eddy_config_set_bool(c, "interval", j->left_from != NULL) < 0) {
+        eddy_config_set_int(c, "window_ms", j->window_ms) < 0) {
         eddy_config_destroy(&c);
         eddy_builder_fail(sd->b, "out of memory");
         return;
@@ -283,7 +282,9 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
     snprintf(uid, sizeof uid, "step%u_join", st->index);
     sd->rows = eddy_set_parallelism(eddy_process2(eddy_key_by(sd->rows, "tab_prefix"),
                                                   eddy_key_by(right.rows, "tab_prefix"), uid,
-                                                  EDDY_PIPELINE_JOIN_KIND, c),
+                                                  j->left_from ? EDDY_PIPELINE_INTERVAL_JOIN_KIND
+                                                               : EDDY_PIPELINE_JOIN_KIND,
+                                                  c),
                                     step_parallelism(sd, st));
 }
 

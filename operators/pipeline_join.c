@@ -4,7 +4,8 @@
  * and, when windowed, the window's start; an event-time timer at the
  * window's last millisecond clears both. A semi-join keeps one right row
  * per key (and window) as the mark that there is a match, and only the
- * left rows still waiting for one. */
+ * left rows still waiting for one. The interval join (its own kind, with a
+ * per-key value for its timer) is below. */
 #include "operators/pipeline_join.h"
 
 #include <inttypes.h>
@@ -14,7 +15,7 @@
 #include "api/process.h"
 
 typedef struct join_conf {
-    bool semi, interval;
+    bool semi;
     int64_t window_ms;
 } join_conf_t;
 
@@ -22,7 +23,7 @@ static join_conf_t conf_of(eddy_process_context_t *ctx)
 {
     const eddy_config_t *c = eddy_process_config(ctx);
     join_conf_t j = {!strcmp(eddy_config_str(c, "type", "inner"), "semi"),
-                     eddy_config_bool(c, "interval", false), eddy_config_int(c, "window_ms", 0)};
+                     eddy_config_int(c, "window_ms", 0)};
     return j;
 }
 
@@ -216,8 +217,14 @@ static int interval_expire(eddy_process_context_t *ctx, const char *ns, int64_t 
     return rc;
 }
 
-static int interval_on_timer(eddy_process_context_t *ctx, int64_t time, eddy_err_t *err)
+static int interval_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,
+                             const void *ns, uint32_t ns_len, eddy_collector_t *out,
+                             eddy_err_t *err)
 {
+    (void)domain;
+    (void)ns;
+    (void)ns_len;
+    (void)out;
     interval_state_t *st = eddy_process_value_get(ctx);
     if (st && st->armed && st->timer > time)
         return 0; /* a timer deleted in spirit: the pending one is later */
@@ -239,8 +246,6 @@ static int join_process(eddy_process_context_t *ctx, const eddy_record_t *rec,
                         eddy_collector_t *out, eddy_err_t *err)
 {
     join_conf_t j = conf_of(ctx);
-    if (j.interval)
-        return interval_process(ctx, rec, out, err);
     const char *cols;
     uint32_t len;
     int64_t ts = rec->timestamp, start = 0;
@@ -295,9 +300,8 @@ static int join_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain,
 {
     (void)domain;
     (void)out;
+    (void)time;
     join_conf_t j = conf_of(ctx);
-    if (j.interval)
-        return interval_on_timer(ctx, time, err);
     int64_t start;
     if (tns_len != sizeof start || !j.window_ms)
         return eddy_err_set(err, "pipeline join: a timer without its window");
@@ -310,12 +314,14 @@ static int join_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain,
     return 0;
 }
 
-/* The value is an interval join's timer (interval_state_t); the other
- * joins never create it. */
-static const eddy_process_udf_t join_udf = {.value_size = sizeof(interval_state_t),
-                                            .process = join_process, .on_timer = join_on_timer};
+static const eddy_process_udf_t join_udf = {.process = join_process, .on_timer = join_on_timer};
+static const eddy_process_udf_t interval_udf = {.value_size = sizeof(interval_state_t),
+                                                .process = interval_process,
+                                                .on_timer = interval_on_timer};
 
 int eddy_pipeline_join_register(eddy_registry_t *r, eddy_err_t *err)
 {
-    return eddy_register_process(r, EDDY_PIPELINE_JOIN_KIND, &join_udf, err);
+    if (eddy_register_process(r, EDDY_PIPELINE_JOIN_KIND, &join_udf, err) < 0)
+        return -1;
+    return eddy_register_process(r, EDDY_PIPELINE_INTERVAL_JOIN_KIND, &interval_udf, err);
 }
