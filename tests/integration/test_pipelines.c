@@ -163,6 +163,9 @@ Test(pipelines, bad_specs_name_file_line_and_field)
         {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n      with: {}\n"
          "      window: {size: 10s, time: lower(t)}\n",
          "bad.yaml:6: steps[0].join.window.time: type mismatch"},
+        {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join:\n      on: a\n      with: {}\n"
+         "      window: {from: t, time: t}\n",
+         "bad.yaml:6: steps[0].join.window: an interval window needs both from and to"},
         {"source: {format: csv, columns: [a]}\nsteps:\n  - map: {x: a}\n    max_parallelism: 64\n",
          "bad.yaml:4: steps[0].max_parallelism: only keyed steps (join, key_by, window, aggregate, "
          "max_by) have key groups"},
