@@ -50,7 +50,8 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
     for (uint32_t i = 0; i < workers; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%u", i + 1);
-        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir};
+        /* eddy local stops them after its coordinator ended: nobody to tell */
+        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir, true};
         char *wargv[EDDY_LOCAL_WORKER_ARGV_MAX];
         eddy_local_worker_argv(&wflags, name, wargv);
         if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)

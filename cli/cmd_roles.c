@@ -18,6 +18,7 @@ int eddy_cmd_worker(int argc, char **argv)
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
     uint32_t port = 0, register_timeout = 10000;
     bool hostname_identity = false;
+    uint32_t leave_wait = 300;
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]", "coordinator control socket, or a comma-separated list of coordinators: the worker follows their leader (env EDDY_COORDINATOR)"),
@@ -27,6 +28,7 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
+        EDDY_FLAG_U32("leave-wait-ms", &leave_wait, 0, EDDY_FLAG_MS_MAX, "MS", "asked to stop, tell the coordinator this worker leaves and wait up to MS for its answer (300; 0: stop without a word, logged as dead)"),
         EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_FLAG_END,
@@ -59,7 +61,7 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots, keys};
+                                  snapshots, keys, leave_wait};
     eddy_err_t err = {{0}};
     int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
     eddy_keys_destroy(&keys);

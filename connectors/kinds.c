@@ -33,102 +33,79 @@ static int int_in_range(const eddy_config_t *cfg, const char *key, int64_t dflt,
     return 0;
 }
 
-static void *file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+/* A configuration built on the stack, handed over as the heap copy the
+ * source kind owns (released with free). */
+static void *heap_copy(const void *config, size_t size, eddy_err_t *err)
 {
-    (void)arg;
-    eddy_file_source_config_t *c = calloc(1, sizeof *c);
+    void *c = malloc(size);
     if (!c) {
         eddy_err_set(err, "out of memory");
         return NULL;
     }
-    if (copy_string(c->path, sizeof c->path, cfg, "path", err) < 0) {
-        free(c);
-        return NULL;
-    }
+    memcpy(c, config, size);
     return c;
+}
+
+static void *file_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
+{
+    (void)arg;
+    eddy_file_source_config_t c = {0};
+    if (copy_string(c.path, sizeof c.path, cfg, "path", err) < 0)
+        return NULL;
+    return heap_copy(&c, sizeof c, err);
 }
 
 static void *dir_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
     (void)arg;
-    eddy_dir_source_config_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        eddy_err_set(err, "out of memory");
+    eddy_dir_source_config_t c = {0};
+    if (copy_string(c.path, sizeof c.path, cfg, "path", err) < 0)
         return NULL;
-    }
-    if (copy_string(c->path, sizeof c->path, cfg, "path", err) < 0) {
-        free(c);
-        return NULL;
-    }
-    return c;
+    return heap_copy(&c, sizeof c, err);
 }
 
 static void *generator_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
     (void)arg;
-    eddy_generator_config_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        eddy_err_set(err, "out of memory");
-        return NULL;
-    }
     int64_t lines, words, vocabulary, seed;
     if (int_in_range(cfg, "lines", 1000000, 0, INT64_MAX, &lines, err) < 0 ||
         int_in_range(cfg, "words_per_line", 8, 1, 256, &words, err) < 0 ||
         int_in_range(cfg, "vocabulary", 10000, 1, UINT32_MAX, &vocabulary, err) < 0 ||
-        int_in_range(cfg, "seed", 42, INT64_MIN, INT64_MAX, &seed, err) < 0) {
-        free(c);
+        int_in_range(cfg, "seed", 42, INT64_MIN, INT64_MAX, &seed, err) < 0)
+        return NULL;
+    eddy_generator_config_t c = {.lines = (uint64_t)lines, .words_per_line = (uint32_t)words,
+                                 .vocabulary = (uint32_t)vocabulary, .seed = (uint64_t)seed};
+    c.hot_key_share = eddy_config_double(cfg, "hot_key_share", 0);
+    if (!(c.hot_key_share >= 0 && c.hot_key_share < 1)) {
+        eddy_err_set(err, "'hot_key_share' is %g, outside [0, 1)", c.hot_key_share);
         return NULL;
     }
-    c->lines = (uint64_t)lines;
-    c->words_per_line = (uint32_t)words;
-    c->vocabulary = (uint32_t)vocabulary;
-    c->seed = (uint64_t)seed;
-    c->hot_key_share = eddy_config_double(cfg, "hot_key_share", 0);
-    if (!(c->hot_key_share >= 0 && c->hot_key_share < 1)) {
-        eddy_err_set(err, "'hot_key_share' is %g, outside [0, 1)", c->hot_key_share);
-        free(c);
-        return NULL;
-    }
-    return c;
+    return heap_copy(&c, sizeof c, err);
 }
 
 static void *nexmark_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
     (void)arg;
-    eddy_nexmark_config_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        eddy_err_set(err, "out of memory");
-        return NULL;
-    }
     int64_t events, seed, disorder;
     if (int_in_range(cfg, "events", 1000000, 0, INT64_MAX, &events, err) < 0 ||
         int_in_range(cfg, "seed", 42, INT64_MIN, INT64_MAX, &seed, err) < 0 ||
-        int_in_range(cfg, "disorder_ms", 0, 0, EDDY_NEXMARK_MAX_DISORDER_MS, &disorder, err) < 0) {
-        free(c);
+        int_in_range(cfg, "disorder_ms", 0, 0, EDDY_NEXMARK_MAX_DISORDER_MS, &disorder, err) < 0)
         return NULL;
-    }
-    c->events = (uint64_t)events;
-    c->seed = (uint64_t)seed;
-    c->disorder_ms = disorder;
-    return c;
+    eddy_nexmark_config_t c = {.events = (uint64_t)events, .seed = (uint64_t)seed,
+                               .disorder_ms = disorder};
+    return heap_copy(&c, sizeof c, err);
 }
 
 static void *socket_configure(const eddy_config_t *cfg, const void *arg, eddy_err_t *err)
 {
     (void)arg;
-    eddy_socket_source_config_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        eddy_err_set(err, "out of memory");
-        return NULL;
-    }
+    eddy_socket_source_config_t c = {0};
     int64_t port;
-    if (copy_string(c->host, sizeof c->host, cfg, "host", err) < 0 ||
-        int_in_range(cfg, "port", 0, 1, 65535, &port, err) < 0) {
-        free(c);
+    if (copy_string(c.host, sizeof c.host, cfg, "host", err) < 0 ||
+        int_in_range(cfg, "port", 0, 1, 65535, &port, err) < 0)
         return NULL;
-    }
-    c->port = (uint16_t)port;
-    return c;
+    c.port = (uint16_t)port;
+    return heap_copy(&c, sizeof c, err);
 }
 
 static const eddy_source_kind_t file_kind = {

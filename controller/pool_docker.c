@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "state/curl_util.h"
+
 #define API "http://localhost/v1.41"
 #define CONNECT_TIMEOUT_MS 2000
 #define CALL_TIMEOUT_MS 15000
@@ -18,6 +20,7 @@
 #define LABEL "eddy.pool"
 
 typedef struct pool_docker {
+    bool curl_held; /* eddy_curl_acquire succeeded: release at destroy */
     char *socket, *prefix, *template_container, *image, *network, *volumes, *command, *env;
     json_t *template_doc; /* GET /containers/TEMPLATE/json, fetched once */
 } pool_docker_t;
@@ -173,25 +176,6 @@ int eddy_pool_docker_running(const json_t *list, const char *prefix,
 
 /* ---- talking to dockerd ---------------------------------------------------- */
 
-typedef struct buf {
-    char *data;
-    size_t len;
-} buf_t;
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    char *grown = realloc(b->data, b->len + n + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + b->len, ptr, n);
-    b->len += n;
-    grown[b->len] = '\0';
-    b->data = grown;
-    return n;
-}
-
 /* One request. Returns the HTTP status with *out the body (caller frees),
  * or -1 with err. */
 static long call(pool_docker_t *p, const char *method, const char *path, const json_t *body,
@@ -208,7 +192,7 @@ static long call(pool_docker_t *p, const char *method, const char *path, const j
     snprintf(url, sizeof url, API "%s", path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    buf_t b = {0};
+    eddy_curl_body_t b = {.limit = 0}; /* dockerd's answers: small, on a local socket */
     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, p->socket);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -216,7 +200,7 @@ static long call(pool_docker_t *p, const char *method, const char *path, const j
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, text ? text : ""); /* POST, even empty */
     else if (strcmp(method, "GET"))
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, eddy_curl_body_collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
@@ -406,6 +390,8 @@ static void docker_destroy(void *backend)
     free(p->volumes);
     free(p->command);
     free(p->env);
+    if (p->curl_held)
+        eddy_curl_release();
     free(p);
 }
 
@@ -447,6 +433,11 @@ int eddy_pool_docker_new(const eddy_pool_docker_config_t *c, eddy_pool_backend_t
         docker_destroy(p);
         return eddy_err_set(err, "pool docker: out of memory");
     }
+    if (eddy_curl_acquire(err) < 0) {
+        docker_destroy(p);
+        return -1;
+    }
+    p->curl_held = true;
     out->ops = &DOCKER_OPS;
     out->self = p;
     return 0;

@@ -49,6 +49,10 @@ void eddy_local_worker_argv(const eddy_local_worker_flags_t *f, const char *name
         argv[k++] = "--keys";
         argv[k++] = (char *)f->keys_dir;
     }
+    if (f->no_leave_wait) {
+        argv[k++] = "--leave-wait-ms";
+        argv[k++] = "0";
+    }
     argv[k] = NULL;
 }
 
@@ -69,7 +73,8 @@ static int local_grow(void *backend, const char *name, eddy_err_t *err)
         p->workers = grown;
         p->cap = cap;
     }
-    eddy_local_worker_flags_t flags = {p->coordinator, p->snapshot_dir, p->keys_dir};
+    /* released while the coordinator runs: they say they leave */
+    eddy_local_worker_flags_t flags = {p->coordinator, p->snapshot_dir, p->keys_dir, false};
     char *argv[EDDY_LOCAL_WORKER_ARGV_MAX];
     eddy_local_worker_argv(&flags, name, argv);
     pid_t pid = eddy_spawn_self(argv);

@@ -9,6 +9,8 @@
 #ifndef EDDY_CONTROLLER_POOL_LOCAL_H
 #define EDDY_CONTROLLER_POOL_LOCAL_H
 
+#include <stdbool.h>
+
 #include "common/err.h"
 #include "controller/pool.h"
 
@@ -16,9 +18,12 @@ typedef struct eddy_local_worker_flags {
     const char *coordinator;  /* --coordinator (a list is fine) */
     const char *snapshot_dir; /* --snapshot-dir; NULL: the coordinator's */
     const char *keys_dir;     /* --keys; NULL: none */
+    /* --leave-wait-ms 0: workers stopped only after their coordinator
+     * ended (eddy local's own) need not wait for it to confirm they left */
+    bool no_leave_wait;
 } eddy_local_worker_flags_t;
 
-#define EDDY_LOCAL_WORKER_ARGV_MAX 12
+#define EDDY_LOCAL_WORKER_ARGV_MAX 14
 
 /* Fills argv with "eddy worker --coordinator ... --name NAME ..." and a
  * NULL end; the strings are borrowed from flags and name. */

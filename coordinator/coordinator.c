@@ -180,6 +180,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     w->pid = m->u.reg.pid;
     w->cores = m->u.reg.cores;
     w->alive = true;
+    w->left = false;
     w->dead_since_ms = 0;
     w->last_seen_ms = eddy_mono_ms();
     w->registered_wall_ms = eddy_wall_ms();
@@ -195,16 +196,29 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     coord_rebalance_worker_joined(c);
 }
 
-void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
+static void worker_gone(coord_t *c, coord_worker_t *w, eddy_log_level_t level, const char *what,
+                        const char *why)
 {
     if (!w->alive)
         return;
     w->alive = false;
     w->dead_since_ms = eddy_mono_ms();
     w->clash_since_ms = 0;
-    eddy_warn("worker %u (%s, pid %lld) declared dead: %s", w->id, w->name, (long long)w->pid, why);
+    eddy_log(level, "worker %u (%s, pid %lld) %s: %s", w->id, w->name, (long long)w->pid, what, why);
     coord_worker_lease_release(c, w);
     coord_jobs_on_worker_lost(c, w);
+}
+
+void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why)
+{
+    worker_gone(c, w, EDDY_LOG_WARN, "declared dead", why);
+}
+
+void coord_worker_left(coord_t *c, coord_worker_t *w, const char *why)
+{
+    if (w->alive)
+        w->left = true;
+    worker_gone(c, w, EDDY_LOG_INFO, "left", why);
 }
 
 void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why)
@@ -424,7 +438,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
             eddy_msg_t again = {.type = EDDY_MSG_REGISTERED};
             snprintf(again.u.registered.error, sizeof again.u.registered.error,
                      "unknown worker; register again");
-            if (m.type == EDDY_MSG_HEARTBEAT)
+            if (m.type == EDDY_MSG_HEARTBEAT || m.type == EDDY_MSG_LEAVE) /* it waits */
                 send_to(c, id, id_len, &again);
             eddy_msg_clear(&m);
             return;
@@ -475,6 +489,14 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     case EDDY_MSG_REQUEST:
         on_request(c, id, id_len, &m);
         break;
+    case EDDY_MSG_LEAVE: {
+        coord_worker_left(c, w, m.u.leave.reason[0] ? m.u.leave.reason : "no reason given");
+        eddy_msg_t bye = {.type = EDDY_MSG_REGISTERED}; /* it may close now */
+        bye.u.registered.worker_id = w->id;
+        bye.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
+        send_to(c, id, id_len, &bye);
+        break;
+    }
     default:
         eddy_log_limited(&unexpected_log, EDDY_LOG_WARN, "unexpected %s message",
                          eddy_msg_type_name(m.type));

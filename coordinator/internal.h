@@ -86,6 +86,7 @@ typedef struct coord_worker {
     /* Listed in the metadata store by the previous leader, not registered
      * with this one yet: not alive, never given work (worker_lease.c). */
     bool awaiting;
+    bool left;                     /* said LEAVE: stopped on purpose, not dead */
     coord_lease_state_t lease_state;
     int64_t lease;
     uint64_t lease_next_ms;        /* next keepalive (or grant retry) */
@@ -324,6 +325,9 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why);
 
 /* Marks w dead (once), logging why, and restores the jobs it ran. */
 void coord_declare_dead(coord_t *c, coord_worker_t *w, const char *why);
+/* A worker that said LEAVE: gone like a dead one (its tasks' jobs are
+ * restored), logged and shown as having left. */
+void coord_worker_left(coord_t *c, coord_worker_t *w, const char *why);
 
 /* worker_lease.c: each live worker's registration on an etcd lease */
 /* At takeover, synchronously (before meta_async has calls): the workers

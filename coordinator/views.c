@@ -217,7 +217,10 @@ json_t *coord_view_status(coord_t *c)
         if (!w->alive && w->dead_since_ms && now - w->dead_since_ms > grace)
             continue;
         /* "awaiting heartbeat": registered with the previous leader (worker_lease.c) */
-        const char *state = w->alive ? "alive" : w->awaiting ? "awaiting heartbeat" : "dead";
+        const char *state = w->alive      ? "alive"
+                            : w->awaiting ? "awaiting heartbeat"
+                            : w->left     ? "left"
+                                          : "dead";
         json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:i, s:i}", "id", w->id,
                                "name", w->name, "address", w->endpoint, "host", w->host, "pid",
                                (json_int_t)w->pid, "alive", w->alive, "state", state,

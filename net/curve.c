@@ -175,8 +175,11 @@ static void read_event(eddy_zap_t *self)
         return;
     }
     uint16_t event = 0;
+    uint32_t value = 0;
     if (zmq_msg_size(&head) >= 2)
         memcpy(&event, zmq_msg_data(&head), 2);
+    if (zmq_msg_size(&head) >= 6)
+        memcpy(&value, (const char *)zmq_msg_data(&head) + 2, 4);
     bool more = zmq_msg_more(&head);
     zmq_msg_close(&head);
     while (more) {
@@ -190,11 +193,21 @@ static void read_event(eddy_zap_t *self)
     }
     /* libzmq names the listening endpoint here, not the peer (the ZAP
      * request, which names the peer, comes only after a CURVE hello) */
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
         eddy_log_limited(&self->protocol_limit, EDDY_LOG_WARN,
                          "refused a connection to %s: its handshake was not CURVE with this "
                          "cluster's keys (a peer without --keys, or not ZeroMQ)",
                          self->endpoint_label);
+    else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
+        char buf[128];
+        /* also a peer that hung up mid-handshake (a client that moved on to
+         * the leader, a port probe): not necessarily a key problem */
+        eddy_log_limited(&self->protocol_limit, EDDY_LOG_WARN,
+                         "refused a connection to %s: its handshake failed (%s): a peer "
+                         "without --keys, not ZeroMQ, or one that hung up during it",
+                         self->endpoint_label,
+                         value ? strerror_r((int)value, buf, sizeof buf) : "no detail");
+    }
 }
 
 static void *run(void *arg)

@@ -22,7 +22,7 @@ static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_COMPLETE] = "COMPLETE",     [EDDY_MSG_TASK_DONE] = "TASK_DONE",
     [EDDY_MSG_TASK_FAILED] = "TASK_FAILED", [EDDY_MSG_RELEASE] = "RELEASE",
     [EDDY_MSG_REQUEST] = "REQUEST",       [EDDY_MSG_REPLY] = "REPLY",
-    [EDDY_MSG_PLUGIN] = "PLUGIN",
+    [EDDY_MSG_PLUGIN] = "PLUGIN",         [EDDY_MSG_LEAVE] = "LEAVE",
 };
 
 const char *eddy_msg_type_name(eddy_msg_type_t type)
@@ -710,6 +710,10 @@ static const field_t plugin_fields[] = {
     {.kind = FIELD_TEXT, .offset = MSG(plugin.error), .max = TEXT_SIZE(plugin.error)},
 };
 
+static const field_t leave_fields[] = {
+    {.kind = FIELD_TEXT, .offset = MSG(leave.reason), .max = TEXT_SIZE(leave.reason)},
+};
+
 /* Older forms still read, without the trailing leader epoch: a REGISTER
  * (protocol 5's had no cores; read so an older worker is refused naming
  * both versions), a REGISTERED before the leader fields (so a newer worker
@@ -731,6 +735,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REQUEST] = {request_fields, ELEMS(request_fields), {0}, 0},
     [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}, 0},
     [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}, 0},
+    [EDDY_MSG_LEAVE] = {leave_fields, ELEMS(leave_fields), {0}, 0},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */

@@ -61,6 +61,8 @@ typedef enum eddy_msg_type {
     EDDY_MSG_PLUGIN,         /* client -> coordinator: upload (REPLY answers);
                               * worker -> coordinator: fetch (no data);
                               * coordinator -> worker: the plugin, or an error */
+    EDDY_MSG_LEAVE,          /* worker -> coordinator: it stops on purpose (protocol 8);
+                              * REGISTERED answers, so it may close */
     EDDY_MSG_TYPE_COUNT
 } eddy_msg_type_t;
 
@@ -269,6 +271,9 @@ typedef struct eddy_msg {
             uint32_t len;
             char error[EDDY_ERROR_MAX];      /* coordinator -> worker: cannot serve it */
         } plugin;
+        struct {
+            char reason[EDDY_ERROR_MAX];     /* why it stops, for the coordinator's log */
+        } leave;
     } u;
 } eddy_msg_t;
 

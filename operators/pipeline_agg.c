@@ -6,11 +6,12 @@
  * the window once, and emits one row (aggregate) or the window's largest
  * rows (max_by). Numbers, and strings that are numbers, compare by value;
  * other strings bytewise (so a csv price of "9" is less than "10").
- * count_distinct and quantile fold the window's rows into the sketches of
- * state/sketch_hll.h (HyperLogLog, 1.6% standard error) and
- * state/sketch_quantile.h (1% relative error), so their answers are the
- * ones those sketches give, but the window's state is its rows: the
- * sketches bound the answer's cost, not the state's size (docs/pipelines.md). */
+ * count_distinct, quantile and top_k fold the window's rows into the
+ * sketches of state/sketch_hll.h (HyperLogLog, 1.6% standard error),
+ * state/sketch_quantile.h (1% relative error) and state/sketch_cms.h
+ * (count-min with a heavy-hitter table), so their answers are the ones
+ * those sketches give, but the window's state is its rows: the sketches
+ * bound the answer's cost, not the state's size (docs/pipelines.md). */
 #include "operators/pipeline_agg.h"
 
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include "operators/pipeline_row.h"
 #include "plan/expr.h"
 #include "plan/pipeline_window.h"
+#include "state/sketch_cms.h"
 #include "state/sketch_hll.h"
 #include "state/sketch_quantile.h"
 
@@ -41,9 +43,10 @@ typedef struct agg_state {
     bool have;           /* min, max, first, last: best holds a value */
     eddy_val_t best;
     int64_t best_ts;
-    eddy_buf_t best_buf; /* best's string bytes */
+    eddy_buf_t best_buf; /* best's string bytes; top_k: its result */
     eddy_hll_t *hll;     /* count_distinct */
     eddy_quantile_t *quantile;
+    eddy_cms_t *cms;     /* top_k */
 } agg_state_t;
 
 typedef struct firing {
@@ -66,6 +69,7 @@ static void firing_clear(firing_t *f)
         eddy_buf_free(&f->aggs[i].best_buf);
         free(f->aggs[i].hll);
         free(f->aggs[i].quantile);
+        free(f->aggs[i].cms);
     }
     free(f->aggs);
     eddy_expr_destroy(&f->max_by);
@@ -108,8 +112,11 @@ static int firing_open(firing_t *f, const eddy_config_t *cfg, eddy_err_t *err)
             eddy_hll_init(a->hll);
         if (a->spec.fn == EDDY_AGG_QUANTILE && (a->quantile = malloc(sizeof *a->quantile)))
             eddy_quantile_init(a->quantile);
+        if (a->spec.fn == EDDY_AGG_TOP_K && (a->cms = malloc(sizeof *a->cms)))
+            eddy_cms_init(a->cms);
         if ((a->spec.fn == EDDY_AGG_COUNT_DISTINCT && !a->hll) ||
-            (a->spec.fn == EDDY_AGG_QUANTILE && !a->quantile))
+            (a->spec.fn == EDDY_AGG_QUANTILE && !a->quantile) ||
+            (a->spec.fn == EDDY_AGG_TOP_K && !a->cms))
             return eddy_err_set(err, "out of memory");
     }
     return 0;
@@ -144,8 +151,29 @@ static int keep(agg_state_t *a, const eddy_val_t *v, int64_t ts)
     return 0;
 }
 
+/* A value by its text, so the csv string "5" and the number 5 are one
+ * value to count_distinct and top_k; false for null. text holds a
+ * formatted non-string (64 bytes: a number's text fits). */
+static bool value_text(const eddy_val_t *v, char text[64], const char **p, size_t *len)
+{
+    if (v->type == EDDY_VAL_NULL)
+        return false;
+    if (v->type == EDDY_VAL_STR) {
+        *p = v->u.s.ptr;
+        *len = v->u.s.len;
+        return true;
+    }
+    size_t n = eddy_val_format(v, text, 64);
+    *p = text;
+    *len = n < 64 ? n : 63;
+    return true;
+}
+
 static int add_value(agg_state_t *a, const eddy_val_t *v, int64_t ts)
 {
+    char text[64];
+    const char *p;
+    size_t len;
     bool is_int;
     int64_t i;
     double d;
@@ -175,20 +203,37 @@ static int add_value(agg_state_t *a, const eddy_val_t *v, int64_t ts)
     case EDDY_AGG_LAST:
         return !a->have || ts >= a->best_ts ? keep(a, v, ts) : 0;
     case EDDY_AGG_COUNT_DISTINCT:
-        /* A value by its text, so the csv string "5" and the number 5
-         * are one value. */
-        if (v->type == EDDY_VAL_STR) {
-            eddy_hll_add(a->hll, v->u.s.ptr, v->u.s.len);
-        } else if (v->type != EDDY_VAL_NULL) {
-            char text[64];
-            size_t len = eddy_val_format(v, text, sizeof text);
-            eddy_hll_add(a->hll, text, len < sizeof text ? len : sizeof text - 1);
-        }
+        if (value_text(v, text, &p, &len))
+            eddy_hll_add(a->hll, p, len);
+        return 0;
+    case EDDY_AGG_TOP_K:
+        if (value_text(v, text, &p, &len))
+            eddy_cms_add(a->cms, p, len, 1);
         return 0;
     case EDDY_AGG_QUANTILE:
         if (eddy_val_number(v, &is_int, &i, &d))
             eddy_quantile_add(a->quantile, is_int ? (double)i : d);
         return 0;
+    }
+    return 0;
+}
+
+/* top_k's result, "v1:c1,v2:c2,...", into a->best_buf: the k values with
+ * the largest estimated counts, count descending, then value bytewise
+ * (eddy_cms_top's order); null when no value was counted. */
+static int format_top_k(agg_state_t *a)
+{
+    eddy_cms_entry_t top[EDDY_CMS_TOP_K];
+    size_t n = eddy_cms_top(a->cms, top, a->spec.k);
+    a->best_buf.len = 0;
+    a->have = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        char count[32];
+        int len = snprintf(count, sizeof count, ":%" PRIu64, top[i].count);
+        if ((i && eddy_buf_add(&a->best_buf, ",", 1) < 0) ||
+            eddy_buf_add(&a->best_buf, (const char *)top[i].key, top[i].len) < 0 ||
+            eddy_buf_add(&a->best_buf, count, (size_t)len) < 0)
+            return -1;
     }
     return 0;
 }
@@ -208,6 +253,8 @@ static eddy_val_t result(const agg_state_t *a)
     case EDDY_AGG_QUANTILE:
         return a->quantile->count ? eddy_val_float(eddy_quantile_quantile(a->quantile, a->spec.q))
                                   : eddy_val_null();
+    case EDDY_AGG_TOP_K:
+        return a->have ? eddy_val_str(a->best_buf.p, a->best_buf.len) : eddy_val_null();
     default:
         return a->have ? a->best : eddy_val_null();
     }
@@ -233,8 +280,11 @@ static void emit_aggregate(firing_t *f, const eddy_window_context_t *ctx, eddy_c
         vals[n++] = eddy_val_int(ctx->window.start);
         vals[n++] = eddy_val_int(ctx->window.end);
     }
-    for (uint32_t i = 0; i < f->n_aggs; i++)
+    for (uint32_t i = 0; i < f->n_aggs; i++) {
+        if (f->aggs[i].spec.fn == EDDY_AGG_TOP_K && format_top_k(&f->aggs[i]) < 0)
+            return;
         vals[n++] = result(&f->aggs[i]);
+    }
     f->out.len = 0;
     if (eddy_buf_add(&f->out, ctx->key, ctx->key_len) < 0 || eddy_buf_add(&f->out, "\t", 1) < 0 ||
         eddy_row_join(vals, n, &f->out) < 0 || f->out.len > UINT32_MAX)

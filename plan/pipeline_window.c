@@ -35,7 +35,7 @@ static int wfail(const wctx_t *c, const eddy_ynode_t *at, const char *field, con
 }
 
 static const char *const fn_names[] = {"count", "sum", "min", "max", "avg", "first", "last",
-                                       "count_distinct", "quantile"};
+                                       "count_distinct", "quantile", "top_k"};
 
 void eddy_pipeline_agg_clear(eddy_agg_t *agg)
 {
@@ -76,6 +76,55 @@ static bool blank(const char *p, const char *end)
     return true;
 }
 
+static const char *const usage = "(count, sum, min, max, avg, first, last, count_distinct, "
+                                 "quantile, top_k)";
+
+/* The constant second argument of quantile(EXPR, Q) or top_k(EXPR, K),
+ * which [in, in_end) holds; *cut is where EXPR ends. */
+static int constant_arg(eddy_agg_t *out, const char *in, const char *in_end, const char **cut,
+                        eddy_err_t *err)
+{
+    bool top_k = out->fn == EDDY_AGG_TOP_K;
+    char *inner = strndup(in, (size_t)(in_end - in));
+    if (!inner)
+        return eddy_err_set(err, "out of memory");
+    const char *comma = last_top_comma(inner);
+    size_t at = comma ? (size_t)(comma - inner) : 0;
+    if (comma)
+        inner[at] = '\0'; /* inner is EXPR now; the constant follows */
+    bool two = comma && !blank(inner, inner + at) && !last_top_comma(inner);
+    char *num_end = NULL;
+    bool ok = false;
+    if (two) {
+        const char *num = inner + at + 1, *num_stop = num + strlen(num);
+        while (isspace((unsigned char)*num))
+            num++;
+        errno = 0;
+        if (top_k) {
+            long long k = isdigit((unsigned char)*num) ? strtoll(num, &num_end, 10) : 0;
+            ok = num_end && num_end != num && blank(num_end, num_stop) && !errno && k >= 1 &&
+                 k <= EDDY_PIPELINE_TOP_K_MAX;
+            out->k = ok ? (uint32_t)k : 0;
+        } else {
+            double q = strtod(num, &num_end);
+            ok = num_end != num && blank(num_end, num_stop) && !errno && q >= 0 && q <= 1;
+            out->q = q;
+        }
+    }
+    if (ok)
+        *cut = in + at;
+    free(inner);
+    if (ok)
+        return 0;
+    if (!two)
+        return eddy_err_set(err, "%s takes 2 arguments, (EXPR, %s)", top_k ? "top_k" : "quantile",
+                            top_k ? "K" : "Q");
+    if (top_k)
+        return eddy_err_set(err, "top_k's K must be an integer constant in 1..%d",
+                            EDDY_PIPELINE_TOP_K_MAX);
+    return eddy_err_set(err, "quantile's Q must be a number constant in 0..1");
+}
+
 int eddy_pipeline_agg_parse(const char *text, eddy_agg_t *out, eddy_err_t *err)
 {
     memset(out, 0, sizeof *out);
@@ -92,32 +141,20 @@ int eddy_pipeline_agg_parse(const char *text, eddy_agg_t *out, eddy_err_t *err)
     while (end > p && isspace((unsigned char)end[-1]))
         end--;
     if (name_len == 0 || *p != '(' || end <= p + 1 || end[-1] != ')')
-        return eddy_err_set(err, "'%.60s' is not an aggregate FUNC(EXPR) (count, sum, min, max, "
-                            "avg, first, last, count_distinct, quantile)", text);
+        return eddy_err_set(err, "'%.60s' is not an aggregate FUNC(EXPR) %s", text, usage);
     size_t nf = sizeof fn_names / sizeof fn_names[0], f = 0;
     while (f < nf && (strlen(fn_names[f]) != name_len || strncmp(fn_names[f], name, name_len)))
         f++;
     if (f == nf)
-        return eddy_err_set(err, "unknown aggregate '%.*s' (count, sum, min, max, avg, first, "
-                            "last, count_distinct, quantile)", (int)(name_len > 40 ? 40 : name_len), name);
+        return eddy_err_set(err, "unknown aggregate '%.*s' %s", (int)(name_len > 40 ? 40 : name_len),
+                            name, usage);
     out->fn = (eddy_agg_fn_t)f;
     const char *in = p + 1, *in_end = end - 1;
-    if (out->fn == EDDY_AGG_QUANTILE) {
-        char *inner = strndup(in, (size_t)(in_end - in));
-        if (!inner)
-            return eddy_err_set(err, "out of memory");
-        const char *comma = last_top_comma(inner);
-        char *qend = NULL;
-        errno = 0;
-        double q = comma ? strtod(comma + 1, &qend) : NAN;
-        bool ok = comma && qend != comma + 1 && blank(qend, inner + strlen(inner)) && !errno &&
-                  q >= 0 && q <= 1;
-        if (ok)
-            in_end = in + (comma - inner);
-        free(inner);
-        if (!ok)
-            return eddy_err_set(err, "quantile takes (EXPR, Q) with Q a number in 0..1");
-        out->q = q;
+    if (out->fn == EDDY_AGG_QUANTILE || out->fn == EDDY_AGG_TOP_K) {
+        const char *cut = in_end;
+        if (constant_arg(out, in, in_end, &cut, err) < 0)
+            return -1;
+        in_end = cut;
     }
     if (blank(in, in_end)) {
         if (out->fn != EDDY_AGG_COUNT)

@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "plan/pipeline_spec.h"
 #include "plan/yaml_doc.h"
+#include "state/sketch_cms.h"
 
 /* Event time is read from one of the first this many csv source columns
  * (operators/pipeline_agg.h registers a timestamp assigner for each). */
@@ -35,16 +36,22 @@ typedef enum eddy_agg_fn {
     EDDY_AGG_LAST,
     EDDY_AGG_COUNT_DISTINCT,
     EDDY_AGG_QUANTILE,
+    EDDY_AGG_TOP_K,
 } eddy_agg_fn_t;
+
+/* top_k(x, K): K at most the count-min sketch's heavy-hitter table
+ * (state/sketch_cms.h), which keeps that many candidates. */
+#define EDDY_PIPELINE_TOP_K_MAX EDDY_CMS_TOP_K
 
 typedef struct eddy_agg {
     eddy_agg_fn_t fn;
     char *arg; /* the argument expression (malloc'd), NULL for count() */
     double q;  /* quantile */
+    uint32_t k; /* top_k */
 } eddy_agg_t;
 
-/* Parses "FUNC(EXPR)" (count() and quantile(EXPR, Q) too); the argument
- * is not checked against columns here. */
+/* Parses "FUNC(EXPR)" (count(), quantile(EXPR, Q) and top_k(EXPR, K) too);
+ * the argument is not checked against columns here. */
 int eddy_pipeline_agg_parse(const char *text, eddy_agg_t *out, eddy_err_t *err);
 void eddy_pipeline_agg_clear(eddy_agg_t *agg);
 

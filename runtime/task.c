@@ -884,15 +884,23 @@ static void source_state_into_ack(eddy_task_t *t, eddy_msg_t *ack)
     snprintf(ack->u.ack.error, sizeof ack->u.ack.error, "%s", t->fault_err.msg);
 }
 
-static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
+/* This task's ACK of checkpoint, its fields beyond the task's to fill. */
+static eddy_msg_t ack_of(const eddy_task_t *t, uint64_t checkpoint)
 {
-    flush_chain(t);
     eddy_msg_t ack = {.type = EDDY_MSG_ACK};
     ack.u.ack.job = t->job;
     ack.u.ack.epoch = t->epoch;
     ack.u.ack.checkpoint = checkpoint;
     ack.u.ack.stage = t->stage;
     ack.u.ack.instance = t->instance;
+    ack.u.ack.position = -1;
+    return ack;
+}
+
+static void take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
+{
+    flush_chain(t);
+    eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
     source_state_into_ack(t, &ack);
     eddy_snapshot_unit_t *unit = NULL;
@@ -957,13 +965,7 @@ static void decline_checkpoint(eddy_task_t *t, uint64_t checkpoint, const input_
 {
     flush_chain(t);
     broadcast_small(t, checkpoint, false);
-    eddy_msg_t ack = {.type = EDDY_MSG_ACK};
-    ack.u.ack.job = t->job;
-    ack.u.ack.epoch = t->epoch;
-    ack.u.ack.checkpoint = checkpoint;
-    ack.u.ack.stage = t->stage;
-    ack.u.ack.instance = t->instance;
-    ack.u.ack.position = -1;
+    eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.declined = true;
     snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
              "task %s[%u] declined it: its input from %u[%u] ended before the barrier",

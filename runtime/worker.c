@@ -1097,6 +1097,35 @@ static bool run_tasks(worker_t *w, uint64_t now)
     return any;
 }
 
+/* A worker asked to stop says so, so its coordinator logs it as having left
+ * rather than dead. It waits for the answer (up to --leave-wait-ms: the
+ * coordinator may be gone already), because the coordinator notices a
+ * closed connection before it reads what came on it. */
+static void say_leaving(worker_t *w)
+{
+    if (!w->opts->leave_wait_ms)
+        return;
+    eddy_msg_t leave = {.type = EDDY_MSG_LEAVE};
+    snprintf(leave.u.leave.reason, sizeof leave.u.leave.reason,
+             "it was asked to stop (SIGTERM or SIGINT)");
+    if (send_ctrl(w, &leave) < 0)
+        return;
+    uint64_t deadline = eddy_mono_ms() + w->opts->leave_wait_ms;
+    for (uint64_t now = eddy_mono_ms(); now < deadline; now = eddy_mono_ms()) {
+        zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, (long)(deadline - now)) <= 0)
+            continue;
+        eddy_msg_t m;
+        eddy_err_t err;
+        int got = recv_ctrl(w, &m, &err);
+        bool answered = got > 0 && m.type == EDDY_MSG_REGISTERED;
+        if (got > 0)
+            eddy_msg_clear(&m);
+        if (answered)
+            return;
+    }
+}
+
 int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     worker_t *w = calloc(1, sizeof *w);
@@ -1189,6 +1218,7 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         send_durable_acks(w);
         maybe_heartbeat(w);
     }
+    say_leaving(w);
     rc = 0;
 out:
     teardown(w);

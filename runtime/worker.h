@@ -23,6 +23,9 @@ typedef struct eddy_worker_options {
     uint32_t register_timeout_ms;
     const char *snapshot_dir;    /* used when the coordinator names none */
     const eddy_keys_t *keys;     /* server keys: CURVE on every socket (NULL: none) */
+    /* Asked to stop, the worker tells its coordinator it leaves (LEAVE) and
+     * waits up to this long for the answer; 0: it stops without a word. */
+    uint32_t leave_wait_ms;
 } eddy_worker_options_t;
 
 /* Runs until *stop becomes non-zero or the coordinator cannot be reached at

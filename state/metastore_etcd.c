@@ -22,7 +22,7 @@
  *
  * One curl easy handle per store, reused for keep-alive; metastore.c
  * serializes calls. curl_global_init/cleanup are reference counted across
- * open stores (libcurl counts too), so the last destroy releases libcurl's
+ * open stores (state/curl_util.c), so the last destroy releases libcurl's
  * globals and leak checkers stay quiet. Proxies from the environment are
  * ignored on purpose: etcd is reached directly. https:// URLs use TLS with
  * the CA, client certificate and key given to eddy_metastore_open_tls
@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "state/curl_util.h"
 #include "state/metastore_backend.h"
 
 #define CONNECT_TIMEOUT_MS 1000L
@@ -54,69 +55,51 @@ typedef struct {
     int64_t fence_rev;
 } etcd_store_t;
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-    int too_big;
-} buf_t;
-
-/* ---- libcurl globals ----------------------------------------------------- */
-
-static pthread_mutex_t curl_users_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long curl_users;
-
-static int curl_acquire(eddy_err_t *err)
-{
-    int rc = 0;
-    pthread_mutex_lock(&curl_users_lock);
-    if (curl_users == 0) {
-        CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
-        if (c != CURLE_OK)
-            rc = eddy_err_set(err, "curl_global_init: %s", curl_easy_strerror(c));
-    }
-    if (rc == 0)
-        curl_users++;
-    pthread_mutex_unlock(&curl_users_lock);
-    return rc;
-}
-
-static void curl_release(void)
-{
-    pthread_mutex_lock(&curl_users_lock);
-    if (curl_users > 0 && --curl_users == 0)
-        curl_global_cleanup();
-    pthread_mutex_unlock(&curl_users_lock);
-}
-
 /* ---- HTTP + JSON --------------------------------------------------------- */
-
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    buf_t *b = userdata;
-    size_t n = size * nmemb;
-    if (n > MAX_RESPONSE_BYTES - b->len) {
-        b->too_big = 1;
-        return 0; /* aborts the transfer */
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 4096;
-        while (ncap < b->len + n + 1)
-            ncap *= 2;
-        char *nd = realloc(b->data, ncap);
-        if (!nd)
-            return 0;
-        b->data = nd;
-        b->cap = ncap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
 
 /* Result of one request, so open() can tell "unreachable" and "no such
  * endpoint" from other failures. */
 typedef enum { REQ_OK, REQ_TRANSPORT, REQ_NOT_FOUND, REQ_FAILED } req_status_t;
+
+/* POSTs body as JSON to api + path; the answer's bytes land in *b (the
+ * caller frees b->data). Returns curl's result; *status is the HTTP status
+ * when the transfer worked. */
+static CURLcode post_json(etcd_store_t *es, const char *api, const char *path, json_t *body,
+                          eddy_curl_body_t *b, long *status, eddy_err_t *err)
+{
+    *status = 0;
+    char *text = json_dumps(body, JSON_COMPACT);
+    size_t ulen = strlen(es->base) + strlen(api) + strlen(path) + 1;
+    char *url = text ? malloc(ulen) : NULL;
+    if (!url) {
+        free(text);
+        eddy_err_set(err, "out of memory encoding the request");
+        return CURLE_OUT_OF_MEMORY;
+    }
+    snprintf(url, ulen, "%s%s%s", es->base, api, path);
+    es->curl_err[0] = '\0';
+    curl_easy_setopt(es->curl, CURLOPT_URL, url);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, b);
+    CURLcode c = curl_easy_perform(es->curl);
+    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, NULL);
+    free(text);
+    free(url);
+    if (c == CURLE_OK) {
+        curl_easy_getinfo(es->curl, CURLINFO_RESPONSE_CODE, status);
+    } else if (b->too_big) {
+        eddy_err_set(err, "answer larger than %u bytes", MAX_RESPONSE_BYTES);
+    } else if (es->curl_err[0] && strstr(es->curl_err, curl_easy_strerror(c))) {
+        eddy_err_set(err, "%s", es->curl_err); /* already says it, with details */
+    } else if (es->curl_err[0]) {
+        eddy_err_set(err, "%s (%s)", curl_easy_strerror(c), es->curl_err);
+    } else {
+        eddy_err_set(err, "%s", curl_easy_strerror(c));
+    }
+    return c;
+}
 
 /* POSTs body to api + path and returns the parsed JSON object of a 200
  * answer in *resp. Fills err with the cause on any failure. */
@@ -124,47 +107,14 @@ static req_status_t request(etcd_store_t *es, const char *api, const char *path,
                             json_t **resp, eddy_err_t *err)
 {
     *resp = NULL;
-    char *text = json_dumps(body, JSON_COMPACT);
-    if (!text) {
-        eddy_err_set(err, "out of memory encoding the request");
-        return REQ_FAILED;
-    }
-    size_t ulen = strlen(es->base) + strlen(api) + strlen(path) + 1;
-    char *url = malloc(ulen);
-    if (!url) {
-        free(text);
-        eddy_err_set(err, "out of memory");
-        return REQ_FAILED;
-    }
-    snprintf(url, ulen, "%s%s%s", es->base, api, path);
-
-    buf_t b = {0};
-    es->curl_err[0] = '\0';
-    curl_easy_setopt(es->curl, CURLOPT_URL, url);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
-    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, &b);
-    CURLcode c = curl_easy_perform(es->curl);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, NULL);
-    free(text);
-    free(url);
-
+    eddy_curl_body_t b = {.limit = MAX_RESPONSE_BYTES};
+    long status;
+    CURLcode c = post_json(es, api, path, body, &b, &status, err);
     req_status_t st = REQ_FAILED;
-    long status = 0;
     if (c != CURLE_OK) {
-        if (b.too_big)
-            eddy_err_set(err, "answer larger than %u bytes", MAX_RESPONSE_BYTES);
-        else if (es->curl_err[0] && strstr(es->curl_err, curl_easy_strerror(c)))
-            eddy_err_set(err, "%s", es->curl_err); /* already says it, with details */
-        else if (es->curl_err[0])
-            eddy_err_set(err, "%s (%s)", curl_easy_strerror(c), es->curl_err);
-        else
-            eddy_err_set(err, "%s", curl_easy_strerror(c));
-        st = c == CURLE_WRITE_ERROR ? REQ_FAILED : REQ_TRANSPORT;
+        st = c == CURLE_WRITE_ERROR || c == CURLE_OUT_OF_MEMORY ? REQ_FAILED : REQ_TRANSPORT;
         goto out;
     }
-    curl_easy_getinfo(es->curl, CURLINFO_RESPONSE_CODE, &status);
     json_error_t jerr;
     json_t *j = b.len ? json_loadb(b.data, b.len, 0, &jerr) : NULL;
     if (status != 200) {
@@ -275,17 +225,17 @@ static void etcd_destroy(void **impl_p)
     free(es->fence_key);
     free(es);
     *impl_p = NULL;
-    curl_release();
+    eddy_curl_release();
 }
 
 void *eddy_metastore_etcd_open(const char *base_url, const char *display, long timeout_ms,
                                const eddy_metastore_tls_t *tls, eddy_err_t *err)
 {
-    if (curl_acquire(err) < 0)
+    if (eddy_curl_acquire(err) < 0)
         return NULL;
     etcd_store_t *es = calloc(1, sizeof *es);
     if (!es) {
-        curl_release();
+        eddy_curl_release();
         eddy_err_set(err, "out of memory");
         return NULL;
     }
@@ -317,7 +267,7 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
     bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, es->headers) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, es->curl_err) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, eddy_curl_body_collect) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK;
@@ -583,35 +533,15 @@ static int etcd_lease_keepalive(void *impl, int64_t lease, int64_t *ttl_s, eddy_
     /* A streaming call; the gateway wraps its one answer in "result", so it
      * bypasses request()'s check for a top-level "header". */
     json_t *body = json_pack("{s:o}", "ID", int64_json(lease));
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (!body)
+        return eddy_err_set(err, "out of memory");
+    eddy_curl_body_t b = {.limit = MAX_RESPONSE_BYTES};
+    long status;
+    CURLcode c = post_json(es, es->api, "/lease/keepalive", body, &b, &status, err);
     json_decref(body);
-    if (!text)
-        return eddy_err_set(err, "out of memory");
-    size_t ulen = strlen(es->base) + strlen(es->api) + 32;
-    char *url = malloc(ulen);
-    if (!url) {
-        free(text);
-        return eddy_err_set(err, "out of memory");
-    }
-    snprintf(url, ulen, "%s%s/lease/keepalive", es->base, es->api);
-    buf_t b = {0};
-    es->curl_err[0] = '\0';
-    curl_easy_setopt(es->curl, CURLOPT_URL, url);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
-    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, &b);
-    CURLcode c = curl_easy_perform(es->curl);
-    curl_easy_setopt(es->curl, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(es->curl, CURLOPT_WRITEDATA, NULL);
-    free(text);
-    free(url);
     int rc = -1;
-    long status = 0;
-    if (c != CURLE_OK) {
-        eddy_err_set(err, "%s", es->curl_err[0] ? es->curl_err : curl_easy_strerror(c));
+    if (c != CURLE_OK)
         goto out;
-    }
-    curl_easy_getinfo(es->curl, CURLINFO_RESPONSE_CODE, &status);
     json_error_t jerr;
     /* one JSON object per streamed answer, newline-separated: take the first */
     json_t *j = b.len ? json_loadb(b.data, b.len, JSON_DISABLE_EOF_CHECK, &jerr) : NULL;

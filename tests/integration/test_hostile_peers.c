@@ -213,9 +213,14 @@ static void expect_exact_output(void)
     size_t gl = 0;
     char *got = eddy_read_file(output, &gl);
     if (!got || gl != expected_len || memcmp(got, expected, expected_len) != 0) {
-        char *l = log_text();
+        bool missing = !got;
+        free(got); /* the failure does not return: free first, so no leak hides it */
+        static char l[65536];
+        char *full = log_text();
+        snprintf(l, sizeof l, "%s", full);
+        free(full);
         cr_assert_fail("output %s differs from the reference (%zu vs %zu bytes); log:\n%s",
-                       got ? "" : "missing", gl, expected_len, l);
+                       missing ? "missing" : "", gl, expected_len, l);
     }
     free(got);
     char *l = log_text();

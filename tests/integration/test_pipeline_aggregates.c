@@ -4,7 +4,11 @@
  * aggregates in event time (first and last by event time), max_by on
  * sessions, map steps between a key_by and its aggregate (run
  * after the shuffle), the same output with --no-optimize and at another
- * parallelism, and the sketches within their error. */
+ * parallelism, and the sketches within their error. top_k on generated
+ * bids (few bidders an auction, so its count-min answer is exact) equals
+ * the exact top computed here, with checkpoints every 100 ms during the
+ * run, and again while the aggregate is rescaled 2 -> 3 -> 1 mid-run (its
+ * spec errors are test_pipelines.c's). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +46,14 @@ static void setup(void)
     cr_assert_eq(eddy_write_file(input, rows, strlen(rows)), 0);
 }
 
+static eddy_proc_t top_k_job;
+static bool top_k_started;
+
 static void teardown(void)
 {
+    if (top_k_started)
+        eddy_proc_kill(&top_k_job, 3000);
+    top_k_started = false;
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -148,4 +158,185 @@ Test(pipeline_aggregates, max_by_per_session)
                   "b\tv\t1.5\n"
                   "b\ty\t7\n"
                   "c\tu\t\n");
+}
+
+/* ---- top_k ---------------------------------------------------------------- */
+
+enum { AUCTIONS = 6, BIDDERS = 12, WINDOW_MS = 5000, TOP = 3 };
+
+static const char top_k_spec[] =
+    "source: {format: csv, columns: [auction, ts, bidder]}\n"
+    "steps:\n"
+    "  - key_by: auction\n"
+    "  - window: {type: tumbling, size: 5s, timestamp: ts}\n"
+    "  - aggregate:\n"
+    "      bids: count()\n"
+    "      top_bidders: top_k(bidder, 3)\n"
+    "    parallelism: 2\n";
+
+static int compare_lines(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Writes `rows` bids (auction, time, bidder; times ascending, bidders
+ * skewed so counts differ and sometimes tie) to the input file and returns
+ * the exact answer of top_k_spec over them: the output file's text. */
+static char *gen_bids(unsigned rows)
+{
+    unsigned windows = (unsigned)((uint64_t)rows * 2 / WINDOW_MS) + 1;
+    unsigned (*counts)[BIDDERS] = calloc((size_t)AUCTIONS * windows, sizeof *counts);
+    size_t cap = (size_t)rows * 24 + 1, len = 0;
+    char *text = malloc(cap);
+    cr_assert(counts && text);
+    uint64_t seed = 12;
+    for (unsigned i = 0; i < rows; i++) {
+        unsigned a = (unsigned)(eddy_test_rand(&seed) % AUCTIONS);
+        /* bidder min(r1, r2) of two uniform draws: 0 most often */
+        unsigned r1 = (unsigned)(eddy_test_rand(&seed) % BIDDERS);
+        unsigned r2 = (unsigned)(eddy_test_rand(&seed) % BIDDERS);
+        unsigned b = r1 < r2 ? r1 : r2;
+        unsigned ts = 1000 + 2 * i;
+        counts[(size_t)a * windows + ts / WINDOW_MS][b]++;
+        len += (size_t)snprintf(text + len, cap - len, "a%u,%u,%u\n", a, ts, 1001 + b);
+    }
+    cr_assert_eq(eddy_write_file(input, text, len), 0);
+    free(text);
+
+    char **lines = calloc((size_t)AUCTIONS * windows, sizeof *lines);
+    size_t n = 0;
+    for (unsigned a = 0; a < AUCTIONS; a++)
+        for (unsigned w = 0; w < windows; w++) {
+            const unsigned *c = counts[(size_t)a * windows + w];
+            unsigned total = 0, order[BIDDERS];
+            for (unsigned b = 0; b < BIDDERS; b++) {
+                total += c[b];
+                order[b] = b;
+            }
+            if (!total)
+                continue;
+            /* count descending, then the bidder's text (equal lengths) */
+            for (unsigned i = 1; i < BIDDERS; i++)
+                for (unsigned j = i; j > 0 && c[order[j]] > c[order[j - 1]]; j--) {
+                    unsigned t = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = t;
+                }
+            char line[256];
+            int l = snprintf(line, sizeof line, "a%u\t%u\t%u\t%u\t", a, w * WINDOW_MS,
+                             (w + 1) * WINDOW_MS, total);
+            for (unsigned i = 0; i < TOP && c[order[i]]; i++)
+                l += snprintf(line + l, sizeof line - (size_t)l, "%s%u:%u", i ? "," : "",
+                              1001 + order[i], c[order[i]]);
+            lines[n++] = strdup(line);
+        }
+    qsort(lines, n, sizeof *lines, compare_lines);
+    size_t out_len = 0;
+    char *out = malloc(n * 256 + 1);
+    cr_assert(out);
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        out_len += (size_t)sprintf(out + out_len, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    free(counts);
+    return out;
+}
+
+/* Starts top_k_spec over the input with checkpoints every 100 ms and the
+ * source capped at rate lines/s, so the job runs for a while. */
+static void start_top_k(const char *rate)
+{
+    cr_assert_eq(eddy_write_file(spec, top_k_spec, strlen(top_k_spec)), 0);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "100", "--quiet", "--pipeline", spec, "--input", input,
+                    "--output", output, "--rate", (char *)rate, NULL};
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_proc_start(&top_k_job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    top_k_started = true;
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+static json_int_t last_checkpoint(void)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *job = st ? eddy_test_status_job(st, "pipeline") : NULL;
+    json_int_t id = job ? json_integer_value(json_object_get(json_object_get(job, "last_checkpoint"), "id")) : 0;
+    json_decref(st);
+    return id;
+}
+
+/* Polled: a checkpoint completed (*seen) or the job ended. */
+static bool checkpointed(void *arg)
+{
+    bool *seen = arg;
+    *seen = last_checkpoint() > 0;
+    return *seen || !eddy_proc_alive(&top_k_job);
+}
+
+/* The job exits 0 and its output is want. */
+static void expect_top_k_output(const char *want)
+{
+    int rc = eddy_proc_wait(&top_k_job, 120000);
+    char *log = log_text();
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
+    char *got = eddy_read_file(output, NULL);
+    cr_assert(got, "no output; log:\n%s", log);
+    size_t at = 0;
+    while (got[at] && got[at] == want[at])
+        at++;
+    cr_assert(!got[at] && !want[at], "output differs from the exact top at byte %zu: got\n%.300s\nwant\n%.300s",
+              at, got + (at > 100 ? at - 100 : 0), want + (at > 100 ? at - 100 : 0));
+    free(got);
+    free(log);
+}
+
+Test(pipeline_aggregates, top_k_exact_with_checkpoints_mid_run)
+{
+    char *want = gen_bids(24000); /* 48 s of event time, ~3 s at the rate */
+    start_top_k("8000");
+    bool seen = false;
+    if (!eddy_poll_until(checkpointed, &seen, 60000) || !seen)
+        cr_assert_fail("no checkpoint completed while the job ran; log:\n%s", log_text());
+    expect_top_k_output(want);
+    free(want);
+}
+
+static int rescale_aggregate(const char *p)
+{
+    char coord[64];
+    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    char *argv[] = {EDDY_BINARY, "rescale", "pipeline", "step2_aggregate", (char *)p,
+                    "--coordinator", coord, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 90000, &out, &err);
+    if (rc != 0)
+        cr_log_error("eddy rescale pipeline step2_aggregate %s: exit %d: %s", p, rc, err ? err : "");
+    free(out);
+    free(err);
+    return rc;
+}
+
+Test(pipeline_aggregates, top_k_exact_across_rescales)
+{
+    char *want = gen_bids(60000); /* ~10 s at the rate: room for two rescales */
+    start_top_k("6000");
+    static const char *const steps[] = {"3", "1"};
+    for (size_t i = 0; i < 2; i++) {
+        if (!eddy_test_wait_job_state(ports[0], "pipeline", "running", 60000, &top_k_job))
+            cr_assert_fail("the job never (again) reached running; log:\n%s", log_text());
+        cr_assert_eq(rescale_aggregate(steps[i]), 0, "rescale to %s refused; log:\n%s", steps[i],
+                     log_text());
+    }
+    expect_top_k_output(want);
+    free(want);
 }

@@ -154,6 +154,19 @@ Test(pipelines, bad_specs_name_file_line_and_field)
          "bad.yaml:2: parallelism: 'two' is not a number"},
         /* missing source */
         {"name: x\nsteps:\n  - filter: a\n", "bad.yaml:1: source: missing"},
+        /* top_k's arity and K (a constant 1..16) */
+        {"source: {format: csv, columns: [a, b]}\nsteps:\n  - key_by: a\n  - aggregate:\n"
+         "      t: top_k(b)\n",
+         "bad.yaml:5: steps[1].aggregate.t: top_k takes 2 arguments, (EXPR, K)"},
+        {"source: {format: csv, columns: [a, b]}\nsteps:\n  - key_by: a\n  - aggregate:\n"
+         "      t: top_k(b, 2, 3)\n",
+         "bad.yaml:5: steps[1].aggregate.t: top_k takes 2 arguments"},
+        {"source: {format: csv, columns: [a, b]}\nsteps:\n  - key_by: a\n  - aggregate:\n"
+         "      t: top_k(b, 17)\n",
+         "bad.yaml:5: steps[1].aggregate.t: top_k's K must be an integer constant in 1..16"},
+        {"source: {format: csv, columns: [a, b]}\nsteps:\n  - key_by: a\n  - aggregate:\n"
+         "      t: top_k(b, a)\n",
+         "bad.yaml:5: steps[1].aggregate.t: top_k's K must be an integer constant"},
         /* joins, plugins, parallelism */
         {"source: {format: csv, columns: [a, t]}\nsteps:\n  - join: {on: a}\n",
          "bad.yaml:3: steps[0].join: needs with"},

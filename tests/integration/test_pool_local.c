@@ -32,6 +32,7 @@ typedef struct pool_run {
     json_t *decisions;
     uint32_t max_alive, last_alive;
     bool pool_worker_ran_instances;
+    bool saw_left;          /* status showed a worker that left (said LEAVE) */
     bool kill_one;          /* SIGKILL a pool worker once it runs an instance */
     char killed[64];
     int exit_status;
@@ -49,6 +50,9 @@ static void poll_status(void *arg)
         uint32_t alive = 0;
         json_array_foreach(json_object_get(doc, "workers"), i, w)
         {
+            const char *state = json_string_value(json_object_get(w, "state"));
+            if (state && !strcmp(state, "left"))
+                r->saw_left = true;
             if (!json_is_true(json_object_get(w, "alive")))
                 continue;
             alive++;
@@ -183,6 +187,8 @@ Test(pool_local, grows_with_the_load_and_shrinks_when_it_drops, .timeout = 150)
     cr_assert_geq(downs, 1, "the pool released no worker when the load dropped: %s (log %s)", seen,
                   r.log);
     cr_assert_lt(down_to, 3, "the pool did not shrink: %s (log %s)", seen, r.log);
+    /* a released worker says it leaves: shown as such, not as dead */
+    cr_assert(r.saw_left, "status never showed a released pool worker as left (log %s)", r.log);
     assert_exact(&r);
     finish(&r);
 }

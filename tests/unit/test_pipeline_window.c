@@ -118,6 +118,40 @@ Test(pipeline_window, aggregate_functions_parse)
     cr_assert_eq(eddy_pipeline_agg_parse("sum x", &a, &err), -1);
 }
 
+Test(pipeline_window, top_k_parses_and_refuses_bad_k)
+{
+    eddy_agg_t a;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_pipeline_agg_parse("top_k(concat(a, ','), 3)", &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.fn, EDDY_AGG_TOP_K);
+    cr_assert_str_eq(a.arg, "concat(a, ',')");
+    cr_assert_eq(a.k, 3);
+    eddy_pipeline_agg_clear(&a);
+    cr_assert_eq(eddy_pipeline_agg_parse("top_k( x ,16 )", &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.k, EDDY_PIPELINE_TOP_K_MAX);
+    eddy_pipeline_agg_clear(&a);
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"top_k(x)", "top_k takes 2 arguments, (EXPR, K)"},
+        {"top_k(x, 3, 4)", "top_k takes 2 arguments"},
+        {"top_k(, 3)", "top_k takes 2 arguments"},
+        {"top_k(x, 0)", "K must be an integer constant in 1..16"},
+        {"top_k(x, 17)", "in 1..16"},
+        {"top_k(x, -2)", "in 1..16"},
+        {"top_k(x, 2.5)", "in 1..16"},
+        {"top_k(x, n)", "integer constant"},
+        {"top_k(x, 1 + 2)", "integer constant"},
+        {"top_k(x, 99999999999999999999)", "in 1..16"},
+        {"quantile(x, y, 0.5)", "quantile takes 2 arguments"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(eddy_pipeline_agg_parse(bad[i].text, &a, &err), -1, "%s", bad[i].text);
+        cr_assert(strstr(err.msg, bad[i].want), "%s: '%s' does not say '%s'", bad[i].text, err.msg,
+                  bad[i].want);
+    }
+}
+
 Test(pipeline_window, durations)
 {
     int64_t ms;

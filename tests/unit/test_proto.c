@@ -208,6 +208,9 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
             m.u.plugin.data[i] = (char)(i * 13); /* ELF bytes: NULs and all */
         strcpy(m.u.plugin.error, "no such plugin");
         break;
+    case EDDY_MSG_LEAVE:
+        strcpy(m.u.leave.reason, "stopped by SIGTERM");
+        break;
     default:
         break;
     }
@@ -390,6 +393,9 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.plugin.len, b->u.plugin.len);
         cr_assert(a->u.plugin.len == 0 || !memcmp(a->u.plugin.data, b->u.plugin.data, a->u.plugin.len));
         cr_assert_str_eq(a->u.plugin.error, b->u.plugin.error);
+        break;
+    case EDDY_MSG_LEAVE:
+        cr_assert_str_eq(a->u.leave.reason, b->u.leave.reason);
         break;
     default:
         cr_assert_fail("unexpected type %d", a->type);
@@ -830,7 +836,7 @@ Test(proto, wrong_field_types_rejected)
 Test(proto, unknown_types_rejected)
 {
     expect_reject("\x91\x00", 2, "unknown message type");
-    expect_reject("\x91\x10", 2, "unknown message type");
+    expect_reject("\x91\x11", 2, "unknown message type");
     expect_reject("\x91\x20", 2, "unknown message type"); /* a data-plane type */
     expect_reject("\x91\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 10, "unknown message type");
     expect_reject("\x91\xff", 2, "unknown message type");

@@ -1,8 +1,10 @@
 /* test_sketch_cms.c - count-min sketch with heavy hitters
  * (state/sketch_cms.c): estimates never below the truth and within the
  * e/width bound, the heavy hitters of a skewed stream found, merge of halves
- * equals the whole, long keys counted but not listed, and the validate
- * function against corrupt buffers. */
+ * equals the whole, long keys counted but not listed, the validate
+ * function against corrupt buffers, and what top_k (operators/pipeline_agg.c)
+ * relies on: exact heavy hitters of a few distinct values from partial
+ * sketches merged, a byte round trip, truncated bytes refused. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -171,4 +173,69 @@ Test(sketch_cms, validate_on_random_bytes)
     cr_assert_eq(r.accepted_truncated, 0);
     cr_assert_eq(r.silent_rejections, 0);
     cr_assert_gt(r.rejected, 1000);
+}
+
+/* A window of top_k with few distinct values: value v < 12 occurs 3 v + 1
+ * times, in a shuffled order, split over two partial sketches. */
+static void feed_few(eddy_cms_t *a, eddy_cms_t *b, uint64_t seed)
+{
+    char vals[256]; /* 3 * 66 + 12 = 210 values */
+    size_t n = 0;
+    for (unsigned v = 0; v < 12; v++)
+        for (unsigned i = 0; i < 3 * v + 1; i++)
+            vals[n++] = (char)('a' + v);
+    uint64_t s = seed;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = eddy_test_rand(&s) % i;
+        char t = vals[i - 1];
+        vals[i - 1] = vals[j];
+        vals[j] = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        eddy_cms_add(b && i % 3 == 0 ? b : a, &vals[i], 1, 1);
+}
+
+Test(sketch_cms, top_of_merged_partials_is_exact_for_few_values)
+{
+    static eddy_cms_t whole, a, b;
+    eddy_cms_init(&whole);
+    eddy_cms_init(&a);
+    eddy_cms_init(&b);
+    feed_few(&whole, NULL, 5);
+    feed_few(&a, &b, 6);
+    eddy_cms_merge(&a, &b);
+    eddy_cms_entry_t ta[EDDY_CMS_TOP_K], tw[EDDY_CMS_TOP_K];
+    cr_assert_eq(eddy_cms_top(&whole, tw, 4), 4);
+    cr_assert_eq(eddy_cms_top(&a, ta, 4), 4);
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned v = 11 - i;
+        cr_assert(tw[i].len == 1 && tw[i].key[0] == 'a' + v && tw[i].count == 3 * v + 1,
+                  "entry %u: %.*s:%llu, want %c:%u", i, tw[i].len, (const char *)tw[i].key,
+                  (unsigned long long)tw[i].count, 'a' + v, 3 * v + 1);
+    }
+    cr_assert_eq(memcmp(ta, tw, sizeof ta[0] * 4), 0, "merged partials' top differs from the whole's");
+    cr_assert_eq(a.total, whole.total);
+}
+
+Test(sketch_cms, bytes_round_trip_and_truncation_refused)
+{
+    static eddy_cms_t cms, back;
+    eddy_cms_init(&cms);
+    feed_few(&cms, NULL, 7);
+    static unsigned char bytes[EDDY_CMS_SIZE + 1];
+    memcpy(bytes + 1, &cms, EDDY_CMS_SIZE); /* unaligned, as in a snapshot */
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_cms_validate(bytes + 1, EDDY_CMS_SIZE, &err), 0, "%s", err.msg);
+    memcpy(&back, bytes + 1, EDDY_CMS_SIZE);
+    eddy_cms_entry_t t1[EDDY_CMS_TOP_K], t2[EDDY_CMS_TOP_K];
+    size_t n1 = eddy_cms_top(&cms, t1, EDDY_CMS_TOP_K), n2 = eddy_cms_top(&back, t2, EDDY_CMS_TOP_K);
+    cr_assert(n1 == 12 && n1 == n2 && memcmp(t1, t2, n1 * sizeof t1[0]) == 0);
+    static const size_t cut[] = {0, 3, sizeof(eddy_sketch_header_t), 100, EDDY_CMS_SIZE - 1};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        err.msg[0] = 0;
+        cr_assert_eq(eddy_cms_validate(bytes + 1, cut[i], &err), -1, "%zu bytes accepted", cut[i]);
+        cr_assert(strstr(err.msg, "count-min sketch: ") &&
+                      (strstr(err.msg, "truncated") || strstr(err.msg, "expected")),
+                  "%zu bytes: '%s'", cut[i], err.msg);
+    }
 }
