@@ -228,10 +228,14 @@ static int interval_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t dom
     interval_state_t *st = eddy_process_value_get(ctx);
     if (st && st->armed && st->timer > time)
         return 0; /* a timer deleted in spirit: the pending one is later */
-    int64_t next = 0;
+    /* Everything the watermark passed ends now: one pass, not a timer per
+     * end when the watermark jumped over several. */
+    int64_t upto = eddy_process_watermark(ctx), next = 0;
+    if (upto < time)
+        upto = time;
     bool any = false;
-    if (interval_expire(ctx, "L", time, &next, &any, err) < 0 ||
-        interval_expire(ctx, "R", time, &next, &any, err) < 0)
+    if (interval_expire(ctx, "L", upto, &next, &any, err) < 0 ||
+        interval_expire(ctx, "R", upto, &next, &any, err) < 0)
         return -1;
     if (!any) {
         eddy_process_value_clear(ctx);
