@@ -36,6 +36,9 @@ static void print_step(const eddy_pstep_t *st, const char *indent)
         if (j->window_ms)
             printf(", tumbling %lld ms windows of %s / %s", (long long)j->window_ms, j->left_time,
                    j->right_time);
+        else if (j->left_from)
+            printf(", interval: left %s <= right %s <= left %s", j->left_from, j->right_time,
+                   j->left_to);
     } else {
         char what[600];
         eddy_pipeline_stateful_describe(st, what, sizeof what);

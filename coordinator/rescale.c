@@ -69,6 +69,27 @@ static int refuse_busy(const coord_job_t *j, eddy_err_t *err)
     return 0;
 }
 
+/* The names of g's keyed stages, comma-separated (cut short with "..."):
+ * the operators a rescale may name. A pipeline's are named after its steps
+ * (docs/pipelines.md), so a user who guessed wrong learns them here. */
+static void keyed_names(const eddy_job_graph_t *g, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t s = 0; s < g->n_stages; s++) {
+        if (!eddy_stage_is_keyed(&g->stages[s]))
+            continue;
+        int n = snprintf(out + used, size - used, "%s%s", used ? ", " : "", g->stages[s].name);
+        if (n < 0 || (size_t)n >= size - used) {
+            snprintf(out + (size > 4 ? size - 4 : 0), size > 4 ? 4 : size, "...");
+            return;
+        }
+        used += (size_t)n;
+    }
+    if (!used)
+        snprintf(out, size, "none");
+}
+
 int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_t parallelism,
                       const unsigned char *identity, size_t identity_len, eddy_err_t *err)
 {
@@ -76,11 +97,15 @@ int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_
     if (!j)
         return eddy_err_set(err, "no job '%s'", job_id);
     int s = eddy_graph_find_stage(&j->graph, stage);
+    char keyed[200];
+    if (s < 0 || !eddy_stage_is_keyed(&j->graph.stages[s]))
+        keyed_names(&j->graph, keyed, sizeof keyed);
     if (s < 0)
-        return eddy_err_set(err, "job %s has no operator '%s'", job_id, stage);
+        return eddy_err_set(err, "job %s has no operator '%s' (its keyed operators: %s)", job_id,
+                            stage, keyed);
     if (!eddy_stage_is_keyed(&j->graph.stages[s]))
-        return eddy_err_set(err, "operator '%s' is not keyed; only keyed operators can be rescaled",
-                            stage);
+        return eddy_err_set(err, "operator '%s' is not keyed; only keyed operators can be rescaled "
+                            "(%s's: %s)", stage, job_id, keyed);
     if (parallelism < 1 || parallelism > j->graph.max_parallelism)
         return eddy_err_set(err, "parallelism %u is out of range 1..%u (the job's max parallelism)",
                             parallelism, j->graph.max_parallelism);

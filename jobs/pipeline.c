@@ -122,32 +122,57 @@ int eddy_pipeline_load(int argc, char **argv, eddy_pipeline_spec_t **spec, eddy_
     return load(&f, spec, opt, err);
 }
 
-/* Appends to a chain's config the steps that put a join's key (and
- * window time) first in each row, as the join step reads them
- * (operators/pipeline_join.h); rows with a null key or time never join. */
-static int add_key_steps(eddy_config_t *c, const char *key, const char *time, char **cols,
-                         uint32_t n_cols)
+/* The event-time expressions a join side writes after its key: none
+ * (no window), one (a tumbling window's time; an interval's right time) or
+ * two (an interval's left from and to). */
+typedef struct join_times {
+    const char *expr[2];
+    uint32_t n;
+} join_times_t;
+
+static join_times_t join_times(const eddy_pipeline_join_t *j, bool left)
 {
+    join_times_t t = {{NULL, NULL}, 0};
+    if (left && j->left_from)
+        t = (join_times_t){{j->left_from, j->left_to}, 2};
+    else if (left ? j->left_time != NULL : j->right_time != NULL)
+        t = (join_times_t){{left ? j->left_time : j->right_time, NULL}, 1};
+    return t;
+}
+
+/* Appends to a chain's config the steps that put a join's key (and
+ * window times: a tumbling window's time, an interval's from and to or
+ * the right's time) first in each row, as the join step reads them
+ * (operators/pipeline_join.h); rows with a null key or time never join. */
+static int add_key_steps(eddy_config_t *c, const char *key, const join_times_t *times,
+                         char **cols, uint32_t n_cols)
+{
+    static const join_times_t none = {{NULL, NULL}, 0};
+    if (!times)
+        times = &none;
     int64_t k = eddy_config_int(c, "steps", 0);
-    char name[64], test[600], *list = eddy_pipeline_join_columns(cols, n_cols);
-    snprintf(test, sizeof test, "not is_null(%s)%s%s%s", key, time ? " and not is_null(int(" : "",
-             time ? time : "", time ? "))" : "");
+    char name[64], test[1400], *list = eddy_pipeline_join_columns(cols, n_cols);
+    int at = snprintf(test, sizeof test, "not is_null(%s)", key);
+    for (uint32_t t = 0; t < times->n && at > 0 && (size_t)at < sizeof test; t++)
+        at += snprintf(test + at, sizeof test - (size_t)at, " and not is_null(int(%s))",
+                       times->expr[t]);
     snprintf(name, sizeof name, "step.%" PRId64 ".filter", k);
     int rc = list ? eddy_config_set_str(c, name, test) : -1;
     snprintf(name, sizeof name, "step.%" PRId64 ".map", k + 1);
-    size_t len = list ? strlen(list) + 16 : 0;
+    size_t len = list ? strlen(list) + 24 : 0;
     char *outs = list ? malloc(len) : NULL;
     if (outs)
-        snprintf(outs, len, "_key,%s%s", time ? "_time," : "", list);
+        snprintf(outs, len, "_key,%s%s%s", times->n > 0 ? "_time," : "",
+                 times->n > 1 ? "_time2," : "", list);
     rc |= outs ? eddy_config_set_str(c, name, outs) : -1;
     uint32_t j = 0;
     char expr[600];
     snprintf(name, sizeof name, "step.%" PRId64 ".map.%u", k + 1, j++);
     snprintf(expr, sizeof expr, "string(%s)", key);
     rc |= eddy_config_set_str(c, name, expr);
-    if (time) {
+    for (uint32_t t = 0; t < times->n; t++) {
         snprintf(name, sizeof name, "step.%" PRId64 ".map.%u", k + 1, j++);
-        snprintf(expr, sizeof expr, "int(%s)", time);
+        snprintf(expr, sizeof expr, "int(%s)", times->expr[t]);
         rc |= eddy_config_set_str(c, name, expr);
     }
     for (uint32_t i = 0; i < n_cols; i++) {
@@ -182,8 +207,9 @@ static uint32_t step_parallelism(const side_t *sd, const eddy_pstep_t *st)
 /* The chain of steps order[from..to) (a parse alone when from == to),
  * ending with a join's key steps when key is set, or writing key_by's key
  * first in each row when key_by is set. */
-static void add_chain(side_t *sd, uint32_t from, uint32_t to, const char *key, const char *time,
-                      const eddy_pstep_t *key_by, uint32_t parallelism, const char *uid)
+static void add_chain(side_t *sd, uint32_t from, uint32_t to, const char *key,
+                      const join_times_t *time, const eddy_pstep_t *key_by, uint32_t parallelism,
+                      const char *uid)
 {
     eddy_config_t *c = sd->raw ? chain_config(sd->spec, sd->opt, from, to, sd->adaptive) : NULL;
     if (!sd->raw) {
@@ -217,8 +243,8 @@ static void add_chain(side_t *sd, uint32_t from, uint32_t to, const char *key, c
 /* Builds the groups of sd's steps up to (not including) a join at
  * position stop (or all: stop = n), the last chain ending with key steps
  * when key is set. */
-static void add_steps(side_t *sd, uint32_t g_from, uint32_t g_to, const char *key, const char *time,
-                      uint32_t join_index);
+static void add_steps(side_t *sd, uint32_t g_from, uint32_t g_to, const char *key,
+                      const join_times_t *time, uint32_t join_index);
 
 static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, const char *input,
                      const char *rate, uint32_t source_parallelism)
@@ -242,7 +268,8 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
                                        .parallelism = source_parallelism, .uid = uid};
         right.rows = eddy_line_source_add(sd->b, &lf);
     }
-    add_steps(&right, 0, ro.n_groups, j->right_key, j->right_time, st->index);
+    join_times_t rt = join_times(j, false);
+    add_steps(&right, 0, ro.n_groups, j->right_key, &rt, st->index);
     eddy_pipeline_opt_clear(&ro);
     eddy_config_t *c = eddy_config_new();
     if (!c || eddy_config_set_str(c, "type", j->semi ? "semi" : "inner") < 0 ||
@@ -255,7 +282,9 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
     snprintf(uid, sizeof uid, "step%u_join", st->index);
     sd->rows = eddy_set_parallelism(eddy_process2(eddy_key_by(sd->rows, "tab_prefix"),
                                                   eddy_key_by(right.rows, "tab_prefix"), uid,
-                                                  EDDY_PIPELINE_JOIN_KIND, c),
+                                                  j->left_from ? EDDY_PIPELINE_INTERVAL_JOIN_KIND
+                                                               : EDDY_PIPELINE_JOIN_KIND,
+                                                  c),
                                     step_parallelism(sd, st));
 }
 
@@ -293,8 +322,8 @@ static void add_plugin(side_t *sd, const eddy_pstep_t *st)
                                     step_parallelism(sd, st));
 }
 
-static void add_steps(side_t *sd, uint32_t g_from, uint32_t g_to, const char *key, const char *time,
-                      uint32_t join_index)
+static void add_steps(side_t *sd, uint32_t g_from, uint32_t g_to, const char *key,
+                      const join_times_t *time, uint32_t join_index)
 {
     char uid[64];
     const eddy_pipeline_opt_t *o = sd->opt;
@@ -402,7 +431,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         const eddy_pstep_t *st = &s->steps[o.order[at]];
         if (st->kind != EDDY_PSTEP_JOIN)
             continue;
-        add_steps(&sd, g_from, g, st->join->left_key, st->join->left_time, st->index);
+        join_times_t lt = join_times(st->join, true);
+        add_steps(&sd, g_from, g, st->join->left_key, &lt, st->index);
         add_join(&sd, st, source, input, f.rate, parallelism);
         g_from = g + 1;
     }

@@ -76,6 +76,19 @@ bool eddy_strv_has(const eddy_strv_t *self, const char *s)
     return false;
 }
 
+int eddy_buf_reset(eddy_buf_t *self, size_t cap)
+{
+    if (self->cap < cap) {
+        char *p = realloc(self->p, cap);
+        if (!p)
+            return -1;
+        self->p = p;
+        self->cap = cap;
+    }
+    self->len = 0;
+    return 0;
+}
+
 int eddy_buf_add(eddy_buf_t *self, const char *s, size_t len)
 {
     if (self->len + len + 1 > self->cap) {
@@ -149,65 +162,77 @@ void eddy_etl_record_clear(eddy_etl_record_t *self)
     self->n = 0;
 }
 
-int eddy_etl_csv_split(const char *line, size_t len, eddy_strv_t *out, eddy_err_t *err)
+int eddy_etl_csv_spans(const char *line, size_t len, eddy_csv_span_t *spans, size_t max,
+                       size_t *n, eddy_buf_t *unquoted, eddy_err_t *err)
 {
-    for (size_t i = 0; i < out->n; i++)
-        free(out->v[i]);
-    out->n = 0;
-    eddy_buf_t field = {0};
+    *n = 0;
+    /* Unquoting never lengthens a field, so len + 1 bytes are enough for
+     * every quoted field of the line and pointers into it stay valid. */
+    if (eddy_buf_reset(unquoted, len + 1) < 0)
+        return eddy_err_set(err, "out of memory");
     size_t i = 0;
-    int rc = 0;
     for (;;) {
-        field.len = 0;
-        if (eddy_buf_add(&field, "", 0) < 0)
-            goto oom;
+        const char *field;
+        size_t flen;
         if (i < len && line[i] == '"') {
-            i++;
-            for (;;) {
-                if (i >= len) {
-                    rc = eddy_err_set(err, "unterminated quoted field %zu", out->n + 1);
-                    goto done;
-                }
+            char *out = unquoted->p + unquoted->len;
+            flen = 0;
+            for (i++;; i++) {
+                if (i >= len)
+                    return eddy_err_set(err, "unterminated quoted field %zu", *n + 1);
                 if (line[i] == '"') {
                     if (i + 1 < len && line[i + 1] == '"') {
-                        if (eddy_buf_add(&field, "\"", 1) < 0)
-                            goto oom;
-                        i += 2;
+                        out[flen++] = '"';
+                        i++;
                         continue;
                     }
                     i++;
                     break;
                 }
-                if (eddy_buf_add(&field, line + i, 1) < 0)
-                    goto oom;
-                i++;
+                out[flen++] = line[i];
             }
-            if (i < len && line[i] != ',') {
-                rc = eddy_err_set(err, "text after the closing quote of field %zu", out->n + 1);
-                goto done;
-            }
+            if (i < len && line[i] != ',')
+                return eddy_err_set(err, "text after the closing quote of field %zu", *n + 1);
+            field = out;
+            unquoted->len += flen;
         } else {
-            size_t start = i;
-            while (i < len && line[i] != ',') {
-                if (line[i] == '"') {
-                    rc = eddy_err_set(err, "quote inside unquoted field %zu", out->n + 1);
-                    goto done;
-                }
-                i++;
-            }
-            if (eddy_buf_add(&field, line + start, i - start) < 0)
-                goto oom;
+            /* memchr, not a byte loop: fields can be long (text, JSON). */
+            field = line + i;
+            const char *comma = i < len ? memchr(field, ',', len - i) : NULL;
+            flen = comma ? (size_t)(comma - field) : len - i;
+            if (flen && memchr(field, '"', flen))
+                return eddy_err_set(err, "quote inside unquoted field %zu", *n + 1);
+            i += flen;
         }
-        if (eddy_strv_push(out, field.p, field.len) < 0)
-            goto oom;
+        if (*n < max)
+            spans[*n] = (eddy_csv_span_t){field, flen};
+        (*n)++;
         if (i >= len)
-            goto done;
+            return 0;
         i++; /* the comma */
     }
-oom:
-    rc = eddy_err_set(err, "out of memory");
-done:
-    eddy_buf_free(&field);
+}
+
+int eddy_etl_csv_split(const char *line, size_t len, eddy_strv_t *out, eddy_err_t *err)
+{
+    for (size_t i = 0; i < out->n; i++)
+        free(out->v[i]);
+    out->n = 0;
+    eddy_csv_span_t few[64], *spans = few;
+    eddy_buf_t unquoted = {0};
+    size_t n;
+    int rc = eddy_etl_csv_spans(line, len, spans, 64, &n, &unquoted, err);
+    if (rc == 0 && n > 64) {
+        spans = malloc(n * sizeof *spans);
+        rc = spans ? eddy_etl_csv_spans(line, len, spans, n, &n, &unquoted, err)
+                   : eddy_err_set(err, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (eddy_strv_push(out, spans[i].p, spans[i].len) < 0)
+            rc = eddy_err_set(err, "out of memory");
+    if (spans != few)
+        free(spans);
+    eddy_buf_free(&unquoted);
     return rc;
 }
 

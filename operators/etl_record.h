@@ -35,6 +35,9 @@ typedef struct eddy_buf {
 } eddy_buf_t;
 
 int eddy_buf_add(eddy_buf_t *self, const char *s, size_t len);
+/* Empties the buffer and makes room for cap bytes, so that pointers into
+ * what is then written in place (without eddy_buf_add) stay valid. */
+int eddy_buf_reset(eddy_buf_t *self, size_t cap);
 void eddy_buf_free(eddy_buf_t *self);
 
 typedef struct eddy_etl_field {
@@ -54,8 +57,21 @@ int eddy_etl_record_set(eddy_etl_record_t *self, const char *name, const char *v
 eddy_etl_field_t *eddy_etl_record_get(eddy_etl_record_t *self, const char *name);
 void eddy_etl_record_clear(eddy_etl_record_t *self);
 
-/* The fields of one CSV line into out (cleared first); a quote in an
- * unquoted field or an unterminated quoted field is an error. */
+/* One field of a CSV line: not NUL-terminated; in the line itself, or
+ * (a quoted field) in the caller's buffer. */
+typedef struct eddy_csv_span {
+    const char *p;
+    size_t len;
+} eddy_csv_span_t;
+
+/* The fields of one CSV line without copying them: the first max into
+ * spans, their count (also beyond max) into *n. Quoted fields are unquoted
+ * into `unquoted`, grown to len + 1 first and reused from its start, so
+ * spans stay valid until it is used again. A quote in an unquoted field or
+ * an unterminated quoted field is an error. */
+int eddy_etl_csv_spans(const char *line, size_t len, eddy_csv_span_t *spans, size_t max,
+                       size_t *n, eddy_buf_t *unquoted, eddy_err_t *err);
+/* The same fields as owned strings into out (cleared first). */
 int eddy_etl_csv_split(const char *line, size_t len, eddy_strv_t *out, eddy_err_t *err);
 /* A CSV line as record fields named by columns; a different field count is
  * an error ("expected 3 fields, got 4"). */

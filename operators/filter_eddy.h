@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #define EDDY_FILTER_EDDY_PERIOD 2048   /* records between decisions */
-#define EDDY_FILTER_EDDY_SAMPLE 16     /* time one record in this many */
+#define EDDY_FILTER_EDDY_SAMPLE 64     /* time one record in this many (a clock read
+                                         * costs ~230 ns on a VM: at 16, more than
+                                         * the filters it timed; bench/reorder) */
 #define EDDY_FILTER_EDDY_GAIN 0.85     /* switch when new cost < GAIN x current */
 
 typedef struct eddy_filter_eddy eddy_filter_eddy_t;

@@ -52,7 +52,7 @@ typedef struct chain_op {
     eddy_expr_t *key;
     eddy_val_t *row, *next;
     eddy_buf_t scratch, out, json_text;
-    eddy_strv_t csv_fields;
+    eddy_csv_span_t *csv_fields; /* csv: one per input column */
     uint64_t *rejected;
     uint64_t n_rejected;
     const char *stage;
@@ -82,7 +82,7 @@ static void chain_close(void *self)
     free(op->row);
     free(op->next);
     eddy_strv_clear(&op->in_columns);
-    eddy_strv_clear(&op->csv_fields);
+    free(op->csv_fields);
     eddy_buf_free(&op->scratch);
     eddy_buf_free(&op->out);
     eddy_buf_free(&op->json_text);
@@ -199,9 +199,10 @@ static void *chain_open(const eddy_op_context_t *ctx, eddy_err_t *err)
         }
         i = end > i ? end : i + 1;
     }
+    op->csv_fields = calloc(op->in_columns.n ? op->in_columns.n : 1, sizeof *op->csv_fields);
     op->row = calloc(op->width ? op->width : 1, sizeof *op->row);
     op->next = calloc(op->width ? op->width : 1, sizeof *op->next);
-    if (!op->row || !op->next) {
+    if (!op->row || !op->next || !op->csv_fields) {
         eddy_err_set(err, "out of memory");
         goto fail;
     }
@@ -270,16 +271,25 @@ static int split_input(chain_op_t *op, const eddy_record_t *in, eddy_err_t *err)
         return eddy_row_split(in->data, in->len, op->row, n, &op->scratch, err);
     case IN_JSON:
         return split_json(op, in->data, in->len, err);
-    case IN_CSV:
-        if (eddy_etl_csv_split(in->data, in->len, &op->csv_fields, err) < 0)
+    case IN_CSV: {
+        size_t got;
+        if (eddy_etl_csv_spans(in->data, in->len, op->csv_fields, n, &got, &op->scratch, err) < 0)
             return -1;
-        if (op->csv_fields.n > n || (op->csv_fields.n < n && !op->ragged))
-            return eddy_err_set(err, "expected %u fields, got %zu", n, op->csv_fields.n);
-        for (uint32_t i = 0; i < n; i++)
-            op->row[i] = i < op->csv_fields.n
-                             ? eddy_val_str(op->csv_fields.v[i], strlen(op->csv_fields.v[i]))
-                             : eddy_val_null();
+        if (got > n || (got < n && !op->ragged))
+            return eddy_err_set(err, "expected %u fields, got %zu", n, got);
+        for (uint32_t i = 0; i < n; i++) {
+            if (i >= got) {
+                op->row[i] = eddy_val_null();
+                continue;
+            }
+            /* A field ends at a NUL byte, as it did when fields were C strings. */
+            const char *p = op->csv_fields[i].p;
+            size_t flen = op->csv_fields[i].len;
+            const char *nul = flen ? memchr(p, '\0', flen) : NULL;
+            op->row[i] = eddy_val_str(p, nul ? (size_t)(nul - p) : flen);
+        }
         return 0;
+    }
     }
     return 0;
 }

@@ -7,29 +7,19 @@
 int eddy_row_split(const char *line, size_t len, eddy_val_t *vals, uint32_t n, eddy_buf_t *scratch,
                    eddy_err_t *err)
 {
-    if (scratch->cap < len + 1) {
-        char *p = realloc(scratch->p, len + 1);
-        if (!p)
-            return eddy_err_set(err, "out of memory");
-        scratch->p = p;
-        scratch->cap = len + 1;
-    }
-    scratch->len = 0;
+    if (eddy_buf_reset(scratch, len + 1) < 0)
+        return eddy_err_set(err, "out of memory");
     uint32_t field = 0;
     size_t start = 0;
-    bool escaped = false;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && line[i] != '\t') {
-            escaped |= line[i] == '\\';
-            continue;
-        }
+    /* Field by field with memchr: most fields have no escape to undo. */
+    for (;;) {
+        const char *f = line + start, *tab = len > start ? memchr(f, '\t', len - start) : NULL;
+        size_t flen = tab ? (size_t)(tab - f) : len - start;
         if (field == n)
             return eddy_err_set(err, "expected %u fields, got more", n);
-        const char *f = line + start;
-        size_t flen = i - start;
         if (flen == 2 && f[0] == '\\' && f[1] == 'N') {
             vals[field] = eddy_val_null();
-        } else if (!escaped) {
+        } else if (!flen || !memchr(f, '\\', flen)) {
             vals[field] = eddy_val_str(f, flen);
         } else {
             char *out = scratch->p + scratch->len;
@@ -46,8 +36,9 @@ int eddy_row_split(const char *line, size_t len, eddy_val_t *vals, uint32_t n, e
             vals[field] = eddy_val_str(out, o);
         }
         field++;
-        start = i + 1;
-        escaped = false;
+        if (!tab)
+            break;
+        start += flen + 1;
     }
     if (field != n)
         return eddy_err_set(err, "expected %u fields, got %u", n, field);

@@ -571,37 +571,27 @@ const char *eddy_expr_text(const eddy_expr_t *self)
 
 /* ---- values ----------------------------------------------------------------- */
 
-eddy_val_t eddy_val_str(const char *ptr, size_t len)
-{
-    eddy_val_t v = {.type = EDDY_VAL_STR};
-    v.u.s.ptr = ptr ? ptr : "";
-    v.u.s.len = ptr ? len : 0;
-    return v;
-}
-
-eddy_val_t eddy_val_int(int64_t i)
-{
-    return (eddy_val_t){.type = EDDY_VAL_INT, .u.i = i};
-}
-
-eddy_val_t eddy_val_float(double f)
-{
-    return (eddy_val_t){.type = EDDY_VAL_FLOAT, .u.f = f};
-}
-
-eddy_val_t eddy_val_bool(bool b)
-{
-    return (eddy_val_t){.type = EDDY_VAL_BOOL, .u.b = b};
-}
-
-eddy_val_t eddy_val_null(void)
-{
-    return (eddy_val_t){.type = EDDY_VAL_NULL};
-}
-
 bool eddy_val_is_true(const eddy_val_t *v)
 {
     return v->type == EDDY_VAL_BOOL && v->u.b;
+}
+
+/* An optional sign and 1 to 18 decimal digits (no overflow possible): most
+ * numbers in CSV fields, read without strtoll's copy and locale. What is not
+ * this form goes the general way, which gives the same value for it. */
+static bool plain_int(const char *s, size_t len, int64_t *out)
+{
+    size_t k = len && (s[0] == '-' || s[0] == '+');
+    if (len == k || len - k > 18)
+        return false;
+    int64_t acc = 0;
+    for (size_t j = k; j < len; j++) {
+        if (s[j] < '0' || s[j] > '9')
+            return false;
+        acc = acc * 10 + (s[j] - '0');
+    }
+    *out = s[0] == '-' ? -acc : acc;
+    return true;
 }
 
 bool eddy_val_number(const eddy_val_t *v, bool *is_int, int64_t *i, double *f)
@@ -617,6 +607,11 @@ bool eddy_val_number(const eddy_val_t *v, bool *is_int, int64_t *i, double *f)
         *f = v->u.f;
         return true;
     case EDDY_VAL_STR: {
+        if (plain_int(v->u.s.ptr, v->u.s.len, i)) {
+            *is_int = true;
+            *f = (double)*i;
+            return true;
+        }
         char buf[64];
         size_t len = v->u.s.len;
         if (len == 0 || len >= sizeof buf)
@@ -657,9 +652,25 @@ size_t eddy_val_format(const eddy_val_t *v, char *out, size_t size)
     case EDDY_VAL_BOOL:
         n = snprintf(out, size, "%s", v->u.b ? "true" : "false");
         break;
-    case EDDY_VAL_INT:
-        n = snprintf(out, size, "%" PRId64, v->u.i);
-        break;
+    case EDDY_VAL_INT: {
+        /* By hand: rows format an int per field and snprintf dominated. */
+        char digits[24];
+        size_t d = sizeof digits;
+        uint64_t u = v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i;
+        do {
+            digits[--d] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v->u.i < 0)
+            digits[--d] = '-';
+        size_t len = sizeof digits - d;
+        if (size) {
+            size_t copy = len < size ? len : size - 1;
+            memcpy(out, digits + d, copy);
+            out[copy] = '\0';
+        }
+        return len;
+    }
     case EDDY_VAL_FLOAT:
         /* Whole numbers without an exponent (1000, not 1e+03). */
         if (v->u.f == floor(v->u.f) && fabs(v->u.f) < 1e15) {
@@ -721,7 +732,7 @@ int eddy_val_compare(const eddy_val_t *a, const eddy_val_t *b)
     case 1:
         return (int)a->u.b - (int)b->u.b;
     case 2: {
-        bool ai, bi;
+        bool ai = false, bi = false;
         int64_t ii = 0, ji = 0;
         double af = 0, bf = 0;
         eddy_val_number(a, &ai, &ii, &af);
@@ -791,7 +802,7 @@ static eddy_val_t eval(eddy_expr_t *e, uint32_t idx, const eddy_val_t *row);
 
 static eddy_val_t arith(bin_op_t op, const eddy_val_t *a, const eddy_val_t *b)
 {
-    bool ai, bi;
+    bool ai = false, bi = false;
     int64_t x = 0, y = 0;
     double xf = 0, yf = 0;
     if (!eddy_val_number(a, &ai, &x, &xf) || !eddy_val_number(b, &bi, &y, &yf))
@@ -839,7 +850,7 @@ static eddy_val_t compare(bin_op_t op, const eddy_val_t *a, const eddy_val_t *b)
     if (a->type == EDDY_VAL_NULL || b->type == EDDY_VAL_NULL)
         return eddy_val_null();
     int c;
-    bool ai, bi;
+    bool ai = false, bi = false;
     int64_t x = 0, y = 0;
     double xf = 0, yf = 0;
     bool an = a->type == EDDY_VAL_INT || a->type == EDDY_VAL_FLOAT;
@@ -1039,10 +1050,7 @@ static eddy_val_t call(eddy_expr_t *e, const node_t *n, const eddy_val_t *row)
             return eddy_val_bool(!memcmp(p + len - tl, t.u.s.ptr, tl));
         if (!tl)
             return eddy_val_bool(true);
-        for (size_t i = 0; i + tl <= len; i++)
-            if (p[i] == t.u.s.ptr[0] && !memcmp(p + i, t.u.s.ptr, tl))
-                return eddy_val_bool(true);
-        return eddy_val_bool(false);
+        return eddy_val_bool(memmem(p, len, t.u.s.ptr, tl) != NULL);
     }
     case F_MATCHES: {
         /* regexec needs a NUL-terminated subject. */

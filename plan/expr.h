@@ -77,12 +77,28 @@ const char *eddy_expr_text(const eddy_expr_t *self);
 bool eddy_val_is_true(const eddy_val_t *v);
 
 /* A string field's value as a typed value: "" and NULL stay strings (and
- * null when null_if_empty), numbers stay strings (eval coerces them). */
-eddy_val_t eddy_val_str(const char *ptr, size_t len);
-eddy_val_t eddy_val_int(int64_t i);
-eddy_val_t eddy_val_float(double f);
-eddy_val_t eddy_val_bool(bool b);
-eddy_val_t eddy_val_null(void);
+ * null when null_if_empty), numbers stay strings (eval coerces them).
+ * Inline, as every field of every row is made by one of these. */
+static inline eddy_val_t eddy_val_str(const char *ptr, size_t len)
+{
+    return (eddy_val_t){.type = EDDY_VAL_STR, .u.s = {ptr ? ptr : "", ptr ? len : 0}};
+}
+static inline eddy_val_t eddy_val_int(int64_t i)
+{
+    return (eddy_val_t){.type = EDDY_VAL_INT, .u.i = i};
+}
+static inline eddy_val_t eddy_val_float(double f)
+{
+    return (eddy_val_t){.type = EDDY_VAL_FLOAT, .u.f = f};
+}
+static inline eddy_val_t eddy_val_bool(bool b)
+{
+    return (eddy_val_t){.type = EDDY_VAL_BOOL, .u.b = b};
+}
+static inline eddy_val_t eddy_val_null(void)
+{
+    return (eddy_val_t){.type = EDDY_VAL_NULL};
+}
 
 /* Writes v as text (null as "", floats in the shortest form that reads
  * back the same, bools as true/false) into out[size]; returns the length it

@@ -138,12 +138,64 @@ static int output_columns(const eddy_pspec_ctx_t *c, const eddy_ynode_t *at, con
     return 0;
 }
 
+/* window: {size: DURATION, time: COLUMN | left_time: EXPR, right_time: EXPR}. */
+static int parse_tumbling(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field,
+                          char **lcols, uint32_t nl, char **rcols, uint32_t nr,
+                          eddy_pipeline_join_t *j)
+{
+    const eddy_ynode_t *size = eddy_ynode_get(w, "size");
+    char f2[220];
+    snprintf(f2, sizeof f2, "%s.size", field);
+    if (!size)
+        return eddy_pspec_fail(c, w, field, "needs size (a tumbling window: 10s, 500ms, ...), or "
+                               "from and to (an interval window)");
+    if (duration_ms(c, size, f2, &j->window_ms) < 0)
+        return -1;
+    const char *const time_names[] = {"time", "left_time", "right_time"};
+    return side_exprs(c, w, field, time_names, lcols, nl, rcols, nr, true, &j->left_time,
+                      &j->right_time);
+}
+
+/* window: {from: EXPR, to: EXPR, time: EXPR | right_time: EXPR}: an
+ * interval join. from and to bound each left row (its columns), time is
+ * the right row's; all epoch ms. */
+static int parse_interval(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field,
+                          char **lcols, uint32_t nl, char **rcols, uint32_t nr,
+                          eddy_pipeline_join_t *j)
+{
+    const eddy_ynode_t *v;
+    if ((v = eddy_ynode_get(w, "size")))
+        return eddy_pspec_fail(c, v, field, "size is a tumbling window's; an interval window is "
+                               "bounded by from and to");
+    if ((v = eddy_ynode_get(w, "left_time")))
+        return eddy_pspec_fail(c, v, field, "an interval window bounds the left row by from and "
+                               "to: no left_time (time or right_time is the right row's)");
+    if ((v = eddy_ynode_get(w, "time")) && eddy_ynode_get(w, "right_time"))
+        return eddy_pspec_fail(c, v, field, "give time or right_time, not both");
+    if (!eddy_ynode_get(w, "from") || !eddy_ynode_get(w, "to"))
+        return eddy_pspec_fail(c, w, field, "an interval window needs both from and to (the left "
+                               "row's bounds, epoch ms)");
+    if (expr_at(c, w, "from", field, lcols, nl, true, &j->left_from) < 0 ||
+        expr_at(c, w, "to", field, lcols, nl, true, &j->left_to) < 0 ||
+        expr_at(c, w, eddy_ynode_get(w, "time") ? "time" : "right_time", field, rcols, nr, true,
+                &j->right_time) < 0)
+        return -1;
+    if (!j->right_time)
+        return eddy_pspec_fail(c, w, field, "an interval window needs time: EXPR (the right "
+                               "row's event time, epoch ms)");
+    if (j->semi)
+        return eddy_pspec_fail(c, w, field, "an interval window joins inner only (type: semi "
+                               "takes no window or a tumbling one)");
+    return 0;
+}
+
 int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body, const char *field,
                              const eddy_pipeline_spec_t *left, char **cols, uint32_t n_cols,
                              eddy_pstep_t *st)
 {
     static const char *const keys[] = {"with", "on", "left_key", "right_key", "type", "window", NULL};
-    static const char *const wkeys[] = {"size", "time", "left_time", "right_time", NULL};
+    static const char *const wkeys[] = {"size", "time", "left_time", "right_time", "from", "to",
+                                        NULL};
     if (body->kind != EDDY_YNODE_MAP)
         return eddy_pspec_fail(c, body, field, "expected a mapping (with, on or left_key and "
                                "right_key, type, window)");
@@ -178,19 +230,13 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
         snprintf(sub, sizeof sub, "%s.window", field);
         if (v->kind != EDDY_YNODE_MAP)
             return eddy_pspec_fail(c, v, sub, "expected a mapping (size, time or left_time and "
-                                   "right_time)");
+                                   "right_time; or from, to and time)");
         if (eddy_pspec_check_keys(c, v, sub, wkeys) < 0)
             return -1;
-        const eddy_ynode_t *size = eddy_ynode_get(v, "size");
-        char f2[220];
-        snprintf(f2, sizeof f2, "%s.size", sub);
-        if (!size)
-            return eddy_pspec_fail(c, v, sub, "needs size (a tumbling window: 10s, 500ms, ...)");
-        if (duration_ms(c, size, f2, &j->window_ms) < 0)
-            return -1;
-        const char *const time_names[] = {"time", "left_time", "right_time"};
-        if (side_exprs(c, v, sub, time_names, cols, n_cols, rcols, nr, true, &j->left_time,
-                       &j->right_time) < 0)
+        int rc = eddy_ynode_get(v, "from") || eddy_ynode_get(v, "to")
+                     ? parse_interval(c, v, sub, cols, n_cols, rcols, nr, j)
+                     : parse_tumbling(c, v, sub, cols, n_cols, rcols, nr, j);
+        if (rc < 0)
             return -1;
     }
     return output_columns(c, body, field, cols, n_cols, rcols, nr, j->semi, st);
@@ -206,6 +252,8 @@ void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p)
     free(j->right_key);
     free(j->left_time);
     free(j->right_time);
+    free(j->left_from);
+    free(j->left_to);
     free(j);
     *self_p = NULL;
 }

@@ -12,6 +12,9 @@
  *       right_key: id
  *       type: inner            # inner | semi
  *       window: {size: 10s, time: date_time}   # or left_time / right_time
+ *       # or an interval join: right rows join a left row when
+ *       # from <= time <= to (from, to over the left's columns, time the right's)
+ *       window: {from: date_time, to: expires, time: date_time}
  *
  * Output columns: inner, the left's then the right's (a right column whose
  * name the left has too is called right_NAME); semi, the left's. The right
@@ -33,6 +36,9 @@ typedef struct eddy_pipeline_join {
     bool semi;                    /* emit each left row once, when it has a match */
     int64_t window_ms;            /* 0: no window (state kept for good) */
     char *left_time, *right_time; /* window: each side's event time (epoch ms) */
+    /* An interval window (then window_ms is 0 and left_time NULL): a right
+     * row joins a left row when left_from <= right_time <= left_to. */
+    char *left_from, *left_to;
     uint32_t n_left, n_right;     /* each side's columns at the join */
 } eddy_pipeline_join_t;
 

@@ -98,15 +98,9 @@ static void slow_down(int factor)
 static void make_wordcount_input(void)
 {
     eddy_err_t err = {{0}};
-    cr_assert(eddy_gen_text(input, WC_BYTES, 777, &err) == 0, "%s", err.msg);
-    size_t text_len;
-    char *text = eddy_read_file(input, &text_len);
-    cr_assert(text);
-    expected = eddy_reference_wordcount(text, text_len, &expected_len);
-    size_t lines = 1;
-    for (size_t i = 0; i < text_len; i++)
-        lines += text[i] == '\n';
-    free(text);
+    size_t lines;
+    expected = eddy_test_wc_reference(input, WC_BYTES, 777, &expected_len, &lines, &err);
+    cr_assert(expected, "%s", err.msg);
     snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
 }
 

@@ -43,8 +43,7 @@
 
 static char *dir;
 static char keys[600], reader[600], workerkey[600], input[600], output[600], logp[600];
-static char *text, *expected;
-static size_t text_len, expected_len;
+static eddy_test_wc_input_t wc; /* the input text and its reference output */
 static char rate[32];
 static int ports[2];
 static char port_s[16], http_s[16], coord_url[64];
@@ -101,15 +100,8 @@ static void setup(void)
     copy_key(keys, "reader.key", reader, "reader.key");
     copy_key(keys, "server.pub", workerkey, "server.pub");
     copy_key(keys, "server.key", workerkey, "client.key");
-    cr_assert(eddy_gen_text(input, TEXT_BYTES, 4242, &err) == 0, "%s", err.msg);
-    text = eddy_read_file(input, &text_len);
-    cr_assert(text);
-    expected = eddy_reference_wordcount(text, text_len, &expected_len);
-    cr_assert(expected);
-    size_t lines = 1;
-    for (size_t i = 0; i < text_len; i++)
-        lines += text[i] == '\n';
-    snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
+    cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 4242, &wc, &err) == 0, "%s", err.msg);
+    snprintf(rate, sizeof rate, "%zu", wc.lines / RUN_SECONDS);
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     snprintf(port_s, sizeof port_s, "%d", ports[0]);
     snprintf(http_s, sizeof http_s, "%d", ports[1]);
@@ -120,8 +112,7 @@ static void setup(void)
 static void teardown(void)
 {
     eddy_proc_kill(&local, 3000);
-    free(text);
-    free(expected);
+    eddy_test_wc_input_free(&wc);
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -410,8 +401,8 @@ Test(curve, only_authorised_keys_within_their_role, .init = setup, .fini = teard
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
     size_t gl = 0;
     char *got = eddy_read_file(output, &gl);
-    cr_assert(got && gl == expected_len && !memcmp(got, expected, expected_len),
-              "output differs from the reference (%zu vs %zu bytes); log:\n%s", gl, expected_len,
+    cr_assert(got && gl == wc.expected_len && !memcmp(got, wc.expected, wc.expected_len),
+              "output differs from the reference (%zu vs %zu bytes); log:\n%s", gl, wc.expected_len,
               log_text());
     free(got);
     char *l = log_text();

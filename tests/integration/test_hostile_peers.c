@@ -55,8 +55,7 @@
 
 static char *dir;
 static char input[600], output[600], logp[600];
-static char *text, *expected;
-static size_t text_len, expected_len;
+static eddy_test_wc_input_t wc; /* the input text and its reference output */
 static char rate[32];
 static int ports[2];
 static char port_s[16], http_s[16], coord_url[64];
@@ -81,15 +80,8 @@ static void setup(void)
     snprintf(input, sizeof input, "%s/input.txt", dir);
     snprintf(output, sizeof output, "%s/counts.tsv", dir);
     snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_gen_text(input, TEXT_BYTES, 777, &err) == 0, "%s", err.msg);
-    text = eddy_read_file(input, &text_len);
-    cr_assert(text);
-    expected = eddy_reference_wordcount(text, text_len, &expected_len);
-    cr_assert(expected);
-    size_t lines = 1;
-    for (size_t i = 0; i < text_len; i++)
-        lines += text[i] == '\n';
-    snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
+    cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 777, &wc, &err) == 0, "%s", err.msg);
+    snprintf(rate, sizeof rate, "%zu", wc.lines / RUN_SECONDS);
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     snprintf(port_s, sizeof port_s, "%d", ports[0]);
     snprintf(http_s, sizeof http_s, "%d", ports[1]);
@@ -100,8 +92,7 @@ static void setup(void)
 static void teardown(void)
 {
     eddy_proc_kill(&local, 3000);
-    free(text);
-    free(expected);
+    eddy_test_wc_input_free(&wc);
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -212,7 +203,7 @@ static void expect_exact_output(void)
     }
     size_t gl = 0;
     char *got = eddy_read_file(output, &gl);
-    if (!got || gl != expected_len || memcmp(got, expected, expected_len) != 0) {
+    if (!got || gl != wc.expected_len || memcmp(got, wc.expected, wc.expected_len) != 0) {
         bool missing = !got;
         free(got); /* the failure does not return: free first, so no leak hides it */
         static char l[65536];
@@ -220,7 +211,7 @@ static void expect_exact_output(void)
         snprintf(l, sizeof l, "%s", full);
         free(full);
         cr_assert_fail("output %s differs from the reference (%zu vs %zu bytes); log:\n%s",
-                       missing ? "missing" : "", gl, expected_len, l);
+                       missing ? "missing" : "", gl, wc.expected_len, l);
     }
     free(got);
     char *l = log_text();

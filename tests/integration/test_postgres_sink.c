@@ -85,16 +85,10 @@ static void setup_wordcount(void)
 {
     setup_common(20);
     eddy_err_t err = {{0}};
-    cr_assert(eddy_gen_text(input, TEXT_BYTES, 777, &err) == 0, "%s", err.msg);
-    size_t len;
-    char *text = eddy_read_file(input, &len);
-    cr_assert(text);
-    expected = eddy_reference_wordcount(text, len, &expected_len);
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
+    size_t lines;
+    expected = eddy_test_wc_reference(input, TEXT_BYTES, 777, &expected_len, &lines, &err);
+    cr_assert(expected, "%s", err.msg);
     snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
-    free(text);
     eddy_test_pg_uri(pg, "counts", uri, sizeof uri);
 }
 

@@ -24,8 +24,7 @@
 
 static char *dir;
 static char input[600];
-static char *text, *expected;
-static size_t text_len, expected_len;
+static eddy_test_wc_input_t wc; /* the input text and its reference output */
 
 static void setup(void)
 {
@@ -33,17 +32,12 @@ static void setup(void)
     dir = eddy_test_mkdtemp("wc-e2e", &err);
     cr_assert(dir, "%s", err.msg);
     snprintf(input, sizeof input, "%s/input.txt", dir);
-    cr_assert(eddy_gen_text(input, TEXT_BYTES, 20240601, &err) == 0, "%s", err.msg);
-    text = eddy_read_file(input, &text_len);
-    cr_assert(text);
-    expected = eddy_reference_wordcount(text, text_len, &expected_len);
-    cr_assert(expected);
+    cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 20240601, &wc, &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)
 {
-    free(text);
-    free(expected);
+    eddy_test_wc_input_free(&wc);
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
@@ -101,9 +95,9 @@ ParameterizedTest(wc_case_t *c, wordcount, output_matches_reference, .init = set
     size_t got_len = 0;
     char *got = eddy_read_file(out, &got_len);
     cr_assert(got, "no output file %s; log:\n%s", out, log ? log : "");
-    if (got_len != expected_len || memcmp(got, expected, got_len) != 0)
-        report_diff(expected, expected_len, got, got_len);
-    cr_assert(got_len == expected_len && memcmp(got, expected, got_len) == 0,
+    if (got_len != wc.expected_len || memcmp(got, wc.expected, got_len) != 0)
+        report_diff(wc.expected, wc.expected_len, got, got_len);
+    cr_assert(got_len == wc.expected_len && memcmp(got, wc.expected, got_len) == 0,
               "workers %d, parallelism %d: output differs from the reference", c->workers,
               c->parallelism);
     free(got);
@@ -134,7 +128,7 @@ Test(wordcount, changelog_last_value_is_reference_count, .init = setup, .fini = 
     cr_assert_eq(rc, 0, "eddy local exited %d", rc);
 
     size_t n;
-    eddy_wc_entry_t *ref = eddy_reference_counts(text, text_len, &n);
+    eddy_wc_entry_t *ref = eddy_reference_counts(wc.text, wc.text_len, &n);
     cr_assert(ref);
     uint64_t *last = calloc(n, sizeof *last);
     size_t len;

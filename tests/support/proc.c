@@ -301,6 +301,7 @@ json_t *eddy_test_status_job(json_t *status, const char *job)
 typedef struct state_wait {
     int port;
     const char *job, *state;
+    int64_t min_completed, min_restarts;
     eddy_proc_t *owner;
     bool gone;
 } state_wait_t;
@@ -315,16 +316,26 @@ static bool job_in_state(void *arg)
     json_t *doc = eddy_test_status(w->port);
     json_t *j = doc ? eddy_test_status_job(doc, w->job) : NULL;
     const char *s = j ? json_string_value(json_object_get(j, "state")) : NULL;
-    bool ok = s && !strcmp(s, w->state);
+    json_t *ck = j ? json_object_get(j, "last_checkpoint") : NULL;
+    bool ok = s && !strcmp(s, w->state) &&
+              json_integer_value(json_object_get(ck, "completed")) >= w->min_completed &&
+              json_integer_value(json_object_get(j, "restarts")) >= w->min_restarts;
     json_decref(doc);
     return ok;
+}
+
+bool eddy_test_wait_job_progress(int control_port, const char *job, const char *state,
+                                 int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
+                                 eddy_proc_t *owner)
+{
+    state_wait_t w = {control_port, job, state, min_completed, min_restarts, owner, false};
+    return eddy_poll_until(job_in_state, &w, timeout_ms) && !w.gone;
 }
 
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
                               uint64_t timeout_ms, eddy_proc_t *owner)
 {
-    state_wait_t w = {control_port, job, state, owner, false};
-    return eddy_poll_until(job_in_state, &w, timeout_ms) && !w.gone;
+    return eddy_test_wait_job_progress(control_port, job, state, 0, 0, timeout_ms, owner);
 }
 
 /* ---- reference wordcount ----------------------------------------------------- */
@@ -422,6 +433,47 @@ static const char *const base_words[] = {
     "caf\xc3\xa9", "na\xc3\xafve", "x", "I", "O",
 };
 static const char *const suffixes[] = {"", "", "", "", "", ",", ".", ";", "!", "?", ":", "'s"};
+
+int eddy_test_wc_input(const char *path, size_t bytes, uint64_t seed, eddy_test_wc_input_t *out,
+                       eddy_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (eddy_gen_text(path, bytes, seed, err) < 0)
+        return -1;
+    out->text = eddy_read_file(path, &out->text_len);
+    if (!out->text)
+        return eddy_err_set(err, "cannot read back %s", path);
+    out->expected = eddy_reference_wordcount(out->text, out->text_len, &out->expected_len);
+    if (!out->expected) {
+        eddy_test_wc_input_free(out);
+        return eddy_err_set(err, "out of memory");
+    }
+    out->lines = 1;
+    for (size_t i = 0; i < out->text_len; i++)
+        out->lines += out->text[i] == '\n';
+    return 0;
+}
+
+void eddy_test_wc_input_free(eddy_test_wc_input_t *in)
+{
+    free(in->text);
+    free(in->expected);
+    memset(in, 0, sizeof *in);
+}
+
+char *eddy_test_wc_reference(const char *path, size_t bytes, uint64_t seed, size_t *expected_len,
+                             size_t *lines, eddy_err_t *err)
+{
+    eddy_test_wc_input_t in;
+    if (eddy_test_wc_input(path, bytes, seed, &in, err) < 0)
+        return NULL;
+    char *expected = in.expected;
+    *expected_len = in.expected_len;
+    *lines = in.lines;
+    in.expected = NULL;
+    eddy_test_wc_input_free(&in);
+    return expected;
+}
 
 int eddy_gen_text(const char *path, size_t bytes, uint64_t seed, eddy_err_t *err)
 {

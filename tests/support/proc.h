@@ -73,6 +73,11 @@ json_t *eddy_test_status_job(json_t *status, const char *job);
  * Gives up early when `owner` (the eddy local process; may be NULL) exits. */
 bool eddy_test_wait_job_state(int control_port, const char *job, const char *state,
                               uint64_t timeout_ms, eddy_proc_t *owner);
+/* The same, and the job has at least min_completed completed checkpoints
+ * and min_restarts restores behind it. */
+bool eddy_test_wait_job_progress(int control_port, const char *job, const char *state,
+                                 int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
+                                 eddy_proc_t *owner);
 
 /* Reference wordcount: tokens split on ' ' and '\t' (lines on '\n'), sorted
  * with memcmp, as "word\tcount\n" lines. malloc'd; *out_len set. */
@@ -91,6 +96,19 @@ uint64_t eddy_test_rand(uint64_t *state);
  * vocabulary with punctuation ("be," "be." "Be"), tabs, runs of spaces,
  * leading spaces, blank lines, and a last line without '\n'. */
 int eddy_gen_text(const char *path, size_t bytes, uint64_t seed, eddy_err_t *err);
+/* A wordcount test's input: eddy_gen_text written to path, read back, and
+ * its reference output; lines counts them (to pace --rate). */
+typedef struct eddy_test_wc_input {
+    char *text, *expected; /* malloc'd */
+    size_t text_len, expected_len, lines;
+} eddy_test_wc_input_t;
+int eddy_test_wc_input(const char *path, size_t bytes, uint64_t seed, eddy_test_wc_input_t *out,
+                       eddy_err_t *err);
+void eddy_test_wc_input_free(eddy_test_wc_input_t *in);
+/* The same, keeping only the reference (returned, malloc'd; NULL with err). */
+char *eddy_test_wc_reference(const char *path, size_t bytes, uint64_t seed, size_t *expected_len,
+                             size_t *lines, eddy_err_t *err);
+
 /* Lines 1..n of "w<k> w<k+1> ..." style text, n lines; for rate tests. */
 int eddy_gen_lines(const char *path, size_t lines, uint64_t seed, eddy_err_t *err);
 

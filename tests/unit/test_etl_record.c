@@ -49,6 +49,51 @@ Test(etl_record, csv_split)
     split_bad("\"a\"b,c", "after the closing quote");
 }
 
+/* The zero-copy splitter the pipelines read CSV with: the same fields as
+ * eddy_etl_csv_split, unquoted text in the caller's buffer, counts past max. */
+Test(etl_record, csv_spans_match_the_copying_split)
+{
+    const char *lines[] = {"a,b,c", "", ",", "\"x,y\",\"say \"\"hi\"\"\",", " a , b ",
+                           "\"\",\"\"\"\",plain,\"q\"", "1,2,3,4,5,6,7,8,9,10"};
+    eddy_buf_t unquoted = {0};
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        const char *line = lines[k];
+        eddy_strv_t v = {0};
+        cr_assert_eq(eddy_etl_csv_split(line, strlen(line), &v, &err), 0, "%s: %s", line, err.msg);
+        eddy_csv_span_t spans[4];
+        size_t n = 99;
+        cr_assert_eq(eddy_etl_csv_spans(line, strlen(line), spans, 4, &n, &unquoted, &err), 0,
+                     "%s: %s", line, err.msg);
+        cr_assert_eq(n, v.n, "%s: %zu fields, split says %zu", line, n, v.n);
+        for (size_t i = 0; i < n && i < 4; i++) {
+            cr_assert_eq(spans[i].len, strlen(v.v[i]), "%s: field %zu", line, i);
+            cr_assert(!memcmp(spans[i].p, v.v[i], spans[i].len), "%s: field %zu", line, i);
+        }
+        eddy_strv_clear(&v);
+    }
+    size_t n;
+    eddy_csv_span_t spans[2];
+    const char *bad[][2] = {{"\"open,b", "unterminated quoted field 1"},
+                            {"a,b\"c", "quote inside unquoted field 2"},
+                            {"a,\"a\"b,c", "after the closing quote of field 2"}};
+    for (size_t k = 0; k < 3; k++) {
+        memset(&err, 0, sizeof err);
+        cr_assert_eq(eddy_etl_csv_spans(bad[k][0], strlen(bad[k][0]), spans, 2, &n, &unquoted, &err),
+                     -1, "%s accepted", bad[k][0]);
+        cr_assert(strstr(err.msg, bad[k][1]), "%s: '%s'", bad[k][0], err.msg);
+    }
+    /* Longer than the 64 fields eddy_etl_csv_split first tries. */
+    char wide[400] = "";
+    for (int i = 0; i < 100; i++)
+        snprintf(wide + strlen(wide), sizeof wide - strlen(wide), "%s%d", i ? "," : "", i % 10);
+    eddy_strv_t v = {0};
+    cr_assert_eq(eddy_etl_csv_split(wide, strlen(wide), &v, &err), 0, "%s", err.msg);
+    cr_assert_eq(v.n, 100);
+    cr_assert_str_eq(v.v[99], "9");
+    eddy_strv_clear(&v);
+    eddy_buf_free(&unquoted);
+}
+
 Test(etl_record, csv_parse_counts_fields)
 {
     eddy_strv_t cols = {0};

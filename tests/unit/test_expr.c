@@ -121,6 +121,10 @@ Test(expr, string_functions)
     expect("substr('abc', 1)", "bc");
     expect("contains(city, 'land')", "true");
     expect("contains(city, '')", "true");
+    expect("contains(city, 'Portland ')", "true"); /* at the very end */
+    expect("contains(city, '  P')", "true");       /* at the start */
+    expect("contains(city, 'and  ')", "false");
+    expect("contains(city, 'Portlant')", "false");
     expect("starts_with(trim(city), 'Port')", "true");
     expect("ends_with(city, 'x')", "false");
     expect("matches(city, '^ +P[a-z]+ $')", "true");
@@ -234,6 +238,68 @@ Test(expr, values_compare_and_format)
     cr_assert_str_eq(buf, "0.1");
     cr_assert_eq(eddy_val_format(&s, buf, 1), 1); /* the length it needs */
     cr_assert_str_eq(buf, "");
+}
+
+/* Numeric text: the fast path for plain decimal ints must agree with the
+ * general one (strtoll/strtod) at its edges. */
+Test(expr, numeric_text_reads_as_the_general_parser_does)
+{
+    struct {
+        const char *text;
+        bool ok, is_int;
+        int64_t i;
+        double f;
+    } cases[] = {
+        {"0", true, true, 0, 0},
+        {"-0", true, true, 0, 0},
+        {"+42", true, true, 42, 0},
+        {"007", true, true, 7, 0},
+        {"-123456789012345678", true, true, -123456789012345678, 0},  /* 18 digits */
+        {"9223372036854775807", true, true, INT64_MAX, 0},           /* 19: strtoll */
+        {"-9223372036854775808", true, true, INT64_MIN, 0},
+        {"9223372036854775808", true, false, 0, 9223372036854775808.0}, /* overflow: a float */
+        {"1.5", true, false, 0, 1.5},
+        {"1e3", true, false, 0, 1000},
+        {"-", false, false, 0, 0},
+        {"+", false, false, 0, 0},
+        {"", false, false, 0, 0},
+        {" 1", false, false, 0, 0},
+        {"1 ", false, false, 0, 0},
+        {"12a", false, false, 0, 0},
+        {"0x10", true, false, 0, 16}, /* strtod reads hex, as it always did */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        eddy_val_t v = eddy_val_str(cases[k].text, strlen(cases[k].text));
+        bool is_int = false;
+        int64_t i = -1;
+        double f = -1;
+        bool ok = eddy_val_number(&v, &is_int, &i, &f);
+        cr_expect_eq(ok, cases[k].ok, "'%s': number %d", cases[k].text, ok);
+        if (!ok || !cases[k].ok)
+            continue;
+        cr_expect_eq(is_int, cases[k].is_int, "'%s': int %d", cases[k].text, is_int);
+        if (cases[k].is_int)
+            cr_expect_eq(i, cases[k].i, "'%s': %lld", cases[k].text, (long long)i);
+        else
+            cr_expect_eq(f, cases[k].f, "'%s': %g", cases[k].text, f);
+    }
+}
+
+Test(expr, ints_format_like_printf)
+{
+    int64_t ints[] = {0, 7, -7, 10, 1700000012345, INT64_MAX, INT64_MIN};
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+        char want[32], got[32];
+        snprintf(want, sizeof want, "%lld", (long long)ints[k]);
+        eddy_val_t v = eddy_val_int(ints[k]);
+        cr_expect_eq(eddy_val_format(&v, got, sizeof got), strlen(want));
+        cr_expect_str_eq(got, want);
+        /* Cut short like snprintf, and the length it needs still told. */
+        cr_expect_eq(eddy_val_format(&v, got, 2), strlen(want));
+        cr_expect_eq(got[0], want[0]);
+        cr_expect_eq(got[1], '\0');
+        cr_expect_eq(eddy_val_format(&v, NULL, 0), strlen(want));
+    }
 }
 
 Test(expr, static_types_for_spec_checks)

@@ -1,8 +1,10 @@
 /* test_sketch_quantile.c - the relative-error quantile sketch
  * (state/sketch_quantile.c): every quantile within 1% of the exact one for
  * positive, negative and zero values, the large values kept accurate when
- * the small ones must be collapsed, merge of halves equals the whole, and
- * the validate function against corrupt buffers. */
+ * the small ones must be collapsed, merge of halves equals the whole, the
+ * answers do not depend on the order values came in or merged in (what a
+ * rescaled or restored window relies on), and the validate function
+ * against corrupt buffers. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -151,6 +153,51 @@ Test(sketch_quantile, merge_of_halves_equals_whole)
     eddy_quantile_merge(&copy, &whole);
     cr_assert_eq(eddy_quantile_quantile(&copy, 0.5), eddy_quantile_quantile(&whole, 0.5));
     cr_assert_eq(a.count, whole.count);
+}
+
+/* A pipeline's quantile must not change when a rescale or a restore
+ * hands a window's values over in another order or in other parts
+ * (tests/integration/test_pipeline_faults.c): adding in any order, and
+ * merging parts in any grouping, gives the same answers, also when the
+ * range is wide enough that buckets are collapsed. */
+Test(sketch_quantile, order_and_merge_grouping_do_not_matter)
+{
+    enum { n = 30000, parts = 3 };
+    static double values[n];
+    static eddy_quantile_t forward, backward, part[parts], left, right;
+    uint64_t s = 5;
+    for (size_t i = 0; i < n; i++) /* 24 decades and both signs: collapses */
+        values[i] = (i % 5 ? 1 : -1) * pow(10.0, -12 + 24 * uniform(&s));
+    eddy_quantile_init(&forward);
+    eddy_quantile_init(&backward);
+    for (size_t i = 0; i < n; i++) {
+        eddy_quantile_add(&forward, values[i]);
+        eddy_quantile_add(&backward, values[n - 1 - i]);
+    }
+    for (size_t p = 0; p < parts; p++)
+        eddy_quantile_init(&part[p]);
+    for (size_t i = 0; i < n; i++) /* parts by a hash, as key groups split keys */
+        eddy_quantile_add(&part[eddy_test_rand(&s) % parts], values[i]);
+    /* (p0 + p1) + p2 against p2 + (p1 + p0) */
+    left = part[0];
+    eddy_quantile_merge(&left, &part[1]);
+    eddy_quantile_merge(&left, &part[2]);
+    right = part[2];
+    static eddy_quantile_t inner;
+    inner = part[1];
+    eddy_quantile_merge(&inner, &part[0]);
+    eddy_quantile_merge(&right, &inner);
+    const eddy_quantile_t *all[] = {&backward, &left, &right};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        cr_assert_eq(all[k]->count, forward.count);
+        cr_assert_eq(all[k]->zero_count, forward.zero_count);
+        cr_assert_eq(all[k]->min, forward.min);
+        cr_assert_eq(all[k]->max, forward.max);
+        for (int q = 0; q <= 1000; q++)
+            cr_assert_eq(eddy_quantile_quantile(all[k], q / 1000.0),
+                         eddy_quantile_quantile(&forward, q / 1000.0), "sketch %zu, q=%g", k,
+                         q / 1000.0);
+    }
 }
 
 Test(sketch_quantile, refuses_other_layouts)
