@@ -8,31 +8,14 @@
 #include <inttypes.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/expr.h"
+#include "plan/pipeline_spec_parse.h"
 
 #define MAX_AGGS 64
-
-typedef struct wctx {
-    const char *file;
-    eddy_err_t *err;
-} wctx_t;
-
-static int wfail(const wctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int wfail(const wctx_t *c, const eddy_ynode_t *at, const char *field, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return eddy_pspec_error(c->err, c->file, at ? at->line : 1, field, msg);
-}
 
 static const char *const fn_names[] = {"count", "sum", "min", "max", "avg", "first", "last",
                                        "count_distinct", "quantile", "top_k"};
@@ -186,21 +169,21 @@ int eddy_pipeline_duration(const char *text, int64_t *ms)
     return -1;
 }
 
-static int check_expr(const wctx_t *c, const eddy_ynode_t *at, const char *field, const char *text,
+static int check_expr(const eddy_pspec_ctx_t *c, const eddy_ynode_t *at, const char *field, const char *text,
                       char **cols, uint32_t n)
 {
     eddy_err_t e = {{0}};
     eddy_expr_t *x = eddy_expr_new(text, (const char *const *)cols, n, &e);
     if (!x)
-        return wfail(c, at, field, "%s", e.msg);
+        return eddy_pspec_fail(c, at, field, "%s", e.msg);
     eddy_expr_destroy(&x);
     return 0;
 }
 
-static int scalar_copy(const wctx_t *c, const eddy_ynode_t *n, const char *field, char **out)
+static int scalar_copy(const eddy_pspec_ctx_t *c, const eddy_ynode_t *n, const char *field, char **out)
 {
     if (n->kind != EDDY_YNODE_SCALAR)
-        return wfail(c, n, field, "expected a value, not a %s",
+        return eddy_pspec_fail(c, n, field, "expected a value, not a %s",
                      n->kind == EDDY_YNODE_MAP ? "mapping" : "list");
     *out = strdup(n->scalar);
     return *out ? 0 : eddy_err_set(c->err, "out of memory");
@@ -220,7 +203,7 @@ static const eddy_pstep_t *open_key_by(const eddy_pipeline_spec_t *s, uint32_t p
     return NULL;
 }
 
-static int duration_key(const wctx_t *c, const eddy_ynode_t *w, const char *field, const char *key,
+static int duration_key(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field, const char *key,
                         int64_t *ms)
 {
     const eddy_ynode_t *v = eddy_ynode_get(w, key);
@@ -229,12 +212,12 @@ static int duration_key(const wctx_t *c, const eddy_ynode_t *w, const char *fiel
     char sub[120];
     snprintf(sub, sizeof sub, "%s.%s", field, key);
     if (v->kind != EDDY_YNODE_SCALAR || eddy_pipeline_duration(v->scalar, ms) < 0)
-        return wfail(c, v, sub, "'%.40s' is not a duration (like 10s, 500ms, 2m, 1h; a bare "
+        return eddy_pspec_fail(c, v, sub, "'%.40s' is not a duration (like 10s, 500ms, 2m, 1h; a bare "
                      "number is ms)", v->kind == EDDY_YNODE_SCALAR ? v->scalar : "");
     return 1;
 }
 
-static int parse_event_time(const wctx_t *c, const eddy_ynode_t *w, const char *field,
+static int parse_event_time(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field,
                             eddy_pipeline_spec_t *s, uint32_t pos)
 {
     const eddy_ynode_t *ts = eddy_ynode_get(w, "timestamp");
@@ -243,7 +226,7 @@ static int parse_event_time(const wctx_t *c, const eddy_ynode_t *w, const char *
         if (s->steps[i].kind == EDDY_PSTEP_WINDOW) {
             earlier = true;
             if (s->steps[i].window.processing)
-                return wfail(c, w, field, "an event-time window after a processing-time one has "
+                return eddy_pspec_fail(c, w, field, "an event-time window after a processing-time one has "
                              "no event times to use");
         }
     char sub[120];
@@ -252,27 +235,27 @@ static int parse_event_time(const wctx_t *c, const eddy_ynode_t *w, const char *
         /* Rows out of a window carry its end - 1 as their time; the
          * source's watermark already follows the first window's times. */
         if (ts || eddy_ynode_get(w, "watermark_delay"))
-            return wfail(c, ts ? ts : w, ts ? sub : field,
+            return eddy_pspec_fail(c, ts ? ts : w, ts ? sub : field,
                          "a window after a window runs on the first one's result times (its "
                          "window_end - 1); timestamp and watermark_delay belong to the first");
         return 0;
     }
     if (!ts)
-        return wfail(c, w, field, "an event-time window needs timestamp: COLUMN (epoch ms)");
+        return eddy_pspec_fail(c, w, field, "an event-time window needs timestamp: COLUMN (epoch ms)");
     /* Event time is assigned where the watermark is made, at the source,
      * by a timestamp function that takes no config: so it reads a column of
      * the raw csv line by position (operators/pipeline_agg.h). */
     if (ts->kind != EDDY_YNODE_SCALAR || strcmp(s->format, "csv"))
-        return wfail(c, ts, sub, "event time reads a column of a csv source (timestamp: COLUMN)");
+        return eddy_pspec_fail(c, ts, sub, "event time reads a column of a csv source (timestamp: COLUMN)");
     int32_t col = -1;
     for (uint32_t i = 0; i < s->n_columns; i++)
         if (!strcmp(s->columns[i], ts->scalar))
             col = (int32_t)i;
     if (col < 0)
-        return wfail(c, ts, sub, "'%.60s' is not a source column (event time is read from the "
+        return eddy_pspec_fail(c, ts, sub, "'%.60s' is not a source column (event time is read from the "
                      "source line)", ts->scalar);
     if (col >= EDDY_PIPELINE_TIME_COLUMNS)
-        return wfail(c, ts, sub, "event time must be one of the first %d source columns",
+        return eddy_pspec_fail(c, ts, sub, "event time must be one of the first %d source columns",
                      EDDY_PIPELINE_TIME_COLUMNS);
     s->time_column = col;
     int64_t delay = 0;
@@ -282,23 +265,23 @@ static int parse_event_time(const wctx_t *c, const eddy_ynode_t *w, const char *
     return 0;
 }
 
-static int parse_window(const wctx_t *c, const eddy_ynode_t *w, const char *field,
+static int parse_window(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field,
                         eddy_pipeline_spec_t *s, eddy_pstep_t *st, uint32_t pos)
 {
     static const char *const keys[] = {"type", "size", "slide", "gap", "time", "timestamp",
                                        "watermark_delay", "lateness", NULL};
     if (w->kind != EDDY_YNODE_MAP)
-        return wfail(c, w, field, "expected a mapping {type: tumbling|sliding|session, size, ...}");
+        return eddy_pspec_fail(c, w, field, "expected a mapping {type: tumbling|sliding|session, size, ...}");
     for (uint32_t i = 0; i < w->n; i++) {
         bool ok = false;
         for (const char *const *k = keys; *k; k++)
             ok |= !strcmp(w->keys[i], *k);
         if (!ok)
-            return wfail(c, w->items[i], field, "unknown key '%.60s' (expected type, size, slide, "
+            return eddy_pspec_fail(c, w->items[i], field, "unknown key '%.60s' (expected type, size, slide, "
                          "gap, time, timestamp, watermark_delay, lateness)", w->keys[i]);
     }
     if (!open_key_by(s, pos) || s->steps[pos - 1].kind == EDDY_PSTEP_WINDOW)
-        return wfail(c, w, field, "a window groups keyed rows: it needs a key_by before it");
+        return eddy_pspec_fail(c, w, field, "a window groups keyed rows: it needs a key_by before it");
     eddy_pwindow_t *win = &st->window;
     const eddy_ynode_t *type = eddy_ynode_get(w, "type");
     char sub[120];
@@ -306,7 +289,7 @@ static int parse_window(const wctx_t *c, const eddy_ynode_t *w, const char *fiel
     if (!type || type->kind != EDDY_YNODE_SCALAR ||
         (strcmp(type->scalar, "tumbling") && strcmp(type->scalar, "sliding") &&
          strcmp(type->scalar, "session")))
-        return wfail(c, type ? type : w, sub, "expected tumbling, sliding or session");
+        return eddy_pspec_fail(c, type ? type : w, sub, "expected tumbling, sliding or session");
     snprintf(win->type, sizeof win->type, "%s", type->scalar);
     bool session = !strcmp(win->type, "session"), sliding = !strcmp(win->type, "sliding");
     int has_size = duration_key(c, w, field, "size", &win->size_ms);
@@ -317,22 +300,22 @@ static int parse_window(const wctx_t *c, const eddy_ynode_t *w, const char *fiel
         return -1;
     if (session ? (!has_gap || win->gap_ms == 0 || has_size || has_slide)
                 : (!has_size || win->size_ms == 0 || has_gap))
-        return wfail(c, w, field, session ? "a session window takes gap (> 0), not size or slide"
+        return eddy_pspec_fail(c, w, field, session ? "a session window takes gap (> 0), not size or slide"
                                           : "a %s window takes size (> 0), not gap", win->type);
     if (sliding != (has_slide > 0) || (sliding && win->slide_ms == 0))
-        return wfail(c, w, field, sliding ? "a sliding window needs slide (> 0)"
+        return eddy_pspec_fail(c, w, field, sliding ? "a sliding window needs slide (> 0)"
                                           : "slide is for sliding windows");
     if (sliding && win->size_ms / win->slide_ms > 1000)
-        return wfail(c, w, field, "size / slide puts a row in more than 1000 windows");
+        return eddy_pspec_fail(c, w, field, "size / slide puts a row in more than 1000 windows");
     const eddy_ynode_t *time = eddy_ynode_get(w, "time");
     snprintf(sub, sizeof sub, "%s.time", field);
     if (time && (time->kind != EDDY_YNODE_SCALAR ||
                  (strcmp(time->scalar, "event") && strcmp(time->scalar, "processing"))))
-        return wfail(c, time, sub, "expected event or processing");
+        return eddy_pspec_fail(c, time, sub, "expected event or processing");
     win->processing = time && !strcmp(time->scalar, "processing");
     if (win->processing) {
         if (has_late || eddy_ynode_get(w, "timestamp") || eddy_ynode_get(w, "watermark_delay"))
-            return wfail(c, w, field, "timestamp, watermark_delay and lateness are for event time");
+            return eddy_pspec_fail(c, w, field, "timestamp, watermark_delay and lateness are for event time");
         return 0;
     }
     return parse_event_time(c, w, field, s, pos);
@@ -346,13 +329,13 @@ static bool named(char **v, uint32_t n, const char *name)
     return false;
 }
 
-static int parse_aggregate(const wctx_t *c, const eddy_ynode_t *v, const char *field,
+static int parse_aggregate(const eddy_pspec_ctx_t *c, const eddy_ynode_t *v, const char *field,
                            const eddy_pstep_t *key_by, eddy_pstep_t *st, char **cols, uint32_t n_cols)
 {
     if (v->kind != EDDY_YNODE_MAP || v->n == 0)
-        return wfail(c, v, field, "expected a mapping of output column: FUNC(EXPR)");
+        return eddy_pspec_fail(c, v, field, "expected a mapping of output column: FUNC(EXPR)");
     if (v->n > MAX_AGGS)
-        return wfail(c, v, field, "more than %u aggregates", MAX_AGGS);
+        return eddy_pspec_fail(c, v, field, "more than %u aggregates", MAX_AGGS);
     uint32_t fixed = st->windowed ? 3 : 1, total = fixed + v->n;
     st->columns = calloc(total, sizeof *st->columns);
     st->exprs = calloc(total, sizeof *st->exprs);
@@ -375,9 +358,9 @@ static int parse_aggregate(const wctx_t *c, const eddy_ynode_t *v, const char *f
         for (const char *p = name; ident && *p; p++)
             ident = isalnum((unsigned char)*p) || *p == '_';
         if (!ident || strlen(name) > 128)
-            return wfail(c, v->items[i], sub, "'%.60s' is not a column name", name);
+            return eddy_pspec_fail(c, v->items[i], sub, "'%.60s' is not a column name", name);
         if (named(st->columns, fixed + i, name))
-            return wfail(c, v->items[i], sub, "column '%s' named twice (the output has %s%s)", name,
+            return eddy_pspec_fail(c, v->items[i], sub, "column '%s' named twice (the output has %s%s)", name,
                          key_by->key_column, st->windowed ? ", window_start, window_end" : "");
         st->columns[fixed + i] = strdup(name);
         if (!st->columns[fixed + i] || scalar_copy(c, v->items[i], sub, &st->exprs[fixed + i]) < 0)
@@ -385,7 +368,7 @@ static int parse_aggregate(const wctx_t *c, const eddy_ynode_t *v, const char *f
         eddy_agg_t agg;
         eddy_err_t e = {{0}};
         if (eddy_pipeline_agg_parse(st->exprs[fixed + i], &agg, &e) < 0)
-            return wfail(c, v->items[i], sub, "%s", e.msg);
+            return eddy_pspec_fail(c, v->items[i], sub, "%s", e.msg);
         int rc = agg.arg ? check_expr(c, v->items[i], sub, agg.arg, cols, n_cols) : 0;
         eddy_pipeline_agg_clear(&agg);
         if (rc < 0)
@@ -398,7 +381,7 @@ int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const 
                                  const eddy_ynode_t *v, const char *field, eddy_pipeline_spec_t *s,
                                  char ***cols, uint32_t *n_cols, eddy_err_t *err)
 {
-    wctx_t c = {file, err};
+    eddy_pspec_ctx_t c = {file, err, NULL};
     uint32_t pos = s->n_steps - 1;
     eddy_pstep_t *st = &s->steps[pos];
     if (!strcmp(what, "window")) {
@@ -425,7 +408,7 @@ int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const 
     }
     const eddy_pstep_t *key_by = open_key_by(s, pos);
     if (!key_by)
-        return wfail(&c, m, field, "%s works per key: it needs a key_by before it", what);
+        return eddy_pspec_fail(&c, m, field, "%s works per key: it needs a key_by before it", what);
     st->windowed = s->steps[pos - 1].kind == EDDY_PSTEP_WINDOW;
     if (!strcmp(what, "max_by")) {
         st->kind = EDDY_PSTEP_MAX_BY;
