@@ -73,13 +73,7 @@ static void setup(void)
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
     memset(&local, 0, sizeof local);
-    char *argv[] = {EDDY_BINARY, "nexmark", "generate", "--events", EVENTS, "--output", events,
-                    NULL};
-    char *out = NULL, *errout = NULL;
-    int rc = eddy_proc_run(argv, 60000, &out, &errout);
-    cr_assert_eq(rc, 0, "eddy nexmark generate exited %d: %s", rc, errout ? errout : "");
-    free(out);
-    free(errout);
+    cr_assert(eddy_test_nexmark_generate(events, EVENTS, NULL, &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)

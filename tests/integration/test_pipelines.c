@@ -46,13 +46,8 @@ static char *log_text(void)
 
 static void generate(const char *events)
 {
-    char *argv[] = {EDDY_BINARY, "nexmark", "generate", "--events", (char *)events, "--output",
-                    events_path, NULL};
-    char *out = NULL, *errout = NULL;
-    int rc = eddy_proc_run(argv, 60000, &out, &errout);
-    cr_assert_eq(rc, 0, "eddy nexmark generate exited %d: %s", rc, errout ? errout : "");
-    free(out);
-    free(errout);
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_nexmark_generate(events_path, events, NULL, &err) == 0, "%s", err.msg);
 }
 
 /* eddy local --pipeline SPEC --input EVENTS --output OUT [extra]; returns

@@ -434,6 +434,26 @@ static const char *const base_words[] = {
 };
 static const char *const suffixes[] = {"", "", "", "", "", ",", ".", ";", "!", "?", ":", "'s"};
 
+int eddy_test_nexmark_generate(const char *path, const char *events, const char *disorder_ms,
+                               eddy_err_t *err)
+{
+    char *argv[10] = {EDDY_BINARY, "nexmark", "generate", "--events", (char *)events, "--output",
+                      (char *)path};
+    int k = 7;
+    if (disorder_ms) {
+        argv[k++] = "--disorder-ms";
+        argv[k++] = (char *)disorder_ms;
+    }
+    argv[k] = NULL;
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &errout);
+    if (rc != 0)
+        eddy_err_set(err, "eddy nexmark generate exited %d: %s", rc, errout ? errout : "");
+    free(out);
+    free(errout);
+    return rc == 0 ? 0 : -1;
+}
+
 int eddy_test_wc_input(const char *path, size_t bytes, uint64_t seed, eddy_test_wc_input_t *out,
                        eddy_err_t *err)
 {

@@ -109,6 +109,11 @@ void eddy_test_wc_input_free(eddy_test_wc_input_t *in);
 char *eddy_test_wc_reference(const char *path, size_t bytes, uint64_t seed, size_t *expected_len,
                              size_t *lines, eddy_err_t *err);
 
+/* `eddy nexmark generate --events EVENTS [--disorder-ms D] --output path`
+ * (disorder_ms may be NULL). -1 with err naming the exit status and stderr. */
+int eddy_test_nexmark_generate(const char *path, const char *events, const char *disorder_ms,
+                               eddy_err_t *err);
+
 /* Lines 1..n of "w<k> w<k+1> ..." style text, n lines; for rate tests. */
 int eddy_gen_lines(const char *path, size_t lines, uint64_t seed, eddy_err_t *err);
 
