@@ -100,6 +100,31 @@ static coord_worker_t *worker_by_identity(coord_t *c, const unsigned char *id, s
 
 /* ---- workers ------------------------------------------------------------ */
 
+/* Drops whatever tasks the worker may still run, for every job: the
+ * coordinator placed none there (it declared the worker dead, or does not
+ * trust it), so any it runs are stale. Sent before any DEPLOY to it, and a
+ * worker handles its messages in order. */
+static void release_stale_tasks(coord_t *c, coord_worker_t *w)
+{
+    for (coord_job_t *j = c->jobs; j; j = j->next) {
+        eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
+        rel.u.release.job = j->num;
+        coord_send_worker(c, w, &rel);
+    }
+}
+
+/* A process this coordinator declared dead (same host and pid) that
+ * registers again: it was alive after all (hung, or cut off for longer
+ * than the heartbeat timeout) and may run tasks of attempts since
+ * restored elsewhere. */
+static bool was_declared_dead(const coord_t *c, const coord_worker_t *w)
+{
+    for (const coord_worker_t *o = c->workers; o; o = o->next)
+        if (o != w && !o->alive && o->pid == w->pid && !strcmp(o->host, w->host))
+            return true;
+    return false;
+}
+
 static void on_register(coord_t *c, const unsigned char *identity, size_t identity_len,
                         const eddy_msg_t *m)
 {
@@ -155,6 +180,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         memcpy(w->identity, identity, identity_len);
         w->identity_len = identity_len;
     }
+    bool created = !w;
     if (!w) {
         w = calloc(1, sizeof *w);
         if (!w)
@@ -192,6 +218,11 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
     coord_worker_lease_on_registered(c, w);
+    if (created && was_declared_dead(c, w)) {
+        eddy_info("worker %u (%s, pid %lld) was declared dead before: releasing the tasks it may "
+                  "still run", w->id, w->name, (long long)w->pid);
+        release_stale_tasks(c, w);
+    }
     coord_jobs_on_worker_joined(c);
     coord_rebalance_worker_joined(c);
 }
@@ -229,12 +260,7 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why)
     w->quarantined_until_ms = eddy_mono_ms() + w->quarantine_ms;
     eddy_warn("worker %u (%s, pid %lld) quarantined for %llu s: %s", w->id, w->name,
               (long long)w->pid, (unsigned long long)(w->quarantine_ms / 1000), why);
-    /* tasks it may still run for any job are stale: drop them */
-    for (coord_job_t *j = c->jobs; j; j = j->next) {
-        eddy_msg_t rel = {.type = EDDY_MSG_RELEASE};
-        rel.u.release.job = j->num;
-        coord_send_worker(c, w, &rel);
-    }
+    release_stale_tasks(c, w);
     coord_declare_dead(c, w, why);
 }
 

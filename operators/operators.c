@@ -605,10 +605,20 @@ static int publish(const part_sink_t *s, uint64_t checkpoint)
     return -1;
 }
 
-/* Publishes or discards what an earlier run of this instance prepared. */
+/* An in-progress file of this stage and instance from any attempt (the
+ * form without an attempt is what earlier versions wrote). */
+static bool is_own_inprogress(const part_sink_t *s, const char *name)
+{
+    char prefix[64];
+    int plen = snprintf(prefix, sizeof prefix, ".inprogress-%u-%u", s->stage, s->instance);
+    return !strncmp(name, prefix, (size_t)plen) && (name[plen] == '\0' || name[plen] == '-');
+}
+
+/* Publishes or discards what an earlier run of this instance prepared, and
+ * drops the in-progress files of earlier attempts: their records were not
+ * prepared, so the restore replays them. */
 static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
 {
-    unlink(s->inprogress);
     DIR *d = opendir(s->pending_dir);
     if (!d)
         return eddy_err_set(err, "cannot read %s: %m", s->pending_dir);
@@ -618,6 +628,13 @@ static int part_recover(part_sink_t *s, uint64_t restored, eddy_err_t *err)
     bool published = false;
     struct dirent *e;
     while ((e = readdir(d))) {
+        if (is_own_inprogress(s, e->d_name)) {
+            char path[sizeof s->pending_dir + 1 + sizeof e->d_name];
+            snprintf(path, sizeof path, "%s/%s", s->pending_dir, e->d_name);
+            if (unlink(path) < 0 && errno != ENOENT)
+                rc = eddy_err_set(err, "cannot remove %s: %m", path);
+            continue;
+        }
         const char *id = e->d_name + plen;
         if (strncmp(e->d_name, prefix, (size_t)plen) != 0 || strlen(id) != 20 ||
             strspn(id, "0123456789") != 20)
@@ -669,8 +686,11 @@ static void *part_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     s->stage = ctx->stage;
     s->instance = ctx->instance;
     snprintf(s->pending_dir, sizeof s->pending_dir, "%s/.pending", cfg->directory);
-    snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u", s->pending_dir,
-             s->stage, s->instance);
+    /* The attempt in the name: an instance of an earlier attempt that still
+     * runs (its worker was declared dead but was not) writes and, at close,
+     * removes its own file, never this one. */
+    snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u-%u", s->pending_dir,
+             s->stage, s->instance, ctx->epoch);
     if (eddy_mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0) {
         part_close(s);
         return NULL;

@@ -72,7 +72,9 @@ extern const eddy_operator_ops_t eddy_table_file_sink_ops;
 
 /* Exactly-once part files (two-phase commit, like Flink's FileSink). Each
  * instance appends every record's data and '\n' (value and kind are not
- * written) to DIR/.pending/.inprogress-<stage>-<instance>. prepare(n) flushes
+ * written) to DIR/.pending/.inprogress-<stage>-<instance>-<attempt> (the
+ * DEPLOY's epoch: a stale instance still running elsewhere never shares the
+ * file of the current one). prepare(n) flushes
  * it, renames it to DIR/.pending/part-<stage>-<instance>-<n, 20 digits>
  * (nothing when no record came since the last prepare) and lists the file
  * and DIR/.pending in the sync list, which the runtime fsyncs off the loop
@@ -80,7 +82,7 @@ extern const eddy_operator_ops_t eddy_table_file_sink_ops;
  * an id <= n to DIR/part-<instance>-<id, 20 digits>.txt and lists DIR (both
  * fsync themselves when given no list). open() publishes
  * the instance's pending files with id <= ctx->restored_checkpoint and
- * deletes later ones and the in-progress file. So the committed files,
+ * deletes later ones and the in-progress files of every attempt. So the committed files,
  * concatenated, hold every record exactly once given a replayable source.
  * Assumptions: DIR is seen by every worker at the same path (one host, or a
  * shared file system), it holds one part-file sink stage of one job, and the

@@ -370,7 +370,8 @@ Test(rebalance, no_rebalance_leaves_the_joining_worker_empty, .init = setup, .fi
 /* Three workers run the job at parallelism 3; worker-1 is lost (SIGKILL,
  * or SIGSTOP until it is declared dead), the job is restored on the two
  * others, then a worker joins (a new one, or worker-1 resumed, which
- * registers again under a new id) and count instances migrate onto it. */
+ * registers again under a new id and is told to drop its stale tasks) and
+ * count instances migrate onto it. */
 static void restore_then_join(bool stop)
 {
     start_coordinator(true);
@@ -400,9 +401,16 @@ static void restore_then_join(bool stop)
     /* the migration went to the worker that joined after the restore */
     cr_assert(strstr(l, stop ? "(worker-1) joined" : "(worker-4) joined"),
               "the migration did not go to the joining worker:\n%s", l);
-    if (stop)
+    if (stop) {
         cr_assert(strstr(l, "registered again as worker"), "worker-1 did not register again:\n%s", l);
-    const char *marks[] = {"declared dead", "restoring from", "registered again", "migrating", "migrated"};
+        /* its stale tasks (of the attempt before the restore) stop at once */
+        cr_assert(strstr(l, "was declared dead before: releasing the tasks"),
+                  "the coordinator did not release worker-1's stale tasks:\n%s", l);
+        cr_assert(strstr(l, "job wordcount released (restore)"),
+                  "worker-1 did not drop its stale tasks:\n%s", l);
+    }
+    const char *marks[] = {"declared dead", "restoring from", "registered again", "releasing the tasks",
+                           "released (restore)", "migrating", "migrated"};
     for (size_t k = 0; k < sizeof marks / sizeof *marks; k++) /* for the record */
         for (const char *p = strstr(l, marks[k]); p; p = NULL) {
             const char *bol = p;

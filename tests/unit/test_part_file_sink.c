@@ -5,8 +5,9 @@
  * file; prepare(n) makes them a pending file tagged n; commit(n) publishes
  * pending files with id <= n as DIR/part-<instance>-<n>.txt; a reopen with
  * restored_checkpoint R publishes pending <= R (a completed checkpoint whose
- * COMPLETE was lost) and deletes pending > R and the in-progress file (that
- * data will be replayed); the final id EDDY_FINAL_CHECKPOINT works like any
+ * COMPLETE was lost) and deletes pending > R and the in-progress files of
+ * every attempt (that data will be replayed), which are named by attempt so
+ * a stale instance never touches the current one's; the final id EDDY_FINAL_CHECKPOINT works like any
  * other. Given a sync list, prepare and commit leave their fsyncs to the
  * worker's snapshot writer, whose ACK follows them and carries their
  * failure. Each test uses its own temporary directory. */
@@ -46,15 +47,20 @@ static void teardown(void)
 
 TestSuite(part_file_sink, .init = setup, .fini = teardown);
 
-static void *open_sink(uint32_t instance, uint64_t restored)
+static void *open_sink_in(uint32_t instance, uint64_t restored, uint32_t epoch)
 {
     eddy_op_context_t ctx = {.job_id = "etl", .stage_name = "sink", .stage = 1,
                              .instance = instance, .parallelism = 2, .max_parallelism = 128,
-                             .config = &cfg, .restored_checkpoint = restored};
+                             .config = &cfg, .restored_checkpoint = restored, .epoch = epoch};
     eddy_err_t err = {{0}};
     void *s = eddy_part_file_sink_ops.open(&ctx, &err);
     cr_assert(s, "open: %s", err.msg);
     return s;
+}
+
+static void *open_sink(uint32_t instance, uint64_t restored)
+{
+    return open_sink_in(instance, restored, 1);
 }
 
 static void put(void *s, const char *line)
@@ -232,6 +238,26 @@ Test(part_file_sink, instances_do_not_touch_each_other)
     free(got);
     eddy_part_file_sink_ops.close(a2);
     eddy_part_file_sink_ops.close(b);
+}
+
+/* A worker declared dead that was not still runs its instance of an earlier
+ * attempt while the restored one runs elsewhere on the same directory: the
+ * stale one neither writes into nor removes the current one's file. */
+Test(part_file_sink, a_stale_instance_of_an_earlier_attempt_leaves_the_current_one_alone)
+{
+    void *stale = open_sink_in(0, 0, 1);
+    put(stale, "stale-before");
+    void *current = open_sink_in(0, 0, 2);
+    put(current, "current");
+    put(stale, "stale-after");
+    eddy_part_file_sink_ops.close(stale);
+    put(current, "current-2");
+    prepare(current, 1);
+    eddy_part_file_sink_ops.commit(current, 1, NULL);
+    char *got = committed(0, 1);
+    cr_assert_str_eq(got, "current\ncurrent-2\n");
+    free(got);
+    eddy_part_file_sink_ops.close(current);
 }
 
 Test(part_file_sink, final_commit_publishes_everything_left)
