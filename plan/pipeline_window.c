@@ -515,8 +515,8 @@ void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t s
         snprintf(out, size, "key_by %s", st->expr);
         return;
     case EDDY_PSTEP_MAX_BY:
-        snprintf(out, size, "max_by %s%s [state: rows]", st->expr,
-                 st->windowed ? " (per window)" : " (whole input)");
+        snprintf(out, size, "max_by%s [state: rows] %s", st->windowed ? " (per window)" : " (whole input)",
+                 st->expr);
         return;
     case EDDY_PSTEP_WINDOW:
         if (!strcmp(w->type, "session"))
@@ -531,13 +531,12 @@ void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t s
         }
         return;
     case EDDY_PSTEP_AGGREGATE:
-        len = (size_t)snprintf(out, size, "aggregate%s", st->windowed ? "" : " (whole input)");
+        /* The store first: a long list of aggregates may be cut. */
+        len = (size_t)snprintf(out, size, "aggregate%s [state: %s]", st->windowed ? "" : " (whole input)",
+                               eddy_pipeline_state_name((eddy_pipeline_state_t)st->state));
         for (uint32_t i = 0; i < st->n && len < size; i++)
             if (st->exprs[i])
                 len += (size_t)snprintf(out + len, size - len, " %s: %s", st->columns[i], st->exprs[i]);
-        if (len < size)
-            snprintf(out + len, size - len, " [state: %s]",
-                     eddy_pipeline_state_name((eddy_pipeline_state_t)st->state));
         return;
     default:
         snprintf(out, size, "?");
