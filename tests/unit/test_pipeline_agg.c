@@ -5,8 +5,9 @@
  * rows; their state per key and window stays the same size however many
  * rows it holds; sessions merge accumulators as the rows store concatenates
  * rows; a restore and a rescale (1 -> 2 instances) of count_distinct,
- * quantile and top_k continue exactly; a restore into another store fails
- * clearly. Rows are "key\tbidder\tprice"; outputs are the records' text in
+ * quantile and top_k continue exactly; count and count_distinct
+ * pre-aggregated by the combiner are exact; a restore into another store
+ * fails clearly. Rows are "key\tbidder\tprice"; outputs are the records' text in
  * order, separated by " | ". */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -348,4 +349,62 @@ Test(pipeline_agg, an_accumulator_refuses_aggregates_that_keep_rows)
     cr_assert(strstr(err.msg, "aggregate 'max(price)' keeps rows"), "%s", err.msg);
     eddy_config_destroy(&cfg);
     eddy_registry_destroy(&r);
+}
+
+/* Partials forwarded into a window operator, as the shuffle would. */
+typedef struct forward {
+    eddy_collector_t base;
+    win_t *to;
+} forward_t;
+
+static void forward(eddy_collector_t *c, const eddy_record_t *rec)
+{
+    forward_t *f = (forward_t *)c;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(f->to->kind->ops->process(f->to->op, rec, &f->to->out.base, &err), 0, "%s", err.msg);
+}
+
+/* count and count_distinct pre-aggregated before the shuffle (the
+ * combiner) give the rows store's output; ordered folds get no combiner. */
+Test(pipeline_agg, the_combiner_of_a_fixed_store_is_exact)
+{
+    win_t acc, rows, ordered;
+    win_open(&acc, FIXED, "sliding 100 20", FIXED_AGGS);
+    win_open(&rows, ROWS, "sliding 100 20", FIXED_AGGS);
+    win_open(&ordered, ORDERED, "sliding 100 20", ORDERED_AGGS);
+    cr_assert_null(ordered.kind->ops->combiner(ordered.conf));
+    cr_assert_null(rows.kind->ops->combiner(rows.conf));
+    const eddy_operator_ops_t *cops = acc.kind->ops->combiner(acc.conf);
+    cr_assert(cops);
+    eddy_err_t err = {{0}};
+    void *cb = cops->open(&acc.ctx, &err);
+    cr_assert(cb, "%s", err.msg);
+    forward_t fw = {{forward}, &acc};
+    int64_t max_ts = 0, sink = 0;
+    for (uint32_t i = 0; i < 3000; i += 100) {
+        for (uint32_t j = i; j < i + 100; j++) {
+            char key[8], bidder[16], price[24], data[128];
+            int64_t ts;
+            nth_row(j, key, bidder, price, &ts);
+            int n = snprintf(data, sizeof data, "%s\t%s\t%s", key, bidder, price);
+            eddy_record_t r = {data, (uint32_t)n, EDDY_INSERT, 1, ts};
+            cr_assert_eq(cops->process(cb, &r, &fw.base, &err), 0, "%s", err.msg);
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        feed(&rows, i, i + 100, &sink);
+        cr_assert_eq(cops->watermark(cb, max_ts - 30, &fw.base, &err), 0, "%s", err.msg);
+        wm(&acc, max_ts - 30);
+        wm(&rows, max_ts - 30);
+    }
+    cr_assert_eq(cops->finish(cb, &fw.base, &err), 0, "%s", err.msg);
+    wm(&acc, EDDY_WATERMARK_MAX);
+    wm(&rows, EDDY_WATERMARK_MAX);
+    cr_assert_gt(acc.out.len, 100);
+    cr_assert_str_eq(text(&acc), text(&rows));
+    cr_assert_eq(acc.late, rows.late);
+    cops->close(cb);
+    win_close(&acc);
+    win_close(&rows);
+    win_close(&ordered);
 }
