@@ -1155,6 +1155,8 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
  * are, as do records whose pane is near the int64 limits (windows saturate
  * there), and partials are not combined again. */
 #define COMBINER_MAX_KEYS 16384u
+/* Accumulators may be large (sketches): the combiner also flushes by bytes. */
+#define COMBINER_MAX_BYTES ((size_t)16 << 20)
 #define COMBINER_TS_LIMIT (INT64_C(1) << 62)
 
 static bool combinable(const window_conf_t *c)
@@ -1285,7 +1287,8 @@ static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector
     count++;
     memcpy(v, &count, sizeof count);
     acc_add(c->store, cb->udf, cb->prepared, v + sizeof count, created, rec);
-    if (created && eddy_keyed_state_keys(cb->panes) >= COMBINER_MAX_KEYS)
+    size_t keys = eddy_keyed_state_keys(cb->panes);
+    if (created && (keys >= COMBINER_MAX_KEYS || keys * c->acc_size >= COMBINER_MAX_BYTES))
         return combiner_flush(cb, out, err);
     return 0;
 }
