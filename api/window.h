@@ -126,7 +126,11 @@ typedef void (*eddy_window_process_fn)(const eddy_window_context_t *ctx,
  * combiner) folds `other` into acc and must be associative and
  * commutative; emit() writes the firing's record(s) for acc, each stamped
  * end - 1. Accumulators are keyed state copied as bytes: no pointers.
- * Handles are used by one thread at a time. */
+ * check() (may be NULL) is given every accumulator read from a snapshot
+ * or a combiner's partial record before any other function sees it: -1
+ * with err refuses bytes that break the accumulator's invariants (a
+ * corrupt snapshot), and the restore fails with that error. Handles are
+ * used by one thread at a time. */
 typedef struct eddy_window_accumulator {
     int (*open)(const eddy_config_t *config, void **prepared, eddy_err_t *err);
     void (*close)(void *prepared);
@@ -136,6 +140,7 @@ typedef struct eddy_window_accumulator {
     void (*merge)(void *prepared, void *acc, const void *other);
     void (*emit)(void *prepared, const eddy_window_context_t *ctx, const void *acc,
                  eddy_collector_t *out);
+    int (*check)(void *prepared, const void *acc, eddy_err_t *err);
 } eddy_window_accumulator_t;
 
 /* Largest accumulator (aggregate.acc_size or accumulator size()). */

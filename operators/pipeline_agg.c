@@ -495,13 +495,49 @@ static void acc_emit(void *prepared, const eddy_window_context_t *ctx, const voi
     emit_aggregate(prepared, ctx, acc, out);
 }
 
+/* A snapshot's accumulator: every sketch valid, counts not negative. */
+static int acc_check(void *prepared, const void *acc, eddy_err_t *err)
+{
+    const pagg_t *p = prepared;
+    for (uint32_t i = 0; i < p->n_aggs; i++) {
+        const unsigned char *slot = (const unsigned char *)acc + p->aggs[i].off;
+        const eddy_pipeline_sum_slot_t *sum = (const void *)slot;
+        int rc = 0;
+        switch (p->aggs[i].spec.fn) {
+        case EDDY_AGG_COUNT:
+            rc = *(const int64_t *)(const void *)slot < 0 ? eddy_err_set(err, "a negative count") : 0;
+            break;
+        case EDDY_AGG_SUM:
+        case EDDY_AGG_AVG:
+            rc = sum->n < 0 || (sum->is_float != 0 && sum->is_float != 1)
+                     ? eddy_err_set(err, "a malformed sum")
+                     : 0;
+            break;
+        case EDDY_AGG_COUNT_DISTINCT:
+            rc = eddy_hll_validate(slot, EDDY_HLL_SIZE, err);
+            break;
+        case EDDY_AGG_QUANTILE:
+            rc = eddy_quantile_validate(slot, EDDY_QUANTILE_SIZE, err);
+            break;
+        case EDDY_AGG_TOP_K:
+            rc = eddy_cms_validate(slot, EDDY_CMS_SIZE, err);
+            break;
+        default:
+            break;
+        }
+        if (rc < 0)
+            return eddy_err_wrap(err, "aggregate %u", i);
+    }
+    return 0;
+}
+
 static const eddy_window_udf_t rows_udf = {.process = fire};
 static const eddy_window_udf_t fixed_udf = {
     .accumulator = {.open = acc_open, .close = acc_close, .size = acc_size, .create = acc_create,
-                    .add = acc_add, .merge = acc_merge, .emit = acc_emit}};
+                    .add = acc_add, .merge = acc_merge, .emit = acc_emit, .check = acc_check}};
 static const eddy_window_udf_t ordered_udf = {
     .accumulator = {.open = acc_open, .close = acc_close, .size = acc_size, .create = acc_create,
-                    .add = acc_add, .emit = acc_emit}};
+                    .add = acc_add, .emit = acc_emit, .check = acc_check}};
 
 /* ---- csv event time ----------------------------------------------------- */
 

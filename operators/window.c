@@ -620,6 +620,9 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
                             rec->len);
     /* The frame puts the accumulator at any offset: merge an aligned copy. */
     memcpy(op->acc_tmp, acc, c->acc_size);
+    if (c->store == STORE_ACCUMULATOR && op->udf->accumulator.check &&
+        op->udf->accumulator.check(op->prepared, op->acc_tmp, err) < 0)
+        return eddy_err_wrap(err, "window '%s': a partial record's accumulator", c->kind->name);
     uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
     int64_t ts = rec->timestamp;
     bool skipped = true;
@@ -968,16 +971,22 @@ static void window_drop_group(void *self, uint32_t kg)
 }
 
 typedef struct acc_check {
-    uint32_t kg, max_kg;
+    window_op_t *op;
+    uint32_t kg;
     bool bad;
+    eddy_err_t why; /* an accumulator's check() refused one */
+    bool refused;
 } acc_check_t;
 
 static void check_acc_key(void *ctx, const void *key, uint32_t key_len, void *value)
 {
-    (void)value;
     acc_check_t *c = ctx;
-    if (key_len < WIN_NS || eddy_key_group_of(key, key_len - WIN_NS, c->max_kg) != c->kg)
+    const eddy_window_udf_t *u = c->op->udf;
+    if (key_len < WIN_NS || eddy_key_group_of(key, key_len - WIN_NS, c->op->max_kg) != c->kg)
         c->bad = true;
+    else if (!c->refused && c->op->c->store == STORE_ACCUMULATOR && u->accumulator.check &&
+             u->accumulator.check(c->op->prepared, value, &c->why) < 0)
+        c->refused = true;
 }
 
 /* A nil or bin part: its bytes (NULL/0 for nil). */
@@ -1096,10 +1105,12 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
         if (eddy_keyed_state_read_group(op->accs, kg, ab, al, err) < 0) {
             rc = -1;
         } else {
-            acc_check_t check = {kg, op->max_kg, false};
+            acc_check_t check = {.op = op, .kg = kg};
             eddy_keyed_state_foreach(op->accs, kg, check_acc_key, &check);
             if (check.bad)
                 eddy_mpr_fail(&r, "accumulators: a key of another key group");
+            else if (check.refused)
+                rc = eddy_err_set(err, "an accumulator: %s", check.why.msg);
         }
     }
     if (rc == 0 && r.ok && lb && eddy_list_state_read_group(op->lists, kg, lb, ll, err) < 0)
@@ -1503,7 +1514,8 @@ int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window
     const eddy_aggregate_udf_t *a = &udf->aggregate;
     const eddy_window_accumulator_t *x = &udf->accumulator;
     bool has_agg = a->acc_size || a->create || a->add || a->merge || a->result;
-    bool has_acc = x->open || x->close || x->size || x->create || x->add || x->merge || x->emit;
+    bool has_acc =
+        x->open || x->close || x->size || x->create || x->add || x->merge || x->emit || x->check;
     if ((udf->reduce != NULL) + has_agg + has_acc > 1)
         return eddy_err_set(err, "window '%s' takes one of reduce(), an aggregate and an accumulator", n);
     if (has_agg && (!a->add || !a->result || a->acc_size == 0 || a->acc_size > WIN_MAX_ACC))

@@ -6,8 +6,8 @@
  * rows it holds; sessions merge accumulators as the rows store concatenates
  * rows; a restore and a rescale (1 -> 2 instances) of count_distinct,
  * quantile and top_k continue exactly; count and count_distinct
- * pre-aggregated by the combiner are exact; a restore into another store
- * fails clearly. Rows are "key\tbidder\tprice"; outputs are the records' text in
+ * pre-aggregated by the combiner are exact; a restore into another store,
+ * or of a corrupt sketch, fails clearly. Rows are "key\tbidder\tprice"; outputs are the records' text in
  * order, separated by " | ". */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "operators/pipeline_agg.h"
 #include "plan/registry.h"
 #include "state/keygroup.h"
+#include "state/sketch_hll.h"
 #include "tests/unit/leak_check.h"
 
 TestSuite(pipeline_agg, .fini = eddy_test_leak_check);
@@ -407,4 +408,30 @@ Test(pipeline_agg, the_combiner_of_a_fixed_store_is_exact)
     win_close(&acc);
     win_close(&rows);
     win_close(&ordered);
+}
+
+/* A snapshot whose HyperLogLog is corrupt is refused, naming the sketch. */
+Test(pipeline_agg, a_corrupt_sketch_in_a_snapshot_is_refused)
+{
+    win_t w, twin;
+    win_open(&w, FIXED, "tumbling 100", FIXED_AGGS);
+    win_open_twin(&twin, &w);
+    row(&w, "a", "b1", "1", 5);
+    uint32_t kg = eddy_key_group_of("a", 1, K);
+    eddy_err_t err = {{0}};
+    char *bytes = NULL;
+    size_t len = 0;
+    cr_assert_eq(w.kind->ops->write_group(w.op, kg, &bytes, &len, &err), 0);
+    cr_assert_eq(twin.kind->ops->read_group(twin.op, kg, bytes, len, &err), 0, "%s", err.msg);
+    eddy_hll_t fresh;
+    eddy_hll_init(&fresh);
+    char *hll = memmem(bytes, len, &fresh.header, sizeof fresh.header);
+    cr_assert(hll);
+    hll[sizeof fresh.header + 100] = (char)0xff; /* a register past its range */
+    cr_assert_lt(twin.kind->ops->read_group(twin.op, kg, bytes, len, &err), 0);
+    cr_assert(strstr(err.msg, "window state of key group"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "aggregate 2"), "%s", err.msg);
+    free(bytes);
+    win_close(&twin);
+    win_close(&w);
 }
