@@ -22,8 +22,8 @@
  *   lateness_ms allowed lateness >= 0, event time only; default 0
  *   late        "drop" (default) | "emit"
  *   combine     true (default) | false: local-global aggregation. With an
- *               accumulator that merges (reduce, or an aggregate with
- *               merge; both associative and commutative), event time,
+ *               accumulator that merges (reduce, or an aggregate or
+ *               accumulator with merge; associative and commutative), event time,
  *               tumbling or sliding, lateness_ms 0 and late "drop", eddy
  *               chains a combiner before the shuffle that folds records per
  *               key and pane and sends partial accumulators; results and
@@ -53,7 +53,8 @@
  * job shows its last windows. A window's state is removed once it can no
  * longer fire.
  *
- * A firing emits, without a process function, one record {data = key,
+ * A firing emits, with an accumulator, what its emit() writes; without a
+ * process function, one record {data = key,
  * value = result, timestamp = end - 1}. A process function sees the key,
  * the window and its elements: every record of the window (element lists)
  * or, with reduce / aggregate, the one result as a record like the above
@@ -110,14 +111,51 @@ typedef void (*eddy_window_process_fn)(const eddy_window_context_t *ctx,
                                        const eddy_window_elements_t *elements,
                                        eddy_collector_t *out);
 
-/* At most one of reduce and aggregate (aggregate is used when acc_size > 0);
- * with neither the window keeps its elements and needs process. reduce
- * folds record values (the first value starts it); sessions need
- * aggregate.merge. */
+/* A config-aware accumulator: fixed-size window state whose functions see
+ * the step's config, for aggregates only the config names (a declarative
+ * pipeline's "count(), count_distinct(bidder)" is one).
+ *
+ * open(config) prepares a per-instance handle (parsed expressions, scratch
+ * buffers; NULL is a valid handle) or fails with err; close frees it. The
+ * window operator opens one per operator instance and one per combiner, and
+ * one at configure time to learn size(prepared): the bytes of one
+ * accumulator for this step, 1..EDDY_WINDOW_MAX_ACC, fixed by the config
+ * (every instance must get the same size from the same config). A new
+ * accumulator is zeroed, then create()d (may be NULL); add() folds a
+ * record in; merge() (may be NULL: then no session windows and no
+ * combiner) folds `other` into acc and must be associative and
+ * commutative; emit() writes the firing's record(s) for acc, each stamped
+ * end - 1. Accumulators are keyed state copied as bytes: no pointers.
+ * check() (may be NULL) is given every accumulator read from a snapshot
+ * or a combiner's partial record before any other function sees it: -1
+ * with err refuses bytes that break the accumulator's invariants (a
+ * corrupt snapshot), and the restore fails with that error. Handles are
+ * used by one thread at a time. */
+typedef struct eddy_window_accumulator {
+    int (*open)(const eddy_config_t *config, void **prepared, eddy_err_t *err);
+    void (*close)(void *prepared);
+    size_t (*size)(const void *prepared);
+    void (*create)(void *prepared, void *acc);
+    void (*add)(void *prepared, void *acc, const eddy_record_t *rec);
+    void (*merge)(void *prepared, void *acc, const void *other);
+    void (*emit)(void *prepared, const eddy_window_context_t *ctx, const void *acc,
+                 eddy_collector_t *out);
+    int (*check)(void *prepared, const void *acc, eddy_err_t *err);
+} eddy_window_accumulator_t;
+
+/* Largest accumulator (aggregate.acc_size or accumulator size()). */
+#define EDDY_WINDOW_MAX_ACC (1u << 20)
+
+/* At most one of reduce, aggregate (used when acc_size > 0) and accumulator
+ * (used when its add is set); with none the window keeps its elements and
+ * needs process. reduce folds record values (the first value starts it);
+ * sessions need aggregate.merge / accumulator.merge. An accumulator emits
+ * its own records, so it takes no process function. */
 typedef struct eddy_window_udf {
     int64_t (*reduce)(int64_t a, int64_t b);
     eddy_aggregate_udf_t aggregate;
     eddy_window_process_fn process;
+    eddy_window_accumulator_t accumulator;
 } eddy_window_udf_t;
 
 /* Registers operator kind `name` (an eddy_window step); the udf is copied.

@@ -12,6 +12,7 @@
 
 #include "operators/pipeline_agg.h"
 #include "operators/pipeline_chain.h"
+#include "plan/pipeline_window.h"
 
 /* 2^60 ms, some 36 million years: the window of a whole input. */
 #define WHOLE_INPUT_MS (INT64_C(1) << 60)
@@ -109,5 +110,8 @@ eddy_stream_t eddy_pipeline_add_window(eddy_stream_t rows, const eddy_pipeline_s
     char uid[64];
     snprintf(uid, sizeof uid, "step%u_%s", st->index,
              st->kind == EDDY_PSTEP_MAX_BY ? "max_by" : "aggregate");
-    return eddy_window(eddy_key_by(rows, "tab_prefix"), uid, EDDY_PIPELINE_WINDOW_KIND, c);
+    const char *kind = st->state == EDDY_PIPELINE_STATE_FIXED     ? EDDY_PIPELINE_WINDOW_FIXED_KIND
+                       : st->state == EDDY_PIPELINE_STATE_ORDERED ? EDDY_PIPELINE_WINDOW_ORDERED_KIND
+                                                                  : EDDY_PIPELINE_WINDOW_KIND;
+    return eddy_window(eddy_key_by(rows, "tab_prefix"), uid, kind, c);
 }

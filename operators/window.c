@@ -4,10 +4,11 @@
  * lateness, late records, and the per-key-group snapshot of all of it.
  *
  * State, all partitioned by key group and owned by one operator instance:
- * - accs: (key ++ state window) -> accumulator, for reduce / aggregate
- *   (an eddy_keyed_state_t used as a hash map; pointers stay valid until
- *   the entry is removed);
- * - lists: (key, state window) -> element list, without reduce / aggregate;
+ * - accs: (key ++ state window) -> accumulator, for reduce / aggregate /
+ *   a config-aware accumulator (an eddy_keyed_state_t used as a hash map;
+ *   pointers stay valid until the entry is removed); an accumulator's
+ *   prepared handle is per instance (and per combiner), its size per step;
+ * - lists: (key, state window) -> element list, without any of those;
  * - timers: (key, window) -> trigger timer at end - 1 and cleanup timer at
  *   end - 1 + lateness (one timer when they coincide);
  * - sessions: key -> its merging window set, an array sorted by start of
@@ -35,12 +36,15 @@
 #define WIN_NS 16
 #define WIN_STATE_VERSION 1u
 #define WIN_MAX_PER_RECORD 65536
-#define WIN_MAX_ACC 4096
+#define WIN_MAX_ACC EDDY_WINDOW_MAX_ACC
 
 typedef enum { ASSIGN_TUMBLING, ASSIGN_SLIDING, ASSIGN_SESSION } assigner_t;
-typedef enum { STORE_REDUCE, STORE_AGGREGATE, STORE_LIST } store_t;
+/* Snapshot values: never renumber (a restore compares them). */
+typedef enum { STORE_REDUCE, STORE_AGGREGATE, STORE_LIST, STORE_ACCUMULATOR } store_t;
 
 static const char *const assigner_names[] = {"tumbling", "sliding", "session"};
+static const char *const store_names[] = {"reduce values", "aggregate accumulators",
+                                          "element lists", "accumulators"};
 
 /* The kind's arg: the user's functions and the kind's name (for errors). */
 typedef struct window_kind {
@@ -88,6 +92,7 @@ typedef struct window_op {
     char *scratch; /* key ++ window, for accs lookups */
     size_t scratch_cap;
     unsigned char *acc_tmp; /* one accumulator, for merges */
+    void *prepared;         /* STORE_ACCUMULATOR: this instance's handle */
     eddy_collector_t *out;  /* while timers fire */
 } window_op_t;
 
@@ -164,6 +169,38 @@ static int64_t processing_time(const window_op_t *op)
 
 /* ---- per-window state -------------------------------------------------- */
 
+/* Folds rec into acc (zeroed when created) of a reduce / aggregate /
+ * accumulator store: the window operator's and the combiner's one fold. */
+static void acc_add(store_t store, const eddy_window_udf_t *udf, void *prepared, void *acc,
+                    bool created, const eddy_record_t *rec)
+{
+    if (store == STORE_REDUCE) {
+        int64_t v;
+        memcpy(&v, acc, sizeof v);
+        v = created ? rec->value : udf->reduce(v, rec->value);
+        memcpy(acc, &v, sizeof v);
+    } else if (store == STORE_ACCUMULATOR) {
+        if (created && udf->accumulator.create)
+            udf->accumulator.create(prepared, acc);
+        udf->accumulator.add(prepared, acc, rec);
+    } else {
+        if (created && udf->aggregate.create)
+            udf->aggregate.create(acc);
+        udf->aggregate.add(acc, rec);
+    }
+}
+
+/* acc = acc merged with other (both of this window's store). */
+static void acc_merge(const window_op_t *op, void *acc, const void *other)
+{
+    if (op->c->store == STORE_REDUCE)
+        *(int64_t *)acc = op->udf->reduce(*(int64_t *)acc, *(const int64_t *)other);
+    else if (op->c->store == STORE_ACCUMULATOR)
+        op->udf->accumulator.merge(op->prepared, acc, other);
+    else
+        op->udf->aggregate.merge(acc, other);
+}
+
 /* key ++ window in op->scratch; returns its length (0 when out of memory). */
 static uint32_t acc_key(window_op_t *op, const char *key, uint32_t klen, eddy_window_t sw)
 {
@@ -216,14 +253,7 @@ static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t kle
                   : NULL;
     if (!acc)
         return eddy_err_set(err, "window: out of memory in window state");
-    if (op->c->store == STORE_REDUCE) {
-        int64_t *v = acc;
-        *v = *created ? rec->value : op->udf->reduce(*v, rec->value);
-    } else {
-        if (*created && op->udf->aggregate.create)
-            op->udf->aggregate.create(acc);
-        op->udf->aggregate.add(acc, rec);
-    }
+    acc_add(op->c->store, op->udf, op->prepared, acc, *created, rec);
     return 0;
 }
 
@@ -265,10 +295,8 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         return eddy_err_set(err, "window: out of memory merging sessions");
     if (created)
         memcpy(acc, op->acc_tmp, op->c->acc_size);
-    else if (op->c->store == STORE_REDUCE)
-        *(int64_t *)acc = op->udf->reduce(*(int64_t *)acc, *(int64_t *)op->acc_tmp);
     else
-        op->udf->aggregate.merge(acc, op->acc_tmp);
+        acc_merge(op, acc, op->acc_tmp);
     return 0;
 }
 
@@ -377,6 +405,10 @@ static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char
     const void *acc = acc_get(op, kg, key, klen, sw);
     if (!acc)
         return;
+    if (op->c->store == STORE_ACCUMULATOR) {
+        udf->accumulator.emit(op->prepared, &wc, acc, &stamp.base);
+        return;
+    }
     int64_t result = op->c->store == STORE_REDUCE ? *(const int64_t *)acc
                                                   : udf->aggregate.result(acc);
     eddy_record_t rec = {key, klen, EDDY_INSERT, result, max_ts(w)};
@@ -558,10 +590,8 @@ static int merge_into_window(window_op_t *op, uint32_t kg, const char *key, uint
         return eddy_err_set(err, "window: out of memory in window state");
     if (created)
         memcpy(acc, partial, op->c->acc_size);
-    else if (op->c->store == STORE_REDUCE)
-        *(int64_t *)acc = op->udf->reduce(*(int64_t *)acc, *(const int64_t *)partial);
     else
-        op->udf->aggregate.merge(acc, partial);
+        acc_merge(op, acc, partial);
     if (created && timers_for_new_window(op, kg, key, klen, w, err) < 0)
         return -1;
     if (max_ts(w) <= op->wm)
@@ -590,6 +620,9 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
                             rec->len);
     /* The frame puts the accumulator at any offset: merge an aligned copy. */
     memcpy(op->acc_tmp, acc, c->acc_size);
+    if (c->store == STORE_ACCUMULATOR && op->udf->accumulator.check &&
+        op->udf->accumulator.check(op->prepared, op->acc_tmp, err) < 0)
+        return eddy_err_wrap(err, "window '%s': a partial record's accumulator", c->kind->name);
     uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
     int64_t ts = rec->timestamp;
     bool skipped = true;
@@ -773,6 +806,8 @@ static void window_close(void *self)
     eddy_keyed_state_destroy(&op->accs);
     eddy_list_state_destroy(&op->lists);
     eddy_timers_destroy(&op->timers);
+    if (op->prepared && op->udf->accumulator.close)
+        op->udf->accumulator.close(op->prepared);
     free(op->scratch);
     free(op->acc_tmp);
     free(op);
@@ -809,6 +844,11 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     if (!ok) {
         window_close(op);
         eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    if (c->store == STORE_ACCUMULATOR && op->udf->accumulator.open &&
+        op->udf->accumulator.open(c->config, &op->prepared, err) < 0) {
+        window_close(op);
         return NULL;
     }
     return op;
@@ -931,16 +971,22 @@ static void window_drop_group(void *self, uint32_t kg)
 }
 
 typedef struct acc_check {
-    uint32_t kg, max_kg;
+    window_op_t *op;
+    uint32_t kg;
     bool bad;
+    eddy_err_t why; /* an accumulator's check() refused one */
+    bool refused;
 } acc_check_t;
 
 static void check_acc_key(void *ctx, const void *key, uint32_t key_len, void *value)
 {
-    (void)value;
     acc_check_t *c = ctx;
-    if (key_len < WIN_NS || eddy_key_group_of(key, key_len - WIN_NS, c->max_kg) != c->kg)
+    const eddy_window_udf_t *u = c->op->udf;
+    if (key_len < WIN_NS || eddy_key_group_of(key, key_len - WIN_NS, c->op->max_kg) != c->kg)
         c->bad = true;
+    else if (!c->refused && c->op->c->store == STORE_ACCUMULATOR && u->accumulator.check &&
+             u->accumulator.check(c->op->prepared, value, &c->why) < 0)
+        c->refused = true;
 }
 
 /* A nil or bin part: its bytes (NULL/0 for nil). */
@@ -1025,7 +1071,7 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
     uint64_t version = eddy_mpr_u64(&r, UINT32_MAX);
     uint64_t gk = eddy_mpr_u64(&r, UINT32_MAX);
     uint64_t assigner = eddy_mpr_u64(&r, 2);
-    uint64_t store = eddy_mpr_u64(&r, 2);
+    uint64_t store = eddy_mpr_u64(&r, STORE_ACCUMULATOR);
     uint64_t acc_size = eddy_mpr_u64(&r, WIN_MAX_ACC);
     int64_t wm = eddy_mpr_i64(&r);
     int rc = 0;
@@ -1037,10 +1083,12 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
     else if (r.ok && (assigner == ASSIGN_SESSION) != (op->c->assigner == ASSIGN_SESSION))
         rc = eddy_err_set(err, "window state of key group %u was written by a %s window, this one is %s",
                           kg, assigner_names[assigner], assigner_names[op->c->assigner]);
-    else if (r.ok && (store != op->c->store || acc_size != op->c->acc_size))
+    else if (r.ok && store != op->c->store)
         rc = eddy_err_set(err, "window state of key group %u holds %s, this window keeps %s", kg,
-                          store == STORE_LIST ? "element lists" : "accumulators",
-                          op->c->store == STORE_LIST ? "element lists" : "accumulators of another size");
+                          store_names[store], store_names[op->c->store]);
+    else if (r.ok && acc_size != op->c->acc_size)
+        rc = eddy_err_set(err, "window state of key group %u holds %s of %" PRIu64 " bytes, this window's are %zu bytes",
+                          kg, store_names[store], acc_size, op->c->acc_size);
     bool own_msg = rc < 0; /* already names the key group */
     uint32_t tl = 0, al = 0, ll = 0;
     const char *tb = NULL, *ab = NULL, *lb = NULL;
@@ -1057,10 +1105,12 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
         if (eddy_keyed_state_read_group(op->accs, kg, ab, al, err) < 0) {
             rc = -1;
         } else {
-            acc_check_t check = {kg, op->max_kg, false};
+            acc_check_t check = {.op = op, .kg = kg};
             eddy_keyed_state_foreach(op->accs, kg, check_acc_key, &check);
             if (check.bad)
                 eddy_mpr_fail(&r, "accumulators: a key of another key group");
+            else if (check.refused)
+                rc = eddy_err_set(err, "an accumulator: %s", check.why.msg);
         }
     }
     if (rc == 0 && r.ok && lb && eddy_list_state_read_group(op->lists, kg, lb, ll, err) < 0)
@@ -1116,13 +1166,16 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
  * are, as do records whose pane is near the int64 limits (windows saturate
  * there), and partials are not combined again. */
 #define COMBINER_MAX_KEYS 16384u
+/* Accumulators may be large (sketches): the combiner also flushes by bytes. */
+#define COMBINER_MAX_BYTES ((size_t)16 << 20)
 #define COMBINER_TS_LIMIT (INT64_C(1) << 62)
 
 static bool combinable(const window_conf_t *c)
 {
     if (c->processing || c->assigner == ASSIGN_SESSION || c->lateness != 0 || c->emit_late)
         return false;
-    return c->store == STORE_REDUCE || (c->store == STORE_AGGREGATE && c->kind->udf.aggregate.merge);
+    return c->store == STORE_REDUCE || (c->store == STORE_AGGREGATE && c->kind->udf.aggregate.merge) ||
+           (c->store == STORE_ACCUMULATOR && c->kind->udf.accumulator.merge);
 }
 
 typedef struct combiner {
@@ -1130,6 +1183,7 @@ typedef struct combiner {
     const eddy_window_udf_t *udf;
     eddy_key_fn key_fn;
     eddy_keyed_state_t *panes; /* key ++ pane start -> record count ++ accumulator */
+    void *prepared;            /* STORE_ACCUMULATOR: this combiner's handle */
     char *scratch;             /* a lookup key, then a partial's frame */
     size_t scratch_cap;
     eddy_collector_t *out;     /* while flushing */
@@ -1153,6 +1207,8 @@ static void combiner_close(void *self)
     combiner_t *cb = self;
     if (!cb)
         return;
+    if (cb->prepared && cb->udf->accumulator.close)
+        cb->udf->accumulator.close(cb->prepared);
     eddy_keyed_state_destroy(&cb->panes);
     free(cb->scratch);
     free(cb);
@@ -1176,6 +1232,11 @@ static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     cb->c = c;
     cb->udf = &c->kind->udf;
     cb->key_fn = ctx->key_fn;
+    if (c->store == STORE_ACCUMULATOR && cb->udf->accumulator.open &&
+        cb->udf->accumulator.open(c->config, &cb->prepared, err) < 0) {
+        combiner_close(cb);
+        return NULL;
+    }
     return cb;
 }
 
@@ -1236,18 +1297,9 @@ static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector
     memcpy(&count, v, sizeof count);
     count++;
     memcpy(v, &count, sizeof count);
-    void *acc = v + sizeof count;
-    if (c->store == STORE_REDUCE) {
-        int64_t a;
-        memcpy(&a, acc, sizeof a);
-        a = created ? rec->value : cb->udf->reduce(a, rec->value);
-        memcpy(acc, &a, sizeof a);
-    } else {
-        if (created && cb->udf->aggregate.create)
-            cb->udf->aggregate.create(acc);
-        cb->udf->aggregate.add(acc, rec);
-    }
-    if (created && eddy_keyed_state_keys(cb->panes) >= COMBINER_MAX_KEYS)
+    acc_add(c->store, cb->udf, cb->prepared, v + sizeof count, created, rec);
+    size_t keys = eddy_keyed_state_keys(cb->panes);
+    if (created && (keys >= COMBINER_MAX_KEYS || keys * c->acc_size >= COMBINER_MAX_BYTES))
         return combiner_flush(cb, out, err);
     return 0;
 }
@@ -1322,6 +1374,23 @@ static int64_t gcd64(int64_t a, int64_t b)
         b = t;
     }
     return a;
+}
+
+/* An accumulator's bytes for this config: it is opened once to ask. */
+static int accumulator_size(const eddy_config_t *cfg, const window_kind_t *k, size_t *size,
+                            eddy_err_t *err)
+{
+    const eddy_window_accumulator_t *a = &k->udf.accumulator;
+    void *prepared = NULL;
+    if (a->open && a->open(cfg, &prepared, err) < 0)
+        return eddy_err_wrap(err, "window '%s'", k->name);
+    *size = a->size(prepared);
+    if (a->close && prepared)
+        a->close(prepared);
+    if (*size == 0 || *size > WIN_MAX_ACC)
+        return eddy_err_set(err, "window '%s': its accumulator is %zu bytes for this config; 1..%u are allowed",
+                            k->name, *size, WIN_MAX_ACC);
+    return 0;
 }
 
 static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window_conf_t *c,
@@ -1404,12 +1473,19 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
         return eddy_err_set(err, "window '%s': 'late' is '%s'; expected drop or emit", name, late);
 
     const eddy_window_udf_t *u = &k->udf;
-    c->store = u->reduce ? STORE_REDUCE : u->aggregate.acc_size ? STORE_AGGREGATE : STORE_LIST;
+    c->store = u->reduce                ? STORE_REDUCE
+               : u->aggregate.acc_size  ? STORE_AGGREGATE
+               : u->accumulator.add     ? STORE_ACCUMULATOR
+                                        : STORE_LIST;
     c->acc_size = c->store == STORE_REDUCE ? sizeof(int64_t)
                   : c->store == STORE_AGGREGATE ? u->aggregate.acc_size : 0;
-    if (c->assigner == ASSIGN_SESSION && c->store == STORE_AGGREGATE && !u->aggregate.merge)
-        return eddy_err_set(err, "window '%s': session windows merge, so its aggregate needs merge()",
-                            name);
+    if (c->store == STORE_ACCUMULATOR && accumulator_size(cfg, k, &c->acc_size, err) < 0)
+        return -1;
+    if (c->assigner == ASSIGN_SESSION &&
+        ((c->store == STORE_AGGREGATE && !u->aggregate.merge) ||
+         (c->store == STORE_ACCUMULATOR && !u->accumulator.merge)))
+        return eddy_err_set(err, "window '%s': session windows merge, so its %s needs merge()",
+                            name, c->store == STORE_AGGREGATE ? "aggregate" : "accumulator");
     return 0;
 }
 
@@ -1436,13 +1512,19 @@ int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window
     if (!udf)
         return eddy_err_set(err, "window '%s' needs its functions", n);
     const eddy_aggregate_udf_t *a = &udf->aggregate;
+    const eddy_window_accumulator_t *x = &udf->accumulator;
     bool has_agg = a->acc_size || a->create || a->add || a->merge || a->result;
-    if (udf->reduce && has_agg)
-        return eddy_err_set(err, "window '%s' takes reduce() or an aggregate, not both", n);
+    bool has_acc =
+        x->open || x->close || x->size || x->create || x->add || x->merge || x->emit || x->check;
+    if ((udf->reduce != NULL) + has_agg + has_acc > 1)
+        return eddy_err_set(err, "window '%s' takes one of reduce(), an aggregate and an accumulator", n);
     if (has_agg && (!a->add || !a->result || a->acc_size == 0 || a->acc_size > WIN_MAX_ACC))
-        return eddy_err_set(err, "window '%s': its aggregate needs add(), result() and an accumulator of 1..%d bytes",
+        return eddy_err_set(err, "window '%s': its aggregate needs add(), result() and an accumulator of 1..%u bytes",
                             n, WIN_MAX_ACC);
-    if (!udf->reduce && !has_agg && !udf->process)
+    if (has_acc && (!x->size || !x->add || !x->emit || udf->process))
+        return eddy_err_set(err, "window '%s': its accumulator needs size(), add() and emit(), and no process function",
+                            n);
+    if (!udf->reduce && !has_agg && !has_acc && !udf->process)
         return eddy_err_set(err, "window '%s' needs reduce(), an aggregate or a process function", n);
     if (strlen(n) >= sizeof((window_kind_t *)0)->name)
         return eddy_err_set(err, "window name '%s' is too long", n);

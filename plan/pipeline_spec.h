@@ -47,6 +47,7 @@ typedef struct eddy_pstep {
     char *key_column;    /* KEY_BY: the key's column in an aggregate's output */
     eddy_pwindow_t window; /* WINDOW */
     bool windowed;       /* AGGREGATE, MAX_BY: per window (a window step before) */
+    int state;           /* AGGREGATE, MAX_BY: eddy_pipeline_state_t (pipeline_window.h) */
     struct eddy_pipeline_join *join; /* JOIN */
     char *plugin;        /* PLUGIN: the operator kind */
     char **config_keys;  /* PLUGIN: its config, values as written (numbers and */

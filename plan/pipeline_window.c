@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/window.h"
 #include "plan/expr.h"
 #include "plan/pipeline_spec_parse.h"
+#include "state/sketch_hll.h"
+#include "state/sketch_quantile.h"
 
 #define MAX_AGGS 64
 
@@ -420,6 +423,8 @@ int eddy_pipeline_parse_stateful(const char *file, const eddy_ynode_t *m, const 
     st->kind = EDDY_PSTEP_AGGREGATE;
     if (parse_aggregate(&c, v, field, key_by, st, *cols, *n_cols) < 0)
         return -1;
+    st->state = (int)eddy_pipeline_agg_state(
+        st, st->windowed && !strcmp(s->steps[pos - 1].window.type, "session"));
     *cols = st->columns;
     *n_cols = st->n;
     return 0;
@@ -450,6 +455,57 @@ int eddy_pipeline_check_stateful(const char *file, const eddy_pipeline_spec_t *s
     return 0;
 }
 
+size_t eddy_pipeline_agg_slot_size(eddy_agg_fn_t fn)
+{
+    switch (fn) {
+    case EDDY_AGG_COUNT:
+        return sizeof(int64_t);
+    case EDDY_AGG_SUM:
+    case EDDY_AGG_AVG:
+        return sizeof(eddy_pipeline_sum_slot_t);
+    case EDDY_AGG_COUNT_DISTINCT:
+        return (EDDY_HLL_SIZE + 7) / 8 * 8;
+    case EDDY_AGG_QUANTILE:
+        return (EDDY_QUANTILE_SIZE + 7) / 8 * 8;
+    case EDDY_AGG_TOP_K:
+        return (EDDY_CMS_SIZE + 7) / 8 * 8;
+    default:
+        return 0; /* min, max, first, last: a value of any length */
+    }
+}
+
+eddy_pipeline_state_t eddy_pipeline_agg_state(const eddy_pstep_t *st, bool session)
+{
+    if (st->kind != EDDY_PSTEP_AGGREGATE)
+        return EDDY_PIPELINE_STATE_ROWS;
+    size_t total = 0;
+    bool merges = true;
+    for (uint32_t i = 0; i < st->n; i++) {
+        eddy_agg_t agg;
+        eddy_err_t err = {{0}};
+        if (!st->exprs[i])
+            continue; /* the key and window columns */
+        if (eddy_pipeline_agg_parse(st->exprs[i], &agg, &err) < 0)
+            return EDDY_PIPELINE_STATE_ROWS;
+        size_t slot = eddy_pipeline_agg_slot_size(agg.fn);
+        merges = merges && (agg.fn == EDDY_AGG_COUNT || agg.fn == EDDY_AGG_COUNT_DISTINCT);
+        eddy_pipeline_agg_clear(&agg);
+        if (slot == 0)
+            return EDDY_PIPELINE_STATE_ROWS;
+        total += slot;
+    }
+    if (total == 0 || total > EDDY_WINDOW_MAX_ACC || (session && !merges))
+        return EDDY_PIPELINE_STATE_ROWS;
+    return merges ? EDDY_PIPELINE_STATE_FIXED : EDDY_PIPELINE_STATE_ORDERED;
+}
+
+const char *eddy_pipeline_state_name(eddy_pipeline_state_t state)
+{
+    return state == EDDY_PIPELINE_STATE_FIXED     ? "fixed"
+           : state == EDDY_PIPELINE_STATE_ORDERED ? "ordered"
+                                                  : "rows";
+}
+
 void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t size)
 {
     const eddy_pwindow_t *w = &st->window;
@@ -459,7 +515,8 @@ void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t s
         snprintf(out, size, "key_by %s", st->expr);
         return;
     case EDDY_PSTEP_MAX_BY:
-        snprintf(out, size, "max_by %s%s", st->expr, st->windowed ? " (per window)" : " (whole input)");
+        snprintf(out, size, "max_by%s [state: rows] %s", st->windowed ? " (per window)" : " (whole input)",
+                 st->expr);
         return;
     case EDDY_PSTEP_WINDOW:
         if (!strcmp(w->type, "session"))
@@ -474,7 +531,9 @@ void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t s
         }
         return;
     case EDDY_PSTEP_AGGREGATE:
-        len = (size_t)snprintf(out, size, "aggregate%s", st->windowed ? "" : " (whole input)");
+        /* The store first: a long list of aggregates may be cut. */
+        len = (size_t)snprintf(out, size, "aggregate%s [state: %s]", st->windowed ? "" : " (whole input)",
+                               eddy_pipeline_state_name((eddy_pipeline_state_t)st->state));
         for (uint32_t i = 0; i < st->n && len < size; i++)
             if (st->exprs[i])
                 len += (size_t)snprintf(out + len, size - len, " %s: %s", st->columns[i], st->exprs[i]);

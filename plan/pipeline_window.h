@@ -11,6 +11,7 @@
 #ifndef EDDY_PLAN_PIPELINE_WINDOW_H
 #define EDDY_PLAN_PIPELINE_WINDOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -54,6 +55,40 @@ typedef struct eddy_agg {
  * the argument is not checked against columns here. */
 int eddy_pipeline_agg_parse(const char *text, eddy_agg_t *out, eddy_err_t *err);
 void eddy_pipeline_agg_clear(eddy_agg_t *agg);
+
+/* What an aggregate or max_by step keeps per key and window (its store,
+ * decided from the spec when it is parsed; docs/pipelines.md):
+ * - FIXED: one fixed-size accumulator that merges exactly (count,
+ *   count_distinct only): sessions merge it, the combiner pre-aggregates it;
+ * - ORDERED: one fixed-size accumulator folded in row order, as the rows
+ *   would be (sum and avg, whose float sums depend on the order, quantile,
+ *   whose sketch may collapse, top_k, whose candidate table does): no merge,
+ *   so not for sessions and without a combiner;
+ * - ROWS: every row, folded when the window fires: max_by, min, max,
+ *   first, last (their values may be strings of any length, kept with
+ *   their bytes), ORDERED aggregates in a session, or an accumulator above
+ *   EDDY_WINDOW_MAX_ACC. */
+typedef enum eddy_pipeline_state {
+    EDDY_PIPELINE_STATE_ROWS,
+    EDDY_PIPELINE_STATE_FIXED,
+    EDDY_PIPELINE_STATE_ORDERED,
+} eddy_pipeline_state_t;
+
+/* sum and avg's fixed slot. */
+typedef struct eddy_pipeline_sum_slot {
+    int64_t n; /* numbers added */
+    int64_t isum;
+    double fsum;
+    int64_t is_float; /* a float was added or the integer sum overflowed */
+} eddy_pipeline_sum_slot_t;
+
+/* Bytes of fn's fixed slot (a multiple of 8), 0 when fn keeps rows. */
+size_t eddy_pipeline_agg_slot_size(eddy_agg_fn_t fn);
+/* The store of aggregate step st (AGGREGATE or MAX_BY); session: its window
+ * is a session window. */
+eddy_pipeline_state_t eddy_pipeline_agg_state(const eddy_pstep_t *st, bool session);
+/* "rows", "fixed" or "ordered" (`eddy plan`). */
+const char *eddy_pipeline_state_name(eddy_pipeline_state_t state);
 
 /* "10s", "500ms", "2m", "1h", or a bare number of ms; -1 when not one. */
 int eddy_pipeline_duration(const char *text, int64_t *ms);

@@ -13,9 +13,10 @@
  *    count_distinct (HyperLogLog), quantile (DDSketch) and top_k
  *    (count-min): the output of the same spec run undisturbed, itself
  *    checked against counts and sums computed here from the events (the
- *    sketches are computed from a window's rows when it fires; HLL's and
- *    DDSketch's answers do not depend on the rows' order, top_k's
- *    candidates could, so the rows must keep theirs);
+ *    step keeps one fixed-size accumulator per key and window, folded in
+ *    arrival order, plan/pipeline_window.h "ordered": HLL's and DDSketch's
+ *    answers do not depend on the rows' order, top_k's candidates could,
+ *    so the accumulator must be restored and moved exactly);
  *  - Nexmark q8 (a windowed semi-join) and q11 (session windows): the
  *    reference of tests/support/nexmark_ref.c.
  * A rescale naming a step by a wrong name is refused with the names of the

@@ -3,6 +3,7 @@
  * every misuse is an error naming file, line and field; aggregate
  * functions and durations parse. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "plan/pipeline_window.h"
@@ -163,4 +164,44 @@ Test(pipeline_window, durations)
     cr_assert_eq(eddy_pipeline_duration("-1s", &ms), -1);
     cr_assert_eq(eddy_pipeline_duration("1d", &ms), -1);
     cr_assert_eq(eddy_pipeline_duration("s", &ms), -1);
+}
+
+/* The store an aggregate step keeps (plan/pipeline_window.h), by its
+ * aggregates and window. */
+static int state_of(const char *window, const char *aggs)
+{
+    char text[8192];
+    snprintf(text, sizeof text, SRC "steps:\n  - key_by: auction\n%s  - aggregate: {%s}\n", window,
+             aggs);
+    eddy_pipeline_spec_t *s = load(text);
+    int st = s->steps[s->n_steps - 1].state;
+    char line[600];
+    eddy_pipeline_stateful_describe(&s->steps[s->n_steps - 1], line, sizeof line);
+    cr_assert(strstr(line, eddy_pipeline_state_name((eddy_pipeline_state_t)st)), "%s", line);
+    eddy_pipeline_spec_destroy(&s);
+    return st;
+}
+
+Test(pipeline_window, aggregates_keep_fixed_state_or_rows)
+{
+    const char *tumbling = "  - window: {type: tumbling, size: 1s, timestamp: ts}\n";
+    const char *session = "  - window: {type: session, gap: 1s, timestamp: ts}\n";
+    cr_assert_eq(state_of(tumbling, "n: count(), d: count_distinct(price)"), EDDY_PIPELINE_STATE_FIXED);
+    cr_assert_eq(state_of(session, "n: count(), d: count_distinct(price)"), EDDY_PIPELINE_STATE_FIXED);
+    cr_assert_eq(state_of(tumbling, "n: count(), s: sum(price), a: avg(price)"),
+                 EDDY_PIPELINE_STATE_ORDERED);
+    cr_assert_eq(state_of(tumbling, "q: 'quantile(price, 0.5)', t: 'top_k(price, 3)'"),
+                 EDDY_PIPELINE_STATE_ORDERED);
+    cr_assert_eq(state_of("", "s: sum(price)"), EDDY_PIPELINE_STATE_ORDERED); /* whole input */
+    /* Orderly folds do not merge: a session keeps its rows. */
+    cr_assert_eq(state_of(session, "n: count(), s: sum(price)"), EDDY_PIPELINE_STATE_ROWS);
+    /* Values of any length keep rows. */
+    cr_assert_eq(state_of(tumbling, "n: count(), m: max(price)"), EDDY_PIPELINE_STATE_ROWS);
+    cr_assert_eq(state_of(tumbling, "f: first(event)"), EDDY_PIPELINE_STATE_ROWS);
+    /* Above EDDY_WINDOW_MAX_ACC: 61 count-min sketches of ~17 KiB. */
+    char many[4096];
+    size_t len = 0;
+    for (int i = 0; i < 61; i++)
+        len += (size_t)snprintf(many + len, sizeof many - len, "%st%d: 'top_k(price, 2)'", i ? ", " : "", i);
+    cr_assert_eq(state_of(tumbling, many), EDDY_PIPELINE_STATE_ROWS);
 }
