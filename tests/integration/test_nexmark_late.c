@@ -326,22 +326,8 @@ Test(nexmark_late, a_killed_worker_neither_loses_nor_repeats_late_events)
     const char *extra[] = {"--max-delay-ms", "0", "--rate", "4000", "--late-output", late_path,
                            NULL};
     start_query("q7", extra);
-    bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, &job);
-    cr_assert(ok, "job never reached state running; log:\n%s", log_text());
-    pid_t victim = 0;
-    for (int tries = 0; tries < 200 && !victim && eddy_proc_alive(&job); tries++) {
-        eddy_nap_ms(100);
-        json_t *st = eddy_test_status(ports[0]);
-        json_t *w = st ? json_array_get(json_object_get(st, "workers"), 0) : NULL;
-        json_t *job_st = st ? eddy_test_status_job(st, "nexmark") : NULL;
-        json_t *last = job_st ? json_object_get(job_st, "last_checkpoint") : NULL;
-        json_int_t chk = json_integer_value(json_object_get(last, "completed"));
-        if (w && chk >= 2)
-            victim = (pid_t)json_integer_value(json_object_get(w, "pid"));
-        json_decref(st);
-    }
-    cr_assert(victim > 0, "no worker to kill after two checkpoints; log:\n%s", log_text());
-    cr_assert_eq(kill(victim, SIGKILL), 0);
+    cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, &job) > 0,
+              "no worker killed after two checkpoints; log:\n%s", log_text());
     wait_job("q7");
     char *log = log_text();
     cr_assert(strstr(log, "restoring from checkpoint"), "the job was not restored after the kill; log:\n%s", log);

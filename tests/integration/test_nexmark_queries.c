@@ -144,27 +144,6 @@ Test(nexmark, generator_source_equals_its_file)
     run_and_check("q5", extra);
 }
 
-/* Waits for a completed checkpoint numbered at least `after`, then kills
- * one worker with SIGKILL. */
-static void kill_a_worker_after_checkpoint(json_int_t after)
-{
-    pid_t victim = 0;
-    for (int tries = 0; tries < 200 && !victim && eddy_proc_alive(&job); tries++) {
-        eddy_nap_ms(100);
-        json_t *st = eddy_test_status(ports[0]);
-        json_t *w = st ? json_array_get(json_object_get(st, "workers"), 0) : NULL;
-        json_t *job_st = st ? eddy_test_status_job(st, "nexmark") : NULL;
-        json_t *last = job_st ? json_object_get(job_st, "last_checkpoint") : NULL;
-        json_int_t chk = last ? json_integer_value(json_object_get(last, "id")) : 0;
-        if (w && chk >= after)
-            victim = (pid_t)json_integer_value(json_object_get(w, "pid"));
-        json_decref(st);
-    }
-    cr_assert(victim > 0, "no worker to kill after checkpoint %lld; log:\n%s", (long long)after,
-              log_text());
-    cr_assert_eq(kill(victim, SIGKILL), 0);
-}
-
 /* The (rate-limited) query runs on 2 workers. With `op`, its keyed step is
  * rescaled 2 -> 3 -> 1 while the source runs; with `kill`, a worker is then
  * killed with SIGKILL and the job restores from its last checkpoint. The
@@ -190,12 +169,10 @@ static void disturbed_run(const char *query, const char *op, bool kill_worker)
         free(out);
         free(errout);
     }
-    if (kill_worker) {
-        bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, &job);
-        cr_assert(ok, "job never reached state running; log:\n%s", log_text());
-        /* a checkpoint or two completed, so the restore has one to go from */
-        kill_a_worker_after_checkpoint(2);
-    }
+    /* a checkpoint or two completed, so the restore has one to go from */
+    if (kill_worker)
+        cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, &job) > 0,
+                  "no worker killed after two checkpoints; log:\n%s", log_text());
     expect_reference(query);
 }
 

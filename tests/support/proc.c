@@ -338,6 +338,21 @@ bool eddy_test_wait_job_state(int control_port, const char *job, const char *sta
     return eddy_test_wait_job_progress(control_port, job, state, 0, 0, timeout_ms, owner);
 }
 
+pid_t eddy_test_kill_worker_after(int control_port, const char *job, int64_t min_completed,
+                                  uint64_t timeout_ms, eddy_proc_t *owner)
+{
+    if (!eddy_test_wait_job_progress(control_port, job, "running", min_completed, 0, timeout_ms,
+                                     owner))
+        return 0;
+    json_t *st = eddy_test_status(control_port);
+    json_t *w = st ? json_array_get(json_object_get(st, "workers"), 0) : NULL;
+    pid_t victim = w ? (pid_t)json_integer_value(json_object_get(w, "pid")) : 0;
+    json_decref(st);
+    if (victim > 0 && kill(victim, SIGKILL) < 0)
+        victim = 0;
+    return victim;
+}
+
 /* ---- reference wordcount ----------------------------------------------------- */
 
 static int cmp_entry(const void *a, const void *b)

@@ -79,6 +79,13 @@ bool eddy_test_wait_job_progress(int control_port, const char *job, const char *
                                  int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
                                  eddy_proc_t *owner);
 
+/* Waits until job `job` runs with at least min_completed completed
+ * checkpoints, then kills the first worker in the status with SIGKILL.
+ * Its pid, or 0 when the wait failed (or `owner` exited) or no worker was
+ * listed. */
+pid_t eddy_test_kill_worker_after(int control_port, const char *job, int64_t min_completed,
+                                  uint64_t timeout_ms, eddy_proc_t *owner);
+
 /* Reference wordcount: tokens split on ' ' and '\t' (lines on '\n'), sorted
  * with memcmp, as "word\tcount\n" lines. malloc'd; *out_len set. */
 char *eddy_reference_wordcount(const char *text, size_t len, size_t *out_len);
