@@ -5,7 +5,8 @@
 # when a package is missing, and the build is incremental.
 #
 #   bash scripts/setup.sh                 # optimised build (RelWithDebInfo) in build/
-#   bash scripts/setup.sh --sanitize      # also build-asan/ (ASan + UBSan)
+#   bash scripts/setup.sh --sanitize      # also build-asan/ (ASan + UBSan, with the tests);
+#                                         # build/ then gets only eddy and the example plugins
 #   bash scripts/setup.sh --all-types     # also Debug and Release (build-debug/, build-release/),
 #                                         # which CI compiles to keep -Werror clean in every type
 set -euo pipefail
@@ -57,13 +58,20 @@ else
 fi
 
 JOBS="$(nproc 2>/dev/null || echo 2)"
+TARGETS=() # empty: everything
 build() { # dir, build type, extra cmake args...
   local dir="$1" type="$2"; shift 2
   cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
-  cmake --build "$ROOT/$dir" -j"$JOBS"
+  cmake --build "$ROOT/$dir" -j"$JOBS" ${TARGETS[@]+--target "${TARGETS[@]}"}
 }
 # RelWithDebInfo (-O2 -g) is the project default and what the tests run.
+# With --sanitize the tests run from build-asan (RelWithDebInfo too, so its
+# -Werror covers the same code at -O2), and build/ needs only what the
+# compose test takes from it: the binary its image is made of and the
+# example plugins.
+((SANITIZE)) && TARGETS=(eddy eddy_examples)
 build build RelWithDebInfo -DEDDY_SANITIZE=OFF
+TARGETS=()
 if ((SANITIZE)); then
   build build-asan RelWithDebInfo -DEDDY_SANITIZE=ON
 fi
