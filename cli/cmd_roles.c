@@ -16,6 +16,7 @@ int eddy_cmd_worker(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
+    const char *plugin_cache = NULL;
     uint32_t port = 0, register_timeout = 10000;
     bool hostname_identity = false;
     uint32_t leave_wait = 300;
@@ -27,6 +28,7 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_STR("advertise-host", &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)"),
         EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
+        EDDY_FLAG_STR("plugin-cache", &plugin_cache, "DIR", "cache of plugins fetched from the coordinator: a directory private to this user (created 0700; refused if another user owns it or others may access it). Default $XDG_RUNTIME_DIR/eddy-plugins, else a fresh directory removed at exit"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
         EDDY_FLAG_U32("leave-wait-ms", &leave_wait, 0, EDDY_FLAG_MS_MAX, "MS", "asked to stop, tell the coordinator this worker leaves and wait up to MS for its answer (300; 0: stop without a word, logged as dead)"),
         EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
@@ -61,7 +63,7 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots, keys, leave_wait};
+                                  snapshots, keys, leave_wait, plugin_cache};
     eddy_err_t err = {{0}};
     int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
     eddy_keys_destroy(&keys);

@@ -78,3 +78,53 @@ int eddy_mkdir_p(const char *path, eddy_err_t *err)
     }
     return 0;
 }
+
+int eddy_private_dir_open(const char *path, const char *what, eddy_err_t *err)
+{
+    if (!path || !path[0])
+        return eddy_err_set(err, "%s: empty directory path", what);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        if (errno != ENOENT)
+            return eddy_err_set(err, "%s %s: cannot create it: %s", what, path, strerror(errno));
+        char parent[PATH_MAX];
+        size_t len = strlen(path);
+        if (len >= sizeof parent)
+            return eddy_err_set(err, "%s: path too long: %.200s", what, path);
+        memcpy(parent, path, len + 1);
+        while (len > 1 && parent[len - 1] == '/')
+            parent[--len] = '\0';
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            if (eddy_mkdir_p(parent, err) < 0)
+                return eddy_err_wrap(err, "%s %s", what, path);
+        }
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return eddy_err_set(err, "%s %s: cannot create it: %s", what, path, strerror(errno));
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            return eddy_err_set(err, "%s %s is a symbolic link or not a directory: refused "
+                                "(it must be a directory of this user, mode 0700)", what, path);
+        return eddy_err_set(err, "%s %s: %s", what, path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return eddy_err_set(err, "%s %s: %s", what, path, strerror(e));
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return eddy_err_set(err, "%s %s is owned by uid %u, not by this process (uid %u): refused "
+                            "(anyone owning it could plant code; remove it or choose another directory)",
+                            what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+    }
+    if (st.st_mode & 077) {
+        close(fd);
+        return eddy_err_set(err, "%s %s has mode %04o: refused (it must be private to its owner: "
+                            "chmod 700 %s)", what, path, (unsigned)(st.st_mode & 07777), path);
+    }
+    return fd;
+}

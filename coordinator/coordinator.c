@@ -587,6 +587,7 @@ static void free_coord(coord_t *c)
     eddy_http_destroy(&c->http);
     eddy_metastore_destroy(&c->meta);
     eddy_snapshot_store_destroy(&c->store);
+    coord_plugins_close(c);
     if (c->router)
         zmq_close(c->router);
     /* after the router: a handshake on it must never find no handler */

@@ -27,6 +27,7 @@
 #include "state/metastore_async.h"
 #include "state/metastore_lease.h"
 #include "state/snapshot_store.h"
+#include "plan/plugin.h"
 #include "plan/registry.h"
 
 #define COORD_MAX_IDENTITY 256
@@ -262,6 +263,7 @@ typedef struct coord {
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */
     coord_ticket_t *tickets;
     eddy_snapshot_store_t *store;
+    eddy_plugin_dir_t *plugin_store;     /* <snapshot dir>/plugins, private (plugins.c) */
     coord_reaper_t *reaper;       /* removes checkpoint directories off the loop */
     coord_worker_t *workers;
     uint32_t next_worker_id;
@@ -479,9 +481,11 @@ coord_job_t *coord_ticket_job(coord_ticket_t *t);
 
 /* plugins.c */
 /* Stores and loads a plugin file (eddy local --plugin). */
-int coord_plugins_add_file(coord_t *c, const char *path, char hash[33], eddy_err_t *err);
+int coord_plugins_add_file(coord_t *c, const char *path, char hash[EDDY_PLUGIN_HASH_LEN + 1], eddy_err_t *err);
 /* Loads a stored plugin by hash, if not loaded (a resumed job's). */
 int coord_plugins_ensure(coord_t *c, const char *hash, eddy_err_t *err);
+/* Closes the plugin store (teardown). */
+void coord_plugins_close(coord_t *c);
 /* PLUGIN: an upload from a client (w NULL or not), or a worker's fetch. */
 void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len, coord_worker_t *w,
                               const eddy_msg_t *m);

@@ -2,11 +2,13 @@
  *
  * A client uploads a plugin (PLUGIN with its bytes) before submitting a job
  * that needs it; `eddy local --plugin` and a restarted coordinator add it
- * from a file. The coordinator stores it by content hash under
+ * from a file. The coordinator stores it by content hash (SHA-256) under
  * <snapshot dir>/plugins/ (so a restarted coordinator finds the plugins of
- * its running jobs), loads it into its registry (it builds and validates
- * plans), and serves its bytes to workers that ask (PLUGIN without bytes),
- * so workers need no shared file system and no new image to run it. */
+ * its running jobs), a private directory (0700, this user's; refused
+ * otherwise), loads it into its registry (it builds and validates plans),
+ * and serves its bytes to workers that ask (PLUGIN without bytes), so
+ * workers need no shared file system and no new image to run it. Every
+ * load and every serve re-hashes the stored bytes (plan/plugin.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +18,22 @@
 #include "coordinator/internal.h"
 #include "plan/plugin.h"
 
-static void store_dir(const coord_t *c, char *dir, size_t size)
+/* The store, opened (created 0700) at first use: refused unless private to
+ * this process's user, so nobody else can plant a library under a hash a
+ * job names (plan/plugin.h). */
+static eddy_plugin_dir_t *store(coord_t *c, eddy_err_t *err)
 {
-    snprintf(dir, size, "%s/plugins", c->opts->snapshot_dir);
+    if (!c->plugin_store) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/plugins", c->opts->snapshot_dir);
+        c->plugin_store = eddy_plugin_dir_open(dir, err);
+    }
+    return c->plugin_store;
+}
+
+void coord_plugins_close(coord_t *c)
+{
+    eddy_plugin_dir_destroy(&c->plugin_store);
 }
 
 int coord_plugins_add_file(coord_t *c, const char *path, char hash[EDDY_PLUGIN_HASH_LEN + 1],
@@ -43,9 +58,9 @@ int coord_plugins_add_file(coord_t *c, const char *path, char hash[EDDY_PLUGIN_H
         len += n;
     }
     fclose(f);
-    char dir[4200];
-    store_dir(c, dir, sizeof dir);
-    int rc = eddy_plugin_load_bytes(data, len, NULL, dir, eddy_registry_default(), hash, err);
+    eddy_plugin_dir_t *dir = store(c, err);
+    int rc = dir ? eddy_plugin_dir_load_bytes(dir, data, len, NULL, eddy_registry_default(), hash, err)
+                 : -1;
     free(data);
     return rc;
 }
@@ -54,33 +69,26 @@ int coord_plugins_ensure(coord_t *c, const char *hash, eddy_err_t *err)
 {
     if (eddy_plugin_loaded(eddy_registry_default(), hash))
         return 0;
-    char dir[4200], path[4300];
-    store_dir(c, dir, sizeof dir);
-    if (eddy_plugin_path(dir, hash, path, sizeof path) < 0)
-        return eddy_err_set(err, "plugin %s is not in %s", hash, dir);
-    return eddy_plugin_load(path, eddy_registry_default(), NULL, err);
+    eddy_plugin_dir_t *dir = store(c, err);
+    if (!dir)
+        return -1;
+    int rc = eddy_plugin_dir_load(dir, hash, eddy_registry_default(), err);
+    if (rc == 0)
+        return eddy_err_set(err, "plugin %s is not in %s", hash, eddy_plugin_dir_path(dir));
+    return rc < 0 ? -1 : 0;
 }
 
 static void serve_fetch(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
 {
     eddy_msg_t reply = {.type = EDDY_MSG_PLUGIN};
     snprintf(reply.u.plugin.hash, sizeof reply.u.plugin.hash, "%s", m->u.plugin.hash);
-    char dir[4200], path[4300];
-    store_dir(c, dir, sizeof dir);
+    eddy_err_t err = {{0}};
     size_t len = 0;
     char *data = NULL;
-    if (eddy_plugin_path(dir, m->u.plugin.hash, path, sizeof path) == 0) {
-        FILE *f = fopen(path, "rb");
-        if (f && fseek(f, 0, SEEK_END) == 0) {
-            long size = ftell(f);
-            if (size > 0 && (unsigned long)size <= EDDY_PLUGIN_MAX_WIRE && fseek(f, 0, SEEK_SET) == 0 &&
-                (data = malloc((size_t)size)) && fread(data, 1, (size_t)size, f) == (size_t)size)
-                len = (size_t)size;
-        }
-        if (f)
-            fclose(f);
-    }
-    if (len) {
+    eddy_plugin_dir_t *dir = store(c, &err);
+    int got = dir ? eddy_plugin_dir_read(dir, m->u.plugin.hash, EDDY_PLUGIN_MAX_WIRE, &data, &len, &err)
+                  : -1;
+    if (got == 1) {
         reply.u.plugin.data = data;
         reply.u.plugin.len = (uint32_t)len;
         eddy_info("sending plugin %s (%zu bytes) to worker %u (%s)", m->u.plugin.hash, len, w->id,
@@ -88,8 +96,8 @@ static void serve_fetch(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     } else {
         snprintf(reply.u.plugin.error, sizeof reply.u.plugin.error,
                  "the coordinator has no plugin %s", m->u.plugin.hash);
-        eddy_warn("worker %u (%s) asked for plugin %s, which is not stored in %s", w->id, w->name,
-                  m->u.plugin.hash, dir);
+        eddy_warn("worker %u (%s) asked for plugin %s, which is not stored%s%s", w->id, w->name,
+                  m->u.plugin.hash, got < 0 ? ": " : "", got < 0 ? err.msg : "");
     }
     coord_send_worker(c, w, &reply);
     free(data);
@@ -105,11 +113,11 @@ void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len
             coord_reply(c, id, id_len, 2, "a plugin upload carries the library's bytes");
         return;
     }
-    char dir[4200], hash[EDDY_PLUGIN_HASH_LEN + 1];
-    store_dir(c, dir, sizeof dir);
+    char hash[EDDY_PLUGIN_HASH_LEN + 1];
     eddy_err_t err = {{0}};
-    if (eddy_plugin_load_bytes(m->u.plugin.data, m->u.plugin.len, m->u.plugin.hash, dir,
-                               eddy_registry_default(), hash, &err) < 0) {
+    eddy_plugin_dir_t *dir = store(c, &err);
+    if (!dir || eddy_plugin_dir_load_bytes(dir, m->u.plugin.data, m->u.plugin.len, m->u.plugin.hash,
+                                           eddy_registry_default(), hash, &err) < 0) {
         eddy_warn("plugin upload refused: %s", err.msg);
         coord_reply(c, id, id_len, 2, err.msg);
         return;

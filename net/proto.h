@@ -32,7 +32,7 @@
 #define EDDY_NO_STAGE UINT32_MAX
 #define EDDY_PLAN_MAX_WIRE (16u << 20) /* a serialised plan in a DEPLOY */
 #define EDDY_MAX_PLUGINS 64
-#define EDDY_PLUGIN_HASH_MAX 33          /* 32 hex digits and NUL */
+#define EDDY_PLUGIN_HASH_MAX 65          /* a SHA-256: 64 hex digits and NUL */
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */

@@ -12,7 +12,7 @@
 #include "plan/graph.h"
 #include "plan/plan.h"
 
-#define EDDY_PLUGIN_ORIGIN_MAX 33
+#define EDDY_PLUGIN_ORIGIN_MAX 65 /* a SHA-256 in hex and NUL (plan/plugin.h) */
 
 eddy_registry_t *eddy_registry_new(void);
 void eddy_registry_destroy(eddy_registry_t **self_p);

@@ -78,9 +78,10 @@ typedef struct worker {
     /* Rate limits for lines about bad input (see eddy_log_limited). */
     eddy_log_limit_t malformed_ctrl_log, malformed_data_log, undecodable_data_log,
         violation_log;
-    /* Plugins: fetched from the coordinator into a local cache; DEPLOYs that
-     * wait for one are kept encoded until it arrives. */
-    char plugin_dir[4096];
+    /* Plugins: fetched from the coordinator into a private cache
+     * (plan/plugin.h); DEPLOYs that wait for one are kept encoded until it
+     * arrives. */
+    eddy_plugin_dir_t *plugins;
     deferred_deploy_t *deferred;
     /* The loop's poll set: control, data, the snapshot writer's eventfd,
      * then the descriptor of each source task waiting for input (tasks of
@@ -618,13 +619,14 @@ static bool defer_for_plugins(worker_t *w, const eddy_msg_t *m)
     eddy_registry_t *r = eddy_registry_default();
     for (uint32_t i = 0; i < d->n_plugins; i++) {
         const char *hash = d->plugins[i];
-        char path[4300];
         if (eddy_plugin_loaded(r, hash))
             continue;
         eddy_err_t err = {{0}};
-        if (eddy_plugin_path(w->plugin_dir, hash, path, sizeof path) == 0 &&
-            eddy_plugin_load(path, r, NULL, &err) == 0)
+        int cached = eddy_plugin_dir_load(w->plugins, hash, r, &err);
+        if (cached == 1)
             continue;
+        if (cached < 0) /* refused (a mismatching file is removed): fetch it */
+            eddy_warn("cached plugin: %s", err.msg);
         deferred_deploy_t *dd = calloc(1, sizeof *dd);
         if (!dd || !(dd->encoded = eddy_msg_encode(m, &dd->len))) {
             free(dd);
@@ -656,8 +658,8 @@ static void on_plugin(worker_t *w, const eddy_msg_t *m)
     if (m->u.plugin.error[0])
         eddy_err_set(&err, "%s", m->u.plugin.error);
     else
-        rc = eddy_plugin_load_bytes(m->u.plugin.data, m->u.plugin.len, m->u.plugin.hash,
-                                    w->plugin_dir, eddy_registry_default(), NULL, &err);
+        rc = eddy_plugin_dir_load_bytes(w->plugins, m->u.plugin.data, m->u.plugin.len,
+                                        m->u.plugin.hash, eddy_registry_default(), NULL, &err);
     if (rc == 0)
         eddy_info("plugin %s loaded (%u bytes)", m->u.plugin.hash, m->u.plugin.len);
     else
@@ -1016,6 +1018,7 @@ static void teardown(worker_t *w)
         destroy_job(w, w->jobs);
     eddy_peers_destroy(&w->peers);
     free(w->send_failures);
+    eddy_plugin_dir_destroy(&w->plugins);
     free(w->items);
     free(w->waiting);
     if (w->ctrl)
@@ -1143,10 +1146,22 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     if (!w)
         return eddy_err_set(err, "out of memory");
     w->opts = opts;
-    /* Plugins are content-addressed, so workers of one user may share a cache. */
-    const char *tmp = getenv("TMPDIR");
-    snprintf(w->plugin_dir, sizeof w->plugin_dir, "%s/eddy-plugins-%u", tmp && *tmp ? tmp : "/tmp",
-             (unsigned)getuid());
+    /* Plugins are content-addressed, so workers of one user may share a
+     * cache: --plugin-cache, else $XDG_RUNTIME_DIR/eddy-plugins (private to
+     * the user by definition), else a fresh directory of this process. */
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char cache[4096];
+    if (opts->plugin_cache && *opts->plugin_cache)
+        snprintf(cache, sizeof cache, "%s", opts->plugin_cache);
+    else if (xdg && *xdg == '/')
+        snprintf(cache, sizeof cache, "%s/eddy-plugins", xdg);
+    else
+        cache[0] = '\0';
+    w->plugins = cache[0] ? eddy_plugin_dir_open(cache, err) : eddy_plugin_dir_temp(err);
+    if (!w->plugins) {
+        free(w);
+        return -1;
+    }
     int rc = -1;
     w->snapshots = eddy_snapshot_writer_new(err);
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)

@@ -26,6 +26,11 @@ typedef struct eddy_worker_options {
     /* Asked to stop, the worker tells its coordinator it leaves (LEAVE) and
      * waits up to this long for the answer; 0: it stops without a word. */
     uint32_t leave_wait_ms;
+    /* Cache of plugins fetched from the coordinator: a private directory
+     * (created 0700; refused unless owned by this user with no group or
+     * other access). NULL: $XDG_RUNTIME_DIR/eddy-plugins, or without it a
+     * fresh directory of this process, removed at exit. */
+    const char *plugin_cache;
 } eddy_worker_options_t;
 
 /* Runs until *stop becomes non-zero or the coordinator cannot be reached at
