@@ -5,6 +5,7 @@
 #define EDDY_CLI_CLI_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -41,6 +42,18 @@ const char *eddy_cli_default_keys(void);
 /* Loads the keys in dir for use into *keys (NULL when dir is NULL or
  * empty). Returns 0, or prints "eddy SUB: error" and returns 2. */
 int eddy_cli_load_keys(const char *sub, const char *dir, eddy_keys_use_t use, eddy_keys_t **keys);
+
+/* --insecure: run without keys although reachable beyond loopback. */
+#define EDDY_CLI_INSECURE_FLAG(var)                                                                \
+    EDDY_FLAG_SWITCH("insecure", &(var),                                                           \
+                     "run without --keys although listening or connecting beyond loopback: "       \
+                     "anyone who can reach the port can run code on the workers through plugins")
+/* Closed by default: without keys, a process that listens on or connects to
+ * an address beyond loopback (what says so: "control socket
+ * tcp://0.0.0.0:7600 is reachable beyond loopback") refuses to start (prints one line, returns 2) unless
+ * insecure, when it prints a warning saying what that exposes (returns 0).
+ * what NULL (all loopback) or keys: 0, nothing printed. */
+int eddy_cli_check_exposure(const char *sub, bool keys, bool insecure, const char *what);
 
 /* Prints "eddy SUB: message" and returns 2. */
 int eddy_usage_error(const char *sub, const char *msg);

@@ -26,6 +26,7 @@
 #include "controller/pool_local.h"
 #include "coordinator/coordinator.h"
 #include "net/http.h"
+#include "net/loopback.h"
 #include "connectors/dir_source.h"
 #include "connectors/sources.h"
 #include "plan/plugin.h"
@@ -44,14 +45,14 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* The workers, and with autoscale the controller, as supervised children. */
 static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
-                          char *snaps, const char *keys_dir, const char *autoscale_job,
+                          char *snaps, const char *keys_dir, bool insecure, const char *autoscale_job,
                           const char *controller_flags, uint32_t pool_max, eddy_err_t *err)
 {
     for (uint32_t i = 0; i < workers; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%u", i + 1);
         /* eddy local stops them after its coordinator ended: nobody to tell */
-        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir, true};
+        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir, true, insecure};
         char *wargv[EDDY_LOCAL_WORKER_ARGV_MAX];
         eddy_local_worker_argv(&wflags, name, wargv);
         if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
@@ -139,7 +140,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *token_file = NULL;
     const char *changelog = NULL;
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
-    bool no_rebalance = false;
+    bool no_rebalance = false, insecure = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
@@ -172,6 +173,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
+        EDDY_CLI_INSECURE_FLAG(insecure),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
@@ -264,6 +266,15 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_keys_destroy(&client_keys);
     if (!keys)
         keys_dir = NULL;
+    char what[300];
+    snprintf(what, sizeof what, "control port on %s is reachable beyond loopback", bind_host);
+    if (eddy_cli_check_exposure("local", keys, insecure,
+                                eddy_host_is_loopback(bind_host) ? NULL : what) != 0) {
+        eddy_keys_destroy(&keys);
+        eddy_args_free(&job_args);
+        eddy_http_token_free(&token);
+        return 2;
+    }
 
     char dir[4096];
     bool temporary = !state_dir;
@@ -322,7 +333,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_log_set_component("local");
     eddy_cli_install_signals();
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
-    if (!sup || start_children(sup, workers, connect, snaps, keys_dir, autoscale ? job : NULL,
+    if (!sup || start_children(sup, workers, connect, snaps, keys_dir, insecure, autoscale ? job : NULL,
                                controller_flags, pool ? max_workers : 0, &err) < 0) {
         fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
         eddy_local_supervisor_destroy(&sup);

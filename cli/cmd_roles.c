@@ -10,15 +10,36 @@
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 #include "net/http.h"
+#include "net/loopback.h"
 #include "runtime/worker.h"
+
+/* What of a worker reaches beyond loopback (NULL: nothing): a coordinator
+ * it registers with (it runs the plugins that one sends), or its data
+ * socket. */
+static const char *exposure(const char *coordinators, const char *bind_host, char *what, size_t size)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s", coordinators ? coordinators : "");
+    for (char *save = NULL, *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save))
+        if (!eddy_endpoint_is_loopback(c)) {
+            snprintf(what, size, "registering with coordinator %s beyond loopback", c);
+            return what;
+        }
+    if (!eddy_host_is_loopback(bind_host)) {
+        snprintf(what, size, "data socket on %s is reachable beyond loopback", bind_host);
+        return what;
+    }
+    return NULL;
+}
 
 int eddy_cmd_worker(int argc, char **argv)
 {
+    char what[1200];
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
     const char *plugin_cache = NULL;
     uint32_t port = 0, register_timeout = 10000;
-    bool hostname_identity = false;
+    bool hostname_identity = false, insecure = false;
     uint32_t leave_wait = 300;
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -33,6 +54,7 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_U32("leave-wait-ms", &leave_wait, 0, EDDY_FLAG_MS_MAX, "MS", "asked to stop, tell the coordinator this worker leaves and wait up to MS for its answer (300; 0: stop without a word, logged as dead)"),
         EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
+        EDDY_CLI_INSECURE_FLAG(insecure),
         EDDY_FLAG_END,
     };
     int code;
@@ -55,6 +77,10 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_keys_t *keys;
     if (eddy_cli_load_keys("worker", keys_dir, EDDY_KEYS_SERVER, &keys) != 0)
         return 2;
+    if (eddy_cli_check_exposure("worker", keys, insecure, exposure(coordinator, bind_host, what, sizeof what)) != 0) {
+        eddy_keys_destroy(&keys);
+        return 2;
+    }
     char default_name[64];
     if (!name) {
         snprintf(default_name, sizeof default_name, "worker-%d", (int)getpid());
@@ -85,7 +111,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
-    bool heartbeat_only = false, no_rebalance = false;
+    bool heartbeat_only = false, no_rebalance = false, insecure = false;
     uint32_t rebalance_ms = 3000;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
@@ -97,6 +123,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_STR("etcd-cert", &etcd_cert, "FILE", "client certificate (PEM) for an etcd with --client-cert-auth"),
         EDDY_FLAG_STR("etcd-key", &etcd_key, "FILE", "private key (PEM) of --etcd-cert"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
+        EDDY_CLI_INSECURE_FLAG(insecure),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
@@ -132,6 +159,14 @@ int eddy_cmd_coordinator(int argc, char **argv)
     eddy_keys_t *keys;
     if (eddy_cli_load_keys("coordinator", keys_dir, EDDY_KEYS_SERVER, &keys) != 0) {
         eddy_http_token_free(&token);
+        return 2;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "control socket %s is reachable beyond loopback", bind);
+    if (eddy_cli_check_exposure("coordinator", keys, insecure,
+                                eddy_endpoint_is_loopback(bind) ? NULL : what) != 0) {
+        eddy_http_token_free(&token);
+        eddy_keys_destroy(&keys);
         return 2;
     }
     eddy_log_set_component("coordinator");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 #include "net/proto.h"
 
 const char *eddy_cli_default_keys(void)
@@ -23,6 +24,22 @@ int eddy_cli_load_keys(const char *sub, const char *dir, eddy_keys_use_t use, ed
     eddy_err_t err = {{0}};
     *keys = eddy_keys_load(dir, use, &err);
     return *keys ? 0 : eddy_usage_error(sub, err.msg);
+}
+
+int eddy_cli_check_exposure(const char *sub, bool keys, bool insecure, const char *what)
+{
+    if (keys || !what)
+        return 0;
+    if (!insecure) {
+        fprintf(stderr, "eddy %s: %s without --keys: anyone who can "
+                "reach the port can run code on the workers through plugins; give --keys DIR "
+                "(see eddy keygen, docs/security.md), or --insecure to accept that\n", sub, what);
+        return 2;
+    }
+    eddy_warn("INSECURE (--insecure): %s without --keys: anyone who "
+              "can reach the port can run code on the workers through plugins (docs/security.md)",
+              what);
+    return 0;
 }
 
 int eddy_usage_error(const char *sub, const char *msg)

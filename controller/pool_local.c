@@ -27,6 +27,7 @@ typedef struct local_worker {
 
 typedef struct pool_local {
     char *coordinator, *snapshot_dir, *keys_dir;
+    bool insecure;
     local_worker_t *workers;
     size_t n, cap;
 } pool_local_t;
@@ -53,6 +54,8 @@ void eddy_local_worker_argv(const eddy_local_worker_flags_t *f, const char *name
         argv[k++] = "--leave-wait-ms";
         argv[k++] = "0";
     }
+    if (f->insecure)
+        argv[k++] = "--insecure";
     argv[k] = NULL;
 }
 
@@ -74,7 +77,8 @@ static int local_grow(void *backend, const char *name, eddy_err_t *err)
         p->cap = cap;
     }
     /* released while the coordinator runs: they say they leave */
-    eddy_local_worker_flags_t flags = {p->coordinator, p->snapshot_dir, p->keys_dir, false};
+    eddy_local_worker_flags_t flags = {p->coordinator, p->snapshot_dir, p->keys_dir, false,
+                                       p->insecure};
     char *argv[EDDY_LOCAL_WORKER_ARGV_MAX];
     eddy_local_worker_argv(&flags, name, argv);
     pid_t pid = eddy_spawn_self(argv);
@@ -192,6 +196,7 @@ int eddy_pool_local_new(const eddy_local_worker_flags_t *flags, eddy_pool_backen
     p->coordinator = dup_or_null(flags->coordinator, &failed);
     p->snapshot_dir = dup_or_null(flags->snapshot_dir, &failed);
     p->keys_dir = dup_or_null(flags->keys_dir, &failed);
+    p->insecure = flags->insecure;
     if (failed) {
         local_destroy(p);
         return eddy_err_set(err, "pool local: out of memory");

@@ -21,9 +21,12 @@ typedef struct eddy_local_worker_flags {
     /* --leave-wait-ms 0: workers stopped only after their coordinator
      * ended (eddy local's own) need not wait for it to confirm they left */
     bool no_leave_wait;
+    /* --insecure: no keys, and the coordinator beyond loopback (eddy local
+     * --insecure --bind-host ADDR) */
+    bool insecure;
 } eddy_local_worker_flags_t;
 
-#define EDDY_LOCAL_WORKER_ARGV_MAX 14
+#define EDDY_LOCAL_WORKER_ARGV_MAX 16
 
 /* Fills argv with "eddy worker --coordinator ... --name NAME ..." and a
  * NULL end; the strings are borrowed from flags and name. */

@@ -128,6 +128,21 @@ static bool was_declared_dead(const coord_t *c, const coord_worker_t *w)
 static void on_register(coord_t *c, const unsigned char *identity, size_t identity_len,
                         const eddy_msg_t *m)
 {
+    if (!c->opts->keys && c->peer_beyond_loopback) {
+        /* without keys nothing proves who a worker is, and a worker is sent
+         * plugins and job data: only this host's may join (--insecure or
+         * not: it opens the port to clients, not to unproven workers) */
+        eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        refuse.u.registered.fatal = true;
+        snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+                 "this coordinator has no keys: it accepts workers from loopback only (give the "
+                 "coordinator and the workers --keys, see eddy keygen)");
+        eddy_log_limited(&c->remote_register_log, EDDY_LOG_WARN,
+                         "refused worker %s registering from %s: %s", m->u.reg.name,
+                         c->peer_address, refuse.u.registered.error);
+        send_to(c, identity, identity_len, &refuse);
+        return;
+    }
     if (m->u.reg.protocol_version != EDDY_PROTOCOL_VERSION) {
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
         refuse.u.registered.fatal = true;
@@ -550,6 +565,9 @@ static void drain_router(coord_t *c)
         size_t id_len = zmq_msg_size(&frames[0]);
         if (id_len <= COORD_MAX_IDENTITY) {
             const unsigned char *id = zmq_msg_data(&frames[0]);
+            const char *peer = zmq_msg_gets(&frames[1], "Peer-Address");
+            snprintf(c->peer_address, sizeof c->peer_address, "%s", peer ? peer : "");
+            c->peer_beyond_loopback = peer && !eddy_peer_is_loopback(peer);
             handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
                            eddy_curve_role(&frames[1]));
             /* which connection it came through: disconnect.c */
@@ -600,10 +618,8 @@ static void free_coord(coord_t *c)
  * binds 0.0.0.0 on purpose), but never a silent one. */
 static void warn_beyond_loopback(const eddy_coordinator_options_t *opts, const char *http_host)
 {
-    if (!opts->keys && !eddy_endpoint_is_loopback(opts->bind))
-        eddy_warn("control socket %s is reachable beyond loopback without --keys: anyone who "
-                  "can reach it can submit, cancel and rescale jobs (see eddy keygen, "
-                  "docs/security.md)", opts->bind);
+    /* the control socket: refused by the command line without --insecure,
+     * which says so itself (cli/common.c) */
     if (opts->http_port && !opts->http_token && !eddy_host_is_loopback(http_host))
         eddy_warn("HTTP on %s:%u is reachable beyond loopback without a bearer token "
                   "(--http-token-file): anyone who can reach it can read job status and metrics "

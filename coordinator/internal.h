@@ -27,6 +27,7 @@
 #include "state/metastore_async.h"
 #include "state/metastore_lease.h"
 #include "state/snapshot_store.h"
+#include "common/log.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
 
@@ -263,6 +264,11 @@ typedef struct coord {
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */
     coord_ticket_t *tickets;
     eddy_snapshot_store_t *store;
+    /* The peer of the control message being handled (drain_router): without
+     * keys, workers beyond loopback may not register. */
+    char peer_address[64];
+    bool peer_beyond_loopback;
+    eddy_log_limit_t remote_register_log;
     eddy_plugin_dir_t *plugin_store;     /* <snapshot dir>/plugins, private (plugins.c) */
     coord_reaper_t *reaper;       /* removes checkpoint directories off the loop */
     coord_worker_t *workers;

@@ -29,6 +29,17 @@ bool eddy_host_is_loopback(const char *host)
     return inet_pton(AF_INET6, host, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
+bool eddy_peer_is_loopback(const char *address)
+{
+    if (eddy_host_is_loopback(address))
+        return true;
+    /* an IPv4 peer on a dual-stack socket: ::ffff:127.x.y.z */
+    struct in6_addr v6;
+    if (address && inet_pton(AF_INET6, address, &v6) == 1 && IN6_IS_ADDR_V4MAPPED(&v6))
+        return v6.s6_addr[12] == 127;
+    return false;
+}
+
 bool eddy_endpoint_is_loopback(const char *endpoint)
 {
     if (!endpoint)

@@ -13,5 +13,8 @@ bool eddy_host_is_loopback(const char *host);
 /* A ZeroMQ endpoint: ipc:// and inproc:// are local; tcp://HOST:PORT is
  * local when HOST is (see above); anything else is not. */
 bool eddy_endpoint_is_loopback(const char *endpoint);
+/* A connected peer's address (ZeroMQ's Peer-Address): loopback as above,
+ * or an IPv4-mapped IPv6 loopback address (::ffff:127.0.0.1). */
+bool eddy_peer_is_loopback(const char *address);
 
 #endif
