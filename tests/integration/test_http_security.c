@@ -10,8 +10,14 @@
  *   body are refused, and the server keeps serving afterwards;
  * - a token file others may read (or an empty or missing one) is a usage
  *   error (exit 2) for `eddy coordinator` and `eddy local`;
- * - without --bind/--http-host the coordinator listens on loopback only, and
- *   listening beyond loopback is logged as a warning;
+ * - without --bind/--http-host the coordinator listens on loopback only;
+ *   a control socket beyond loopback without --keys is refused (exit 2, the
+ *   line says anyone reaching the port can run code on the workers through
+ *   plugins) for `eddy coordinator`, `eddy worker` and `eddy local`, unless
+ *   --insecure, which starts with that said as a warning; HTTP beyond
+ *   loopback without a token is logged as a warning;
+ * - without keys, a worker registering from beyond loopback (this host's
+ *   non-loopback address) is refused and exits saying why;
  * - what /api/v1/jobs and /api/v1/status serve holds no password of a job's
  *   URI, no token and no token file path;
  * - `eddy local --http-token-file` guards its HTTP the same way. */
@@ -432,7 +438,25 @@ static bool log_has_two_warnings(void *arg)
     return ok;
 }
 
-Test(http_security, beyond_loopback_warns, .init = make_dir, .fini = teardown, .timeout = 120)
+Test(http_security, beyond_loopback_refused_without_keys, .init = make_dir, .fini = teardown,
+     .timeout = 120)
+{
+    const char *needle = "anyone who can reach the port can run code on the workers through plugins";
+    char *c[] = {EDDY_BINARY, "coordinator", "--bind", "tcp://0.0.0.0:1", "--http-port", "0", NULL};
+    expect_usage_error(c, needle);
+    char *w1[] = {EDDY_BINARY, "worker", "--coordinator", "tcp://192.0.2.1:1", NULL};
+    expect_usage_error(w1, needle);
+    char *w2[] = {EDDY_BINARY, "worker", "--bind-host", "0.0.0.0", NULL};
+    expect_usage_error(w2, needle);
+    char *w3[] = {EDDY_BINARY, "worker", "--coordinator", "tcp://127.0.0.1:1,tcp://coordinator-2:1", NULL};
+    expect_usage_error(w3, needle);
+    char *l[] = {EDDY_BINARY, "local", "--bind-host", "0.0.0.0", "--control-port", "1",
+                 "--job", "wordcount", "--generate", "--lines", "10", NULL};
+    expect_usage_error(l, needle);
+}
+
+Test(http_security, beyond_loopback_with_insecure_warns, .init = make_dir, .fini = teardown,
+     .timeout = 120)
 {
     eddy_err_t err = {{0}};
     int ports[2];
@@ -445,14 +469,39 @@ Test(http_security, beyond_loopback_warns, .init = make_dir, .fini = teardown, .
     snprintf(meta, sizeof meta, "%s/meta", dir);
     snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-host", "0.0.0.0",
-                    "--http-port", hp, "--metastore", meta, "--snapshot-dir", snaps, NULL};
+                    "--http-port", hp, "--metastore", meta, "--snapshot-dir", snaps, "--insecure", NULL};
     cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
     eddy_poll_until(coord_serves, NULL, START_MS);
     cr_assert(eddy_poll_until(log_has_two_warnings, NULL, 10000), "no warnings for 0.0.0.0");
     char *log = eddy_read_file(logp, NULL);
     cr_assert(strstr(log, "WARN") && strstr(log, bind), "log:\n%s", log);
+    cr_assert(strstr(log, "INSECURE (--insecure)") &&
+              strstr(log, "anyone who can reach the port can run code on the workers through plugins"),
+              "the warning says what --insecure exposes:\n%s", log);
     cr_assert(strstr(log, "--http-token-file"), "the HTTP warning names the fix:\n%s", log);
     free(log);
+
+    /* without keys, a worker beyond loopback may not register, --insecure
+     * or not: it would be sent plugins and job data */
+    struct in_addr other;
+    if (non_loopback_ipv4(&other)) {
+        char url[64], wlog[700];
+        snprintf(url, sizeof url, "tcp://%s:%d", inet_ntoa(other), cport);
+        snprintf(wlog, sizeof wlog, "%s/worker.log", dir);
+        char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", url, "--insecure",
+                         "--register-timeout-ms", "20000", NULL};
+        eddy_proc_t worker = {0};
+        cr_assert(eddy_proc_start(&worker, wargv, NULL, wlog, &err) == 0, "%s", err.msg);
+        int rc = eddy_proc_wait(&worker, 30000);
+        char *wl = eddy_read_file(wlog, NULL);
+        cr_assert_neq(rc, 0, "the worker registered:\n%s", wl ? wl : "");
+        cr_assert(wl && strstr(wl, "accepts workers from loopback only"), "worker log:\n%s", wl ? wl : "");
+        free(wl);
+        log = eddy_read_file(logp, NULL);
+        cr_assert(strstr(log, "refused worker"), "coordinator log:\n%s", log);
+        cr_assert(!strstr(log, ") registered, data at"), "coordinator log:\n%s", log);
+        free(log);
+    }
     eddy_proc_kill(&coord, 3000);
 
     /* with a token, HTTP beyond loopback is protected: only the control
@@ -460,7 +509,7 @@ Test(http_security, beyond_loopback_warns, .init = make_dir, .fini = teardown, .
     cr_assert(eddy_write_file(logp, "", 0) == 0);
     char *argv2[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-host", "0.0.0.0",
                      "--http-port", hp, "--metastore", meta, "--snapshot-dir", snaps,
-                     "--http-token-file", token_path, NULL};
+                     "--http-token-file", token_path, "--insecure", NULL};
     cr_assert(eddy_proc_start(&coord, argv2, NULL, logp, &err) == 0, "%s", err.msg);
     eddy_poll_until(coord_serves, NULL, START_MS);
     log = eddy_read_file(logp, NULL);
