@@ -697,6 +697,9 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         eddy_err_wrap(err, "metadata store");
         goto out;
     }
+    /* a file store is this coordinator's alone (flock) */
+    if (eddy_metastore_lock(c.meta, err) < 0)
+        goto out;
     if (election && eddy_metastore_set_fence(c.meta, EDDY_LEADER_KEY, (int64_t)c.leader_epoch,
                                              err) < 0)
         goto out;

@@ -360,6 +360,18 @@ const char *eddy_metastore_url(const eddy_metastore_t *self)
     return self ? self->url : NULL;
 }
 
+int eddy_metastore_lock(eddy_metastore_t *self, eddy_err_t *err)
+{
+    if (!self)
+        return eddy_err_set(err, "metastore lock: no store");
+    if (!self->ops->lock)
+        return 0;
+    pthread_mutex_lock(&self->lock);
+    int rc = self->ops->lock(self->impl, err);
+    pthread_mutex_unlock(&self->lock);
+    return rc;
+}
+
 /* Prefixes a backend's cause with the store and operation. */
 static int fail(eddy_metastore_t *self, const char *op, const char *key, eddy_err_t *err)
 {

@@ -78,6 +78,11 @@ eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_
 void eddy_metastore_destroy(eddy_metastore_t **self_p);
 /* The url exactly as given to open. */
 const char *eddy_metastore_url(const eddy_metastore_t *self);
+/* Claims the store for this process alone, until destroy: the file store
+ * takes an exclusive flock on <dir>/.lock (a second process gets "metadata
+ * directory D is in use by pid P") and then encrypts records an older eddy
+ * left in plain text; etcd needs none (coordinators elect a leader), so 0. */
+int eddy_metastore_lock(eddy_metastore_t *self, eddy_err_t *err);
 
 int eddy_metastore_put(eddy_metastore_t *self, const char *key, const void *value, size_t len,
                        eddy_err_t *err);

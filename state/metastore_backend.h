@@ -25,6 +25,8 @@ typedef struct eddy_metastore_ops {
      * backend leaves *out empty. */
     int (*list)(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_err_t *err);
     void (*destroy)(void **impl_p);
+    /* eddy_metastore_lock; NULL: nothing to claim */
+    int (*lock)(void *impl, eddy_err_t *err);
     /* Leases, create-if-absent and fencing (state/metastore_lease.h); NULL
      * in a backend without them (the file store). Same conventions. */
     int (*lease_grant)(void *impl, uint32_t ttl_s, int64_t *lease, eddy_err_t *err);

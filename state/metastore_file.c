@@ -19,16 +19,36 @@
  *     foreign files are ignored. Temp files older than a minute (left by a
  *     crashed writer) are removed at open.
  * All I/O goes through a directory fd, so a relative root keeps meaning the
- * directory it named at open time. */
+ * directory it named at open time.
+ *
+ * Private and sealed (docs/security.md, "File metadata store"):
+ *   - the directory is 0700 and every record 0600: created so, and made so
+ *     at open when an older eddy left them 0755/0644;
+ *   - every record is encrypted (AES-256-GCM, libcrypto) with the store's
+ *     key, ".key" in the directory (32 random bytes, 0600, made at first
+ *     open), and bound to its file name (the AEAD's associated data), so the
+ *     job arguments a record holds (postgresql://user:PASSWORD@...) are
+ *     never on disk in plain text, and a record moved to another key does
+ *     not decrypt. Sealed: "EDDYENC1" nonce[12] tag[16] ciphertext. A record
+ *     without the magic is an older eddy's plain text: read as is, sealed
+ *     when the store is locked (eddy_metastore_lock);
+ *   - eddy_metastore_lock takes an exclusive flock on ".lock" (holding the
+ *     holder's pid), so a second coordinator on the same directory stops at
+ *     start with "metadata directory D is in use by pid P".
+ * Names starting with '.' are never keys, so list skips .key and .lock. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -40,10 +60,20 @@
 #define NAME_LIMIT 255           /* NAME_MAX on Linux file systems */
 #define TMP_PREFIX "~tmp."
 #define STALE_TMP_SECONDS 60
+#define KEY_NAME ".key"
+#define LOCK_NAME ".lock"
+#define KEY_BYTES 32
+#define SEAL_MAGIC "EDDYENC1"
+#define SEAL_MAGIC_LEN 8
+#define SEAL_NONCE 12
+#define SEAL_TAG 16
+#define SEAL_HEADER (SEAL_MAGIC_LEN + SEAL_NONCE + SEAL_TAG)
 
 typedef struct {
     char *dir; /* as given, for messages */
     int dirfd;
+    int lockfd; /* -1 until eddy_metastore_lock */
+    unsigned char key[KEY_BYTES];
 } file_store_t;
 
 static atomic_ulong tmp_counter;
@@ -208,6 +238,9 @@ static int sync_dir(const file_store_t *fs, eddy_err_t *err)
     return 0;
 }
 
+static int write_record(file_store_t *fs, const char *name, const void *value, size_t len,
+                        eddy_err_t *err);
+
 static void remove_stale_temps(const file_store_t *fs)
 {
     int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -230,6 +263,169 @@ static void remove_stale_temps(const file_store_t *fs)
     closedir(d);
 }
 
+/* ---- sealing ------------------------------------------------------------- */
+
+static bool is_sealed(const char *data, size_t len)
+{
+    return len >= SEAL_HEADER && !memcmp(data, SEAL_MAGIC, SEAL_MAGIC_LEN);
+}
+
+/* AES-256-GCM of value under the store's key, name as associated data:
+ * *out (malloc'd) is SEAL_HEADER + len bytes. */
+static int seal(const file_store_t *fs, const char *name, const void *value, size_t len,
+                unsigned char **out, size_t *out_len, eddy_err_t *err)
+{
+    if (len > INT_MAX - SEAL_HEADER)
+        return eddy_err_set(err, "value too large to seal (%zu bytes)", len);
+    unsigned char *buf = malloc(SEAL_HEADER + len);
+    if (!buf)
+        return eddy_err_set(err, "out of memory");
+    memcpy(buf, SEAL_MAGIC, SEAL_MAGIC_LEN);
+    unsigned char *nonce = buf + SEAL_MAGIC_LEN, *tag = nonce + SEAL_NONCE, *ct = tag + SEAL_TAG;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int n = 0, fin = 0;
+    bool ok = ctx && RAND_bytes(nonce, SEAL_NONCE) == 1 &&
+              EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, fs->key, nonce) == 1 &&
+              EVP_EncryptUpdate(ctx, NULL, &n, (const unsigned char *)name, (int)strlen(name)) == 1 &&
+              EVP_EncryptUpdate(ctx, ct, &n, value, (int)len) == 1 &&
+              EVP_EncryptFinal_ex(ctx, ct + n, &fin) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SEAL_TAG, tag) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    if (!ok) {
+        free(buf);
+        return eddy_err_set(err, "cannot encrypt the record (libcrypto)");
+    }
+    *out = buf;
+    *out_len = SEAL_HEADER + len;
+    return 0;
+}
+
+/* The value of a sealed record in place of *data (NUL-terminated, *len
+ * updated); -1 when it does not authenticate. */
+static int unseal(const file_store_t *fs, const char *name, char **data, size_t *len,
+                  eddy_err_t *err)
+{
+    unsigned char *in = (unsigned char *)*data;
+    size_t ct_len = *len - SEAL_HEADER;
+    unsigned char *nonce = in + SEAL_MAGIC_LEN, *tag = nonce + SEAL_NONCE, *ct = tag + SEAL_TAG;
+    char *out = malloc(ct_len + 1);
+    if (!out)
+        return eddy_err_set(err, "out of memory");
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int n = 0, fin = 0;
+    bool ok = ctx && ct_len <= INT_MAX &&
+              EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, fs->key, nonce) == 1 &&
+              EVP_DecryptUpdate(ctx, NULL, &n, (const unsigned char *)name, (int)strlen(name)) == 1 &&
+              EVP_DecryptUpdate(ctx, (unsigned char *)out, &n, ct, (int)ct_len) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SEAL_TAG, tag) == 1 &&
+              EVP_DecryptFinal_ex(ctx, (unsigned char *)out + n, &fin) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    if (!ok) {
+        free(out);
+        return eddy_err_set(err, "%s/%s does not decrypt with %s/" KEY_NAME
+                            " (damaged, or written with another store's key)", fs->dir, name,
+                            fs->dir);
+    }
+    out[ct_len] = '\0';
+    free(*data);
+    *data = out;
+    *len = ct_len;
+    return 0;
+}
+
+/* read_value, then unsealed (plain text of an older eddy passes as is). */
+static int read_record(const file_store_t *fs, const char *name, char **out, size_t *len,
+                       eddy_err_t *err)
+{
+    int rc = read_value(fs, name, out, len, err);
+    if (rc == 1 && is_sealed(*out, *len) && unseal(fs, name, out, len, err) < 0) {
+        free(*out);
+        *out = NULL;
+        *len = 0;
+        return -1;
+    }
+    return rc;
+}
+
+/* The store's key: read from .key, or made (random, 0600) when there is
+ * none; two processes making it at once agree through link(). */
+static int load_key(file_store_t *fs, eddy_err_t *err)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int fd = openat(fs->dirfd, KEY_NAME, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0) {
+            struct stat st;
+            ssize_t got = -1;
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == KEY_BYTES &&
+                st.st_uid == geteuid()) {
+                if (st.st_mode & 077)
+                    fchmod(fd, 0600);
+                got = pread(fd, fs->key, KEY_BYTES, 0);
+            }
+            close(fd);
+            if (got != KEY_BYTES)
+                return eddy_err_set(err, "file store %s: %s/" KEY_NAME " is not a key of this "
+                                    "user (%d bytes, regular file, owned by uid %u)", fs->dir,
+                                    fs->dir, KEY_BYTES, (unsigned)geteuid());
+            return 0;
+        }
+        if (errno != ENOENT)
+            return eddy_err_set(err, "file store %s: open " KEY_NAME ": %s", fs->dir,
+                                strerror(errno));
+        unsigned char key[KEY_BYTES];
+        if (RAND_bytes(key, KEY_BYTES) != 1)
+            return eddy_err_set(err, "file store %s: no random bytes for a key", fs->dir);
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, TMP_PREFIX "key.%ld.%lu", (long)getpid(),
+                 atomic_fetch_add(&tmp_counter, 1));
+        fd = openat(fs->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return eddy_err_set(err, "file store %s: create %s: %s", fs->dir, tmp, strerror(errno));
+        bool wrote = eddy_write_all(fd, key, KEY_BYTES) == 0 && fsync(fd) == 0;
+        close(fd);
+        int linked = wrote ? linkat(fs->dirfd, tmp, fs->dirfd, KEY_NAME, 0) : -1;
+        int e = errno;
+        unlinkat(fs->dirfd, tmp, 0);
+        if (linked == 0) {
+            memcpy(fs->key, key, KEY_BYTES);
+            return sync_dir(fs, err);
+        }
+        if (!wrote || e != EEXIST)
+            return eddy_err_set(err, "file store %s: cannot make " KEY_NAME ": %s", fs->dir,
+                                strerror(e));
+        /* another process made it first: use theirs */
+    }
+    return eddy_err_set(err, "file store %s: cannot settle on a key", fs->dir);
+}
+
+/* Calls fn on every entry of the store directory. */
+static void each_entry(const file_store_t *fs, void (*fn)(const file_store_t *, const char *, void *),
+                       void *arg)
+{
+    int fd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    for (struct dirent *de; (de = readdir(d));)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            fn(fs, de->d_name, arg);
+    closedir(d);
+}
+
+/* Records an older eddy made 0644: 0600 (symlinks are left alone: never
+ * followed, never read). */
+static void make_private(const file_store_t *fs, const char *name, void *arg)
+{
+    (void)arg;
+    struct stat st;
+    if (fstatat(fs->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mode & 077))
+        fchmodat(fs->dirfd, name, st.st_mode & 0700, 0);
+}
+
 /* ---- backend operations -------------------------------------------------- */
 
 void *eddy_metastore_file_open(const char *dir, eddy_err_t *err)
@@ -244,6 +440,7 @@ void *eddy_metastore_file_open(const char *dir, eddy_err_t *err)
         eddy_err_set(err, "out of memory");
         return NULL;
     }
+    fs->lockfd = -1;
     fs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fs->dirfd < 0 && errno == ENOENT) {
         if (eddy_mkdir_p(dir, err) < 0) {
@@ -260,6 +457,15 @@ void *eddy_metastore_file_open(const char *dir, eddy_err_t *err)
         eddy_err_set(err, "file store %s: directory is not writable: %s", dir, strerror(errno));
         goto fail;
     }
+    struct stat st;
+    if (fstat(fs->dirfd, &st) < 0 || ((st.st_mode & 077) && fchmod(fs->dirfd, 0700) < 0)) {
+        eddy_err_set(err, "file store %s: cannot make the directory private (mode 0700): %s", dir,
+                     strerror(errno));
+        goto fail;
+    }
+    if (load_key(fs, err) < 0)
+        goto fail;
+    each_entry(fs, make_private, NULL);
     remove_stale_temps(fs);
     return fs;
 fail:
@@ -275,7 +481,10 @@ static void file_destroy(void **impl_p)
     file_store_t *fs = *impl_p;
     if (!fs)
         return;
+    if (fs->lockfd >= 0)
+        close(fs->lockfd); /* releases the flock */
     close(fs->dirfd);
+    OPENSSL_cleanse(fs->key, sizeof fs->key);
     free(fs->dir);
     free(fs);
     *impl_p = NULL;
@@ -288,12 +497,25 @@ static int file_put(void *impl, const char *key, const void *value, size_t len,
     char name[NAME_LIMIT + 1];
     if (name_for(fs, key, name, err) < 0)
         return -1;
+    return write_record(fs, name, value, len, err);
+}
+
+/* Seals value and puts it at name: temp (0600) + fsync + rename + fsync. */
+static int write_record(file_store_t *fs, const char *name, const void *plain, size_t plain_len,
+                        eddy_err_t *err)
+{
+    unsigned char *value = NULL;
+    size_t len = 0;
+    if (seal(fs, name, plain, plain_len, &value, &len, err) < 0)
+        return -1;
     char tmp[64];
     snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld.%lu", (long)getpid(),
              atomic_fetch_add(&tmp_counter, 1));
-    int fd = openat(fs->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
+    int fd = openat(fs->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        free(value);
         return eddy_err_set(err, "create %s/%s: %s", fs->dir, tmp, strerror(errno));
+    }
     const char *step = NULL;
     if (eddy_write_all(fd, value, len) < 0)
         step = "write";
@@ -308,6 +530,7 @@ static int file_put(void *impl, const char *key, const void *value, size_t len,
         step = "rename to";
         e = errno;
     }
+    free(value);
     if (step) {
         unlinkat(fs->dirfd, tmp, 0);
         return eddy_err_set(err, "%s %s/%s: %s", step, fs->dir,
@@ -322,7 +545,7 @@ static int file_get(void *impl, const char *key, char **value, size_t *len, eddy
     char name[NAME_LIMIT + 1];
     if (name_for(fs, key, name, err) < 0)
         return -1;
-    int rc = read_value(fs, name, value, len, err);
+    int rc = read_record(fs, name, value, len, err);
     if (rc == 2)
         return eddy_err_set(err, "%s/%s is not a regular file", fs->dir, name);
     return rc;
@@ -380,7 +603,7 @@ static int file_list(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_e
         }
         char *value;
         size_t len;
-        int r = read_value(fs, de->d_name, &value, &len, err);
+        int r = read_record(fs, de->d_name, &value, &len, err);
         if (r != 1) {
             free(key);
             if (r < 0) { /* 0: deleted meanwhile; 2: not ours */
@@ -400,6 +623,60 @@ static int file_list(void *impl, const char *prefix, eddy_kv_list_t *out, eddy_e
     return rc;
 }
 
+/* An older eddy's plain-text record: sealed in place. */
+static void seal_plain(const file_store_t *fs, const char *name, void *arg)
+{
+    eddy_err_t *err = arg;
+    char *key, *value;
+    size_t len;
+    if (err->msg[0] || name[0] == '.' || name[0] == '~' || decode_name(name, &key) != 1)
+        return;
+    free(key);
+    if (read_value(fs, name, &value, &len, err) == 1 && !is_sealed(value, len))
+        write_record((file_store_t *)fs, name, value, len, err);
+    free(value);
+}
+
+static int file_lock(void *impl, eddy_err_t *err)
+{
+    file_store_t *fs = impl;
+    if (fs->lockfd >= 0)
+        return 0;
+    int fd = openat(fs->dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return eddy_err_set(err, "metadata directory %s: cannot open " LOCK_NAME ": %s", fs->dir,
+                            strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = e == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+        close(fd);
+        if (e != EWOULDBLOCK)
+            return eddy_err_set(err, "metadata directory %s: cannot lock " LOCK_NAME ": %s",
+                                fs->dir, strerror(e));
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        return eddy_err_set(err, "metadata directory %s is in use by pid %s (one coordinator per "
+                            "directory: give this one its own --metastore, or use etcd:// for "
+                            "standby coordinators)", fs->dir, pid[0] ? pid : "(unknown)");
+    }
+    char pid[32];
+    int plen = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)plen, 0) != plen) {
+        int e = errno;
+        close(fd);
+        return eddy_err_set(err, "metadata directory %s: cannot write " LOCK_NAME ": %s", fs->dir,
+                            strerror(e));
+    }
+    fs->lockfd = fd;
+    eddy_err_t serr = {{0}};
+    each_entry(fs, seal_plain, &serr);
+    if (serr.msg[0])
+        return eddy_err_set(err, "metadata directory %s: cannot encrypt an older record: %s",
+                            fs->dir, serr.msg);
+    return 0;
+}
+
 const eddy_metastore_ops_t eddy_metastore_file_ops = {
     .name = "file",
     .put = file_put,
@@ -407,4 +684,5 @@ const eddy_metastore_ops_t eddy_metastore_file_ops = {
     .del = file_del,
     .list = file_list,
     .destroy = file_destroy,
+    .lock = file_lock,
 };

@@ -19,11 +19,14 @@
  * - without keys, a worker registering from beyond loopback (this host's
  *   non-loopback address) is refused and exits saying why;
  * - what /api/v1/jobs and /api/v1/status serve holds no password of a job's
- *   URI, no token and no token file path;
+ *   URI, no token and no token file path; nor does any file of the file
+ *   metadata store (encrypted records; directory 0700, records 0600), and a
+ *   second coordinator on that directory stops naming the pid holding it;
  * - `eddy local --http-token-file` guards its HTTP the same way. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -531,6 +534,60 @@ static bool job_listed(void *arg)
     return ok;
 }
 
+/* The file metadata store of the coordinator: directory 0700, records
+ * 0600, and no file in it holds secret (the job's password) or any
+ * "postgresql://" in plain text. */
+static void meta_dir_is_private_and_sealed(const char *secret)
+{
+    char meta[700];
+    snprintf(meta, sizeof meta, "%s/meta", dir);
+    struct stat st;
+    cr_assert_eq(stat(meta, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0700, "metadata directory mode %o", st.st_mode & 0777);
+    DIR *d = opendir(meta);
+    cr_assert(d);
+    int records = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", meta, de->d_name);
+        if (lstat(path, &st) || !S_ISREG(st.st_mode))
+            continue;
+        records++;
+        cr_assert_eq(st.st_mode & 0777, 0600, "%s has mode %o", path, st.st_mode & 0777);
+        size_t len = 0;
+        char *data = eddy_read_file(path, &len);
+        cr_assert(data, "%s", path);
+        cr_assert(!memmem(data, len, secret, strlen(secret)), "%s holds the password in plain text", path);
+        cr_assert(!memmem(data, len, "postgresql://", 13), "%s holds the job's URI in plain text", path);
+        free(data);
+    }
+    closedir(d);
+    cr_assert_gt(records, 2, "the job record is missing");
+}
+
+/* A second coordinator on the metadata directory of a running one stops at
+ * start, naming the directory and the pid that holds it. */
+static void second_coordinator_refused(void)
+{
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char bind[64], hp[16], meta[700], snaps[700], want[900];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    snprintf(meta, sizeof meta, "%s/meta", dir);
+    snprintf(snaps, sizeof snaps, "%s/snapshots2", dir);
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-port", hp, "--metastore", meta,
+                    "--snapshot-dir", snaps, NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &errout);
+    snprintf(want, sizeof want, "metadata directory %s is in use by pid %d", meta, (int)coord.pid);
+    cr_assert_eq(rc, 1, "a second coordinator on %s exited %d: %s", meta, rc, errout ? errout : "");
+    cr_assert(errout && strstr(errout, want), "want '%s' in: %s", want, errout ? errout : "");
+    free(out);
+    free(errout);
+}
+
 Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fini = teardown,
      .timeout = 180)
 {
@@ -586,6 +643,8 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
     free(text);
     json_decref(status);
     eddy_proc_kill(&worker, 3000);
+    meta_dir_is_private_and_sealed("hunter2-pw");
+    second_coordinator_refused();
 }
 
 /* ---- eddy local takes the token too ------------------------------------- */

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,8 @@ Test(file, no_key_escapes_the_directory, .init = file_init, .fini = file_fini)
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
+        if (!strcmp(de->d_name, ".key")) /* the store's own: its encryption key */
+            continue;
         files++;
         cr_assert_neq(de->d_name[0], '.', "hidden/dot name %s", de->d_name);
         cr_assert_eq(strspn(de->d_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -641,6 +644,130 @@ Test(file, stale_temp_files_are_cleaned_at_open, .init = file_init, .fini = file
     cr_assert_not_null(ms, "%s", err.msg);
     cr_assert_eq(access(old, F_OK), -1, "stale temp file survived");
     cr_assert_eq(access(fresh, F_OK), 0, "a fresh temp file may belong to a live writer");
+}
+
+/* ---- file store: private, sealed, one coordinator ------------------------ */
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0, "%s", path);
+    return st.st_mode & 07777;
+}
+
+/* Whether needle occurs in any file of dir (bytes, not lines). */
+static bool any_file_holds(const char *dir_path, const char *needle)
+{
+    DIR *d = opendir(dir_path);
+    cr_assert_not_null(d);
+    bool found = false;
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir_path, de->d_name);
+        struct stat st;
+        if (lstat(path, &st) || !S_ISREG(st.st_mode))
+            continue;
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f);
+        char *buf = calloc(1, (size_t)st.st_size + 1);
+        size_t n = fread(buf, 1, (size_t)st.st_size, f);
+        fclose(f);
+        found = memmem(buf, n, needle, strlen(needle)) != NULL;
+        free(buf);
+    }
+    closedir(d);
+    return found;
+}
+
+Test(file, directory_0700_records_0600_and_fixed_at_open, .init = file_init, .fini = file_fini)
+{
+    need_store();
+    put_str("/jobs/a", "{}");
+    char rec[1024], key[1024];
+    snprintf(rec, sizeof rec, "%s/%%2Fjobs%%2Fa", store_dir);
+    snprintf(key, sizeof key, "%s/.key", store_dir);
+    cr_assert_eq(mode_of(store_dir), 0700, "directory mode %o", mode_of(store_dir));
+    cr_assert_eq(mode_of(rec), 0600, "record mode %o", mode_of(rec));
+    cr_assert_eq(mode_of(key), 0600, "key mode %o", mode_of(key));
+    /* what an older eddy left: 0755 and 0644 */
+    eddy_metastore_destroy(&ms);
+    cr_assert_eq(chmod(store_dir, 0755), 0);
+    cr_assert_eq(chmod(rec, 0644), 0);
+    cr_assert_eq(chmod(key, 0644), 0);
+    eddy_err_t err = {{0}};
+    ms = eddy_metastore_open(store_dir, &err);
+    cr_assert_not_null(ms, "%s", err.msg);
+    cr_assert_eq(mode_of(store_dir), 0700, "directory mode %o", mode_of(store_dir));
+    cr_assert_eq(mode_of(rec), 0600, "record mode %o", mode_of(rec));
+    cr_assert_eq(mode_of(key), 0600, "key mode %o", mode_of(key));
+    expect_value("/jobs/a", "{}", 2);
+}
+
+Test(file, no_plaintext_secret_on_disk, .init = file_init, .fini = file_fini)
+{
+    need_store();
+    const char *record = "{\"args\":[\"--sink-uri\",\"postgresql://eddy:Hunter2-Secret@db:5432/x\"]}";
+    put_str("/eddy/jobs/j1", record);
+    expect_value("/eddy/jobs/j1", record, strlen(record));
+    cr_assert_not(any_file_holds(store_dir, "Hunter2-Secret"), "a password is on disk in plain text");
+    cr_assert_not(any_file_holds(store_dir, "postgresql://"), "the record is on disk in plain text");
+    /* a record moved to another key's file does not decrypt */
+    char from[1024], to[1024];
+    snprintf(from, sizeof from, "%s/%%2Feddy%%2Fjobs%%2Fj1", store_dir);
+    snprintf(to, sizeof to, "%s/%%2Feddy%%2Fjobs%%2Fj2", store_dir);
+    cr_assert_eq(link(from, to), 0);
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_metastore_get(ms, "/eddy/jobs/j2", NULL, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "does not decrypt"), "%s", err.msg);
+}
+
+Test(file, an_older_plain_record_is_read_and_sealed_under_the_lock, .init = file_init,
+     .fini = file_fini)
+{
+    need_store();
+    touch(store_dir, "%2Fold", "postgresql://eddy:Old-Secret@db/x");
+    expect_value("/old", "postgresql://eddy:Old-Secret@db/x", 33);
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_metastore_lock(ms, &err), 0, "%s", err.msg);
+    cr_assert_not(any_file_holds(store_dir, "Old-Secret"), "not sealed under the lock");
+    expect_value("/old", "postgresql://eddy:Old-Secret@db/x", 33);
+}
+
+Test(file, a_second_process_cannot_lock_the_directory, .init = file_init, .fini = file_fini)
+{
+    need_store();
+    eddy_err_t err = {{0}};
+    int ready[2], done[2];
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(done), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* the first coordinator */
+        eddy_metastore_t *m = eddy_metastore_open(store_dir, NULL);
+        char ok = m && eddy_metastore_lock(m, NULL) == 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        char c;
+        if (read(done[0], &c, 1) < 0)
+            _exit(1);
+        eddy_metastore_destroy(&m);
+        _exit(0);
+    }
+    char ok = 0;
+    cr_assert_eq(read(ready[0], &ok, 1), 1);
+    cr_assert_eq(ok, 'y', "the child could not lock");
+    cr_assert_eq(eddy_metastore_lock(ms, &err), -1, "two processes locked one directory");
+    char want[1200];
+    snprintf(want, sizeof want, "metadata directory %s is in use by pid %d", store_dir, (int)pid);
+    cr_assert(strstr(err.msg, want), "%s", err.msg);
+    cr_assert_eq(write(done[1], "x", 1), 1);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    /* released with its holder */
+    cr_assert_eq(eddy_metastore_lock(ms, &err), 0, "%s", err.msg);
+    char lock[1024];
+    snprintf(lock, sizeof lock, "%s/.lock", store_dir);
+    cr_assert_eq(mode_of(lock), 0600);
 }
 
 /* ---- etcd only ----------------------------------------------------------- */
