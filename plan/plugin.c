@@ -322,6 +322,25 @@ static int open_member(eddy_plugin_dir_t *self, const char *hash, char *shown, s
     return fd;
 }
 
+/* 1 when <hash>.so holds bytes that hash to hash; else 0 (absent, or
+ * refused and removed). */
+static int member_matches(eddy_plugin_dir_t *self, const char *hash)
+{
+    char shown[4200], got[EDDY_PLUGIN_HASH_LEN + 1];
+    eddy_err_t err = {{0}};
+    int fd = open_member(self, hash, shown, sizeof shown, &err);
+    if (fd < 0)
+        return 0;
+    int ok = hash_fd(fd, shown, got, &err) == 0 && !strcmp(got, hash);
+    close(fd);
+    if (!ok) {
+        char name[EDDY_PLUGIN_HASH_LEN + 8];
+        snprintf(name, sizeof name, "%s.so", hash);
+        unlinkat(self->fd, name, 0);
+    }
+    return ok;
+}
+
 /* eddy_plugin_dir_load, with -2 for a file that was there but refused
  * (and removed). */
 static int dir_load(eddy_plugin_dir_t *self, const char *hash, eddy_registry_t *registry,
@@ -367,15 +386,14 @@ int eddy_plugin_dir_load_bytes(eddy_plugin_dir_t *self, const void *data, size_t
         return eddy_err_set(err, "plugin bytes hash to %s, not %s", hash, expected_hash);
     if (hash_out)
         memcpy(hash_out, hash, sizeof hash);
-    eddy_err_t lerr = {{0}};
-    int rc = dir_load(self, hash, registry, &lerr);
-    if (rc == 1)
-        return 0; /* stored before, and still exactly these bytes */
-    if (rc == -1) {
-        eddy_err_set(err, "%s", lerr.msg);
-        return -1;
+    /* Stored before, and still exactly these bytes? (Checked even when
+     * loaded already: others are served, and restarts load, this file.) */
+    if (member_matches(self, hash) == 1) {
+        int rc = dir_load(self, hash, registry, err);
+        return rc == 1 ? 0 : -1;
     }
     /* absent, or a file under this name that was refused and removed */
+    int rc;
     char name[EDDY_PLUGIN_HASH_LEN + 8], tmp[EDDY_PLUGIN_HASH_LEN + 64];
     snprintf(name, sizeof name, "%s.so", hash);
     snprintf(tmp, sizeof tmp, ".%s.so.%d.%u", hash, (int)getpid(), atomic_fetch_add(&tmp_counter, 1));

@@ -173,6 +173,13 @@ Test(plugin, a_plugin_planted_under_a_genuine_name_never_runs)
     cr_assert(strstr(err.msg, "refused"), "%s", err.msg);
     cr_assert_eq(eddy_plugin_dir_read(cache, genuine, EDDY_PLUGIN_MAX_BYTES, &served, &served_len, &err), 0,
                  "the swapped file was not removed");
+    /* loaded already, the genuine bytes arriving again still replace a
+     * planted file (the store serves workers and restarts from it) */
+    copy_file(plugin("test_plugin_planted"), planted);
+    cr_assert_eq(eddy_plugin_dir_load_bytes(cache, bytes, len, genuine, r, got, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_plugin_hash_file(planted, on_disk, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(on_disk, genuine, "the planted file was not replaced");
+    cr_assert_neq(access(marker, F_OK), 0, "the planted library ran");
     free(bytes);
     eddy_registry_destroy(&r);
     eddy_plugin_dir_destroy(&cache);
