@@ -268,6 +268,15 @@ static int run_local(int argc, char **argv, char **spec_text)
         keys_dir = NULL;
     char what[300];
     snprintf(what, sizeof what, "control port on %s is reachable beyond loopback", bind_host);
+    /* its workers would register from bind_host, which a keyless
+     * coordinator refuses (beyond loopback) */
+    if (!keys && !eddy_host_is_loopback(bind_host) && strcmp(bind_host, "0.0.0.0")) {
+        eddy_keys_destroy(&keys);
+        eddy_args_free(&job_args);
+        eddy_http_token_free(&token);
+        return eddy_usage_error("local", "--bind-host other than loopback or 0.0.0.0 needs --keys: "
+                                "without keys, workers register from loopback only");
+    }
     if (eddy_cli_check_exposure("local", keys, insecure,
                                 eddy_host_is_loopback(bind_host) ? NULL : what) != 0) {
         eddy_keys_destroy(&keys);

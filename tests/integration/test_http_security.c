@@ -458,6 +458,35 @@ Test(http_security, beyond_loopback_refused_without_keys, .init = make_dir, .fin
     expect_usage_error(l, needle);
 }
 
+Test(http_security, local_with_insecure_runs_its_job, .init = make_dir, .fini = teardown,
+     .timeout = 120)
+{
+    eddy_err_t err = {{0}};
+    int ports[2];
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    char cp[16], hp[16], out_path[700];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    snprintf(out_path, sizeof out_path, "%s/counts.txt", dir);
+    char *argv[] = {EDDY_BINARY, "local", "--bind-host", "0.0.0.0", "--insecure", "--control-port", cp,
+                    "--http-port", hp, "--job", "wordcount", "--generate", "--lines", "200",
+                    "--output", out_path, NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &errout);
+    cr_assert_eq(rc, 0, "eddy local --insecure exited %d: %s", rc, errout ? errout : "");
+    cr_assert(errout && strstr(errout, "INSECURE (--insecure): control port on 0.0.0.0"), "%s",
+              errout ? errout : "");
+    size_t len = 0;
+    char *counts = eddy_read_file(out_path, &len);
+    cr_assert(counts && len > 0, "no output: %s", errout);
+    free(counts);
+    free(out);
+    free(errout);
+    char *l[] = {EDDY_BINARY, "local", "--bind-host", "192.0.2.77", "--insecure", "--control-port", cp,
+                 "--job", "wordcount", "--generate", "--lines", "10", NULL};
+    expect_usage_error(l, "workers register from loopback only");
+}
+
 Test(http_security, beyond_loopback_with_insecure_warns, .init = make_dir, .fini = teardown,
      .timeout = 120)
 {
