@@ -1,7 +1,7 @@
 /* test_plugins.c - user jobs from plugins (examples/), end to end: `eddy
  * local --plugin` with 3 workers loads the library, ships it to the workers
  * over the control plane (each fetches it by content hash into its own
- * cache: TMPDIR is the test's directory, so nothing is cached before), and
+ * fresh cache in TMPDIR, the test's directory, so nothing is cached before), and
  * runs the job through a rescale and a kill -9 of a worker, with exact
  * output. A plugin whose entry point fails, or that was built for another
  * ABI, fails the command itself with the reason (exit 2), not the workers.
@@ -37,7 +37,10 @@ static void setup(void)
     eddy_err_t err = {{0}};
     dir = eddy_test_mkdtemp("plugins", &err);
     cr_assert(dir, "%s", err.msg);
-    setenv("TMPDIR", dir, 1); /* the workers' plugin cache starts empty */
+    /* each worker's plugin cache is then a fresh directory in dir (no
+     * $XDG_RUNTIME_DIR/eddy-plugins shared with earlier runs): empty */
+    setenv("TMPDIR", dir, 1);
+    unsetenv("XDG_RUNTIME_DIR");
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     snprintf(cp, sizeof cp, "%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
