@@ -79,10 +79,18 @@ int eddy_mkdir_p(const char *path, eddy_err_t *err)
     return 0;
 }
 
-int eddy_private_dir_open(const char *path, const char *what, eddy_err_t *err)
+int eddy_private_dir_open(const char *given, const char *what, eddy_err_t *err)
 {
-    if (!path || !path[0])
+    if (!given || !given[0])
         return eddy_err_set(err, "%s: empty directory path", what);
+    /* without trailing slashes: "link/" would follow the link */
+    char path[PATH_MAX];
+    size_t n = strlen(given);
+    if (n >= sizeof path)
+        return eddy_err_set(err, "%s: path too long: %.200s", what, given);
+    memcpy(path, given, n + 1);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
         if (errno != ENOENT)
             return eddy_err_set(err, "%s %s: cannot create it: %s", what, path, strerror(errno));

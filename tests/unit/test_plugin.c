@@ -209,6 +209,10 @@ Test(plugin, a_directory_others_can_write_or_own_is_refused)
     cr_assert_eq(symlink(path, link), 0);
     cr_assert_null(eddy_plugin_dir_open(link, &err));
     cr_assert(strstr(err.msg, "symbolic link"), "%s", err.msg);
+    char slashed[300];
+    snprintf(slashed, sizeof slashed, "%s//", link);
+    cr_assert_null(eddy_plugin_dir_open(slashed, &err), "a trailing slash follows the link");
+    cr_assert(strstr(err.msg, "symbolic link"), "%s", err.msg);
 
     if (geteuid() == 0) {
         cr_assert_eq(chown(path, 65534, 65534), 0);
