@@ -37,3 +37,15 @@ Test(loopback, endpoints)
         cr_assert(!eddy_endpoint_is_loopback(remote[i]), "%s is not loopback", remote[i]);
     cr_assert(!eddy_endpoint_is_loopback(NULL));
 }
+
+Test(loopback, peers)
+{
+    static const char *const local[] = {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"};
+    static const char *const remote[] = {"192.0.2.2", "::ffff:192.0.2.2", "::", "10.0.0.1",
+                                         "fe80::1", "", "::ffff:128.0.0.1"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        cr_assert(eddy_peer_is_loopback(local[i]), "%s is loopback", local[i]);
+    for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++)
+        cr_assert(!eddy_peer_is_loopback(remote[i]), "%s is not loopback", remote[i]);
+    cr_assert(!eddy_peer_is_loopback(NULL));
+}
