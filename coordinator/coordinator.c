@@ -567,7 +567,7 @@ static void drain_router(coord_t *c)
             const unsigned char *id = zmq_msg_data(&frames[0]);
             const char *peer = zmq_msg_gets(&frames[1], "Peer-Address");
             snprintf(c->peer_address, sizeof c->peer_address, "%s", peer ? peer : "");
-            c->peer_beyond_loopback = peer && !eddy_peer_is_loopback(peer);
+            c->peer_beyond_loopback = eddy_peer_is_remote(peer);
             handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
                            eddy_curve_role(&frames[1]));
             /* which connection it came through: disconnect.c */

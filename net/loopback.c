@@ -40,6 +40,15 @@ bool eddy_peer_is_loopback(const char *address)
     return false;
 }
 
+bool eddy_peer_is_remote(const char *address)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (!address || (inet_pton(AF_INET, address, &v4) != 1 && inet_pton(AF_INET6, address, &v6) != 1))
+        return false;
+    return !eddy_peer_is_loopback(address);
+}
+
 bool eddy_endpoint_is_loopback(const char *endpoint)
 {
     if (!endpoint)

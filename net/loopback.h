@@ -16,5 +16,8 @@ bool eddy_endpoint_is_loopback(const char *endpoint);
 /* A connected peer's address (ZeroMQ's Peer-Address): loopback as above,
  * or an IPv4-mapped IPv6 loopback address (::ffff:127.0.0.1). */
 bool eddy_peer_is_loopback(const char *address);
+/* Whether a peer address is an IP address beyond loopback (an ipc:// or
+ * inproc:// peer has none, or not an IP: never remote). */
+bool eddy_peer_is_remote(const char *address);
 
 #endif

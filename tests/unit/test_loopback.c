@@ -48,4 +48,10 @@ Test(loopback, peers)
     for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++)
         cr_assert(!eddy_peer_is_loopback(remote[i]), "%s is not loopback", remote[i]);
     cr_assert(!eddy_peer_is_loopback(NULL));
+    /* remote: an IP address beyond loopback; an ipc peer has none */
+    cr_assert(eddy_peer_is_remote("192.0.2.2") && eddy_peer_is_remote("::ffff:10.0.0.1") &&
+              eddy_peer_is_remote("fe80::1"));
+    cr_assert(!eddy_peer_is_remote("127.0.0.1") && !eddy_peer_is_remote("::1") &&
+              !eddy_peer_is_remote("") && !eddy_peer_is_remote(NULL) &&
+              !eddy_peer_is_remote("/tmp/eddy.sock"));
 }
