@@ -107,7 +107,22 @@ cleanup() {
 trap cleanup EXIT
 fail() { log "FAIL: $*"; exit 1; }
 
-# 1. the images, offline
+# 1. the images, offline, from a cold start as on a fresh Docker host: no
+# eddy image (every image build-image.sh makes carries the label eddy.image;
+# older ones are named eddy*), no builder cache. The legacy builder used to
+# fail only there (two COPYs of empty directories onto FROM scratch), which
+# cached images hid. An eddy image a container still uses stays (docker
+# refuses); EDDY_TEST_COLD=0 keeps them all.
+if [ "${EDDY_TEST_COLD:-1}" = 1 ]; then
+  n=0 kept=0
+  for id in $( (docker images -q --filter label=eddy.image
+                docker images --format '{{.Repository}} {{.ID}}' | awk '$1 ~ /^eddy(-|$)/ {print $2}') | sort -u); do
+    if docker image rm -f "$id" >/dev/null 2>&1; then n=$((n + 1)); else kept=$((kept + 1)); fi
+  done
+  docker builder prune -af >/dev/null 2>&1
+  log "cold start: removed $n eddy images ($kept in use kept), builder cache pruned"
+fi
+volumes_before=$(docker volume ls -q | sort)
 log "building $tag and the service images offline"
 args=(--offline --tag "$tag" --build-dir "$work/build")
 [ -n "$binary" ] && args+=(--binary "$binary")
@@ -432,3 +447,23 @@ wait_until 90 "Prometheus to report eddy_workers_alive 2" prom_is eddy_workers_a
 wait_until 30 "Prometheus to scrape both coordinators" prom_is 'sum(up{job="eddy-coordinator"})' 2
 wait_until 30 "Prometheus to see one leader" prom_is 'sum(eddy_coordinator_leader)' 1
 log "PASS: Prometheus scrapes both coordinators (up 2, one leader, eddy_workers_alive = 2)"
+
+# 9. nothing left behind: a plain `down` removes the project's containers
+# and network and keeps only its named volumes (no anonymous ones: no image
+# declares a VOLUME, every service says what it mounts); `down -v` then
+# removes those, and nothing of the project remains.
+compose rm -f -s controller >/dev/null 2>&1
+remove_pool_workers
+compose --profile prometheus down --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "compose down failed"; }
+project_filter=label=com.docker.compose.project=$project
+[ -z "$(docker ps -aq --filter "$project_filter")" ] || fail "containers of $project left after down: $(docker ps -a --filter "$project_filter" --format '{{.Names}}' | tr '\n' ' ')"
+[ -z "$(docker network ls -q --filter "$project_filter")" ] || fail "a network of $project left after down"
+left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
+expected=$(printf '%s\n' "${project}_eddy-data" "${project}_eddy-keys" "${project}_redis-data" | sort)
+[ "$left" = "$expected" ] || fail "after down, volumes other than the named ones: $(echo "$left" | tr '\n' ' ')"
+compose --profile prometheus down -v --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "compose down -v failed"; }
+left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
+[ -z "$left" ] || fail "volumes left after down -v: $(echo "$left" | tr '\n' ' ')"
+[ -z "$(docker ps -aq --filter "$project_filter")$(docker network ls -q --filter "$project_filter")" ] \
+  || fail "containers or networks of $project left after down -v"
+log "PASS: down leaves only the 3 named volumes, down -v leaves no container, volume or network of $project"
