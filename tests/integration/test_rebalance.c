@@ -20,6 +20,9 @@
  * count instances migrate onto the joiner at once, and the output is exact:
  * the stopped worker's stale count task must not keep its old state.
  *
+ * A fresh wordcount on three workers (issue 23) is placed on all three
+ * (2/2/1, no rebalancing needed), and `eddy status` prints that spread.
+ *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -436,4 +439,60 @@ Test(rebalance, a_migration_onto_a_worker_declared_dead_keeps_the_output_exact, 
      .fini = teardown, .timeout = 180)
 {
     restore_then_join(true);
+}
+
+/* Instances of the wordcount job on worker-1..3 (0 for one not alive). */
+struct spread {
+    int on[3];
+    json_int_t tasks[3];
+};
+
+static bool placed_on_three(void *arg)
+{
+    struct spread *sp = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    const char *s = job_state(st);
+    bool ok = s && !strcmp(s, "running");
+    for (int i = 0; st && i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i + 1);
+        json_int_t id = worker_id(st, name);
+        sp->on[i] = id ? instances_on(st, id) : 0;
+        sp->tasks[i] = id ? worker_tasks(st, id) : 0;
+        ok = ok && sp->on[i] > 0 && sp->tasks[i] > 0;
+    }
+    json_decref(st);
+    return ok;
+}
+
+/* Issue 23: a wordcount (source and count at parallelism 2, one sink) on
+ * three workers was placed 3/2/0, the third worker idle until a fourth
+ * joined. Placement alone (no rebalancing) now gives each worker instances,
+ * and `eddy status` shows the spread. */
+Test(rebalance, a_fresh_job_gives_each_of_three_workers_instances, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    start_coordinator(false);
+    for (int i = 0; i < 3; i++)
+        start_worker();
+    int three = 3;
+    cr_assert(eddy_poll_until(alive, &three, 20000), "3 workers never registered:\n%s", log_text());
+    submit("2");
+    struct spread sp;
+    memset(&sp, 0, sizeof sp);
+    if (!eddy_poll_until(placed_on_three, &sp, 30000))
+        cr_assert_fail("not every worker runs the job: instances %d/%d/%d, tasks %lld/%lld/%lld:\n%s",
+                       sp.on[0], sp.on[1], sp.on[2], (long long)sp.tasks[0], (long long)sp.tasks[1],
+                       (long long)sp.tasks[2], log_text());
+    cr_assert_eq(sp.on[0] + sp.on[1] + sp.on[2], 5, "2 sources + 2 counts + 1 sink");
+    char *argv[] = {EDDY_BINARY, "status", "--coordinator", coord_url, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy status exited %d: %s%s", rc, out, err);
+    cr_assert(strstr(out, "spread over workers 1/2/3: 2/2/1 instances"),
+              "eddy status does not show the spread 2/2/1:\n%s", out);
+    cr_log_info("placed %d/%d/%d", sp.on[0], sp.on[1], sp.on[2]);
+    free(out);
+    free(err);
+    expect_finished_exactly();
 }
