@@ -287,7 +287,8 @@ static bool third_has_work(void *arg)
 static bool migration_counted(void *arg)
 {
     (void)arg;
-    return eddy_test_scrape_sum(ports[1], "eddy_migrations_total{job=\"wordcount\"") >= 1;
+    return eddy_test_scrape_sum(ports[1], "eddy_migrations_total{job=\"wordcount\"") >= 1 &&
+           eddy_test_scrape_sum(ports[1], "eddy_migration_bytes_total{job=\"wordcount\"") > 0;
 }
 
 Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = setup,
@@ -319,7 +320,12 @@ Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = 
     json_decref(st);
 
     /* job counters are shown as last saved (every second) */
-    cr_assert(eddy_poll_until(migration_counted, NULL, 10000), "/metrics counts no migration");
+    cr_assert(eddy_poll_until(migration_counted, NULL, 10000),
+              "/metrics counts no migration (or no eddy_migration_bytes_total)");
+    /* issue 23: a migration is not a rescale in either of its counters */
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_rescales_total{job=\"wordcount\""), 0);
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_rescale_bytes_total{job=\"wordcount\""), 0,
+                 "eddy_rescale_bytes_total counts a migration's bytes");
     char *l = log_text();
     cr_assert(strstr(l, "job wordcount: migrating count["), "no migration line in the log:\n%s", l);
     for (const char *p = strstr(l, "job wordcount: migrating"); p; p = NULL) /* for the record */
