@@ -236,6 +236,12 @@ log "submitted $job ($lines lines at --rate $rate)"
 state_at() { curl -fsS "${api[$1]}/api/v1/jobs" | grep -o '"state": *"[a-z]*"' | head -n 1 | sed 's/.*"\([a-z]*\)"$/\1/'; }
 running() { [ "$(state_at $lead)" = running ]; }
 wait_until 60 "job running" running
+# Placement spreads a fresh job over every live worker (issue 23: wordcount,
+# 5 instances, was placed 3/2/0 on three workers): each has instances.
+spread=$(curl -fsS "${api[$lead]}/api/v1/jobs" | jq -r '(if type == "array" then . else .jobs end)[0].operators[].instances[].worker // empty' | sort -u | wc -l)
+[ "$spread" -ge 3 ] || fail "the fresh job is placed on $spread of 3 workers"
+docker exec "$coord" eddy status | grep 'spread over workers' | sed 's/^/    /'
+log "PASS: the fresh job has instances on all 3 workers"
 if out=$(docker exec "$coord" eddy rescale "$job" count 3 2>&1); then
   log "rescaled count to 3: $out"
   rescaled=1
