@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # test_compose.sh - eddy in Docker Compose, end to end:
-#   build the images offline (deploy/build-image.sh --offline: eddy, redis,
+#   remove eddy's images and the builder cache (a cold start, as on a fresh
+#   Docker host: the legacy builder failed only there), build the images
+#   offline (deploy/build-image.sh --offline: eddy, redis,
 #   postgres, prometheus), compose up (keygen, etcd, coordinator-1 and -2,
 #   the worker service with 3 containers, controller, redis, postgres), all
 #   with CURVE keys from the keys volume; a client without keys gets no
 #   status (a clear error, within its timeout), a host-side client with
 #   server.pub and client.key copied out of the volume does; check each
 #   worker's identity is its container's hostname, submit a rate-limited
-#   wordcount, rescale `count` to 3 while it runs, `docker kill` the leading
+#   wordcount (placed on all three workers), rescale `count` to 3 while it runs, `docker kill` the leading
 #   coordinator mid-job, check the standby takes over (/api/v1/leader),
 #   wait for `finished` by polling GET /api/v1/jobs with a deadline, compare
 #   the output with a reference computed by coreutils; start the killed
@@ -25,7 +27,8 @@
 #   off, its containers removed) and count live workers; start the
 #   prometheus profile and query
 #   through Prometheus: both coordinators up, one eddy_coordinator_leader,
-#   eddy_workers_alive 2; tear everything down.
+#   eddy_workers_alive 2; tear everything down: `down` leaves only the named
+#   volumes and no container or network of the project, `down -v` nothing.
 #
 #   tests/integration/test_compose.sh [EDDY_BINARY]
 #
@@ -36,7 +39,8 @@
 # deploy/start-dockerd.sh. Knobs: EDDY_TEST_LINES (20000), EDDY_TEST_RATE
 # (1000), EDDY_TEST_RATE2 (250, the second job's: it must outlast the
 # scale-up and the kill), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1
-# (leave it running; the pool's containers too).
+# (leave it running; the pool's containers too), EDDY_TEST_COLD=0 (keep
+# eddy's images and the builder cache).
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
