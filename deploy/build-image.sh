@@ -17,7 +17,9 @@
 #                packages (redis-server + redis-tools, postgresql, prometheus);
 #                Dockerfile.services.local. PostgreSQL's data directory is
 #                initialised here (initdb, database and user `eddy`).
-#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12);
+#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12;
+#                its build stage is kept as eddy-build:TAG, the compile
+#                cache of the next rebuild);
 #                services: deploy/Dockerfile.services (apt-get in debian:12).
 #   --auto       (default) --registry if debian:12 is present locally or can be
 #                pulled within $EDDY_PULL_TIMEOUT seconds (15), else --offline.
@@ -28,6 +30,10 @@
 #   --images L   comma list of eddy,redis,postgres,prometheus (default all).
 #                --offline skips a service whose host package is missing,
 #                with a warning; naming it explicitly makes that an error.
+#
+# Either way the images a rebuild replaced are removed afterwards (only
+# dangling images labelled eddy.image, which every stage of eddy's
+# Dockerfiles carries).
 #
 # Exit 0 on success, 1 on a failed build, 2 on bad flags.
 set -euo pipefail
@@ -76,10 +82,11 @@ command -v docker >/dev/null || die "no docker client"
 docker info >/dev/null 2>&1 || die "docker daemon not reachable (deploy/start-dockerd.sh starts one)"
 
 # What a rebuild replaces: the image a tag named before (now untagged,
-# `<none>`) and the registry build's intermediate stages. Every stage of
-# eddy's Dockerfiles carries the label eddy.image, so pruning the dangling
-# images with that label touches nothing else on the host; an image a
-# container still uses stays (docker refuses), as does one with another tag.
+# `<none>`), and any other dangling image of eddy's (an intermediate stage
+# of an older registry build). Every stage of eddy's Dockerfiles carries the
+# label eddy.image, so pruning the dangling images with that label touches
+# nothing else on the host; an image a container still uses stays (docker
+# refuses), as does one with another tag.
 old_ids=()
 image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 prune_replaced() {
@@ -105,7 +112,12 @@ fi
 
 if [ "$mode" = registry ]; then
   if [ "$want_eddy" = 1 ]; then
-    old_ids+=("$(image_id "$tag")")
+    # The build stage gets a tag of its own (eddy-build:TAG): untagged it
+    # would be pruned below with everything under it, and the next rebuild
+    # would install the packages and compile from scratch again.
+    old_ids+=("$(image_id "$tag")" "$(image_id "$(service_tag build)")")
+    docker build -f "$here/Dockerfile" --target build -t "$(service_tag build)" "$repo" \
+      || die "docker build of $(service_tag build) failed"
     docker build -f "$here/Dockerfile" -t "$tag" "$repo" || die "docker build of $tag failed"
   fi
   for s in redis postgres prometheus; do
