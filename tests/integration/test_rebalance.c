@@ -22,6 +22,8 @@
  *
  * A fresh wordcount on three workers (issue 23) is placed on all three
  * (2/2/1, no rebalancing needed), and `eddy status` prints that spread.
+ * Four workers and two jobs of three instances each: worker-4, which
+ * joined before both jobs and idles, gets instances by a migration.
  *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
@@ -500,5 +502,83 @@ Test(rebalance, a_fresh_job_gives_each_of_three_workers_instances, .init = setup
     cr_log_info("placed %d/%d/%d", sp.on[0], sp.on[1], sp.on[2]);
     free(out);
     free(err);
+    expect_finished_exactly();
+}
+
+/* Instances of job `job` on worker id. */
+static int job_instances_on(json_t *st, const char *job, json_int_t id)
+{
+    int n = 0;
+    size_t i, k;
+    json_t *op, *inst;
+    json_array_foreach(json_object_get(eddy_test_status_job(st, job), "operators"), i, op)
+    {
+        json_array_foreach(json_object_get(op, "instances"), k, inst)
+        {
+            n += json_integer_value(json_object_get(inst, "worker")) == id;
+        }
+    }
+    return n;
+}
+
+static bool fourth_has_work(void *arg)
+{
+    int *on = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    json_int_t id = st ? worker_id(st, "worker-4") : 0;
+    *on = id ? job_instances_on(st, "wordcount", id) + job_instances_on(st, "wordcount-2", id) : 0;
+    json_decref(st);
+    return *on > 0;
+}
+
+static bool both_running(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    bool ok = true;
+    const char *ids[] = {"wordcount", "wordcount-2"};
+    for (int i = 0; i < 2; i++) {
+        json_t *job = st ? eddy_test_status_job(st, ids[i]) : NULL;
+        const char *s = job ? json_string_value(json_object_get(job, "state")) : NULL;
+        ok = ok && s && !strcmp(s, "running");
+    }
+    json_decref(st);
+    return ok;
+}
+
+/* Issue 23: rebalancing covers a worker that joined before the job. Four
+ * workers, two jobs of 3 instances each (parallelism 1): each is placed on
+ * workers 1-3, and worker-4, registered before both, ran nothing (only a
+ * worker that joined after a job's placement counted). Now an idle worker
+ * gets instances by a migration, and the output stays exact. */
+Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    start_coordinator(true);
+    for (int i = 0; i < 4; i++)
+        start_worker();
+    int four = 4;
+    cr_assert(eddy_poll_until(alive, &four, 20000), "4 workers never registered:\n%s", log_text());
+    char output2[700];
+    snprintf(output2, sizeof output2, "%s/counts-2.tsv", dir);
+    for (int k = 0; k < 2; k++) {
+        char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
+                        "--input", input, "--output", k ? output2 : output, "--parallelism", "1",
+                        "--rate", "4000", NULL};
+        char *out = NULL, *err = NULL;
+        int rc = eddy_proc_run(argv, 20000, &out, &err);
+        cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+        free(out);
+        free(err);
+    }
+    cr_assert(eddy_poll_until(both_running, NULL, 30000), "the jobs never ran:\n%s", log_text());
+    int on = 0;
+    if (!eddy_poll_until(fourth_has_work, &on, 30000))
+        cr_assert_fail("worker-4 never got an instance:\n%s", log_text());
+    char *l = log_text();
+    const char *m = strstr(l, ": migrating ");
+    cr_assert(m, "no migration in the log:\n%s", l);
+    cr_log_info("%.*s", (int)strcspn(m, "\n"), m);
+    free(l);
     expect_finished_exactly();
 }
