@@ -115,7 +115,7 @@ fail() { log "FAIL: $*"; exit 1; }
 # eddy image (every image build-image.sh makes carries the label eddy.image;
 # older ones are named eddy*), no builder cache. The legacy builder used to
 # fail only there (two COPYs of empty directories onto FROM scratch), which
-# cached images hid. An eddy image a container still uses stays (docker
+# cached images hid. An eddy image a running container uses stays (docker
 # refuses); EDDY_TEST_COLD=0 keeps them all.
 if [ "${EDDY_TEST_COLD:-1}" = 1 ]; then
   n=0 kept=0
