@@ -86,8 +86,11 @@ docker info >/dev/null 2>&1 || die "docker daemon not reachable (deploy/start-do
 # of an older registry build). Every stage of eddy's Dockerfiles carries the
 # label eddy.image, so pruning the dangling images with that label touches
 # nothing else on the host; an image a container still uses stays (docker
-# refuses), as does one with another tag.
+# refuses), as does one with another tag. Only images made before this run
+# started are pruned: a concurrent build's intermediate image is dangling
+# between two of its steps.
 old_ids=()
+started_s=$(date +%s)
 image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 prune_replaced() {
   local id n=0
@@ -96,7 +99,7 @@ prune_replaced() {
     [ -z "$(docker image inspect -f '{{join .RepoTags ","}}' "$id" 2>/dev/null)" ] || continue
     docker image rm "$id" >/dev/null 2>&1 && n=$((n + 1))
   done
-  docker image prune -f --filter label=eddy.image >/dev/null 2>&1 || true
+  docker image prune -f --filter label=eddy.image --filter "until=$started_s" >/dev/null 2>&1 || true
   [ "$n" = 0 ] || echo "build-image.sh: removed $n replaced image(s)"
 }
 
