@@ -22,8 +22,8 @@
  *
  * A fresh wordcount on three workers (issue 23) is placed on all three
  * (2/2/1, no rebalancing needed), and `eddy status` prints that spread.
- * Four workers and two jobs of three instances each: worker-4, which
- * joined before both jobs and idles, gets instances by a migration.
+ * Four workers and two jobs of three instances each: the fourth worker,
+ * which joined before both jobs and idles, gets instances by a migration.
  *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
@@ -521,14 +521,21 @@ static int job_instances_on(json_t *st, const char *job, json_int_t id)
     return n;
 }
 
-static bool fourth_has_work(void *arg)
+/* Every one of the four workers holds an instance of one of the jobs
+ * (*idle: how many hold none). */
+static bool all_four_have_work(void *arg)
 {
-    int *on = arg;
+    int *idle = arg;
     json_t *st = eddy_test_status(ports[0]);
-    json_int_t id = st ? worker_id(st, "worker-4") : 0;
-    *on = id ? job_instances_on(st, "wordcount", id) + job_instances_on(st, "wordcount-2", id) : 0;
+    *idle = 4;
+    for (int i = 1; st && i <= 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i);
+        json_int_t id = worker_id(st, name);
+        *idle -= id && job_instances_on(st, "wordcount", id) + job_instances_on(st, "wordcount-2", id) > 0;
+    }
     json_decref(st);
-    return *on > 0;
+    return *idle == 0;
 }
 
 static bool both_running(void *arg)
@@ -548,9 +555,10 @@ static bool both_running(void *arg)
 
 /* Issue 23: rebalancing covers a worker that joined before the job. Four
  * workers, two jobs of 3 instances each (parallelism 1): each is placed on
- * workers 1-3, and worker-4, registered before both, ran nothing (only a
- * worker that joined after a job's placement counted). Now an idle worker
- * gets instances by a migration, and the output stays exact. */
+ * the workers with ids 1-3, and the fourth, registered before both, ran
+ * nothing (only a worker that joined after a job's placement counted). Now
+ * the idle worker gets instances by a migration, and the output stays
+ * exact. */
 Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = setup, .fini = teardown,
      .timeout = 180)
 {
@@ -572,9 +580,9 @@ Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = se
         free(err);
     }
     cr_assert(eddy_poll_until(both_running, NULL, 30000), "the jobs never ran:\n%s", log_text());
-    int on = 0;
-    if (!eddy_poll_until(fourth_has_work, &on, 30000))
-        cr_assert_fail("worker-4 never got an instance:\n%s", log_text());
+    int idle = 0;
+    if (!eddy_poll_until(all_four_have_work, &idle, 30000))
+        cr_assert_fail("%d worker(s) never got an instance:\n%s", idle, log_text());
     char *l = log_text();
     const char *m = strstr(l, ": migrating ");
     cr_assert(m, "no migration in the log:\n%s", l);
