@@ -1,6 +1,7 @@
 /* gen_text.c - deterministic text for the wordcount benchmark.
  *
  * usage: gen_text OUT_FILE [MEGABYTES=100] [VOCABULARY=50000] [SEED=42]
+ *        gen_text --help
  *
  * Writes roughly MEGABYTES of lines of words drawn from a vocabulary of
  * VOCABULARY pronounceable pseudo-words with Zipf (s = 1) frequencies, so a
@@ -8,6 +9,8 @@
  * words are short (rank -> base-70 syllable number). Lines hold 4..16 words
  * separated by one space, sometimes a tab or two spaces, to exercise the
  * ' '/'\t' splitting. Same arguments -> same bytes. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,19 +48,52 @@ static size_t make_word(uint32_t id, char *out)
     return n;
 }
 
+static const char usage[] =
+    "usage: gen_text OUT_FILE [MEGABYTES=100] [VOCABULARY=50000] [SEED=42]\n"
+    "\n"
+    "Writes about MEGABYTES MB of deterministic text to OUT_FILE: lines of 4..16\n"
+    "words drawn with Zipf frequencies from VOCABULARY pseudo-words (SEED picks\n"
+    "the sequence; the same arguments give the same bytes). Input for wordcount.\n";
+
+/* A whole decimal number in [min, max], or false. */
+static bool parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (!*s || *s == '-' || *s == '+')
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUT_FILE [MEGABYTES=100] [VOCABULARY=50000] [SEED=42]\n", argv[0]);
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) { /* no flags: never a file named --help */
+            fprintf(stderr, "gen_text: unknown flag '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    if (argc < 2 || argc > 5) {
+        fputs(usage, stderr);
         return 2;
     }
-    uint64_t bytes = (argc > 2 ? strtoull(argv[2], NULL, 10) : 100) << 20;
-    uint32_t vocab = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 50000;
-    rng_state = argc > 4 ? strtoull(argv[4], NULL, 10) : 42;
-    if (vocab < 1) {
-        fprintf(stderr, "vocabulary must be >= 1\n");
+    uint64_t mb = 100, vocab64 = 50000, seed = 42;
+    if ((argc > 2 && !parse_count(argv[2], 1, UINT64_MAX >> 20, &mb)) ||
+        (argc > 3 && !parse_count(argv[3], 1, UINT32_MAX, &vocab64)) ||
+        (argc > 4 && !parse_count(argv[4], 0, UINT64_MAX, &seed))) {
+        fprintf(stderr, "gen_text: MEGABYTES and VOCABULARY must be whole numbers >= 1, SEED >= 0 (see --help)\n");
         return 2;
     }
+    uint64_t bytes = mb << 20;
+    uint32_t vocab = (uint32_t)vocab64;
+    rng_state = seed;
 
     /* Zipf CDF over ranks 1..vocab. */
     double *cdf = malloc(sizeof *cdf * vocab);

@@ -22,6 +22,12 @@
 # MAX_S (5), PHASE_S (10), LINEBUF=1 runs eddy under `stdbuf -oL` (for
 # builds whose sink flushes its stdout only at checkpoints).
 set -uo pipefail
+# No flags: --help prints the header above; anything else is an error.
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)

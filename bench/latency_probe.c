@@ -200,6 +200,15 @@ int main(int argc, char **argv)
     double wait_s = 10;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--"); i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n\n"
+                   "Starts COMMAND (its {PORT} replaced by a loopback port this probe listens\n"
+                   "on), sends marker lines phase by phase at RATE lines/s for SECONDS (CMD, a\n"
+                   "shell command, runs at the phase's start) and prints each phase's latency\n"
+                   "percentiles from the changelog rows on COMMAND's stdout. -w: seconds to\n"
+                   "wait for the source to connect (10).\n");
+            return 0;
+        }
         if (!strcmp(argv[i], "-w") && i + 1 < argc) {
             wait_s = atof(argv[++i]);
         } else if (!strcmp(argv[i], "-p") && i + 1 < argc && n_phases < MAX_PHASES) {

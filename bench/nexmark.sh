@@ -16,6 +16,12 @@
 # (2000000), WORKERS_LIST ("1 2"), QUERIES ("q0 q1 q2 q3 q5 q7 q8 q11"),
 # OUT (bench/out).
 set -euo pipefail
+# No flags: --help prints the header above; anything else is an error.
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)

@@ -32,6 +32,12 @@
 # (lines/s over all sources, 20000), CHECKPOINT_MS (2000), HB_MS (500),
 # HB_TIMEOUT_MS (3000), POLL (0.05).
 set -euo pipefail
+# No flags: --help prints the header above; anything else is an error.
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)

@@ -35,7 +35,8 @@ rounds_setup() {
     case ${1:-} in
         "") ;;
         --long) ROUNDS=$((ROUNDS * 3)) ;;
-        *) echo "usage: $0 [--long]" >&2; exit 2 ;;
+        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--long] (see --help)" >&2; exit 2 ;;
     esac
     mkdir -p "$OUT"
     TMP=$(mktemp -d)

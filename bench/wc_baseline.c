@@ -99,6 +99,16 @@ static inline int is_sep(char c) { return c == ' ' || c == '\t' || c == '\n'; }
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: wc_baseline INPUT OUTPUT\n\nCounts the words of INPUT in one thread, writes \"word<TAB>count\"\n"
+               "lines sorted bytewise to OUTPUT, and prints the word count, time and words/s.\n");
+        return 0;
+    }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "wc_baseline: unknown flag '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
     if (argc != 3) {
         fprintf(stderr, "usage: %s INPUT OUTPUT\n", argv[0]);
         return 2;

@@ -19,6 +19,12 @@
 # Environment: BUILD (build dir, default <repo>/build), MB (100), VOCAB (50000),
 # RUNS (3), WORKERS (2), PARALLELISM (2).
 set -euo pipefail
+# No flags: --help prints the header above; anything else is an error.
+case "${1:-}" in
+  "") ;;
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)

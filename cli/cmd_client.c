@@ -126,6 +126,53 @@ static bool has_job(const json_t *jobs, const char *job)
     return false;
 }
 
+/* "spread over workers 1/2/3: 2/2/1 instances": how many instances of the
+ * job each worker holds, by worker id (a placement that leaves a live
+ * worker idle shows as a missing id; the WORKERS list has all of them). */
+static void render_spread(const json_t *j)
+{
+    enum { MAX_SHOWN = 64 };
+    long long ids[MAX_SHOWN], counts[MAX_SHOWN];
+    size_t n = 0, k, m;
+    json_t *op, *inst;
+    json_array_foreach(json_object_get(j, "operators"), k, op)
+    {
+        json_array_foreach(json_object_get(op, "instances"), m, inst)
+        {
+            json_t *w = json_object_get(inst, "worker");
+            if (!json_is_integer(w))
+                continue;
+            long long id = (long long)json_integer_value(w);
+            size_t x = 0;
+            while (x < n && ids[x] != id)
+                x++;
+            if (x == n) {
+                if (n == MAX_SHOWN)
+                    continue;
+                size_t at = n++; /* sorted by id */
+                while (at > 0 && ids[at - 1] > id) {
+                    ids[at] = ids[at - 1];
+                    counts[at] = counts[at - 1];
+                    at--;
+                }
+                ids[at] = id;
+                counts[at] = 0;
+                x = at;
+            }
+            counts[x]++;
+        }
+    }
+    if (n == 0)
+        return;
+    printf("    spread over workers ");
+    for (size_t x = 0; x < n; x++)
+        printf("%s%lld", x ? "/" : "", ids[x]);
+    printf(": ");
+    for (size_t x = 0; x < n; x++)
+        printf("%s%lld", x ? "/" : "", counts[x]);
+    printf(" instances\n");
+}
+
 static int render_status(json_t *doc, bool all, const char *job)
 {
     json_t *jobs = json_object_get(doc, "jobs"), *workers = json_object_get(doc, "workers");
@@ -192,6 +239,7 @@ static int render_status(json_t *doc, bool all, const char *job)
         }
         if (job_ended(j)) /* its rescales are history too: --all shows the totals above */
             continue;
+        render_spread(j);
         json_t *r;
         json_array_foreach(json_object_get(j, "rescales"), k, r)
         {
@@ -223,9 +271,11 @@ static int render_status(json_t *doc, bool all, const char *job)
         const char *state = json_string_value(json_object_get(j, "state"));
         if (!state) /* an older coordinator */
             state = json_is_true(json_object_get(j, "alive")) ? "alive" : "dead";
-        printf("  %-4lld %-12s %-24s pid %-8lld %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+        printf("  %-4lld %-12s %-24s pid %-8lld tasks %-4lld %s\n",
+               (long long)json_integer_value(json_object_get(j, "id")),
                json_string_value(json_object_get(j, "name")), json_string_value(json_object_get(j, "address")),
-               (long long)json_integer_value(json_object_get(j, "pid")), state);
+               (long long)json_integer_value(json_object_get(j, "pid")),
+               (long long)json_integer_value(json_object_get(j, "tasks")), state);
     }
     return 0;
 }

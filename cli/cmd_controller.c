@@ -81,7 +81,7 @@ int eddy_cmd_controller(int argc, char **argv)
     eddy_pool_config_t pool_cfg = eddy_pool_config_default();
     pool_flags_t pf = {.kind = NULL, .docker_socket = EDDY_DOCKER_DEFAULT_SOCKET, .prefix = "eddy-pool"};
     uint64_t pool_cooldown = (uint64_t)pool_cfg.cooldown_ms, pool_idle = (uint64_t)pool_cfg.idle_grace_ms,
-             pool_start = (uint64_t)pool_cfg.start_timeout_ms;
+             pool_start = (uint64_t)pool_cfg.start_timeout_ms, pool_wait = (uint64_t)pool_cfg.start_wait_ms;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("coordinator", &coordinator, "tcp://HOST:PORT[,...]",
                       "coordinator, or a comma-separated list of coordinators whose leader to follow (env EDDY_COORDINATOR, default " EDDY_DEFAULT_COORDINATOR ")"),
@@ -111,6 +111,8 @@ int eddy_cmd_controller(int argc, char **argv)
         EDDY_FLAG_U64("pool-cooldown-ms", &pool_cooldown, 0, EDDY_FLAG_MS_MAX, "MS", "pool: no change within MS of a release (30000)"),
         EDDY_FLAG_U64("pool-idle-ms", &pool_idle, 0, EDDY_FLAG_MS_MAX, "MS", "pool: release a worker only after MS without instances (60000)"),
         EDDY_FLAG_U64("pool-start-timeout-ms", &pool_start, 1, EDDY_FLAG_MS_MAX, "MS", "pool: stop a started worker that has not registered after MS (60000)"),
+        EDDY_FLAG_U64("pool-start-wait-ms", &pool_wait, 0, EDDY_FLAG_MS_MAX, "MS", "pool: at start, add no worker for MS while the cluster's own workers register (15000)"),
+        EDDY_FLAG_U32("pool-expect-workers", &pool_cfg.expect_workers, 0, 1024, "N", "pool: the start wait ends once N workers are alive (0: it lasts --pool-start-wait-ms)"),
         EDDY_FLAG_STR("pool-prefix", &pf.prefix, "NAME", "pool: its workers are NAME-1, NAME-2, ... (eddy-pool)"),
         EDDY_FLAG_STR("pool-snapshot-dir", &pf.snapshot_dir, "DIR", "pool local: the workers' --snapshot-dir"),
         EDDY_FLAG_STR("docker-socket", &pf.docker_socket, "PATH", "pool docker: the Docker Engine socket (" EDDY_DOCKER_DEFAULT_SOCKET ")"),
@@ -148,13 +150,16 @@ int eddy_cmd_controller(int argc, char **argv)
     pool_cfg.cooldown_ms = (int64_t)pool_cooldown;
     pool_cfg.idle_grace_ms = (int64_t)pool_idle;
     pool_cfg.start_timeout_ms = (int64_t)pool_start;
+    pool_cfg.start_wait_ms = (int64_t)pool_wait;
     eddy_pool_config_t pool_default = eddy_pool_config_default();
     bool pool_bounds_set = pool_cfg.min_workers != pool_default.min_workers ||
                            pool_cfg.max_workers != pool_default.max_workers ||
                            pool_cfg.slots_per_worker != pool_default.slots_per_worker ||
                            pool_cfg.cooldown_ms != pool_default.cooldown_ms ||
                            pool_cfg.idle_grace_ms != pool_default.idle_grace_ms ||
-                           pool_cfg.start_timeout_ms != pool_default.start_timeout_ms;
+                           pool_cfg.start_timeout_ms != pool_default.start_timeout_ms ||
+                           pool_cfg.start_wait_ms != pool_default.start_wait_ms ||
+                           pool_cfg.expect_workers != pool_default.expect_workers;
     if (!pf.kind && (pool_bounds_set || pf.snapshot_dir ||
                      pf.template_container || pf.image || pf.network || pf.volumes || pf.command ||
                      pf.env))
@@ -198,10 +203,12 @@ int eddy_cmd_controller(int argc, char **argv)
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
     if (pool)
-        eddy_info("worker pool (%s): %u to %u workers x %u slot%s, idle grace %llu ms, cooldown %llu ms",
+        eddy_info("worker pool (%s): %u to %u workers x %u slot%s, idle grace %llu ms, cooldown %llu ms, "
+                  "start wait %llu ms (or %u workers alive)",
                   pf.kind, pool_cfg.min_workers, pool_cfg.max_workers, pool_cfg.slots_per_worker,
                   pool_cfg.slots_per_worker == 1 ? "" : "s", (unsigned long long)pool_idle,
-                  (unsigned long long)pool_cooldown);
+                  (unsigned long long)pool_cooldown, (unsigned long long)pool_wait,
+                  pool_cfg.expect_workers);
     eddy_err_t err = {{0}};
     int rc = eddy_controller_run(coordinator, keys, &pc, job, exit_when_done, pool, &eddy_cli_stop, &err);
     eddy_pool_destroy(&pool); /* its workers stop with it */

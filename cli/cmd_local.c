@@ -70,10 +70,12 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
          * pool_max with workers of its own, started like the ones above.
          * Its minimum is 0: the --workers are this supervisor's to keep
          * alive (the pool only ever stops its own). */
-        char max_s[16];
+        char max_s[16], expect_s[16];
         snprintf(max_s, sizeof max_s, "%u", pool_max);
+        /* its start wait ends once this supervisor's workers registered */
+        snprintf(expect_s, sizeof expect_s, "%u", workers);
         char *pool_argv[] = {"--pool", "local", "--min-workers", "0", "--max-workers", max_s,
-                             "--pool-snapshot-dir", snaps, NULL};
+                             "--pool-snapshot-dir", snaps, "--pool-expect-workers", expect_s, NULL};
         for (int i = 0; pool_max && pool_argv[i]; i++)
             cargv[k++] = pool_argv[i];
         char *extra = strdup(controller_flags);

@@ -14,6 +14,14 @@
  * The policy (eddy_pool_policy_*) is pure: no clock (now_ms is passed in),
  * no I/O, nothing printed, so the unit tests drive it through simulated
  * time. Its rules, in order:
+ *   start      at its start (its first round), the pool adds no worker for
+ *              start_wait_ms while the workers started with the cluster
+ *              register (they retry their registration; a compose
+ *              deployment's come within seconds of the coordinators'
+ *              election): the wait ends early once expect_workers are alive
+ *              (0: the whole window). Without it the pool counted the one
+ *              worker registered so far and started two where --min-workers
+ *              was 3 (issue 23).
  *   bounds     the target is ceil(slots wanted / slots per worker), held
  *              within [min_workers, max_workers]; with no demand known yet
  *              the target is the live count held within the bounds.
@@ -80,10 +88,13 @@ typedef struct eddy_pool_config {
     int64_t cooldown_ms;       /* >= 0: after a release, before the next change */
     int64_t idle_grace_ms;     /* >= 0 */
     int64_t start_timeout_ms;  /* > 0 */
+    int64_t start_wait_ms;     /* >= 0: at the pool's start, no growth for this long... */
+    uint32_t expect_workers;   /* ...or until this many are alive (0: unknown) */
 } eddy_pool_config_t;
 
 /* min 1, max 4, 1 slot per worker, cooldown 30 s, idle grace 60 s, start
- * timeout 60 s (see pool_policy.c for why). */
+ * timeout 60 s, start wait 15 s, no expected workers (see pool_policy.c for
+ * why). */
 eddy_pool_config_t eddy_pool_config_default(void);
 /* 0, or -1 with err naming the bad value (as a flag name: --max-workers). */
 int eddy_pool_config_check(const eddy_pool_config_t *config, eddy_err_t *err);

@@ -15,7 +15,10 @@
  *                       by a scale-down may be wanted again by the next
  *                       scale-up, which cannot come sooner.
  *   start timeout 60 s  a container image pull or a slow machine; a worker
- *                       that has not registered by then will not. */
+ *                       that has not registered by then will not.
+ *   start wait 15 s     the workers started next to the controller (compose's
+ *                       worker service) register once a coordinator leads:
+ *                       the election's lease (3 s) and their retries fit. */
 #include "controller/pool.h"
 
 #include <math.h>
@@ -45,6 +48,9 @@ struct eddy_pool_policy {
     int64_t last_change_ms;
     bool surplus;
     int64_t surplus_since_ms;
+    bool started;         /* the first decision was made, at started_ms */
+    int64_t started_ms;
+    bool start_over;      /* the start wait ended (for good) */
     uint64_t next_id;
 };
 
@@ -57,6 +63,8 @@ eddy_pool_config_t eddy_pool_config_default(void)
         .cooldown_ms = 30000,
         .idle_grace_ms = 60000,
         .start_timeout_ms = 60000,
+        .start_wait_ms = 15000,
+        .expect_workers = 0,
     };
     return c;
 }
@@ -76,6 +84,8 @@ int eddy_pool_config_check(const eddy_pool_config_t *c, eddy_err_t *err)
         return eddy_err_set(err, "pool: cooldown and idle grace must be >= 0");
     if (c->start_timeout_ms <= 0)
         return eddy_err_set(err, "pool: the start timeout must be > 0");
+    if (c->start_wait_ms < 0)
+        return eddy_err_set(err, "pool: the start wait must be >= 0");
     return 0;
 }
 
@@ -262,6 +272,25 @@ void eddy_pool_policy_decide(eddy_pool_policy_t *self, int64_t now_ms,
     d->target = target;
     char need[160];
     describe_need(self, demand, live, need, sizeof need);
+
+    /* the start wait: the cluster's own workers may still be registering */
+    if (!self->started) {
+        self->started = true;
+        self->started_ms = now_ms;
+    }
+    if (!self->start_over &&
+        (now_ms - self->started_ms >= c->start_wait_ms || (c->expect_workers && live >= c->expect_workers)))
+        self->start_over = true;
+    if (live + starting < target && !self->start_over) {
+        if (c->expect_workers)
+            none(d, "%s; waiting up to %.1f s more for the %u expected workers to register",
+                 need, (double)(self->started_ms + c->start_wait_ms - now_ms) / 1000.0,
+                 c->expect_workers);
+        else
+            none(d, "%s; waiting %.1f s more for the cluster's workers to register", need,
+                 (double)(self->started_ms + c->start_wait_ms - now_ms) / 1000.0);
+        return;
+    }
 
     if (live + starting < target) {
         uint32_t n = target - live - starting;

@@ -179,10 +179,10 @@ void coord_counters_show_all(coord_counters_t *self, int64_t wall_ms)
 }
 
 /* The job's counts in a fixed order, for loops over all of them. */
-#define N_JOB_COUNTS 7
+#define N_JOB_COUNTS 8
 static const char *const job_count_names[N_JOB_COUNTS] = {
     "checkpoints_completed", "checkpoints_failed", "rescales", "rescale_bytes", "restarts",
-    "migrations", "instances_migrated"};
+    "migrations", "instances_migrated", "migration_bytes"};
 
 static void job_count_fields(coord_job_counts_t *c, uint64_t *f[N_JOB_COUNTS])
 {
@@ -193,6 +193,7 @@ static void job_count_fields(coord_job_counts_t *c, uint64_t *f[N_JOB_COUNTS])
     f[4] = &c->restarts;
     f[5] = &c->migrations;
     f[6] = &c->instances_migrated;
+    f[7] = &c->migration_bytes;
 }
 
 void coord_counters_set_job(coord_counters_t *self, const coord_job_counts_t *now)

@@ -37,6 +37,7 @@ typedef struct coord_counts {
 typedef struct coord_job_counts {
     uint64_t checkpoints_completed, checkpoints_failed, rescales, rescale_bytes, restarts;
     uint64_t migrations, instances_migrated; /* rebalancing (migrate.c); not in rescales */
+    uint64_t migration_bytes;                /* state moved by migrations (not in rescale_bytes) */
 } coord_job_counts_t;
 
 typedef struct coord_counter_slot {
@@ -105,7 +106,8 @@ void coord_counters_worker_key(char *buf, size_t size, const char *endpoint, int
 /* The current totals (now_ms: the wall clock, "time_ms"):
  * {"epoch": E, "time_ms": T, "tasks": [{"stage": NAME, "instance", "worker", "epoch",
  * "last": [7 counts], "total": [7 counts]}], "job": {"checkpoints_completed",
- * "checkpoints_failed", "rescales", "rescale_bytes", "restarts"}}, counts in
+ * "checkpoints_failed", "rescales", "rescale_bytes", "restarts", "migrations",
+ * "instances_migrated", "migration_bytes"}} (a missing one is 0), counts in
  * coord_counts_t order (documents from before rejected_records have 6, from
  * before the job's counts no "job"). */
 json_t *coord_counters_to_json(const coord_counters_t *self, const char *const *stage_names,

@@ -212,7 +212,8 @@ typedef struct coord_job {
     rescale_record_t rescales[COORD_MAX_RESCALES];
     uint32_t n_rescales;          /* at this coordinator, migrations included */
     uint32_t rescales_earlier;    /* parallelism changes at the coordinators before it (counters.h) */
-    uint64_t rescale_bytes_total; /* moved by every rescale of the job */
+    uint64_t rescale_bytes_total; /* moved by every rescale of the job (not migrations) */
+    uint64_t migration_bytes_total; /* moved by every migration of the job */
     /* A migration in flight (migrate.c): a rescale of rescale_stage at the
      * same parallelism whose moves change the instances' workers. */
     eddy_rebalance_move_t *moves;

@@ -416,7 +416,8 @@ static void note_job_counts(coord_job_t *j)
                               .rescale_bytes = j->rescale_bytes_total,
                               .restarts = j->restarts,
                               .migrations = (uint64_t)j->migrations_earlier + j->n_migrations,
-                              .instances_migrated = j->instances_migrated};
+                              .instances_migrated = j->instances_migrated,
+                              .migration_bytes = j->migration_bytes_total};
     coord_counters_set_job(j->counters, &now);
 }
 
@@ -625,6 +626,7 @@ static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_
     j->rescale_bytes_total = saved.rescale_bytes;
     j->migrations_earlier = saved.migrations > UINT32_MAX ? UINT32_MAX : (uint32_t)saved.migrations;
     j->instances_migrated = saved.instances_migrated;
+    j->migration_bytes_total = saved.migration_bytes;
     uint64_t restarts = saved.restarts > rec->restarts ? saved.restarts : rec->restarts;
     j->restarts = restarts > UINT32_MAX ? UINT32_MAX : (uint32_t)restarts;
 }

@@ -1,5 +1,6 @@
-/* migrate.c - rebalancing: when a worker joins after a job was placed,
- * instances of running jobs move onto the lighter workers.
+/* migrate.c - rebalancing: when a worker joins after a job was placed, or
+ * a usable worker runs nothing, instances of running jobs move onto the
+ * lighter workers.
  *
  * The planner (rebalance.c) decides which instances move; this file decides
  * when, and hands one job's stage worth of moves at a time to the rescale
@@ -39,17 +40,34 @@ void coord_rebalance_migration_ended(coord_t *c)
     c->rebalance_check_ms = c->rebalance_not_before_ms; /* the spread may still be uneven */
 }
 
-/* A worker joined after the job was placed: placement at a fresh or
- * restore deploy already spread the job over the workers it saw. */
-static bool joined_since_placed(const coord_t *c, const coord_job_t *j, uint64_t now)
+/* Whether worker id holds an instance of any job that has not ended. */
+static bool holds_instances(const coord_t *c, uint32_t id)
+{
+    for (const coord_job_t *j = c->jobs; j; j = j->next) {
+        if (coord_job_ended(j) || j->history)
+            continue;
+        for (uint32_t s = 0; s < j->graph.n_stages; s++)
+            for (uint32_t i = 0; j->placement[s].worker_of && i < j->placement[s].parallelism; i++)
+                if (j->placement[s].worker_of[i] == id)
+                    return true;
+    }
+    return false;
+}
+
+/* A worker joined after the job was placed (placement at a fresh or restore
+ * deploy already spread the job over the workers it saw), or a usable worker
+ * runs nothing at all: one that joined before the job but was not usable
+ * when it was placed (quarantined, say), or one a placement left idle. */
+static bool worth_moving(const coord_t *c, const coord_job_t *j, uint64_t now)
 {
     for (const coord_worker_t *w = c->workers; w; w = w->next)
-        if (coord_worker_usable(w, now) && w->registered_ms > j->placed_ms)
+        if (coord_worker_usable(w, now) && (w->registered_ms > j->placed_ms || !holds_instances(c, w->id)))
             return true;
     return false;
 }
 
-/* A job whose instances may move now: a worker joined since it was placed,
+/* A job whose instances may move now: a worker joined since it was placed
+ * or idles,
  * it runs with no rescale or deploy or restore in the way (once a deploy is
  * confirmed every task holds its key groups: they load before DEPLOYED),
  * and its last rescale was an interval ago. */
@@ -57,7 +75,7 @@ static bool movable_job(const coord_t *c, const coord_job_t *j, uint64_t now)
 {
     if (j->state != JOB_RUNNING || j->rescale_stage >= 0 || j->any_done || j->finishing ||
         j->restore_scheduled || j->deploys_pending || j->deploy_persisting ||
-        !joined_since_placed(c, j, now))
+        !worth_moving(c, j, now))
         return false;
     if (!j->n_rescales)
         return true;

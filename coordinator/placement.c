@@ -47,6 +47,7 @@ int eddy_placement_compute(uint32_t n_stages, const uint32_t *parallelism,
         if (current[s].worker_of)
             fresh = false;
     int rc = 0;
+    uint32_t cursor = 0; /* a fresh job: the worker the next instance goes to */
     /* pass 1: a fresh spread, or the instances that stay */
     for (uint32_t s = 0; s < n_stages && rc == 0; s++) {
         next[s].parallelism = parallelism[s];
@@ -57,8 +58,9 @@ int eddy_placement_compute(uint32_t n_stages, const uint32_t *parallelism,
         }
         for (uint32_t i = 0; i < parallelism[s]; i++) {
             if (fresh) {
-                next[s].worker_of[i] = ids[i % n_workers];
-                load[i % n_workers]++;
+                next[s].worker_of[i] = ids[cursor];
+                load[cursor]++;
+                cursor = (cursor + 1) % n_workers;
                 continue;
             }
             if (i >= current[s].parallelism || !current[s].worker_of)

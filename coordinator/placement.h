@@ -1,9 +1,14 @@
 /* placement.h - where each instance of each stage runs: a pure function of
  * the stages' parallelism, the current placement and the usable workers.
  *
- * A fresh job (no current placement) spreads instance i of every stage over
- * the workers in id order (instance i on worker i mod W), so instances of
- * consecutive stages with the same index share a worker. Otherwise every
+ * A fresh job (no current placement) deals its instances, stage by stage,
+ * round robin over the workers in id order, carrying on where the previous
+ * stage stopped: every worker gets work as soon as the job has as many
+ * instances as there are workers, the counts per worker differ by at most
+ * one, and a stage's instances are on distinct workers while its
+ * parallelism is at most W. "Instance i on worker i mod W" for every stage left
+ * workers idle: a wordcount of parallelism 1/2/2 on three workers was placed
+ * 3/2/0. Otherwise every
  * instance that is still on a usable worker stays where it is (its
  * in-memory state stays put) and each new or orphaned instance goes to the
  * least loaded worker (the lowest id on ties). No I/O, no clock, no state:

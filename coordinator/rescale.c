@@ -195,7 +195,10 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     r->new_p = j->rescale_to;
     r->pause_ms = pause_ms;
     r->bytes_moved = j->deploy_bytes;
-    j->rescale_bytes_total += r->bytes_moved;
+    if (j->n_moves) /* a migration's bytes are counted apart, like its count */
+        j->migration_bytes_total += r->bytes_moved;
+    else
+        j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
     r->instances_moved = j->n_moves;

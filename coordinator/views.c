@@ -186,6 +186,7 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
     /* "rescales" lists this coordinator's last ones; these count them all */
     json_object_set_new(doc, "rescales_total", json_integer((json_int_t)j->rescales_earlier + j->n_rescales - j->n_migrations));
     json_object_set_new(doc, "rescale_bytes_total", json_integer((json_int_t)(j->rescale_bytes_total & INT64_MAX)));
+    json_object_set_new(doc, "migration_bytes_total", json_integer((json_int_t)(j->migration_bytes_total & INT64_MAX)));
     json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
     /* wall-clock epoch ms; ended_ms only once the job has ended */
     json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
@@ -599,10 +600,11 @@ static void job_counters(text_buf_t *b, coord_t *c)
         {"eddy_checkpoints_completed_total", "Completed checkpoints since the job was submitted."},
         {"eddy_checkpoints_failed_total", "Abandoned checkpoints since the job was submitted."},
         {"eddy_rescales_total", "Completed rescales (parallelism changes) since the job was submitted."},
-        {"eddy_rescale_bytes_total", "State bytes moved by the job's rescales since it was submitted."},
+        {"eddy_rescale_bytes_total", "State bytes moved by the job's rescales (parallelism changes; not rebalancing migrations: eddy_migration_bytes_total) since it was submitted."},
         {"eddy_job_restarts_total", "Restores of the job after failures since it was submitted."},
         {"eddy_migrations_total", "Rebalancing migrations (instances moved to another worker at the same parallelism) since the job was submitted."},
         {"eddy_instances_migrated_total", "Instances that rebalancing moved to another worker since the job was submitted."},
+        {"eddy_migration_bytes_total", "State bytes moved by the job's rebalancing migrations since it was submitted."},
     };
     for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
         family(b, fams[f].name, "counter", fams[f].help);
@@ -611,7 +613,7 @@ static void job_counters(text_buf_t *b, coord_t *c)
             coord_counters_job(j->counters, false, &t);
             const uint64_t v[] = {t.checkpoints_completed, t.checkpoints_failed, t.rescales,
                                   t.rescale_bytes, t.restarts, t.migrations,
-                                  t.instances_migrated};
+                                  t.instances_migrated, t.migration_bytes};
             tb_printf(b, "%s{job=\"%s\"} %" PRIu64 "\n", fams[f].name, j->id, v[f]);
         }
     }

@@ -17,7 +17,9 @@
 #                packages (redis-server + redis-tools, postgresql, prometheus);
 #                Dockerfile.services.local. PostgreSQL's data directory is
 #                initialised here (initdb, database and user `eddy`).
-#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12);
+#   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12;
+#                its build stage is kept as eddy-build:TAG, the compile
+#                cache of the next rebuild);
 #                services: deploy/Dockerfile.services (apt-get in debian:12).
 #   --auto       (default) --registry if debian:12 is present locally or can be
 #                pulled within $EDDY_PULL_TIMEOUT seconds (15), else --offline.
@@ -28,6 +30,10 @@
 #   --images L   comma list of eddy,redis,postgres,prometheus (default all).
 #                --offline skips a service whose host package is missing,
 #                with a warning; naming it explicitly makes that an error.
+#
+# Either way the images a rebuild replaced are removed afterwards (only
+# dangling images labelled eddy.image, which every stage of eddy's
+# Dockerfiles carries).
 #
 # Exit 0 on success, 1 on a failed build, 2 on bad flags.
 set -euo pipefail
@@ -75,6 +81,28 @@ service_tag() { echo "$tag_repo-$1:$tag_ver"; }
 command -v docker >/dev/null || die "no docker client"
 docker info >/dev/null 2>&1 || die "docker daemon not reachable (deploy/start-dockerd.sh starts one)"
 
+# What a rebuild replaces: the image a tag named before (now untagged,
+# `<none>`), and any other dangling image of eddy's (an intermediate stage
+# of an older registry build). Every stage of eddy's Dockerfiles carries the
+# label eddy.image, so pruning the dangling images with that label touches
+# nothing else on the host; an image a container still uses stays (docker
+# refuses), as does one with another tag. Only images made before this run
+# started are pruned: a concurrent build's intermediate image is dangling
+# between two of its steps.
+old_ids=()
+started_s=$(date +%s)
+image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
+prune_replaced() {
+  local id n=0
+  for id in "${old_ids[@]}"; do
+    [ -n "$id" ] || continue
+    [ -z "$(docker image inspect -f '{{join .RepoTags ","}}' "$id" 2>/dev/null)" ] || continue
+    docker image rm "$id" >/dev/null 2>&1 && n=$((n + 1))
+  done
+  docker image prune -f --filter label=eddy.image --filter "until=$started_s" >/dev/null 2>&1 || true
+  [ "$n" = 0 ] || echo "build-image.sh: removed $n replaced image(s)"
+}
+
 if [ "$mode" = auto ]; then
   if docker image inspect debian:12 >/dev/null 2>&1 \
      || timeout "${EDDY_PULL_TIMEOUT:-15}" docker pull -q debian:12 >/dev/null 2>&1; then
@@ -87,13 +115,21 @@ fi
 
 if [ "$mode" = registry ]; then
   if [ "$want_eddy" = 1 ]; then
+    # The build stage gets a tag of its own (eddy-build:TAG): untagged it
+    # would be pruned below with everything under it, and the next rebuild
+    # would install the packages and compile from scratch again.
+    old_ids+=("$(image_id "$tag")" "$(image_id "$(service_tag build)")")
+    docker build -f "$here/Dockerfile" --target build -t "$(service_tag build)" "$repo" \
+      || die "docker build of $(service_tag build) failed"
     docker build -f "$here/Dockerfile" -t "$tag" "$repo" || die "docker build of $tag failed"
   fi
   for s in redis postgres prometheus; do
     eval "[ \"\$want_$s\" = 1 ]" || continue
+    old_ids+=("$(image_id "$(service_tag "$s")")")
     docker build -f "$here/Dockerfile.services" --target "$s" -t "$(service_tag "$s")" "$here" \
       || die "docker build of $(service_tag "$s") failed"
   done
+  prune_replaced
   exit 0
 fi
 
@@ -156,15 +192,20 @@ build_eddy_offline() {
   fi
   cp "$here/Dockerfile.local" "$ctx/eddy/Dockerfile"
   echo "build-image.sh: offline image from $eddy ($(du -sh "$root" | cut -f1) root filesystem)"
+  old_ids+=("$(image_id "$tag")")
   docker build -q -t "$tag" "$ctx/eddy" >/dev/null || die "docker build failed"
   echo "build-image.sh: built $tag"
 }
 
 # Service root filesystems, assembled in $svc/NAME (postgres also
-# $svc/pgdata), each built in a context of its own for one target of
-# Dockerfile.services.local. The legacy builder builds every stage before
-# the target too, so the other stages' directories are there, empty: the
-# context (sent whole for every build) holds only the target's files.
+# $svc/pgdata), each built in a context of its own from ONE stage of
+# Dockerfile.services.local (stage_of). Not `--target NAME` on the whole
+# file: the legacy builder (docker.io 20.10 without BuildKit) builds every
+# stage before the target too, and those stages' directories would be empty
+# in this context; two COPYs of empty directories in a row onto FROM scratch
+# (postgres/ and pgdata/) fail on an empty image store with "failed to export
+# image: ... layer does not exist" (a rerun passes only because the stages
+# are cached by then).
 svc=$ctx/services
 mkdir -p "$svc"
 
@@ -264,18 +305,30 @@ root_prometheus() {
   cp "$here/prometheus.yml" "$r/etc/prometheus/prometheus.yml"
 }
 
+# stage_of FILE NAME: the stage `FROM ... AS NAME` of FILE alone, up to the
+# next FROM (the comments above it stay out; the file's header goes along).
+stage_of() {
+  awk -v want="$2" '
+    /^FROM / { on = (tolower($NF) == want && tolower($(NF - 1)) == "as"); seen = 1 }
+    !seen && /^#/ { print; next }
+    on { print }' "$1"
+}
+
 if [ "$want_eddy" = 1 ]; then build_eddy_offline; fi
 for s in redis postgres prometheus; do
   eval "[ \"\$want_$s\" = 1 ]" || continue
   "root_$s" || continue
   b=$ctx/build-$s
-  mkdir -p "$b/redis" "$b/postgres" "$b/pgdata" "$b/prometheus"
-  cp "$here/Dockerfile.services.local" "$b/Dockerfile"
-  rmdir "$b/$s" && mv "$svc/$s" "$b/$s"
-  if [ "$s" = postgres ]; then rmdir "$b/pgdata" && mv "$svc/pgdata" "$b/pgdata"; fi
+  mkdir -p "$b"
+  stage_of "$here/Dockerfile.services.local" "$s" >"$b/Dockerfile"
+  grep -q '^FROM ' "$b/Dockerfile" || die "no stage '$s' in Dockerfile.services.local"
+  mv "$svc/$s" "$b/$s"
+  if [ "$s" = postgres ]; then mv "$svc/pgdata" "$b/pgdata"; fi
+  old_ids+=("$(image_id "$(service_tag "$s")")")
   if ! docker build -q --target "$s" -t "$(service_tag "$s")" "$b" >"$ctx/build-$s.log" 2>&1; then
     tail -n 20 "$ctx/build-$s.log" >&2
     die "docker build of $(service_tag "$s") failed"
   fi
   echo "build-image.sh: built $(service_tag "$s") ($(du -sh "$b/$s" | cut -f1) root filesystem)"
 done
+prune_replaced

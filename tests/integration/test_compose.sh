@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # test_compose.sh - eddy in Docker Compose, end to end:
-#   build the images offline (deploy/build-image.sh --offline: eddy, redis,
+#   remove eddy's images and the builder cache (a cold start, as on a fresh
+#   Docker host: the legacy builder failed only there), build the images
+#   offline (deploy/build-image.sh --offline: eddy, redis,
 #   postgres, prometheus), compose up (keygen, etcd, coordinator-1 and -2,
 #   the worker service with 3 containers, controller, redis, postgres), all
 #   with CURVE keys from the keys volume; a client without keys gets no
 #   status (a clear error, within its timeout), a host-side client with
 #   server.pub and client.key copied out of the volume does; check each
 #   worker's identity is its container's hostname, submit a rate-limited
-#   wordcount, rescale `count` to 3 while it runs, `docker kill` the leading
+#   wordcount (placed on all three workers), rescale `count` to 3 while it runs, `docker kill` the leading
 #   coordinator mid-job, check the standby takes over (/api/v1/leader),
 #   wait for `finished` by polling GET /api/v1/jobs with a deadline, compare
 #   the output with a reference computed by coreutils; start the killed
@@ -25,7 +27,8 @@
 #   off, its containers removed) and count live workers; start the
 #   prometheus profile and query
 #   through Prometheus: both coordinators up, one eddy_coordinator_leader,
-#   eddy_workers_alive 2; tear everything down.
+#   eddy_workers_alive 2; tear everything down: `down` leaves only the named
+#   volumes and no container or network of the project, `down -v` nothing.
 #
 #   tests/integration/test_compose.sh [EDDY_BINARY]
 #
@@ -36,7 +39,8 @@
 # deploy/start-dockerd.sh. Knobs: EDDY_TEST_LINES (20000), EDDY_TEST_RATE
 # (1000), EDDY_TEST_RATE2 (250, the second job's: it must outlast the
 # scale-up and the kill), EDDY_TEST_DEADLINE (180 s), EDDY_TEST_KEEP=1
-# (leave it running; the pool's containers too).
+# (leave it running; the pool's containers too), EDDY_TEST_COLD=0 (keep
+# eddy's images and the builder cache).
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -107,7 +111,22 @@ cleanup() {
 trap cleanup EXIT
 fail() { log "FAIL: $*"; exit 1; }
 
-# 1. the images, offline
+# 1. the images, offline, from a cold start as on a fresh Docker host: no
+# eddy image (every image build-image.sh makes carries the label eddy.image;
+# older ones are named eddy*), no builder cache. The legacy builder used to
+# fail only there (two COPYs of empty directories onto FROM scratch), which
+# cached images hid. An eddy image a running container uses stays (docker
+# refuses); EDDY_TEST_COLD=0 keeps them all.
+if [ "${EDDY_TEST_COLD:-1}" = 1 ]; then
+  n=0 kept=0
+  for id in $( (docker images -q --filter label=eddy.image
+                docker images --format '{{.Repository}} {{.ID}}' | awk '$1 ~ /^eddy(-|$)/ {print $2}') | sort -u); do
+    if docker image rm -f "$id" >/dev/null 2>&1; then n=$((n + 1)); else kept=$((kept + 1)); fi
+  done
+  docker builder prune -af >/dev/null 2>&1
+  log "cold start: removed $n eddy images ($kept in use kept), builder cache pruned"
+fi
+volumes_before=$(docker volume ls -q | sort)
 log "building $tag and the service images offline"
 args=(--offline --tag "$tag" --build-dir "$work/build")
 [ -n "$binary" ] && args+=(--binary "$binary")
@@ -221,6 +240,12 @@ log "submitted $job ($lines lines at --rate $rate)"
 state_at() { curl -fsS "${api[$1]}/api/v1/jobs" | grep -o '"state": *"[a-z]*"' | head -n 1 | sed 's/.*"\([a-z]*\)"$/\1/'; }
 running() { [ "$(state_at $lead)" = running ]; }
 wait_until 60 "job running" running
+# Placement spreads a fresh job over every live worker (issue 23: wordcount,
+# 5 instances, was placed 3/2/0 on three workers): each has instances.
+spread=$(curl -fsS "${api[$lead]}/api/v1/jobs" | jq -r '(if type == "array" then . else .jobs end)[0].operators[].instances[].worker // empty' | sort -u | wc -l)
+[ "$spread" -ge 3 ] || fail "the fresh job is placed on $spread of 3 workers"
+docker exec "$coord" eddy status | grep 'spread over workers' | sed 's/^/    /'
+log "PASS: the fresh job has instances on all 3 workers"
 if out=$(docker exec "$coord" eddy rescale "$job" count 3 2>&1); then
   log "rescaled count to 3: $out"
   rescaled=1
@@ -432,3 +457,23 @@ wait_until 90 "Prometheus to report eddy_workers_alive 2" prom_is eddy_workers_a
 wait_until 30 "Prometheus to scrape both coordinators" prom_is 'sum(up{job="eddy-coordinator"})' 2
 wait_until 30 "Prometheus to see one leader" prom_is 'sum(eddy_coordinator_leader)' 1
 log "PASS: Prometheus scrapes both coordinators (up 2, one leader, eddy_workers_alive = 2)"
+
+# 9. nothing left behind: a plain `down` removes the project's containers
+# and network and keeps only its named volumes (no anonymous ones: no image
+# declares a VOLUME, every service says what it mounts); `down -v` then
+# removes those, and nothing of the project remains.
+compose rm -f -s controller >/dev/null 2>&1
+remove_pool_workers
+compose --profile prometheus down --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "compose down failed"; }
+project_filter=label=com.docker.compose.project=$project
+[ -z "$(docker ps -aq --filter "$project_filter")" ] || fail "containers of $project left after down: $(docker ps -a --filter "$project_filter" --format '{{.Names}}' | tr '\n' ' ')"
+[ -z "$(docker network ls -q --filter "$project_filter")" ] || fail "a network of $project left after down"
+left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
+expected=$(printf '%s\n' "${project}_eddy-data" "${project}_eddy-keys" "${project}_redis-data" | sort)
+[ "$left" = "$expected" ] || fail "after down, volumes other than the named ones: $(echo "$left" | tr '\n' ' ')"
+compose --profile prometheus down -v --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "compose down -v failed"; }
+left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
+[ -z "$left" ] || fail "volumes left after down -v: $(echo "$left" | tr '\n' ' ')"
+[ -z "$(docker ps -aq --filter "$project_filter")$(docker network ls -q --filter "$project_filter")" ] \
+  || fail "containers or networks of $project left after down -v"
+log "PASS: down leaves only the 3 named volumes, down -v leaves no container, volume or network of $project"

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tests/support/ctl_proc.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
@@ -34,6 +35,8 @@ typedef struct pool_run {
     bool pool_worker_ran_instances;
     bool saw_left;          /* status showed a worker that left (said LEAVE) */
     bool kill_one;          /* SIGKILL a pool worker once it runs an instance */
+    const char *workers;    /* eddy local --workers (NULL: 1) */
+    bool pool_worker_seen;  /* a worker named eddy-pool-N was alive */
     char killed[64];
     int exit_status;
 } pool_run_t;
@@ -57,6 +60,8 @@ static void poll_status(void *arg)
                 continue;
             alive++;
             const char *name = json_string_value(json_object_get(w, "name"));
+            if (name && !strncmp(name, "eddy-pool-", 10))
+                r->pool_worker_seen = true;
             if (name && !strncmp(name, "eddy-pool-", 10) &&
                 json_integer_value(json_object_get(w, "tasks")) > 0) {
                 r->pool_worker_ran_instances = true;
@@ -104,7 +109,8 @@ static void run(pool_run_t *r, uint64_t lines, const char *rate, const char *cos
     snprintf(lines_s, sizeof lines_s, "%llu", (unsigned long long)lines);
     snprintf(cport_s, sizeof cport_s, "%d", cport);
     snprintf(words_s, sizeof words_s, "%d", WORDS);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--pool", "--max-workers", "3",
+    char *argv[] = {EDDY_BINARY, "local", "--workers", (char *)(r->workers ? r->workers : "1"),
+                    "--pool", "--max-workers", (char *)(r->workers ? "5" : "3"),
                     "--job", "wordcount", "--generate", "--lines", lines_s, "--words-per-line",
                     words_s, "--rate", (char *)rate, "--cost-us", (char *)cost_us,
                     (char *)cost_mode, "--parallelism", "1", "--controller-flags",
@@ -250,4 +256,155 @@ Test(pool_local, a_killed_pool_worker_is_replaced, .timeout = 150)
               "the replacement does not say why: %s (log %s)", seen, r.log);
     assert_exact(&r);
     finish(&r);
+}
+
+/* Issue 23: the pool must not start workers while the cluster's own are
+ * still registering. Three workers and --min-workers 3: the pool starts
+ * none (eddy local gives the controller --pool-expect-workers 3; its start
+ * wait ends once they are alive), not even in the first round, where it
+ * used to count the one or two registered so far. */
+Test(pool_local, min_workers_met_by_the_cluster_workers_starts_none, .timeout = 150)
+{
+    pool_run_t r = {.workers = "3"};
+    run(&r, 3000, "500", "0", "--quiet",
+        "--interval-ms 500 --warmup-ms 2000 --cooldown-ms 3000 --min-workers 3");
+    int ups, downs;
+    int64_t down_to;
+    char seen[4096];
+    pool_decisions(&r, &ups, &downs, &down_to, seen, sizeof seen);
+    cr_assert_eq(ups, 0, "the pool grew with 3 workers and --min-workers 3: %s (log %s)", seen, r.log);
+    cr_assert(!r.pool_worker_seen, "a pool worker registered (log %s)", r.log);
+    cr_assert_eq(r.max_alive, 3, "max %u live workers (log %s)", r.max_alive, r.log);
+    assert_exact(&r);
+    finish(&r);
+}
+
+/* The compose order of issue 23, where the workers register after the
+ * pool's first round: a coordinator, then `eddy controller --pool local
+ * --min-workers 3 --pool-expect-workers 3`, then (once the pool has made a
+ * first decision, seen in its debug log) three workers. The pool used to
+ * count what had registered so far and start workers at once; now it
+ * waits for the three and starts none. The wait is over for good then: a
+ * worker killed afterwards is replaced. */
+typedef struct late_cluster {
+    char dir[4096], meta[4200], snaps[4200], clog[4200], ctl_log[4200], url[64];
+    int port;
+} late_cluster_t;
+
+static bool log_has(const char *path, const char *needle)
+{
+    size_t n;
+    char *text = eddy_read_file(path, &n);
+    bool yes = text && strstr(text, needle);
+    free(text);
+    return yes;
+}
+
+static bool pool_decided(void *arg)
+{
+    return log_has(((late_cluster_t *)arg)->ctl_log, "pool: ");
+}
+
+/* Alive workers in status; *pool_alive: those named eddy-pool-N. */
+static int alive_workers(int port, int *pool_alive)
+{
+    json_t *st = eddy_test_status(port);
+    int n = 0;
+    *pool_alive = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (!json_is_true(json_object_get(w, "alive")))
+            continue;
+        n++;
+        const char *name = json_string_value(json_object_get(w, "name"));
+        *pool_alive += name && !strncmp(name, "eddy-pool-", 10);
+    }
+    json_decref(st);
+    return st ? n : -1;
+}
+
+/* worker-1..3 (not the pool's) are alive */
+static bool three_alive(void *arg)
+{
+    int pool_alive;
+    return alive_workers(((late_cluster_t *)arg)->port, &pool_alive) - pool_alive == 3;
+}
+
+static bool pool_worker_alive(void *arg)
+{
+    int pool_alive;
+    alive_workers(((late_cluster_t *)arg)->port, &pool_alive);
+    return pool_alive >= 1;
+}
+
+Test(pool_local, workers_registering_after_the_pool_started_are_waited_for, .timeout = 120)
+{
+    eddy_err_t err = {{0}};
+    late_cluster_t c;
+    memset(&c, 0, sizeof c);
+    char *dir = eddy_test_mkdtemp("pool-late", &err);
+    cr_assert_not_null(dir, "%s", err.msg);
+    snprintf(c.dir, sizeof c.dir, "%s", dir);
+    free(dir);
+    snprintf(c.meta, sizeof c.meta, "%s/meta", c.dir);
+    snprintf(c.snaps, sizeof c.snaps, "%s/snapshots", c.dir);
+    snprintf(c.clog, sizeof c.clog, "%s/coordinator.log", c.dir);
+    snprintf(c.ctl_log, sizeof c.ctl_log, "%s/controller.log", c.dir);
+    c.port = eddy_test_free_port(&err);
+    cr_assert(c.port > 0, "%s", err.msg);
+    snprintf(c.url, sizeof c.url, "tcp://127.0.0.1:%d", c.port);
+    eddy_proc_t coord = {0}, ctl = {0}, workers[3];
+    memset(workers, 0, sizeof workers);
+    char *cargv[] = {EDDY_BINARY, "coordinator", "--bind", c.url, "--http-port", "0",
+                     "--metastore", c.meta, "--snapshot-dir", c.snaps, NULL};
+    cr_assert(eddy_proc_start(&coord, cargv, NULL, c.clog, &err) == 0, "%s", err.msg);
+    /* the NONE decisions (waiting) are logged at debug level */
+    setenv("EDDY_LOG_LEVEL", "debug", 1);
+    char *pargv[] = {EDDY_BINARY, "controller", "--coordinator", c.url, "--interval-ms", "300",
+                     "--pool", "local", "--min-workers", "3", "--max-workers", "5",
+                     "--pool-expect-workers", "3", "--pool-snapshot-dir", c.snaps, NULL};
+    int rc = eddy_proc_start(&ctl, pargv, NULL, c.ctl_log, &err);
+    unsetenv("EDDY_LOG_LEVEL");
+    cr_assert(rc == 0, "%s", err.msg);
+    bool decided = eddy_poll_until(pool_decided, &c, 20000);
+    for (int i = 0; decided && i < 3; i++) {
+        char name[32], wlog[4300];
+        snprintf(name, sizeof name, "worker-%d", i + 1);
+        snprintf(wlog, sizeof wlog, "%s/%s.log", c.dir, name);
+        char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", c.url, "--name", name,
+                         "--snapshot-dir", c.snaps, "--register-timeout-ms", "30000", NULL};
+        cr_assert(eddy_proc_start(&workers[i], wargv, NULL, wlog, &err) == 0, "%s", err.msg);
+    }
+    bool three = decided && eddy_poll_until(three_alive, &c, 30000);
+    /* the pool decides every round: what it did before the three were
+     * there is in its log by now */
+    bool started_early = log_has(c.ctl_log, "pool: started worker");
+    size_t n;
+    char *text = eddy_read_file(c.ctl_log, &n);
+    const char *first = text ? strstr(text, "pool: ") : NULL;
+    char first_line[300] = "";
+    if (first)
+        snprintf(first_line, sizeof first_line, "%.*s", (int)strcspn(first, "\n"), first);
+    free(text);
+    /* once they are there, a lost one is replaced at once */
+    bool replaced = false;
+    if (three && !started_early) {
+        eddy_proc_kill(&workers[2], 0);
+        replaced = eddy_poll_until(pool_worker_alive, &c, 40000);
+    }
+    for (int i = 0; i < 3; i++)
+        eddy_proc_kill(&workers[i], 2000);
+    eddy_proc_kill(&ctl, 5000); /* stops the pool's workers */
+    eddy_proc_kill(&coord, 3000);
+    cr_assert(decided, "the pool never decided anything (log %s)", c.ctl_log);
+    cr_assert(three, "the three workers never registered (log %s)", c.clog);
+    cr_assert(!started_early, "the pool started workers while the three registered; first: '%s' (log %s)",
+              first_line, c.ctl_log);
+    cr_assert(strstr(first_line, "expected workers"), "the first decision does not say it waits: '%s'",
+              first_line);
+    cr_assert(replaced, "a worker killed after the start wait was not replaced (log %s)", c.ctl_log);
+    if (!getenv("EDDY_TEST_KEEP"))
+        eddy_test_rm_rf(c.dir);
 }

@@ -20,6 +20,11 @@
  * count instances migrate onto the joiner at once, and the output is exact:
  * the stopped worker's stale count task must not keep its old state.
  *
+ * A fresh wordcount on three workers (issue 23) is placed on all three
+ * (2/2/1, no rebalancing needed), and `eddy status` prints that spread.
+ * Four workers and two jobs of three instances each: the fourth worker,
+ * which joined before both jobs and idles, gets instances by a migration.
+ *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -284,7 +289,8 @@ static bool third_has_work(void *arg)
 static bool migration_counted(void *arg)
 {
     (void)arg;
-    return eddy_test_scrape_sum(ports[1], "eddy_migrations_total{job=\"wordcount\"") >= 1;
+    return eddy_test_scrape_sum(ports[1], "eddy_migrations_total{job=\"wordcount\"") >= 1 &&
+           eddy_test_scrape_sum(ports[1], "eddy_migration_bytes_total{job=\"wordcount\"") > 0;
 }
 
 Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = setup,
@@ -316,7 +322,12 @@ Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = 
     json_decref(st);
 
     /* job counters are shown as last saved (every second) */
-    cr_assert(eddy_poll_until(migration_counted, NULL, 10000), "/metrics counts no migration");
+    cr_assert(eddy_poll_until(migration_counted, NULL, 10000),
+              "/metrics counts no migration (or no eddy_migration_bytes_total)");
+    /* issue 23: a migration is not a rescale in either of its counters */
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_rescales_total{job=\"wordcount\""), 0);
+    cr_assert_eq(eddy_test_scrape_sum(ports[1], "eddy_rescale_bytes_total{job=\"wordcount\""), 0,
+                 "eddy_rescale_bytes_total counts a migration's bytes");
     char *l = log_text();
     cr_assert(strstr(l, "job wordcount: migrating count["), "no migration line in the log:\n%s", l);
     for (const char *p = strstr(l, "job wordcount: migrating"); p; p = NULL) /* for the record */
@@ -436,4 +447,146 @@ Test(rebalance, a_migration_onto_a_worker_declared_dead_keeps_the_output_exact, 
      .fini = teardown, .timeout = 180)
 {
     restore_then_join(true);
+}
+
+/* Instances of the wordcount job on worker-1..3 (0 for one not alive). */
+struct spread {
+    int on[3];
+    json_int_t tasks[3];
+};
+
+static bool placed_on_three(void *arg)
+{
+    struct spread *sp = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    const char *s = job_state(st);
+    bool ok = s && !strcmp(s, "running");
+    for (int i = 0; st && i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i + 1);
+        json_int_t id = worker_id(st, name);
+        sp->on[i] = id ? instances_on(st, id) : 0;
+        sp->tasks[i] = id ? worker_tasks(st, id) : 0;
+        ok = ok && sp->on[i] > 0 && sp->tasks[i] > 0;
+    }
+    json_decref(st);
+    return ok;
+}
+
+/* Issue 23: a wordcount (source and count at parallelism 2, one sink) on
+ * three workers was placed 3/2/0, the third worker idle until a fourth
+ * joined. Placement alone (no rebalancing) now gives each worker instances,
+ * and `eddy status` shows the spread. */
+Test(rebalance, a_fresh_job_gives_each_of_three_workers_instances, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    start_coordinator(false);
+    for (int i = 0; i < 3; i++)
+        start_worker();
+    int three = 3;
+    cr_assert(eddy_poll_until(alive, &three, 20000), "3 workers never registered:\n%s", log_text());
+    submit("2");
+    struct spread sp;
+    memset(&sp, 0, sizeof sp);
+    if (!eddy_poll_until(placed_on_three, &sp, 30000))
+        cr_assert_fail("not every worker runs the job: instances %d/%d/%d, tasks %lld/%lld/%lld:\n%s",
+                       sp.on[0], sp.on[1], sp.on[2], (long long)sp.tasks[0], (long long)sp.tasks[1],
+                       (long long)sp.tasks[2], log_text());
+    cr_assert_eq(sp.on[0] + sp.on[1] + sp.on[2], 5, "2 sources + 2 counts + 1 sink");
+    char *argv[] = {EDDY_BINARY, "status", "--coordinator", coord_url, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy status exited %d: %s%s", rc, out, err);
+    cr_assert(strstr(out, "spread over workers 1/2/3: 2/2/1 instances"),
+              "eddy status does not show the spread 2/2/1:\n%s", out);
+    cr_log_info("placed %d/%d/%d", sp.on[0], sp.on[1], sp.on[2]);
+    free(out);
+    free(err);
+    expect_finished_exactly();
+}
+
+/* Instances of job `job` on worker id. */
+static int job_instances_on(json_t *st, const char *job, json_int_t id)
+{
+    int n = 0;
+    size_t i, k;
+    json_t *op, *inst;
+    json_array_foreach(json_object_get(eddy_test_status_job(st, job), "operators"), i, op)
+    {
+        json_array_foreach(json_object_get(op, "instances"), k, inst)
+        {
+            n += json_integer_value(json_object_get(inst, "worker")) == id;
+        }
+    }
+    return n;
+}
+
+/* Every one of the four workers holds an instance of one of the jobs
+ * (*idle: how many hold none). */
+static bool all_four_have_work(void *arg)
+{
+    int *idle = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    *idle = 4;
+    for (int i = 1; st && i <= 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i);
+        json_int_t id = worker_id(st, name);
+        *idle -= id && job_instances_on(st, "wordcount", id) + job_instances_on(st, "wordcount-2", id) > 0;
+    }
+    json_decref(st);
+    return *idle == 0;
+}
+
+static bool both_running(void *arg)
+{
+    (void)arg;
+    json_t *st = eddy_test_status(ports[0]);
+    bool ok = true;
+    const char *ids[] = {"wordcount", "wordcount-2"};
+    for (int i = 0; i < 2; i++) {
+        json_t *job = st ? eddy_test_status_job(st, ids[i]) : NULL;
+        const char *s = job ? json_string_value(json_object_get(job, "state")) : NULL;
+        ok = ok && s && !strcmp(s, "running");
+    }
+    json_decref(st);
+    return ok;
+}
+
+/* Issue 23: rebalancing covers a worker that joined before the job. Four
+ * workers, two jobs of 3 instances each (parallelism 1): each is placed on
+ * the workers with ids 1-3, and the fourth, registered before both, ran
+ * nothing (only a worker that joined after a job's placement counted). Now
+ * the idle worker gets instances by a migration, and the output stays
+ * exact. */
+Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = setup, .fini = teardown,
+     .timeout = 180)
+{
+    start_coordinator(true);
+    for (int i = 0; i < 4; i++)
+        start_worker();
+    int four = 4;
+    cr_assert(eddy_poll_until(alive, &four, 20000), "4 workers never registered:\n%s", log_text());
+    char output2[700];
+    snprintf(output2, sizeof output2, "%s/counts-2.tsv", dir);
+    for (int k = 0; k < 2; k++) {
+        char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
+                        "--input", input, "--output", k ? output2 : output, "--parallelism", "1",
+                        "--rate", "4000", NULL};
+        char *out = NULL, *err = NULL;
+        int rc = eddy_proc_run(argv, 20000, &out, &err);
+        cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+        free(out);
+        free(err);
+    }
+    cr_assert(eddy_poll_until(both_running, NULL, 30000), "the jobs never ran:\n%s", log_text());
+    int idle = 0;
+    if (!eddy_poll_until(all_four_have_work, &idle, 30000))
+        cr_assert_fail("%d worker(s) never got an instance:\n%s", idle, log_text());
+    char *l = log_text();
+    const char *m = strstr(l, ": migrating ");
+    cr_assert(m, "no migration in the log:\n%s", l);
+    cr_log_info("%.*s", (int)strcspn(m, "\n"), m);
+    free(l);
+    expect_finished_exactly();
 }

@@ -3,11 +3,18 @@
  * --output file would hold it, so tests and people can diff the two. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests/support/nexmark_ref.h"
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: nexmark_ref QUERY EVENTS_FILE  (QUERY: q0 q1 q2 q3 q4 q5 q7 q8 q11)\n\n"
+               "Prints the reference result of QUERY over the events in EVENTS_FILE as the\n"
+               "job's --output file holds it.\n");
+        return 0;
+    }
     if (argc != 3) {
         fprintf(stderr, "usage: nexmark_ref QUERY EVENTS_FILE  (QUERY: q0 q1 q2 q3 q4 q5 q7 q8 q11)\n");
         return 2;

@@ -188,7 +188,7 @@ Test(counters, job_counts_are_shown_as_saved_and_survive_a_restart)
     const char *names[] = {"source"};
     coord_counters_t *c = coord_counters_new();
     coord_job_counts_t now = {.checkpoints_completed = 5, .checkpoints_failed = 1, .rescales = 2,
-                              .rescale_bytes = 4096, .restarts = 1};
+                              .rescale_bytes = 4096, .restarts = 1, .migration_bytes = 512};
     coord_counters_set_job(c, &now);
     coord_job_counts_t t;
     coord_counters_job(c, false, &t);
@@ -219,9 +219,9 @@ Test(counters, job_counts_are_shown_as_saved_and_survive_a_restart)
     json_decref(doc);
     coord_counters_job(back, false, &t);
     cr_assert(t.checkpoints_completed == 6 && t.checkpoints_failed == 1 && t.rescales == 3 &&
-                  t.rescale_bytes == 4096 && t.restarts == 1,
+                  t.rescale_bytes == 4096 && t.restarts == 1 && t.migration_bytes == 512,
               "a restarted coordinator shows what was saved");
-    cr_assert_eq(coord_counters_grand_total(back), 6 + 1 + 3 + 4096 + 1);
+    cr_assert_eq(coord_counters_grand_total(back), 6 + 1 + 3 + 4096 + 1 + 512);
     coord_counters_destroy(&back);
 
     /* documents from before the job's counts: all zero; malformed ones refused */

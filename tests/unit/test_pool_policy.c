@@ -58,6 +58,7 @@ static eddy_pool_config_t config(void)
     c.cooldown_ms = 5000;
     c.idle_grace_ms = 10000;
     c.start_timeout_ms = 30000;
+    c.start_wait_ms = 0; /* the start wait has tests of its own */
     return c;
 }
 
@@ -295,4 +296,55 @@ Test(pool_policy, decision_json_is_a_log_entry)
     cr_assert(json_is_true(json_object_get(doc, "applied")));
     cr_assert(json_is_null(json_object_get(json_object_get(doc, "rates"), "target_input_rate")));
     json_decref(doc);
+}
+
+/* Issue 23: compose's three workers were still registering when the pool
+ * made its first decision; it saw one live worker and started two more
+ * where --min-workers was 3. It now waits for them. */
+Test(pool_policy, at_start_waits_for_the_cluster_workers_to_register)
+{
+    eddy_pool_config_t cfg = config();
+    cfg.min_workers = 3;
+    cfg.max_workers = 6;
+    cfg.start_wait_ms = 15000;
+    cfg.expect_workers = 3;
+    eddy_pool_policy_t *p = eddy_pool_policy_new(&cfg, NULL);
+    cluster_t c = {0};
+    add_worker(&c, "worker-1", 0, false);
+    eddy_pool_decision_t out;
+    decide(p, 100000, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_NONE, "grew with 1 of 3 expected workers: %s", out.reason);
+    cr_assert(strstr(out.reason, "3 expected workers"), "%s", out.reason);
+    add_worker(&c, "worker-2", 0, false);
+    decide(p, 102000, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_NONE, "%s", out.reason);
+    add_worker(&c, "worker-3", 0, false);
+    decide(p, 103000, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_NONE, "3 live, --min-workers 3: %s", out.reason);
+    /* the wait is over for good: a worker lost later is replaced at once */
+    remove_worker(&c, "worker-3");
+    decide(p, 104000, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_GROW, "%s", out.reason);
+    cr_assert_eq(out.grow, 1);
+    eddy_pool_policy_destroy(&p);
+}
+
+Test(pool_policy, the_start_wait_ends_after_its_window)
+{
+    eddy_pool_config_t cfg = config();
+    cfg.min_workers = 3;
+    cfg.max_workers = 6;
+    cfg.start_wait_ms = 15000; /* no expected count: the whole window */
+    eddy_pool_policy_t *p = eddy_pool_policy_new(&cfg, NULL);
+    cluster_t c = {0};
+    add_worker(&c, "worker-1", 0, false);
+    eddy_pool_decision_t out;
+    decide(p, 0, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_NONE, "%s", out.reason);
+    decide(p, 14999, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_NONE, "%s", out.reason);
+    decide(p, 15000, NULL, &c, &out);
+    cr_assert_eq(out.action, EDDY_POOL_GROW, "%s", out.reason);
+    cr_assert_eq(out.grow, 2, "1 live, --min-workers 3");
+    eddy_pool_policy_destroy(&p);
 }
