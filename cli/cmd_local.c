@@ -141,6 +141,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
     bool no_rebalance = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
+    eddy_coordinator_limits_t limits = {0};
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -172,6 +173,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("changelog", &changelog, "FILE",
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
+        EDDY_CLI_LIMIT_FLAGS(limits),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
@@ -345,7 +347,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
-        .rebalance_interval_ms = rebalance_ms};
+        .rebalance_interval_ms = rebalance_ms, .limits = limits};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

@@ -167,6 +167,10 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     j->finishing = false;
     j->final_acks_pending = 0;
     j->tasks_total = coord_job_total_tasks(j);
+    if (coord_senders_begin_epoch(j) < 0) {
+        coord_fail_job(c, j, "out of memory");
+        return;
+    }
     j->deploy_mode = mode;
     j->deploy_checkpoint = checkpoint;
     uint32_t n = coord_job_count_positions(j);
