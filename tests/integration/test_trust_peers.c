@@ -412,7 +412,6 @@ Test(trust_peers, reader_epoch)
         eddy_msg_clear(&reply);
     }
     fake_close(&f);
-    wait_rejected("leader_epoch", 3);
     /* plain wait: a step-down, re-election and restore would take this long */
     eddy_nap_ms(3000);
     char *l = log_text();
@@ -422,6 +421,7 @@ Test(trust_peers, reader_epoch)
               "the leader stepped down; log:\n%s", l);
     free(l);
     expect_running_unrestored("wordcount");
+    wait_rejected("leader_epoch", 3);
 }
 
 Test(trust_peers, forged_tasks)
@@ -444,10 +444,10 @@ Test(trust_peers, forged_tasks)
         for (int i = 0; i < 5; i++)
             task_done(&f, 1, epoch, 0, 0); /* source[0] */
     }
-    wait_rejected("not_placed", 6);
     /* plain wait: a restore or a finish would have begun by now */
     fake_idle(&f, 2000, NULL);
     expect_running_unrestored("wordcount");
+    wait_rejected("not_placed", 6);
     fake_close(&f);
 }
 
@@ -488,11 +488,11 @@ Test(trust_peers, duplicate_done)
     wait_running("wordcount", 0);
     for (int i = 0; i < 5; i++)
         task_done(&f, job, epoch, 0, 0); /* source[0], placed on this worker */
-    wait_rejected("duplicate", 4);
     bool final = false;
     fake_idle(&f, 2000, &final); /* plain wait: a final COMPLETE would have come */
     l = log_text();
     cr_assert(!final, "the job started its final commit after one task's TASK_DONE x5; log:\n%s", l);
+    wait_rejected("duplicate", 4);
     cr_assert_eq(rejected("duplicate"), 4, "duplicates counted %lld times, expected 4",
                  rejected("duplicate"));
     free(l);
@@ -551,17 +551,17 @@ Test(trust_peers, heartbeat_flood)
         if (rss > rss_max)
             rss_max = rss;
     }
-    wait_rejected("heartbeat_bytes", 20);
-    wait_rejected("heartbeat_entries", 20);
+    cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
     long rss = eddy_proc_rss_kb(coord.pid);
     if (rss > rss_max)
         rss_max = rss;
-    cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
     char *l = log_text();
     cr_assert(rss_max - rss_before < 100 * 1024,
               "the coordinator grew from %ld KiB to %ld KiB under the flood; log:\n%s",
               rss_before, rss_max, l);
     free(l);
+    wait_rejected("heartbeat_bytes", 20);
+    wait_rejected("heartbeat_entries", 20);
     free(big);
     free(many);
     fake_close(&f);
