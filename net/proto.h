@@ -170,8 +170,9 @@ typedef struct eddy_msg {
     /* Fencing: every message ends with a leader epoch. A coordinator sends
      * its own (the create revision of its leader key in etcd; 0 without an
      * election), a worker the highest it has seen. A worker ignores commands
-     * of a lower epoch than it has seen; a coordinator that sees a higher
-     * one than its own was deposed. Absent (an older peer): 0. */
+     * of a lower epoch than it has seen; a coordinator ignores the epoch of
+     * every message it receives (only its lease says whether it leads:
+     * docs/security.md). Absent (an older peer): 0. */
     uint64_t leader_epoch;
     union {
         struct {
