@@ -226,7 +226,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     if (!w && coord_alive_workers(c) >= c->limits.max_workers) {
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
         snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
-                 "this coordinator already has %u live workers (--max-workers)",
+                 "this coordinator already has %u live workers (--max-registrations)",
                  c->limits.max_workers);
         coord_reject(&c->rejects, COORD_REJECT_REGISTRATIONS,
                      "registration of '%s' (pid %lld on %s): %s", m->u.reg.name,

@@ -205,7 +205,9 @@ void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     while (k < j->deploys_pending && j->deploy_awaiting[k] != w->id)
         k++;
     if (k == j->deploys_pending) {
-        eddy_warn("job %s: ignoring a second DEPLOYED of epoch %u from worker %u", j->id, j->epoch, w->id);
+        coord_reject(&c->rejects, COORD_REJECT_DUPLICATE,
+                     "job %s: a DEPLOYED of epoch %u from worker %u, which is not awaited (a "
+                     "second one, or the DEPLOY did not go there)", j->id, j->epoch, w->id);
         return;
     }
     if (m->u.deployed.error[0]) {

@@ -567,3 +567,102 @@ Test(trust_peers, heartbeat_flood)
     fake_close(&f);
     expect_running_unrestored("wordcount");
 }
+
+/* A client's `decision` request of `bytes` bytes of JSON: the reply's status. */
+static int64_t send_decision(fake_t *f, size_t bytes)
+{
+    char *doc = malloc(bytes + 1);
+    cr_assert(doc);
+    memset(doc, ' ', bytes);
+    memcpy(doc, "{\"why\":1}", 9);
+    doc[bytes] = '\0';
+    eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
+    snprintf(req.u.request.verb, sizeof req.u.request.verb, "decision");
+    req.u.request.argc = 1;
+    req.u.request.argv = &doc;
+    fake_send(f, &req);
+    free(doc);
+    eddy_msg_t reply;
+    cr_assert(fake_recv(f, &reply, 10000), "no answer to a decision");
+    int64_t status = reply.u.reply.status;
+    eddy_msg_clear(&reply);
+    return status;
+}
+
+static int submit_with_plugin(const char *plugin, char **errout)
+{
+    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--plugin", (char *)plugin,
+                    "--job", "wordcount", "--generate", "--lines", "10", NULL};
+    return eddy_proc_run(argv, 20000, NULL, errout);
+}
+
+/* The caps other than the heartbeat's, each at a small value: a second
+ * live worker is refused registration, a decision over the size cap is
+ * refused, a worker's task series past the cap are dropped, the upload of
+ * a second plugin is refused, replies to a client that never reads are
+ * dropped at the high-water mark. Each is counted under its reason. */
+Test(trust_peers, caps)
+{
+    eddy_err_t err = {{0}};
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
+                    "--http-port", http_s, "--no-rebalance", "--quiet",
+                    "--max-registrations", "1", "--max-decision-bytes", "100",
+                    "--max-worker-series", "1", "--max-plugins", "1", "--reply-hwm", "10",
+                    "--job", "wordcount", "--generate", "--lines", "0", "--rate", "2000",
+                    "--parallelism", "1", NULL};
+    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    wait_running("wordcount", 0);
+
+    /* registrations: the one live worker is the limit */
+    fake_t f = {0};
+    fake_connect(&f, NULL, EDDY_KEYS_CLIENT);
+    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
+    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "one-too-many");
+    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://127.0.0.1:%d", ports[2]);
+    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "fakehost");
+    reg.u.reg.pid = getpid();
+    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
+    fake_send(&f, &reg);
+    eddy_msg_t m;
+    cr_assert(fake_recv(&f, &m, 10000), "no answer to a registration");
+    cr_assert_eq(m.type, EDDY_MSG_REGISTERED);
+    cr_assert(strstr(m.u.registered.error, "--max-registrations"), "registration answered '%s'",
+              m.u.registered.error);
+    eddy_msg_clear(&m);
+    wait_rejected("registrations", 1);
+
+    /* decisions: 100 bytes pass, 101 do not */
+    cr_assert_eq(send_decision(&f, 100), 0);
+    cr_assert_eq(send_decision(&f, 101), 2);
+    cr_assert_eq(rejected("decision_bytes"), 1);
+
+    /* series: the worker runs three tasks, one series is kept */
+    wait_rejected("worker_series", 2);
+
+    /* plugins: the first upload is stored, the second refused */
+    char ok[700], row[700];
+    snprintf(ok, sizeof ok, "%s/libtest_plugin_ok.so", EDDY_TEST_PLUGIN_DIR);
+    snprintf(row, sizeof row, "%s/libtest_plugin_row.so", EDDY_TEST_PLUGIN_DIR);
+    char *errout = NULL;
+    int rc = submit_with_plugin(ok, &errout);
+    cr_assert_eq(rc, 0, "the first plugin upload failed (%d): %s", rc, errout ? errout : "");
+    free(errout);
+    errout = NULL;
+    rc = submit_with_plugin(row, &errout);
+    cr_assert_neq(rc, 0, "a second plugin was stored past --max-plugins 1");
+    cr_assert(errout && strstr(errout, "--max-plugins"), "eddy submit said: %s", errout ? errout : "");
+    free(errout);
+    cr_assert_eq(rejected("plugins"), 1);
+
+    /* replies: a client that sends and never reads */
+    for (int i = 0; i < 20000 && rejected("reply_queue") < 1; i += 2000) {
+        for (int k = 0; k < 2000; k++) {
+            eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
+            snprintf(req.u.request.verb, sizeof req.u.request.verb, "status");
+            fake_send(&f, &req);
+        }
+    }
+    wait_rejected("reply_queue", 1);
+    fake_close(&f);
+    cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
+}
