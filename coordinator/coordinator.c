@@ -588,9 +588,17 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     case EDDY_MSG_REGISTER:
         on_register(c, id, id_len, &m);
         break;
-    case EDDY_MSG_HEARTBEAT:
-        m.u.heartbeat.n_tasks = coord_sender_filter_metrics(c, w, m.u.heartbeat.tasks,
-                                                            m.u.heartbeat.n_tasks);
+    case EDDY_MSG_HEARTBEAT: {
+        uint32_t kept = coord_sender_filter_metrics(c, w, m.u.heartbeat.tasks,
+                                                    m.u.heartbeat.n_tasks);
+        if (kept < m.u.heartbeat.n_tasks) {
+            /* what is kept is all the memory held for it */
+            eddy_task_metrics_t *fit = realloc(m.u.heartbeat.tasks,
+                                               (kept ? kept : 1) * sizeof *fit);
+            if (fit)
+                m.u.heartbeat.tasks = fit;
+            m.u.heartbeat.n_tasks = kept;
+        }
         coord_timeline_on_heartbeat(c, w, w->metrics, w->n_metrics,
                                     m.u.heartbeat.tasks, m.u.heartbeat.n_tasks);
         free(w->metrics);
@@ -608,6 +616,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         ack.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
         send_to(c, id, id_len, &ack);
         break;
+    }
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
         break;
