@@ -230,6 +230,11 @@ static int run_local(int argc, char **argv, char **spec_text)
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     }
+    if (limits.max_workers && limits.max_workers < (pool ? max_workers : workers)) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", pool ? "--max-registrations is below --max-workers"
+                                              : "--max-registrations is below --workers");
+    }
     /* A plugin that does not load fails here, not in the workers. */
     if (plugin && eddy_plugin_load(plugin, eddy_registry_default(), NULL, &err) < 0) {
         eddy_args_free(&job_args);
