@@ -5,7 +5,8 @@
  *
  *  reader_epoch      etcd, CURVE keys, one coordinator and one worker running
  *                    an endless job: status requests made with the reader
- *                    key and leader_epoch 2^62 are answered, and the leader
+ *                    key and leader_epoch 2^62 (three, as retries), then
+ *                    with the worker and the client key, are answered; the leader
  *                    neither steps down (its epoch in /api/v1/leader stays)
  *                    nor restores the job; the epochs are counted
  *                    (eddy_rejected_messages_total{reason="leader_epoch"}).
@@ -372,6 +373,27 @@ static bool leading(void *arg)
     return (*(int64_t *)arg = leader_epoch()) > 0;
 }
 
+/* Three status requests carrying leader epoch 2^62, made with the keys of
+ * dir (as use), each answered. */
+static void status_with_epoch(const char *keys, eddy_keys_use_t use)
+{
+    fake_t f = {0};
+    fake_connect(&f, keys, use);
+    for (int i = 0; i < 3; i++) {
+        eddy_msg_t req = {.type = EDDY_MSG_REQUEST, .leader_epoch = (uint64_t)1 << 62};
+        snprintf(req.u.request.verb, sizeof req.u.request.verb, "status");
+        fake_send(&f, &req);
+        eddy_msg_t reply;
+        bool got = fake_recv(&f, &reply, 10000);
+        char *l = got ? NULL : log_text();
+        cr_assert(got, "no answer to a status request; log:\n%s", l);
+        cr_assert_eq(reply.type, EDDY_MSG_REPLY);
+        cr_assert_eq(reply.u.reply.status, 0, "status refused: %s", reply.u.reply.body);
+        eddy_msg_clear(&reply);
+    }
+    fake_close(&f);
+}
+
 Test(trust_peers, reader_epoch)
 {
     eddy_err_t err = {{0}};
@@ -396,22 +418,11 @@ Test(trust_peers, reader_epoch)
     wait_running("wordcount", 1);
 
     /* what `eddy status` with the reader key sends, with an epoch far above
-     * any leader's; three times, as a client's retries would */
-    fake_t f = {0};
-    fake_connect(&f, reader_dir, EDDY_KEYS_CLIENT);
-    for (int i = 0; i < 3; i++) {
-        eddy_msg_t req = {.type = EDDY_MSG_REQUEST, .leader_epoch = (uint64_t)1 << 62};
-        snprintf(req.u.request.verb, sizeof req.u.request.verb, "status");
-        fake_send(&f, &req);
-        eddy_msg_t reply;
-        bool got = fake_recv(&f, &reply, 10000);
-        char *l = got ? NULL : log_text();
-        cr_assert(got, "no answer to a reader's status request; log:\n%s", l);
-        cr_assert_eq(reply.type, EDDY_MSG_REPLY);
-        cr_assert_eq(reply.u.reply.status, 0, "status refused: %s", reply.u.reply.body);
-        eddy_msg_clear(&reply);
-    }
-    fake_close(&f);
+     * any leader's; three times, as a client's retries would; then the
+     * same with the worker key (server.key) and the client key */
+    status_with_epoch(reader_dir, EDDY_KEYS_CLIENT);
+    status_with_epoch(keys_dir, EDDY_KEYS_SERVER);
+    status_with_epoch(keys_dir, EDDY_KEYS_CLIENT);
     /* plain wait: a step-down, re-election and restore would take this long */
     eddy_nap_ms(3000);
     char *l = log_text();
@@ -421,7 +432,7 @@ Test(trust_peers, reader_epoch)
               "the leader stepped down; log:\n%s", l);
     free(l);
     expect_running_unrestored("wordcount");
-    wait_rejected("leader_epoch", 3);
+    wait_rejected("leader_epoch", 9);
 }
 
 Test(trust_peers, forged_tasks)
