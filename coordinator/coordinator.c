@@ -625,8 +625,11 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         bool final = m.u.ack.checkpoint == EDDY_FINAL_CHECKPOINT;
         coord_job_t *j = coord_sender_task(c, w, final ? "final ACK" : "ACK", m.u.ack.job,
                                            m.u.ack.epoch, m.u.ack.stage, m.u.ack.instance);
-        if (j && (!final || coord_sender_once(c, j, m.u.ack.stage, m.u.ack.instance,
-                                              COORD_TASK_SEEN_FINAL_ACK, "final ACK")))
+        /* (a final ACK outside the final commit is ignored by on_ack, and
+         * must not use up the task's one) */
+        if (j && (!final || !j->finishing ||
+                  coord_sender_once(c, j, m.u.ack.stage, m.u.ack.instance,
+                                    COORD_TASK_SEEN_FINAL_ACK, "final ACK")))
             coord_job_on_ack(c, &m);
         break;
     }

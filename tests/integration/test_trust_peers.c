@@ -22,7 +22,9 @@
  *                    own source[0]: counted once ({reason="duplicate"} = 4),
  *                    the job does not start finishing (no final COMPLETE
  *                    reaches the worker). Before: five of three tasks were
- *                    "done" and the final commit went out.
+ *                    "done" and the final commit went out. Then every task
+ *                    ends: source[0]'s final ACK three times does not
+ *                    finish the job, the other two tasks' ACKs do.
  *  heartbeat_flood   eddy local; a fake worker sends heartbeats of 65,536
  *                    task entries (5.5 MB) and of 2,000 small ones: both
  *                    rejected ({reason="heartbeat_bytes"} and
@@ -279,6 +281,18 @@ static void task_done(fake_t *f, uint32_t job, uint32_t epoch, uint32_t stage, u
     fake_send(f, &m);
 }
 
+static void final_ack(fake_t *f, uint32_t job, uint32_t epoch, uint32_t stage, uint32_t instance)
+{
+    eddy_msg_t m = {.type = EDDY_MSG_ACK};
+    m.u.ack.job = job;
+    m.u.ack.epoch = epoch;
+    m.u.ack.checkpoint = EDDY_FINAL_CHECKPOINT;
+    m.u.ack.stage = stage;
+    m.u.ack.instance = instance;
+    m.u.ack.position = -1;
+    fake_send(f, &m);
+}
+
 /* Heartbeats for ms (so the fake stays alive), collecting what arrives;
  * *final set when a COMPLETE of the job's final checkpoint came. */
 static void fake_idle(fake_t *f, uint64_t ms, bool *final)
@@ -508,6 +522,30 @@ Test(trust_peers, duplicate_done)
                  rejected("duplicate"));
     free(l);
     expect_running_unrestored("wordcount");
+
+    /* the other two tasks end: the final commit goes out; the final ACK of
+     * source[0] three times is one task's, the job waits for the others */
+    task_done(&f, job, epoch, 1, 0);
+    task_done(&f, job, epoch, 2, 0);
+    uint64_t until = eddy_mono_ms() + 10000;
+    while (!final && eddy_mono_ms() < until)
+        fake_idle(&f, 100, &final);
+    l = final ? NULL : log_text();
+    cr_assert(final, "no final COMPLETE after every task's TASK_DONE; log:\n%s", l);
+    for (int i = 0; i < 3; i++)
+        final_ack(&f, job, epoch, 0, 0);
+    wait_rejected("duplicate", 6);
+    fake_idle(&f, 1000, NULL); /* plain wait: the job would have finished by now */
+    json_t *j = job_of("wordcount");
+    const char *state = json_string_value(json_object_get(j, "state"));
+    cr_assert(state && strcmp(state, "finished"), "the job finished on one task's final ACK x3");
+    json_decref(j);
+    final_ack(&f, job, epoch, 1, 0);
+    final_ack(&f, job, epoch, 2, 0);
+    if (!eddy_test_wait_job_state(ports[0], "wordcount", "finished", 10000, &coord)) {
+        l = log_text();
+        cr_assert_fail("the job did not finish on every task's final ACK; log:\n%s", l);
+    }
     fake_close(&f);
 }
 
