@@ -142,7 +142,7 @@ static bool worker_placed(const coord_t *c, uint32_t id)
 }
 
 /* Registrations that come and go must not grow the registry without
- * bound: past twice --max-workers entries, dead workers that no placement
+ * bound: past twice --max-registrations entries, dead workers that no placement
  * names and that `eddy status` no longer shows (--dead-worker-grace-ms)
  * are forgotten. */
 static void prune_dead_workers(coord_t *c)
