@@ -31,6 +31,13 @@
  *                    {reason="heartbeat_entries"}), the coordinator's RSS
  *                    grows less than 100 MiB and `eddy status` answers.
  *                    Before: hundreds of MiB, status timed out.
+ *  caps              eddy local with small caps: a registration past
+ *                    --max-registrations, a decision past
+ *                    --max-decision-bytes, task series past
+ *                    --max-worker-series, a plugin upload past --max-plugins
+ *                    and replies to a client that never reads past
+ *                    --reply-hwm are refused or dropped, each counted under
+ *                    its reason.
  *
  * Every wait polls an observable condition with a deadline; the two plain
  * waits are marked: they give a wrong reaction the time to happen. */
