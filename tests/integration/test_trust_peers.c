@@ -15,8 +15,10 @@
  *  forged_tasks      keys, eddy local with two workers and an endless job; a
  *                    fake worker with the worker key (registered, placed
  *                    nowhere) sends TASK_FAILED for count[0] and TASK_DONE x5
- *                    for source[0]: the job keeps running without a restore,
- *                    {reason="not_placed"} rises. Before: the job restored.
+ *                    for source[0], and heartbeats source[0]'s metrics: the
+ *                    job keeps running without a restore, its counters do
+ *                    not take the forged records, {reason="not_placed"}
+ *                    rises. Before: the job restored.
  *  duplicate_done    eddy coordinator whose only worker is the fake one: it
  *                    confirms the DEPLOY and then sends TASK_DONE x5 for its
  *                    own source[0]: counted once ({reason="duplicate"} = 4),
@@ -476,10 +478,22 @@ Test(trust_peers, forged_tasks)
         for (int i = 0; i < 5; i++)
             task_done(&f, 1, epoch, 0, 0); /* source[0] */
     }
-    /* plain wait: a restore or a finish would have begun by now */
+    /* and task metrics of source[0], as if it ran there */
+    eddy_task_metrics_t forged = {.job = 1, .epoch = 1, .stage = 0, .instance = 0,
+                                  .records_in = 1000000000000000ull,
+                                  .records_out = 1000000000000000ull, .position = -1};
+    eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
+    hb.u.heartbeat.worker_id = f.id;
+    hb.u.heartbeat.n_tasks = 1;
+    hb.u.heartbeat.tasks = &forged;
+    fake_send(&f, &hb);
+    /* plain wait: a restore or a finish would have begun by now, and the
+     * job's counters been saved with the forged records */
     fake_idle(&f, 2000, NULL);
     expect_running_unrestored("wordcount");
-    wait_rejected("not_placed", 6);
+    long long in = eddy_test_scrape_sum(ports[1], "eddy_task_records_in_total{job=\"wordcount\"");
+    cr_assert(in >= 0 && in < 1000000000000ll, "the forged metrics count: %lld records in", in);
+    wait_rejected("not_placed", 7);
     fake_close(&f);
 }
 
