@@ -515,8 +515,31 @@ static void refuse(coord_t *c, const unsigned char *id, size_t id_len, eddy_role
  * as it can costs a line per second, not a line per message. */
 static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
 
+/* Without keys nothing says who a peer is, and a registered worker is
+ * given tasks and the job's data: only processes on this machine (a
+ * loopback peer address) may register. peer NULL: not known (ipc://). */
+static bool may_register(coord_t *c, const unsigned char *id, size_t id_len, const char *peer,
+                         const eddy_msg_t *m)
+{
+    if (c->opts->keys || !peer)
+        return true;
+    const char *host = !strncmp(peer, "::ffff:", 7) ? peer + 7 : peer;
+    if (eddy_host_is_loopback(host))
+        return true;
+    eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+    refuse.u.registered.fatal = true;
+    snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+             "worker registration from %s refused: without --keys only workers on the "
+             "coordinator's machine may register (anyone reaching the port would be given "
+             "tasks and job data); give every process --keys DIR (eddy keygen)", peer);
+    coord_reject(&c->rejects, COORD_REJECT_REMOTE_WITHOUT_KEYS, "'%s' (pid %lld on %s): %s",
+                 m->u.reg.name, (long long)m->u.reg.pid, m->u.reg.host, refuse.u.registered.error);
+    send_to(c, id, id_len, &refuse);
+    return false;
+}
+
 static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
-                           size_t len, eddy_role_t role)
+                           size_t len, eddy_role_t role, const char *peer)
 {
     eddy_msg_t m;
     eddy_err_t err;
@@ -586,7 +609,8 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     }
     switch (m.type) {
     case EDDY_MSG_REGISTER:
-        on_register(c, id, id_len, &m);
+        if (may_register(c, id, id_len, peer, &m))
+            on_register(c, id, id_len, &m);
         break;
     case EDDY_MSG_HEARTBEAT: {
         uint32_t kept = coord_sender_filter_metrics(c, w, m.u.heartbeat.tasks,
@@ -697,7 +721,7 @@ static void drain_router(coord_t *c)
         if (id_len <= COORD_MAX_IDENTITY) {
             const unsigned char *id = zmq_msg_data(&frames[0]);
             handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
-                           eddy_curve_role(&frames[1]));
+                           eddy_curve_role(&frames[1]), zmq_msg_gets(&frames[1], "Peer-Address"));
             /* which connection it came through: disconnect.c */
             coord_disconnect_heard(c, zmq_msg_get(&frames[1], ZMQ_SRCFD), id, id_len,
                                    worker_by_identity(c, id, id_len));

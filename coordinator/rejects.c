@@ -15,6 +15,7 @@ static const char *const names[COORD_REJECT_COUNT] = {
     [COORD_REJECT_HEARTBEAT_ENTRIES] = "heartbeat_entries",
     [COORD_REJECT_WORKER_SERIES] = "worker_series",
     [COORD_REJECT_REGISTRATIONS] = "registrations",
+    [COORD_REJECT_REMOTE_WITHOUT_KEYS] = "remote_without_keys",
     [COORD_REJECT_DECISION_BYTES] = "decision_bytes",
     [COORD_REJECT_PLUGINS] = "plugins",
     [COORD_REJECT_REPLY_QUEUE] = "reply_queue",

@@ -25,7 +25,8 @@ typedef enum coord_reject_reason {
     COORD_REJECT_HEARTBEAT_BYTES,   /* a heartbeat over --max-heartbeat-bytes */
     COORD_REJECT_HEARTBEAT_ENTRIES, /* a heartbeat with more than --max-heartbeat-entries tasks */
     COORD_REJECT_WORKER_SERIES,     /* task metrics past --max-worker-series kept per worker */
-    COORD_REJECT_REGISTRATIONS,     /* a registration past --max-workers live workers */
+    COORD_REJECT_REGISTRATIONS,     /* a registration past --max-registrations live workers */
+    COORD_REJECT_REMOTE_WITHOUT_KEYS, /* without keys, a registration from beyond loopback */
     COORD_REJECT_DECISION_BYTES,    /* a decision over --max-decision-bytes */
     COORD_REJECT_PLUGINS,           /* a plugin upload past --max-plugins stored */
     COORD_REJECT_REPLY_QUEUE,       /* a message to a peer whose queue is at --reply-hwm */

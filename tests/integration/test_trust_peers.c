@@ -43,7 +43,10 @@
  *
  * Every wait polls an observable condition with a deadline; the two plain
  * waits are marked: they give a wrong reaction the time to happen. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +191,8 @@ typedef struct fake {
     uint32_t id;
 } fake_t;
 
-static void fake_connect(fake_t *f, const char *keys, eddy_keys_use_t use)
+static void fake_connect_to(fake_t *f, const char *endpoint, const char *keys,
+                            eddy_keys_use_t use)
 {
     f->ctx = zmq_ctx_new();
     f->sock = zmq_socket(f->ctx, ZMQ_DEALER);
@@ -201,7 +205,12 @@ static void fake_connect(fake_t *f, const char *keys, eddy_keys_use_t use)
         cr_assert(eddy_curve_client(f->sock, k, &err) == 0, "%s", err.msg);
         eddy_keys_destroy(&k);
     }
-    cr_assert(zmq_connect(f->sock, coord_url) == 0);
+    cr_assert(zmq_connect(f->sock, endpoint) == 0);
+}
+
+static void fake_connect(fake_t *f, const char *keys, eddy_keys_use_t use)
+{
+    fake_connect_to(f, coord_url, keys, use);
 }
 
 static void fake_close(fake_t *f)
@@ -743,4 +752,93 @@ Test(trust_peers, caps)
     wait_rejected("reply_queue", 1);
     fake_close(&f);
     cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
+}
+
+/* An IPv4 address of this machine other than loopback, or false. */
+static bool outside_address(char *out, size_t size)
+{
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all) < 0)
+        return false;
+    bool found = false;
+    for (struct ifaddrs *a = all; a && !found; a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET)
+            continue;
+        const struct sockaddr_in *in = (const struct sockaddr_in *)a->ifa_addr;
+        if ((ntohl(in->sin_addr.s_addr) >> 24) == 127)
+            continue;
+        found = inet_ntop(AF_INET, &in->sin_addr, out, (socklen_t)size) != NULL;
+    }
+    freeifaddrs(all);
+    return found;
+}
+
+/* Whether `eddy SUB --help` lists flag. */
+static bool has_flag(const char *sub, const char *flag)
+{
+    char *argv[] = {EDDY_BINARY, (char *)sub, "--help", NULL};
+    char *out = NULL;
+    eddy_proc_run(argv, 10000, &out, NULL);
+    bool has = out && strstr(out, flag);
+    free(out);
+    return has;
+}
+
+/* Without keys, a worker that reaches the coordinator from beyond loopback
+ * is refused registration for good (it would be given tasks and job data);
+ * one on loopback registers. */
+Test(trust_peers, remote_worker_without_keys)
+{
+    char addr[64];
+    if (!outside_address(addr, sizeof addr))
+        cr_skip_test("this machine has no address beyond loopback");
+    eddy_err_t err = {{0}};
+    char wildcard[64], outside[128];
+    snprintf(wildcard, sizeof wildcard, "tcp://0.0.0.0:%d", ports[0]);
+    snprintf(outside, sizeof outside, "tcp://%s:%d", addr, ports[0]);
+    char *cargv[16] = {EDDY_BINARY, "coordinator", "--bind", wildcard, "--http-port", http_s,
+                       "--metastore", meta, "--snapshot-dir", snaps};
+    int k = 10;
+    if (has_flag("coordinator", "--insecure"))
+        cargv[k++] = "--insecure"; /* beyond loopback without keys on purpose */
+    cargv[k] = NULL;
+    cr_assert(eddy_proc_start(&coord, cargv, NULL, logp, &err) == 0, "%s", err.msg);
+
+    fake_t local = {0};
+    fake_connect(&local, NULL, EDDY_KEYS_CLIENT);
+    fake_register(&local, "on-loopback");
+    fake_close(&local);
+
+    fake_t remote = {0};
+    fake_connect_to(&remote, outside, NULL, EDDY_KEYS_CLIENT);
+    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
+    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "from-afar");
+    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://%s:%d", addr, ports[2]);
+    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "afar");
+    reg.u.reg.pid = getpid();
+    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
+    fake_send(&remote, &reg);
+    eddy_msg_t m;
+    bool got = fake_recv(&remote, &m, 10000);
+    char *l = log_text();
+    cr_assert(got, "no answer to a registration from %s; log:\n%s", addr, l);
+    cr_assert_eq(m.type, EDDY_MSG_REGISTERED);
+    cr_assert(m.u.registered.fatal && strstr(m.u.registered.error, "without --keys"),
+              "a registration from %s was answered '%s' (fatal %d); log:\n%s", addr,
+              m.u.registered.error, m.u.registered.fatal, l);
+    free(l);
+    eddy_msg_clear(&m);
+    fake_close(&remote);
+    wait_rejected("remote_without_keys", 1);
+
+    /* a real worker told to use that address exits saying why */
+    char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", outside, "--snapshot-dir", snaps,
+                     NULL};
+    cr_assert(eddy_proc_start(&worker, wargv, NULL, wlogp, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(&worker, 20000);
+    char *wl = eddy_read_file(wlogp, NULL);
+    cr_assert(rc != 0 && rc != -1, "the worker did not exit (%d); its log:\n%s", rc, wl ? wl : "");
+    cr_assert(wl && strstr(wl, "without --keys"), "the worker's log does not say why:\n%s",
+              wl ? wl : "");
+    free(wl);
 }
