@@ -517,14 +517,12 @@ static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
 
 /* Without keys nothing says who a peer is, and a registered worker is
  * given tasks and the job's data: only processes on this machine (a
- * loopback peer address) may register. peer NULL: not known (ipc://). */
+ * loopback peer address, or one of this machine's own) may register.
+ * peer NULL: not known (ipc://). */
 static bool may_register(coord_t *c, const unsigned char *id, size_t id_len, const char *peer,
                          const eddy_msg_t *m)
 {
-    if (c->opts->keys || !peer)
-        return true;
-    const char *host = !strncmp(peer, "::ffff:", 7) ? peer + 7 : peer;
-    if (eddy_host_is_loopback(host))
+    if (c->opts->keys || !peer || eddy_peer_is_local(peer))
         return true;
     eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
     refuse.u.registered.fatal = true;

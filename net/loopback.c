@@ -4,6 +4,7 @@
 #include "net/loopback.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,4 +49,33 @@ bool eddy_endpoint_is_loopback(const char *endpoint)
     memcpy(buf, host, len);
     buf[len] = '\0';
     return eddy_host_is_loopback(buf);
+}
+
+bool eddy_peer_is_local(const char *addr)
+{
+    if (!addr)
+        return false;
+    if (!strncmp(addr, "::ffff:", 7) && strchr(addr + 7, '.'))
+        addr += 7; /* an IPv4 peer on a dual-stack socket */
+    if (eddy_host_is_loopback(addr))
+        return true;
+    struct in_addr v4;
+    struct in6_addr v6;
+    int family = inet_pton(AF_INET, addr, &v4) == 1    ? AF_INET
+                 : inet_pton(AF_INET6, addr, &v6) == 1 ? AF_INET6
+                                                       : 0;
+    struct ifaddrs *all = NULL;
+    if (!family || getifaddrs(&all) < 0)
+        return false;
+    bool local = false;
+    for (struct ifaddrs *a = all; a && !local; a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != family)
+            continue;
+        if (family == AF_INET)
+            local = ((const struct sockaddr_in *)a->ifa_addr)->sin_addr.s_addr == v4.s_addr;
+        else
+            local = !memcmp(&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr, &v6, sizeof v6);
+    }
+    freeifaddrs(all);
+    return local;
 }

@@ -13,5 +13,10 @@ bool eddy_host_is_loopback(const char *host);
 /* A ZeroMQ endpoint: ipc:// and inproc:// are local; tcp://HOST:PORT is
  * local when HOST is (see above); anything else is not. */
 bool eddy_endpoint_is_loopback(const char *endpoint);
+/* Whether a connected peer's address (ZeroMQ's "Peer-Address": a numeric
+ * IPv4 or IPv6 address) is one of this machine's: loopback, or an address
+ * of one of its interfaces (a process here that connected to a non-loopback
+ * address of this machine). Reads the interfaces (getifaddrs) each call. */
+bool eddy_peer_is_local(const char *addr);
 
 #endif

@@ -33,6 +33,11 @@
  *                    {reason="heartbeat_entries"}), the coordinator's RSS
  *                    grows less than 100 MiB and `eddy status` answers.
  *                    Before: hundreds of MiB, status timed out.
+ *  remote_worker_without_keys  no keys: a real worker in a network
+ *                    namespace (another host's address) is refused
+ *                    registration for good and exits saying why; a peer
+ *                    using this machine's own address registers. Skipped
+ *                    where namespaces cannot be made.
  *  caps              eddy local with small caps: a registration past
  *                    --max-registrations, a decision past
  *                    --max-decision-bytes, task series past
@@ -43,10 +48,7 @@
  *
  * Every wait polls an observable condition with a deadline; the two plain
  * waits are marked: they give a wrong reaction the time to happen. */
-#include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -754,23 +756,52 @@ Test(trust_peers, caps)
     cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
 }
 
-/* An IPv4 address of this machine other than loopback, or false. */
-static bool outside_address(char *out, size_t size)
+/* A network namespace joined to this one by a veth pair: a "host" whose
+ * address is not this machine's (deleted in teardown). */
+static char netns[32];
+
+static bool run_quiet(const char *cmd)
 {
-    struct ifaddrs *all = NULL;
-    if (getifaddrs(&all) < 0)
-        return false;
-    bool found = false;
-    for (struct ifaddrs *a = all; a && !found; a = a->ifa_next) {
-        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET)
-            continue;
-        const struct sockaddr_in *in = (const struct sockaddr_in *)a->ifa_addr;
-        if ((ntohl(in->sin_addr.s_addr) >> 24) == 127)
-            continue;
-        found = inet_ntop(AF_INET, &in->sin_addr, out, (socklen_t)size) != NULL;
-    }
-    freeifaddrs(all);
-    return found;
+    char full[2048];
+    snprintf(full, sizeof full, "%s >/dev/null 2>&1", cmd);
+    return system(full) == 0;
+}
+
+static void netns_drop(void)
+{
+    if (!netns[0])
+        return;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ip netns del %s", netns);
+    run_quiet(cmd);
+    netns[0] = '\0';
+}
+
+/* Creates the namespace; here (this machine's end) and there get the two
+ * addresses of a /30. false when namespaces cannot be made here. */
+static bool netns_make(char *here, char *there, size_t size)
+{
+    unsigned pid = (unsigned)getpid();
+    unsigned a = pid % 250, b = (pid / 250) % 60 * 4;
+    snprintf(netns, sizeof netns, "eddytp%u", pid);
+    snprintf(here, size, "10.214.%u.%u", a, b + 1);
+    snprintf(there, size, "10.214.%u.%u", a, b + 2);
+    char cmds[5][256];
+    snprintf(cmds[0], sizeof cmds[0], "ip netns add %s", netns);
+    snprintf(cmds[1], sizeof cmds[1], "ip link add tpa%u type veth peer name tpb%u netns %s",
+             pid % 100000, pid % 100000, netns);
+    snprintf(cmds[2], sizeof cmds[2], "ip addr add %s/30 dev tpa%u && ip link set tpa%u up", here,
+             pid % 100000, pid % 100000);
+    snprintf(cmds[3], sizeof cmds[3],
+             "ip netns exec %s ip addr add %s/30 dev tpb%u && ip netns exec %s ip link set tpb%u up",
+             netns, there, pid % 100000, netns, pid % 100000);
+    snprintf(cmds[4], sizeof cmds[4], "ip netns exec %s ip link set lo up", netns);
+    for (int i = 0; i < 5; i++)
+        if (!run_quiet(cmds[i])) {
+            netns_drop();
+            return false;
+        }
+    return true;
 }
 
 /* Whether `eddy SUB --help` lists flag. */
@@ -784,18 +815,25 @@ static bool has_flag(const char *sub, const char *flag)
     return has;
 }
 
-/* Without keys, a worker that reaches the coordinator from beyond loopback
- * is refused registration for good (it would be given tasks and job data);
- * one on loopback registers. */
-Test(trust_peers, remote_worker_without_keys)
+static void teardown_netns(void)
 {
-    char addr[64];
-    if (!outside_address(addr, sizeof addr))
-        cr_skip_test("this machine has no address beyond loopback");
+    eddy_proc_kill(&worker, 3000);
+    netns_drop();
+    teardown();
+}
+
+/* Without keys, a worker on another host (a network namespace here) is
+ * refused registration for good: it would be given tasks and job data; it
+ * exits saying why. A worker on the coordinator's machine registers. */
+Test(trust_peers, remote_worker_without_keys, .fini = teardown_netns)
+{
+    char here[32], there[32];
+    if (!netns_make(here, there, sizeof here))
+        cr_skip_test("cannot make a network namespace here (needs root and ip netns)");
     eddy_err_t err = {{0}};
-    char wildcard[64], outside[128];
+    char wildcard[64], outside[64];
     snprintf(wildcard, sizeof wildcard, "tcp://0.0.0.0:%d", ports[0]);
-    snprintf(outside, sizeof outside, "tcp://%s:%d", addr, ports[0]);
+    snprintf(outside, sizeof outside, "tcp://%s:%d", here, ports[0]);
     char *cargv[16] = {EDDY_BINARY, "coordinator", "--bind", wildcard, "--http-port", http_s,
                        "--metastore", meta, "--snapshot-dir", snaps};
     int k = 10;
@@ -805,40 +843,23 @@ Test(trust_peers, remote_worker_without_keys)
     cr_assert(eddy_proc_start(&coord, cargv, NULL, logp, &err) == 0, "%s", err.msg);
 
     fake_t local = {0};
-    fake_connect(&local, NULL, EDDY_KEYS_CLIENT);
-    fake_register(&local, "on-loopback");
+    fake_connect_to(&local, outside, NULL, EDDY_KEYS_CLIENT); /* this machine's own address */
+    fake_register(&local, "on-this-machine");
     fake_close(&local);
 
-    fake_t remote = {0};
-    fake_connect_to(&remote, outside, NULL, EDDY_KEYS_CLIENT);
-    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
-    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "from-afar");
-    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://%s:%d", addr, ports[2]);
-    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "afar");
-    reg.u.reg.pid = getpid();
-    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
-    fake_send(&remote, &reg);
-    eddy_msg_t m;
-    bool got = fake_recv(&remote, &m, 10000);
-    char *l = log_text();
-    cr_assert(got, "no answer to a registration from %s; log:\n%s", addr, l);
-    cr_assert_eq(m.type, EDDY_MSG_REGISTERED);
-    cr_assert(m.u.registered.fatal && strstr(m.u.registered.error, "without --keys"),
-              "a registration from %s was answered '%s' (fatal %d); log:\n%s", addr,
-              m.u.registered.error, m.u.registered.fatal, l);
-    free(l);
-    eddy_msg_clear(&m);
-    fake_close(&remote);
-    wait_rejected("remote_without_keys", 1);
-
-    /* a real worker told to use that address exits saying why */
-    char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", outside, "--snapshot-dir", snaps,
-                     NULL};
+    char *wargv[] = {"/usr/sbin/ip", "netns", "exec", netns, EDDY_BINARY, "worker",
+                     "--coordinator", outside, "--snapshot-dir", snaps, NULL};
     cr_assert(eddy_proc_start(&worker, wargv, NULL, wlogp, &err) == 0, "%s", err.msg);
     int rc = eddy_proc_wait(&worker, 20000);
     char *wl = eddy_read_file(wlogp, NULL);
-    cr_assert(rc != 0 && rc != -1, "the worker did not exit (%d); its log:\n%s", rc, wl ? wl : "");
+    char *l = log_text();
+    cr_assert(rc != 0 && rc != -1, "the worker from %s did not exit (%d); its log:\n%s\nlog:\n%s",
+              there, rc, wl ? wl : "", l);
     cr_assert(wl && strstr(wl, "without --keys"), "the worker's log does not say why:\n%s",
               wl ? wl : "");
+    cr_assert(strstr(l, "registration from " ) && strstr(l, there),
+              "the coordinator did not log the refusal of %s:\n%s", there, l);
     free(wl);
+    free(l);
+    wait_rejected("remote_without_keys", 1);
 }
