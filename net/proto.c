@@ -933,18 +933,21 @@ static bool peek_array(const unsigned char *p, size_t len, uint32_t *n, size_t *
     return true;
 }
 
-/* A msgpack unsigned integer at p[0..len): its bytes in *used; false when
- * it is not one. */
-static bool peek_uint(const unsigned char *p, size_t len, size_t *used)
+/* A msgpack integer at p[0..len) (any of its encodings: msgpack-c reads a
+ * non-negative signed one as unsigned): its bytes in *used; false when it
+ * is not one. */
+static bool peek_int(const unsigned char *p, size_t len, size_t *used)
 {
-    static const size_t sizes[] = {[0xcc - 0xcc] = 2, [0xcd - 0xcc] = 3, [0xce - 0xcc] = 5,
-                                   [0xcf - 0xcc] = 9};
-    if (len >= 1 && p[0] <= 0x7f) {
+    static const size_t sizes[] = {2, 3, 5, 9}; /* 8, 16, 32, 64 bits */
+    if (len >= 1 && (p[0] <= 0x7f || p[0] >= 0xe0)) {
         *used = 1;
         return true;
     }
-    if (len >= 1 && p[0] >= 0xcc && p[0] <= 0xcf && len >= sizes[p[0] - 0xcc]) {
-        *used = sizes[p[0] - 0xcc];
+    unsigned k = len >= 1 && p[0] >= 0xcc && p[0] <= 0xcf   ? p[0] - 0xcc
+                 : len >= 1 && p[0] >= 0xd0 && p[0] <= 0xd3 ? p[0] - 0xd0
+                                                            : 4;
+    if (k < 4 && len >= sizes[k]) {
+        *used = sizes[k];
         return true;
     }
     return false;
@@ -966,15 +969,14 @@ eddy_msg_type_t eddy_msg_peek(const void *data, size_t len, uint32_t *n_tasks)
     eddy_msg_type_t type = (eddy_msg_type_t)p[0];
     p++;
     len--;
-    if (type != EDDY_MSG_HEARTBEAT || n < 3)
+    if (type != EDDY_MSG_HEARTBEAT)
         return type;
-    /* HEARTBEAT: [type, worker_id, [task, ...], leader_epoch] */
-    if (!peek_uint(p, len, &used))
-        return type;
-    p += used;
-    len -= used;
+    /* HEARTBEAT: [type, worker_id, [task, ...], leader_epoch]; a head that
+     * cannot be read counts as too many entries (the decoder would refuse
+     * it anyway, after allocating) */
+    *n_tasks = UINT32_MAX;
     uint32_t tasks;
-    if (peek_array(p, len, &tasks, &used))
+    if (n >= 3 && peek_int(p, len, &used) && peek_array(p + used, len - used, &tasks, &used))
         *n_tasks = tasks;
     return type;
 }

@@ -284,9 +284,10 @@ char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len);
 int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err);
 /* Reads only the head of an encoded message, allocating nothing: its type
  * (0 when the bytes do not start like a message) and, for a HEARTBEAT, how
- * many task entries its array announces (else 0). A receiver checks its
- * caps with this before eddy_msg_decode, which allocates for every entry;
- * the decoder still checks everything. */
+ * many task entries its array announces (UINT32_MAX when that cannot be
+ * read; 0 for other types). A receiver checks its caps with this before
+ * eddy_msg_decode, which allocates for every entry; the decoder still
+ * checks everything. */
 eddy_msg_type_t eddy_msg_peek(const void *data, size_t len, uint32_t *n_tasks);
 /* Frees what a decoded (or hand-built, heap-backed) message owns. */
 void eddy_msg_clear(eddy_msg_t *msg);
