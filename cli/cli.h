@@ -39,6 +39,27 @@ int eddy_cmd_keygen(int argc, char **argv);
     EDDY_FLAG_STR("keys", &(var), "DIR",                                                           \
                   "CURVE keys made by `eddy keygen DIR` (env EDDY_KEYS; default none)")
 const char *eddy_cli_default_keys(void);
+/* The coordinator's caps (eddy_coordinator_limits_t lim), shared by
+ * `eddy coordinator` and `eddy local` (docs/security.md). */
+#define EDDY_CLI_LIMIT_FLAGS(lim)                                                                  \
+    EDDY_FLAG_U32("max-heartbeat-entries", &(lim).max_heartbeat_entries, 1, 65536, "N",           \
+                  "reject a worker heartbeat with more than N task entries (1024)"),              \
+    EDDY_FLAG_U32("max-heartbeat-bytes", &(lim).max_heartbeat_bytes, 1024, 64u << 20, "BYTES",    \
+                  "reject a worker heartbeat larger than BYTES (2097152)"),                       \
+    EDDY_FLAG_U32("max-worker-series", &(lim).max_worker_series, 1, 65536, "N",                   \
+                  "keep at most N task metric series per worker (1024)"),                         \
+    EDDY_FLAG_U32("max-registrations", &(lim).max_workers, 1, 4096, "N",                          \
+                  "refuse worker registrations beyond N live workers (1024)"),                    \
+    EDDY_FLAG_U32("max-decisions", &(lim).max_decisions, 1, 1024, "N",                            \
+                  "keep the newest N scaling decisions (1024)"),                                  \
+    EDDY_FLAG_U32("max-decision-bytes", &(lim).max_decision_bytes, 64, 65536, "BYTES",            \
+                  "refuse a scaling decision larger than BYTES (16384)"),                         \
+    EDDY_FLAG_U32("max-ended-jobs", &(lim).max_ended_jobs, 1, 100000, "N",                        \
+                  "keep N ended jobs (and their dashboard history) in memory (64)"),              \
+    EDDY_FLAG_U32("max-plugins", &(lim).max_plugins, 1, 100000, "N",                              \
+                  "refuse uploads of new plugins after N (64)"),                                  \
+    EDDY_FLAG_U32("reply-hwm", &(lim).reply_hwm, 1, 10000000, "N",                                \
+                  "drop messages to a peer that has N unread ones queued (100000)")
 /* Loads the keys in dir for use into *keys (NULL when dir is NULL or
  * empty). Returns 0, or prints "eddy SUB: error" and returns 2. */
 int eddy_cli_load_keys(const char *sub, const char *dir, eddy_keys_use_t use, eddy_keys_t **keys);

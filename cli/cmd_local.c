@@ -144,6 +144,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
     bool no_rebalance = false, insecure = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
+    eddy_coordinator_limits_t limits = {0};
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -176,6 +177,7 @@ static int run_local(int argc, char **argv, char **spec_text)
                       "write what the job prints (a changelog without --output) to FILE, not stdout"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_CLI_INSECURE_FLAG(insecure),
+        EDDY_CLI_LIMIT_FLAGS(limits),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
@@ -231,6 +233,11 @@ static int run_local(int argc, char **argv, char **spec_text)
     if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    }
+    if (limits.max_workers && limits.max_workers < (pool ? max_workers : workers)) {
+        eddy_args_free(&job_args);
+        return eddy_usage_error("local", pool ? "--max-registrations is below --max-workers"
+                                              : "--max-registrations is below --workers");
     }
     /* A plugin that does not load fails here, not in the workers. */
     if (plugin && eddy_plugin_load(plugin, eddy_registry_default(), NULL, &err) < 0) {
@@ -367,7 +374,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
-        .rebalance_interval_ms = rebalance_ms};
+        .rebalance_interval_ms = rebalance_ms, .limits = limits};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

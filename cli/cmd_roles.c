@@ -113,6 +113,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     bool heartbeat_only = false, no_rebalance = false, insecure = false;
     uint32_t rebalance_ms = 3000;
+    eddy_coordinator_limits_t limits = {0};
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (127.0.0.1; 0.0.0.0 for other machines)"),
@@ -139,6 +140,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
+        EDDY_CLI_LIMIT_FLAGS(limits),
         EDDY_FLAG_END,
     };
     int code;
@@ -180,7 +182,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,
         .dead_worker_grace_ms = dead_grace, .no_rebalance = no_rebalance,
-        .rebalance_interval_ms = rebalance_ms};
+        .rebalance_interval_ms = rebalance_ms, .limits = limits};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
     eddy_keys_destroy(&keys);

@@ -447,9 +447,11 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
         return;
     }
     if (v != COORD_ACK_ACCEPTED) {
-        eddy_warn("job %s: ignoring a %s ACK of checkpoint %" PRIu64 " from task %u[%u]", j->id,
-                  v == COORD_ACK_DUPLICATE ? "duplicate" : "unknown task's", pc->id, m->u.ack.stage,
-                  m->u.ack.instance);
+        coord_reject(&c->rejects,
+                     v == COORD_ACK_DUPLICATE ? COORD_REJECT_DUPLICATE : COORD_REJECT_UNKNOWN_TASK,
+                     "job %s: a %s ACK of checkpoint %" PRIu64 " from task %u[%u]", j->id,
+                     v == COORD_ACK_DUPLICATE ? "duplicate" : "unknown task's", pc->id,
+                     m->u.ack.stage, m->u.ack.instance);
         return;
     }
     if (!coord_pending_checkpoint_all_acked(pc))

@@ -5,6 +5,7 @@
  * polled together, so every handler sees a consistent view of the state. */
 #include "coordinator/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,10 @@ static void send_to(coord_t *c, const unsigned char *identity, size_t identity_l
         return;
     if (zmq_send(c->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(c->router, data, len, ZMQ_DONTWAIT);
+    else if (errno == EAGAIN) /* its queue is at --reply-hwm: a peer that does not read */
+        coord_reject(&c->rejects, COORD_REJECT_REPLY_QUEUE,
+                     "a %s to a peer that does not read its replies (--reply-hwm %u)",
+                     eddy_msg_type_name(msg->type), c->limits.reply_hwm);
     free(data);
 }
 
@@ -125,24 +130,46 @@ static bool was_declared_dead(const coord_t *c, const coord_worker_t *w)
     return false;
 }
 
+/* Whether any job's placement names worker id. */
+static bool worker_placed(const coord_t *c, uint32_t id)
+{
+    for (const coord_job_t *j = c->jobs; j; j = j->next)
+        for (uint32_t s = 0; s < j->graph.n_stages && s < EDDY_MAX_STAGES; s++)
+            for (uint32_t i = 0; j->placement[s].worker_of && i < j->placement[s].parallelism; i++)
+                if (j->placement[s].worker_of[i] == id)
+                    return true;
+    return false;
+}
+
+/* Registrations that come and go must not grow the registry without
+ * bound: past twice --max-registrations entries, dead workers that no placement
+ * names and that `eddy status` no longer shows (--dead-worker-grace-ms)
+ * are forgotten. */
+static void prune_dead_workers(coord_t *c)
+{
+    uint32_t n = 0;
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        n++;
+    if (n < 2 * c->limits.max_workers)
+        return;
+    uint64_t now = eddy_mono_ms();
+    uint64_t grace = c->opts->dead_worker_grace_ms ? c->opts->dead_worker_grace_ms : 60000;
+    for (coord_worker_t **pp = &c->workers; *pp;) {
+        coord_worker_t *w = *pp;
+        if (!w->alive && !w->awaiting && w->dead_since_ms && now - w->dead_since_ms > grace &&
+            now >= w->quarantined_until_ms && !worker_placed(c, w->id)) {
+            *pp = w->next;
+            free(w->metrics);
+            free(w);
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
 static void on_register(coord_t *c, const unsigned char *identity, size_t identity_len,
                         const eddy_msg_t *m)
 {
-    if (!c->opts->keys && c->peer_beyond_loopback) {
-        /* without keys nothing proves who a worker is, and a worker is sent
-         * plugins and job data: only this host's may join (--insecure or
-         * not: it opens the port to clients, not to unproven workers) */
-        eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
-        refuse.u.registered.fatal = true;
-        snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
-                 "this coordinator has no keys: it accepts workers from loopback only (give the "
-                 "coordinator and the workers --keys, see eddy keygen)");
-        eddy_log_limited(&c->remote_register_log, EDDY_LOG_WARN,
-                         "refused worker %s registering from %s: %s", m->u.reg.name,
-                         c->peer_address, refuse.u.registered.error);
-        send_to(c, identity, identity_len, &refuse);
-        return;
-    }
     if (m->u.reg.protocol_version != EDDY_PROTOCOL_VERSION) {
         eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
         refuse.u.registered.fatal = true;
@@ -196,6 +223,19 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         w->identity_len = identity_len;
     }
     bool created = !w;
+    if (!w && coord_alive_workers(c) >= c->limits.max_workers) {
+        eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+        snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+                 "this coordinator already has %u live workers (--max-registrations)",
+                 c->limits.max_workers);
+        coord_reject(&c->rejects, COORD_REJECT_REGISTRATIONS,
+                     "registration of '%s' (pid %lld on %s): %s", m->u.reg.name,
+                     (long long)m->u.reg.pid, m->u.reg.host, refuse.u.registered.error);
+        send_to(c, identity, identity_len, &refuse);
+        return;
+    }
+    if (!w)
+        prune_dead_workers(c);
     if (!w) {
         w = calloc(1, sizeof *w);
         if (!w)
@@ -250,6 +290,10 @@ static void worker_gone(coord_t *c, coord_worker_t *w, eddy_log_level_t level, c
     w->alive = false;
     w->dead_since_ms = eddy_mono_ms();
     w->clash_since_ms = 0;
+    /* nothing reads a dead worker's task metrics: no memory held for it */
+    free(w->metrics);
+    w->metrics = NULL;
+    w->n_metrics = 0;
     eddy_log(level, "worker %u (%s, pid %lld) %s: %s", w->id, w->name, (long long)w->pid, what, why);
     coord_worker_lease_release(c, w);
     coord_jobs_on_worker_lost(c, w);
@@ -327,6 +371,14 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
         }
         reply_json(c, id, id_len, doc);
     } else if (!strcmp(verb, "decision")) {
+        if (argc == 1 && strlen(argv[0]) > c->limits.max_decision_bytes) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "decision: %zu bytes, more than --max-decision-bytes %u",
+                     strlen(argv[0]), c->limits.max_decision_bytes);
+            coord_reject(&c->rejects, COORD_REJECT_DECISION_BYTES, "%s", msg);
+            coord_reply(c, id, id_len, 2, msg);
+            return;
+        }
         json_error_t jerr;
         json_t *doc = argc == 1 ? json_loads(argv[0], 0, &jerr) : NULL;
         if (!doc || !json_is_object(doc)) {
@@ -385,6 +437,28 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
     }
 }
 
+void eddy_coordinator_limits_fill(eddy_coordinator_limits_t *l)
+{
+    if (!l->max_heartbeat_entries)
+        l->max_heartbeat_entries = EDDY_COORD_DEFAULT_MAX_HEARTBEAT_ENTRIES;
+    if (!l->max_heartbeat_bytes)
+        l->max_heartbeat_bytes = EDDY_COORD_DEFAULT_MAX_HEARTBEAT_BYTES;
+    if (!l->max_worker_series)
+        l->max_worker_series = EDDY_COORD_DEFAULT_MAX_WORKER_SERIES;
+    if (!l->max_workers)
+        l->max_workers = EDDY_COORD_DEFAULT_MAX_WORKERS;
+    if (!l->max_decisions || l->max_decisions > COORD_MAX_DECISIONS)
+        l->max_decisions = l->max_decisions ? COORD_MAX_DECISIONS : EDDY_COORD_DEFAULT_MAX_DECISIONS;
+    if (!l->max_decision_bytes)
+        l->max_decision_bytes = EDDY_COORD_DEFAULT_MAX_DECISION_BYTES;
+    if (!l->max_ended_jobs)
+        l->max_ended_jobs = EDDY_COORD_DEFAULT_MAX_ENDED_JOBS;
+    if (!l->max_plugins)
+        l->max_plugins = EDDY_COORD_DEFAULT_MAX_PLUGINS;
+    if (!l->reply_hwm)
+        l->reply_hwm = EDDY_COORD_DEFAULT_REPLY_HWM;
+}
+
 /* ---- roles (--keys) -------------------------------------------------------- */
 
 /* Requests that only read. */
@@ -441,11 +515,48 @@ static void refuse(coord_t *c, const unsigned char *id, size_t id_len, eddy_role
  * as it can costs a line per second, not a line per message. */
 static eddy_log_limit_t malformed_log, undecodable_log, unexpected_log;
 
+/* Without keys nothing says who a peer is, and a registered worker is
+ * given plugins, tasks and the job's data: only loopback peers may register
+ * (--insecure or not: it opens the port to clients, not to unproven
+ * workers). peer NULL or not an IP address: ipc://, on this machine. */
+static bool may_register(coord_t *c, const unsigned char *id, size_t id_len, const char *peer,
+                         const eddy_msg_t *m)
+{
+    if (c->opts->keys || !eddy_peer_is_remote(peer))
+        return true;
+    eddy_msg_t refuse = {.type = EDDY_MSG_REGISTERED};
+    refuse.u.registered.fatal = true;
+    snprintf(refuse.u.registered.error, sizeof refuse.u.registered.error,
+             "worker registration from %s refused: without --keys only workers on loopback "
+             "may register (anyone reaching the port would be given plugins, tasks and job "
+             "data); give every process --keys DIR (eddy keygen)", peer);
+    coord_reject(&c->rejects, COORD_REJECT_REMOTE_WITHOUT_KEYS, "'%s' (pid %lld on %s): %s",
+                 m->u.reg.name, (long long)m->u.reg.pid, m->u.reg.host, refuse.u.registered.error);
+    send_to(c, id, id_len, &refuse);
+    return false;
+}
+
 static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, const void *data,
-                           size_t len, eddy_role_t role)
+                           size_t len, eddy_role_t role, const char *peer)
 {
     eddy_msg_t m;
     eddy_err_t err;
+    /* Caps before decoding: the decoder allocates for every task entry. */
+    uint32_t n_tasks;
+    if (eddy_msg_peek(data, len, &n_tasks) == EDDY_MSG_HEARTBEAT) {
+        if (len > c->limits.max_heartbeat_bytes) {
+            coord_reject(&c->rejects, COORD_REJECT_HEARTBEAT_BYTES,
+                         "a heartbeat of %zu bytes (--max-heartbeat-bytes %u)", len,
+                         c->limits.max_heartbeat_bytes);
+            return;
+        }
+        if (n_tasks > c->limits.max_heartbeat_entries) {
+            coord_reject(&c->rejects, COORD_REJECT_HEARTBEAT_ENTRIES,
+                         "a heartbeat of %u task entries (--max-heartbeat-entries %u)", n_tasks,
+                         c->limits.max_heartbeat_entries);
+            return;
+        }
+    }
     if (eddy_msg_decode(data, len, &m, &err) < 0) {
         eddy_log_limited(&undecodable_log, EDDY_LOG_WARN, "dropping control message: %s",
                          err.msg);
@@ -456,14 +567,22 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         eddy_msg_clear(&m);
         return;
     }
-    if (c->election && m.leader_epoch > c->leader_epoch) {
-        /* the peer has heard from a newer leader: this one was deposed */
-        eddy_warn("a %s message carries leader epoch %llu, above this leader's %llu: stepping down",
-                  eddy_msg_type_name(m.type), (unsigned long long)m.leader_epoch,
-                  (unsigned long long)c->leader_epoch);
-        c->deposed = true;
-        eddy_msg_clear(&m);
-        return;
+    if (m.leader_epoch > c->leader_epoch) {
+        /* Authority by role: only a coordinator's key may carry a leader
+         * epoch anyone acts on, and no coordinator sends to another's
+         * control socket: every sender here is a client, reader or worker
+         * (or, without keys, anyone), so the epoch is ignored, never obeyed
+         * (a reader's status request must not depose the leader). A leader
+         * learns that it was deposed from its own etcd lease only
+         * (still_leading), which it stops trusting before etcd can give
+         * the key to another; the workers fence a deposed leader's commands
+         * by epoch. The message itself is handled. */
+        coord_reject(&c->rejects, COORD_REJECT_LEADER_EPOCH,
+                     "a %s message from a %s carries leader epoch %llu, above this leader's "
+                     "%llu: ignored (only this coordinator's lease decides)",
+                     eddy_msg_type_name(m.type),
+                     c->opts->keys ? eddy_role_name(role) : "peer without keys",
+                     (unsigned long long)m.leader_epoch, (unsigned long long)c->leader_epoch);
     }
     coord_worker_t *w = NULL;
     if (m.type == EDDY_MSG_PLUGIN) {
@@ -488,9 +607,20 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     }
     switch (m.type) {
     case EDDY_MSG_REGISTER:
-        on_register(c, id, id_len, &m);
+        if (may_register(c, id, id_len, peer, &m))
+            on_register(c, id, id_len, &m);
         break;
-    case EDDY_MSG_HEARTBEAT:
+    case EDDY_MSG_HEARTBEAT: {
+        uint32_t kept = coord_sender_filter_metrics(c, w, m.u.heartbeat.tasks,
+                                                    m.u.heartbeat.n_tasks);
+        if (kept < m.u.heartbeat.n_tasks) {
+            /* what is kept is all the memory held for it */
+            eddy_task_metrics_t *fit = realloc(m.u.heartbeat.tasks,
+                                               (kept ? kept : 1) * sizeof *fit);
+            if (fit)
+                m.u.heartbeat.tasks = fit;
+            m.u.heartbeat.n_tasks = kept;
+        }
         coord_timeline_on_heartbeat(c, w, w->metrics, w->n_metrics,
                                     m.u.heartbeat.tasks, m.u.heartbeat.n_tasks);
         free(w->metrics);
@@ -508,16 +638,39 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         ack.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
         send_to(c, id, id_len, &ack);
         break;
+    }
     case EDDY_MSG_DEPLOYED:
         coord_job_on_deployed(c, w, &m);
         break;
-    case EDDY_MSG_ACK:
-        coord_job_on_ack(c, &m);
+    case EDDY_MSG_ACK: {
+        /* task-scoped: only from the task's worker, a final ACK once (senders.c) */
+        bool final = m.u.ack.checkpoint == EDDY_FINAL_CHECKPOINT;
+        coord_job_t *j = coord_sender_task(c, w, final ? "final ACK" : "ACK", m.u.ack.job,
+                                           m.u.ack.epoch, m.u.ack.stage, m.u.ack.instance);
+        /* (a final ACK outside the final commit is ignored by on_ack, and
+         * must not use up the task's one) */
+        if (j && (!final || !j->finishing ||
+                  coord_sender_once(c, j, m.u.ack.stage, m.u.ack.instance,
+                                    COORD_TASK_SEEN_FINAL_ACK, "final ACK")))
+            coord_job_on_ack(c, &m);
         break;
-    case EDDY_MSG_TASK_DONE:
-        coord_job_on_task_done(c, &m);
+    }
+    case EDDY_MSG_TASK_DONE: {
+        coord_job_t *j = coord_sender_task(c, w, "TASK_DONE", m.u.task_done.job,
+                                           m.u.task_done.epoch, m.u.task_done.stage,
+                                           m.u.task_done.instance);
+        if (j && coord_sender_once(c, j, m.u.task_done.stage, m.u.task_done.instance,
+                                   COORD_TASK_SEEN_DONE, "TASK_DONE"))
+            coord_job_on_task_done(c, &m);
         break;
+    }
     case EDDY_MSG_TASK_FAILED: {
+        coord_job_t *j = coord_sender_task(c, w, "TASK_FAILED", m.u.task_failed.job,
+                                           m.u.task_failed.epoch, m.u.task_failed.stage,
+                                           m.u.task_failed.instance);
+        if (!j || !coord_sender_once(c, j, m.u.task_failed.stage, m.u.task_failed.instance,
+                                     COORD_TASK_SEEN_FAILED, "TASK_FAILED"))
+            break;
         /* The cause names the worker: an input one worker cannot open is
          * that worker's problem, and the user has to know which. */
         char cause[sizeof m.u.task_failed.error];
@@ -565,11 +718,8 @@ static void drain_router(coord_t *c)
         size_t id_len = zmq_msg_size(&frames[0]);
         if (id_len <= COORD_MAX_IDENTITY) {
             const unsigned char *id = zmq_msg_data(&frames[0]);
-            const char *peer = zmq_msg_gets(&frames[1], "Peer-Address");
-            snprintf(c->peer_address, sizeof c->peer_address, "%s", peer ? peer : "");
-            c->peer_beyond_loopback = eddy_peer_is_remote(peer);
             handle_message(c, id, id_len, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
-                           eddy_curve_role(&frames[1]));
+                           eddy_curve_role(&frames[1]), zmq_msg_gets(&frames[1], "Peer-Address"));
             /* which connection it came through: disconnect.c */
             coord_disconnect_heard(c, zmq_msg_get(&frames[1], ZMQ_SRCFD), id, id_len,
                                    worker_by_identity(c, id, id_len));
@@ -685,8 +835,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         o.max_restarts = COORD_MAX_RESTARTS;
     if (!o.checkpoint_timeout_ms)
         o.checkpoint_timeout_ms = 60000;
+    eddy_coordinator_limits_fill(&o.limits);
     opts = &o;
     c.opts = opts;
+    c.limits = o.limits;
     c.started_ms = eddy_mono_ms();
     c.decisions = json_array();
     c.timeline = coord_timeline_new(); /* NULL: no dashboard history, nothing else lost */
@@ -719,9 +871,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         goto out;
     c.zctx = zmq_ctx_new();
     c.router = zmq_socket(c.zctx, ZMQ_ROUTER);
-    int linger = 500, zero = 0, mandatory = 1;
+    int linger = 500, zero = 0, mandatory = 1, hwm = (int)c.limits.reply_hwm;
     zmq_setsockopt(c.router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(c.router, ZMQ_SNDHWM, &zero, sizeof zero);
+    /* a peer that never reads holds at most --reply-hwm messages */
+    zmq_setsockopt(c.router, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(c.router, ZMQ_RCVHWM, &zero, sizeof zero);
     zmq_setsockopt(c.router, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
     if (eddy_zsock_limit_size(c.router, EDDY_ZRECV_MAX_CONTROL, err) < 0)

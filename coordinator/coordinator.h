@@ -13,6 +13,35 @@
 #include "common/guarantee.h"
 #include "net/keys.h"
 
+/* Caps on what peers can make the coordinator hold (docs/security.md).
+ * Each is a flag of `eddy coordinator` and `eddy local`; 0 means the
+ * default below. Whatever goes past a cap is dropped, counted in
+ * eddy_rejected_messages_total{reason} and logged once per interval. */
+#define EDDY_COORD_DEFAULT_MAX_HEARTBEAT_ENTRIES 1024u  /* tasks in one heartbeat */
+#define EDDY_COORD_DEFAULT_MAX_HEARTBEAT_BYTES (2u << 20) /* one heartbeat on the wire */
+#define EDDY_COORD_DEFAULT_MAX_WORKER_SERIES 1024u      /* task metrics kept per worker */
+#define EDDY_COORD_DEFAULT_MAX_WORKERS 1024u            /* live registrations */
+#define EDDY_COORD_DEFAULT_MAX_DECISIONS 1024u          /* scaling decisions kept (at most 1024) */
+#define EDDY_COORD_DEFAULT_MAX_DECISION_BYTES 16384u    /* one decision's JSON */
+#define EDDY_COORD_DEFAULT_MAX_ENDED_JOBS 64u           /* ended jobs kept in memory for the views */
+#define EDDY_COORD_DEFAULT_MAX_PLUGINS 64u              /* plugin uploads stored */
+#define EDDY_COORD_DEFAULT_REPLY_HWM 100000u            /* messages queued to one peer */
+
+typedef struct eddy_coordinator_limits {
+    uint32_t max_heartbeat_entries;
+    uint32_t max_heartbeat_bytes;
+    uint32_t max_worker_series;
+    uint32_t max_workers;
+    uint32_t max_decisions;
+    uint32_t max_decision_bytes;
+    uint32_t max_ended_jobs;
+    uint32_t max_plugins;
+    uint32_t reply_hwm;
+} eddy_coordinator_limits_t;
+
+/* Fills the zero fields of limits with their defaults. */
+void eddy_coordinator_limits_fill(eddy_coordinator_limits_t *limits);
+
 typedef struct eddy_coordinator_options {
     const char *bind;                /* control socket, e.g. tcp://127.0.0.1:7600 */
     const eddy_keys_t *keys;         /* server keys: CURVE and roles (NULL: neither) */
@@ -56,6 +85,7 @@ typedef struct eddy_coordinator_options {
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;
+    eddy_coordinator_limits_t limits; /* zero fields: the defaults */
 } eddy_coordinator_options_t;
 
 /* With an etcd metastore, first stands by until elected leader (answering

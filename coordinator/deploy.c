@@ -167,6 +167,10 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     j->finishing = false;
     j->final_acks_pending = 0;
     j->tasks_total = coord_job_total_tasks(j);
+    if (coord_senders_begin_epoch(j) < 0) {
+        coord_fail_job(c, j, "out of memory");
+        return;
+    }
     j->deploy_mode = mode;
     j->deploy_checkpoint = checkpoint;
     uint32_t n = coord_job_count_positions(j);
@@ -201,7 +205,9 @@ void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     while (k < j->deploys_pending && j->deploy_awaiting[k] != w->id)
         k++;
     if (k == j->deploys_pending) {
-        eddy_warn("job %s: ignoring a second DEPLOYED of epoch %u from worker %u", j->id, j->epoch, w->id);
+        coord_reject(&c->rejects, COORD_REJECT_DUPLICATE,
+                     "job %s: a DEPLOYED of epoch %u from worker %u, which is not awaited (a "
+                     "second one, or the DEPLOY did not go there)", j->id, j->epoch, w->id);
         return;
     }
     if (m->u.deployed.error[0]) {

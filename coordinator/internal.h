@@ -18,6 +18,7 @@
 #include "coordinator/job_store.h"
 #include "coordinator/latency.h"
 #include "coordinator/rebalance.h"
+#include "coordinator/rejects.h"
 #include "coordinator/timeline.h"
 #include "net/curve.h"
 #include "net/proto.h"
@@ -228,6 +229,10 @@ typedef struct coord_job {
 
     uint32_t tasks_done;
     uint32_t tasks_total;
+    /* senders.c: per task of the current epoch (stages in order, then
+     * instances), the COORD_TASK_SEEN_* reports already counted */
+    uint8_t *task_seen;
+    uint32_t n_task_seen;
     bool any_done;
     /* Every task is done: COMPLETE(EDDY_FINAL_CHECKPOINT) went out and the
      * job finishes when each task ACKed its final commit. */
@@ -265,11 +270,6 @@ typedef struct coord {
     eddy_metastore_async_t *meta_async; /* every metadata-store call from the loop */
     coord_ticket_t *tickets;
     eddy_snapshot_store_t *store;
-    /* The peer of the control message being handled (drain_router): without
-     * keys, workers beyond loopback may not register. */
-    char peer_address[64];
-    bool peer_beyond_loopback;
-    eddy_log_limit_t remote_register_log;
     eddy_plugin_dir_t *plugin_store;     /* <snapshot dir>/plugins, private (plugins.c) */
     coord_reaper_t *reaper;       /* removes checkpoint directories off the loop */
     coord_worker_t *workers;
@@ -303,6 +303,9 @@ typedef struct coord {
     /* worker_lease.c: registrations on etcd leases (false: file store) */
     bool worker_leases;
     uint32_t listed_workers;      /* listed by the previous leader at takeover */
+    eddy_coordinator_limits_t limits; /* opts->limits with the defaults filled in */
+    coord_rejects_t rejects;      /* dropped messages by reason (rejects.h) */
+    uint32_t n_plugin_uploads;    /* uploads of plugins not loaded before (--max-plugins) */
 } coord_t;
 
 /* coordinator.c */
@@ -496,6 +499,26 @@ void coord_plugins_close(coord_t *c);
 /* PLUGIN: an upload from a client (w NULL or not), or a worker's fetch. */
 void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len, coord_worker_t *w,
                               const eddy_msg_t *m);
+
+/* senders.c: task-scoped messages count only from the task's worker */
+#define COORD_TASK_SEEN_DONE 1u
+#define COORD_TASK_SEEN_FINAL_ACK 2u
+#define COORD_TASK_SEEN_FAILED 4u
+/* A new epoch of j was deployed: nothing of it was reported yet. -1: no memory. */
+int coord_senders_begin_epoch(coord_job_t *j);
+/* The job when w may report on task (stage, instance) of job's current
+ * epoch `epoch` (it is placed there); else NULL, counted and logged. */
+coord_job_t *coord_sender_task(coord_t *c, const coord_worker_t *w, const char *what,
+                               uint32_t job, uint32_t epoch, uint32_t stage, uint32_t instance);
+/* Whether the task's report `flag` (COORD_TASK_SEEN_*) is the first of
+ * this epoch; a repeat is counted as a duplicate. Call after coord_sender_task. */
+bool coord_sender_once(coord_t *c, coord_job_t *j, uint32_t stage, uint32_t instance,
+                       uint8_t flag, const char *what);
+/* Drops from a heartbeat's tasks[n] the entries w may not report (current
+ * epoch, not placed on w; unknown jobs; future epochs) and those past
+ * --max-worker-series, in place; returns how many are left. */
+uint32_t coord_sender_filter_metrics(coord_t *c, const coord_worker_t *w, eddy_task_metrics_t *tasks,
+                                     uint32_t n);
 
 /* placement.c */
 /* Places every instance of every stage on alive workers, keeping instances

@@ -100,6 +100,7 @@ void coord_job_free(coord_job_t *j)
     free(j->reported_positions);
     free(j->moves);
     free(j->deploy_awaiting);
+    free(j->task_seen);
     coord_latency_destroy(&j->latency);
     coord_counters_destroy(&j->counters);
     free(j);
@@ -253,12 +254,12 @@ void coord_job_add(coord_t *c, coord_job_t *j)
     coord_job_id_reserve(c, j->id);
     j->next = c->jobs;
     c->jobs = j;
-    /* Ended jobs stay in memory for the views up to COORD_MAX_HISTORY; older
+    /* Ended jobs stay in memory for the views up to --max-ended-jobs; older
      * ones are forgotten here (their records stay in the metadata store and
      * their ids stay taken). */
     uint32_t ended = 0;
     for (coord_job_t **pp = &c->jobs; *pp;) {
-        if (coord_job_ended(*pp) && ++ended > COORD_MAX_HISTORY) {
+        if (coord_job_ended(*pp) && ++ended > c->limits.max_ended_jobs) {
             coord_job_t *old = *pp;
             *pp = old->next;
             coord_job_free(old);

@@ -113,8 +113,20 @@ void coord_plugins_on_message(coord_t *c, const unsigned char *id, size_t id_len
             coord_reply(c, id, id_len, 2, "a plugin upload carries the library's bytes");
         return;
     }
+    /* a bounded store: uploads of new plugins past --max-plugins are refused */
+    bool known = m->u.plugin.hash[0] && eddy_plugin_loaded(eddy_registry_default(), m->u.plugin.hash);
+    if (!known && c->n_plugin_uploads >= c->limits.max_plugins) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "plugin upload refused: %u plugins stored (--max-plugins)",
+                 c->n_plugin_uploads);
+        coord_reject(&c->rejects, COORD_REJECT_PLUGINS, "%s", msg);
+        coord_reply(c, id, id_len, 2, msg);
+        return;
+    }
     char hash[EDDY_PLUGIN_HASH_LEN + 1];
     eddy_err_t err = {{0}};
+    if (!known)
+        c->n_plugin_uploads++;
     eddy_plugin_dir_t *dir = store(c, &err);
     if (!dir || eddy_plugin_dir_load_bytes(dir, m->u.plugin.data, m->u.plugin.len, m->u.plugin.hash,
                                            eddy_registry_default(), hash, &err) < 0) {

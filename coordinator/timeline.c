@@ -353,6 +353,16 @@ void coord_timeline_tick(coord_t *c, uint64_t now_ms)
 {
     if (!c->timeline)
         return;
+    /* the history of a job the coordinator forgot (--max-ended-jobs) goes with it */
+    for (tl_job_t **pp = &c->timeline->jobs; *pp;) {
+        if (!coord_job_by_num(c, (*pp)->num)) {
+            tl_job_t *gone = *pp;
+            *pp = gone->next;
+            job_free(gone);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         tl_job_t *t = find_job(c->timeline, j->num);
         if (!t && (coord_job_ended(j) || j->state == JOB_WAITING))

@@ -326,7 +326,7 @@ static void drop_oldest_decision(coord_t *c)
 
 static void append_decision(coord_t *c, json_t *decision, uint64_t seq)
 {
-    if (json_array_size(c->decisions) >= COORD_MAX_DECISIONS)
+    while (json_array_size(c->decisions) && json_array_size(c->decisions) >= c->limits.max_decisions)
         drop_oldest_decision(c);
     c->decision_seqs[json_array_size(c->decisions)] = seq;
     json_array_append_new(c->decisions, decision);
@@ -647,6 +647,11 @@ char *coord_view_metrics(coord_t *c)
     leader_family(&b, true);
     family(&b, "eddy_workers_alive", "gauge", "Workers currently alive.");
     tb_printf(&b, "eddy_workers_alive %u\n", coord_alive_workers(c));
+    family(&b, "eddy_rejected_messages_total", "counter",
+           "Messages dropped for who sent them or how much they ask for (docs/security.md).");
+    for (int r = 0; r < COORD_REJECT_COUNT; r++)
+        tb_printf(&b, "eddy_rejected_messages_total{reason=\"%s\"} %" PRIu64 "\n",
+                  coord_reject_name((coord_reject_reason_t)r), c->rejects.count[r]);
 
     struct {
         const char *name, *type, *help;

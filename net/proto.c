@@ -914,6 +914,73 @@ int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *e
     return rc;
 }
 
+/* A msgpack array header at p[0..len): its length, and *used its bytes;
+ * false when it is not one. */
+static bool peek_array(const unsigned char *p, size_t len, uint32_t *n, size_t *used)
+{
+    if (len >= 1 && (p[0] & 0xf0) == 0x90) {
+        *n = p[0] & 0x0f;
+        *used = 1;
+    } else if (len >= 3 && p[0] == 0xdc) {
+        *n = (uint32_t)p[1] << 8 | p[2];
+        *used = 3;
+    } else if (len >= 5 && p[0] == 0xdd) {
+        *n = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+        *used = 5;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* A msgpack integer at p[0..len) (any of its encodings: msgpack-c reads a
+ * non-negative signed one as unsigned): its bytes in *used; false when it
+ * is not one. */
+static bool peek_int(const unsigned char *p, size_t len, size_t *used)
+{
+    static const size_t sizes[] = {2, 3, 5, 9}; /* 8, 16, 32, 64 bits */
+    if (len >= 1 && (p[0] <= 0x7f || p[0] >= 0xe0)) {
+        *used = 1;
+        return true;
+    }
+    unsigned k = len >= 1 && p[0] >= 0xcc && p[0] <= 0xcf   ? p[0] - 0xcc
+                 : len >= 1 && p[0] >= 0xd0 && p[0] <= 0xd3 ? p[0] - 0xd0
+                                                            : 4;
+    if (k < 4 && len >= sizes[k]) {
+        *used = sizes[k];
+        return true;
+    }
+    return false;
+}
+
+eddy_msg_type_t eddy_msg_peek(const void *data, size_t len, uint32_t *n_tasks)
+{
+    const unsigned char *p = data;
+    uint32_t n;
+    size_t used;
+    *n_tasks = 0;
+    if (!peek_array(p, len, &n, &used) || n < 1)
+        return 0;
+    p += used;
+    len -= used;
+    /* the type: a positive fixint (every type is below 128) */
+    if (len < 1 || p[0] == 0 || p[0] >= EDDY_MSG_TYPE_COUNT)
+        return 0;
+    eddy_msg_type_t type = (eddy_msg_type_t)p[0];
+    p++;
+    len--;
+    if (type != EDDY_MSG_HEARTBEAT)
+        return type;
+    /* HEARTBEAT: [type, worker_id, [task, ...], leader_epoch]; a head that
+     * cannot be read counts as too many entries (the decoder would refuse
+     * it anyway, after allocating) */
+    *n_tasks = UINT32_MAX;
+    uint32_t tasks;
+    if (n >= 3 && peek_int(p, len, &used) && peek_array(p + used, len - used, &tasks, &used))
+        *n_tasks = tasks;
+    return type;
+}
+
 static int compare_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

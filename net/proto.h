@@ -170,8 +170,9 @@ typedef struct eddy_msg {
     /* Fencing: every message ends with a leader epoch. A coordinator sends
      * its own (the create revision of its leader key in etcd; 0 without an
      * election), a worker the highest it has seen. A worker ignores commands
-     * of a lower epoch than it has seen; a coordinator that sees a higher
-     * one than its own was deposed. Absent (an older peer): 0. */
+     * of a lower epoch than it has seen; a coordinator ignores the epoch of
+     * every message it receives (only its lease says whether it leads:
+     * docs/security.md). Absent (an older peer): 0. */
     uint64_t leader_epoch;
     union {
         struct {
@@ -281,6 +282,13 @@ typedef struct eddy_msg {
 char *eddy_msg_encode(const eddy_msg_t *msg, size_t *len);
 /* Fills msg (which the caller later eddy_msg_clear()s) or returns -1 with err. */
 int eddy_msg_decode(const void *data, size_t len, eddy_msg_t *msg, eddy_err_t *err);
+/* Reads only the head of an encoded message, allocating nothing: its type
+ * (0 when the bytes do not start like a message) and, for a HEARTBEAT, how
+ * many task entries its array announces (UINT32_MAX when that cannot be
+ * read; 0 for other types). A receiver checks its caps with this before
+ * eddy_msg_decode, which allocates for every entry; the decoder still
+ * checks everything. */
+eddy_msg_type_t eddy_msg_peek(const void *data, size_t len, uint32_t *n_tasks);
 /* Frees what a decoded (or hand-built, heap-backed) message owns. */
 void eddy_msg_clear(eddy_msg_t *msg);
 /* Checks a decoded DEPLOY against the job graph the worker built from it

@@ -1,7 +1,11 @@
 /* test_loopback.c - which listening addresses are loopback-only
  * (net/loopback.c): the start-up warnings rely on anything unclear counting
  * as reachable from other machines. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <string.h>
 
 #include "net/loopback.h"
 

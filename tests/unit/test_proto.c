@@ -1317,3 +1317,54 @@ Test(proto, bad_key_loads_rejected)
     eddy_msg_clear(&d);
     free(enc);
 }
+
+/* eddy_msg_peek reads a message's type and a HEARTBEAT's entry count from
+ * its first bytes, whatever the worker id's width and the array's header
+ * (fixarray, array 16, array 32), and never reads past the buffer. */
+Test(proto, peek_type_and_heartbeat_entries)
+{
+    uint32_t worker_ids[] = {3, 200, 70000, 5000000};
+    uint32_t counts[] = {0, 15, 16, 70000};
+    for (size_t a = 0; a < sizeof worker_ids / sizeof *worker_ids; a++)
+        for (size_t b = 0; b < sizeof counts / sizeof *counts; b++) {
+            eddy_msg_t m = {.type = EDDY_MSG_HEARTBEAT};
+            m.u.heartbeat.worker_id = worker_ids[a];
+            m.u.heartbeat.n_tasks = counts[b];
+            m.u.heartbeat.tasks = calloc(counts[b] ? counts[b] : 1, sizeof *m.u.heartbeat.tasks);
+            cr_assert(m.u.heartbeat.tasks);
+            size_t len;
+            char *enc = eddy_msg_encode(&m, &len);
+            free(m.u.heartbeat.tasks);
+            uint32_t n = 99;
+            cr_assert_eq(eddy_msg_peek(enc, len, &n), EDDY_MSG_HEARTBEAT);
+            cr_assert_eq(n, counts[b], "worker %u, %u entries: peeked %u", worker_ids[a],
+                         counts[b], n);
+            /* every prefix: no crash, and never a count below the real one */
+            for (size_t cut = 0; cut < len && cut < 16; cut++) {
+                n = 99;
+                eddy_msg_type_t t = eddy_msg_peek(enc, cut, &n);
+                cr_assert(t == 0 || t == EDDY_MSG_HEARTBEAT);
+                cr_assert(t == 0 ? n == 0 : n == counts[b] || n == UINT32_MAX);
+            }
+            free(enc);
+        }
+    eddy_msg_t r = {.type = EDDY_MSG_TASK_DONE};
+    size_t len;
+    char *enc = eddy_msg_encode(&r, &len);
+    uint32_t n = 99;
+    cr_assert_eq(eddy_msg_peek(enc, len, &n), EDDY_MSG_TASK_DONE);
+    cr_assert_eq(n, 0);
+    free(enc);
+    /* a worker id as a signed integer (msgpack-c reads it as unsigned) */
+    cr_assert_eq(eddy_msg_peek("\x94\x03\xd0\x05\xdc\x01\x00", 7, &n), EDDY_MSG_HEARTBEAT);
+    cr_assert_eq(n, 256);
+    /* a head that cannot be read: as many entries as can be */
+    cr_assert_eq(eddy_msg_peek("\x94\x03\xc0\x90\x00", 5, &n), EDDY_MSG_HEARTBEAT);
+    cr_assert_eq(n, UINT32_MAX);
+    cr_assert_eq(eddy_msg_peek("\x92\x03\x01", 3, &n), EDDY_MSG_HEARTBEAT);
+    cr_assert_eq(n, UINT32_MAX);
+    cr_assert_eq(eddy_msg_peek("\x91\x00", 2, &n), 0);        /* type 0 */
+    cr_assert_eq(eddy_msg_peek("\x91\x7f", 2, &n), 0);        /* unknown type */
+    cr_assert_eq(eddy_msg_peek("\x81\x03\x03", 3, &n), 0);    /* a map, not an array */
+    cr_assert_eq(eddy_msg_peek("", 0, &n), 0);
+}
