@@ -274,6 +274,8 @@ typedef struct coord {
      * single key "/eddy/scaling/decisions". */
     uint64_t decision_seqs[COORD_MAX_DECISIONS];
     uint64_t next_decision_seq;
+    uint64_t decisions_rejected;  /* `decision` requests refused by the schema (views.c) */
+    uint64_t decision_reject_logged_ms; /* last warning about one (once per interval) */
     uint64_t started_ms;
     bool submitted;
     bool resumed_jobs;            /* jobs were reloaded from the metadata store */
@@ -510,8 +512,11 @@ void coord_view_standby_metrics(eddy_http_response_t *resp);
 bool coord_http_is_open(const char *path);
 void coord_http_handler(void *ctx, const char *method, const char *path,
                         eddy_http_response_t *resp);
-/* Appends one decision (taking the reference) and stores it under its own key. */
-void coord_record_decision(coord_t *c, json_t *decision);
+/* Checks one decision against its schema (controller/decision_json.h) and,
+ * if it holds, appends it (taking the reference) and stores it under its own
+ * key; else drops it, counts it (eddy_decisions_rejected_total), logs it
+ * (once per COORD_REJECT_LOG_MS) and returns -1 with err saying why. */
+int coord_record_decision(coord_t *c, json_t *decision, eddy_err_t *err);
 /* Loads the history at startup, synchronously: call before meta_async exists. */
 void coord_decisions_load(coord_t *c);
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id);
