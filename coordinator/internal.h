@@ -180,6 +180,10 @@ typedef struct coord_job {
     bool restore_scheduled;
     uint64_t restore_at_ms;
     char last_cause[EDDY_ERROR_MAX];
+    /* Non-empty: the job must not be restored from what is retained, since
+     * a sink may have published a newer checkpoint that is unusable
+     * (recovery.c); the first restore fails the job with this cause. */
+    char unrestorable[EDDY_ERROR_MAX];
     /* after a failure: when it was noticed, and whether records have not
      * yet been seen reaching the last stage in the restored epoch */
     uint64_t failure_noticed_ms;
@@ -457,6 +461,12 @@ void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_f
 /* Runs a restore whose backoff delay has passed. */
 void coord_recovery_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 void coord_fail_job(coord_t *c, coord_job_t *j, const char *why);
+/* The name of a stage whose operator publishes at COMPLETE (two-phase
+ * commit) when the job's guarantee forbids duplicates, else NULL: such a
+ * sink may have published up to the newest completed checkpoint, so the
+ * job must never restore an older one (that would publish the replay
+ * twice). */
+const char *coord_job_commit_fence(const coord_job_t *j);
 void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m);
 void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w);
 /* A RESTORE deploy failed with err: falls back to an older retained
