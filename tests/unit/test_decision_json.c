@@ -3,10 +3,12 @@
  * missing keys, wrong types, out-of-range values and inconsistent actions. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller/decision_json.h"
+#include "controller/pool.h"
 
 static eddy_scaling_decision_t sample_decision(void)
 {
@@ -279,4 +281,27 @@ Test(decision_json, applied_no_change_is_inconsistent)
     eddy_err_t err = {{0}};
     cr_assert_eq(eddy_scaling_decision_from_json(obj, &out, &err), -1);
     json_decref(obj);
+}
+
+/* What the worker pool and the controller post passes the coordinator's
+ * check: a pool growing from no live worker, and shrinking to none. */
+Test(decision_json, pool_decisions_pass_the_check)
+{
+    eddy_pool_decision_t pd = {.time_ms = 5, .action = EDDY_POOL_GROW, .live = 0, .target = 2, .grow = 2};
+    snprintf(pd.job, sizeof pd.job, "wordcount");
+    snprintf(pd.reason, sizeof pd.reason, "2 slots wanted");
+    json_t *doc = eddy_pool_decision_to_json(&pd, 1700000000000);
+    eddy_err_t err = {{0}};
+    cr_assert(doc);
+    cr_assert_eq(eddy_scaling_decision_check_json(doc, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    pd.action = EDDY_POOL_SHRINK;
+    pd.live = 1;
+    pd.target = 0;
+    pd.grow = 0;
+    snprintf(pd.release, sizeof pd.release, "eddy-pool-1");
+    doc = eddy_pool_decision_to_json(&pd, 1700000000000);
+    cr_assert(doc);
+    cr_assert_eq(eddy_scaling_decision_check_json(doc, &err), 0, "%s", err.msg);
+    json_decref(doc);
 }
