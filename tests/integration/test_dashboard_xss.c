@@ -19,7 +19,10 @@
  *   and is not in /api/v1/scaling: before the schema check it was stored
  *   and the page ran its script;
  * - the page and the APIs carry the security headers as the browser sees
- *   them.
+ *   them;
+ * - the bearer token (--http-token-file, the page opened as /#token=...)
+ *   works, leaves the address bar and is in neither sessionStorage nor
+ *   localStorage.
  *
  * Skipped, saying so, only when no chromium binary is installed. */
 #include <criterion/criterion.h>
@@ -42,6 +45,7 @@
 
 #define LINES 400000
 #define SOURCE_RATE "2000"
+#define TOKEN "xss-T0ken-for-the-dashboard"
 
 /* Each sets a global or the title if it ever runs; each fits a name (63 bytes). */
 #define P_IMG "<img src=x onerror=__xss=1>"
@@ -51,9 +55,9 @@
 #define P_TITLE "<img src=x onerror=document.title=5>"
 
 static char *dir;
-static char input[600], output[700], logp[600], browser_log[600], profile[600];
+static char input[600], output[700], logp[600], browser_log[600], profile[600], token_path[600];
 static int ports[2];
-static char coord[64], url[64];
+static char coord[64], url[64], url_token[128];
 static eddy_proc_t job;
 static eddy_cdp_t *browser;
 
@@ -80,12 +84,18 @@ static void setup(void)
     snprintf(logp, sizeof logp, "%s/local.log", dir);
     snprintf(browser_log, sizeof browser_log, "%s/chromium.log", dir);
     snprintf(profile, sizeof profile, "%s/profile", dir);
+    snprintf(token_path, sizeof token_path, "%s/http.token", dir);
     cr_assert(mkdir(profile, 0700) == 0);
+    cr_assert(eddy_write_file(token_path, TOKEN "\n", strlen(TOKEN) + 1) == 0);
+    cr_assert(chmod(token_path, 0600) == 0);
     cr_assert(eddy_gen_lines(input, LINES, 7, &err) == 0, "%s", err.msg);
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", ports[1]);
 }
+
+/* A fetch with the token, as the page's own requests carry it. */
+#define AUTH "{headers: {Authorization: 'Bearer " TOKEN "'}}"
 
 static void teardown(void)
 {
@@ -276,7 +286,8 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
     snprintf(cp, sizeof cp, "%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--input", input,
+                    "--checkpoint-interval", "500", "--http-token-file", token_path, "--quiet", "--job",
+                    "wordcount", "--input", input,
                     "--rate", SOURCE_RATE, "--output", output, NULL};
     cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
     if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 60000, &job))
@@ -306,7 +317,8 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
 
     browser = eddy_cdp_start(chromium, profile, browser_log, 1400, 1600, &err);
     cr_assert(browser, "%s; chromium's log:\n%s", err.msg, log_text(browser_log));
-    cr_assert(eddy_cdp_navigate(browser, url, &err) == 0, "%s", err.msg);
+    snprintf(url_token, sizeof url_token, "%s#token=%s", url, TOKEN);
+    cr_assert(eddy_cdp_navigate(browser, url_token, &err) == 0, "%s", err.msg);
     json_decref(eval_ok(WATCH));
 
     /* Wait until every hostile string is on the page, then for three more
@@ -333,7 +345,7 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
     json_decref(s);
 
     /* The scaling history the page reads has no trace of the refused ones. */
-    json_t *v = eval_ok("fetch('/api/v1/scaling').then(r => r.text())");
+    json_t *v = eval_ok("fetch('/api/v1/scaling', " AUTH ").then(r => r.text())");
     cr_assert(!strstr(json_string_value(v), "__xss=6") && !strstr(json_string_value(v), "\"html\""),
               "a refused decision was stored: %s", json_string_value(v));
     json_decref(v);
@@ -341,7 +353,7 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
     /* The headers, as the browser sees them on the page and an API. */
     static const char *const header_checks[] = {
         "fetch('/').then(r => r.headers.get('content-security-policy'))",
-        "fetch('/api/v1/status').then(r => r.headers.get('content-security-policy'))",
+        "fetch('/api/v1/status', " AUTH ").then(r => r.status + ' ' + r.headers.get('content-security-policy'))",
     };
     for (size_t i = 0; i < sizeof header_checks / sizeof header_checks[0]; i++) {
         v = eval_ok(header_checks[i]);
@@ -355,21 +367,27 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
                 "r.headers.get('referrer-policy'), r.headers.get('x-frame-options')].join(' '))");
     cr_assert_str_eq(json_string_value(v), "nosniff no-referrer DENY");
     json_decref(v);
-    /* The token is not kept where other scripts of the origin could read it. */
-    v = eval_ok("sessionStorage.length + localStorage.length");
-    cr_assert_eq(json_integer_value(v), 0, "the page stored something in web storage");
+    /* The token worked (the page showed the job), left the address bar,
+     * and is not kept where other scripts of the origin could read it. */
+    v = eval_ok("[sessionStorage.length + localStorage.length, location.hash === '', "
+                "document.documentElement.outerHTML.includes('" TOKEN "')].join(' ')");
+    cr_assert_str_eq(json_string_value(v), "0 true false", "web storage entries, address bar cleared, "
+                     "token in the DOM: %s", json_string_value(v));
     json_decref(v);
 
-    /* Every other page the server has: the APIs, opened as documents. */
-    static const char *const apis[] = {"api/v1/status", "api/v1/scaling", "api/v1/jobs",
-                                       "api/v1/timeseries/wordcount"};
+    /* The APIs the page reads: JSON, never sniffed as anything else. */
+    static const char *const apis[] = {"/api/v1/status", "/api/v1/scaling", "/api/v1/jobs",
+                                       "/api/v1/timeseries/wordcount"};
     for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
-        char page[160];
-        snprintf(page, sizeof page, "%s%s", url, apis[i]);
-        cr_assert(eddy_cdp_navigate(browser, page, &err) == 0, "%s: %s", page, err.msg);
-        v = eval_ok("[document.contentType, typeof window.__xss, "
-                    "document.querySelectorAll('img, script, svg').length].join(' ')");
-        cr_assert_str_eq(json_string_value(v), "application/json undefined 0", "%s", page);
+        char expr[300];
+        snprintf(expr, sizeof expr,
+                 "fetch('%s', " AUTH ").then(r => [r.status, r.headers.get('content-type'), "
+                 "r.headers.get('x-content-type-options')].join(' '))",
+                 apis[i]);
+        v = eval_ok(expr);
+        cr_assert(strstr(json_string_value(v), "200 application/json") &&
+                      strstr(json_string_value(v), "nosniff"),
+                  "%s: %s", apis[i], json_string_value(v));
         json_decref(v);
     }
 }
