@@ -12,7 +12,12 @@
  * coordinator fell back to checkpoint N-1 and replayed what the sink had
  * already published for N: the job finished with repeated lines. Now the
  * job fails, naming the checkpoint, the file and the sink, and the
- * published output holds no line twice. */
+ * published output holds no line twice.
+ *
+ * The same when the coordinator restarts (SIGKILLed, then started again)
+ * and finds checkpoint N's metadata unreadable: before the fix it resumed
+ * from N-1 and published the replay again; now the job fails as it
+ * resumes. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
@@ -23,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "state/metastore.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
@@ -74,7 +80,7 @@ static void teardown(void)
     dir = NULL;
 }
 
-static void start_cluster(void)
+static void start_coordinator(void)
 {
     eddy_err_t err = {{0}};
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
@@ -82,6 +88,12 @@ static void start_cluster(void)
                     "--checkpoint-interval", "300", "--heartbeat-ms", "200", "--heartbeat-timeout-ms",
                     "3000", NULL};
     cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+}
+
+static void start_cluster(void)
+{
+    eddy_err_t err = {{0}};
+    start_coordinator();
     for (int i = 0; i < WORKERS; i++) {
         char name[32], wlog[700];
         snprintf(name, sizeof name, "worker-%d", i + 1);
@@ -247,8 +259,10 @@ static size_t repeated_lines(size_t *total, char *example, size_t size)
     return dups;
 }
 
-Test(recovery_commit, unusable_newest_checkpoint_after_its_commit_fails_the_job, .init = setup,
-     .fini = teardown, .timeout = 300)
+/* Runs the job until 3 checkpoints completed, stops a worker without the
+ * sink (no checkpoint completes any more) and waits until the sink
+ * published the newest checkpoint: its id; the stopped worker in *victim_p. */
+static int64_t run_until_published(eddy_proc_t **victim_p)
 {
     start_cluster();
     cr_assert(eddy_poll_until(all_registered, NULL, 30000), "the workers did not register; log:\n%s",
@@ -274,6 +288,28 @@ Test(recovery_commit, unusable_newest_checkpoint_after_its_commit_fails_the_job,
               (long long)newest);
     cr_assert(job_facts(&again, &w2));
     cr_assert_eq(newest, again, "a checkpoint completed while a worker was stopped");
+    *victim_p = victim;
+    return newest;
+}
+
+/* What the sink published holds each line once, whatever the job did. */
+static void expect_no_repeats(int64_t newest, const char *state)
+{
+    size_t total = 0;
+    char example[256];
+    size_t dups = repeated_lines(&total, example, sizeof example);
+    cr_assert_gt(total, 0, "nothing was published");
+    cr_assert_eq(dups, 0,
+                 "%zu of %zu published lines are repeats (e.g. '%s'): the restore crossed the commit of "
+                 "checkpoint %lld (job %s)",
+                 dups, total, example, (long long)newest, state);
+}
+
+Test(recovery_commit, unusable_newest_checkpoint_after_its_commit_fails_the_job, .init = setup,
+     .fini = teardown, .timeout = 300)
+{
+    eddy_proc_t *victim = NULL;
+    int64_t newest = run_until_published(&victim);
 
     char bad[1200];
     cr_assert(truncate_one_file(newest, bad, sizeof bad), "no key-group file in checkpoint %lld",
@@ -283,15 +319,7 @@ Test(recovery_commit, unusable_newest_checkpoint_after_its_commit_fails_the_job,
     char state[32] = "";
     cr_assert(eddy_poll_until(ended, state, 120000), "the job did not end; log:\n%s", text_of(coord_logp));
 
-    /* What the sink published holds each line once, whatever the job did. */
-    size_t total = 0;
-    char example[256];
-    size_t dups = repeated_lines(&total, example, sizeof example);
-    cr_assert_gt(total, 0, "nothing was published");
-    cr_assert_eq(dups, 0,
-                 "%zu of %zu published lines are repeats (e.g. '%s'): the restore crossed the commit of "
-                 "checkpoint %lld (job %s)",
-                 dups, total, example, (long long)newest, state);
+    expect_no_repeats(newest, state);
 
     /* The job failed, saying why, in its status and the log. */
     cr_assert_str_eq(state, "failed", "the job %s instead of failing", state);
@@ -307,4 +335,40 @@ Test(recovery_commit, unusable_newest_checkpoint_after_its_commit_fails_the_job,
     cr_assert(strstr(log, want), "the log does not say '%s':\n%s", want, log);
     cr_assert(!strstr(log, "falling back to checkpoint"), "the coordinator fell back:\n%s", log);
     free(log);
+}
+
+Test(recovery_commit, unreadable_newest_checkpoint_at_coordinator_restart_fails_the_job, .init = setup,
+     .fini = teardown, .timeout = 300)
+{
+    eddy_proc_t *victim = NULL;
+    int64_t newest = run_until_published(&victim);
+    kill(-coord.pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    cr_assert(kill(victim->pid, SIGKILL) == 0);
+
+    /* The newest checkpoint's metadata, as a new coordinator reads it: garbage. */
+    eddy_err_t err = {{0}};
+    eddy_metastore_t *ms = eddy_metastore_open(meta_dir, &err);
+    cr_assert(ms, "%s", err.msg);
+    char key[200];
+    snprintf(key, sizeof key, "/eddy/jobs/%s/checkpoints/%020lld", JOB, (long long)newest);
+    char *old = NULL;
+    size_t old_len = 0;
+    cr_assert_eq(eddy_metastore_get(ms, key, &old, &old_len, &err), 1, "no metadata for checkpoint %lld: %s",
+                 (long long)newest, err.msg);
+    free(old);
+    cr_assert(eddy_metastore_put(ms, key, "{\"garbage\":", 11, &err) == 0, "%s", err.msg);
+    eddy_metastore_destroy(&ms);
+
+    start_coordinator();
+    char state[32] = "";
+    cr_assert(eddy_poll_until(ended, state, 120000), "the job did not end; log:\n%s", text_of(coord_logp));
+    expect_no_repeats(newest, state);
+    cr_assert_str_eq(state, "failed", "the job %s instead of failing", state);
+    json_t *st = eddy_test_status(ports[0]);
+    const char *why = json_string_value(json_object_get(eddy_test_status_job(st, JOB), "error"));
+    char want[96];
+    snprintf(want, sizeof want, "checkpoint %lld cannot be restored", (long long)newest);
+    cr_assert(why && strstr(why, want) && strstr(why, "sink"), "the job's error: %s", why ? why : "(none)");
+    json_decref(st);
 }
