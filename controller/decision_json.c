@@ -3,6 +3,7 @@
 #include "controller/decision_json.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,6 +26,16 @@ static const rate_field_t RATE_FIELDS[] = {
     {"projected_utilisation", offsetof(eddy_scaling_rates_t, projected_utilisation), 0},
 };
 #define RATE_FIELD_COUNT (sizeof RATE_FIELDS / sizeof RATE_FIELDS[0])
+
+/* The keys a decision may have besides the struct's own: what its writers
+ * add (the controller: job_time_ms; the worker pool: kind "pool",
+ * target_workers and worker). Anything else is refused, so what is stored
+ * and shown is exactly this schema. */
+static const char *const DECISION_KEYS[] = {
+    "time_ms", "job", "operator", "old_parallelism", "new_parallelism", "action", "applied",
+    "infeasible", "reason", "rates", "job_time_ms", "kind", "target_workers", "worker", NULL};
+/* The worker pool's "worker": a container or process name. */
+#define DECISION_WORKER_MAX 128
 
 /* Takes ownership of value; a NULL value (failed allocation) counts as failure. */
 static int set_owned(json_t *obj, const char *key, json_t *value)
@@ -114,7 +125,8 @@ static int decode_string(const json_t *obj, const char *key, char *out, size_t c
     return 0;
 }
 
-static int decode_parallelism(const json_t *obj, const char *key, uint32_t *out, eddy_err_t *err)
+static int decode_parallelism(const json_t *obj, const char *key, json_int_t min, uint32_t *out,
+                              eddy_err_t *err)
 {
     const json_t *value = require_key(obj, key, err);
     if (!value)
@@ -122,9 +134,9 @@ static int decode_parallelism(const json_t *obj, const char *key, uint32_t *out,
     if (!json_is_integer(value))
         return eddy_err_set(err, "decision json: \"%s\" must be an integer", key);
     json_int_t n = json_integer_value(value);
-    if (n < 1 || n > (json_int_t)UINT32_MAX)
-        return eddy_err_set(err, "decision json: \"%s\" = %lld out of range [1, %u]", key,
-                            (long long)n, UINT32_MAX);
+    if (n < min || n > (json_int_t)UINT32_MAX)
+        return eddy_err_set(err, "decision json: \"%s\" = %lld out of range [%lld, %u]", key,
+                            (long long)n, (long long)min, UINT32_MAX);
     *out = (uint32_t)n;
     return 0;
 }
@@ -172,6 +184,74 @@ static int check_action_matches(const eddy_scaling_decision_t *d, eddy_err_t *er
     return 0;
 }
 
+static bool known_key(const char *key, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (!strcmp(key, *keys))
+            return true;
+    return false;
+}
+
+static int check_keys(const json_t *obj, eddy_err_t *err)
+{
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)obj, key, value) {
+        if (!known_key(key, DECISION_KEYS))
+            return eddy_err_set(err, "decision json: unknown key \"%.64s\"", key);
+    }
+    const json_t *rates = json_object_get(obj, "rates");
+    if (json_is_object(rates))
+        json_object_foreach((json_t *)rates, key, value) {
+            size_t i = 0;
+            while (i < RATE_FIELD_COUNT && strcmp(key, RATE_FIELDS[i].key))
+                i++;
+            if (i == RATE_FIELD_COUNT)
+                return eddy_err_set(err, "decision json: unknown key \"rates.%.64s\"", key);
+        }
+    return 0;
+}
+
+/* An optional integer in [0, max]. */
+static int check_count(const json_t *obj, const char *key, json_int_t max, eddy_err_t *err)
+{
+    const json_t *value = json_object_get(obj, key);
+    if (value && (!json_is_integer(value) || json_integer_value(value) < 0 ||
+                  json_integer_value(value) > max))
+        return eddy_err_set(err, "decision json: \"%s\" must be an integer in [0, %lld]", key,
+                            (long long)max);
+    return 0;
+}
+
+/* The writers' keys (DECISION_KEYS); *pool tells a worker pool's decision. */
+static int check_extras(const json_t *obj, bool *pool, eddy_err_t *err)
+{
+    *pool = false;
+    const json_t *kind = json_object_get(obj, "kind");
+    if (kind) {
+        if (!json_is_string(kind) || strcmp(json_string_value(kind), "pool"))
+            return eddy_err_set(err, "decision json: \"kind\" must be \"pool\" when present");
+        *pool = true;
+    }
+    if (check_count(obj, "job_time_ms", INT64_MAX, err) < 0 ||
+        check_count(obj, "target_workers", UINT32_MAX, err) < 0)
+        return -1;
+    if (!*pool && (json_object_get(obj, "target_workers") || json_object_get(obj, "worker")))
+        return eddy_err_set(err, "decision json: \"target_workers\" and \"worker\" belong to "
+                                 "a worker pool's decision (\"kind\": \"pool\")");
+    char worker[DECISION_WORKER_MAX];
+    if (json_object_get(obj, "worker") &&
+        decode_string(obj, "worker", worker, sizeof worker, 0, err) < 0)
+        return -1;
+    return 0;
+}
+
+int eddy_scaling_decision_check_json(const json_t *obj, eddy_err_t *err)
+{
+    eddy_scaling_decision_t d;
+    return eddy_scaling_decision_from_json(obj, &d, err);
+}
+
 int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *out,
                                     eddy_err_t *err)
 {
@@ -179,6 +259,11 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
         return eddy_err_set(err, "decision json: no output decision");
     if (!json_is_object(obj))
         return eddy_err_set(err, "decision json: not an object");
+    bool pool;
+    if (check_keys(obj, err) < 0 || check_extras(obj, &pool, err) < 0)
+        return -1;
+    /* a pool's "parallelism" is its live workers, which may be none */
+    json_int_t min_parallelism = pool ? 0 : 1;
     eddy_scaling_decision_t d;
     memset(&d, 0, sizeof d);
 
@@ -192,8 +277,8 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
     if (decode_string(obj, "job", d.job, sizeof d.job, 1, err) < 0 ||
         decode_string(obj, "operator", d.operator_name, sizeof d.operator_name, 0, err) < 0 ||
         decode_string(obj, "reason", d.reason, sizeof d.reason, 1, err) < 0 ||
-        decode_parallelism(obj, "old_parallelism", &d.old_parallelism, err) < 0 ||
-        decode_parallelism(obj, "new_parallelism", &d.new_parallelism, err) < 0)
+        decode_parallelism(obj, "old_parallelism", min_parallelism, &d.old_parallelism, err) < 0 ||
+        decode_parallelism(obj, "new_parallelism", min_parallelism, &d.new_parallelism, err) < 0)
         return -1;
 
     const json_t *action = require_key(obj, "action", err);

@@ -12,7 +12,13 @@
  * An unknown (NaN) rate is written as null, since JSON has no NaN. Decoding
  * checks every key's presence, type and range, and that the action agrees
  * with the two parallelisms, so a corrupt store entry is an error, not a
- * decision. */
+ * decision. Besides these keys a decision may carry only what its writers
+ * add: "job_time_ms" (the controller: ms since the job started), and for
+ * the worker pool's decisions "kind": "pool" (its parallelisms count live
+ * workers and may be 0), "target_workers" and "worker"; any other key, at
+ * the top or in "rates", is refused. Strings are bounded (job and operator
+ * EDDY_SCALING_NAME_MAX, reason EDDY_SCALING_REASON_MAX, worker 128 bytes,
+ * all with the NUL), integers must be JSON integers. */
 #ifndef EDDY_CONTROLLER_DECISION_JSON_H
 #define EDDY_CONTROLLER_DECISION_JSON_H
 
@@ -27,5 +33,10 @@ json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *decision, e
 /* Fills *decision from obj (borrowed). Returns 0, or -1 naming the bad key. */
 int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *decision,
                                     eddy_err_t *err);
+
+/* The schema check alone (the coordinator's, before it stores a decision
+ * from a `decision` request or loads one from the store): 0, or -1 naming
+ * what is wrong. */
+int eddy_scaling_decision_check_json(const json_t *obj, eddy_err_t *err);
 
 #endif

@@ -386,7 +386,10 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
             coord_reply(c, id, id_len, 2, "decision: expected one JSON object");
             return;
         }
-        coord_record_decision(c, doc);
+        if (coord_record_decision(c, doc, &err) < 0) {
+            coord_reply(c, id, id_len, 2, err.msg);
+            return;
+        }
         coord_reply(c, id, id_len, 0, "recorded");
     } else if (!strcmp(verb, "rescale")) {
         uint64_t p;

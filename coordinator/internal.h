@@ -183,6 +183,10 @@ typedef struct coord_job {
     bool restore_scheduled;
     uint64_t restore_at_ms;
     char last_cause[EDDY_ERROR_MAX];
+    /* Non-empty: the job must not be restored from what is retained, since
+     * a sink may have published a newer checkpoint that is unusable
+     * (recovery.c); the first restore fails the job with this cause. */
+    char unrestorable[EDDY_ERROR_MAX];
     /* after a failure: when it was noticed, and whether records have not
      * yet been seen reaching the last stage in the restored epoch */
     uint64_t failure_noticed_ms;
@@ -283,6 +287,8 @@ typedef struct coord {
      * single key "/eddy/scaling/decisions". */
     uint64_t decision_seqs[COORD_MAX_DECISIONS];
     uint64_t next_decision_seq;
+    uint64_t decisions_rejected;  /* `decision` requests refused by the schema (views.c) */
+    uint64_t decision_reject_logged_ms; /* last warning about one (once per interval) */
     uint64_t started_ms;
     bool submitted;
     bool resumed_jobs;            /* jobs were reloaded from the metadata store */
@@ -467,6 +473,12 @@ void coord_restore_job(coord_t *c, coord_job_t *j, const char *why, bool after_f
 /* Runs a restore whose backoff delay has passed. */
 void coord_recovery_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 void coord_fail_job(coord_t *c, coord_job_t *j, const char *why);
+/* The name of a stage whose operator publishes at COMPLETE (two-phase
+ * commit) when the job's guarantee forbids duplicates, else NULL: such a
+ * sink may have published up to the newest completed checkpoint, so the
+ * job must never restore an older one (that would publish the replay
+ * twice). */
+const char *coord_job_commit_fence(const coord_job_t *j);
 void coord_job_on_task_failed(coord_t *c, const eddy_msg_t *m);
 void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w);
 /* A RESTORE deploy failed with err: falls back to an older retained
@@ -544,8 +556,11 @@ void coord_view_standby_metrics(eddy_http_response_t *resp);
 bool coord_http_is_open(const char *path);
 void coord_http_handler(void *ctx, const char *method, const char *path,
                         eddy_http_response_t *resp);
-/* Appends one decision (taking the reference) and stores it under its own key. */
-void coord_record_decision(coord_t *c, json_t *decision);
+/* Checks one decision against its schema (controller/decision_json.h) and,
+ * if it holds, appends it (taking the reference) and stores it under its own
+ * key; else drops it, counts it (eddy_decisions_rejected_total), logs it
+ * (once per COORD_REJECT_LOG_MS) and returns -1 with err saying why. */
+int coord_record_decision(coord_t *c, json_t *decision, eddy_err_t *err);
 /* Loads the history at startup, synchronously: call before meta_async exists. */
 void coord_decisions_load(coord_t *c);
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id);

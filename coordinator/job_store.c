@@ -566,9 +566,18 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
     /* ids continue above anything recorded, abandoned ones included */
     uint64_t above = highest > rec->last_checkpoint ? highest : rec->last_checkpoint;
     j->next_checkpoint = above + 1;
-    if (rec->last_checkpoint > j->last_checkpoint)
+    if (rec->last_checkpoint > j->last_checkpoint) {
         eddy_warn("job %s: its record names checkpoint %" PRIu64 " but the newest usable one is %" PRIu64,
                   j->id, rec->last_checkpoint, j->last_checkpoint);
+        /* recovery never crosses a commit (recovery.c) */
+        const char *fence = coord_job_commit_fence(j);
+        if (fence)
+            snprintf(j->unrestorable, sizeof j->unrestorable,
+                     "checkpoint %" PRIu64 " cannot be restored (its metadata is unreadable or does "
+                     "not fit the job); sink %s may have published up to it, and restoring %s would "
+                     "publish the replay twice",
+                     rec->last_checkpoint, fence, j->last_checkpoint ? "an older checkpoint" : "from the start");
+    }
 }
 
 /* Counters parsed from text into a new object, or NULL (warned). */

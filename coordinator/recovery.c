@@ -7,9 +7,20 @@
  * failure after the first in a row back off exponentially (none for the
  * first, then 100 ms doubling to 10 s) and are limited
  * to COORD_MAX_RESTARTS in a row without a complete checkpoint between; the
- * final failure names the last cause. When a restore fails because a file
- * of the checkpoint is corrupt or missing, the job falls back to the
- * previous retained checkpoint, with a warning naming the file.
+ * final failure names the last cause.
+ *
+ * Recovery never crosses a commit. When a restore fails because a file of
+ * the newest checkpoint is corrupt or missing, the job may fall back to the
+ * previous retained checkpoint (a warning names the file) only if nothing
+ * was published past that one: COMPLETE went out when the newest
+ * checkpoint completed, so a two-phase-commit sink (an operator with
+ * commit(), e.g. part files or PostgreSQL) may have published its epoch,
+ * and restoring an older checkpoint would publish the replay a second
+ * time. Under exactly-once and at-most-once such a job fails instead, with
+ * the cause in its status and the log; under at-least-once (duplicates
+ * allowed) it falls back. The same holds when a new coordinator finds the
+ * newest recorded checkpoint unreadable (job_store.c sets
+ * j->unrestorable).
  *
  * at-most-once (--guarantee, common/guarantee.h): the keyed state still
  * comes from the newest checkpoint, but every source whose progress is its
@@ -77,11 +88,26 @@ static coord_source_progress_t *skip_ahead(const coord_job_t *j, const coord_ret
     return p;
 }
 
+const char *coord_job_commit_fence(const coord_job_t *j)
+{
+    if (j->guarantee == EDDY_GUARANTEE_AT_LEAST_ONCE)
+        return NULL;
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        for (uint32_t i = 0; i < j->graph.stages[s].n_ops; i++)
+            if (j->graph.stages[s].ops[i].ops && j->graph.stages[s].ops[i].ops->commit)
+                return j->graph.stages[s].name;
+    return NULL;
+}
+
 /* Places the job on the usable workers and deploys it from its newest
  * retained checkpoint. */
 static void restore_now(coord_t *c, coord_job_t *j, const char *why)
 {
     j->restore_scheduled = false;
+    if (j->unrestorable[0]) {
+        coord_fail_job(c, j, j->unrestorable);
+        return;
+    }
     if (coord_usable_workers(c) == 0) {
         eddy_warn("job %s: %s; waiting for a worker to register", j->id, why);
         coord_job_set_state(c, j, JOB_WAITING);
@@ -196,6 +222,16 @@ void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err)
 {
     /* The snapshot store names the file ("snapshot file PATH is truncated"). */
     bool bad_snapshot = strstr(err, "snapshot file") != NULL;
+    const char *fence = coord_job_commit_fence(j);
+    if (bad_snapshot && fence && j->last_checkpoint && j->deploy_checkpoint == j->last_checkpoint) {
+        char fail[EDDY_ERROR_MAX + 128];
+        snprintf(fail, sizeof fail,
+                 "checkpoint %" PRIu64 " cannot be restored (%.300s); sink %s may have published up "
+                 "to it, and restoring an older checkpoint would publish the replay twice",
+                 j->last_checkpoint, err, fence);
+        coord_fail_job(c, j, fail);
+        return;
+    }
     if (bad_snapshot && j->n_retained > 1 && j->deploy_checkpoint == j->last_checkpoint) {
         uint64_t bad = j->last_checkpoint;
         coord_retained_drop_newest(j);

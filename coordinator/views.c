@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/redact.h"
+#include "controller/decision_json.h"
 #include "coordinator/internal.h"
 #include "coordinator/web_assets.h"
 #include "state/keygroup.h"
@@ -332,19 +333,34 @@ static void append_decision(coord_t *c, json_t *decision, uint64_t seq)
     json_array_append_new(c->decisions, decision);
 }
 
-void coord_record_decision(coord_t *c, json_t *decision)
+/* Rejections are logged at most this often (a flood must not flood the log). */
+#define COORD_REJECT_LOG_MS 10000
+
+int coord_record_decision(coord_t *c, json_t *decision, eddy_err_t *err)
 {
+    if (eddy_scaling_decision_check_json(decision, err) < 0) {
+        json_decref(decision);
+        c->decisions_rejected++;
+        uint64_t now = eddy_mono_ms();
+        if (c->decisions_rejected == 1 || now - c->decision_reject_logged_ms >= COORD_REJECT_LOG_MS) {
+            c->decision_reject_logged_ms = now;
+            eddy_warn("scaling decision refused (%" PRIu64 " so far): %s", c->decisions_rejected,
+                      err->msg);
+        }
+        return -1;
+    }
     uint64_t seq = c->next_decision_seq ? c->next_decision_seq : 1;
     c->next_decision_seq = seq + 1;
     char *text = json_dumps(decision, JSON_COMPACT);
     append_decision(c, decision, seq);
     if (!text)
-        return;
+        return 0;
     char key[sizeof DECISIONS_PREFIX + DECISION_SEQ_DIGITS];
     decision_key(key, sizeof key, seq);
     eddy_metastore_async_put(c->meta_async, key, text, strlen(text), EDDY_META_RETRY_FOREVER,
                              on_decision_stored, NULL);
     free(text);
+    return 0;
 }
 
 /* The sequence of a per-decision key, or 0 for any other key. */
@@ -370,8 +386,11 @@ void coord_decisions_load(coord_t *c)
         size_t i;
         json_t *d;
         json_array_foreach(old, i, d) {
-            if (json_is_object(d))
+            if (eddy_scaling_decision_check_json(d, &err) == 0)
                 append_decision(c, json_incref(d), 0);
+            else
+                eddy_warn("scaling decision history: ignoring entry %zu of %s: %s", i,
+                          DECISIONS_LEGACY_KEY, err.msg);
         }
         json_decref(old);
     }
@@ -386,8 +405,9 @@ void coord_decisions_load(coord_t *c)
         uint64_t seq = decision_seq_of(list.items[i].key);
         json_error_t jerr;
         json_t *d = seq ? json_loadb(list.items[i].value, list.items[i].value_len, 0, &jerr) : NULL;
-        if (!json_is_object(d)) {
-            eddy_warn("scaling decision history: ignoring %s (not a decision)", list.items[i].key);
+        if (!d || eddy_scaling_decision_check_json(d, &err) < 0) {
+            eddy_warn("scaling decision history: ignoring %s (%s)", list.items[i].key,
+                      d ? err.msg : "not JSON");
             json_decref(d);
             continue;
         }
@@ -652,6 +672,9 @@ char *coord_view_metrics(coord_t *c)
     for (int r = 0; r < COORD_REJECT_COUNT; r++)
         tb_printf(&b, "eddy_rejected_messages_total{reason=\"%s\"} %" PRIu64 "\n",
                   coord_reject_name((coord_reject_reason_t)r), c->rejects.count[r]);
+    family(&b, "eddy_decisions_rejected_total", "counter",
+           "Scaling decisions refused because they did not fit the decision schema.");
+    tb_printf(&b, "eddy_decisions_rejected_total %" PRIu64 "\n", c->decisions_rejected);
 
     struct {
         const char *name, *type, *help;

@@ -53,6 +53,23 @@
 
 #define ALLOWED_METHODS "GET, HEAD"
 
+/* Sent with every response (pages, JSON, errors alike), so a browser that
+ * renders anything from this server runs only the dashboard's own script:
+ * no inline script or style, nothing loaded from elsewhere, no framing;
+ * Trusted Types make any HTML string the script did not build through its
+ * one escaping helper (coordinator/web/dashboard.js, html``) an error. */
+static const char *const SECURITY_HEADERS[][2] = {
+    {"Content-Security-Policy",
+     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+     "require-trusted-types-for 'script'; trusted-types eddy-html"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Frame-Options", "DENY"},
+    {"Cross-Origin-Opener-Policy", "same-origin"},
+    {"Cross-Origin-Resource-Policy", "same-origin"},
+};
+
 struct eddy_http {
     struct MHD_Daemon *daemon;
     int epoll_fd; /* -1: select() mode, descriptors come from MHD_get_fdset */
@@ -132,6 +149,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    for (size_t i = 0; i < sizeof SECURITY_HEADERS / sizeof SECURITY_HEADERS[0]; i++)
+        MHD_add_response_header(r, SECURITY_HEADERS[i][0], SECURITY_HEADERS[i][1]);
     if (hname)
         MHD_add_response_header(r, hname, hvalue);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);

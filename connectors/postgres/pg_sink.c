@@ -334,27 +334,41 @@ static int finish_prepared(pg_core_t *c, const char *verb, const char *gid)
     snprintf(sql, sizeof sql, "%s PREPARED %s", verb, lit);
     snprintf(what, sizeof what, "%s PREPARED '%s'", verb, gid);
     PQfreemem(lit);
-    /* 42704: already resolved, by another instance or an earlier attempt. */
-    static const char *const gone[] = {"42704", NULL};
+    /* 42704: already resolved, by another instance or an earlier attempt;
+     * 55000: being resolved by another session right now (the final
+     * commit's sweep below races the owner's own COMMIT PREPARED), which
+     * decides as this one does (see resolve_stale). */
+    static const char *const gone[] = {"42704", "55000", NULL};
     return exec_params(c, what, sql, 0, NULL, gone, NULL);
 }
 
 /* Parses "<instance>:<checkpoint>:<epoch>" after the prefix. */
-static bool parse_gid_tail(const char *tail, uint64_t *checkpoint, uint32_t *epoch)
+static bool parse_gid_tail(const char *tail, uint32_t *instance, uint64_t *checkpoint, uint32_t *epoch)
 {
     unsigned long long inst, cp, ep;
     int used = 0;
     if (sscanf(tail, "%llu:%llu:%llu%n", &inst, &cp, &ep, &used) != 3 || tail[used] != '\0' ||
-        ep > UINT32_MAX)
+        ep > UINT32_MAX || inst > UINT32_MAX)
         return false;
+    *instance = (uint32_t)inst;
     *checkpoint = cp;
     *epoch = (uint32_t)ep;
     return true;
 }
 
-/* Commits (checkpoint <= restored) or rolls back what older attempts of this
- * operator left prepared, whatever instance prepared it. */
-static int resolve_stale(pg_core_t *c)
+/* Resolves what other attempts and instances of this operator left
+ * prepared:
+ * - of an older attempt (any instance): committed when its checkpoint <=
+ *   the restored one (that checkpoint completed), else rolled back (it is
+ *   replayed);
+ * - final: this attempt's final commit (COMPLETE of EDDY_FINAL_CHECKPOINT,
+ *   sent only once every task is done, so every instance prepared all it
+ *   wrote): another instance's transactions of this attempt are committed
+ *   too. Its worker may have died before its own COMMIT PREPARED; the job
+ *   then fails, no restore follows to resolve them, and they would hold
+ *   their rows back (and their locks) for good. Every instance decides the
+ *   same way for every gid, so racing sweeps never disagree. */
+static int resolve_stale(pg_core_t *c, bool final)
 {
     const char *params[] = {c->prefix};
     PGresult *r = NULL;
@@ -367,11 +381,14 @@ static int resolve_stale(pg_core_t *c)
     size_t plen = strlen(c->prefix);
     for (int i = 0; i < PQntuples(r) && rc == 0; i++) {
         const char *gid = PQgetvalue(r, i, 0);
+        uint32_t inst, ep;
         uint64_t cp;
-        uint32_t ep;
-        if (!parse_gid_tail(gid + plen, &cp, &ep) || ep >= c->epoch)
+        if (!parse_gid_tail(gid + plen, &inst, &cp, &ep))
             continue;
-        rc = finish_prepared(c, cp <= c->restored ? "COMMIT" : "ROLLBACK", gid);
+        if (ep < c->epoch)
+            rc = finish_prepared(c, cp <= c->restored ? "COMMIT" : "ROLLBACK", gid);
+        else if (final && ep == c->epoch && inst != c->instance)
+            rc = finish_prepared(c, "COMMIT", gid);
     }
     PQclear(r);
     return rc;
@@ -503,7 +520,7 @@ static int run_connect(pg_core_t *c)
                     "NOT NULL, seq bigint NOT NULL, k text NOT NULL, v bigint, del boolean NOT NULL)",
                     0, NULL, raced, NULL) < 0)
         return -1;
-    if (wait_older_attempts(c) < 0 || resolve_stale(c) < 0)
+    if (wait_older_attempts(c) < 0 || resolve_stale(c, false) < 0)
         return -1;
     return merge_staged(c);
 }
@@ -698,7 +715,7 @@ static int run_commit(pg_core_t *c, uint64_t checkpoint)
         }
     }
     c->n_prepared = kept;
-    if (rc < 0 || resolve_stale(c) < 0)
+    if (rc < 0 || resolve_stale(c, checkpoint == EDDY_FINAL_CHECKPOINT) < 0)
         return -1;
     return merge_staged(c);
 }
@@ -734,7 +751,7 @@ static void run_abort(pg_core_t *c)
             rolled++;
     }
     c->n_prepared = 0;
-    if (failed || resolve_stale(c) < 0) {
+    if (failed || resolve_stale(c, false) < 0) {
         pthread_mutex_lock(&c->mu);
         eddy_warn("PostgreSQL sink %s%" PRIu32 ": after the job ended: %s", c->prefix,
                   c->instance, c->error);

@@ -25,7 +25,10 @@
  * are replayed). Only gids of an older epoch are touched, so instances of
  * the current attempt never undo each other; every commit repeats that
  * sweep, which removes what a closing instance of the old attempt prepared
- * late. A connection or SQL error makes the instance fail (the next
+ * late. The final commit (COMPLETE of EDDY_FINAL_CHECKPOINT, once every
+ * task is done) also commits what the other instances of this attempt
+ * prepared: if a worker dies during the final commit the job fails and no
+ * restore would ever resolve its instance's last transaction. A connection or SQL error makes the instance fail (the next
  * process() or prepare returns it), so the job restores with the cause.
  * abort() (the job was cancelled or failed for good) rolls back what the
  * instance prepared and was not told to commit, then runs the same sweep;

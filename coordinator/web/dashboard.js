@@ -5,7 +5,19 @@
  * per-operator history) and redraws. Charts and the job graph are inline
  * SVG drawn here; nothing is loaded from anywhere else. Elements the
  * browser test reads carry data-* attributes (data-live, data-op,
- * data-values). */
+ * data-values).
+ *
+ * Every string shown here comes from the coordinator, and so from whoever
+ * can name a job, an operator or a worker, pass job arguments, or post a
+ * scaling decision: none of it may become markup. Markup is written only as
+ * html`...` templates, which escape every value put into them (unless it is
+ * itself an html`...` result, or an array of them); setHtml() and
+ * appendHtml() accept nothing else. The server's Content-Security-Policy
+ * (net/http.c) requires Trusted Types, so where the browser enforces them
+ * (Chromium) an innerHTML given a plain string throws: this file's policy,
+ * reachable only through html`...`, is the one way in. The same policy
+ * allows no inline style: sizes and colours computed here travel as data-*
+ * attributes that applyStyles() sets through the CSSOM. */
 'use strict';
 
 const POLL_MS = 1500;
@@ -13,11 +25,39 @@ const PALETTE = ['#2f6fde', '#e0892f', '#3fa36b', '#a05bd6', '#d64545', '#1aa3b8
   '#5b6bd6', '#7a9a1f'];
 const view = { status: null, decisions: [], series: null, selected: null, lastOk: 0, error: null, polls: 0 };
 
-/* ---- formatting ------------------------------------------------------- */
+/* ---- markup ----------------------------------------------------------- */
+
+class Html { constructor(s) { this.s = s; } }
+const htmlPolicy = window.trustedTypes ? window.trustedTypes.createPolicy('eddy-html', { createHTML: s => s }) : null;
 
 function esc(s) {
-  return String(s).replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+  return String(s).replace(/[&<>"'`]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' }[c]));
 }
+function htmlPart(v) {
+  if (v instanceof Html) return v.s;
+  if (Array.isArray(v)) return v.map(htmlPart).join('');
+  if (v === null || v === undefined || v === false) return '';
+  return esc(v);
+}
+/* The one way to make markup: html`<b>${text}</b>` escapes text. */
+function html(strings, ...values) {
+  let s = strings[0];
+  for (let i = 0; i < values.length; i++) s += htmlPart(values[i]) + strings[i + 1];
+  return new Html(s);
+}
+function trusted(h) {
+  if (!(h instanceof Html)) throw new TypeError('markup must be made with html``');
+  return htmlPolicy ? htmlPolicy.createHTML(h.s) : h.s;
+}
+function applyStyles(root) {
+  for (const e of root.querySelectorAll('[data-bg]')) { e.style.background = e.dataset.bg; e.style.borderColor = e.dataset.bg; }
+  for (const e of root.querySelectorAll('[data-width]')) e.style.width = e.dataset.width;
+  for (const e of root.querySelectorAll('[data-max-width]')) e.style.maxWidth = e.dataset.maxWidth;
+}
+function setHtml(el, h) { el.innerHTML = trusted(h); applyStyles(el); }
+function appendHtml(el, h) { el.insertAdjacentHTML('beforeend', trusted(h)); applyStyles(el); }
+
+/* ---- formatting ------------------------------------------------------- */
 function fmtNum(v, digits) {
   if (v === null || v === undefined || !isFinite(v)) return '—';
   const a = Math.abs(v);
@@ -66,14 +106,14 @@ function opColor(i) { return PALETTE[i % PALETTE.length]; }
 
 /* With --http-token-file the API needs the token: open the page with
  * #token=TOKEN after its address (a fragment never reaches a server or a
- * log); it is kept for the tab's session and removed from the address bar. */
+ * log). It is kept in this variable only, never in sessionStorage or
+ * localStorage (where any script of the origin could read it later), and
+ * removed from the address bar; a reload needs the #token= address again. */
 const TOKEN = (() => {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (m) {
-    sessionStorage.setItem('eddy-token', decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + location.search);
-  }
-  return sessionStorage.getItem('eddy-token');
+  if (!m) return null;
+  history.replaceState(null, '', location.pathname + location.search);
+  return decodeURIComponent(m[1]);
 })();
 
 async function getJson(path) {
@@ -148,9 +188,9 @@ function render() {
   const detail = document.getElementById('detail');
   if (!j) {
     detail.dataset.job = '';
-    document.getElementById('job-head').innerHTML = '<div class="empty">No job selected. Submit one with <code>eddy submit</code> or run <code>eddy local</code>.</div>';
+    setHtml(document.getElementById('job-head'), html`<div class="empty">No job selected. Submit one with <code>eddy submit</code> or run <code>eddy local</code>.</div>`);
     for (const id of ['tiles', 'graph', 'operators', 'chart-rates', 'chart-throughput', 'chart-latency', 'chart-parallelism', 'chart-busy', 'chart-checkpoints', 'rescales', 'decisions'])
-      document.getElementById(id).innerHTML = '';
+      document.getElementById(id).replaceChildren();
     return;
   }
   detail.dataset.job = j.id;
@@ -183,16 +223,16 @@ function renderHeader() {
 function renderJobList() {
   const el = document.getElementById('job-list');
   const js = jobs().slice().sort((a, b) => (isLive(b) - isLive(a)) || 0);
-  if (!js.length) { el.innerHTML = '<p class="muted">No jobs yet.</p>'; return; }
-  el.innerHTML = js.map(j => {
+  if (!js.length) { setHtml(el, html`<p class="muted">No jobs yet.</p>`); return; }
+  setHtml(el, js.map(j => {
     const ops = j.operators || [];
     const src = ops.filter(o => o.source).reduce((a, o) => a + (o.records_in || 0), 0);
-    return `<div class="job${j.id === view.selected ? ' sel' : ''}" data-job="${esc(j.id)}">
-      <div class="name"><span>${esc(j.id)}</span><span class="badge ${esc(j.state)}">${esc(j.state)}</span></div>
-      <div class="meta">${esc(j.job)} · ${ops.length} operators · up ${fmtMs(j.uptime_s * 1000)}</div>
+    return html`<div class="job${j.id === view.selected ? ' sel' : ''}" data-job="${j.id}">
+      <div class="name"><span>${j.id}</span><span class="badge ${j.state}">${j.state}</span></div>
+      <div class="meta">${j.job} · ${ops.length} operators · up ${fmtMs(j.uptime_s * 1000)}</div>
       <div class="meta">${fmtCount(src)} records read · ${rescaleCount(j)} rescales · ${j.restarts} restarts</div>
     </div>`;
-  }).join('');
+  }).reduce((a, h) => html`${a}${h}`, html``));
   for (const card of el.querySelectorAll('.job')) {
     card.onclick = () => {
       view.selected = card.dataset.job;
@@ -206,20 +246,20 @@ function renderJobList() {
 function renderWorkers() {
   const ws = (view.status && view.status.workers) || [];
   const el = document.getElementById('workers');
-  if (!ws.length) { el.innerHTML = '<p class="muted">No workers registered.</p>'; return; }
-  el.innerHTML = '<table id="worker-table"><tr><th>id</th><th>worker</th><th class="n">tasks</th></tr>' +
-    ws.map(w => `<tr data-worker="${w.id}"><td>${w.id}</td>
-      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? 'alive' : 'dead'}</span> ${esc(w.name)}
-        <div class="muted" style="font-size:12px">pid ${w.pid} · ${esc(w.address)}<br>heartbeat ${fmtMs(w.last_heartbeat_ms_ago)} ago</div></td>
-      <td class="n">${w.tasks}</td></tr>`).join('') + '</table>';
+  if (!ws.length) { setHtml(el, html`<p class="muted">No workers registered.</p>`); return; }
+  setHtml(el, html`<table id="worker-table"><tr><th>id</th><th>worker</th><th class="n">tasks</th></tr>${
+    ws.map(w => html`<tr data-worker="${w.id}"><td>${w.id}</td>
+      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? 'alive' : 'dead'}</span> ${w.name}
+        <div class="muted small">pid ${w.pid} · ${w.address}<br>heartbeat ${fmtMs(w.last_heartbeat_ms_ago)} ago</div></td>
+      <td class="n">${w.tasks}</td></tr>`)}</table>`);
 }
 
 function renderJobHead(j) {
-  document.getElementById('job-head').innerHTML =
-    `<h1>${esc(j.id)}</h1><span class="badge ${esc(j.state)}">${esc(j.state)}</span>
-     <span class="muted">${esc(j.job)} · ${esc(j.guarantee || '')} · epoch ${j.epoch} · ${j.max_parallelism} key groups</span>
-     <span class="args">${esc((j.args || []).join(' '))}</span>
-     ${j.error ? `<div class="error">${esc(j.error)}</div>` : ''}`;
+  setHtml(document.getElementById('job-head'),
+    html`<h1>${j.id}</h1><span class="badge ${j.state}">${j.state}</span>
+     <span class="muted">${j.job} · ${j.guarantee || ''} · epoch ${j.epoch} · ${j.max_parallelism} key groups</span>
+     <span class="args">${(j.args || []).join(' ')}</span>
+     ${j.error ? html`<div class="error">${j.error}</div>` : ''}`);
 }
 
 /* All the job's rescales (those of earlier coordinators too); the list has the recent ones. */
@@ -228,8 +268,8 @@ function rescaleCount(j) {
 }
 
 function tile(key, label, value, sub, raw) {
-  return `<div class="tile" data-live="${key}" data-value="${raw === undefined ? '' : esc(raw)}">
-    <div class="k">${label}</div><div class="v">${value}</div><div class="s">${sub || '&nbsp;'}</div></div>`;
+  return html`<div class="tile" data-live="${key}" data-value="${raw === undefined ? '' : raw}">
+    <div class="k">${label}</div><div class="v">${value}</div><div class="s">${sub || '\u00a0'}</div></div>`;
 }
 
 function renderTiles(j) {
@@ -247,7 +287,7 @@ function renderTiles(j) {
   const lags = ops.map(o => last((seriesOp(o.name) || {}).watermark_lag_ms)).filter(v => v !== null);
   const lats = sinks.map(latencyOf).filter(l => l.p99 !== null);
   const worst = lats.length ? lats.reduce((a, l) => (l.p99 > a.p99 ? l : a)) : null;
-  document.getElementById('tiles').innerHTML = [
+  setHtml(document.getElementById('tiles'), [
     tile('uptime', 'Uptime', fmtMs(j.uptime_s * 1000), j.state, j.uptime_s),
     tile('source_rate', 'Read rate', fmtRate(srcRate), offered > 0 ? 'offered ' + fmtRate(offered) : 'sources unlimited', srcRate),
     tile('records_in', 'Records read', fmtNum(readTotal), fmtCount(readTotal) + ' records', readTotal),
@@ -259,7 +299,7 @@ function renderTiles(j) {
     tile('rescales', 'Rescales', String(rescaleCount(j)), lastRs ? `last ${rescaleWhat(lastRs)}, pause ${fmtMs(lastRs.pause_ms)}` : 'none', rescaleCount(j)),
     tile('lag', 'Event-time lag', lags.length ? fmtMs(Math.max(...lags)) : '—', lags.length ? 'now − slowest watermark' : 'no event time', lags.length ? Math.max(...lags) : ''),
     tile('restarts', 'Restarts', String(j.restarts), j.restarts ? 'restored from checkpoints' : 'no failures', j.restarts),
-  ].join('');
+  ].reduce((a, h) => html`${a}${h}`, html``));
 }
 
 /* Columns of the graph: a source is at depth 0, others one right of their inputs. */
@@ -293,17 +333,17 @@ function renderGraph(j) {
     const off = (rows - c.length) * (H + GY) / 2;
     pos[o.name] = { x: 10 + ci * (W + GX), y: 10 + off + ri * (H + GY) };
   }));
-  let svg = `<svg id="job-graph" viewBox="0 0 ${width} ${height}" style="max-width:${width}px" role="img" aria-label="job graph">
+  const svg = [html`<svg id="job-graph" viewBox="0 0 ${width} ${height}" data-max-width="${width}px" role="img" aria-label="job graph">
     <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
-    <path d="M0,0 L10,5 L0,10 z" fill="#8fa0b5"/></marker></defs>`;
+    <path d="M0,0 L10,5 L0,10 z" fill="#8fa0b5"/></marker></defs>`];
   ops.forEach(o => {
     for (const inp of [o.input, o.second_input]) {
       if (!inp || !pos[inp]) continue;
       const a = pos[inp], b = pos[o.name];
       const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x - 2, y2 = b.y + H / 2;
       const mx = (x1 + x2) / 2;
-      svg += `<path d="M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}" fill="none" stroke="#8fa0b5" stroke-width="1.6" marker-end="url(#arrow)"/>`;
-      svg += `<text x="${mx}" y="${(y1 + y2) / 2 - 5}" text-anchor="middle" font-size="10" fill="#8393a7">${o.keyed ? 'hash' : 'forward'}</text>`;
+      svg.push(html`<path d="M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}" fill="none" stroke="#8fa0b5" stroke-width="1.6" marker-end="url(#arrow)"/>`);
+      svg.push(html`<text x="${mx}" y="${(y1 + y2) / 2 - 5}" text-anchor="middle" font-size="10" fill="#8393a7">${o.keyed ? 'hash' : 'forward'}</text>`);
     }
   });
   ops.forEach((o, i) => {
@@ -316,21 +356,21 @@ function renderGraph(j) {
     const rin = last(so.rate_in), rout = last(so.rate_out);
     const color = opColor(i);
     const heat = bp !== null && bp > 0.5 ? '#fff4e8' : busy !== null && busy > 0.8 ? '#fdf0f0' : '#fff';
-    svg += `<g class="op" data-op="${esc(o.name)}" data-parallelism="${o.parallelism}" data-tip="${esc(opTip(o, so))}" transform="translate(${p.x},${p.y})">
+    svg.push(html`<g class="op" data-op="${o.name}" data-parallelism="${o.parallelism}" data-tip="${opTip(o, so)}" transform="translate(${p.x},${p.y})">
       <rect width="${W}" height="${H}" rx="9" fill="${heat}" stroke="${color}" stroke-width="1.8"/>
       <rect width="6" height="${H}" rx="3" fill="${color}"/>
-      <text x="16" y="22" font-size="14" font-weight="600" fill="#1d2733">${esc(o.name)}</text>
+      <text x="16" y="22" font-size="14" font-weight="600" fill="#1d2733">${o.name}</text>
       <text x="${W - 12}" y="22" font-size="14" font-weight="700" fill="${color}" text-anchor="end" class="par">×${o.parallelism}</text>
       <text x="16" y="42" font-size="11" fill="#6b7785">${o.source ? 'source' : o.keyed ? 'keyed' : 'stateless'}${o.state_bytes ? ' · state ' + fmtBytes(o.state_bytes) : ''}</text>
-      <text x="16" y="62" font-size="12" fill="#1d2733">${o.source ? 'read' : 'in'} ${esc(fmtRate(rin))}  ·  out ${esc(fmtRate(rout))}</text>
+      <text x="16" y="62" font-size="12" fill="#1d2733">${o.source ? 'read' : 'in'} ${fmtRate(rin)}  ·  out ${fmtRate(rout)}</text>
       <text x="16" y="82" font-size="11" fill="#6b7785">busy ${fmtPct(busy)} · backpressure ${fmtPct(bp)}</text>
       <rect x="16" y="90" width="${W - 32}" height="7" rx="3" fill="#eef1f5"/>
       <rect x="16" y="90" width="${(W - 32) * Math.min(1, busy || 0)}" height="7" rx="3" fill="#3fa36b"/>
       <rect x="${16 + (W - 32) * Math.min(1, busy || 0)}" y="90" width="${(W - 32) * Math.min(1 - Math.min(1, busy || 0), bp || 0)}" height="7" fill="#e0892f"/>
-      <text x="16" y="${H - 6}" font-size="10" fill="#8393a7">${esc(foot)}</text>
-    </g>`;
+      <text x="16" y="${H - 6}" font-size="10" fill="#8393a7">${foot}</text>
+    </g>`);
   });
-  el.innerHTML = svg + '</svg>';
+  setHtml(el, html`${svg}</svg>`);
 }
 
 function opTip(o, so) {
@@ -342,23 +382,23 @@ function opTip(o, so) {
 
 function renderOperators(j) {
   const ops = j.operators || [];
-  document.getElementById('operators').innerHTML = `<table id="operator-table"><tr><th>operator</th><th class="n">parallelism</th>
+  setHtml(document.getElementById('operators'), html`<table id="operator-table"><tr><th>operator</th><th class="n">parallelism</th>
     <th class="n">records in</th><th class="n">records out</th><th class="n">in/s</th><th class="n">out/s</th>
-    <th>busy · backpressure</th><th class="n">state</th><th class="n">latency p50 · p99</th><th class="n">watermark lag</th></tr>` +
+    <th>busy · backpressure</th><th class="n">state</th><th class="n">latency p50 · p99</th><th class="n">watermark lag</th></tr>${
     ops.map((o, i) => {
       const so = seriesOp(o.name) || {};
       const busy = last(so.busy), bp = last(so.backpressure);
       const lat = latencyOf(o);
-      return `<tr data-op="${esc(o.name)}"><td><span class="swatch" style="background:${opColor(i)}"></span>${esc(o.name)}
+      return html`<tr data-op="${o.name}"><td><span class="swatch" data-bg="${opColor(i)}"></span>${o.name}
         <span class="muted">${o.source ? 'source' : o.keyed ? 'keyed' : ''}</span></td>
         <td class="n">${o.parallelism}</td><td class="n" data-live="op_records_in">${fmtCount(o.records_in)}</td>
         <td class="n">${fmtCount(o.records_out)}</td><td class="n">${fmtRate(last(so.rate_in))}</td>
         <td class="n">${fmtRate(last(so.rate_out))}</td>
-        <td><span class="bar"><b class="busy" style="width:${Math.min(100, (busy || 0) * 100)}%"></b><b class="bp" style="width:${Math.min(100, (bp || 0) * 100)}%"></b></span>${fmtPct(busy)} · ${fmtPct(bp)}</td>
+        <td><span class="bar"><b class="busy" data-width="${Math.min(100, (busy || 0) * 100)}%"></b><b class="bp" data-width="${Math.min(100, (bp || 0) * 100)}%"></b></span>${fmtPct(busy)} · ${fmtPct(bp)}</td>
         <td class="n">${o.state_keys ? fmtCount(o.state_keys) + ' keys · ' : ''}${fmtBytes(o.state_bytes)}</td>
         <td class="n" data-live="op_latency" data-value="${lat.p99 === null ? '' : lat.p99}">${lat.p99 === null ? '—' : fmtMs(lat.p50) + ' · ' + fmtMs(lat.p99)}</td>
         <td class="n" data-live="op_watermark_lag">${fmtMs(last(so.watermark_lag_ms))}</td></tr>`;
-    }).join('') + '</table>';
+    })}</table>`);
 }
 
 /* ---- charts ----------------------------------------------------------- */
@@ -371,7 +411,7 @@ function chart(el, spec) {
   const L = 58, R = 12, T = 12, B = 24;
   const t = spec.t || [];
   if (t.length < 2 && !(spec.bars && spec.bars.length)) {
-    el.innerHTML = `<div class="empty">${spec.emptyText || 'Collecting samples…'}</div>`;
+    setHtml(el, html`<div class="empty">${spec.emptyText || 'Collecting samples…'}</div>`);
     return;
   }
   let t0 = t.length ? t[0] : Infinity, t1 = t.length ? t[t.length - 1] : -Infinity;
@@ -386,21 +426,21 @@ function chart(el, spec) {
   const yMin = 0;
   const X = ms => L + (ms - t0) / (t1 - t0) * (W - L - R);
   const Y = v => T + (1 - (v - yMin) / (yMax - yMin)) * (H - T - B);
-  let svg = `<svg viewBox="0 0 ${W} ${H}" height="${H}" data-t0="${t0}" data-t1="${t1}">`;
+  const svg = [html`<svg viewBox="0 0 ${W} ${H}" height="${H}" data-t0="${t0}" data-t1="${t1}">`];
   const ticks = spec.integer ? intTicks(yMax) : [0, 0.25, 0.5, 0.75, 1].map(f => f * yMax);
   for (const v of ticks) {
-    svg += `<line x1="${L}" x2="${W - R}" y1="${Y(v)}" y2="${Y(v)}" stroke="#edf0f4"/>`;
-    svg += `<text x="${L - 6}" y="${Y(v) + 4}" font-size="10" fill="#8393a7" text-anchor="end">${esc(spec.fmtY(v))}</text>`;
+    svg.push(html`<line x1="${L}" x2="${W - R}" y1="${Y(v)}" y2="${Y(v)}" stroke="#edf0f4"/>`);
+    svg.push(html`<text x="${L - 6}" y="${Y(v) + 4}" font-size="10" fill="#8393a7" text-anchor="end">${spec.fmtY(v)}</text>`);
   }
   const nx = Math.max(2, Math.floor((W - L - R) / 90));
   for (let k = 0; k <= nx; k++) {
     const ms = t0 + (t1 - t0) * k / nx;
-    svg += `<text x="${X(ms)}" y="${H - 6}" font-size="10" fill="#8393a7" text-anchor="${k === 0 ? 'start' : k === nx ? 'end' : 'middle'}">${fmtClock(ms)}</text>`;
+    svg.push(html`<text x="${X(ms)}" y="${H - 6}" font-size="10" fill="#8393a7" text-anchor="${k === 0 ? 'start' : k === nx ? 'end' : 'middle'}">${fmtClock(ms)}</text>`);
   }
-  svg += `<line x1="${L}" x2="${W - R}" y1="${Y(0)}" y2="${Y(0)}" stroke="#c9d1dc"/>`;
+  svg.push(html`<line x1="${L}" x2="${W - R}" y1="${Y(0)}" y2="${Y(0)}" stroke="#c9d1dc"/>`);
   for (const b of spec.bars || []) {
     const bw = Math.max(3, Math.min(14, (W - L - R) / Math.max(20, spec.bars.length * 1.6)));
-    svg += `<rect class="bar-mark" x="${X(b.t) - bw / 2}" y="${Y(b.v)}" width="${bw}" height="${Math.max(1, Y(0) - Y(b.v))}" fill="${b.color || '#7aa7ee'}" data-tip="${esc(b.tip)}"/>`;
+    svg.push(html`<rect class="bar-mark" x="${X(b.t) - bw / 2}" y="${Y(b.v)}" width="${bw}" height="${Math.max(1, Y(0) - Y(b.v))}" fill="${b.color || '#7aa7ee'}" data-tip="${b.tip}"/>`);
   }
   for (const s of spec.series) {
     let d = '', pen = false, prevY = null;
@@ -415,26 +455,26 @@ function chart(el, spec) {
       pen = true; prevY = y;
     });
     void prevY;
-    svg += `<path class="series" data-op="${esc(s.op || s.name)}" data-kind="${esc(s.kind || '')}" data-values="${[...distinct].sort((a, b) => a - b).join(',')}" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}" ${s.dash ? 'stroke-dasharray="6 4"' : ''} stroke-linejoin="round"/>`;
+    svg.push(html`<path class="series" data-op="${s.op || s.name}" data-kind="${s.kind || ''}" data-values="${[...distinct].sort((a, b) => a - b).join(',')}" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}" ${s.dash ? html`stroke-dasharray="6 4"` : ''} stroke-linejoin="round"/>`);
   }
   for (const m of spec.markers || []) {
     if (m.t < t0 - 1000 || m.t > t1 + 1000) continue;
     const x = X(Math.min(Math.max(m.t, t0), t1));
     if (m.kind === 'rescale') {
-      svg += `<g class="marker rescale-marker" data-op="${esc(m.op)}" data-tip="${esc(m.tip)}">
+      svg.push(html`<g class="marker rescale-marker" data-op="${m.op}" data-tip="${m.tip}">
         <line x1="${x}" x2="${x}" y1="${T}" y2="${Y(0)}" stroke="${m.color}" stroke-width="1.5" stroke-dasharray="3 3"/>
-        <rect x="${x - 5}" y="${T}" width="10" height="${Y(0) - T}" fill="transparent"/></g>`;
+        <rect x="${x - 5}" y="${T}" width="10" height="${Y(0) - T}" fill="transparent"/></g>`);
     } else {
-      svg += `<g class="marker decision-marker" data-op="${esc(m.op)}" data-tip="${esc(m.tip)}">
+      svg.push(html`<g class="marker decision-marker" data-op="${m.op}" data-tip="${m.tip}">
         <path d="M${x - 6},${Y(0) - 1} L${x + 6},${Y(0) - 1} L${x},${Y(0) - 12} z" fill="${m.color}" stroke="#fff"/>
-        <rect x="${x - 8}" y="${Y(0) - 14}" width="16" height="16" fill="transparent"/></g>`;
+        <rect x="${x - 8}" y="${Y(0) - 14}" width="16" height="16" fill="transparent"/></g>`);
     }
   }
-  svg += `<line class="cross" x1="0" x2="0" y1="${T}" y2="${Y(0)}" stroke="#9aa8b8" visibility="hidden"/>`;
-  svg += '</svg>';
-  const legend = '<div class="legend">' + spec.series.filter(s => !s.noLegend).map(s =>
-    `<span><i class="${s.dash ? 'dash' : ''}" style="background:${s.color};border-color:${s.color}"></i>${esc(s.name)}</span>`).join('') + '</div>';
-  el.innerHTML = svg + legend;
+  svg.push(html`<line class="cross" x1="0" x2="0" y1="${T}" y2="${Y(0)}" stroke="#9aa8b8" visibility="hidden"/>`);
+  svg.push(html`</svg>`);
+  const legend = html`<div class="legend">${spec.series.filter(s => !s.noLegend).map(s =>
+    html`<span><i class="${s.dash ? 'dash' : ''}" data-bg="${s.color}"></i>${s.name}</span>`)}</div>`;
+  setHtml(el, html`${svg}${legend}`);
   const svgEl = el.querySelector('svg');
   svgEl.onmousemove = ev => {
     if (ev.target.closest('[data-tip]')) return;
@@ -539,37 +579,37 @@ function renderCharts(j) {
   if (cks.length) {
     const lastK = cks[cks.length - 1];
     const sizes = cks.map(k => k.bytes);
-    document.getElementById('chart-checkpoints').insertAdjacentHTML('beforeend',
-      `<div class="legend"><span>${cks.length} recent · last #${lastK.id}: ${fmtMs(lastK.duration_ms)}, ${fmtBytes(lastK.bytes)}</span>
+    appendHtml(document.getElementById('chart-checkpoints'),
+      html`<div class="legend"><span>${cks.length} recent · last #${lastK.id}: ${fmtMs(lastK.duration_ms)}, ${fmtBytes(lastK.bytes)}</span>
        <span>size ${fmtBytes(Math.min(...sizes))} – ${fmtBytes(Math.max(...sizes))}</span></div>`);
   }
 }
 
 /* "count 2→3", or for a rebalancing migration "count: 3 instances moved" */
 function rescaleWhat(r) {
-  return r.kind === 'migration' ? `${esc(r.operator)}: ${r.instances_moved} moved to balance workers`
-                                : `${esc(r.operator)} ${r.old_parallelism}→${r.new_parallelism}`;
+  return r.kind === 'migration' ? `${r.operator}: ${r.instances_moved} moved to balance workers`
+                                : `${r.operator} ${r.old_parallelism}→${r.new_parallelism}`;
 }
 
 function renderRescales(j) {
   const rs = (j.rescales || []).slice().reverse();
-  document.getElementById('rescales').innerHTML = rs.length
-    ? `<table id="rescale-table"><tr><th>time</th><th>operator</th><th class="n">parallelism</th><th class="n">pause</th><th class="n">moved</th><th class="n">key groups</th></tr>` +
-      rs.map(r => `<tr><td>${fmtClock(r.time_ms)}</td><td>${esc(r.operator)}</td><td class="n"${r.kind === 'migration' ? ` title="${esc(r.reason)}"` : ''}>${r.old_parallelism} → ${r.new_parallelism}${r.kind === 'migration' ? `, ${r.instances_moved} instances to other workers (rebalance)` : ''}</td>
-        <td class="n">${fmtMs(r.pause_ms)}</td><td class="n">${fmtBytes(r.bytes_moved)}</td><td class="n">${r.key_groups_moved}</td></tr>`).join('') + '</table>'
-    : '<p class="muted">No rescales yet. <code>eddy rescale JOB OPERATOR N</code> or <code>--autoscale</code>.</p>';
+  setHtml(document.getElementById('rescales'), rs.length
+    ? html`<table id="rescale-table"><tr><th>time</th><th>operator</th><th class="n">parallelism</th><th class="n">pause</th><th class="n">moved</th><th class="n">key groups</th></tr>${
+      rs.map(r => html`<tr><td>${fmtClock(r.time_ms)}</td><td>${r.operator}</td><td class="n" title="${r.kind === 'migration' ? r.reason : ''}">${r.old_parallelism} → ${r.new_parallelism}${r.kind === 'migration' ? `, ${r.instances_moved} instances to other workers (rebalance)` : ''}</td>
+        <td class="n">${fmtMs(r.pause_ms)}</td><td class="n">${fmtBytes(r.bytes_moved)}</td><td class="n">${r.key_groups_moved}</td></tr>`)}</table>`
+    : html`<p class="muted">No rescales yet. <code>eddy rescale JOB OPERATOR N</code> or <code>--autoscale</code>.</p>`);
 }
 
 function renderDecisions(j) {
   const all = document.getElementById('show-all-decisions').checked;
   const ds = jobDecisions(j).filter(d => all || changed(d)).slice(-50).reverse();
   const hidden = jobDecisions(j).length - jobDecisions(j).filter(changed).length;
-  document.getElementById('decisions').innerHTML = ds.length
-    ? `<table><tr><th>time</th><th>operator</th><th class="n">parallelism</th><th>why</th></tr>` +
-      ds.map(d => `<tr><td>${fmtClock(d.time_ms)}</td><td>${esc(d.operator)}</td>
-        <td class="n">${d.old_parallelism} → ${d.new_parallelism}${d.applied ? '' : ' <span class="muted">(not applied)</span>'}</td>
-        <td class="reason">${esc(d.reason || d.action)}</td></tr>`).join('') + '</table>'
-    : `<p class="muted">No scaling decisions${hidden ? ` that changed anything (${hidden} no-change hidden)` : ''}. The controller runs with <code>eddy local --autoscale</code> or <code>eddy controller</code>.</p>`;
+  setHtml(document.getElementById('decisions'), ds.length
+    ? html`<table><tr><th>time</th><th>operator</th><th class="n">parallelism</th><th>why</th></tr>${
+      ds.map(d => html`<tr><td>${fmtClock(d.time_ms)}</td><td>${d.operator}</td>
+        <td class="n">${d.old_parallelism} → ${d.new_parallelism}${d.applied ? '' : html` <span class="muted">(not applied)</span>`}</td>
+        <td class="reason">${d.reason || d.action}</td></tr>`)}</table>`
+    : html`<p class="muted">No scaling decisions${hidden ? ` that changed anything (${hidden} no-change hidden)` : ''}. The controller runs with <code>eddy local --autoscale</code> or <code>eddy controller</code>.</p>`);
 }
 
 /* ---- tooltips --------------------------------------------------------- */

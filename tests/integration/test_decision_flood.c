@@ -159,6 +159,21 @@ static char *decision_text(int i)
     return text;
 }
 
+/* A decision of the history an earlier eddy wrote (reason "legacy #i"). */
+static char *legacy_text(int i)
+{
+    char *text = decision_text(i);
+    json_error_t jerr;
+    json_t *doc = text ? json_loads(text, 0, &jerr) : NULL;
+    free(text);
+    char reason[32];
+    snprintf(reason, sizeof reason, "legacy #%d", i);
+    json_object_set_new(doc, "reason", json_string(reason));
+    text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
+}
+
 typedef struct flood {
     atomic_bool done;
     int sent, recorded;
@@ -352,7 +367,12 @@ Test(decision_flood, status_stays_responsive_and_history_is_kept, .init = setup,
 {
     eddy_err_t err = {{0}};
     /* a history in the old single-key format, as an earlier eddy wrote it */
-    const char *legacy = "[{\"reason\":\"legacy #0\"},{\"reason\":\"legacy #1\"}]";
+    char legacy[2048];
+    char *l0 = legacy_text(0), *l1 = legacy_text(1);
+    cr_assert(l0 && l1);
+    snprintf(legacy, sizeof legacy, "[%s,%s]", l0, l1);
+    free(l0);
+    free(l1);
     cr_assert(eddy_metastore_put(ms, LEGACY_KEY, legacy, strlen(legacy), &err) == 0, "%s",
               err.msg);
     start_coordinator();

@@ -22,7 +22,11 @@
  *   URI, no token and no token file path; nor does any file of the file
  *   metadata store (encrypted records; directory 0700, records 0600), and a
  *   second coordinator on that directory stops naming the pid holding it;
- * - `eddy local --http-token-file` guards its HTTP the same way. */
+ * - `eddy local --http-token-file` guards its HTTP the same way;
+ * - every response (page, script, API, error, refusal) carries a strict
+ *   Content-Security-Policy (only the server's own script, no inline
+ *   script or style, Trusted Types, no framing), X-Content-Type-Options:
+ *   nosniff, Referrer-Policy: no-referrer and X-Frame-Options: DENY. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <curl/curl.h>
@@ -224,6 +228,61 @@ Test(http_security, only_get_and_head, .init = start_with_token, .fini = teardow
     cr_assert_eq(status_of("HEAD", "/healthz", NULL), 200);
     cr_assert_eq(status_of("HEAD", "/api/v1/jobs", "Bearer " TOKEN), 200);
     cr_assert_eq(status_of("GET", "/healthz", NULL), 200);
+}
+
+Test(http_security, security_headers_on_every_response, .init = start_with_token, .fini = teardown,
+     .timeout = 120)
+{
+    static const struct {
+        const char *method, *path, *auth;
+        long status;
+    } cases[] = {
+        {"GET", "/", NULL, 200},
+        {"GET", "/dashboard.js", NULL, 200},
+        {"GET", "/dashboard.css", NULL, 200},
+        {"GET", "/healthz", NULL, 200},
+        {"GET", "/api/v1/status", "Bearer " TOKEN, 200},
+        {"GET", "/api/v1/scaling", "Bearer " TOKEN, 200},
+        {"GET", "/metrics", "Bearer " TOKEN, 200},
+        {"GET", "/nowhere", "Bearer " TOKEN, 404},
+        {"GET", "/api/v1/status", NULL, 401},
+        {"POST", "/api/v1/jobs", NULL, 405},
+        {"HEAD", "/", NULL, 200},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        reply_t r = request(cases[i].method, cases[i].path, cases[i].auth, NULL);
+        cr_assert_eq(r.status, cases[i].status, "%s %s: %ld", cases[i].method, cases[i].path, r.status);
+        char v[512] = "";
+        cr_assert(header(r.headers, "Content-Security-Policy", v, sizeof v), "%s %s: no CSP in\n%s",
+                  cases[i].method, cases[i].path, r.headers);
+        static const char *const wanted[] = {"default-src 'none'", "script-src 'self'", "style-src 'self'",
+                                             "frame-ancestors 'none'", "base-uri 'none'",
+                                             "require-trusted-types-for 'script'"};
+        for (size_t k = 0; k < sizeof wanted / sizeof wanted[0]; k++)
+            cr_assert(strstr(v, wanted[k]), "%s %s: CSP without %s: %s", cases[i].method, cases[i].path,
+                      wanted[k], v);
+        cr_assert(!strstr(v, "unsafe-inline") && !strstr(v, "unsafe-eval"), "CSP: %s", v);
+        cr_assert(header(r.headers, "X-Content-Type-Options", v, sizeof v) && !strcmp(v, "nosniff"),
+                  "%s %s:\n%s", cases[i].method, cases[i].path, r.headers);
+        cr_assert(header(r.headers, "Referrer-Policy", v, sizeof v) && !strcmp(v, "no-referrer"),
+                  "%s %s:\n%s", cases[i].method, cases[i].path, r.headers);
+        cr_assert(header(r.headers, "X-Frame-Options", v, sizeof v) && !strcmp(v, "DENY"), "%s %s:\n%s",
+                  cases[i].method, cases[i].path, r.headers);
+        /* nosniff: a script is run only when served as one */
+        if (!strcmp(cases[i].path, "/dashboard.js"))
+            cr_assert(header(r.headers, "Content-Type", v, sizeof v) && strstr(v, "javascript"), "%s", v);
+        reply_free(&r);
+    }
+    /* The page loads its script from the server: no inline script at all. */
+    reply_t r = request("GET", "/", NULL, NULL);
+    cr_assert(strstr(r.body, "<script src=\"/dashboard.js\"></script>"), "%s", r.body);
+    const char *p = r.body;
+    while ((p = strstr(p, "<script"))) {
+        cr_assert(!strncmp(p, "<script src=", 12), "an inline script in the page: %.80s", p);
+        p++;
+    }
+    cr_assert(!strstr(r.body, " style=") && !strstr(r.body, "<style"), "inline style in the page");
+    reply_free(&r);
 }
 
 Test(http_security, token_required_except_healthz, .init = start_with_token, .fini = teardown,

@@ -446,10 +446,18 @@ Test(job_history, scaling_view, .init = setup, .fini = teardown, .timeout = 60)
     start_coordinator();
     post_decision("{\"time_ms\":1764756902250,\"job_time_ms\":12300,\"job\":\"wordcount\","
                   "\"operator\":\"count\",\"old_parallelism\":2,\"new_parallelism\":2,"
-                  "\"action\":\"no_change\",\"applied\":false,\"reason\":\"within bounds\"}");
+                  "\"action\":\"no_change\",\"applied\":false,"
+                  "\"rates\":{\"target_input_rate\":null,\"true_rate_per_instance\":null,\"observed_input_rate\":null,"
+                  "\"selectivity\":null,\"utilisation\":null,\"target_utilisation\":null,"
+                  "\"projected_utilisation\":null},"
+                  "\"reason\":\"within bounds\"}");
     post_decision("{\"time_ms\":1764756912250,\"job_time_ms\":22300,\"job\":\"wordcount\","
                   "\"operator\":\"count\",\"old_parallelism\":1,\"new_parallelism\":2,"
-                  "\"action\":\"scale_up\",\"applied\":true,\"reason\":\"target 1002 rec/s / (1250 "
+                  "\"action\":\"scale_up\",\"applied\":true,"
+                  "\"rates\":{\"target_input_rate\":null,\"true_rate_per_instance\":null,\"observed_input_rate\":null,"
+                  "\"selectivity\":null,\"utilisation\":null,\"target_utilisation\":null,"
+                  "\"projected_utilisation\":null},"
+                  "\"reason\":\"target 1002 rec/s / (1250 "
                   "rec/s per instance x 0.80) = 1.002 -> 2\"}");
     setenv("TZ", "UTC0", 1); /* the CLI inherits it */
     char *brief = cli("scaling", NULL), *all = cli("scaling", "--all");

@@ -400,6 +400,7 @@ static bool coordinator_listening(void *arg)
 }
 
 static int coord_starts;
+static const char *coord_hb_timeout = HB_TIMEOUT;
 
 static void start_coordinator(void)
 {
@@ -407,7 +408,7 @@ static void start_coordinator(void)
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
                     "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
                     "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, NULL};
+                    "--heartbeat-timeout-ms", (char *)coord_hb_timeout, NULL};
     cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
     coord_starts++;
     cr_assert(eddy_poll_until(coordinator_listening, &coord_starts, 15000),
@@ -487,6 +488,133 @@ Test(postgres_sink, coordinator_restart_between_prepare_and_commit, .init = setu
     cr_assert(caught, "never caught a prepared transaction at the coordinator's death");
     wait_view(&coord, "finished", 0, 0, 180000, "the job to finish after the restart");
     expect_table(ETL_TABLE);
+}
+
+/* ---- a worker lost during the final commit ------------------------------------------------ */
+
+#define FINAL_GIDS "gid LIKE 'eddy:etl:sink:%:18446744073709551615:%'" /* EDDY_FINAL_CHECKPOINT */
+
+static bool finals_prepared(void *arg)
+{
+    (void)arg;
+    PGresult *r = PQexec(db, "SELECT count(*) FROM pg_prepared_xacts WHERE " FINAL_GIDS);
+    bool both = PQresultStatus(r) == PGRES_TUPLES_OK && atoll(PQgetvalue(r, 0, 0)) >= 2;
+    PQclear(r);
+    return both;
+}
+
+static bool none_prepared(void *arg)
+{
+    (void)arg;
+    return scalar("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'eddy:etl:%'") == 0;
+}
+
+static bool two_registered(void *arg)
+{
+    (void)arg;
+    char *l = eddy_read_file(coord_logp, NULL);
+    int n = 0;
+    for (const char *p = l; p && (p = strstr(p, ") registered, data at")); p++)
+        n++;
+    free(l);
+    return n >= 2;
+}
+
+/* The pid of the worker running instance `index` of the job's last stage. */
+static pid_t sink_worker_pid(uint32_t index)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, job_name) : NULL;
+    json_t *ops = json_object_get(j, "operators");
+    json_t *sink = json_array_get(ops, json_array_size(ops) - 1);
+    json_int_t worker = -1;
+    size_t i;
+    json_t *inst;
+    json_array_foreach(json_object_get(sink, "instances"), i, inst) {
+        if (json_integer_value(json_object_get(inst, "index")) == index)
+            worker = json_integer_value(json_object_get(inst, "worker"));
+    }
+    pid_t pid = -1;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w) {
+        if (json_integer_value(json_object_get(w, "id")) == worker)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    json_decref(st);
+    return pid;
+}
+
+/* Every task is done, so every sink instance has its final transaction
+ * prepared; the worker of one of them stops before its COMMIT PREPARED
+ * (the coordinator is held while the job ends, so COMPLETE of the final
+ * checkpoint reaches no one before the worker is stopped). The job fails
+ * (a worker lost during the final commit), and the surviving instance
+ * commits the lost one's final transaction too: nothing stays prepared
+ * (holding its locks) and the table has every row exactly once. */
+Test(postgres_sink, worker_lost_during_final_commit, .init = setup_etl, .fini = teardown,
+     .timeout = 300)
+{
+    job_name = "etl";
+    coord_starts = 0;
+    /* longer than the coordinator is held below, so no worker is declared
+     * dead for the pause itself */
+    coord_hb_timeout = "8000";
+    start_coordinator();
+    for (int i = 0; i < 2; i++)
+        start_worker();
+    /* both registered before the submit: sink instance i goes to worker i */
+    cr_assert(eddy_poll_until(two_registered, NULL, 30000), "the workers did not register");
+    char min[16];
+    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
+    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "etl", "--input",
+                   input, "--output", uri, "--min-amount", min, "--parallelism", "2",
+                   "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
+    int rc = -1;
+    char *out = NULL, *err = NULL;
+    for (int i = 0; i < 50 && rc != 0; i++) {
+        free(out);
+        free(err);
+        out = err = NULL;
+        rc = eddy_proc_run(sub, 20000, &out, &err);
+        if (rc != 0)
+            eddy_nap_ms(200);
+    }
+    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    free(out);
+    free(err);
+    wait_view(&coord, "running", 1, 0, 60000, "a completed checkpoint");
+    pid_t lost = sink_worker_pid(0), other = sink_worker_pid(1);
+    cr_assert(lost > 0 && other > 0 && lost != other,
+              "the two sink instances should run on the two workers (pids %d and %d)", (int)lost,
+              (int)other);
+
+    /* Near the end of the input, hold the coordinator: the workers run to
+     * the end and prepare their final transactions; their TASK_DONEs wait
+     * for it. */
+    long long lines = 0;
+    for (size_t i = 0; i < expected_len; i++)
+        lines += expected[i] == '\n';
+    char near_end[96];
+    snprintf(near_end, sizeof near_end, "SELECT (count(*) >= %lld)::int FROM etl_rows", lines * 3 / 4);
+    cr_assert(eddy_poll_until(table_has_rows, near_end, 60000), "the job never got near its end");
+    cr_assert(kill(coord.pid, SIGSTOP) == 0);
+    bool prepared = eddy_poll_until(finals_prepared, NULL, 90000);
+    if (!prepared)
+        kill(coord.pid, SIGCONT);
+    cr_assert(prepared, "the sink instances never prepared their final transactions");
+    cr_assert(kill(lost, SIGSTOP) == 0);
+    cr_assert(kill(coord.pid, SIGCONT) == 0);
+
+    wait_view(&coord, "failed", 0, 0, 60000, "the job to fail (a worker lost during its final commit)");
+    if (!eddy_poll_until(none_prepared, NULL, 30000)) {
+        char *l = all_logs();
+        cr_assert_fail("%lld final transaction(s) stayed prepared after the job failed; logs:\n%s",
+                       scalar("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'eddy:etl:%'"), l);
+    }
+    expect_table(ETL_TABLE);
+    char *l = eddy_read_file(coord_logp, NULL);
+    cr_assert(l && strstr(l, "was lost during the final commit"), "%s", l ? l : "(no log)");
+    free(l);
 }
 
 /* ---- errors --------------------------------------------------------------------------- */

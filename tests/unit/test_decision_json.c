@@ -3,10 +3,12 @@
  * missing keys, wrong types, out-of-range values and inconsistent actions. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller/decision_json.h"
+#include "controller/pool.h"
 
 static eddy_scaling_decision_t sample_decision(void)
 {
@@ -181,6 +183,33 @@ static void long_operator(json_t *o)
 }
 static void empty_operator(json_t *o) { json_object_set_new(o, "operator", json_string("")); }
 static void nul_in_job(json_t *o) { json_object_set_new(o, "job", json_stringn("a\0b", 3)); }
+static void unknown_key(json_t *o) { json_object_set_new(o, "script", json_string("<img src=x>")); }
+static void unknown_rate(json_t *o)
+{
+    json_object_set_new(json_object_get(o, "rates"), "evil", json_real(1.0));
+}
+static void parallelism_as_string(json_t *o)
+{
+    json_object_set_new(o, "old_parallelism", json_string("<img src=x onerror=alert(1)>"));
+}
+static void job_time_as_string(json_t *o) { json_object_set_new(o, "job_time_ms", json_string("1")); }
+static void bad_kind(json_t *o) { json_object_set_new(o, "kind", json_string("<b>")); }
+static void worker_without_pool(json_t *o) { json_object_set_new(o, "worker", json_string("w1")); }
+static void long_worker(json_t *o)
+{
+    char name[300];
+    memset(name, 'w', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    json_object_set_new(o, "kind", json_string("pool"));
+    json_object_set_new(o, "worker", json_string(name));
+}
+static void long_reason(json_t *o)
+{
+    char text[EDDY_SCALING_REASON_MAX + 1];
+    memset(text, 'r', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    json_object_set_new(o, "reason", json_string(text));
+}
 
 Test(decision_json, rejects_malformed_decisions)
 {
@@ -201,6 +230,33 @@ Test(decision_json, rejects_malformed_decisions)
     expect_rejected(long_operator, "longer than");
     expect_rejected(empty_operator, "empty");
     expect_rejected(nul_in_job, "NUL");
+    expect_rejected(unknown_key, "unknown key \"script\"");
+    expect_rejected(unknown_rate, "unknown key \"rates.evil\"");
+    expect_rejected(parallelism_as_string, "must be an integer");
+    expect_rejected(job_time_as_string, "job_time_ms");
+    expect_rejected(bad_kind, "kind");
+    expect_rejected(worker_without_pool, "worker pool");
+    expect_rejected(long_worker, "\"worker\" longer than");
+    expect_rejected(long_reason, "\"reason\" longer than");
+}
+
+/* What the writers add is part of the schema: the controller's job_time_ms,
+ * the pool's kind, target_workers and worker (with 0 live workers). */
+Test(decision_json, writers_extra_keys_are_accepted)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    json_t *obj = encode(&d);
+    json_object_set_new(obj, "job_time_ms", json_integer(12300));
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_scaling_decision_check_json(obj, &err), 0, "%s", err.msg);
+    json_object_set_new(obj, "kind", json_string("pool"));
+    json_object_set_new(obj, "target_workers", json_integer(3));
+    json_object_set_new(obj, "worker", json_string("eddy-pool-2"));
+    json_object_set_new(obj, "old_parallelism", json_integer(0));
+    cr_assert_eq(eddy_scaling_decision_check_json(obj, &err), 0, "%s", err.msg);
+    json_object_del(obj, "kind");
+    cr_assert_eq(eddy_scaling_decision_check_json(obj, &err), -1);
+    json_decref(obj);
 }
 
 Test(decision_json, rejects_non_objects)
@@ -225,4 +281,27 @@ Test(decision_json, applied_no_change_is_inconsistent)
     eddy_err_t err = {{0}};
     cr_assert_eq(eddy_scaling_decision_from_json(obj, &out, &err), -1);
     json_decref(obj);
+}
+
+/* What the worker pool and the controller post passes the coordinator's
+ * check: a pool growing from no live worker, and shrinking to none. */
+Test(decision_json, pool_decisions_pass_the_check)
+{
+    eddy_pool_decision_t pd = {.time_ms = 5, .action = EDDY_POOL_GROW, .live = 0, .target = 2, .grow = 2};
+    snprintf(pd.job, sizeof pd.job, "wordcount");
+    snprintf(pd.reason, sizeof pd.reason, "2 slots wanted");
+    json_t *doc = eddy_pool_decision_to_json(&pd, 1700000000000);
+    eddy_err_t err = {{0}};
+    cr_assert(doc);
+    cr_assert_eq(eddy_scaling_decision_check_json(doc, &err), 0, "%s", err.msg);
+    json_decref(doc);
+    pd.action = EDDY_POOL_SHRINK;
+    pd.live = 1;
+    pd.target = 0;
+    pd.grow = 0;
+    snprintf(pd.release, sizeof pd.release, "eddy-pool-1");
+    doc = eddy_pool_decision_to_json(&pd, 1700000000000);
+    cr_assert(doc);
+    cr_assert_eq(eddy_scaling_decision_check_json(doc, &err), 0, "%s", err.msg);
+    json_decref(doc);
 }
