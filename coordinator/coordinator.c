@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -139,6 +140,16 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         return;
     }
     coord_worker_t *w = worker_by_identity(c, identity, identity_len);
+    /* The same process again on a new connection (it looked for the leader
+     * elsewhere and came back): it keeps its entry, not a second one that
+     * would be declared dead when the first misses its heartbeats. */
+    for (coord_worker_t *o = c->workers; o && !w; o = o->next)
+        if (o->alive && o->pid == m->u.reg.pid && !strcmp(o->host, m->u.reg.host) &&
+            !strcmp(o->name, m->u.reg.name) && !strcmp(o->endpoint, m->u.reg.data_endpoint)) {
+            memcpy(o->identity, identity, identity_len);
+            o->identity_len = identity_len;
+            w = o;
+        }
     /* Identity is unique: another live process under the same name or data
      * address would get the other's tasks and data (the same process
      * re-registering on a new connection has the same host and pid). A
@@ -179,6 +190,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         w->awaiting = false;
         memcpy(w->identity, identity, identity_len);
         w->identity_len = identity_len;
+        coord_worker_back(c, w);
     }
     bool created = !w;
     if (!w) {
@@ -645,6 +657,82 @@ static bool still_leading(coord_t *c)
     return false;
 }
 
+/* ---- reading the store at takeover --------------------------------------- */
+
+/* What a new leader reads synchronously before its loop: a fresh store
+ * connection (fenced on its election), the decision history, then the jobs
+ * with their checkpoints and counters and the previous leader's workers.
+ * Each is all or nothing, so a failed attempt is simply made again. */
+static int load_first(coord_t *c, const eddy_metastore_tls_t *tls, eddy_err_t *err)
+{
+    if (!c->meta && !(c->meta = eddy_metastore_open_tls(c->opts->metastore, tls, err)))
+        return eddy_err_wrap(err, "metadata store");
+    if (c->election &&
+        eddy_metastore_set_fence(c->meta, EDDY_LEADER_KEY, (int64_t)c->leader_epoch, err) < 0)
+        return -1;
+    return coord_decisions_load(c, err);
+}
+
+static void forget_loaded_workers(coord_t *c)
+{
+    while (c->workers) {
+        coord_worker_t *w = c->workers;
+        c->workers = w->next;
+        free(w->metrics);
+        free(w);
+    }
+    c->listed_workers = 0;
+    c->next_worker_id = 0;
+}
+
+static int load_jobs(coord_t *c, const eddy_metastore_tls_t *tls, eddy_err_t *err)
+{
+    (void)tls;
+    if (coord_jobs_restore_from_store(c, err) < 0)
+        return -1;
+    if (coord_worker_leases_load(c, err) < 0) {
+        coord_jobs_drop_loaded(c);
+        forget_loaded_workers(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs step until it succeeds, with backoff (100 ms doubling to 2 s), for
+ * at most twice the leader TTL (5 s at least): an etcd error there (one
+ * lost SYN is a connect timeout; a read times out under loss) is never
+ * fatal. After that, or once the lease is gone, a leader gives its
+ * leadership up and stands by (COORD_RUN_DEPOSED) rather than lead without
+ * its jobs; with a file store there is nobody to hand over to: -1. */
+static int load_with_retries(coord_t *c, const eddy_metastore_tls_t *tls,
+                             int (*step)(coord_t *, const eddy_metastore_tls_t *, eddy_err_t *),
+                             const char *what, eddy_err_t *err)
+{
+    uint64_t ttl = c->opts->leader_ttl_ms ? c->opts->leader_ttl_ms : COORD_LEADER_TTL_MS;
+    uint64_t deadline = eddy_mono_ms() + (2 * ttl > 5000 ? 2 * ttl : 5000);
+    uint32_t backoff = 100;
+    for (int attempt = 1;; attempt++) {
+        eddy_err_t aerr = {{0}};
+        if (step(c, tls, &aerr) == 0) {
+            if (attempt > 1)
+                eddy_info("%s: done on attempt %d", what, attempt);
+            return 0;
+        }
+        bool leading = !c->election || eddy_election_leading(c->election);
+        if (!leading || eddy_mono_ms() + backoff > deadline) {
+            eddy_err_set(err, "%s failed %d times, last: %.400s%s", what, attempt, aerr.msg,
+                         c->election ? "; giving up the leadership" : "");
+            if (c->election)
+                c->deposed = true;
+            return c->election ? COORD_RUN_DEPOSED : -1;
+        }
+        eddy_warn("%s (attempt %d): %s; retrying in %u ms", what, attempt, aerr.msg, backoff);
+        struct timespec ts = {backoff / 1000, (long)(backoff % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
+    }
+}
+
 int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
                      const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err)
 {
@@ -675,15 +763,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     c.timeline = coord_timeline_new(); /* NULL: no dashboard history, nothing else lost */
     int rc = -1;
     eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
-    c.meta = eddy_metastore_open_tls(opts->metastore, &tls, err);
-    if (!c.meta) {
-        eddy_err_wrap(err, "metadata store");
+    /* synchronous: before the executor owns the store */
+    if ((rc = load_with_retries(&c, &tls, load_first, "reading the metadata store", err)) < 0)
         goto out;
-    }
-    if (election && eddy_metastore_set_fence(c.meta, EDDY_LEADER_KEY, (int64_t)c.leader_epoch,
-                                             err) < 0)
-        goto out;
-    coord_decisions_load(&c); /* synchronous: before the executor owns the store */
+    rc = -1;
     c.meta_async = eddy_metastore_async_new(c.meta, err);
     if (!c.meta_async) {
         eddy_err_wrap(err, "metadata store");
@@ -738,8 +821,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     }
     /* before the loop, with the store used synchronously: nothing is
      * queued on c.meta_async yet, and the reload writes nothing */
-    coord_jobs_restore_from_store(&c);
-    coord_worker_leases_load(&c);
+    if ((rc = load_with_retries(&c, &tls, load_jobs, "reading the jobs from the metadata store",
+                                err)) < 0)
+        goto out;
+    rc = -1;
 
     while (!*stop) {
         zmq_pollitem_t items[64];

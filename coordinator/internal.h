@@ -184,6 +184,9 @@ typedef struct coord_job {
      * yet been seen reaching the last stage in the restored epoch */
     uint64_t failure_noticed_ms;
     bool awaiting_flow;
+    /* reloaded from the metadata store (a failover or a restart): its
+     * first restore is one after a failure, counted and logged as such */
+    bool resumed_restore_pending;
 
     /* checkpoints (checkpoint.c) */
     uint64_t next_checkpoint;
@@ -294,7 +297,16 @@ typedef struct coord {
     /* worker_lease.c: registrations on etcd leases (false: file store) */
     bool worker_leases;
     uint32_t listed_workers;      /* listed by the previous leader at takeover */
+    bool all_back_logged;         /* "all listed workers back after N ms" said */
 } coord_t;
+
+/* How long after taking over a leader waits for the workers to register
+ * again before it places resumed jobs or declares the previous leader's
+ * workers dead: the heartbeat timeout, and with an election at least the
+ * time a worker needs to notice the old leader's silence and find the new
+ * one (eddy_failover_reregister_ms, net/proto.h). Ends early once every
+ * listed worker is back. */
+uint64_t coord_takeover_grace_ms(const coord_t *c);
 
 /* coordinator.c */
 /* What coord_run_leader returns when this process lost its leadership. */
@@ -324,7 +336,7 @@ void coord_worker_left(coord_t *c, coord_worker_t *w, const char *why);
 /* worker_lease.c: each live worker's registration on an etcd lease */
 /* At takeover, synchronously (before meta_async has calls): the workers
  * the previous leader registered become "awaiting heartbeat". */
-void coord_worker_leases_load(coord_t *c);
+int coord_worker_leases_load(coord_t *c, eddy_err_t *err);
 /* w (re)registered: grant its lease and record it. */
 void coord_worker_lease_on_registered(coord_t *c, coord_worker_t *w);
 /* w is dead: revoke its lease, so its key goes. */
@@ -333,6 +345,8 @@ void coord_worker_lease_release(coord_t *c, coord_worker_t *w);
 void coord_worker_leases_tick(coord_t *c, uint64_t now_ms);
 uint32_t coord_awaiting_workers(const coord_t *c);
 coord_worker_t *coord_awaiting_worker_named(coord_t *c, const char *name);
+/* An awaiting worker registered again: logs how long after the takeover. */
+void coord_worker_back(coord_t *c, coord_worker_t *w);
 
 /* disconnect.c: a worker whose control connection closes is dead now */
 /* Monitors the router's connections (not with opts->heartbeat_only). */
@@ -467,7 +481,10 @@ void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err)
 void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done,
                           void *arg);
 /* Startup: reloads the jobs that had not ended (synchronous; before the loop). */
-void coord_jobs_restore_from_store(coord_t *c);
+/* -1 with err when the store could not be read; nothing is kept then. */
+int coord_jobs_restore_from_store(coord_t *c, eddy_err_t *err);
+/* Forgets every job (a reload that failed half-way is done again). */
+void coord_jobs_drop_loaded(coord_t *c);
 /* Writes the job's counters under their own key; when the write completed
  * the views show them (counters.h: never less than a restarted coordinator
  * would show). */
@@ -513,7 +530,7 @@ void coord_http_handler(void *ctx, const char *method, const char *path,
 /* Appends one decision (taking the reference) and stores it under its own key. */
 void coord_record_decision(coord_t *c, json_t *decision);
 /* Loads the history at startup, synchronously: call before meta_async exists. */
-void coord_decisions_load(coord_t *c);
+int coord_decisions_load(coord_t *c, eddy_err_t *err);
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id);
 
 #endif

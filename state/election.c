@@ -35,6 +35,7 @@ struct eddy_election {
     /* under lock */
     bool leader, lost;
     int64_t epoch;
+    int64_t seen_epoch; /* the last leader's epoch seen while campaigning (0: none) */
     uint64_t valid_until_ms;
     char leader_endpoint[EDDY_ELECTION_ENDPOINT_MAX];
     char last_error[512];
@@ -133,6 +134,7 @@ static int campaign(eddy_election_t *e, eddy_metastore_t *store, int64_t *lease)
     }
     if (got == 1) {
         pthread_mutex_lock(&e->lock);
+        e->seen_epoch = rev;
         snprintf(e->leader_endpoint, sizeof e->leader_endpoint, "%s", holder);
         e->last_error[0] = '\0';
         pthread_mutex_unlock(&e->lock);
@@ -166,7 +168,17 @@ static int campaign(eddy_election_t *e, eddy_metastore_t *store, int64_t *lease)
     snprintf(e->leader_endpoint, sizeof e->leader_endpoint, "%s", e->endpoint);
     e->last_error[0] = '\0';
     pthread_mutex_unlock(&e->lock);
-    eddy_info("elected leader (epoch %lld, lease %lld s)", (long long)rev, (long long)ttl_s);
+    /* The epoch is the etcd revision that created the leader key: it is
+     * above every earlier leader's (fencing needs no more) but grows with
+     * every write to the store in between (jobs, checkpoints, worker
+     * registrations), so successive epochs are far apart. */
+    if (e->seen_epoch)
+        eddy_info("elected leader (epoch %lld, lease %lld s; the previous leader's epoch was %lld: "
+                  "epochs are etcd revisions, which every write to the store advances)",
+                  (long long)rev, (long long)ttl_s, (long long)e->seen_epoch);
+    else
+        eddy_info("elected leader (epoch %lld, lease %lld s; epochs are etcd revisions)",
+                  (long long)rev, (long long)ttl_s);
     return 1;
 }
 
@@ -221,8 +233,6 @@ eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_t
             for (int k = 0; k < i; k++)
                 free(e->tls_paths[k]);
             free(e->url);
-    for (int i = 0; i < 3; i++)
-        free(e->tls_paths[i]);
             free(e);
             eddy_err_set(err, "out of memory");
             return NULL;
@@ -255,6 +265,8 @@ void eddy_election_destroy(eddy_election_t **self_p)
     }
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->wake);
+    for (int i = 0; i < 3; i++)
+        free(e->tls_paths[i]);
     free(e->url);
     free(e);
     *self_p = NULL;
