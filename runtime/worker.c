@@ -101,7 +101,7 @@ typedef struct worker {
      * leader. `suspect` (-1: none) is the coordinator it left because it
      * went silent: a standby naming it as leader before suspect_until_ms is
      * not believed (its view predates the election under way). */
-    bool seeking;
+    bool seeking, seek_answered; /* answered: the current candidate said anything */
     uint64_t seek_next_ms;
     uint32_t seek_backoff_ms;
     int suspect;
@@ -615,6 +615,7 @@ static void switch_coordinator(worker_t *w, const char *endpoint, const char *wh
     if (!w->seeking)
         w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
     w->seeking = true;
+    w->seek_answered = false;
     w->seek_next_ms = now + SEEK_ANSWER_MS;
     send_register(w);
 }
@@ -641,6 +642,7 @@ static void on_not_leader(worker_t *w, const char *leader)
     }
     if (!w->seeking)
         w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
+    w->seek_answered = true;
     if (!w->seeking || w->seek_backoff_ms == EDDY_LEADER_SEEK_MIN_MS)
         eddy_info("coordinator %s: not the leader (%s); asking the candidates again every %u..%u ms",
                   w->coords[w->cur], named >= 0 ? "it names the one that went silent" : "no leader elected yet",
@@ -655,10 +657,17 @@ static void on_not_leader(worker_t *w, const char *leader)
  * silent (with one standby that is the same one: it will lead soon). */
 static void seek_tick(worker_t *w)
 {
-    if (!w->seeking || eddy_mono_ms() < w->seek_next_ms)
+    uint64_t now = eddy_mono_ms();
+    if (!w->seeking || now < w->seek_next_ms)
         return;
     uint32_t backoff = w->seek_backoff_ms;
-    switch_coordinator(w, NULL, "seeking the leader");
+    if (!w->seek_answered) {
+        /* no word within SEEK_ANSWER_MS: as silent as a dead leader (a
+         * standby naming it is not followed there again for a while) */
+        w->suspect = w->cur;
+        w->suspect_until_ms = now + coordinator_silence_ms(w);
+    }
+    switch_coordinator(w, NULL, w->seek_answered ? "seeking the leader" : "no answer");
     w->seek_backoff_ms = backoff;
 }
 
