@@ -654,6 +654,10 @@ static bool still_leading(coord_t *c)
     if (eddy_election_leading(c->election))
         return true;
     c->deposed = true;
+    /* said here, the moment the loop stops acting (the election thread's
+     * "leadership lost" may come later: it waits for its etcd call) */
+    eddy_warn("stopped acting as leader (epoch %llu): its lease is no longer known to be valid",
+              (unsigned long long)c->leader_epoch);
     return false;
 }
 
@@ -826,6 +830,12 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         goto out;
     rc = -1;
 
+    /* the takeover's grace (coord_takeover_grace_ms) counts from here, not
+     * from before reads of the store that may have been retried */
+    c.started_ms = eddy_mono_ms();
+    for (coord_worker_t *w = c.workers; w; w = w->next)
+        if (w->awaiting)
+            w->last_seen_ms = c.started_ms;
     while (!*stop) {
         zmq_pollitem_t items[64];
         items[0] = (zmq_pollitem_t){c.router, 0, ZMQ_POLLIN, 0};

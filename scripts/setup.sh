@@ -26,7 +26,8 @@ done
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev
           libcurl4-openssl-dev libcriterion-dev libmicrohttpd-dev libjansson-dev
           libxxhash-dev zlib1g-dev etcd-server gnuplot-nox prometheus procps
-          libhiredis-dev redis-server libpq-dev postgresql libyaml-dev chromium openssl jq)
+          libhiredis-dev redis-server libpq-dev postgresql libyaml-dev chromium openssl jq
+          iproute2 nftables)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
