@@ -190,7 +190,9 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         w->awaiting = false;
         memcpy(w->identity, identity, identity_len);
         w->identity_len = identity_len;
-        coord_worker_back(c, w);
+        eddy_info("worker %u (%s), registered with the previous leader, is back %llu ms after "
+                  "the takeover",
+                  w->id, w->name, (unsigned long long)(eddy_mono_ms() - c->started_ms));
     }
     bool created = !w;
     if (!w) {
@@ -230,6 +232,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
     coord_worker_lease_on_registered(c, w);
+    coord_worker_back(c, w);
     if (created && was_declared_dead(c, w)) {
         eddy_info("worker %u (%s, pid %lld) was declared dead before: releasing the tasks it may "
                   "still run", w->id, w->name, (long long)w->pid);
@@ -738,10 +741,12 @@ static int load_with_retries(coord_t *c, const eddy_metastore_tls_t *tls,
 }
 
 int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
-                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err)
+                     const char *advertise, const coord_expected_t *expect,
+                     volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     coord_t c = {0};
     c.election = election;
+    c.expected = expect && expect->n ? expect : NULL;
     c.advertise = advertise;
     if (election) {
         eddy_election_view_t v;
@@ -833,6 +838,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     /* the takeover's grace (coord_takeover_grace_ms) counts from here, not
      * from before reads of the store that may have been retried */
     c.started_ms = eddy_mono_ms();
+    if (c.expected)
+        eddy_info("expecting %u workers that asked this coordinator while it stood by, and %u "
+                  "that the previous leader listed",
+                  c.expected->n, c.listed_workers);
     for (coord_worker_t *w = c.workers; w; w = w->next)
         if (w->awaiting)
             w->last_seen_ms = c.started_ms;
@@ -865,6 +874,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         uint64_t now = eddy_mono_ms();
         check_liveness(&c, now);
         coord_worker_leases_tick(&c, now);
+        coord_quorum_tick(&c, now);
         if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
             c.submitted = true;
             eddy_err_t serr = {{0}};
@@ -885,8 +895,9 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         }
     }
     if (c.deposed) {
-        eddy_err_set(err, "leadership lost (epoch %llu)", (unsigned long long)c.leader_epoch);
-        rc = COORD_RUN_DEPOSED;
+        eddy_err_set(err, "leadership %s (epoch %llu)", c.stepped_down ? "given up" : "lost",
+                     (unsigned long long)c.leader_epoch);
+        rc = c.stepped_down ? COORD_RUN_STEPPED_DOWN : COORD_RUN_DEPOSED;
         goto out;
     }
     rc = run_result(&c, err);

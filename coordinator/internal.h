@@ -254,6 +254,15 @@ typedef struct coord_ticket {
 typedef struct coord_fd_table coord_fd_table_t;
 typedef struct coord_reaper coord_reaper_t;
 
+/* Workers that came to this process while it stood by (leader.c): at
+ * takeover it expects them, as it does the ones the previous leader listed
+ * in etcd, and its grace ends once all of them are back. */
+#define COORD_EXPECT_MAX 64
+typedef struct coord_expected {
+    char names[COORD_EXPECT_MAX][EDDY_NAME_MAX];
+    uint32_t n;
+} coord_expected_t;
+
 typedef struct coord {
     const eddy_coordinator_options_t *opts;
     void *zctx, *router;
@@ -298,7 +307,19 @@ typedef struct coord {
     bool worker_leases;
     uint32_t listed_workers;      /* listed by the previous leader at takeover */
     bool all_back_logged;         /* "all listed workers back after N ms" said */
+    const coord_expected_t *expected; /* NULL: none (see coord_run_leader) */
+    /* quorum.c: since when fewer than a majority of the workers are alive
+     * (0: a majority is), whether the standby's report is being read, and
+     * whether this leader stepped down */
+    uint64_t minority_since_ms;
+    uint64_t quorum_next_check_ms;
+    bool quorum_reading;
+    bool stepped_down;
 } coord_t;
+
+/* quorum.c: a leader cut off from most of its workers (but not from etcd)
+ * steps down once a standby reports hearing from them. */
+void coord_quorum_tick(coord_t *c, uint64_t now_ms);
 
 /* How long after taking over a leader waits for the workers to register
  * again before it places resumed jobs or declares the previous leader's
@@ -311,9 +332,16 @@ uint64_t coord_takeover_grace_ms(const coord_t *c);
 /* coordinator.c */
 /* What coord_run_leader returns when this process lost its leadership. */
 #define COORD_RUN_DEPOSED (-2)
-/* The leader's loop (eddy_coordinator_run without the election around it). */
+/* ... and when it gave its leadership up for its workers' sake (quorum.c):
+ * it lets a standby win the next election. */
+#define COORD_RUN_STEPPED_DOWN (-3)
+/* The leader's loop (eddy_coordinator_run without the election around
+ * it); expect may be NULL. */
 int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
-                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err);
+                     const char *advertise, const coord_expected_t *expect,
+                     volatile sig_atomic_t *stop, eddy_err_t *err);
+/* Every worker the previous leader listed and every expected one is back. */
+bool coord_takeover_all_back(const coord_t *c);
 void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg);
 void coord_broadcast(coord_t *c, const eddy_msg_t *msg);
 void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len, int64_t status,
@@ -345,7 +373,8 @@ void coord_worker_lease_release(coord_t *c, coord_worker_t *w);
 void coord_worker_leases_tick(coord_t *c, uint64_t now_ms);
 uint32_t coord_awaiting_workers(const coord_t *c);
 coord_worker_t *coord_awaiting_worker_named(coord_t *c, const char *name);
-/* An awaiting worker registered again: logs how long after the takeover. */
+/* A worker registered: once every worker the takeover expects is back,
+ * logs how long after the takeover that was (measured, for the grace). */
 void coord_worker_back(coord_t *c, coord_worker_t *w);
 
 /* disconnect.c: a worker whose control connection closes is dead now */

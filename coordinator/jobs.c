@@ -288,7 +288,7 @@ void coord_jobs_on_worker_joined(coord_t *c)
     /* After a coordinator restart, give the workers one heartbeat timeout to
      * register again before resumed jobs are placed; after a failover the
      * wait ends early once every worker the previous leader listed is back. */
-    bool all_back = c->listed_workers && coord_awaiting_workers(c) == 0;
+    bool all_back = coord_takeover_all_back(c);
     if (c->resumed_jobs && !all_back && eddy_mono_ms() < c->started_ms + coord_takeover_grace_ms(c))
         return;
     for (coord_job_t *j = c->jobs; j; j = j->next) {

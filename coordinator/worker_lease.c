@@ -220,19 +220,33 @@ uint64_t coord_takeover_grace_ms(const coord_t *c)
     return grace;
 }
 
+bool coord_takeover_all_back(const coord_t *c)
+{
+    if ((!c->listed_workers && !c->expected) || coord_awaiting_workers(c))
+        return false;
+    for (uint32_t i = 0; c->expected && i < c->expected->n; i++) {
+        bool alive = false;
+        for (const coord_worker_t *w = c->workers; w && !alive; w = w->next)
+            alive = w->alive && !strcmp(w->name, c->expected->names[i]);
+        if (!alive)
+            return false;
+    }
+    return true;
+}
+
 void coord_worker_back(coord_t *c, coord_worker_t *w)
 {
-    uint64_t now = eddy_mono_ms();
-    eddy_info("worker %u (%s), registered with the previous leader, is back %llu ms after the "
-              "takeover",
-              w->id, w->name, (unsigned long long)(now - c->started_ms));
-    if (!c->all_back_logged && coord_awaiting_workers(c) == 0) {
-        c->all_back_logged = true;
-        eddy_info("all %u workers of the previous leader are back %llu ms after the takeover "
-                  "(grace %llu ms)",
-                  c->listed_workers, (unsigned long long)(now - c->started_ms),
-                  (unsigned long long)coord_takeover_grace_ms(c));
-    }
+    (void)w;
+    if (c->all_back_logged || !coord_takeover_all_back(c))
+        return;
+    c->all_back_logged = true;
+    uint32_t n = 0;
+    for (const coord_worker_t *o = c->workers; o; o = o->next)
+        n += o->alive;
+    eddy_info("all %u workers of the previous leader are back %llu ms after the takeover "
+              "(grace %llu ms)",
+              n, (unsigned long long)(eddy_mono_ms() - c->started_ms),
+              (unsigned long long)coord_takeover_grace_ms(c));
 }
 
 uint32_t coord_awaiting_workers(const coord_t *c)

@@ -640,6 +640,8 @@ static void on_not_leader(worker_t *w, const char *leader)
         switch_coordinator(w, leader, "not the leader");
         return;
     }
+    if (w->seeking && w->seek_answered)
+        return; /* a retry is scheduled already (heartbeats get answers too) */
     if (!w->seeking)
         w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
     w->seek_answered = true;

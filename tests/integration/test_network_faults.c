@@ -14,6 +14,13 @@
  *                      stopped (no FIN, no RST): the leader declares it dead
  *                      by the heartbeat timeout and restores the job on the
  *                      others; it is let back later. Exact.
+ *  leader_cut_from_workers  issue 24 item 11: the leader's host drops
+ *                      packets to and from the workers' hosts only (etcd and
+ *                      the standby stay reachable): the workers go to the
+ *                      standby, which reports them through etcd; the leader
+ *                      gives its lease up after --leader-quorum-timeout-ms
+ *                      and the standby takes over and restores the job
+ *                      well before the partition heals. Exact.
  *  etcd_blip_takeover  issue 24 item 9: the standby's new TCP connections to
  *                      etcd are dropped (its election's connection is up)
  *                      and the leader is killed: the new leader's fresh
@@ -385,4 +392,30 @@ Test(network_faults, etcd_blip_takeover, .init = setup, .fini = teardown, .timeo
     wait_view("finished", 0, 120000, "the job to finish under the new leader");
     expect_exact_output();
     cr_assert(eddy_proc_alive(&coords[1]), "the new leader exited");
+}
+
+Test(network_faults, leader_cut_from_workers, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("8000");
+    eddy_err_t err = {{0}};
+    uint64_t t0 = eddy_mono_ms();
+    for (int i = 0; i < N_WORKERS; i++)
+        cr_assert(eddy_netns_partition(net, H_COORD, H_WORKER + i, true, &err) == 0, "%s", err.msg);
+    wait_log(coord_log[0], "giving up the leadership", 1, 30000);
+    wait_log(coord_log[1], "elected leader", 1, 30000);
+    wait_log(coord_log[1], "restoring from checkpoint ", 1, 30000);
+    uint64_t took = eddy_mono_ms() - t0;
+    cr_log_info("the standby restored the job %llu ms after the partition", (unsigned long long)took);
+    /* heartbeat timeout 1.5 s + quorum timeout 5 s + election and seeking */
+    cr_assert_lt(took, 15000, "the takeover took %llu ms", (unsigned long long)took);
+    long lost = log_time_ms(coord_log[0], "giving up the leadership");
+    long elected = log_time_ms(coord_log[1], "elected leader");
+    cr_assert(lost >= 0 && elected > lost, "the new leader was elected before the old one stepped down");
+    int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
+    wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
+    cr_assert(eddy_netns_heal(net, H_COORD, &err) == 0, "%s", err.msg);
+    wait_view("finished", 0, 120000, "the job to finish");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[0], "elected leader"), 1, "the old leader was elected again");
+    cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
 }
