@@ -64,6 +64,9 @@ POLLER=
 addr() { echo "10.98.0.$(($1 + 1))"; }
 ns() { echo "$P-h$1"; }
 nsx() { local h=$1; shift; ip netns exec "$(ns "$h")" "$@"; }
+# In the background, with $! the process's own pid (ip netns exec execs it;
+# `nsx ... &` would give a subshell's pid, which SIGSTOP and SIGKILL miss).
+nsbg() { local h=$1 out=$2; shift 2; ip netns exec "$(ns "$h")" "$@" >>"$out" 2>&1 & }
 nftx() { nsx "$1" nft "$2"; }
 
 cleanup() {
@@ -113,26 +116,24 @@ block_connects() { nftx "$1" "add rule inet eddyfault out ip daddr $(addr "$2") 
 export EDDY_KEYS=$TMP/keys
 "$EDDY" keygen "$EDDY_KEYS" >/dev/null
 E=$(addr 0)
-nsx 0 "$ETCD" --name nem --data-dir "$TMP/etcd" --listen-client-urls "http://$E:2379" \
+nsbg 0 "$TMP/etcd.log" "$ETCD" --name nem --data-dir "$TMP/etcd" --listen-client-urls "http://$E:2379" \
     --advertise-client-urls "http://$E:2379" --listen-peer-urls "http://$E:2380" \
-    --initial-advertise-peer-urls "http://$E:2380" --initial-cluster "nem=http://$E:2380" \
-    >"$TMP/etcd.log" 2>&1 &
+    --initial-advertise-peer-urls "http://$E:2380" --initial-cluster "nem=http://$E:2380"
 PIDS[etcd]=$!
 for _ in $(seq 100); do nsx 0 curl -s --max-time 1 "http://$E:2379/health" 2>/dev/null | grep -q true && break; sleep 0.2; done
 META="http://$E:2379?timeout_ms=1000"
 COORDS="tcp://$(addr 1):7600,tcp://$(addr 2):7600"
 start_coordinator() { # 1 or 2
-    nsx "$1" "$EDDY" coordinator --bind "tcp://$(addr "$1"):7600" --http-port 0 --metastore "$META" \
-        --snapshot-dir "$TMP/snapshots" --checkpoint-interval 1000 --heartbeat-ms 200 \
-        --heartbeat-timeout-ms "$HB_TIMEOUT_MS" --leader-ttl-ms "$LEADER_TTL_MS" \
-        >>"$TMP/coordinator-$1.log" 2>&1 &
+    nsbg "$1" "$TMP/coordinator-$1.log" "$EDDY" coordinator --bind "tcp://$(addr "$1"):7600" \
+        --http-port 0 --metastore "$META" --snapshot-dir "$TMP/snapshots" --checkpoint-interval 1000 \
+        --heartbeat-ms 200 --heartbeat-timeout-ms "$HB_TIMEOUT_MS" --leader-ttl-ms "$LEADER_TTL_MS"
     PIDS[c$1]=$!
 }
 start_coordinator 1
 start_coordinator 2
 for h in 3 4 5; do
-    nsx "$h" "$EDDY" worker --coordinator "$COORDS" --name "worker-$((h - 2))" --snapshot-dir "$TMP/snapshots" \
-        --bind-host "$(addr "$h")" --data-port 7700 >"$TMP/worker-$((h - 2)).log" 2>&1 &
+    nsbg "$h" "$TMP/worker-$((h - 2)).log" "$EDDY" worker --coordinator "$COORDS" --name "worker-$((h - 2))" \
+        --snapshot-dir "$TMP/snapshots" --bind-host "$(addr "$h")" --data-port 7700
     PIDS[w$h]=$!
 done
 status() { nsx 0 "$EDDY" status --json --coordinator "$COORDS" 2>/dev/null || true; }
@@ -171,17 +172,19 @@ POLLER=$!
 RANDOM=$SEED
 KINDS=(isolate silent partition oneway leader_cut loss etcd_blip)
 declare -A COUNT
-between() { echo $(($1 + RANDOM % ($2 - $1 + 1))); }
+# R = a number in [$1, $2]. Never through $(...): bash reseeds RANDOM in a
+# subshell, and the schedule would not follow SEED.
+rnd() { R=$(($1 + RANDOM % ($2 - $1 + 1))); }
 end=$((SECONDS + DURATION))
 while (( SECONDS < end )); do
     kind=${KINDS[$((RANDOM % ${#KINDS[@]}))]}
-    hold=$(between "$HOLD_MIN" "$HOLD_MAX")
+    rnd "$HOLD_MIN" "$HOLD_MAX"; hold=$R
     lead=$(leader_host)
     case $kind in
-    isolate) h=$(between 1 5); isolate "$h"; what="host $h" ;;
-    silent) h=$(between 3 5); isolate "$h"; kill -STOP "${PIDS[w$h]}"; what="worker host $h" ;;
-    partition) a=$(between 1 5); b=$(between 0 5); [[ $a == "$b" ]] && b=0; partition "$a" "$b"; what="$a<->$b" ;;
-    oneway) a=$(between 0 5); b=$(between 1 5); [[ $a == "$b" ]] && a=0; oneway "$a" "$b"; what="$a->$b" ;;
+    isolate) rnd 1 5; h=$R; isolate "$h"; what="host $h" ;;
+    silent) rnd 3 5; h=$R; isolate "$h"; kill -STOP "${PIDS[w$h]}"; what="worker host $h" ;;
+    partition) rnd 1 5; a=$R; rnd 0 5; b=$R; [[ $a == "$b" ]] && b=0; partition "$a" "$b"; what="$a<->$b" ;;
+    oneway) rnd 0 5; a=$R; rnd 1 5; b=$R; [[ $a == "$b" ]] && a=0; oneway "$a" "$b"; what="$a->$b" ;;
     leader_cut) for h in 3 4 5; do partition "$lead" "$h"; done; what="leader $lead" ;;
     loss) for h in $(seq 0 5); do loss "$h" "$LOSS_PCT"; done; what="$LOSS_PCT %" ;;
     etcd_blip) other=$((3 - lead)); block_connects "$other" 0; kill -KILL "${PIDS[c$lead]}" 2>/dev/null || true
@@ -192,7 +195,7 @@ while (( SECONDS < end )); do
     sleep "$hold"
     heal
     if [[ $kind == etcd_blip ]]; then wait "${PIDS[c$lead]}" 2>/dev/null || true; start_coordinator "$lead"; fi
-    sleep "$(between "$QUIET_MIN" "$QUIET_MAX")"
+    rnd "$QUIET_MIN" "$QUIET_MAX"; sleep "$R"
 done
 heal
 echo "$(date +%T) healed; waiting for the job to finish"

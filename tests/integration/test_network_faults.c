@@ -21,6 +21,9 @@
  *                      gives its lease up after --leader-quorum-timeout-ms
  *                      and the standby takes over and restores the job
  *                      well before the partition heals. Exact.
+ *  loss_everywhere     5 % random loss on every host, in and out, for the
+ *                      whole job: no worker is declared dead, no leader
+ *                      changes, the job finishes exactly.
  *  etcd_blip_takeover  issue 24 item 9: the standby's new TCP connections to
  *                      etcd are dropped (its election's connection is up)
  *                      and the leader is killed: the new leader's fresh
@@ -418,4 +421,17 @@ Test(network_faults, leader_cut_from_workers, .init = setup, .fini = teardown, .
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[0], "elected leader"), 1, "the old leader was elected again");
     cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
+}
+
+Test(network_faults, loss_everywhere, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("15000");
+    eddy_err_t err = {{0}};
+    for (int h = 0; h < N_HOSTS; h++)
+        cr_assert(eddy_netns_loss(net, h, 5, &err) == 0, "%s", err.msg);
+    wait_view("finished", 0, 150000, "the job to finish under 5 % loss");
+    cr_assert(eddy_netns_heal(net, -1, &err) == 0, "%s", err.msg);
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[0], "declared dead"), 0, "a worker was declared dead under 5 %% loss");
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed under 5 %% loss");
 }
