@@ -24,6 +24,10 @@
  *  loss_everywhere     5 % random loss on every host, in and out, for the
  *                      whole job: no worker is declared dead, no leader
  *                      changes, the job finishes exactly.
+ *  heavy_loss          35 % random loss on every host for 15 s (issue 24:
+ *                      both coordinators exited within 30 s and the job
+ *                      hung): no coordinator exits, and after the heal the
+ *                      job finishes exactly.
  *  etcd_blip_takeover  issue 24 item 9: the standby's new TCP connections to
  *                      etcd are dropped (its election's connection is up)
  *                      and the leader is killed: the new leader's fresh
@@ -434,4 +438,22 @@ Test(network_faults, loss_everywhere, .init = setup, .fini = teardown, .timeout 
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[0], "declared dead"), 0, "a worker was declared dead under 5 %% loss");
     cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed under 5 %% loss");
+}
+
+Test(network_faults, heavy_loss, .init = setup, .fini = teardown, .timeout = 240)
+{
+    cluster_up("6000");
+    eddy_err_t err = {{0}};
+    for (int h = 0; h < N_HOSTS; h++)
+        cr_assert(eddy_netns_loss(net, h, 35, &err) == 0, "%s", err.msg);
+    uint64_t until = eddy_mono_ms() + 15000;
+    while (eddy_mono_ms() < until) { /* wall-clock: the loss lasts 15 s */
+        cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]),
+                  "a coordinator exited under 35 %% loss:\n%s", all_logs());
+        eddy_nap_ms(200);
+    }
+    cr_assert(eddy_netns_heal(net, -1, &err) == 0, "%s", err.msg);
+    wait_view("finished", 0, 180000, "the job to finish after the heal");
+    expect_exact_output();
+    cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
 }
