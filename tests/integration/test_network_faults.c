@@ -21,6 +21,12 @@
  *                      gives its lease up after --leader-quorum-timeout-ms
  *                      and the standby takes over and restores the job
  *                      well before the partition heals. Exact.
+ *  one_way_to_worker   the leader's packets to one worker that runs tasks
+ *                      are dropped (the worker's still arrive): the worker
+ *                      hears nothing, looks for the leader elsewhere, is
+ *                      declared dead and the job restored without it; the
+ *                      leader keeps leading (two of three workers reach it).
+ *                      Healed, the job finishes exactly.
  *  loss_everywhere     5 % random loss on every host, in and out, for the
  *                      whole job: no worker is declared dead, no leader
  *                      changes, the job finishes exactly.
@@ -350,11 +356,9 @@ Test(network_faults, leader_partitioned, .init = setup, .fini = teardown, .timeo
     cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
 }
 
-Test(network_faults, silent_worker, .init = setup, .fini = teardown, .timeout = 180)
+/* The index (0-based) of a worker that runs tasks of the job. */
+static int busy_worker(void)
 {
-    cluster_up("10000");
-    eddy_err_t err = {{0}};
-    /* a worker that runs tasks of the job */
     int victim = -1;
     json_t *st = status();
     json_t *ws = st ? json_object_get(st, "workers") : NULL;
@@ -367,6 +371,14 @@ Test(network_faults, silent_worker, .init = setup, .fini = teardown, .timeout = 
     }
     json_decref(st);
     cr_assert(victim >= 0 && victim < N_WORKERS, "no worker with tasks in the status");
+    return victim;
+}
+
+Test(network_faults, silent_worker, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    eddy_err_t err = {{0}};
+    int victim = busy_worker();
     cr_assert(eddy_netns_isolate(net, H_WORKER + victim, &err) == 0, "%s", err.msg);
     cr_assert(kill(-workers[victim].pid, SIGSTOP) == 0);
     wait_log(coord_log[0], "declared dead: no heartbeat for", 1, 20000);
@@ -456,4 +468,23 @@ Test(network_faults, heavy_loss, .init = setup, .fini = teardown, .timeout = 240
     wait_view("finished", 0, 180000, "the job to finish after the heal");
     expect_exact_output();
     cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
+}
+
+Test(network_faults, one_way_to_worker, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    eddy_err_t err = {{0}};
+    int victim = busy_worker();
+    cr_assert(eddy_netns_partition(net, H_COORD, H_WORKER + victim, false, &err) == 0, "%s",
+              err.msg);
+    wait_log(coord_log[0], "declared dead", 1, 20000);
+    wait_log(coord_log[0], "restoring from checkpoint ", 1, 30000);
+    int64_t ck = wait_view("running", 1, 60000, "the job running without the cut-off worker");
+    wait_view("running", ck + 1, 60000, "a checkpoint without the cut-off worker");
+    cr_assert(eddy_netns_heal(net, H_COORD, &err) == 0, "%s", err.msg);
+    wait_view("finished", 0, 120000, "the job to finish");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
+    cr_assert_eq(count_in(coord_log[0], "giving up the leadership"), 0,
+                 "the leader stepped down with a majority of its workers");
 }
