@@ -710,7 +710,9 @@ static int load_jobs(coord_t *c, const eddy_metastore_tls_t *tls, eddy_err_t *er
  * lost SYN is a connect timeout; a read times out under loss) is never
  * fatal. After that, or once the lease is gone, a leader gives its
  * leadership up and stands by (COORD_RUN_DEPOSED) rather than lead without
- * its jobs; with a file store there is nobody to hand over to: -1. */
+ * its jobs. With a file store (no election) one attempt, and its error is
+ * the process's: there is nobody to hand over to, and a local store's
+ * errors (a lock, permissions) do not pass by waiting. */
 static int load_with_retries(coord_t *c, const eddy_metastore_tls_t *tls,
                              int (*step)(coord_t *, const eddy_metastore_tls_t *, eddy_err_t *),
                              const char *what, eddy_err_t *err)
@@ -719,19 +721,19 @@ static int load_with_retries(coord_t *c, const eddy_metastore_tls_t *tls,
     uint64_t deadline = eddy_mono_ms() + (2 * ttl > 5000 ? 2 * ttl : 5000);
     uint32_t backoff = 100;
     for (int attempt = 1;; attempt++) {
+        if (!c->election)
+            return step(c, tls, err) == 0 ? 0 : -1;
         eddy_err_t aerr = {{0}};
         if (step(c, tls, &aerr) == 0) {
             if (attempt > 1)
                 eddy_info("%s: done on attempt %d", what, attempt);
             return 0;
         }
-        bool leading = !c->election || eddy_election_leading(c->election);
-        if (!leading || eddy_mono_ms() + backoff > deadline) {
-            eddy_err_set(err, "%s failed %d times, last: %.400s%s", what, attempt, aerr.msg,
-                         c->election ? "; giving up the leadership" : "");
-            if (c->election)
-                c->deposed = true;
-            return c->election ? COORD_RUN_DEPOSED : -1;
+        if (!eddy_election_leading(c->election) || eddy_mono_ms() + backoff > deadline) {
+            eddy_err_set(err, "%s failed %d times, last: %.400s; giving up the leadership", what,
+                         attempt, aerr.msg);
+            c->deposed = true;
+            return COORD_RUN_DEPOSED;
         }
         eddy_warn("%s (attempt %d): %s; retrying in %u ms", what, attempt, aerr.msg, backoff);
         struct timespec ts = {backoff / 1000, (long)(backoff % 1000) * 1000000L};
