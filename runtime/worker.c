@@ -1243,8 +1243,8 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return eddy_err_set(err, "out of memory");
+    w->suspect = -1; /* no coordinator went silent yet */
     w->opts = opts;
-    w->suspect = -1;
     /* Plugins are content-addressed, so workers of one user may share a cache. */
     const char *tmp = getenv("TMPDIR");
     snprintf(w->plugin_dir, sizeof w->plugin_dir, "%s/eddy-plugins-%u", tmp && *tmp ? tmp : "/tmp",
