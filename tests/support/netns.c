@@ -1,8 +1,13 @@
 /* netns.c - the network-fault harness (see netns.h): namespaces, veth
  * pairs and a bridge made with iproute2, faults as nft rules and a tc tbf.
- * Every step runs the real tools (ip, nft, tc) and reports their stderr. */
+ * Every step runs the real tools (ip, nft, tc) and reports their stderr.
+ * A new harness first deletes the namespaces of test processes that died
+ * without cleaning up. */
 #include "tests/support/netns.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +116,26 @@ static int make_host(eddy_netns_t *self, int i, eddy_err_t *err)
     return 0;
 }
 
+/* Namespaces of test processes that died without destroying them (a
+ * crash, SIGKILL): named eddyt<pid>-..., their pid gone. */
+static void sweep_dead(void)
+{
+    DIR *d = opendir("/run/netns");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        char rest[64];
+        if (sscanf(e->d_name, "eddyt%ld-%63s", &pid, rest) != 2 || pid <= 0 ||
+            (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        eddy_err_t ignored;
+        ip(&ignored, "netns", "del", e->d_name, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    }
+    closedir(d);
+}
+
 eddy_netns_t *eddy_netns_new(int n_hosts, eddy_err_t *err)
 {
     if (n_hosts < 1 || n_hosts > EDDY_NETNS_MAX_HOSTS) {
@@ -129,6 +154,7 @@ eddy_netns_t *eddy_netns_new(int n_hosts, eddy_err_t *err)
         snprintf(self->names[i], sizeof self->names[i], "eddyt%ld-h%d", pid, i);
         snprintf(self->addrs[i], sizeof self->addrs[i], "10.99.0.%d", i + 1);
     }
+    sweep_dead();
     /* leftovers of an earlier process with this pid */
     eddy_err_t ignored;
     for (int i = 0; i < n_hosts; i++)
