@@ -10,8 +10,8 @@
 # from the kill:
 #   dead     the coordinator's "worker N (...) declared dead" log line
 #   running  the coordinator's "restored in N ms, running again" log line
-#   flowing  the coordinator's "records flowing again" log line: a task of the
-#            job's last stage (the sink) took records in the restored epoch
+#   flowing  the coordinator's "records flowing again" log line: a task of a
+#            stage after the sources took records in the restored epoch
 #            (workers send heartbeats every 100 ms for half a second after
 #            START, so this is at most ~100 ms late)
 #   records  the first `eddy status --json` (polled every ~POLL s) in which the
@@ -71,8 +71,11 @@ sod_now() { date +%H:%M:%S.%N | awk -F: '{printf "%.6f\n", $1*3600 + $2*60 + $3}
 sod_of() { awk -F: '{printf "%.6f\n", $1*3600 + $2*60 + $3}' <<<"$1"; }
 # b - a in ms (b may have wrapped past midnight).
 ms_between() { awk -v a="$1" -v b="$2" 'BEGIN {d = b - a; if (d < -43200) d += 86400; printf "%.0f\n", d * 1000}'; }
-# Stamp (first field) of the first log line after line $2 that contains $3.
-stamp_after() { tail -n +"$(($2 + 1))" "$1" | grep -F -m1 -- "$3" | awk '{print $1}'; }
+# Stamp (first field) of the first log line after line $2 that contains $3;
+# empty when there is none. One awk, no pipe: `tail | grep -m1` under
+# pipefail failed (tail's SIGPIPE, or grep finding nothing) and set -e then
+# ended the script silently before it printed a row.
+stamp_after() { awk -v n="$2" -v s="$3" 'NR > n && index($0, s) { print $1; exit }' "$1"; }
 
 die() { echo "recovery.sh: $*" >&2; [[ -n ${LOG:-} ]] && tail -30 "$LOG" >&2; exit 1; }
 

@@ -107,7 +107,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *bind = "tcp://127.0.0.1:7600", *http_host = "127.0.0.1", *token_file = NULL;
     const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots", *advertise = NULL;
     const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
-    uint32_t leader_ttl = 3000, dead_grace = 60000;
+    uint32_t leader_ttl = 3000, dead_grace = 60000, quorum_timeout = 5000;
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
@@ -136,6 +136,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_STR("advertise", &advertise, "tcp://HOST:PORT", "endpoint clients and workers are sent to when this coordinator leads (default: --bind, a wildcard host replaced by the host name)"),
         EDDY_FLAG_U32("leader-ttl-ms", &leader_ttl, 2000, EDDY_FLAG_MS_MAX, "MS", "with an etcd metastore: the leader lease's TTL; a standby takes over this long after the leader dies (3000)"),
+        EDDY_FLAG_U32("leader-quorum-timeout-ms", &quorum_timeout, 0, EDDY_FLAG_MS_MAX, "MS", "with an etcd metastore: a leader that reaches fewer than a majority of its workers for MS while a standby hears from them gives up its lease (5000, 0 = never)"),
         EDDY_FLAG_U32("dead-worker-grace-ms", &dead_grace, 1, EDDY_FLAG_MS_MAX, "MS", "a dead worker leaves `eddy status` after MS (60000)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
@@ -181,8 +182,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,
-        .dead_worker_grace_ms = dead_grace, .no_rebalance = no_rebalance,
-        .rebalance_interval_ms = rebalance_ms, .limits = limits};
+        .leader_quorum_timeout_ms = quorum_timeout, .dead_worker_grace_ms = dead_grace,
+        .no_rebalance = no_rebalance, .rebalance_interval_ms = rebalance_ms, .limits = limits};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
     eddy_keys_destroy(&keys);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -181,6 +182,16 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         return;
     }
     coord_worker_t *w = worker_by_identity(c, identity, identity_len);
+    /* The same process again on a new connection (it looked for the leader
+     * elsewhere and came back): it keeps its entry, not a second one that
+     * would be declared dead when the first misses its heartbeats. */
+    for (coord_worker_t *o = c->workers; o && !w; o = o->next)
+        if (o->alive && o->pid == m->u.reg.pid && !strcmp(o->host, m->u.reg.host) &&
+            !strcmp(o->name, m->u.reg.name) && !strcmp(o->endpoint, m->u.reg.data_endpoint)) {
+            memcpy(o->identity, identity, identity_len);
+            o->identity_len = identity_len;
+            w = o;
+        }
     /* Identity is unique: another live process under the same name or data
      * address would get the other's tasks and data (the same process
      * re-registering on a new connection has the same host and pid). A
@@ -221,6 +232,9 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
         w->awaiting = false;
         memcpy(w->identity, identity, identity_len);
         w->identity_len = identity_len;
+        eddy_info("worker %u (%s), registered with the previous leader, is back %llu ms after "
+                  "the takeover",
+                  w->id, w->name, (unsigned long long)(eddy_mono_ms() - c->started_ms));
     }
     bool created = !w;
     if (!w && coord_alive_workers(c) >= c->limits.max_workers) {
@@ -273,6 +287,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
     coord_worker_lease_on_registered(c, w);
+    coord_worker_back(c, w);
     if (created && was_declared_dead(c, w)) {
         eddy_info("worker %u (%s, pid %lld) was declared dead before: releasing the tasks it may "
                   "still run", w->id, w->name, (long long)w->pid);
@@ -812,14 +827,101 @@ static bool still_leading(coord_t *c)
     if (eddy_election_leading(c->election))
         return true;
     c->deposed = true;
+    /* said here, the moment the loop stops acting (the election thread's
+     * "leadership lost" may come later: it waits for its etcd call) */
+    eddy_warn("stopped acting as leader (epoch %llu): its lease is no longer known to be valid",
+              (unsigned long long)c->leader_epoch);
     return false;
 }
 
+/* ---- reading the store at takeover --------------------------------------- */
+
+/* What a new leader reads synchronously before its loop: a fresh store
+ * connection (fenced on its election), the decision history, then the jobs
+ * with their checkpoints and counters and the previous leader's workers.
+ * Each is all or nothing, so a failed attempt is simply made again. */
+static int load_first(coord_t *c, const eddy_metastore_tls_t *tls, eddy_err_t *err)
+{
+    if (!c->meta && !(c->meta = eddy_metastore_open_tls(c->opts->metastore, tls, err)))
+        return eddy_err_wrap(err, "metadata store");
+    /* a file store is this coordinator's alone (flock) */
+    if (eddy_metastore_lock(c->meta, err) < 0)
+        return -1;
+    if (c->election &&
+        eddy_metastore_set_fence(c->meta, EDDY_LEADER_KEY, (int64_t)c->leader_epoch, err) < 0)
+        return -1;
+    return coord_decisions_load(c, err);
+}
+
+static void forget_loaded_workers(coord_t *c)
+{
+    while (c->workers) {
+        coord_worker_t *w = c->workers;
+        c->workers = w->next;
+        free(w->metrics);
+        free(w);
+    }
+    c->listed_workers = 0;
+    c->next_worker_id = 0;
+}
+
+static int load_jobs(coord_t *c, const eddy_metastore_tls_t *tls, eddy_err_t *err)
+{
+    (void)tls;
+    if (coord_jobs_restore_from_store(c, err) < 0)
+        return -1;
+    if (coord_worker_leases_load(c, err) < 0) {
+        coord_jobs_drop_loaded(c);
+        forget_loaded_workers(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs step until it succeeds, with backoff (100 ms doubling to 2 s), for
+ * at most twice the leader TTL (5 s at least): an etcd error there (one
+ * lost SYN is a connect timeout; a read times out under loss) is never
+ * fatal. After that, or once the lease is gone, a leader gives its
+ * leadership up and stands by (COORD_RUN_DEPOSED) rather than lead without
+ * its jobs. With a file store (no election) one attempt, and its error is
+ * the process's: there is nobody to hand over to, and a local store's
+ * errors (a lock, permissions) do not pass by waiting. */
+static int load_with_retries(coord_t *c, const eddy_metastore_tls_t *tls,
+                             int (*step)(coord_t *, const eddy_metastore_tls_t *, eddy_err_t *),
+                             const char *what, eddy_err_t *err)
+{
+    uint64_t ttl = c->opts->leader_ttl_ms ? c->opts->leader_ttl_ms : COORD_LEADER_TTL_MS;
+    uint64_t deadline = eddy_mono_ms() + (2 * ttl > 5000 ? 2 * ttl : 5000);
+    uint32_t backoff = 100;
+    for (int attempt = 1;; attempt++) {
+        if (!c->election)
+            return step(c, tls, err) == 0 ? 0 : -1;
+        eddy_err_t aerr = {{0}};
+        if (step(c, tls, &aerr) == 0) {
+            if (attempt > 1)
+                eddy_info("%s: done on attempt %d", what, attempt);
+            return 0;
+        }
+        if (!eddy_election_leading(c->election) || eddy_mono_ms() + backoff > deadline) {
+            eddy_err_set(err, "%s failed %d times, last: %.400s; giving up the leadership", what,
+                         attempt, aerr.msg);
+            c->deposed = true;
+            return COORD_RUN_DEPOSED;
+        }
+        eddy_warn("%s (attempt %d): %s; retrying in %u ms", what, attempt, aerr.msg, backoff);
+        struct timespec ts = {backoff / 1000, (long)(backoff % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
+    }
+}
+
 int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
-                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err)
+                     const char *advertise, const coord_expected_t *expect,
+                     volatile sig_atomic_t *stop, eddy_err_t *err)
 {
     coord_t c = {0};
     c.election = election;
+    c.expected = expect && expect->n ? expect : NULL;
     c.advertise = advertise;
     if (election) {
         eddy_election_view_t v;
@@ -847,18 +949,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     c.timeline = coord_timeline_new(); /* NULL: no dashboard history, nothing else lost */
     int rc = -1;
     eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
-    c.meta = eddy_metastore_open_tls(opts->metastore, &tls, err);
-    if (!c.meta) {
-        eddy_err_wrap(err, "metadata store");
+    /* synchronous: before the executor owns the store */
+    if ((rc = load_with_retries(&c, &tls, load_first, "reading the metadata store", err)) < 0)
         goto out;
-    }
-    /* a file store is this coordinator's alone (flock) */
-    if (eddy_metastore_lock(c.meta, err) < 0)
-        goto out;
-    if (election && eddy_metastore_set_fence(c.meta, EDDY_LEADER_KEY, (int64_t)c.leader_epoch,
-                                             err) < 0)
-        goto out;
-    coord_decisions_load(&c); /* synchronous: before the executor owns the store */
+    rc = -1;
     c.meta_async = eddy_metastore_async_new(c.meta, err);
     if (!c.meta_async) {
         eddy_err_wrap(err, "metadata store");
@@ -914,9 +1008,21 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     }
     /* before the loop, with the store used synchronously: nothing is
      * queued on c.meta_async yet, and the reload writes nothing */
-    coord_jobs_restore_from_store(&c);
-    coord_worker_leases_load(&c);
+    if ((rc = load_with_retries(&c, &tls, load_jobs, "reading the jobs from the metadata store",
+                                err)) < 0)
+        goto out;
+    rc = -1;
 
+    /* the takeover's grace (coord_takeover_grace_ms) counts from here, not
+     * from before reads of the store that may have been retried */
+    c.started_ms = eddy_mono_ms();
+    if (c.expected)
+        eddy_info("expecting %u workers that asked this coordinator while it stood by, and %u "
+                  "that the previous leader listed",
+                  c.expected->n, c.listed_workers);
+    for (coord_worker_t *w = c.workers; w; w = w->next)
+        if (w->awaiting)
+            w->last_seen_ms = c.started_ms;
     while (!*stop) {
         zmq_pollitem_t items[64];
         items[0] = (zmq_pollitem_t){c.router, 0, ZMQ_POLLIN, 0};
@@ -946,6 +1052,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         uint64_t now = eddy_mono_ms();
         check_liveness(&c, now);
         coord_worker_leases_tick(&c, now);
+        coord_quorum_tick(&c, now);
         if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
             c.submitted = true;
             eddy_err_t serr = {{0}};
@@ -966,8 +1073,9 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         }
     }
     if (c.deposed) {
-        eddy_err_set(err, "leadership lost (epoch %llu)", (unsigned long long)c.leader_epoch);
-        rc = COORD_RUN_DEPOSED;
+        eddy_err_set(err, "leadership %s (epoch %llu)", c.stepped_down ? "given up" : "lost",
+                     (unsigned long long)c.leader_epoch);
+        rc = c.stepped_down ? COORD_RUN_STEPPED_DOWN : COORD_RUN_DEPOSED;
         goto out;
     }
     rc = run_result(&c, err);

@@ -76,6 +76,9 @@ typedef struct eddy_coordinator_options {
      * leader lease's TTL (0: 3000 ms). */
     const char *advertise;
     uint32_t leader_ttl_ms;
+    /* A leader that reaches fewer than a majority of its workers for this
+     * long while a standby hears from them steps down (quorum.c; 0: never). */
+    uint32_t leader_quorum_timeout_ms;
     /* A dead worker leaves `eddy status` this long after its death (0: 60 s). */
     uint32_t dead_worker_grace_ms;
     /* Rebalancing (migrate.c): move instances onto a joined or underloaded

@@ -191,6 +191,9 @@ typedef struct coord_job {
      * yet been seen reaching the last stage in the restored epoch */
     uint64_t failure_noticed_ms;
     bool awaiting_flow;
+    /* reloaded from the metadata store (a failover or a restart): its
+     * first restore is one after a failure, counted and logged as such */
+    bool resumed_restore_pending;
 
     /* checkpoints (checkpoint.c) */
     uint64_t next_checkpoint;
@@ -263,6 +266,15 @@ typedef struct coord_ticket {
 typedef struct coord_fd_table coord_fd_table_t;
 typedef struct coord_reaper coord_reaper_t;
 
+/* Workers that came to this process while it stood by (leader.c): at
+ * takeover it expects them, as it does the ones the previous leader listed
+ * in etcd, and its grace ends once all of them are back. */
+#define COORD_EXPECT_MAX 64
+typedef struct coord_expected {
+    char names[COORD_EXPECT_MAX][EDDY_NAME_MAX];
+    uint32_t n;
+} coord_expected_t;
+
 typedef struct coord {
     const eddy_coordinator_options_t *opts;
     void *zctx, *router;
@@ -312,14 +324,42 @@ typedef struct coord {
     eddy_coordinator_limits_t limits; /* opts->limits with the defaults filled in */
     coord_rejects_t rejects;      /* dropped messages by reason (rejects.h) */
     uint32_t n_plugin_uploads;    /* uploads of plugins not loaded before (--max-plugins) */
+    bool all_back_logged;         /* "all listed workers back after N ms" said */
+    const coord_expected_t *expected; /* NULL: none (see coord_run_leader) */
+    /* quorum.c: since when fewer than a majority of the workers are alive
+     * (0: a majority is), whether the standby's report is being read, and
+     * whether this leader stepped down */
+    uint64_t minority_since_ms;
+    uint64_t quorum_next_check_ms;
+    bool quorum_reading;
+    bool stepped_down;
 } coord_t;
+
+/* quorum.c: a leader cut off from most of its workers (but not from etcd)
+ * steps down once a standby reports hearing from them. */
+void coord_quorum_tick(coord_t *c, uint64_t now_ms);
+
+/* How long after taking over a leader waits for the workers to register
+ * again before it places resumed jobs or declares the previous leader's
+ * workers dead: the heartbeat timeout, and with an election at least the
+ * time a worker needs to notice the old leader's silence and find the new
+ * one (eddy_failover_reregister_ms, net/proto.h). Ends early once every
+ * listed worker is back. */
+uint64_t coord_takeover_grace_ms(const coord_t *c);
 
 /* coordinator.c */
 /* What coord_run_leader returns when this process lost its leadership. */
 #define COORD_RUN_DEPOSED (-2)
-/* The leader's loop (eddy_coordinator_run without the election around it). */
+/* ... and when it gave its leadership up for its workers' sake (quorum.c):
+ * it lets a standby win the next election. */
+#define COORD_RUN_STEPPED_DOWN (-3)
+/* The leader's loop (eddy_coordinator_run without the election around
+ * it); expect may be NULL. */
 int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *election,
-                     const char *advertise, volatile sig_atomic_t *stop, eddy_err_t *err);
+                     const char *advertise, const coord_expected_t *expect,
+                     volatile sig_atomic_t *stop, eddy_err_t *err);
+/* Every worker the previous leader listed and every expected one is back. */
+bool coord_takeover_all_back(const coord_t *c);
 void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg);
 void coord_broadcast(coord_t *c, const eddy_msg_t *msg);
 void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len, int64_t status,
@@ -342,7 +382,7 @@ void coord_worker_left(coord_t *c, coord_worker_t *w, const char *why);
 /* worker_lease.c: each live worker's registration on an etcd lease */
 /* At takeover, synchronously (before meta_async has calls): the workers
  * the previous leader registered become "awaiting heartbeat". */
-void coord_worker_leases_load(coord_t *c);
+int coord_worker_leases_load(coord_t *c, eddy_err_t *err);
 /* w (re)registered: grant its lease and record it. */
 void coord_worker_lease_on_registered(coord_t *c, coord_worker_t *w);
 /* w is dead: revoke its lease, so its key goes. */
@@ -351,6 +391,9 @@ void coord_worker_lease_release(coord_t *c, coord_worker_t *w);
 void coord_worker_leases_tick(coord_t *c, uint64_t now_ms);
 uint32_t coord_awaiting_workers(const coord_t *c);
 coord_worker_t *coord_awaiting_worker_named(coord_t *c, const char *name);
+/* A worker registered: once every worker the takeover expects is back,
+ * logs how long after the takeover that was (measured, for the grace). */
+void coord_worker_back(coord_t *c, coord_worker_t *w);
 
 /* disconnect.c: a worker whose control connection closes is dead now */
 /* Monitors the router's connections (not with opts->heartbeat_only). */
@@ -491,7 +534,10 @@ void coord_recovery_on_deploy_error(coord_t *c, coord_job_t *j, const char *err)
 void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_done_fn done,
                           void *arg);
 /* Startup: reloads the jobs that had not ended (synchronous; before the loop). */
-void coord_jobs_restore_from_store(coord_t *c);
+/* -1 with err when the store could not be read; nothing is kept then. */
+int coord_jobs_restore_from_store(coord_t *c, eddy_err_t *err);
+/* Forgets every job (a reload that failed half-way is done again). */
+void coord_jobs_drop_loaded(coord_t *c);
 /* Writes the job's counters under their own key; when the write completed
  * the views show them (counters.h: never less than a restarted coordinator
  * would show). */
@@ -562,7 +608,7 @@ void coord_http_handler(void *ctx, const char *method, const char *path,
  * (once per COORD_REJECT_LOG_MS) and returns -1 with err saying why. */
 int coord_record_decision(coord_t *c, json_t *decision, eddy_err_t *err);
 /* Loads the history at startup, synchronously: call before meta_async exists. */
-void coord_decisions_load(coord_t *c);
+int coord_decisions_load(coord_t *c, eddy_err_t *err);
 json_t *coord_view_operator_metrics(coord_t *c, const char *job_id);
 
 #endif

@@ -528,17 +528,19 @@ static coord_source_progress_t *positions_for(const coord_job_t *j, coord_checkp
     return out;
 }
 
-/* Loads the job's recorded checkpoints (ascending ids) into j->retained. */
-static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_t *rec)
+/* Loads the job's recorded checkpoints (ascending ids) into j->retained;
+ * -1 with err when the store could not be read (the job must not resume
+ * without them: it would restart from the beginning after its sinks
+ * committed). */
+static int load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_t *rec,
+                            eddy_err_t *serr)
 {
     char prefix[COORD_KEY_MAX];
     coord_checkpoint_prefix(prefix, sizeof prefix, j->id);
     eddy_kv_list_t list = {0};
     eddy_err_t err;
-    if (eddy_metastore_list(c->meta, prefix, &list, &err) < 0) {
-        eddy_warn("job %s: cannot list its checkpoints: %s", j->id, err.msg);
-        return;
-    }
+    if (eddy_metastore_list(c->meta, prefix, &list, &err) < 0)
+        return eddy_err_set(serr, "job %s: cannot list its checkpoints: %s", j->id, err.msg);
     uint64_t highest = 0, lowest = UINT64_MAX;
     for (size_t i = 0; i < list.count; i++) {
         const char *digits = list.items[i].key + strlen(prefix);
@@ -578,6 +580,7 @@ static void load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_
                      "publish the replay twice",
                      rec->last_checkpoint, fence, j->last_checkpoint ? "an older checkpoint" : "from the start");
     }
+    return 0;
 }
 
 /* Counters parsed from text into a new object, or NULL (warned). */
@@ -601,7 +604,8 @@ static coord_counters_t *counters_from_text(const coord_job_t *j, const char *te
 
 /* The job's counters as saved: under their own key (saved every second)
  * or in the record (saved at checkpoints), whichever holds more. */
-static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_t *rec)
+static int restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_t *rec,
+                            eddy_err_t *serr)
 {
     coord_counters_t *best = rec->counters
                                  ? counters_from_text(j, rec->counters, strlen(rec->counters), "its record")
@@ -611,8 +615,10 @@ static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_
     eddy_err_t err = {{0}};
     coord_counters_key(key, sizeof key, j->id);
     int found = eddy_metastore_get(c->meta, key, &text, &len, &err);
-    if (found < 0)
-        eddy_warn("job %s: cannot read its counters: %s", j->id, err.msg);
+    if (found < 0) {
+        coord_counters_destroy(&best);
+        return eddy_err_set(serr, "job %s: cannot read its counters: %s", j->id, err.msg);
+    }
     coord_counters_t *own = found == 1 ? counters_from_text(j, text, len, key) : NULL;
     free(text);
     if (own && (!best || coord_counters_grand_total(own) >= coord_counters_grand_total(best))) {
@@ -638,23 +644,27 @@ static void restore_counters(coord_t *c, coord_job_t *j, const coord_job_record_
     j->migration_bytes_total = saved.migration_bytes;
     uint64_t restarts = saved.restarts > rec->restarts ? saved.restarts : rec->restarts;
     j->restarts = restarts > UINT32_MAX ? UINT32_MAX : (uint32_t)restarts;
+    return 0;
 }
 
 /* An ended job's record as history for the views (status --all, the
  * dashboard): its final numbers, parallelism and times; never deployed. */
-static void load_history(coord_t *c, const coord_job_record_t *rec)
+static int load_history(coord_t *c, const coord_job_record_t *rec, eddy_err_t *serr)
 {
     eddy_err_t err = {{0}};
     for (uint32_t p = 0; p < rec->n_plugins; p++)
         if (coord_plugins_ensure(c, rec->plugins[p], &err) < 0)
-            return; /* its plan cannot be read without the plugin */
+            return 0; /* its plan cannot be read without the plugin */
     coord_job_t *j = coord_job_new(c, rec->job, (int)rec->argc, rec->argv, rec->plan, rec->plan_len, &err);
     if (!j) {
         eddy_debug("job %s stays out of the history: %s", rec->id, err.msg);
-        return;
+        return 0;
     }
     snprintf(j->id, sizeof j->id, "%s", rec->id);
-    restore_counters(c, j, rec);
+    if (restore_counters(c, j, rec, serr) < 0) {
+        coord_job_free(j);
+        return -1;
+    }
     j->history = true;
     j->state = !strcmp(rec->state, "finished") ? JOB_FINISHED
                : !strcmp(rec->state, "failed") ? JOB_FAILED
@@ -675,16 +685,28 @@ static void load_history(coord_t *c, const coord_job_record_t *rec)
     j->ended_ms = eddy_mono_ms();
     j->started_ms = j->ended_ms - (uint64_t)ran;
     coord_job_add(c, j);
+    return 0;
 }
 
-void coord_jobs_restore_from_store(coord_t *c)
+/* Forgets every job loaded so far: a reload that failed half-way is done
+ * again from the start, never led with part of the jobs. */
+void coord_jobs_drop_loaded(coord_t *c)
+{
+    while (c->jobs) {
+        coord_job_t *j = c->jobs;
+        c->jobs = j->next;
+        coord_job_free(j);
+    }
+    c->resumed_jobs = false;
+}
+
+int coord_jobs_restore_from_store(coord_t *c, eddy_err_t *serr)
 {
     eddy_kv_list_t list = {0};
     eddy_err_t err;
-    if (eddy_metastore_list(c->meta, "/eddy/jobs/", &list, &err) < 0) {
-        eddy_warn("cannot read jobs from the metadata store: %s", err.msg);
-        return;
-    }
+    if (eddy_metastore_list(c->meta, "/eddy/jobs/", &list, &err) < 0)
+        return eddy_err_set(serr, "cannot read jobs from the metadata store: %s", err.msg);
+    int rc = 0;
     for (size_t i = 0; i < list.count; i++) {
         const char *rest = list.items[i].key + strlen("/eddy/jobs/");
         if (strchr(rest, '/'))
@@ -697,8 +719,10 @@ void coord_jobs_restore_from_store(coord_t *c)
         coord_job_id_reserve(c, rec.id);
         if (!strcmp(rec.state, "finished") || !strcmp(rec.state, "failed") ||
             !strcmp(rec.state, "cancelled")) {
-            load_history(c, &rec);
+            rc = load_history(c, &rec, serr);
             coord_job_record_clear(&rec);
+            if (rc < 0)
+                break;
             continue;
         }
         bool plugins_ok = true;
@@ -718,7 +742,12 @@ void coord_jobs_restore_from_store(coord_t *c)
             continue;
         }
         snprintf(j->id, sizeof j->id, "%s", rec.id);
-        restore_counters(c, j, &rec);
+        if (restore_counters(c, j, &rec, serr) < 0) {
+            coord_job_free(j);
+            coord_job_record_clear(&rec);
+            rc = -1;
+            break;
+        }
         j->guarantee = rec.guarantee;
         j->submitted_wall_ms = rec.submitted_ms;
         for (uint32_t s = 0; s < j->graph.n_stages; s++)
@@ -726,7 +755,12 @@ void coord_jobs_restore_from_store(coord_t *c)
                 if (!strcmp(rec.stage[q], j->graph.stages[s].name) &&
                     rec.parallelism[q] <= j->graph.max_parallelism)
                     j->graph.stages[s].parallelism = rec.parallelism[q];
-        load_checkpoints(c, j, &rec);
+        if (load_checkpoints(c, j, &rec, serr) < 0) {
+            coord_job_free(j);
+            coord_job_record_clear(&rec);
+            rc = -1;
+            break;
+        }
         /* a placement is needed to restore; the parallelism comes from the record */
         for (uint32_t s = 0; s < j->graph.n_stages; s++)
             j->placement[s].parallelism = j->graph.stages[s].parallelism;
@@ -734,6 +768,7 @@ void coord_jobs_restore_from_store(coord_t *c)
          * before deploying), so messages of its tasks are stale; the restore
          * deploys (and records) the next one. */
         j->epoch = rec.epoch + 1;
+        j->resumed_restore_pending = true;
         coord_job_add(c, j);
         c->resumed_jobs = true;
         eddy_info("resumed job %s from the metadata store (last checkpoint %" PRIu64 ", epoch %u)",
@@ -741,4 +776,7 @@ void coord_jobs_restore_from_store(coord_t *c)
         coord_job_record_clear(&rec);
     }
     eddy_kv_list_clear(&list);
+    if (rc < 0)
+        coord_jobs_drop_loaded(c);
+    return rc;
 }

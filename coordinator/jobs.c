@@ -289,9 +289,8 @@ void coord_jobs_on_worker_joined(coord_t *c)
     /* After a coordinator restart, give the workers one heartbeat timeout to
      * register again before resumed jobs are placed; after a failover the
      * wait ends early once every worker the previous leader listed is back. */
-    bool all_back = c->listed_workers && coord_awaiting_workers(c) == 0;
-    if (c->resumed_jobs && !all_back &&
-        eddy_mono_ms() < c->started_ms + c->opts->heartbeat_timeout_ms)
+    bool all_back = coord_takeover_all_back(c);
+    if (c->resumed_jobs && !all_back && eddy_mono_ms() < c->started_ms + coord_takeover_grace_ms(c))
         return;
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (j->state != JOB_WAITING || j->restore_scheduled || coord_usable_workers(c) == 0)
@@ -305,6 +304,17 @@ void coord_jobs_on_worker_joined(coord_t *c)
                 continue;
             coord_job_set_state(c, j, JOB_DEPLOYING);
             coord_deploy(c, j, EDDY_DEPLOY_FRESH, 0, NULL);
+        } else if (j->resumed_restore_pending) {
+            /* the previous coordinator's tasks are void: a restore after a
+             * failure, counted in restarts and logged with its cause */
+            j->resumed_restore_pending = false;
+            char why[160];
+            if (c->election)
+                snprintf(why, sizeof why, "leader failover (this coordinator took over as leader epoch %llu)",
+                         (unsigned long long)c->leader_epoch);
+            else
+                snprintf(why, sizeof why, "coordinator restart");
+            coord_restore_job(c, j, why, true);
         } else {
             coord_restore_job(c, j, "workers available again", false); /* waiting is not a failure */
         }

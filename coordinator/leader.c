@@ -25,11 +25,69 @@
 #include "net/zrecv.h"
 #include "state/metastore_lease.h"
 
+/* Workers that came to a standby lately: it reports them to the leader
+ * (through etcd, EDDY_STANDBY_HEARD_KEY) so that a leader cut off from them
+ * but not from etcd steps down (quorum.c). */
+#define HEARD_MAX 64
+#define HEARD_FRESH_MS 3000u
+#define REPORT_EVERY_MS 1000u
+
 typedef struct standby {
     eddy_election_t *election;
     const char *advertise;
     void *router;
+    struct {
+        char name[EDDY_NAME_MAX];
+        uint64_t ms;
+    } heard[HEARD_MAX];
+    uint32_t n_heard;
+    uint64_t last_report_ms;
 } standby_t;
+
+static void note_heard(standby_t *s, const char *name)
+{
+    uint64_t now = eddy_mono_ms();
+    uint32_t slot = s->n_heard, oldest = 0;
+    for (uint32_t i = 0; i < s->n_heard; i++) {
+        if (!strcmp(s->heard[i].name, name)) {
+            slot = i;
+            break;
+        }
+        if (s->heard[i].ms < s->heard[oldest].ms)
+            oldest = i;
+    }
+    if (slot == s->n_heard) {
+        if (s->n_heard < HEARD_MAX)
+            s->n_heard++;
+        else
+            slot = oldest;
+    }
+    snprintf(s->heard[slot].name, sizeof s->heard[slot].name, "%s", name);
+    s->heard[slot].ms = now;
+}
+
+static void report_heard(standby_t *s)
+{
+    uint64_t now = eddy_mono_ms();
+    if (now - s->last_report_ms < REPORT_EVERY_MS)
+        return;
+    s->last_report_ms = now;
+    json_t *names = json_array();
+    for (uint32_t i = 0; i < s->n_heard; i++)
+        if (now - s->heard[i].ms <= HEARD_FRESH_MS)
+            json_array_append_new(names, json_string(s->heard[i].name));
+    if (json_array_size(names) == 0) {
+        json_decref(names);
+        return;
+    }
+    json_t *doc = json_pack("{s:s, s:o, s:I}", "endpoint", s->advertise, "workers", names,
+                            "wall_ms", (json_int_t)eddy_wall_ms());
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (text)
+        eddy_election_report(s->election, text);
+    free(text);
+    json_decref(doc);
+}
 
 /* The endpoint clients and workers are told: --advertise, else the bind
  * address with a wildcard host replaced by this host's name. */
@@ -128,6 +186,8 @@ static void standby_answer(standby_t *s, const void *id, size_t id_len, const vo
         out.u.reply.body = text;
         standby_send(s, id, id_len, &out);
     } else if (m.type != EDDY_MSG_REPLY && m.type != EDDY_MSG_REGISTERED) {
+        if (m.type == EDDY_MSG_REGISTER && m.u.reg.name[0])
+            note_heard(s, m.u.reg.name);
         out.type = EDDY_MSG_REGISTERED;
         out.u.registered.not_leader = true;
         snprintf(out.u.registered.leader, sizeof out.u.registered.leader, "%s", v.leader_endpoint);
@@ -209,6 +269,7 @@ static int stand_by(const eddy_coordinator_options_t *opts, standby_t *s,
             zmq_msg_close(&frames[0]);
         }
         eddy_http_run(http);
+        report_heard(s);
     }
     rc = 0;
 out:
@@ -233,11 +294,12 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     bool elect = eddy_metastore_has_leases(probe);
     eddy_metastore_destroy(&probe);
     if (!elect)
-        return coord_run_leader(opts, NULL, advertise, stop, err);
+        return coord_run_leader(opts, NULL, advertise, NULL, stop, err);
     uint32_t ttl = opts->leader_ttl_ms ? opts->leader_ttl_ms : COORD_LEADER_TTL_MS;
+    uint32_t holdoff = 0;
     for (;;) {
         standby_t s = {.advertise = advertise};
-        s.election = eddy_election_new(opts->metastore, &tls, advertise, ttl, err);
+        s.election = eddy_election_new_after(opts->metastore, &tls, advertise, ttl, holdoff, err);
         if (!s.election)
             return -1;
         int got = stand_by(opts, &s, stop, err);
@@ -245,11 +307,22 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
             eddy_election_destroy(&s.election);
             return got;
         }
-        int rc = coord_run_leader(opts, s.election, advertise, stop, err);
+        /* the workers that asked it lately: the new leader expects them */
+        coord_expected_t expect;
+        expect.n = 0;
+        uint64_t now = eddy_mono_ms();
+        for (uint32_t i = 0; i < s.n_heard && expect.n < COORD_EXPECT_MAX; i++)
+            if (now - s.heard[i].ms <= HEARD_FRESH_MS)
+                snprintf(expect.names[expect.n++], EDDY_NAME_MAX, "%s", s.heard[i].name);
+        eddy_debug("standby heard %u workers, %u lately", s.n_heard, expect.n);
+        int rc = coord_run_leader(opts, s.election, advertise, &expect, stop, err);
         eddy_election_destroy(&s.election);
-        if (rc != COORD_RUN_DEPOSED)
+        if (rc != COORD_RUN_DEPOSED && rc != COORD_RUN_STEPPED_DOWN)
             return rc;
-        eddy_warn("%s; standing by", err->msg);
+        /* one that stepped down for its workers' sake lets the standby win */
+        holdoff = rc == COORD_RUN_STEPPED_DOWN ? 2 * ttl : 0;
+        eddy_warn("%s; standing by%s", err->msg,
+                  holdoff ? " (no campaign for twice the lease TTL)" : "");
         err->msg[0] = '\0';
     }
 }

@@ -206,7 +206,7 @@ void coord_rebalance_tick(coord_t *c, uint64_t now_ms)
         return;
     c->rebalance_check_ms = now_ms + COORD_REBALANCE_CHECK_MS;
     /* after a restart the jobs are placed once the workers had time to come back */
-    if (c->resumed_jobs && now_ms < c->started_ms + c->opts->heartbeat_timeout_ms)
+    if (c->resumed_jobs && now_ms < c->started_ms + coord_takeover_grace_ms(c))
         return;
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_moves && !coord_job_ended(j))

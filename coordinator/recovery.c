@@ -138,12 +138,15 @@ static void restore_now(coord_t *c, coord_job_t *j, const char *why)
     coord_progress_free(&ahead, coord_job_count_positions(j));
 }
 
-/* The end of a recovery as users see it: a task of the job's last stage
- * (its sink) took records in the restored epoch. */
+/* The end of a recovery as users see it: records move between tasks
+ * again, i.e. a task of a stage after the sources took records in the
+ * restored epoch. (Not the sink: a sink that writes at the end of input,
+ * such as wordcount's --output FILE, takes nothing until then.) */
 static void note_flow(coord_job_t *j, const eddy_task_metrics_t *m)
 {
     if (!j->awaiting_flow || j->state != JOB_RUNNING || m->epoch != j->epoch ||
-        m->stage + 1 != j->graph.n_stages || m->records_in == 0)
+        m->stage >= j->graph.n_stages || m->records_in == 0 ||
+        (j->graph.stages[m->stage].source && j->graph.n_stages > 1))
         return;
     j->awaiting_flow = false;
     eddy_info("job %s: records flowing again, %" PRIu64 " ms after the failure was noticed", j->id,

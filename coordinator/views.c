@@ -208,6 +208,14 @@ json_t *coord_view_jobs(coord_t *c)
     return jobs;
 }
 
+static bool name_alive(const coord_t *c, const char *name)
+{
+    for (const coord_worker_t *o = c->workers; o; o = o->next)
+        if (o->alive && !strcmp(o->name, name))
+            return true;
+    return false;
+}
+
 json_t *coord_view_status(coord_t *c)
 {
     json_t *workers = json_array();
@@ -217,6 +225,11 @@ json_t *coord_view_status(coord_t *c)
         /* a worker dead for longer than the grace is gone (the log and
          * /metrics keep its history) */
         if (!w->alive && w->dead_since_ms && now - w->dead_since_ms > grace)
+            continue;
+        /* a dead entry whose name a live worker registered again (the same
+         * process after a partition or failover, or its replacement) was
+         * replaced by it: one entry per name */
+        if (!w->alive && !w->awaiting && name_alive(c, w->name))
             continue;
         /* "awaiting heartbeat": registered with the previous leader (worker_lease.c) */
         const char *state = w->alive      ? "alive"
@@ -372,14 +385,17 @@ static uint64_t decision_seq_of(const char *key)
     return strtoull(digits, NULL, 10);
 }
 
-void coord_decisions_load(coord_t *c)
+int coord_decisions_load(coord_t *c, eddy_err_t *serr)
 {
     eddy_err_t err = {{0}};
     char *text = NULL;
     size_t len = 0;
+    /* a retried load starts from nothing */
+    json_array_clear(c->decisions);
+    c->next_decision_seq = 0;
     int found = eddy_metastore_get(c->meta, DECISIONS_LEGACY_KEY, &text, &len, &err);
     if (found < 0)
-        eddy_warn("scaling decision history: %s", err.msg);
+        return eddy_err_set(serr, "scaling decision history: %s", err.msg);
     if (found == 1) {
         json_error_t jerr;
         json_t *old = json_loadb(text, len, 0, &jerr);
@@ -398,8 +414,8 @@ void coord_decisions_load(coord_t *c)
 
     eddy_kv_list_t list;
     if (eddy_metastore_list(c->meta, DECISIONS_PREFIX, &list, &err) < 0) {
-        eddy_warn("scaling decision history: %s", err.msg);
-        return;
+        json_array_clear(c->decisions);
+        return eddy_err_set(serr, "scaling decision history: %s", err.msg);
     }
     for (size_t i = 0; i < list.count; i++) {
         uint64_t seq = decision_seq_of(list.items[i].key);
@@ -419,6 +435,7 @@ void coord_decisions_load(coord_t *c)
     if (json_array_size(c->decisions))
         eddy_info("loaded %zu scaling decisions from the metadata store",
                   json_array_size(c->decisions));
+    return 0;
 }
 
 /* ---- Prometheus --------------------------------------------------------- */

@@ -184,12 +184,12 @@ void coord_worker_leases_tick(coord_t *c, uint64_t now_ms)
     if (!c->worker_leases)
         return;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
-        if (w->awaiting && now_ms - w->last_seen_ms > c->opts->heartbeat_timeout_ms) {
+        if (w->awaiting && now_ms - w->last_seen_ms > coord_takeover_grace_ms(c)) {
             w->awaiting = false;
             w->dead_since_ms = now_ms;
             eddy_warn("worker %u (%s), registered with the previous leader, did not come back "
-                      "within %u ms: dead",
-                      w->id, w->name, c->opts->heartbeat_timeout_ms);
+                      "within %llu ms: dead",
+                      w->id, w->name, (unsigned long long)coord_takeover_grace_ms(c));
             char key[COORD_KEY_MAX];
             worker_key(w->name, key, sizeof key);
             eddy_metastore_async_delete(c->meta_async, key, LEASE_CALL_RETRIES, on_put, c);
@@ -207,6 +207,46 @@ void coord_worker_leases_tick(coord_t *c, uint64_t now_ms)
                                                  on_kept_alive, c);
         }
     }
+}
+
+uint64_t coord_takeover_grace_ms(const coord_t *c)
+{
+    uint64_t grace = c->opts->heartbeat_timeout_ms;
+    if (c->election) {
+        uint64_t seek = eddy_failover_reregister_ms(c->opts->heartbeat_ms);
+        if (seek > grace)
+            grace = seek;
+    }
+    return grace;
+}
+
+bool coord_takeover_all_back(const coord_t *c)
+{
+    if ((!c->listed_workers && !c->expected) || coord_awaiting_workers(c))
+        return false;
+    for (uint32_t i = 0; c->expected && i < c->expected->n; i++) {
+        bool alive = false;
+        for (const coord_worker_t *w = c->workers; w && !alive; w = w->next)
+            alive = w->alive && !strcmp(w->name, c->expected->names[i]);
+        if (!alive)
+            return false;
+    }
+    return true;
+}
+
+void coord_worker_back(coord_t *c, coord_worker_t *w)
+{
+    (void)w;
+    if (c->all_back_logged || !coord_takeover_all_back(c))
+        return;
+    c->all_back_logged = true;
+    uint32_t n = 0;
+    for (const coord_worker_t *o = c->workers; o; o = o->next)
+        n += o->alive;
+    eddy_info("all %u workers of the previous leader are back %llu ms after the takeover "
+              "(grace %llu ms)",
+              n, (unsigned long long)(eddy_mono_ms() - c->started_ms),
+              (unsigned long long)coord_takeover_grace_ms(c));
 }
 
 uint32_t coord_awaiting_workers(const coord_t *c)
@@ -264,19 +304,18 @@ static void load_one(coord_t *c, const eddy_kv_t *kv, uint64_t now)
     json_decref(doc);
 }
 
-void coord_worker_leases_load(coord_t *c)
+int coord_worker_leases_load(coord_t *c, eddy_err_t *serr)
 {
     c->worker_leases = eddy_metastore_has_leases(c->meta);
     if (!c->worker_leases)
-        return;
+        return 0;
     eddy_kv_list_t list;
     eddy_err_t err = {{0}};
-    if (eddy_metastore_list(c->meta, COORD_WORKER_KEY_PREFIX, &list, &err) < 0) {
-        eddy_warn("cannot list the registered workers: %s", err.msg);
-        return;
-    }
+    if (eddy_metastore_list(c->meta, COORD_WORKER_KEY_PREFIX, &list, &err) < 0)
+        return eddy_err_set(serr, "cannot list the registered workers: %s", err.msg);
     uint64_t now = eddy_mono_ms();
     for (size_t i = 0; i < list.count; i++)
         load_one(c, &list.items[i], now);
     eddy_kv_list_clear(&list);
+    return 0;
 }

@@ -43,6 +43,26 @@
 #define EDDY_STATUS_NOT_LEADER 421
 #define EDDY_NOT_LEADER_PREFIX "not leader; the leader is "
 
+/* Failover timing shared by workers and coordinators. A worker given
+ * several coordinators takes the silence of the one it follows (it answers
+ * every heartbeat) for its death after eddy_coordinator_silence_ms; it then
+ * asks the candidates in turn, again after EDDY_LEADER_SEEK_MIN_MS doubling
+ * to EDDY_LEADER_SEEK_MAX_MS while they answer "not the leader", until one
+ * answers as leader. A new leader therefore expects every live worker back
+ * within eddy_failover_reregister_ms of its takeover. */
+#define EDDY_LEADER_SEEK_MIN_MS 50u
+#define EDDY_LEADER_SEEK_MAX_MS 400u
+static inline uint64_t eddy_coordinator_silence_ms(uint32_t heartbeat_ms)
+{
+    uint64_t t = 6ull * heartbeat_ms;
+    return t < 3000 ? 3000 : t;
+}
+static inline uint64_t eddy_failover_reregister_ms(uint32_t heartbeat_ms)
+{
+    return eddy_coordinator_silence_ms(heartbeat_ms) + 2ull * EDDY_LEADER_SEEK_MAX_MS +
+           heartbeat_ms;
+}
+
 typedef enum eddy_msg_type {
     EDDY_MSG_REGISTER = 1,   /* worker -> coordinator */
     EDDY_MSG_REGISTERED,     /* coordinator -> worker */

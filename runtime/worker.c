@@ -97,6 +97,16 @@ typedef struct worker {
     uint64_t last_ctrl_ms;        /* when the coordinator last said anything */
     uint64_t leader_epoch;        /* the highest seen: lower ones are ignored */
     uint64_t last_register_ms;
+    /* Seeking the leader (see on_not_leader): after a switch the worker asks
+     * the candidates in turn, again at seek_next_ms, until one answers as
+     * leader. `suspect` (-1: none) is the coordinator it left because it
+     * went silent: a standby naming it as leader before suspect_until_ms is
+     * not believed (its view predates the election under way). */
+    bool seeking, seek_answered; /* answered: the current candidate said anything */
+    uint64_t seek_next_ms;
+    uint32_t seek_backoff_ms;
+    int suspect;
+    uint64_t suspect_until_ms;
     eddy_log_limit_t fenced_log;
     char fatal[EDDY_ERROR_MAX + 64]; /* a final refusal: the worker exits with it */
 } worker_t;
@@ -567,22 +577,109 @@ static void send_register(worker_t *w)
     send_ctrl(w, &reg);
 }
 
+static uint64_t coordinator_silence_ms(const worker_t *w);
+
+/* How long a candidate that says nothing at all is waited for while seeking. */
+#define SEEK_ANSWER_MS 1000u
+
+static bool is_suspect(const worker_t *w, int i, uint64_t now)
+{
+    return i == w->suspect && now < w->suspect_until_ms;
+}
+
 /* Moves the control DEALER to endpoint (NULL or unknown: the next listed
- * coordinator) and registers there. */
+ * coordinator that did not just go silent) and registers there; the worker
+ * seeks the leader until one answers as such. */
 static void switch_coordinator(worker_t *w, const char *endpoint, const char *why)
 {
-    int next = (w->cur + 1) % w->n_coords;
+    uint64_t now = eddy_mono_ms();
+    if (!strcmp(why, "silent")) {
+        w->suspect = w->cur;
+        w->suspect_until_ms = now + coordinator_silence_ms(w);
+    }
+    int next = -1;
     for (int i = 0; endpoint && endpoint[0] && i < w->n_coords; i++)
         if (!strcmp(w->coords[i], endpoint))
             next = i;
+    for (int k = 1; next < 0 && k <= w->n_coords; k++) {
+        int i = (w->cur + k) % w->n_coords;
+        if (!is_suspect(w, i, now) || k == w->n_coords)
+            next = i;
+    }
     if (next != w->cur) {
         eddy_info("coordinator %s: %s; trying %s", w->coords[w->cur], why, w->coords[next]);
         zmq_disconnect(w->ctrl, w->coords[w->cur]);
         w->cur = next;
         zmq_connect(w->ctrl, w->coords[w->cur]);
     }
-    w->last_ctrl_ms = eddy_mono_ms();
+    w->last_ctrl_ms = now;
+    if (!w->seeking)
+        w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
+    w->seeking = true;
+    w->seek_answered = false;
+    w->seek_next_ms = now + SEEK_ANSWER_MS;
     send_register(w);
+}
+
+/* A coordinator answered "not the leader". Named leader that is believable:
+ * go there at once. Otherwise (no leader elected yet, or it names the one
+ * that just went silent: an election is under way) ask the candidates
+ * again soon, with a short doubling backoff, so that a worker is back
+ * within moments of the election instead of waiting on a dead one. */
+static void on_not_leader(worker_t *w, const char *leader)
+{
+    uint64_t now = eddy_mono_ms();
+    int named = -1;
+    for (int i = 0; leader[0] && i < w->n_coords; i++)
+        if (!strcmp(w->coords[i], leader))
+            named = i;
+    if (leader[0] && named < 0) { /* not in our list: try it anyway as before */
+        switch_coordinator(w, leader, "not the leader");
+        return;
+    }
+    if (named >= 0 && named != w->cur && !is_suspect(w, named, now)) {
+        switch_coordinator(w, leader, "not the leader");
+        return;
+    }
+    if (w->seeking && w->seek_answered)
+        return; /* a retry is scheduled already (heartbeats get answers too) */
+    if (!w->seeking)
+        w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
+    w->seek_answered = true;
+    if (!w->seeking || w->seek_backoff_ms == EDDY_LEADER_SEEK_MIN_MS)
+        eddy_info("coordinator %s: not the leader (%s); asking the candidates again every %u..%u ms",
+                  w->coords[w->cur], named >= 0 ? "it names the one that went silent" : "no leader elected yet",
+                  EDDY_LEADER_SEEK_MIN_MS, EDDY_LEADER_SEEK_MAX_MS);
+    w->seeking = true;
+    w->seek_next_ms = now + w->seek_backoff_ms;
+    w->seek_backoff_ms = w->seek_backoff_ms * 2 > EDDY_LEADER_SEEK_MAX_MS ? EDDY_LEADER_SEEK_MAX_MS
+                                                                        : w->seek_backoff_ms * 2;
+}
+
+/* Seeking: the time to ask again came; the next candidate that did not go
+ * silent (with one standby that is the same one: it will lead soon). */
+static void seek_tick(worker_t *w)
+{
+    uint64_t now = eddy_mono_ms();
+    if (!w->seeking || now < w->seek_next_ms)
+        return;
+    uint32_t backoff = w->seek_backoff_ms;
+    if (!w->seek_answered) {
+        /* no word within SEEK_ANSWER_MS: as silent as a dead leader (a
+         * standby naming it is not followed there again for a while) */
+        w->suspect = w->cur;
+        w->suspect_until_ms = now + coordinator_silence_ms(w);
+    }
+    switch_coordinator(w, NULL, w->seek_answered ? "seeking the leader" : "no answer");
+    w->seek_backoff_ms = backoff;
+}
+
+/* A coordinator answered as leader: seeking is over. */
+static void found_leader(worker_t *w)
+{
+    w->seeking = false;
+    w->suspect = -1;
+    w->seek_backoff_ms = EDDY_LEADER_SEEK_MIN_MS;
 }
 
 /* A command from a lower leader epoch than one already seen comes from a
@@ -702,12 +799,14 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
 {
     switch (m->type) {
     case EDDY_MSG_REGISTERED:
+        if (!m->u.registered.not_leader && !m->u.registered.fatal)
+            found_leader(w);
         if (m->u.registered.fatal) {
             snprintf(w->fatal, sizeof w->fatal, "coordinator refused registration: %s",
                      m->u.registered.error);
         } else if (m->u.registered.not_leader) {
             if (w->n_coords > 1 || m->u.registered.leader[0])
-                switch_coordinator(w, m->u.registered.leader, "not the leader");
+                on_not_leader(w, m->u.registered.leader);
         } else if (m->u.registered.error[0]) {
             /* The coordinator restarted (or declared us dead): join it again,
              * at most every 200 ms (one answer per queued heartbeat may come). */
@@ -871,11 +970,10 @@ static int recv_ctrl(worker_t *w, eddy_msg_t *m, eddy_err_t *err)
 }
 
 /* How long a coordinator may say nothing (it answers every heartbeat)
- * before the worker looks for the leader elsewhere. */
+ * before the worker looks for the leader elsewhere (net/proto.h). */
 static uint64_t coordinator_silence_ms(const worker_t *w)
 {
-    uint64_t t = 6ull * w->heartbeat_ms;
-    return t < 3000 ? 3000 : t;
+    return eddy_coordinator_silence_ms(w->heartbeat_ms);
 }
 
 static int register_with_coordinator(worker_t *w, eddy_err_t *err)
@@ -885,11 +983,13 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
     bool said_retry = false, answered = false;
     while (eddy_mono_ms() < deadline) {
         if (eddy_mono_ms() >= next_send) {
-            if (next_send && w->n_coords > 1 && !answered)
+            if (w->seeking)
+                seek_tick(w); /* asks the next candidate (also registers) */
+            else if (next_send && w->n_coords > 1 && !answered)
                 switch_coordinator(w, NULL, "no answer"); /* also registers */
             else
                 send_register(w);
-            next_send = eddy_mono_ms() + 1000;
+            next_send = w->seeking ? w->seek_next_ms : eddy_mono_ms() + 1000;
             answered = false;
         }
         zmq_pollitem_t item = {w->ctrl, 0, ZMQ_POLLIN, 0};
@@ -909,13 +1009,14 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
         if (m.u.registered.not_leader) {
             /* a standby: go to the leader it names (or the next one) */
             if (w->n_coords > 1 || m.u.registered.leader[0]) {
-                switch_coordinator(w, m.u.registered.leader, "not the leader");
-                next_send = eddy_mono_ms() + 1000;
+                on_not_leader(w, m.u.registered.leader);
+                next_send = w->seeking ? w->seek_next_ms : eddy_mono_ms() + 1000;
             }
             eddy_msg_clear(&m);
             continue;
         }
         answered = true;
+        found_leader(w);
         if (m.u.registered.error[0] && !m.u.registered.fatal) {
             /* e.g. the worker this one replaces is not declared dead yet */
             if (!said_retry)
@@ -1145,6 +1246,7 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return eddy_err_set(err, "out of memory");
+    w->suspect = -1; /* no coordinator went silent yet */
     w->opts = opts;
     /* Plugins are content-addressed, so workers of one user may share a
      * cache: --plugin-cache, else $XDG_RUNTIME_DIR/eddy-plugins (private to
@@ -1212,7 +1314,9 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         }
         /* the coordinator answers every heartbeat; silence means it is gone
          * (or paused): with several listed, find the leader among them */
-        if (w->n_coords > 1 && eddy_mono_ms() - w->last_ctrl_ms > coordinator_silence_ms(w))
+        if (w->seeking)
+            seek_tick(w);
+        else if (w->n_coords > 1 && eddy_mono_ms() - w->last_ctrl_ms > coordinator_silence_ms(w))
             switch_coordinator(w, NULL, "silent");
         for (int i = 0; i < INBOX_BURST; i++) {
             zmq_msg_t z;

@@ -28,6 +28,8 @@ PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-de
           libxxhash-dev zlib1g-dev etcd-server gnuplot-nox prometheus procps
           libhiredis-dev redis-server libpq-dev postgresql libyaml-dev chromium openssl libssl-dev jq)
 
+# the network-fault harness (tests/support/netns.h) and bench/nemesis.sh
+PACKAGES+=(iproute2 nftables)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -35,9 +35,12 @@ struct eddy_election {
     /* under lock */
     bool leader, lost;
     int64_t epoch;
+    int64_t seen_epoch; /* the last leader's epoch seen while campaigning (0: none) */
     uint64_t valid_until_ms;
     char leader_endpoint[EDDY_ELECTION_ENDPOINT_MAX];
     char last_error[512];
+    char *report;        /* a standby's report waiting to be written (eddy_election_report) */
+    uint32_t holdoff_ms; /* no campaign before this long after the start */
 };
 
 static void set_error(eddy_election_t *e, const char *msg)
@@ -133,6 +136,7 @@ static int campaign(eddy_election_t *e, eddy_metastore_t *store, int64_t *lease)
     }
     if (got == 1) {
         pthread_mutex_lock(&e->lock);
+        e->seen_epoch = rev;
         snprintf(e->leader_endpoint, sizeof e->leader_endpoint, "%s", holder);
         e->last_error[0] = '\0';
         pthread_mutex_unlock(&e->lock);
@@ -166,8 +170,34 @@ static int campaign(eddy_election_t *e, eddy_metastore_t *store, int64_t *lease)
     snprintf(e->leader_endpoint, sizeof e->leader_endpoint, "%s", e->endpoint);
     e->last_error[0] = '\0';
     pthread_mutex_unlock(&e->lock);
-    eddy_info("elected leader (epoch %lld, lease %lld s)", (long long)rev, (long long)ttl_s);
+    /* The epoch is the etcd revision that created the leader key: it is
+     * above every earlier leader's (fencing needs no more) but grows with
+     * every write to the store in between (jobs, checkpoints, worker
+     * registrations), so successive epochs are far apart. */
+    if (e->seen_epoch)
+        eddy_info("elected leader (epoch %lld, lease %lld s; the previous leader's epoch was %lld: "
+                  "epochs are etcd revisions, which every write to the store advances)",
+                  (long long)rev, (long long)ttl_s, (long long)e->seen_epoch);
+    else
+        eddy_info("elected leader (epoch %lld, lease %lld s; epochs are etcd revisions)",
+                  (long long)rev, (long long)ttl_s);
     return 1;
+}
+
+/* Writes a standby's pending report, if any (best effort: the next one
+ * replaces it). */
+static void write_report(eddy_election_t *e, eddy_metastore_t *store)
+{
+    pthread_mutex_lock(&e->lock);
+    char *r = e->report;
+    e->report = NULL;
+    pthread_mutex_unlock(&e->lock);
+    if (!r)
+        return;
+    eddy_err_t err;
+    if (eddy_metastore_put(store, EDDY_STANDBY_HEARD_KEY, r, strlen(r), &err) < 0)
+        eddy_debug("standby report not written: %s", err.msg);
+    free(r);
 }
 
 static void *run(void *arg)
@@ -185,8 +215,9 @@ static void *run(void *arg)
         }
     }
     int64_t lease = 0;
-    bool stop = false;
+    bool stop = e->holdoff_ms && rest(e, e->holdoff_ms);
     while (!stop) {
+        write_report(e, store);
         if (campaign(e, store, &lease)) {
             lead(e, store, lease);
             break; /* won once, lost or stopping: never campaign again */
@@ -208,6 +239,24 @@ static void *run(void *arg)
 eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_tls_t *tls,
                                    const char *endpoint, uint32_t ttl_ms, eddy_err_t *err)
 {
+    return eddy_election_new_after(store_url, tls, endpoint, ttl_ms, 0, err);
+}
+
+void eddy_election_report(eddy_election_t *self, const char *json)
+{
+    char *copy = strdup(json);
+    if (!copy)
+        return;
+    pthread_mutex_lock(&self->lock);
+    free(self->report);
+    self->report = copy;
+    pthread_mutex_unlock(&self->lock);
+}
+
+eddy_election_t *eddy_election_new_after(const char *store_url, const eddy_metastore_tls_t *tls,
+                                         const char *endpoint, uint32_t ttl_ms,
+                                         uint32_t holdoff_ms, eddy_err_t *err)
+{
     eddy_election_t *e = calloc(1, sizeof *e);
     if (!e || !(e->url = strdup(store_url))) {
         free(e);
@@ -221,8 +270,6 @@ eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_t
             for (int k = 0; k < i; k++)
                 free(e->tls_paths[k]);
             free(e->url);
-    for (int i = 0; i < 3; i++)
-        free(e->tls_paths[i]);
             free(e);
             eddy_err_set(err, "out of memory");
             return NULL;
@@ -230,6 +277,7 @@ eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_t
     }
     snprintf(e->endpoint, sizeof e->endpoint, "%s", endpoint);
     e->ttl_ms = ttl_ms < 2000 ? 2000 : ttl_ms;
+    e->holdoff_ms = holdoff_ms;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->wake, NULL);
     if (pthread_create(&e->thread, NULL, run, e) != 0) {
@@ -255,6 +303,9 @@ void eddy_election_destroy(eddy_election_t **self_p)
     }
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->wake);
+    for (int i = 0; i < 3; i++)
+        free(e->tls_paths[i]);
+    free(e->report);
     free(e->url);
     free(e);
     *self_p = NULL;

@@ -45,6 +45,16 @@ typedef struct eddy_election_view {
  * the store is unreachable. */
 eddy_election_t *eddy_election_new(const char *store_url, const eddy_metastore_tls_t *tls,
                                    const char *endpoint, uint32_t ttl_ms, eddy_err_t *err);
+/* The same, campaigning only after holdoff_ms (a leader that stepped down
+ * lets a standby win first). */
+eddy_election_t *eddy_election_new_after(const char *store_url, const eddy_metastore_tls_t *tls,
+                                         const char *endpoint, uint32_t ttl_ms,
+                                         uint32_t holdoff_ms, eddy_err_t *err);
+/* A standby's report of the workers that came to it (JSON text, copied):
+ * the campaign thread writes it to EDDY_STANDBY_HEARD_KEY after its next
+ * round, off the caller's loop. A later report replaces an unwritten one. */
+#define EDDY_STANDBY_HEARD_KEY "/eddy/standby/heard"
+void eddy_election_report(eddy_election_t *self, const char *json);
 /* Stops the thread; a leader revokes its lease (best effort, bounded by the
  * store's timeout) so a standby takes over at once. */
 void eddy_election_destroy(eddy_election_t **self_p);

@@ -23,6 +23,16 @@
  *  duplicate_identity a second worker under an existing name, and one
  *                     advertising an existing data address, exit non-zero
  *                     saying why; the first worker stays registered.
+ *  failover_race      issue 23: the leader is SIGKILLed with a long lease
+ *                     (8 s) so that the workers, finding it silent after
+ *                     3 s, ask the standby seconds before its election and
+ *                     hear "not the leader" naming the dead one. They keep
+ *                     asking with a short backoff (no 3 s wait on the dead
+ *                     one): all three are back within 1.5 s of the
+ *                     election (3 s under ASan), none is declared dead, the job is restored
+ *                     onto more than one worker, the restore is counted in
+ *                     restarts with the failover as its cause, status has
+ *                     one live entry per name, the output is exact.
  *  keys_on_standby    both coordinators with CURVE keys: the standby's
  *                     socket takes the same handshake as the leader's (a
  *                     client without keys is refused, not told where the
@@ -53,8 +63,10 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HB_TIMEOUT "3000"
+#define BACK_MAX_MS 3000 /* failover_race: workers back after the election */
 #else
 #define HB_TIMEOUT "1500"
+#define BACK_MAX_MS 1500
 #endif
 
 static char *dir;
@@ -72,6 +84,7 @@ static eddy_test_etcd_t *etcd;
 static char *expected;
 static size_t expected_len;
 static char rate[32] = "25000";
+static char leader_ttl[16] = "3000";
 
 /* ---- input and reference ------------------------------------------------------ */
 
@@ -112,6 +125,7 @@ static void setup(void)
     memset(&controller, 0, sizeof controller);
     snprintf(controller_log, sizeof controller_log, "%s/controller.log", dir);
     n_workers = 0;
+    snprintf(leader_ttl, sizeof leader_ttl, "3000");
 }
 
 static void teardown(void)
@@ -183,7 +197,7 @@ static void start_coordinator(int i)
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url[i], "--http-host", "127.0.0.1",
                     "--http-port", http_s[i], "--metastore", metastore, "--snapshot-dir", snap_dir,
                     "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--leader-ttl-ms", "3000", NULL};
+                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--leader-ttl-ms", leader_ttl, NULL};
     cr_assert(eddy_proc_start(&coords[i], argv, NULL, coord_log[i], &err) == 0, "%s", err.msg);
 }
 
@@ -459,6 +473,75 @@ Test(coordinator_ha, etcd_outage, .init = setup, .fini = teardown, .timeout = 24
     cr_assert(kill(etcd_pid, SIGCONT) == 0);
     wait_view("finished", 0, 180000, "the job to finish after the etcd outage");
     expect_exact_output();
+}
+
+static bool restarts_counted(void *arg)
+{
+    (void)arg;
+    return eddy_test_scrape_sum(ports[3], "eddy_job_restarts_total") >= 1;
+}
+
+static const char *find_after(const char *hay, const char *needle)
+{
+    const char *p = hay ? strstr(hay, needle) : NULL;
+    return p ? p + strlen(needle) : NULL;
+}
+
+Test(coordinator_ha, failover_race, .init = setup, .fini = teardown, .timeout = 240)
+{
+    snprintf(leader_ttl, sizeof leader_ttl, "8000");
+    snprintf(rate, sizeof rate, "12000"); /* the job outlasts the failover */
+    start_cluster_and_job();
+    kill(-coords[0].pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(&coords[0], 10000), 128 + SIGKILL);
+    /* the race: workers ask the standby before it is elected */
+    char wlog[700];
+    snprintf(wlog, sizeof wlog, "%s/worker-1.log", dir);
+    log_wait_t asked = {wlog, "not the leader", 1};
+    cr_assert(eddy_poll_until(log_has, &asked, 20000), "worker-1 never asked the standby");
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0,
+                 "the standby was elected before the workers asked it: no race reproduced");
+    wait_log(1, "elected leader", 1, 30000);
+    wait_log(1, "workers of the previous leader are back", 1, 10000);
+    char *l = eddy_read_file(coord_log[1], NULL);
+    const char *after = find_after(l, "workers of the previous leader are back ");
+    long back_ms = after ? strtol(after, NULL, 10) : -1;
+    cr_assert(back_ms >= 0 && back_ms <= BACK_MAX_MS,
+              "the workers were back %ld ms after the takeover (want <= %d)", back_ms, BACK_MAX_MS);
+    cr_assert(!strstr(l, "did not come back"), "a live worker was declared dead");
+    free(l);
+    wait_log(1, "leader failover (this coordinator took over as leader epoch", 1, 10000);
+    wait_log(1, "restoring from checkpoint ", 1, 30000);
+    int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
+    wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
+    json_t *st = status();
+    cr_assert(st);
+    json_t *job = eddy_test_status_job(st, "etl");
+    cr_assert_geq(json_integer_value(json_object_get(job, "restarts")), 1,
+                  "the failover's restore is not counted in restarts");
+    json_t *ws = json_object_get(st, "workers");
+    cr_assert_eq(json_array_size(ws), N_WORKERS, "status lists %zu workers, not one per name",
+                 json_array_size(ws));
+    int busy = 0;
+    for (size_t i = 0; i < json_array_size(ws); i++) {
+        json_t *w = json_array_get(ws, i);
+        cr_assert(json_is_true(json_object_get(w, "alive")), "worker %s is listed dead",
+                  json_string_value(json_object_get(w, "name")));
+        busy += json_integer_value(json_object_get(w, "tasks")) > 0;
+    }
+    cr_assert_geq(busy, 2, "the job was restored onto %d worker(s)", busy);
+    json_decref(st);
+    /* the counters behind /metrics are saved every second */
+    cr_assert(eddy_poll_until(restarts_counted, NULL, 10000),
+              "eddy_job_restarts_total does not count the failover (%lld)",
+              eddy_test_scrape_sum(ports[3], "eddy_job_restarts_total"));
+    wait_view("finished", 0, 120000, "the job to finish under the new leader");
+    expect_exact_output();
+    if (getenv("HA_DEBUG")) {
+        char *logs = all_logs();
+        cr_log_info("%s", logs);
+        free(logs);
+    }
 }
 
 static bool exited(void *arg)

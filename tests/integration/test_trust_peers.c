@@ -660,10 +660,18 @@ Test(trust_peers, heartbeat_flood)
 /* A client's `decision` request of `bytes` bytes of JSON: the reply's status. */
 static int64_t send_decision(fake_t *f, size_t bytes)
 {
+    /* a decision that fits its schema (decision_json.h), padded with spaces */
+    static const char valid[] =
+        "{\"time_ms\":1,\"job\":\"wordcount\",\"operator\":\"count\",\"old_parallelism\":1,"
+        "\"new_parallelism\":2,\"action\":\"scale_up\",\"applied\":false,\"reason\":\"r\","
+        "\"rates\":{\"target_input_rate\":null,\"true_rate_per_instance\":null,"
+        "\"observed_input_rate\":null,\"selectivity\":null,\"utilisation\":null,"
+        "\"target_utilisation\":null,\"projected_utilisation\":null}}";
+    cr_assert(bytes >= sizeof valid - 1);
     char *doc = malloc(bytes + 1);
     cr_assert(doc);
     memset(doc, ' ', bytes);
-    memcpy(doc, "{\"why\":1}", 9);
+    memcpy(doc, valid, sizeof valid - 1);
     doc[bytes] = '\0';
     eddy_msg_t req = {.type = EDDY_MSG_REQUEST};
     snprintf(req.u.request.verb, sizeof req.u.request.verb, "decision");
@@ -695,7 +703,7 @@ Test(trust_peers, caps)
     eddy_err_t err = {{0}};
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
                     "--http-port", http_s, "--no-rebalance", "--quiet",
-                    "--max-registrations", "1", "--max-decision-bytes", "100",
+                    "--max-registrations", "1", "--max-decision-bytes", "1000",
                     "--max-worker-series", "1", "--max-plugins", "1", "--reply-hwm", "10",
                     "--job", "wordcount", "--generate", "--lines", "0", "--rate", "2000",
                     "--parallelism", "1", NULL};
@@ -720,9 +728,9 @@ Test(trust_peers, caps)
     eddy_msg_clear(&m);
     wait_rejected("registrations", 1);
 
-    /* decisions: 100 bytes pass, 101 do not */
-    cr_assert_eq(send_decision(&f, 100), 0);
-    cr_assert_eq(send_decision(&f, 101), 2);
+    /* decisions: 1000 bytes pass, 1001 do not */
+    cr_assert_eq(send_decision(&f, 1000), 0);
+    cr_assert_eq(send_decision(&f, 1001), 2);
     cr_assert_eq(rejected("decision_bytes"), 1);
 
     /* series: the worker runs three tasks, one series is kept */
