@@ -100,6 +100,7 @@ static void teardown(void)
     if (dir)
         eddy_test_rm_rf(dir);
     free(dir);
+    dir = NULL; /* the suite's .fini runs after a test's own */
 }
 
 static char *log_text(void)
