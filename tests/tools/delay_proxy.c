@@ -18,7 +18,8 @@
  * --seed, the connection's number and the direction, so a run is
  * reproducible up to how the kernel splits the stream into reads. A closed
  * side is passed on as a half close once its chunks are written. Prints
- * one "listening" line on stderr when it accepts connections. */
+ * one "listening" line on stderr when it accepts connections, and one
+ * "connection N forwarded" line per connection made to the target. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -258,6 +259,7 @@ static void *serve(void *arg)
         close(a);
         return NULL;
     }
+    fprintf(stderr, "delay_proxy: connection %u forwarded\n", number);
     int one = 1;
     setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
