@@ -34,9 +34,9 @@
  *                      both coordinators exited within 30 s and the job
  *                      hung): no coordinator exits, and after the heal the
  *                      job finishes exactly.
- *  delayed_control_plane  every worker reaches the leader through
- *                      tests/tools/delay_proxy (50 ms +- 20 ms each way, seeded,
- *                      run in the worker's host): no worker is declared
+ *  delayed_control_plane  every worker's connections to the coordinators
+ *                      cross a delay proxy in its host (eddy_netns_delay:
+ *                      50 ms +- 20 ms each way, seeded): no worker is declared
  *                      dead, the leader does not change, the job finishes
  *                      exactly.
  *  flapping_link       the link between the leader and a worker that runs
@@ -90,9 +90,8 @@ static char *dir;
 static char input[600], output[600], snap_dir[600], keys[600], metastore[128];
 static char coord_url[2][64], coord_list[160];
 static char coord_log[2][600], etcd_log[600];
-static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS], proxies[N_WORKERS];
-static char worker_coords[N_WORKERS][160]; /* each worker's --coordinator */
-static char proxy_log[N_WORKERS][600];
+static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS], proxies[N_WORKERS][2];
+static char proxy_log[N_WORKERS][2][700];
 static char *expected;
 static size_t expected_len;
 
@@ -117,7 +116,8 @@ static void teardown(void)
         if (workers[i].pid)
             kill(-workers[i].pid, SIGCONT);
         eddy_proc_kill(&workers[i], 2000);
-        eddy_proc_kill(&proxies[i], 2000);
+        for (int c = 0; c < 2; c++)
+            eddy_proc_kill(&proxies[i][c], 2000);
     }
     eddy_proc_kill(&etcd_proc, 3000);
     eddy_netns_destroy(&net);
@@ -235,7 +235,7 @@ static void start_worker(int i)
     char name[32], wlog[700];
     snprintf(name, sizeof name, "worker-%d", i + 1);
     snprintf(wlog, sizeof wlog, "%s/worker-%d.log", dir, i + 1);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", worker_coords[i], "--name", name,
+    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_list, "--name", name,
                     "--snapshot-dir", snap_dir, "--bind-host",
                     (char *)eddy_netns_addr(net, H_WORKER + i), "--data-port", "7700", NULL};
     cr_assert(eddy_netns_start(net, H_WORKER + i, &workers[i], argv, NULL, wlog, &err) == 0, "%s",
@@ -287,28 +287,23 @@ static int64_t wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms,
     return w.last_ck;
 }
 
-/* A delay_proxy in worker i's host, from 127.0.0.1:17600 to the first
- * coordinator; the worker's list then names the proxy first (the standby
- * stays direct: the leader does not change where this is used). */
-static void start_delay_proxy(int i, int delay_ms, int jitter_ms)
+/* Worker i's connections to both coordinators through delay proxies in
+ * its host (tests/support/netns.h eddy_netns_delay), seeded per worker. */
+static void delay_worker(int i, int delay_ms, int jitter_ms)
 {
     eddy_err_t err = {{0}};
-    char target[64], delay[16], jitter[16], seed[16];
-    snprintf(target, sizeof target, "%s:7600", eddy_netns_addr(net, H_COORD));
-    snprintf(delay, sizeof delay, "%d", delay_ms);
-    snprintf(jitter, sizeof jitter, "%d", jitter_ms);
-    snprintf(seed, sizeof seed, "%d", 24 + i);
-    snprintf(proxy_log[i], sizeof proxy_log[i], "%s/delay-proxy-%d.log", dir, i + 1);
-    char *argv[] = {EDDY_BINARY_DIR "/delay_proxy", "--listen", "127.0.0.1:17600", "--target", target,
-                    "--delay-ms", delay, "--jitter-ms", jitter, "--seed", seed, NULL};
-    cr_assert(eddy_netns_start(net, H_WORKER + i, &proxies[i], argv, NULL, proxy_log[i], &err) == 0,
-              "%s", err.msg);
-    wait_log(proxy_log[i], "listening on", 1, 10000);
-    snprintf(worker_coords[i], sizeof worker_coords[i], "tcp://127.0.0.1:17600,%s", coord_url[1]);
+    for (int c = 0; c < 2; c++) {
+        snprintf(proxy_log[i][c], sizeof proxy_log[i][c], "%s/delay-proxy-w%d-c%d.log", dir, i + 1,
+                 c + 1);
+        cr_assert(eddy_netns_delay(net, H_WORKER + i, H_COORD + c, 7600, delay_ms, jitter_ms,
+                                   (unsigned)(24 + 2 * i + c), &proxies[i][c], proxy_log[i][c],
+                                   &err) == 0,
+                  "%s", err.msg);
+    }
 }
 
 /* The hosts, etcd, both coordinators (1 leading), three workers (with
- * delay_ms > 0, each behind a delay proxy to the leader), and the job
+ * delay_ms > 0, each behind delay proxies to the coordinators), and the job
  * running with a completed checkpoint. Skips without netns support. */
 static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms)
 {
@@ -343,9 +338,8 @@ static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms)
     start_coordinator(1);
     wait_log(coord_log[1], "standing by", 1, 20000);
     for (int i = 0; i < N_WORKERS; i++) {
-        snprintf(worker_coords[i], sizeof worker_coords[i], "%s", coord_list);
         if (delay_ms > 0)
-            start_delay_proxy(i, delay_ms, jitter_ms);
+            delay_worker(i, delay_ms, jitter_ms);
         start_worker(i);
     }
     wait_log(coord_log[0], ") registered, data at", N_WORKERS, 30000);
@@ -593,7 +587,7 @@ Test(network_faults, delayed_control_plane, .init = setup, .fini = teardown, .ti
 {
     cluster_up_delayed("10000", 50, 20);
     for (int i = 0; i < N_WORKERS; i++) /* the workers did go through their proxies */
-        cr_assert_geq(count_in(proxy_log[i], "forwarded"), 1, "worker-%d bypassed its proxy", i + 1);
+        cr_assert_geq(count_in(proxy_log[i][0], "forwarded"), 1, "worker-%d bypassed its proxy", i + 1);
     wait_view("finished", 0, 120000, "the job to finish with a delayed control plane");
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[0], "declared dead"), 0,
@@ -601,8 +595,8 @@ Test(network_faults, delayed_control_plane, .init = setup, .fini = teardown, .ti
     cr_assert_eq(count_in(coord_log[0], "restoring from checkpoint "), 0, "the job was restored");
     cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
     for (int i = 0; i < N_WORKERS; i++)
-        cr_assert(eddy_proc_alive(&proxies[i]), "delay proxy %d exited:\n%s", i + 1,
-                  eddy_read_file(proxy_log[i], NULL));
+        cr_assert(eddy_proc_alive(&proxies[i][0]), "worker-%d's delay proxy exited:\n%s", i + 1,
+                  eddy_read_file(proxy_log[i][0], NULL));
 }
 
 Test(network_faults, flapping_link, .init = setup, .fini = teardown, .timeout = 180)

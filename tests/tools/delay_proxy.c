@@ -5,10 +5,10 @@
  * (tests/integration/test_network_faults.c) and bench/nemesis.sh.
  *
  * It exists because sch_netem (tc's delay qdisc) is not available on the
- * machines the tests run on. Run it inside a test host's namespace
- * (tests/support/netns.h) and point a process at it instead of at its
- * peer: e.g. a worker's --coordinator at 127.0.0.1:LISTEN with the target
- * the coordinator's address, so its control plane crosses the delay.
+ * machines the tests run on. eddy_netns_delay (tests/support/netns.h) runs
+ * it inside a test host's namespace with --mark and redirects that host's
+ * connections to the target there with an nft rule that skips marked
+ * packets, so processes keep their addresses and cross the delay unaware.
  *
  * Each accepted connection gets its own connection to the target and two
  * directions; each direction is a reader thread (stamps every chunk read
@@ -70,6 +70,7 @@ struct conn {
 
 static uint64_t delay_ns, jitter_ns;
 static unsigned base_seed;
+static unsigned mark; /* SO_MARK of connections to the target (0: none) */
 
 static uint64_t now_ns(void)
 {
@@ -81,10 +82,12 @@ static uint64_t now_ns(void)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: delay_proxy --listen HOST:PORT --target HOST:PORT --delay-ms D\n"
-               "                   [--jitter-ms J] [--seed S]\n\n"
+               "                   [--jitter-ms J] [--seed S] [--mark M]\n\n"
                "Forwards TCP connections from --listen to --target, delaying every chunk in\n"
                "both directions by D ms plus a uniform random jitter in [-J, +J] ms (J <= D),\n"
-               "seeded by S (default 1). Order within a connection is kept.\n");
+               "seeded by S (default 1). Order within a connection is kept. With --mark, the\n"
+               "connections to the target carry firewall mark M (SO_MARK, needs root), so an\n"
+               "nft rule redirecting traffic for the target to this proxy can exempt them.\n");
 }
 
 /* HOST:PORT to an address; false when it does not resolve. */
@@ -251,6 +254,10 @@ static void *serve(void *arg)
     const struct sockaddr_storage *target_p = &target;
     socklen_t tlen = target_len;
     int b = socket(target_p->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (b >= 0 && mark && setsockopt(b, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0) {
+        close(b);
+        b = -1;
+    }
     if (b < 0 || connect(b, (const struct sockaddr *)target_p, tlen) < 0) {
         fprintf(stderr, "delay_proxy: connection %u: cannot reach the target: %s\n", number,
                 strerror(errno));
@@ -332,6 +339,14 @@ int main(int argc, char **argv)
                 fprintf(stderr, "delay_proxy: bad --jitter-ms '%s'\n", v);
                 return 2;
             }
+        } else if (!strcmp(f, "--mark")) {
+            char *end;
+            unsigned long m = strtoul(v, &end, 0);
+            if (end == v || *end || m == 0 || m > 0xffffffffu) {
+                fprintf(stderr, "delay_proxy: bad --mark '%s'\n", v);
+                return 2;
+            }
+            mark = (unsigned)m;
         } else if (!strcmp(f, "--seed")) {
             char *end;
             unsigned long s = strtoul(v, &end, 10);
