@@ -47,6 +47,11 @@
  *                      both coordinators but still reaches the other
  *                      workers: declared dead by the heartbeat timeout,
  *                      the job restored without it; healed, exact.
+ *  paused_leader       the leader's process is stopped (SIGSTOP: a long
+ *                      pause, its sockets open) until the standby has taken
+ *                      over and restored the job, then continued: it stops
+ *                      acting on its first loop turn and stands by; fencing
+ *                      is checked in the workers' logs. Exact.
  *  In leader_partitioned the workers' logs are also checked for fencing:
  *  each logs the leader epoch of every DEPLOY and RELEASE it acts on, and
  *  along every log those epochs never go down (no command of the old
@@ -643,4 +648,25 @@ Test(network_faults, worker_cut_from_coordinators, .init = setup, .fini = teardo
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
     cr_assert_eq(count_in(coord_log[0], "giving up the leadership"), 0, "the leader stepped down");
+}
+
+Test(network_faults, paused_leader, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    cr_assert(kill(-coords[0].pid, SIGSTOP) == 0);
+    wait_log(coord_log[1], "elected leader", 1, 30000);
+    wait_log(coord_log[1], "restoring from checkpoint ", 1, 30000);
+    int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
+    wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
+    /* the old leader wakes with every timer overdue and its workers silent */
+    cr_assert(kill(-coords[0].pid, SIGCONT) == 0);
+    wait_log(coord_log[0], "stopped acting as leader", 1, 30000);
+    wait_log(coord_log[0], "standing by", 2, 30000);
+    wait_view("finished", 0, 120000, "the job to finish");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[0], "declared dead"), 0,
+                 "the paused leader acted on its workers' silence after waking");
+    cr_assert_eq(count_in(coord_log[0], "elected leader"), 1, "the old leader was elected again");
+    cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
+    cr_assert_gt(check_fencing(), 0, "no worker acted on the new leader's epoch after the old one's");
 }
