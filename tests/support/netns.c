@@ -303,7 +303,8 @@ int eddy_netns_delay(eddy_netns_t *self, int from, int to, int port, int delay_m
         return eddy_err_set(err, "delay: bad hosts %d, %d, port %d or delay %d +- %d ms", from, to,
                             port, delay_ms, jitter_ms);
     char listen[32], target[48], delay[16], jitter[16], seed_s[16];
-    int lport = 30000 + to * 1000 + port % 1000; /* one per (target host, port) in `from` */
+    /* one listening port per (target host, port % 1000) in `from` */
+    int lport = 30000 + to * 1000 + port % 1000;
     snprintf(listen, sizeof listen, "127.0.0.1:%d", lport);
     snprintf(target, sizeof target, "%s:%d", self->addrs[to], port);
     snprintf(delay, sizeof delay, "%d", delay_ms);

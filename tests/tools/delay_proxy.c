@@ -17,7 +17,8 @@
  * (writes each chunk at its time). The jitter comes from rand_r seeded with
  * --seed, the connection's number and the direction, so a run is
  * reproducible up to how the kernel splits the stream into reads. A closed
- * side is passed on as a half close once its chunks are written. Prints
+ * side is passed on as a half close once its chunks are written; a target
+ * that cannot be reached closes the accepted connection (no RST). Prints
  * one "listening" line on stderr when it accepts connections, and one
  * "connection N forwarded" line per connection made to the target. */
 #ifndef _GNU_SOURCE
