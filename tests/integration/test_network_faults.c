@@ -34,9 +34,11 @@
  *                      both coordinators exited within 30 s and the job
  *                      hung): no coordinator exits, and after the heal the
  *                      job finishes exactly.
- *  delayed_control_plane  every worker's connections to the coordinators
+ *  delayed_links       every worker's connections to the coordinators
  *                      cross a delay proxy in its host (eddy_netns_delay:
- *                      50 ms +- 20 ms each way, seeded): no worker is declared
+ *                      50 ms +- 20 ms each way, seeded), its data
+ *                      connections to the other workers another one (20 ms
+ *                      +- 10 ms): no worker is declared
  *                      dead, the leader does not change, the job finishes
  *                      exactly.
  *  flapping_link       the link between the leader and a worker that runs
@@ -95,8 +97,9 @@ static char *dir;
 static char input[600], output[600], snap_dir[600], keys[600], metastore[128];
 static char coord_url[2][64], coord_list[160];
 static char coord_log[2][600], etcd_log[600];
-static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS], proxies[N_WORKERS][2];
-static char proxy_log[N_WORKERS][2][700];
+static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS], proxies[N_WORKERS][2 + N_WORKERS];
+/* per worker: [0], [1] to the coordinators, [2 + j] to worker j's data port */
+static char proxy_log[N_WORKERS][2 + N_WORKERS][700];
 static char *expected;
 static size_t expected_len;
 
@@ -121,7 +124,7 @@ static void teardown(void)
         if (workers[i].pid)
             kill(-workers[i].pid, SIGCONT);
         eddy_proc_kill(&workers[i], 2000);
-        for (int c = 0; c < 2; c++)
+        for (int c = 0; c < 2 + N_WORKERS; c++)
             eddy_proc_kill(&proxies[i][c], 2000);
     }
     eddy_proc_kill(&etcd_proc, 3000);
@@ -292,11 +295,22 @@ static int64_t wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms,
     return w.last_ck;
 }
 
-/* Worker i's connections to both coordinators through delay proxies in
- * its host (tests/support/netns.h eddy_netns_delay), seeded per worker. */
-static void delay_worker(int i, int delay_ms, int jitter_ms)
+/* Worker i's connections to both coordinators (and with data_ms > 0 to
+ * the other workers' data ports) through delay proxies in its host
+ * (tests/support/netns.h eddy_netns_delay), seeded per worker. */
+static void delay_worker(int i, int delay_ms, int jitter_ms, int data_ms, int data_jitter_ms)
 {
     eddy_err_t err = {{0}};
+    for (int j = 0; data_ms > 0 && j < N_WORKERS; j++) {
+        if (j == i)
+            continue;
+        snprintf(proxy_log[i][2 + j], sizeof proxy_log[i][2 + j], "%s/delay-proxy-w%d-w%d.log", dir,
+                 i + 1, j + 1);
+        cr_assert(eddy_netns_delay(net, H_WORKER + i, H_WORKER + j, 7700, data_ms, data_jitter_ms,
+                                   (unsigned)(48 + N_WORKERS * i + j), &proxies[i][2 + j],
+                                   proxy_log[i][2 + j], &err) == 0,
+                  "%s", err.msg);
+    }
     for (int c = 0; c < 2; c++) {
         snprintf(proxy_log[i][c], sizeof proxy_log[i][c], "%s/delay-proxy-w%d-c%d.log", dir, i + 1,
                  c + 1);
@@ -308,9 +322,11 @@ static void delay_worker(int i, int delay_ms, int jitter_ms)
 }
 
 /* The hosts, etcd, both coordinators (1 leading), three workers (with
- * delay_ms > 0, each behind delay proxies to the coordinators), and the job
+ * delay_ms > 0, each behind delay proxies to the coordinators, and with
+ * data_ms > 0 to the other workers' data ports too), and the job
  * running with a completed checkpoint. Skips without netns support. */
-static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms)
+static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms, int data_ms,
+                               int data_jitter_ms)
 {
     eddy_err_t err = {{0}};
     if (eddy_netns_available(&err) < 0)
@@ -344,7 +360,7 @@ static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms)
     wait_log(coord_log[1], "standing by", 1, 20000);
     for (int i = 0; i < N_WORKERS; i++) {
         if (delay_ms > 0)
-            delay_worker(i, delay_ms, jitter_ms);
+            delay_worker(i, delay_ms, jitter_ms, data_ms, data_jitter_ms);
         start_worker(i);
     }
     wait_log(coord_log[0], ") registered, data at", N_WORKERS, 30000);
@@ -361,7 +377,7 @@ static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms)
 
 static void cluster_up(const char *rate)
 {
-    cluster_up_delayed(rate, 0, 0);
+    cluster_up_delayed(rate, 0, 0, 0, 0);
 }
 
 static void expect_exact_output(void)
@@ -588,15 +604,20 @@ Test(network_faults, one_way_to_worker, .init = setup, .fini = teardown, .timeou
                  "the leader stepped down with a majority of its workers");
 }
 
-Test(network_faults, delayed_control_plane, .init = setup, .fini = teardown, .timeout = 180)
+Test(network_faults, delayed_links, .init = setup, .fini = teardown, .timeout = 180)
 {
-    cluster_up_delayed("10000", 50, 20);
-    for (int i = 0; i < N_WORKERS; i++) /* the workers did go through their proxies */
+    cluster_up_delayed("10000", 50, 20, 20, 10);
+    int data_conns = 0;
+    for (int i = 0; i < N_WORKERS; i++) { /* the workers did go through their proxies */
         cr_assert_geq(count_in(proxy_log[i][0], "forwarded"), 1, "worker-%d bypassed its proxy", i + 1);
-    wait_view("finished", 0, 120000, "the job to finish with a delayed control plane");
+        for (int j = 0; j < N_WORKERS; j++)
+            data_conns += j != i ? count_in(proxy_log[i][2 + j], "forwarded") : 0;
+    }
+    cr_assert_gt(data_conns, 0, "no data connection went through a delay proxy");
+    wait_view("finished", 0, 120000, "the job to finish with delayed links");
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[0], "declared dead"), 0,
-                 "a worker was declared dead with 50 +- 20 ms of delay");
+                 "a worker was declared dead with delayed links");
     cr_assert_eq(count_in(coord_log[0], "restoring from checkpoint "), 0, "the job was restored");
     cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
     for (int i = 0; i < N_WORKERS; i++)
