@@ -18,6 +18,11 @@
 #   loss           LOSS_PCT % random loss on every host
 #   etcd_blip      the standby's new connections to etcd dropped, and the
 #                  leader SIGKILLed (and started again after the heal)
+# With DELAY_MS > 0 every worker's connections to the coordinators cross a
+# delay proxy of ours in the worker's host for the whole run
+# (tests/tools/delay_proxy behind an nft redirect, as eddy_netns_delay in
+# tests/support/netns.c): DELAY_MS +- JITTER_MS per chunk both ways, seeded
+# by SEED; the faults above come on top of it.
 # Afterwards everything is healed and the job must finish. Reported: the
 # faults applied (by kind), coordinators that exited on their own, leader
 # elections, restores, the time the job was not running (status polled every
@@ -28,7 +33,7 @@
 # Environment: BUILD (build dir), SEED (1), DURATION (180 s), MB (text size,
 # 6), HOLD_MIN/HOLD_MAX (3/10 s), QUIET_MIN/QUIET_MAX (4/10 s), LOSS_PCT
 # (20), POLL_S (0.5), HB_TIMEOUT_MS (1500), LEADER_TTL_MS (3000),
-# FINISH_TIMEOUT (300 s).
+# FINISH_TIMEOUT (300 s), DELAY_MS (0: no delay proxy) and JITTER_MS (0).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -44,7 +49,9 @@ POLL_S=${POLL_S:-0.5}
 HB_TIMEOUT_MS=${HB_TIMEOUT_MS:-1500}
 LEADER_TTL_MS=${LEADER_TTL_MS:-3000}
 FINISH_TIMEOUT=${FINISH_TIMEOUT:-300}
+DELAY_MS=${DELAY_MS:-0} JITTER_MS=${JITTER_MS:-0}
 EDDY=$BUILD/eddy
+PROXY=$BUILD/delay_proxy
 GEN=$BUILD/gen_text
 ETCD=${EDDY_ETCD:-/usr/bin/etcd}
 
@@ -53,6 +60,7 @@ die() { echo "nemesis.sh: $*" >&2; exit 1; }
 for t in ip nft jq; do command -v $t >/dev/null || die "$t is required"; done
 [[ -x $EDDY && -x $GEN ]] || die "missing $EDDY or $GEN; build first (cmake --build build --target eddy gen_text)"
 [[ -x $ETCD ]] || die "missing $ETCD (apt-get install etcd-server)"
+[[ $DELAY_MS == 0 || -x $PROXY ]] || die "missing $PROXY; build it (cmake --build build --target delay_proxy)"
 
 P=nem$$
 HUB=$P-hub
@@ -110,6 +118,19 @@ isolate() { nftx "$1" 'add rule inet eddyfault out oifname "eth0" drop'; nftx "$
 oneway() { nftx "$1" "add rule inet eddyfault out ip daddr $(addr "$2") drop"; nftx "$2" "add rule inet eddyfault in ip saddr $(addr "$1") drop"; }
 partition() { oneway "$1" "$2"; oneway "$2" "$1"; }
 loss() { nftx "$1" "add rule inet eddyfault out oifname \"eth0\" numgen random mod 100 < $2 drop"; nftx "$1" "add rule inet eddyfault in iifname \"eth0\" numgen random mod 100 < $2 drop"; }
+# delay_to H T PORT: host H's new connections to host T's PORT through a
+# delay proxy in H (its own connections, marked 0x24, exempt from the redirect)
+delay_to() {
+    local h=$1 t=$2 port=$3 lport=$((30000 + $2 * 1000 + $3 % 1000)) log=$TMP/delay-$1-$2.log
+    nsbg "$h" "$log" "$PROXY" --listen "127.0.0.1:$lport" --target "$(addr "$t"):$port" \
+        --delay-ms "$DELAY_MS" --jitter-ms "$JITTER_MS" --seed "$((SEED * 100 + h * 10 + t))" --mark 0x24
+    PIDS[d$h$t]=$!
+    for _ in $(seq 100); do grep -q listening "$log" 2>/dev/null && break; sleep 0.1; done
+    grep -q listening "$log" || die "delay proxy in host $h did not start: $(cat "$log")"
+    nftx "$h" "add table ip eddydelay"
+    nftx "$h" "add chain ip eddydelay out { type nat hook output priority -100; }"
+    nftx "$h" "add rule ip eddydelay out meta mark != 0x24 ip daddr $(addr "$t") tcp dport $port redirect to :$lport"
+}
 block_connects() { nftx "$1" "add rule inet eddyfault out ip daddr $(addr "$2") tcp flags & (syn | ack) == syn drop"; }
 
 # ---- cluster --------------------------------------------------------------
@@ -132,6 +153,7 @@ start_coordinator() { # 1 or 2
 start_coordinator 1
 start_coordinator 2
 for h in 3 4 5; do
+    if [[ $DELAY_MS != 0 ]]; then delay_to "$h" 1 7600; delay_to "$h" 2 7600; fi
     nsbg "$h" "$TMP/worker-$((h - 2)).log" "$EDDY" worker --coordinator "$COORDS" --name "worker-$((h - 2))" \
         --snapshot-dir "$TMP/snapshots" --bind-host "$(addr "$h")" --data-port 7700
     PIDS[w$h]=$!
@@ -222,6 +244,7 @@ faults=0
 kinds=""
 for k in "${!COUNT[@]}"; do faults=$((faults + COUNT[$k])); kinds+=" $k=${COUNT[$k]}"; done
 echo "seed                 $SEED"
+echo "control-plane delay  ${DELAY_MS} +- ${JITTER_MS} ms"
 echo "faults survived      $faults ($kinds )"
 echo "coordinator exits    $exits (not counting the etcd_blip kills)"
 echo "leader elections     $elections"

@@ -837,11 +837,12 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             snprintf(reply.u.deployed.error, sizeof reply.u.deployed.error, "%s", err.msg);
         } else {
             wjob_t *j = find_job(w, m->u.deploy.job);
-            eddy_info("job %s epoch %u: %u tasks here, loaded %llu key groups (%llu bytes) in %.1f ms",
+            eddy_info("job %s epoch %u: %u tasks here, loaded %llu key groups (%llu bytes) in "
+                      "%.1f ms [leader epoch %llu]",
                       m->u.deploy.job_id, m->u.deploy.epoch, j ? j->n_tasks : 0,
                       (unsigned long long)reply.u.deployed.groups_loaded,
                       (unsigned long long)reply.u.deployed.bytes_loaded,
-                      (double)(eddy_mono_ns() - t0) / 1e6);
+                      (double)(eddy_mono_ns() - t0) / 1e6, (unsigned long long)m->leader_epoch);
         }
         send_ctrl(w, &reply);
         break;
@@ -916,7 +917,8 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             break;
         }
         uint32_t reason = m->u.release.reason;
-        eddy_info("job %s released (%s)", j->job_id, eddy_release_reason_name(reason));
+        eddy_info("job %s released (%s) [leader epoch %llu]", j->job_id,
+                  eddy_release_reason_name(reason), (unsigned long long)m->leader_epoch);
         /* No attempt follows a cancel or a failure: transactional sinks
          * roll back what they prepared, here, before the tasks close. */
         if (reason == EDDY_RELEASE_CANCELLED || reason == EDDY_RELEASE_FAILED)

@@ -34,6 +34,30 @@
  *                      both coordinators exited within 30 s and the job
  *                      hung): no coordinator exits, and after the heal the
  *                      job finishes exactly.
+ *  delayed_links       every worker's connections to the coordinators
+ *                      cross a delay proxy in its host (eddy_netns_delay:
+ *                      50 ms +- 20 ms each way, seeded), its data
+ *                      connections to the other workers another one (20 ms
+ *                      +- 10 ms): no worker is declared
+ *                      dead, the leader does not change, the job finishes
+ *                      exactly.
+ *  flapping_link       the link between the leader and a worker that runs
+ *                      tasks is cut and restored every second for 10 s: the
+ *                      job finishes exactly, no more restores than deaths
+ *                      declared, the leader does not change.
+ *  worker_cut_from_coordinators  a worker's host drops packets to and from
+ *                      both coordinators but still reaches the other
+ *                      workers: declared dead by the heartbeat timeout,
+ *                      the job restored without it; healed, exact.
+ *  paused_leader       the leader's process is stopped (SIGSTOP: a long
+ *                      pause, its sockets open) until the standby has taken
+ *                      over and restored the job, then continued: it stops
+ *                      acting on its first loop turn and stands by; fencing
+ *                      is checked in the workers' logs. Exact.
+ *  In leader_partitioned the workers' logs are also checked for fencing:
+ *  each logs the leader epoch of every DEPLOY and RELEASE it acts on, and
+ *  along every log those epochs never go down (no command of the old
+ *  leader takes effect after the new leader's first one).
  *  etcd_blip_takeover  issue 24 item 9: the standby's new TCP connections to
  *                      etcd are dropped (its election's connection is up)
  *                      and the leader is killed: the new leader's fresh
@@ -73,7 +97,9 @@ static char *dir;
 static char input[600], output[600], snap_dir[600], keys[600], metastore[128];
 static char coord_url[2][64], coord_list[160];
 static char coord_log[2][600], etcd_log[600];
-static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS];
+static eddy_proc_t etcd_proc, coords[2], workers[N_WORKERS], proxies[N_WORKERS][2 + N_WORKERS];
+/* per worker: [0], [1] to the coordinators, [2 + j] to worker j's data port */
+static char proxy_log[N_WORKERS][2 + N_WORKERS][700];
 static char *expected;
 static size_t expected_len;
 
@@ -83,6 +109,7 @@ static void setup(void)
 {
     memset(coords, 0, sizeof coords);
     memset(workers, 0, sizeof workers);
+    memset(proxies, 0, sizeof proxies);
     memset(&etcd_proc, 0, sizeof etcd_proc);
 }
 
@@ -97,6 +124,8 @@ static void teardown(void)
         if (workers[i].pid)
             kill(-workers[i].pid, SIGCONT);
         eddy_proc_kill(&workers[i], 2000);
+        for (int c = 0; c < 2 + N_WORKERS; c++)
+            eddy_proc_kill(&proxies[i][c], 2000);
     }
     eddy_proc_kill(&etcd_proc, 3000);
     eddy_netns_destroy(&net);
@@ -266,9 +295,38 @@ static int64_t wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms,
     return w.last_ck;
 }
 
-/* The hosts, etcd, both coordinators (1 leading), three workers, and the
- * job running with a completed checkpoint. Skips without netns support. */
-static void cluster_up(const char *rate)
+/* Worker i's connections to both coordinators (and with data_ms > 0 to
+ * the other workers' data ports) through delay proxies in its host
+ * (tests/support/netns.h eddy_netns_delay), seeded per worker. */
+static void delay_worker(int i, int delay_ms, int jitter_ms, int data_ms, int data_jitter_ms)
+{
+    eddy_err_t err = {{0}};
+    for (int j = 0; data_ms > 0 && j < N_WORKERS; j++) {
+        if (j == i)
+            continue;
+        snprintf(proxy_log[i][2 + j], sizeof proxy_log[i][2 + j], "%s/delay-proxy-w%d-w%d.log", dir,
+                 i + 1, j + 1);
+        cr_assert(eddy_netns_delay(net, H_WORKER + i, H_WORKER + j, 7700, data_ms, data_jitter_ms,
+                                   (unsigned)(48 + N_WORKERS * i + j), &proxies[i][2 + j],
+                                   proxy_log[i][2 + j], &err) == 0,
+                  "%s", err.msg);
+    }
+    for (int c = 0; c < 2; c++) {
+        snprintf(proxy_log[i][c], sizeof proxy_log[i][c], "%s/delay-proxy-w%d-c%d.log", dir, i + 1,
+                 c + 1);
+        cr_assert(eddy_netns_delay(net, H_WORKER + i, H_COORD + c, 7600, delay_ms, jitter_ms,
+                                   (unsigned)(24 + 2 * i + c), &proxies[i][c], proxy_log[i][c],
+                                   &err) == 0,
+                  "%s", err.msg);
+    }
+}
+
+/* The hosts, etcd, both coordinators (1 leading), three workers (with
+ * delay_ms > 0, each behind delay proxies to the coordinators, and with
+ * data_ms > 0 to the other workers' data ports too), and the job
+ * running with a completed checkpoint. Skips without netns support. */
+static void cluster_up_delayed(const char *rate, int delay_ms, int jitter_ms, int data_ms,
+                               int data_jitter_ms)
 {
     eddy_err_t err = {{0}};
     if (eddy_netns_available(&err) < 0)
@@ -300,8 +358,11 @@ static void cluster_up(const char *rate)
     wait_log(coord_log[0], "elected leader", 1, 20000);
     start_coordinator(1);
     wait_log(coord_log[1], "standing by", 1, 20000);
-    for (int i = 0; i < N_WORKERS; i++)
+    for (int i = 0; i < N_WORKERS; i++) {
+        if (delay_ms > 0)
+            delay_worker(i, delay_ms, jitter_ms, data_ms, data_jitter_ms);
         start_worker(i);
+    }
     wait_log(coord_log[0], ") registered, data at", N_WORKERS, 30000);
     char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_list, "--job", "etl",
                     "--input", input, "--output-dir", output, "--min-amount", "300",
@@ -312,6 +373,11 @@ static void cluster_up(const char *rate)
     free(out);
     free(serr);
     wait_view("running", 1, 30000, "a completed checkpoint");
+}
+
+static void cluster_up(const char *rate)
+{
+    cluster_up_delayed(rate, 0, 0, 0, 0);
 }
 
 static void expect_exact_output(void)
@@ -328,6 +394,54 @@ static void expect_exact_output(void)
                        expected_len, l);
     }
     free(sorted);
+}
+
+/* The number after needle at p (needle found there), or 0. */
+static unsigned long long epoch_after(const char *p, const char *needle)
+{
+    return strtoull(p + strlen(needle), NULL, 10);
+}
+
+/* Fencing, as the workers' logs show it: every worker logs the leader epoch
+ * of each DEPLOY and RELEASE it acts on ("[leader epoch N]") and "following
+ * leader epoch N" when a newer leader's first message reaches it. Along each
+ * log the epoch acted on never goes below the newest one seen, so no
+ * command of a deposed leader took effect after its successor's first.
+ * Returns how many workers acted on more than one leader epoch. */
+static int check_fencing(void)
+{
+    int switched = 0;
+    for (int i = 0; i < N_WORKERS; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/worker-%d.log", dir, i + 1);
+        char *s = eddy_read_file(path, NULL);
+        cr_assert(s, "no log %s", path);
+        unsigned long long newest = 0, first = 0;
+        for (char *line = s, *next; line && *line; line = next) {
+            next = strchr(line, '\n');
+            if (next)
+                *next++ = '\0';
+            const char *acted = strstr(line, "[leader epoch ");
+            const char *follows = strstr(line, "following leader epoch ");
+            if (follows && epoch_after(follows, "following leader epoch ") > newest)
+                newest = epoch_after(follows, "following leader epoch ");
+            if (!acted)
+                continue;
+            unsigned long long e = epoch_after(acted, "[leader epoch ");
+            cr_assert_geq(e, newest,
+                          "worker-%d acted on leader epoch %llu after epoch %llu's command:\n%s", i + 1,
+                          e, newest, line);
+            newest = e;
+            if (!first)
+                first = e;
+        }
+        if (first && newest > first)
+            switched++;
+        cr_log_info("worker-%d: first leader epoch acted on %llu, last %llu, fenced commands logged %d",
+                    i + 1, first, newest, count_in(path, "ignoring "));
+        free(s);
+    }
+    return switched;
 }
 
 /* ---- scenarios ------------------------------------------------------------------ */
@@ -354,6 +468,7 @@ Test(network_faults, leader_partitioned, .init = setup, .fini = teardown, .timeo
     expect_exact_output();
     cr_assert_eq(count_in(coord_log[0], "elected leader"), 1, "the old leader was elected again");
     cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
+    cr_assert_gt(check_fencing(), 0, "no worker acted on the new leader's epoch after the old one's");
 }
 
 /* The index (0-based) of a worker that runs tasks of the job. */
@@ -487,4 +602,92 @@ Test(network_faults, one_way_to_worker, .init = setup, .fini = teardown, .timeou
     cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
     cr_assert_eq(count_in(coord_log[0], "giving up the leadership"), 0,
                  "the leader stepped down with a majority of its workers");
+}
+
+Test(network_faults, delayed_links, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up_delayed("10000", 50, 20, 20, 10);
+    int data_conns = 0;
+    for (int i = 0; i < N_WORKERS; i++) { /* the workers did go through their proxies */
+        cr_assert_geq(count_in(proxy_log[i][0], "forwarded"), 1, "worker-%d bypassed its proxy", i + 1);
+        for (int j = 0; j < N_WORKERS; j++)
+            data_conns += j != i ? count_in(proxy_log[i][2 + j], "forwarded") : 0;
+    }
+    cr_assert_gt(data_conns, 0, "no data connection went through a delay proxy");
+    wait_view("finished", 0, 120000, "the job to finish with delayed links");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[0], "declared dead"), 0,
+                 "a worker was declared dead with delayed links");
+    cr_assert_eq(count_in(coord_log[0], "restoring from checkpoint "), 0, "the job was restored");
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
+    for (int i = 0; i < N_WORKERS; i++)
+        cr_assert(eddy_proc_alive(&proxies[i][0]), "worker-%d's delay proxy exited:\n%s", i + 1,
+                  eddy_read_file(proxy_log[i][0], NULL));
+}
+
+Test(network_faults, flapping_link, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    eddy_err_t err = {{0}};
+    int victim = busy_worker();
+    /* the fault schedule itself is wall-clock: 1 s cut, 1 s restored, 5 times */
+    for (int k = 0; k < 5; k++) {
+        cr_assert(eddy_netns_partition(net, H_COORD, H_WORKER + victim, true, &err) == 0, "%s",
+                  err.msg);
+        eddy_nap_ms(1000);
+        cr_assert(eddy_netns_heal(net, H_COORD, &err) == 0 &&
+                      eddy_netns_heal(net, H_WORKER + victim, &err) == 0,
+                  "%s", err.msg);
+        eddy_nap_ms(1000);
+    }
+    wait_view("finished", 0, 120000, "the job to finish after the flapping link");
+    expect_exact_output();
+    int deaths = count_in(coord_log[0], "declared dead");
+    int restores = count_in(coord_log[0], "restoring from checkpoint ");
+    cr_log_info("flapping link: %d deaths declared, %d restores", deaths, restores);
+    cr_assert_leq(restores, deaths, "%d restores for %d deaths declared", restores, deaths);
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
+    cr_assert_eq(count_in(coord_log[0], "giving up the leadership"), 0, "the leader stepped down");
+}
+
+Test(network_faults, worker_cut_from_coordinators, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    eddy_err_t err = {{0}};
+    int victim = busy_worker();
+    for (int c = 0; c < 2; c++) /* the other workers stay reachable */
+        cr_assert(eddy_netns_partition(net, H_COORD + c, H_WORKER + victim, true, &err) == 0, "%s",
+                  err.msg);
+    wait_log(coord_log[0], "declared dead: no heartbeat for", 1, 20000);
+    wait_log(coord_log[0], "restoring from checkpoint ", 1, 30000);
+    int64_t ck = wait_view("running", 1, 60000, "the job running without the cut-off worker");
+    wait_view("running", ck + 1, 60000, "a checkpoint without the cut-off worker");
+    for (int h = 0; h < 2; h++)
+        cr_assert(eddy_netns_heal(net, H_COORD + h, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_netns_heal(net, H_WORKER + victim, &err) == 0, "%s", err.msg);
+    wait_view("finished", 0, 120000, "the job to finish");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[1], "elected leader"), 0, "the leader changed");
+    cr_assert_eq(count_in(coord_log[0], "giving up the leadership"), 0, "the leader stepped down");
+}
+
+Test(network_faults, paused_leader, .init = setup, .fini = teardown, .timeout = 180)
+{
+    cluster_up("10000");
+    cr_assert(kill(-coords[0].pid, SIGSTOP) == 0);
+    wait_log(coord_log[1], "elected leader", 1, 30000);
+    wait_log(coord_log[1], "restoring from checkpoint ", 1, 30000);
+    int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
+    wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
+    /* the old leader wakes with every timer overdue and its workers silent */
+    cr_assert(kill(-coords[0].pid, SIGCONT) == 0);
+    wait_log(coord_log[0], "stopped acting as leader", 1, 30000);
+    wait_log(coord_log[0], "standing by", 2, 30000);
+    wait_view("finished", 0, 120000, "the job to finish");
+    expect_exact_output();
+    cr_assert_eq(count_in(coord_log[0], "declared dead"), 0,
+                 "the paused leader acted on its workers' silence after waking");
+    cr_assert_eq(count_in(coord_log[0], "elected leader"), 1, "the old leader was elected again");
+    cr_assert(eddy_proc_alive(&coords[0]) && eddy_proc_alive(&coords[1]), "a coordinator exited");
+    cr_assert_gt(check_fencing(), 0, "no worker acted on the new leader's epoch after the old one's");
 }

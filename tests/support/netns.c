@@ -1,6 +1,7 @@
 /* netns.c - the network-fault harness (see netns.h): namespaces, veth
  * pairs and a bridge made with iproute2, faults as nft rules and a tc tbf.
- * Every step runs the real tools (ip, nft, tc) and reports their stderr.
+ * Every step runs the real tools (ip, nft, tc) and reports their stderr;
+ * delay is tests/tools/delay_proxy behind an nft redirect.
  * A new harness first deletes the namespaces of test processes that died
  * without cleaning up. */
 #include "tests/support/netns.h"
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/clock.h"
 
 #define TABLE "inet eddyfault"
 
@@ -288,6 +291,55 @@ int eddy_netns_rate(eddy_netns_t *self, int host, const char *rate, eddy_err_t *
                     "replace", "dev", "eth0", "root", "tbf", "rate", (char *)rate, "burst", "32kbit",
                     "latency", "400ms", NULL};
     return run(argv, err);
+}
+
+#define DELAY_MARK "0x24"
+
+int eddy_netns_delay(eddy_netns_t *self, int from, int to, int port, int delay_ms, int jitter_ms,
+                     unsigned seed, eddy_proc_t *proxy, const char *log_path, eddy_err_t *err)
+{
+    if (!valid(self, from) || !valid(self, to) || from == to || port <= 0 || port > 65535 ||
+        delay_ms < 0 || jitter_ms < 0 || jitter_ms > delay_ms)
+        return eddy_err_set(err, "delay: bad hosts %d, %d, port %d or delay %d +- %d ms", from, to,
+                            port, delay_ms, jitter_ms);
+    char listen[32], target[48], delay[16], jitter[16], seed_s[16];
+    /* one listening port per (target host, port % 1000) in `from` */
+    int lport = 30000 + to * 1000 + port % 1000;
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", lport);
+    snprintf(target, sizeof target, "%s:%d", self->addrs[to], port);
+    snprintf(delay, sizeof delay, "%d", delay_ms);
+    snprintf(jitter, sizeof jitter, "%d", jitter_ms);
+    snprintf(seed_s, sizeof seed_s, "%u", seed);
+    char *argv[] = {EDDY_DELAY_PROXY, "--listen", listen, "--target", target, "--delay-ms", delay,
+                    "--jitter-ms", jitter, "--seed", seed_s, "--mark", DELAY_MARK, NULL};
+    if (eddy_netns_start(self, from, proxy, argv, NULL, log_path, err) < 0)
+        return -1;
+    uint64_t deadline = eddy_mono_ms() + 10000;
+    for (;;) { /* its "listening" line, or its exit */
+        char *log = eddy_read_file(log_path, NULL);
+        bool ready = log && strstr(log, "listening on");
+        free(log);
+        if (ready)
+            break;
+        if (!eddy_proc_alive(proxy) || eddy_mono_ms() > deadline) {
+            char *l = eddy_read_file(log_path, NULL);
+            eddy_err_set(err, "delay proxy in host %d did not start: %.300s", from, l ? l : "");
+            free(l);
+            eddy_proc_kill(proxy, 2000);
+            return -1;
+        }
+        eddy_nap_ms(20);
+    }
+    /* the table and chain once per host ("add" of an existing one is no error) */
+    if (nft(self, from, "add table ip eddydelay", err) < 0 ||
+        nft(self, from, "add chain ip eddydelay out { type nat hook output priority -100; }", err) < 0 ||
+        nftf(self, from, err,
+             "add rule ip eddydelay out meta mark != " DELAY_MARK " ip daddr %s tcp dport %d redirect to :%d",
+             self->addrs[to], port, lport) < 0) {
+        eddy_proc_kill(proxy, 2000);
+        return -1;
+    }
+    return 0;
 }
 
 int eddy_netns_heal(eddy_netns_t *self, int host, eddy_err_t *err)

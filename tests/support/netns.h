@@ -19,6 +19,9 @@
  *   block_connects  new TCP connections (SYNs) from one host to another
  *                dropped; established ones keep working
  *   rate         a bandwidth limit on a host's egress (tc tbf)
+ *   delay        a host's connections to another host's port through a
+ *                delay proxy of ours (tests/tools/delay_proxy), delay and
+ *                seeded jitter per chunk both ways
  * eddy_netns_heal removes a host's faults (or every host's).
  *
  * Needs root, iproute2 and nftables (scripts/setup.sh installs them);
@@ -66,6 +69,16 @@ int eddy_netns_loss(eddy_netns_t *self, int host, int percent, eddy_err_t *err);
 int eddy_netns_block_connects(eddy_netns_t *self, int from, int to, eddy_err_t *err);
 /* rate: a tc rate such as "1mbit". */
 int eddy_netns_rate(eddy_netns_t *self, int host, const char *rate, eddy_err_t *err);
+/* Delay and jitter (sch_netem is not available): starts proxy, a
+ * tests/tools/delay_proxy in host `from` (stderr to log_path), and makes
+ * that host's new TCP connections to `to`:port go through it (nft
+ * `redirect` in a nat output chain of table `ip eddydelay`, the proxy's own
+ * connections exempt by their firewall mark). Every chunk is delayed by
+ * delay_ms +- jitter_ms (seeded by seed), both ways. Connections made
+ * before keep their direct path. heal does not remove it: kill the proxy
+ * (and its redirected connections break) or destroy the harness. */
+int eddy_netns_delay(eddy_netns_t *self, int from, int to, int port, int delay_ms, int jitter_ms,
+                     unsigned seed, eddy_proc_t *proxy, const char *log_path, eddy_err_t *err);
 /* Every fault of host removed (host < 0: of every host). */
 int eddy_netns_heal(eddy_netns_t *self, int host, eddy_err_t *err);
 
