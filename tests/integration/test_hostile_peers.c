@@ -53,11 +53,11 @@
 #endif
 
 static eddy_test_cluster_t *cl;
-static const char *input, *output;
+static char *input, *output;
 static eddy_test_wc_input_t wc; /* the input text and its reference output */
 static char rate[32];
 static int ports[2];
-static const char *coord_url;
+static char *coord_url;
 static eddy_proc_t *local;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

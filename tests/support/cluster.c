@@ -28,7 +28,7 @@
 struct eddy_test_cluster {
     eddy_test_cluster_opts_t opts;
     char *dir;
-    char snap_dir[PATH_CAP], meta_dir[PATH_CAP], metastore[PATH_CAP];
+    char snap_dir[PATH_CAP], meta_dir[PATH_CAP], metastore[PATH_CAP], etcd_url[128];
     int n_ports;
     int port[EDDY_TEST_CLUSTER_MAX_COORDS], http[EDDY_TEST_CLUSTER_MAX_COORDS];
     char port_s[EDDY_TEST_CLUSTER_MAX_COORDS][16], http_s[EDDY_TEST_CLUSTER_MAX_COORDS][16];
@@ -101,7 +101,8 @@ eddy_test_cluster_t *eddy_test_cluster_new(const eddy_test_cluster_opts_t *opts,
         self->etcd = eddy_test_etcd_start(err);
         if (!self->etcd)
             goto fail;
-        snprintf(self->metastore, sizeof self->metastore, "%s%s", eddy_test_etcd_url(self->etcd),
+        snprintf(self->etcd_url, sizeof self->etcd_url, "%s", eddy_test_etcd_url(self->etcd));
+        snprintf(self->metastore, sizeof self->metastore, "%s%s", self->etcd_url,
                  o->etcd_query ? o->etcd_query : "");
     } else {
         snprintf(self->metastore, sizeof self->metastore, "%s", self->meta_dir);
@@ -157,12 +158,12 @@ void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p)
     *self_p = NULL;
 }
 
-const char *eddy_test_cluster_dir(const eddy_test_cluster_t *self)
+char *eddy_test_cluster_dir(eddy_test_cluster_t *self)
 {
     return self->dir;
 }
 
-const char *eddy_test_cluster_path(eddy_test_cluster_t *self, const char *name)
+char *eddy_test_cluster_path(eddy_test_cluster_t *self, const char *name)
 {
     for (int i = 0; i < self->n_paths; i++) {
         const char *p = self->paths[i] + strlen(self->dir) + 1;
@@ -190,27 +191,27 @@ int eddy_test_cluster_http_port(const eddy_test_cluster_t *self, int i)
     return self->http[i];
 }
 
-const char *eddy_test_cluster_port_s(const eddy_test_cluster_t *self, int i)
+char *eddy_test_cluster_port_s(eddy_test_cluster_t *self, int i)
 {
     return self->port_s[i];
 }
 
-const char *eddy_test_cluster_http_port_s(const eddy_test_cluster_t *self, int i)
+char *eddy_test_cluster_http_port_s(eddy_test_cluster_t *self, int i)
 {
     return self->http_s[i];
 }
 
-const char *eddy_test_cluster_url(const eddy_test_cluster_t *self, int i)
+char *eddy_test_cluster_url(eddy_test_cluster_t *self, int i)
 {
     return self->url[i];
 }
 
-const char *eddy_test_cluster_urls(const eddy_test_cluster_t *self)
+char *eddy_test_cluster_urls(eddy_test_cluster_t *self)
 {
     return self->urls;
 }
 
-const char *eddy_test_cluster_metastore(const eddy_test_cluster_t *self)
+char *eddy_test_cluster_metastore(eddy_test_cluster_t *self)
 {
     return self->metastore;
 }
@@ -220,9 +221,9 @@ pid_t eddy_test_cluster_etcd_pid(const eddy_test_cluster_t *self)
     return self->etcd ? eddy_test_etcd_pid(self->etcd) : 0;
 }
 
-const char *eddy_test_cluster_etcd_url(const eddy_test_cluster_t *self)
+char *eddy_test_cluster_etcd_url(eddy_test_cluster_t *self)
 {
-    return self->etcd ? eddy_test_etcd_url(self->etcd) : NULL;
+    return self->etcd ? self->etcd_url : NULL;
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -326,7 +327,7 @@ eddy_proc_t *eddy_test_cluster_coordinator(eddy_test_cluster_t *self, int i)
     return &self->coords[i];
 }
 
-const char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i)
+char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i)
 {
     return self->coord_log[i];
 }

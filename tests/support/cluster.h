@@ -54,23 +54,25 @@ eddy_test_cluster_t *eddy_test_cluster_new(const eddy_test_cluster_opts_t *opts,
  * directory. NULL-safe. */
 void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p);
 
-/* The directory, and DIR/name (owned by the cluster, valid until destroy). */
-const char *eddy_test_cluster_dir(const eddy_test_cluster_t *self);
-const char *eddy_test_cluster_path(eddy_test_cluster_t *self, const char *name);
+/* The strings below are owned by the cluster and valid until destroy;
+ * they are char * so that they can stand in an argv.
+ * The directory, and DIR/name. */
+char *eddy_test_cluster_dir(eddy_test_cluster_t *self);
+char *eddy_test_cluster_path(eddy_test_cluster_t *self, const char *name);
 /* Coordinator i's control port, HTTP port, and "tcp://127.0.0.1:PORT";
  * the _s forms as decimal strings for argv. */
 int eddy_test_cluster_port(const eddy_test_cluster_t *self, int i);
 int eddy_test_cluster_http_port(const eddy_test_cluster_t *self, int i);
-const char *eddy_test_cluster_port_s(const eddy_test_cluster_t *self, int i);
-const char *eddy_test_cluster_http_port_s(const eddy_test_cluster_t *self, int i);
-const char *eddy_test_cluster_url(const eddy_test_cluster_t *self, int i);
+char *eddy_test_cluster_port_s(eddy_test_cluster_t *self, int i);
+char *eddy_test_cluster_http_port_s(eddy_test_cluster_t *self, int i);
+char *eddy_test_cluster_url(eddy_test_cluster_t *self, int i);
 /* All coordinators' URLs, comma-separated (for --coordinator). */
-const char *eddy_test_cluster_urls(const eddy_test_cluster_t *self);
+char *eddy_test_cluster_urls(eddy_test_cluster_t *self);
 /* The metastore the coordinators use (etcd URL or DIR/meta). */
-const char *eddy_test_cluster_metastore(const eddy_test_cluster_t *self);
+char *eddy_test_cluster_metastore(eddy_test_cluster_t *self);
 /* The etcd process (0 without etcd), for SIGSTOP / SIGCONT. */
 pid_t eddy_test_cluster_etcd_pid(const eddy_test_cluster_t *self);
-const char *eddy_test_cluster_etcd_url(const eddy_test_cluster_t *self);
+char *eddy_test_cluster_etcd_url(eddy_test_cluster_t *self);
 
 /* `eddy local --workers N --control-port P --http-port H
  * --checkpoint-interval I --heartbeat-ms B --heartbeat-timeout-ms T
@@ -84,7 +86,7 @@ eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
  * text in it). */
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_coordinator(eddy_test_cluster_t *self, int i);
-const char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i);
+char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i);
 /* Starts one more worker ("worker-K", log DIR/worker-K.log) against every
  * coordinator; its index (K - 1), or -1 with err. */
 int eddy_test_cluster_start_worker(eddy_test_cluster_t *self, eddy_err_t *err);
