@@ -81,7 +81,7 @@ int eddy_test_cluster_start_local(eddy_test_cluster_t *self, const char *const e
                                   eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
 
-/* Starts coordinator i (again, if it was killed) and waits up to 10 s for
+/* Starts coordinator i (again, if it was killed) and waits up to 15 s for
  * one more "] listening on" line in its log. 0 or -1 with err (the log's
  * text in it). */
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err);
