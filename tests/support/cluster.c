@@ -287,6 +287,12 @@ static bool coordinator_listening(void *arg)
 
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err)
 {
+    return eddy_test_cluster_start_coordinator_with(self, i, NULL, err);
+}
+
+int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
+                                             const char *const extra[], eddy_err_t *err)
+{
     if (i < 0 || i >= self->n_ports) {
         eddy_err_set(err, "cluster: no ports for coordinator %d", i);
         return -1;
@@ -303,6 +309,7 @@ int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_e
     if (self->opts.keys_dir)
         k = add_args(argv, k, keys);
     k = add_args(argv, k, self->opts.coord_args);
+    k = add_args(argv, k, extra);
     argv[k] = NULL;
     stop(&self->coords[i], 0); /* reap a killed one before reuse */
     memset(&self->coords[i], 0, sizeof self->coords[i]);
@@ -434,6 +441,9 @@ eddy_test_job_view_t eddy_test_job_view(int port, const char *job)
         v.ok = true;
         const char *state = json_string_value(json_object_get(j, "state"));
         snprintf(v.state, sizeof v.state, "%s", state ? state : "?");
+        const char *g = json_string_value(json_object_get(j, "guarantee"));
+        snprintf(v.guarantee, sizeof v.guarantee, "%s", g ? g : "(none)");
+        v.epoch = json_integer_value(json_object_get(j, "epoch"));
         v.restarts = json_integer_value(json_object_get(j, "restarts"));
         json_t *ck = json_object_get(j, "last_checkpoint");
         v.ck_id = json_integer_value(json_object_get(ck, "id"));
@@ -473,7 +483,8 @@ static bool job_matches(void *arg)
     w->last = v;
     const eddy_test_job_want_t *q = w->want;
     return (!q->state || !strcmp(v.state, q->state)) && v.ck_id >= q->min_ck_id &&
-           v.ck_completed >= q->min_completed && v.restarts >= q->min_restarts;
+           v.ck_completed >= q->min_completed && v.restarts >= q->min_restarts &&
+           v.source_in >= q->min_source_in;
 }
 
 bool eddy_test_job_wait(int port, const char *job, const eddy_test_job_want_t *want,
@@ -498,6 +509,23 @@ bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
                          : self->coords[0].pid > 0 ? &self->coords[0]
                                                    : NULL;
     return eddy_test_job_wait(self->port[0], job, want, owner, timeout_ms, last, gone);
+}
+
+pid_t eddy_test_busy_worker(int port, pid_t except)
+{
+    json_t *st = eddy_test_status(port);
+    pid_t pid = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        pid_t p = (pid_t)json_integer_value(json_object_get(w, "pid"));
+        if (!pid && p > 0 && p != except && json_is_true(json_object_get(w, "alive")) &&
+            json_integer_value(json_object_get(w, "tasks")) > 0)
+            pid = p;
+    }
+    json_decref(st);
+    return pid;
 }
 
 void eddy_test_cluster_kill_worker(eddy_test_cluster_t *self, int i, int sig)

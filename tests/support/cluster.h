@@ -85,6 +85,9 @@ eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
  * one more "] listening on" line in its log. 0 or -1 with err (the log's
  * text in it). */
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err);
+/* The same with these flags after opts.coord_args (NULL-terminated). */
+int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
+                                             const char *const extra[], eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_coordinator(eddy_test_cluster_t *self, int i);
 char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i);
 /* Starts one more worker ("worker-K", log DIR/worker-K.log) against every
@@ -106,14 +109,15 @@ int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_ar
 /* A job as `eddy status --json` shows it. */
 typedef struct eddy_test_job_view {
     bool ok; /* the job was in the status */
-    char state[32];
-    int64_t restarts, ck_id, ck_completed, ck_failed, source_in;
+    char state[32], guarantee[32];
+    int64_t epoch, restarts, ck_id, ck_completed, ck_failed;
+    int64_t source_in; /* records_in summed over the source operators */
 } eddy_test_job_view_t;
 
 /* What to wait for: every set field must hold (state NULL = any). */
 typedef struct eddy_test_job_want {
     const char *state;
-    int64_t min_ck_id, min_completed, min_restarts;
+    int64_t min_ck_id, min_completed, min_restarts, min_source_in;
 } eddy_test_job_want_t;
 
 /* The job in the status of the coordinator on port. */
@@ -129,6 +133,10 @@ bool eddy_test_job_wait(int port, const char *job, const eddy_test_job_want_t *w
 bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
                                 const eddy_test_job_want_t *want, uint64_t timeout_ms,
                                 eddy_test_job_view_t *last, bool *gone);
+
+/* The pid of the first worker in the status of coordinator `port` that is
+ * alive and runs tasks, other than `except` (0: none such). */
+pid_t eddy_test_busy_worker(int port, pid_t except);
 
 /* Signals worker i (SIGKILL: it is reaped and marked dead). */
 void eddy_test_cluster_kill_worker(eddy_test_cluster_t *self, int i, int sig);
