@@ -158,6 +158,11 @@ void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p)
     *self_p = NULL;
 }
 
+eddy_test_cluster_opts_t *eddy_test_cluster_opts(eddy_test_cluster_t *self)
+{
+    return &self->opts;
+}
+
 char *eddy_test_cluster_dir(eddy_test_cluster_t *self)
 {
     return self->dir;
@@ -235,23 +240,49 @@ static int add_args(char **argv, int k, const char *const *extra)
     return k;
 }
 
+/* The fixture's own flags: name, value pairs after argv[0] and the
+ * subcommand; a pair whose value is "" is left out (eddy's default). */
+static int add_flags(char **argv, int k, const char *const *base)
+{
+    for (int i = 0; i < 2 && base[i]; i++)
+        argv[k++] = (char *)base[i];
+    for (int i = 2; base[i] && base[i + 1] && k < MAX_ARGS - 2; i += 2)
+        if (base[i + 1][0]) {
+            argv[k++] = (char *)base[i];
+            argv[k++] = (char *)base[i + 1];
+        }
+    return k;
+}
+
+static const char *keys_of(const eddy_test_cluster_t *self)
+{
+    return self->opts.keys_dir ? self->opts.keys_dir : "";
+}
+
 int eddy_test_cluster_start_local(eddy_test_cluster_t *self, const char *const extra[],
                                   eddy_err_t *err)
+{
+    return eddy_test_cluster_start_local_to(self, extra, NULL, err);
+}
+
+int eddy_test_cluster_start_local_to(eddy_test_cluster_t *self, const char *const extra[],
+                                     const char *stdout_path, eddy_err_t *err)
 {
     char workers[16];
     snprintf(workers, sizeof workers, "%d", self->opts.workers > 0 ? self->opts.workers : 3);
     const char *base[] = {EDDY_BINARY, "local", "--workers", workers, "--control-port",
                           self->port_s[0], "--http-port", self->http_s[0], "--checkpoint-interval",
                           self->opts.checkpoint_interval, "--heartbeat-ms", self->opts.heartbeat_ms,
-                          "--heartbeat-timeout-ms", self->opts.heartbeat_timeout_ms, NULL};
+                          "--heartbeat-timeout-ms", self->opts.heartbeat_timeout_ms, "--keys",
+                          keys_of(self), NULL};
     char *argv[MAX_ARGS];
-    int k = add_args(argv, 0, base);
+    int k = add_flags(argv, 0, base);
     k = add_args(argv, k, extra);
     argv[k] = NULL;
     stop(&self->local, 0);
     memset(&self->local, 0, sizeof self->local);
     self->local.stdout_fd = -1;
-    if (eddy_proc_start(&self->local, argv, NULL, self->local_log, err) != 0)
+    if (eddy_proc_start(&self->local, argv, stdout_path, self->local_log, err) != 0)
         return -1;
     self->local_started = true;
     return 0;
@@ -302,12 +333,9 @@ int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
                           self->metastore, "--snapshot-dir", self->snap_dir,
                           "--checkpoint-interval", self->opts.checkpoint_interval, "--heartbeat-ms",
                           self->opts.heartbeat_ms, "--heartbeat-timeout-ms",
-                          self->opts.heartbeat_timeout_ms, NULL};
-    const char *keys[] = {"--keys", self->opts.keys_dir, NULL};
+                          self->opts.heartbeat_timeout_ms, "--keys", keys_of(self), NULL};
     char *argv[MAX_ARGS];
-    int k = add_args(argv, 0, base);
-    if (self->opts.keys_dir)
-        k = add_args(argv, k, keys);
+    int k = add_flags(argv, 0, base);
     k = add_args(argv, k, self->opts.coord_args);
     k = add_args(argv, k, extra);
     argv[k] = NULL;
@@ -351,12 +379,9 @@ int eddy_test_cluster_start_worker(eddy_test_cluster_t *self, eddy_err_t *err)
     snprintf(name, sizeof name, "worker-%d", i + 1);
     snprintf(wlog, sizeof wlog, "%s/%s.log", self->dir, name);
     const char *base[] = {EDDY_BINARY, "worker", "--coordinator", self->urls, "--name", name,
-                          "--snapshot-dir", self->snap_dir, NULL};
-    const char *keys[] = {"--keys", self->opts.keys_dir, NULL};
+                          "--snapshot-dir", self->snap_dir, "--keys", keys_of(self), NULL};
     char *argv[MAX_ARGS];
-    int k = add_args(argv, 0, base);
-    if (self->opts.keys_dir)
-        k = add_args(argv, k, keys);
+    int k = add_flags(argv, 0, base);
     k = add_args(argv, k, self->opts.worker_args);
     argv[k] = NULL;
     if (eddy_proc_start(&self->workers[i], argv, NULL, wlog, err) != 0)
@@ -406,12 +431,10 @@ bool eddy_test_cluster_wait_workers(eddy_test_cluster_t *self, int n, bool with_
 int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_args[], char **out,
                              eddy_err_t *err)
 {
-    const char *base[] = {EDDY_BINARY, "submit", "--coordinator", self->urls, NULL};
-    const char *keys[] = {"--keys", self->opts.keys_dir, NULL};
+    const char *base[] = {EDDY_BINARY, "submit", "--coordinator", self->urls, "--keys",
+                          keys_of(self), NULL};
     char *argv[MAX_ARGS];
-    int k = add_args(argv, 0, base);
-    if (self->opts.keys_dir)
-        k = add_args(argv, k, keys);
+    int k = add_flags(argv, 0, base);
     k = add_args(argv, k, job_args);
     argv[k] = NULL;
     char *o = NULL, *e = NULL;

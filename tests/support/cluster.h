@@ -35,10 +35,12 @@ typedef struct eddy_test_cluster_opts {
     int ports;                /* coordinators' port pairs to reserve (0: max(1, coordinators)) */
     bool etcd;                /* start an etcd of its own; the metastore is its URL + etcd_query */
     const char *etcd_query;   /* appended to the etcd URL, e.g. "?timeout_ms=1000" */
-    const char *keys_dir;     /* --keys DIR for coordinators and workers (NULL: none) */
-    const char *checkpoint_interval; /* coordinator/local --checkpoint-interval ("400") */
-    const char *heartbeat_ms;        /* "200" */
-    const char *heartbeat_timeout_ms; /* "2000" ("5000" under ASan) */
+    const char *keys_dir;     /* --keys DIR for every process it starts (NULL: none) */
+    /* Timing flags of coordinators and eddy local; NULL: the default shown,
+     * "": the flag left out (eddy's own default). */
+    const char *checkpoint_interval;  /* --checkpoint-interval "400" */
+    const char *heartbeat_ms;         /* --heartbeat-ms "200" */
+    const char *heartbeat_timeout_ms; /* --heartbeat-timeout-ms "2000" ("5000" under ASan) */
     const char *const *coord_args;  /* extra coordinator flags, NULL-terminated (may be NULL) */
     const char *const *worker_args; /* extra worker flags, NULL-terminated (may be NULL) */
 } eddy_test_cluster_opts_t;
@@ -53,6 +55,10 @@ eddy_test_cluster_t *eddy_test_cluster_new(const eddy_test_cluster_opts_t *opts,
 /* Kills every process (SIGTERM, then SIGKILL), stops etcd, removes the
  * directory. NULL-safe. */
 void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p);
+
+/* The options in use: a test may change the heartbeat, checkpoint
+ * interval or worker count here; processes started afterwards use them. */
+eddy_test_cluster_opts_t *eddy_test_cluster_opts(eddy_test_cluster_t *self);
 
 /* The strings below are owned by the cluster and valid until destroy;
  * they are char * so that they can stand in an argv.
@@ -76,9 +82,13 @@ char *eddy_test_cluster_etcd_url(eddy_test_cluster_t *self);
 
 /* `eddy local --workers N --control-port P --http-port H
  * --checkpoint-interval I --heartbeat-ms B --heartbeat-timeout-ms T
- * EXTRA...` with its output in DIR/local.log. 0 or -1 with err. */
+ * EXTRA...` with its output in DIR/local.log (--workers from opts.workers,
+ * 3 when 0). 0 or -1 with err. */
 int eddy_test_cluster_start_local(eddy_test_cluster_t *self, const char *const extra[],
                                   eddy_err_t *err);
+/* The same with its stdout in stdout_path (a changelog) instead of the log. */
+int eddy_test_cluster_start_local_to(eddy_test_cluster_t *self, const char *const extra[],
+                                     const char *stdout_path, eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
 
 /* Starts coordinator i (again, if it was killed) and waits up to 15 s for
