@@ -128,11 +128,15 @@ fail:
 }
 
 /* eddy_proc_kill for a process that was started (a zeroed eddy_proc_t has
- * stdout_fd 0, which eddy_proc_kill would close). */
+ * stdout_fd 0, which eddy_proc_kill would close), resumed first so that a
+ * SIGSTOPped one takes its SIGTERM. */
 static void stop(eddy_proc_t *p, uint64_t grace_ms)
 {
-    if (p->pid > 0)
+    if (p->pid > 0) {
+        if (!p->exited)
+            kill(-p->pid, SIGCONT); /* a test may have left it stopped */
         eddy_proc_kill(p, grace_ms);
+    }
 }
 
 void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p)
@@ -291,6 +295,18 @@ int eddy_test_cluster_start_local_to(eddy_test_cluster_t *self, const char *cons
 eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self)
 {
     return &self->local;
+}
+
+int eddy_test_cluster_run_local(eddy_test_cluster_t *self, const char *const extra[],
+                                uint64_t timeout_ms, eddy_err_t *err)
+{
+    if (eddy_test_cluster_start_local(self, extra, err) != 0)
+        return -1;
+    int rc = eddy_proc_wait(&self->local, timeout_ms);
+    if (rc < 0)
+        eddy_err_set(err, "eddy local did not end within %llu ms", (unsigned long long)timeout_ms);
+    eddy_proc_kill(&self->local, 2000);
+    return rc;
 }
 
 static int count_in_file(const char *path, const char *needle)

@@ -90,6 +90,10 @@ int eddy_test_cluster_start_local(eddy_test_cluster_t *self, const char *const e
 int eddy_test_cluster_start_local_to(eddy_test_cluster_t *self, const char *const extra[],
                                      const char *stdout_path, eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
+/* Starts eddy local (as above) and waits up to timeout_ms for it to end:
+ * its exit code, -1 when it had to be killed or did not start (err). */
+int eddy_test_cluster_run_local(eddy_test_cluster_t *self, const char *const extra[],
+                                uint64_t timeout_ms, eddy_err_t *err);
 
 /* Starts coordinator i (again, if it was killed) and waits up to 15 s for
  * one more "] listening on" line in its log. 0 or -1 with err (the log's
