@@ -385,20 +385,29 @@ char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i)
 
 int eddy_test_cluster_start_worker(eddy_test_cluster_t *self, eddy_err_t *err)
 {
+    return eddy_test_cluster_start_worker_as(self, NULL, NULL, err);
+}
+
+int eddy_test_cluster_start_worker_as(eddy_test_cluster_t *self, const char *name,
+                                      const char *const extra[], eddy_err_t *err)
+{
     if (self->n_workers == EDDY_TEST_CLUSTER_MAX_WORKERS) {
         eddy_err_set(err, "cluster: more than %d workers",
                      EDDY_TEST_CLUSTER_MAX_WORKERS);
         return -1;
     }
     int i = self->n_workers;
-    char name[32], wlog[PATH_CAP];
-    snprintf(name, sizeof name, "worker-%d", i + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", self->dir, name);
+    char auto_name[32], wlog[PATH_CAP];
+    snprintf(auto_name, sizeof auto_name, "worker-%d", i + 1);
+    snprintf(wlog, sizeof wlog, "%s/%s.log", self->dir, auto_name);
+    if (!name)
+        name = auto_name;
     const char *base[] = {EDDY_BINARY, "worker", "--coordinator", self->urls, "--name", name,
                           "--snapshot-dir", self->snap_dir, "--keys", keys_of(self), NULL};
     char *argv[MAX_ARGS];
     int k = add_flags(argv, 0, base);
     k = add_args(argv, k, self->opts.worker_args);
+    k = add_args(argv, k, extra);
     argv[k] = NULL;
     if (eddy_proc_start(&self->workers[i], argv, NULL, wlog, err) != 0)
         return -1;

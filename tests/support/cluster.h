@@ -107,6 +107,11 @@ char *eddy_test_cluster_coordinator_log(eddy_test_cluster_t *self, int i);
 /* Starts one more worker ("worker-K", log DIR/worker-K.log) against every
  * coordinator; its index (K - 1), or -1 with err. */
 int eddy_test_cluster_start_worker(eddy_test_cluster_t *self, eddy_err_t *err);
+/* The same named `name` (NULL: "worker-K"; "": no --name, the worker's
+ * own choice) with these flags after opts.worker_args (may be NULL); its
+ * log is DIR/worker-K.log all the same. */
+int eddy_test_cluster_start_worker_as(eddy_test_cluster_t *self, const char *name,
+                                      const char *const extra[], eddy_err_t *err);
 eddy_proc_t *eddy_test_cluster_worker(eddy_test_cluster_t *self, int i);
 int eddy_test_cluster_n_workers(const eddy_test_cluster_t *self);
 /* Polls coordinator 0's status until at least n workers are alive (with
