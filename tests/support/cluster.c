@@ -322,14 +322,21 @@ static int count_in_file(const char *path, const char *needle)
 typedef struct listen_wait {
     eddy_test_cluster_t *self;
     int i;
+    size_t from; /* the log's length before this start */
 } listen_wait_t;
 
-static bool coordinator_listening(void *arg)
+/* Up: it listens as the leader (or with a file store), or stands by. */
+static bool coordinator_up(void *arg)
 {
     listen_wait_t *w = arg;
     if (!eddy_proc_alive(&w->self->coords[w->i]))
         return true;
-    return count_in_file(w->self->coord_log[w->i], "] listening on ") >= w->self->coord_starts[w->i];
+    size_t len = 0;
+    char *s = eddy_read_file(w->self->coord_log[w->i], &len);
+    bool up = s && len > w->from &&
+              (strstr(s + w->from, "] listening on ") || strstr(s + w->from, "] standing by as "));
+    free(s);
+    return up;
 }
 
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err)
@@ -358,11 +365,15 @@ int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
     stop(&self->coords[i], 0); /* reap a killed one before reuse */
     memset(&self->coords[i], 0, sizeof self->coords[i]);
     self->coords[i].stdout_fd = -1;
+    listen_wait_t w = {self, i, 0};
+    char *before = eddy_read_file(self->coord_log[i], &w.from);
+    free(before);
+    if (!before)
+        w.from = 0;
     if (eddy_proc_start(&self->coords[i], argv, NULL, self->coord_log[i], err) != 0)
         return -1;
     self->coord_starts[i]++;
-    listen_wait_t w = {self, i};
-    if (!eddy_poll_until(coordinator_listening, &w, LISTEN_DEADLINE_MS) ||
+    if (!eddy_poll_until(coordinator_up, &w, LISTEN_DEADLINE_MS) ||
         !eddy_proc_alive(&self->coords[i])) {
         char *log = eddy_read_file(self->coord_log[i], NULL);
         eddy_err_set(err, "coordinator %d did not start (exit %d): %s", i + 1,
@@ -402,7 +413,9 @@ int eddy_test_cluster_start_worker_as(eddy_test_cluster_t *self, const char *nam
     snprintf(wlog, sizeof wlog, "%s/%s.log", self->dir, auto_name);
     if (!name)
         name = auto_name;
-    const char *base[] = {EDDY_BINARY, "worker", "--coordinator", self->urls, "--name", name,
+    const char *coordinators =
+        self->opts.worker_coordinators ? self->opts.worker_coordinators : self->urls;
+    const char *base[] = {EDDY_BINARY, "worker", "--coordinator", coordinators, "--name", name,
                           "--snapshot-dir", self->snap_dir, "--keys", keys_of(self), NULL};
     char *argv[MAX_ARGS];
     int k = add_flags(argv, 0, base);
@@ -480,10 +493,25 @@ int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_ar
 
 /* ---- job state ------------------------------------------------------------ */
 
-eddy_test_job_view_t eddy_test_job_view(int port, const char *job)
+json_t *eddy_test_cluster_status(eddy_test_cluster_t *self)
+{
+    if (self->n_ports == 1)
+        return eddy_test_status(self->port[0]);
+    const char *base[] = {EDDY_BINARY, "status", "--json", "--coordinator", self->urls, "--keys",
+                          keys_of(self), NULL};
+    char *argv[MAX_ARGS];
+    argv[add_flags(argv, 0, base)] = NULL;
+    char *out = NULL;
+    int rc = eddy_proc_run(argv, 15000, &out, NULL);
+    json_t *doc = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    return doc;
+}
+
+/* The job in a status document (NULL: none). */
+static eddy_test_job_view_t view_of(json_t *st, const char *job)
 {
     eddy_test_job_view_t v = {0};
-    json_t *st = eddy_test_status(port);
     json_t *j = st ? eddy_test_status_job(st, job) : NULL;
     if (j) {
         v.ok = true;
@@ -505,11 +533,19 @@ eddy_test_job_view_t eddy_test_job_view(int port, const char *job)
                 v.source_in += json_integer_value(json_object_get(op, "records_in"));
         }
     }
+    return v;
+}
+
+eddy_test_job_view_t eddy_test_job_view(int port, const char *job)
+{
+    json_t *st = eddy_test_status(port);
+    eddy_test_job_view_t v = view_of(st, job);
     json_decref(st);
     return v;
 }
 
 typedef struct job_wait {
+    eddy_test_cluster_t *cluster; /* asked through all its coordinators when set */
     int port;
     const char *job;
     const eddy_test_job_want_t *want;
@@ -525,7 +561,9 @@ static bool job_matches(void *arg)
         w->gone = true;
         return true;
     }
-    eddy_test_job_view_t v = eddy_test_job_view(w->port, w->job);
+    json_t *st = w->cluster ? eddy_test_cluster_status(w->cluster) : eddy_test_status(w->port);
+    eddy_test_job_view_t v = view_of(st, w->job);
+    json_decref(st);
     if (!v.ok)
         return false;
     w->last = v;
@@ -535,28 +573,36 @@ static bool job_matches(void *arg)
            v.source_in >= q->min_source_in;
 }
 
+static bool wait_for(job_wait_t *w, uint64_t timeout_ms, eddy_test_job_view_t *last, bool *gone)
+{
+    bool ok = eddy_poll_until(job_matches, w, timeout_ms) && !w->gone;
+    if (last)
+        *last = w->last;
+    if (gone)
+        *gone = w->gone;
+    return ok;
+}
+
 bool eddy_test_job_wait(int port, const char *job, const eddy_test_job_want_t *want,
                         eddy_proc_t *owner, uint64_t timeout_ms, eddy_test_job_view_t *last,
                         bool *gone)
 {
     static const eddy_test_job_want_t any = {0};
-    job_wait_t w = {port, job, want ? want : &any, owner, false, {0}};
-    bool ok = eddy_poll_until(job_matches, &w, timeout_ms) && !w.gone;
-    if (last)
-        *last = w.last;
-    if (gone)
-        *gone = w.gone;
-    return ok;
+    job_wait_t w = {NULL, port, job, want ? want : &any, owner, false, {0}};
+    return wait_for(&w, timeout_ms, last, gone);
 }
 
 bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
                                 const eddy_test_job_want_t *want, uint64_t timeout_ms,
                                 eddy_test_job_view_t *last, bool *gone)
 {
-    eddy_proc_t *owner = self->local_started ? &self->local
-                         : self->coords[0].pid > 0 ? &self->coords[0]
-                                                   : NULL;
-    return eddy_test_job_wait(self->port[0], job, want, owner, timeout_ms, last, gone);
+    /* with several coordinators, one exiting is what a test may do */
+    eddy_proc_t *owner = self->local_started                        ? &self->local
+                         : self->n_ports == 1 && self->coords[0].pid > 0 ? &self->coords[0]
+                                                                         : NULL;
+    static const eddy_test_job_want_t any = {0};
+    job_wait_t w = {self, self->port[0], job, want ? want : &any, owner, false, {0}};
+    return wait_for(&w, timeout_ms, last, gone);
 }
 
 pid_t eddy_test_busy_worker(int port, pid_t except)

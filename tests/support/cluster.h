@@ -43,6 +43,7 @@ typedef struct eddy_test_cluster_opts {
     const char *heartbeat_timeout_ms; /* --heartbeat-timeout-ms "2000" ("5000" under ASan) */
     const char *const *coord_args;  /* extra coordinator flags, NULL-terminated (may be NULL) */
     const char *const *worker_args; /* extra worker flags, NULL-terminated (may be NULL) */
+    const char *worker_coordinators; /* workers' --coordinator (NULL: every coordinator, in order) */
 } eddy_test_cluster_opts_t;
 
 typedef struct eddy_test_cluster eddy_test_cluster_t;
@@ -96,8 +97,8 @@ int eddy_test_cluster_run_local(eddy_test_cluster_t *self, const char *const ext
                                 uint64_t timeout_ms, eddy_err_t *err);
 
 /* Starts coordinator i (again, if it was killed) and waits up to 15 s for
- * one more "] listening on" line in its log. 0 or -1 with err (the log's
- * text in it). */
+ * a new "] listening on" (leading, or a file store) or "] standing by as"
+ * line in its log. 0 or -1 with err (the log's text in it). */
 int eddy_test_cluster_start_coordinator(eddy_test_cluster_t *self, int i, eddy_err_t *err);
 /* The same with these flags after opts.coord_args (NULL-terminated). */
 int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
@@ -147,8 +148,12 @@ eddy_test_job_view_t eddy_test_job_view(int port, const char *job);
 bool eddy_test_job_wait(int port, const char *job, const eddy_test_job_want_t *want,
                         eddy_proc_t *owner, uint64_t timeout_ms, eddy_test_job_view_t *last,
                         bool *gone);
-/* The same on coordinator 0 of the cluster, giving up when its local
- * process (or else coordinator 0) exits. */
+/* `eddy status --json` of the cluster: coordinator 0's, or with several
+ * coordinators the leader's (asked through all of them); NULL if none
+ * answered. */
+json_t *eddy_test_cluster_status(eddy_test_cluster_t *self);
+/* The same as eddy_test_job_wait on the cluster's status, giving up when
+ * its local process exits (or, with one coordinator, that coordinator). */
 bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
                                 const eddy_test_job_want_t *want, uint64_t timeout_ms,
                                 eddy_test_job_view_t *last, bool *gone);
