@@ -497,10 +497,11 @@ json_t *eddy_test_cluster_status(eddy_test_cluster_t *self)
 {
     if (self->n_ports == 1)
         return eddy_test_status(self->port[0]);
-    const char *base[] = {EDDY_BINARY, "status", "--json", "--coordinator", self->urls, "--keys",
+    const char *base[] = {EDDY_BINARY, "status", "--coordinator", self->urls, "--keys",
                           keys_of(self), NULL};
+    const char *json[] = {"--json", NULL};
     char *argv[MAX_ARGS];
-    argv[add_flags(argv, 0, base)] = NULL;
+    argv[add_args(argv, add_flags(argv, 0, base), json)] = NULL;
     char *out = NULL;
     int rc = eddy_proc_run(argv, 15000, &out, NULL);
     json_t *doc = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
