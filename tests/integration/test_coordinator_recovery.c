@@ -47,6 +47,7 @@
 #include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/lines.h"
+#include "tests/support/peer.h"
 #include "tests/support/proc.h"
 
 #define MAX_WORKERS 4
@@ -550,24 +551,10 @@ typedef struct fake {
     int deploys; /* DEPLOY messages it got (and ignored) */
 } fake_t;
 
-static void fake_send(void *sock, const eddy_msg_t *m)
-{
-    size_t len;
-    char *data = eddy_msg_encode(m, &len);
-    if (data)
-        zmq_send(sock, data, len, ZMQ_DONTWAIT);
-    free(data);
-}
-
 static void fake_register(void *sock)
 {
-    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
-    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "fake");
-    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://127.0.0.1:9");
-    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "localhost");
-    reg.u.reg.pid = getpid();
-    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
-    fake_send(sock, &reg);
+    eddy_msg_t reg = eddy_test_peer_registration("fake", "tcp://127.0.0.1:9", "localhost");
+    eddy_test_peer_send(sock, &reg);
 }
 
 static void *fake_run(void *arg)
@@ -604,7 +591,7 @@ static void *fake_run(void *arg)
         if (eddy_mono_ms() >= next_hb) {
             eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
             hb.u.heartbeat.worker_id = id;
-            fake_send(sock, &hb);
+            eddy_test_peer_send(sock, &hb);
             next_hb = eddy_mono_ms() + 200;
         }
     }
