@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #ifdef __SANITIZE_ADDRESS__ /* ASan's shadow memory and quarantine inflate RSS */
@@ -30,15 +30,12 @@
 #define DRAIN_MS 5000
 #define CHUNK 4096
 
-static eddy_proc_t job;
-static char *dir;
+static eddy_test_cluster_t *cl;
+static eddy_proc_t *job;
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* Reads at most one chunk if available within wait_ms; bytes read. */
@@ -82,18 +79,17 @@ static long total_rss(const pid_t *pids, int n)
 Test(backpressure, slow_stdout_keeps_worker_memory_bounded, .fini = teardown, .timeout = 120)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("backpressure", &err);
-    cr_assert(dir, "%s", err.msg);
-    char logp[600];
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--quiet", "--job", "wordcount", "--generate", "--lines", "3000000", NULL};
-    cr_assert(eddy_proc_start(&job, argv, EDDY_PROC_PIPE, logp, &err) == 0, "%s", err.msg);
+    /* eddy's own checkpoint and heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "backpressure", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    int ports[1] = {eddy_test_cluster_port(cl, 0)};
+    const char *argv[] = {"--quiet", "--job", "wordcount", "--generate", "--lines", "3000000",
+                          NULL};
+    cr_assert(eddy_test_cluster_start_local_to(cl, argv, EDDY_PROC_PIPE, &err) == 0, "%s",
+              err.msg);
+    job = eddy_test_cluster_local(cl);
 
     /* Keep draining slowly while waiting for the job and its workers. */
     uint64_t deadline = eddy_mono_ms() + 30000;
@@ -101,19 +97,19 @@ Test(backpressure, slow_stdout_keeps_worker_memory_bounded, .fini = teardown, .t
     int n = 0;
     size_t got = 0;
     while ((n = worker_pids(ports[0], pids, 8)) < 2) {
-        cr_assert(eddy_mono_ms() < deadline && eddy_proc_alive(&job),
+        cr_assert(eddy_mono_ms() < deadline && eddy_proc_alive(job),
                   "workers never showed up in eddy status");
-        got += drain_some(job.stdout_fd, 10);
+        got += drain_some(job->stdout_fd, 10);
     }
-    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job),
+    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, job),
               "job never reached state running");
 
     uint64_t start = eddy_mono_ms(), next_sample = start;
     long early = -1, peak = 0, last = 0;
     int samples = 0;
     while (eddy_mono_ms() - start < DRAIN_MS) {
-        cr_assert(eddy_proc_alive(&job), "eddy local died while being drained (exit %d)", job.code);
-        got += drain_some(job.stdout_fd, 0);
+        cr_assert(eddy_proc_alive(job), "eddy local died while being drained (exit %d)", job->code);
+        got += drain_some(job->stdout_fd, 0);
         if (eddy_mono_ms() >= next_sample) {
             last = total_rss(pids, n);
             cr_assert(last > 0, "cannot read VmRSS of the workers");
@@ -129,7 +125,7 @@ Test(backpressure, slow_stdout_keeps_worker_memory_bounded, .fini = teardown, .t
     cr_log_info("drained %zu bytes in %d ms; worker RSS early %ld kB, peak %ld kB, last %ld kB "
                 "(%d samples)", got, DRAIN_MS, early, peak, last, samples);
     cr_assert_gt(got, 0, "nothing arrived on stdout");
-    cr_assert(eddy_proc_alive(&job),
+    cr_assert(eddy_proc_alive(job),
               "the job finished within %d ms despite the slow consumer: no backpressure?", DRAIN_MS);
     cr_assert_lt(peak, RSS_BOUND_KB, "worker RSS peaked at %ld kB (bound %ld kB)", peak,
                  RSS_BOUND_KB);

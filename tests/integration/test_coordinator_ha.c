@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
 #include "tests/support/lines.h"
@@ -69,18 +70,14 @@
 #define BACK_MAX_MS 1500
 #endif
 
-static char *dir;
-static char input[600], output[600], snap_dir[600], metastore[700];
-static char coord_log[2][600];
-static char coord_url[2][64], http_s[2][16], port_s[2][16];
+static eddy_test_cluster_t *cl;
+static char *dir, *input, *output;
+static char *coord_log[2], *coord_url[2], *http_s[2];
 static char coord_list[160];
 static int ports[4];
-static eddy_proc_t coords[2];
-static eddy_proc_t workers[N_WORKERS + 2];
+static eddy_proc_t *coords[2];
 static eddy_proc_t controller;
-static char controller_log[600];
-static int n_workers;
-static eddy_test_etcd_t *etcd;
+static char *controller_log;
 static char *expected;
 static size_t expected_len;
 static char rate[32] = "25000";
@@ -102,60 +99,45 @@ static void make_input(void)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("coordha", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/out", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
-    etcd = eddy_test_etcd_start(&err);
-    cr_assert(etcd, "%s", err.msg);
+    snprintf(leader_ttl, sizeof leader_ttl, "3000");
+    static const char *const ttl[] = {"--leader-ttl-ms", leader_ttl, NULL};
     /* short enough that a stopped etcd fails calls quickly, long enough
      * for a loaded machine to renew the leader's lease in time */
-    snprintf(metastore, sizeof metastore, "%s?timeout_ms=1000", eddy_test_etcd_url(etcd));
-    cr_assert(eddy_test_free_ports(4, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "coordha", .ports = 2, .etcd = true,
+                                  .etcd_query = "?timeout_ms=1000", .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT, .coord_args = ttl};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "out");
     for (int i = 0; i < 2; i++) {
-        snprintf(coord_log[i], sizeof coord_log[i], "%s/coordinator-%d.log", dir, i + 1);
-        snprintf(port_s[i], sizeof port_s[i], "%d", ports[2 * i]);
-        snprintf(http_s[i], sizeof http_s[i], "%d", ports[2 * i + 1]);
-        snprintf(coord_url[i], sizeof coord_url[i], "tcp://127.0.0.1:%d", ports[2 * i]);
+        coord_log[i] = eddy_test_cluster_coordinator_log(cl, i);
+        coord_url[i] = eddy_test_cluster_url(cl, i);
+        http_s[i] = eddy_test_cluster_http_port_s(cl, i);
+        ports[2 * i] = eddy_test_cluster_port(cl, i);
+        ports[2 * i + 1] = eddy_test_cluster_http_port(cl, i);
+        coords[i] = eddy_test_cluster_coordinator(cl, i);
     }
-    snprintf(coord_list, sizeof coord_list, "%s,%s", coord_url[0], coord_url[1]);
-    memset(coords, 0, sizeof coords);
-    memset(workers, 0, sizeof workers);
+    snprintf(coord_list, sizeof coord_list, "%s", eddy_test_cluster_urls(cl));
     memset(&controller, 0, sizeof controller);
-    snprintf(controller_log, sizeof controller_log, "%s/controller.log", dir);
-    n_workers = 0;
-    snprintf(leader_ttl, sizeof leader_ttl, "3000");
+    controller_log = eddy_test_cluster_path(cl, "controller.log");
 }
 
 static void teardown(void)
 {
-    for (int i = 0; i < 2; i++) {
-        if (coords[i].pid)
-            kill(-coords[i].pid, SIGCONT);
-        eddy_proc_kill(&coords[i], 3000);
-    }
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
-    eddy_proc_kill(&controller, 2000);
-    if (etcd) {
-        kill(eddy_test_etcd_pid(etcd), SIGCONT);
-        eddy_test_etcd_stop(&etcd);
-    }
+    if (controller.pid > 0)
+        eddy_proc_kill(&controller, 2000);
+    eddy_test_cluster_destroy(&cl);
     free(expected);
     expected = NULL;
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
 }
 
 /* ---- logs ------------------------------------------------------------------------ */
 
 static char *all_logs(void)
 {
-    const char *heads[] = {coord_log[0], coord_log[1]};
-    return eddy_test_cluster_logs(heads, 2, dir, n_workers);
+    return eddy_test_cluster_log_text(cl);
 }
 
 static int count_in(const char *path, const char *needle)
@@ -194,82 +176,41 @@ static void wait_log(int coord, const char *needle, int count, uint64_t timeout_
 static void start_coordinator(int i)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url[i], "--http-host", "127.0.0.1",
-                    "--http-port", http_s[i], "--metastore", metastore, "--snapshot-dir", snap_dir,
-                    "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--leader-ttl-ms", leader_ttl, NULL};
-    cr_assert(eddy_proc_start(&coords[i], argv, NULL, coord_log[i], &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_coordinator(cl, i, &err) == 0, "%s", err.msg);
 }
 
-static void start_worker(const char *name, char *const *extra)
+static void start_worker(const char *name, const char *const *extra)
 {
     eddy_err_t err = {{0}};
-    char wlog[700];
-    snprintf(wlog, sizeof wlog, "%s/worker-%d.log", dir, n_workers + 1);
-    char *argv[24] = {EDDY_BINARY, "worker", "--coordinator", coord_list, "--name", (char *)name,
-                      "--snapshot-dir", snap_dir};
-    int k = 8;
-    for (int i = 0; extra && extra[i]; i++)
-        argv[k++] = extra[i];
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts(cl)->worker_coordinators = coord_list;
+    cr_assert(eddy_test_cluster_start_worker_as(cl, name, extra, &err) >= 0, "%s", err.msg);
 }
 
 /* `eddy status --json` through the coordinator list: the leader answers. */
 static json_t *status(void)
 {
-    char *argv[] = {EDDY_BINARY, "status", "--json", "--coordinator", coord_list, NULL};
-    char *out = NULL;
-    int rc = eddy_proc_run(argv, 15000, &out, NULL);
-    json_t *doc = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
-    free(out);
-    return doc;
-}
-
-typedef struct view_wait {
-    const char *state;
-    int64_t min_ck;
-    char last_state[32];
-    int64_t last_ck;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    json_t *st = status();
-    json_t *j = st ? eddy_test_status_job(st, "etl") : NULL;
-    bool ok = false;
-    if (j) {
-        snprintf(w->last_state, sizeof w->last_state, "%s",
-                 json_string_value(json_object_get(j, "state")));
-        w->last_ck = json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "id"));
-        ok = !strcmp(w->last_state, w->state) && w->last_ck >= w->min_ck;
-    }
-    json_decref(st);
-    return ok;
+    return eddy_test_cluster_status(cl);
 }
 
 static int64_t wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms, const char *what)
 {
-    view_wait_t w = {state, min_ck, "", 0};
-    if (!eddy_poll_until(view_matches, &w, timeout_ms)) {
+    eddy_test_job_want_t want = {.state = state, .min_ck_id = min_ck};
+    eddy_test_job_view_t last;
+    if (!eddy_test_cluster_wait_job(cl, "etl", &want, timeout_ms, &last, NULL)) {
         char *l = all_logs();
         cr_assert_fail("timed out waiting for %s (state %s, checkpoint %lld); logs:\n%s", what,
-                       w.last_state, (long long)w.last_ck, l);
+                       last.state, (long long)last.ck_id, l);
     }
-    return w.last_ck;
+    return last.ck_id;
 }
 
 static void submit(void)
 {
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_list, "--job", "etl",
-                    "--input", input, "--output-dir", output, "--min-amount", "300",
-                    "--parallelism", "2", "--sink-parallelism", "2", "--rate", rate, NULL};
-    char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &err);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-    free(out);
-    free(err);
+    eddy_err_t err = {{0}};
+    const char *job[] = {"--job", "etl", "--input", input, "--output-dir", output, "--min-amount",
+                         "300", "--parallelism", "2", "--sink-parallelism", "2", "--rate", rate,
+                         NULL};
+    cr_assert(eddy_test_cluster_submit(cl, job, NULL, &err) == 0, "%s", err.msg);
 }
 
 /* Both coordinators up, coordinator 1 the leader, three workers registered
@@ -342,7 +283,7 @@ typedef struct worker_keys {
 static void read_worker_keys(worker_keys_t *out)
 {
     eddy_err_t err = {{0}};
-    out->n = eddy_test_etcd_range(eddy_test_etcd_url(etcd), WORKER_PREFIX, out->keys,
+    out->n = eddy_test_etcd_range(eddy_test_cluster_etcd_url(cl), WORKER_PREFIX, out->keys,
                                   out->leases, 8, &err);
     cr_assert_geq(out->n, 0, "%s", err.msg);
 }
@@ -406,8 +347,8 @@ Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 24
               "the workers' keys are not all in etcd on leases");
     static worker_keys_t before;
     read_worker_keys(&before);
-    kill(-coords[0].pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coords[0], 10000), 128 + SIGKILL);
+    kill(-coords[0]->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coords[0], 10000), 128 + SIGKILL);
     uint64_t t0 = eddy_mono_ms();
     wait_log(1, "elected leader", 1, 30000);
     uint64_t failover = eddy_mono_ms() - t0;
@@ -424,7 +365,7 @@ Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 24
     /* a killed worker's key goes with its lease: at once when the leader
      * sees it die, at the latest when its TTL (heartbeat timeout + twice
      * the leader TTL) runs out */
-    kill(workers[2].pid, SIGKILL);
+    kill(eddy_test_cluster_worker(cl, 2)->pid, SIGKILL);
     uint64_t t1 = eddy_mono_ms();
     cr_assert(eddy_poll_until(key_gone, "worker-3", (uint64_t)atoi(HB_TIMEOUT) + 2 * 3000 + 2000),
               "the killed worker's key outlived its lease TTL");
@@ -442,19 +383,19 @@ Test(coordinator_ha, kill_leader, .init = setup, .fini = teardown, .timeout = 24
 Test(coordinator_ha, paused_leader, .init = setup, .fini = teardown, .timeout = 240)
 {
     start_cluster_and_job();
-    cr_assert(kill(-coords[0].pid, SIGSTOP) == 0);
+    cr_assert(kill(-coords[0]->pid, SIGSTOP) == 0);
     wait_log(1, "elected leader", 1, 30000);
     wait_log(1, "restoring from checkpoint ", 1, 30000);
     /* a checkpoint completes under the new leader before the old one wakes */
     int64_t ck = wait_view("running", 1, 60000, "the job running under the new leader");
     wait_view("running", ck + 1, 60000, "a checkpoint under the new leader");
-    cr_assert(kill(-coords[0].pid, SIGCONT) == 0);
+    cr_assert(kill(-coords[0]->pid, SIGCONT) == 0);
     wait_log(0, "standing by", 2, 30000); /* it noticed and stepped down */
     cr_assert_eq(count_in(coord_log[0], "elected leader"), 1);
     expect_role(0, "standby", coord_url[1]);
     wait_view("finished", 0, 120000, "the job to finish after the old leader woke");
     expect_exact_output();
-    cr_assert(eddy_proc_alive(&coords[0]), "the old leader should stand by, not exit");
+    cr_assert(eddy_proc_alive(coords[0]), "the old leader should stand by, not exit");
     if (getenv("HA_DEBUG")) {
         char *l = all_logs();
         cr_log_info("%s", l);
@@ -466,7 +407,7 @@ Test(coordinator_ha, etcd_outage, .init = setup, .fini = teardown, .timeout = 24
 {
     snprintf(rate, sizeof rate, "12000"); /* the job outlasts the outage */
     start_cluster_and_job();
-    int etcd_pid = eddy_test_etcd_pid(etcd);
+    int etcd_pid = eddy_test_cluster_etcd_pid(cl);
     cr_assert(kill(etcd_pid, SIGSTOP) == 0);
     wait_log(0, "leadership lost", 1, 30000);
     eddy_nap_ms(8000); /* wall-clock: etcd stays away ~10 s in all */
@@ -492,8 +433,8 @@ Test(coordinator_ha, failover_race, .init = setup, .fini = teardown, .timeout = 
     snprintf(leader_ttl, sizeof leader_ttl, "8000");
     snprintf(rate, sizeof rate, "12000"); /* the job outlasts the failover */
     start_cluster_and_job();
-    kill(-coords[0].pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coords[0], 10000), 128 + SIGKILL);
+    kill(-coords[0]->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coords[0], 10000), 128 + SIGKILL);
     /* the race: workers ask the standby before it is elected */
     char wlog[700];
     snprintf(wlog, sizeof wlog, "%s/worker-1.log", dir);
@@ -558,14 +499,14 @@ Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeo
     int p = eddy_test_free_port(&err);
     cr_assert(p > 0, "%s", err.msg);
     snprintf(port, sizeof port, "%d", p);
-    char *first[] = {"--data-port", port, NULL};
+    const char *first[] = {"--data-port", port, NULL};
     start_worker("worker-1", first);
     wait_log(0, ") registered, data at", 1, 30000);
 
     /* the same name */
     start_worker("worker-1", NULL);
-    cr_assert(eddy_poll_until(exited, &workers[1], 20000), "a duplicate name was not refused");
-    cr_assert_neq(eddy_proc_wait(&workers[1], 1000), 0);
+    cr_assert(eddy_poll_until(exited, eddy_test_cluster_worker(cl, 1), 20000), "a duplicate name was not refused");
+    cr_assert_neq(eddy_proc_wait(eddy_test_cluster_worker(cl, 1), 1000), 0);
     char path[700];
     snprintf(path, sizeof path, "%s/worker-2.log", dir);
     char *log = eddy_read_file(path, NULL);
@@ -574,17 +515,17 @@ Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeo
     free(log);
 
     /* the same data address, advertised from another bind address */
-    char *clash[] = {"--bind-host", "127.0.0.2", "--advertise-host", "127.0.0.1", "--data-port",
+    const char *clash[] = {"--bind-host", "127.0.0.2", "--advertise-host", "127.0.0.1", "--data-port",
                      port, NULL};
     start_worker("worker-3", clash);
-    cr_assert(eddy_poll_until(exited, &workers[2], 20000), "a duplicate address was not refused");
-    cr_assert_neq(eddy_proc_wait(&workers[2], 1000), 0);
+    cr_assert(eddy_poll_until(exited, eddy_test_cluster_worker(cl, 2), 20000), "a duplicate address was not refused");
+    cr_assert_neq(eddy_proc_wait(eddy_test_cluster_worker(cl, 2), 1000), 0);
     snprintf(path, sizeof path, "%s/worker-3.log", dir);
     log = eddy_read_file(path, NULL);
     cr_assert(log && strstr(log, "is already registered by live worker 'worker-1'"),
               "no clear refusal: %s", log);
     free(log);
-    cr_assert(eddy_proc_alive(&workers[0]), "the first worker must be unaffected");
+    cr_assert(eddy_proc_alive(eddy_test_cluster_worker(cl, 0)), "the first worker must be unaffected");
     json_t *st = status();
     cr_assert(st);
     cr_assert_eq(json_array_size(json_object_get(st, "workers")), 1);

@@ -44,8 +44,10 @@
 #include "common/clock.h"
 #include "net/proto.h"
 #include "state/metastore.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/lines.h"
+#include "tests/support/peer.h"
 #include "tests/support/proc.h"
 
 #define MAX_WORKERS 4
@@ -63,18 +65,15 @@
 #define DEPLOY_TIMEOUT "2000"
 #endif
 
-static char *dir;
-static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
-static char metastore[700];
+static eddy_test_cluster_t *cl;
+static char *dir, *input, *output, *coord_logp, *snap_dir, *coord_url;
 static char *expected;
 static size_t expected_len;
 static char rate[32];
 static int ports[2];
-static char coord_url[64], port_s[16], http_s[16];
-static eddy_proc_t coord;
-static eddy_proc_t workers[MAX_WORKERS];
-static int n_workers, coord_starts;
-static eddy_test_etcd_t *etcd;
+static eddy_proc_t *coord;
+static eddy_proc_t *workers[MAX_WORKERS];
+static int n_workers;
 static bool etl;
 
 /* ---- inputs and expected outputs ------------------------------------------ */
@@ -110,58 +109,40 @@ static void setup_job(bool is_etl, bool with_etcd)
 {
     eddy_err_t err = {{0}};
     etl = is_etl;
-    dir = eddy_test_mkdtemp("coordrec", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/%s", dir, etl ? "out" : "counts.tsv");
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    /* short per-request timeouts: a stopped etcd fails calls quickly */
+    eddy_test_cluster_opts_t o = {.tag = "coordrec", .etcd = with_etcd,
+                                  .etcd_query = "?timeout_ms=300", .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, etl ? "out" : "counts.tsv");
+    coord_logp = eddy_test_cluster_coordinator_log(cl, 0);
+    snap_dir = eddy_test_cluster_path(cl, "snapshots");
+    coord_url = eddy_test_cluster_url(cl, 0);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord = eddy_test_cluster_coordinator(cl, 0);
+    n_workers = 0;
     if (etl)
         make_etl_input();
     else
         make_wordcount_input();
-    if (with_etcd) {
-        etcd = eddy_test_etcd_start(&err);
-        cr_assert(etcd, "%s", err.msg);
-        /* short per-request timeouts: a stopped etcd fails calls quickly */
-        snprintf(metastore, sizeof metastore, "%s?timeout_ms=300", eddy_test_etcd_url(etcd));
-    } else {
-        snprintf(metastore, sizeof metastore, "%s", meta_dir);
-    }
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&coord, 0, sizeof coord);
-    memset(workers, 0, sizeof workers);
-    n_workers = 0;
-    coord_starts = 0;
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&coord, 3000);
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
-    if (etcd) {
-        kill(eddy_test_etcd_pid(etcd), SIGCONT);
-        eddy_test_etcd_stop(&etcd);
-    }
+    eddy_test_cluster_destroy(&cl);
     free(expected);
     expected = NULL;
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
 }
 
 /* ---- logs -------------------------------------------------------------------- */
 
 static char *all_logs(void)
 {
-    const char *heads[] = {coord_logp};
-    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
+    return eddy_test_cluster_log_text(cl);
 }
 
 static int count_in_log(const char *needle)
@@ -208,29 +189,17 @@ static void start_coordinator(const char *extra_flag, const char *extra_value)
 static void start_coordinator_with(char *const *extra)
 {
     eddy_err_t err = {{0}};
-    char *argv[32] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                      "--http-port", http_s, "--metastore", metastore, "--snapshot-dir", snap_dir,
-                      "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                      "--heartbeat-timeout-ms", HB_TIMEOUT};
-    int k = 18;
-    for (int i = 0; extra && extra[i] && k < 31; i++)
-        argv[k++] = extra[i];
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
-    coord_starts++;
-    wait_log("] listening on ", coord_starts, 20000);
+    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, (const char *const *)extra, &err) == 0,
+              "%s", err.msg);
 }
 
 static void start_worker(void)
 {
     cr_assert(n_workers < MAX_WORKERS);
     eddy_err_t err = {{0}};
-    char name[32], wlog[700];
-    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, NULL};
-    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+    int i = eddy_test_cluster_start_worker(cl, &err);
+    cr_assert(i >= 0, "%s", err.msg);
+    workers[n_workers++] = eddy_test_cluster_worker(cl, i);
 }
 
 static const char *job_id(void)
@@ -281,7 +250,7 @@ typedef struct view_wait {
 static bool view_matches(void *arg)
 {
     view_wait_t *w = arg;
-    if (!eddy_proc_alive(&coord) || !job_view(&w->last))
+    if (!eddy_proc_alive(coord) || !job_view(&w->last))
         return false;
     return (!w->state || !strcmp(w->last.state, w->state)) && w->last.ck >= w->min_ck;
 }
@@ -298,8 +267,8 @@ static void wait_view(const char *state, int64_t min_ck, uint64_t timeout_ms, co
 
 static void kill_coordinator(void)
 {
-    kill(-coord.pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    kill(-coord->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
 }
 
 /* ---- metadata store, read directly ------------------------------------------ */
@@ -312,7 +281,7 @@ static record_view_t read_record(void)
 {
     record_view_t r = {-1, -1, 0};
     eddy_err_t err = {{0}};
-    eddy_metastore_t *m = eddy_metastore_open(metastore, &err);
+    eddy_metastore_t *m = eddy_metastore_open(eddy_test_cluster_metastore(cl), &err);
     cr_assert(m, "%s", err.msg);
     char key[128], *text = NULL;
     size_t len;
@@ -482,7 +451,7 @@ ParameterizedTest(bool *is_etl, coordinator_recovery, etcd_outage, .fini = teard
     start_worker();
     submit();
     wait_view("running", 1, 30000, "a completed checkpoint");
-    int etcd_pid = eddy_test_etcd_pid(etcd);
+    int etcd_pid = eddy_test_cluster_etcd_pid(cl);
     cr_assert(kill(etcd_pid, SIGSTOP) == 0);
     /* a checkpoint has every ACK but cannot be recorded */
     wait_log("cannot record", 1, 30000);
@@ -549,7 +518,7 @@ Test(coordinator_recovery, corrupt_newest_checkpoint, .fini = teardown, .timeout
     submit();
     wait_view("running", 3, 30000, "three completed checkpoints");
     /* no checkpoint completes while a worker is stopped: the newest stays */
-    pid_t victim = workers[2].pid;
+    pid_t victim = workers[2]->pid;
     cr_assert(kill(victim, SIGSTOP) == 0);
     view_t a = {{0}, 0}, b = {{0}, 0};
     cr_assert(job_view(&a));
@@ -582,24 +551,10 @@ typedef struct fake {
     int deploys; /* DEPLOY messages it got (and ignored) */
 } fake_t;
 
-static void fake_send(void *sock, const eddy_msg_t *m)
-{
-    size_t len;
-    char *data = eddy_msg_encode(m, &len);
-    if (data)
-        zmq_send(sock, data, len, ZMQ_DONTWAIT);
-    free(data);
-}
-
 static void fake_register(void *sock)
 {
-    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
-    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "fake");
-    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://127.0.0.1:9");
-    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "localhost");
-    reg.u.reg.pid = getpid();
-    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
-    fake_send(sock, &reg);
+    eddy_msg_t reg = eddy_test_peer_registration("fake", "tcp://127.0.0.1:9", "localhost");
+    eddy_test_peer_send(sock, &reg);
 }
 
 static void *fake_run(void *arg)
@@ -636,7 +591,7 @@ static void *fake_run(void *arg)
         if (eddy_mono_ms() >= next_hb) {
             eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
             hb.u.heartbeat.worker_id = id;
-            fake_send(sock, &hb);
+            eddy_test_peer_send(sock, &hb);
             next_hb = eddy_mono_ms() + 200;
         }
     }
@@ -695,12 +650,12 @@ Test(coordinator_recovery, stuck_checkpoints, .fini = teardown, .timeout = 240)
         start_worker();
     submit();
     wait_view("running", 2, 30000, "two completed checkpoints");
-    cr_assert(kill(workers[2].pid, SIGSTOP) == 0);
+    cr_assert(kill(workers[2]->pid, SIGSTOP) == 0);
     wait_log("3 checkpoints in a row failed", 1, 30000);
     wait_log("quarantined for", 1, 30000);
     wait_view("finished", 0, 120000, "the job to finish on the two other workers");
     cr_assert_eq(count_in_log("quarantined for"), 1);
-    kill(workers[2].pid, SIGKILL);
+    kill(workers[2]->pid, SIGKILL);
     expect_epochs_increase(3);
     expect_exact_output();
 }

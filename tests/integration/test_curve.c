@@ -26,7 +26,7 @@
 #include <zmq.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (2u * 1024 * 1024)
@@ -41,13 +41,13 @@
 /* A refused client must give up well within its own timeout. */
 #define REFUSED_DEADLINE_MS 20000
 
-static char *dir;
-static char keys[600], reader[600], workerkey[600], input[600], output[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *dir, *keys, *reader, *workerkey, *input, *output;
 static eddy_test_wc_input_t wc; /* the input text and its reference output */
 static char rate[32];
 static int ports[2];
-static char port_s[16], http_s[16], coord_url[64];
-static eddy_proc_t local;
+static char *port_s, *coord_url;
+static eddy_proc_t *local;
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t next_random(void)
@@ -84,14 +84,17 @@ static void run_keygen(const char *path)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("curve", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(keys, sizeof keys, "%s/keys", dir);
-    snprintf(reader, sizeof reader, "%s/reader", dir);
-    snprintf(workerkey, sizeof workerkey, "%s/workerkey", dir);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    /* liveness is not under test */
+    eddy_test_cluster_opts_t o = {.tag = "curve", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = "10000"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    keys = eddy_test_cluster_path(cl, "keys");
+    reader = eddy_test_cluster_path(cl, "reader");
+    workerkey = eddy_test_cluster_path(cl, "workerkey");
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     run_keygen(keys);
     /* what an operator hands out: a reader gets server.pub and reader.key;
      * "workerkey" presents the workers' pair as a client would */
@@ -102,26 +105,22 @@ static void setup(void)
     copy_key(keys, "server.key", workerkey, "client.key");
     cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 4242, &wc, &err) == 0, "%s", err.msg);
     snprintf(rate, sizeof rate, "%zu", wc.lines / RUN_SECONDS);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    port_s = eddy_test_cluster_port_s(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    local = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
+    eddy_test_cluster_destroy(&cl);
     eddy_test_wc_input_free(&wc);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* ---- clients ------------------------------------------------------------------ */
@@ -176,7 +175,7 @@ static json_t *status_as(const char *keys_dir)
  * line on stderr containing needle. */
 static void expect_refused(const char *keys_dir, char *const args[], const char *needle)
 {
-    cr_assert(eddy_proc_alive(&local), "eddy local ended before the checks did; log:\n%s",
+    cr_assert(eddy_proc_alive(local), "eddy local ended before the checks did; log:\n%s",
               log_text());
     ran_t r = eddy_client(keys_dir, args);
     cr_assert_neq(r.rc, 0, "`eddy %s` with keys %s succeeded: %s", args[0],
@@ -193,12 +192,9 @@ static void expect_refused(const char *keys_dir, char *const args[], const char 
 static void start_local(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "local", "--keys", keys, "--workers", "3", "--control-port",
-                    port_s, "--http-port", http_s, "--checkpoint-interval", "300", "--quiet",
-                    "--heartbeat-timeout-ms", "10000", /* liveness is not under test */
-                    "--job", "wordcount", "--parallelism", "3", "--input", input, "--output",
-                    output, "--rate", rate, NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--keys", keys, "--quiet", "--job", "wordcount", "--parallelism", "3",
+                         "--input", input, "--output", output, "--rate", rate, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
 }
 
 typedef struct job_view {
@@ -234,7 +230,7 @@ static job_view_t view_job(const char *keys_dir)
 static bool running(void *arg)
 {
     (void)arg;
-    if (!eddy_proc_alive(&local))
+    if (!eddy_proc_alive(local))
         return true;
     job_view_t v = view_job(keys);
     return v.found && !strcmp(v.state, "running");
@@ -343,7 +339,7 @@ Test(curve, only_authorised_keys_within_their_role, .init = setup, .fini = teard
      .timeout = 300)
 {
     start_local();
-    cr_assert(eddy_poll_until(running, NULL, 60000) && eddy_proc_alive(&local),
+    cr_assert(eddy_poll_until(running, NULL, 60000) && eddy_proc_alive(local),
               "the job did not start running; log:\n%s", log_text());
     job_view_t before = view_job(keys);
     cr_assert_eq(before.count_parallelism, 3);
@@ -397,7 +393,7 @@ Test(curve, only_authorised_keys_within_their_role, .init = setup, .fini = teard
     }
     garbage_round(&ep);
 
-    int rc = eddy_proc_wait(&local, 150000);
+    int rc = eddy_proc_wait(local, 150000);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
     size_t gl = 0;
     char *got = eddy_read_file(output, &gl);

@@ -23,17 +23,16 @@
 #include <time.h>
 
 #include "tests/support/cdp.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define LINES 400000
 #define SOURCE_RATE "6000" /* lines/s: about a minute of work, far more than the test needs */
 
-static char *dir;
-static char input[600], logp[600], browser_log[600], profile[600];
+static eddy_test_cluster_t *cl;
+static char *input, *logp, *browser_log, *profile, *coord;
 static int ports[2];
-static char coord[64], url[64];
-static eddy_proc_t job;
+static char url[64];
 static eddy_cdp_t *browser;
 
 static char *log_text(const char *path)
@@ -45,42 +44,40 @@ static char *log_text(const char *path)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("dashboard", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    snprintf(browser_log, sizeof browser_log, "%s/chromium.log", dir);
-    snprintf(profile, sizeof profile, "%s/profile", dir);
+    /* eddy's own heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "dashboard", .workers = 2, .checkpoint_interval = "500",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    logp = eddy_test_cluster_path(cl, "local.log");
+    browser_log = eddy_test_cluster_path(cl, "chromium.log");
+    profile = eddy_test_cluster_path(cl, "profile");
     cr_assert(mkdir(profile, 0700) == 0);
     cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord = eddy_test_cluster_url(cl, 0);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/", ports[1]);
 }
 
 static void teardown(void)
 {
     eddy_cdp_stop(&browser);
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 static void start_job(void)
 {
     eddy_err_t err = {{0}};
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--input", input,
-                    "--parallelism", "2", "--rate", SOURCE_RATE, NULL};
+    const char *job[] = {"--quiet", "--job", "wordcount", "--input", input, "--parallelism", "2",
+                         "--rate", SOURCE_RATE, NULL};
     /* The changelog (to /dev/null): rows flow to the sink as they change,
      * so its batches carry their ingestion time and the page has a latency
      * to show (--output's table is written once at the end). */
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 60000, &job))
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
+    eddy_test_job_want_t running = {.state = "running"};
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &running, 60000, NULL, NULL))
         cr_assert_fail("the job never reached state running; log:\n%s", log_text(logp));
 }
 

@@ -41,6 +41,7 @@
 #include "net/proto.h"
 #include "tests/support/cdp.h"
 #include "tests/support/etcd.h"
+#include "tests/support/peer.h"
 #include "tests/support/proc.h"
 
 #define LINES 400000
@@ -114,24 +115,12 @@ static void teardown(void)
 
 /* ---- a worker named with markup ------------------------------------------- */
 
-static void fake_send(void *sock, const eddy_msg_t *m)
-{
-    size_t len;
-    char *data = eddy_msg_encode(m, &len);
-    if (data)
-        zmq_send(sock, data, len, ZMQ_DONTWAIT);
-    free(data);
-}
-
 static void fake_register(void *sock)
 {
-    eddy_msg_t reg = {.type = EDDY_MSG_REGISTER};
-    snprintf(reg.u.reg.name, sizeof reg.u.reg.name, "%s", P_SCRIPT);
-    snprintf(reg.u.reg.data_endpoint, sizeof reg.u.reg.data_endpoint, "tcp://%s:9", P_SVG);
-    snprintf(reg.u.reg.host, sizeof reg.u.reg.host, "localhost");
-    reg.u.reg.pid = getpid();
-    reg.u.reg.protocol_version = EDDY_PROTOCOL_VERSION;
-    fake_send(sock, &reg);
+    char data[EDDY_ENDPOINT_MAX];
+    snprintf(data, sizeof data, "tcp://%s:9", P_SVG);
+    eddy_msg_t reg = eddy_test_peer_registration(P_SCRIPT, data, "localhost");
+    eddy_test_peer_send(sock, &reg);
 }
 
 /* Registers and heartbeats; ignores whatever it is sent. */
@@ -167,7 +156,7 @@ static void *fake_run(void *arg)
         if (eddy_mono_ms() >= next_hb) {
             eddy_msg_t hb = {.type = EDDY_MSG_HEARTBEAT};
             hb.u.heartbeat.worker_id = id;
-            fake_send(sock, &hb);
+            eddy_test_peer_send(sock, &hb);
             next_hb = eddy_mono_ms() + 200;
         }
     }

@@ -30,7 +30,7 @@
 #include "controller/decision_json.h"
 #include "net/proto.h"
 #include "state/metastore.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define FLOOD 5000
@@ -40,84 +40,52 @@
 #define LEGACY_KEY "/eddy/scaling/decisions"
 #define PREFIX "/eddy/scaling/decisions/"
 
-static char *dir;
-static char snap_dir[600], output[600], coord_logp[600], worker_logp[600];
-static char coord_url[64], port_s[16], http_s[16];
+static eddy_test_cluster_t *cl;
+static char *output, *coord_url;
 static int ports[2];
-static eddy_test_etcd_t *etcd;
 static eddy_metastore_t *ms; /* the test's own view of etcd */
-static eddy_proc_t coord, worker;
+static eddy_proc_t *coord;
 
+/* A coordinator on an etcd of its own, with eddy's own timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("flood", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(worker_logp, sizeof worker_logp, "%s/worker.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    etcd = eddy_test_etcd_start(&err);
-    cr_assert(etcd, "%s", err.msg);
-    ms = eddy_metastore_open(eddy_test_etcd_url(etcd), &err);
+    eddy_test_cluster_opts_t o = {.tag = "flood", .etcd = true, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    output = eddy_test_cluster_path(cl, "counts.tsv");
+    coord_url = eddy_test_cluster_url(cl, 0);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord = eddy_test_cluster_coordinator(cl, 0);
+    ms = eddy_metastore_open(eddy_test_cluster_etcd_url(cl), &err);
     cr_assert(ms, "%s", err.msg);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&coord, 3000);
-    eddy_proc_kill(&worker, 3000);
     eddy_metastore_destroy(&ms);
-    eddy_test_etcd_stop(&etcd);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* ---- processes ------------------------------------------------------------- */
 
-static bool coordinator_listening(void *arg)
-{
-    (void)arg;
-    char *log = eddy_read_file(coord_logp, NULL);
-    bool ok = log && strstr(log, "listening on");
-    free(log);
-    return ok;
-}
-
 static void start_coordinator(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", (char *)eddy_test_etcd_url(etcd),
-                    "--snapshot-dir", snap_dir, NULL};
-    unlink(coord_logp);
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
-    if (!eddy_poll_until(coordinator_listening, NULL, 20000)) {
-        char *l = eddy_read_file(coord_logp, NULL);
-        cr_assert_fail("coordinator did not start (exit %d):\n%s", eddy_proc_wait(&coord, 0), l);
-    }
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
 }
 
 static void start_worker_and_job(void)
 {
     eddy_err_t err = {{0}};
-    char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", "worker-1",
-                     "--snapshot-dir", snap_dir, NULL};
-    cr_assert(eddy_proc_start(&worker, wargv, NULL, worker_logp, &err) == 0, "%s", err.msg);
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                    "--generate", "--lines", "0", "--rate", "2000", "--parallelism", "1",
-                    "--output", output, NULL};
-    char *out = NULL, *errout = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &errout);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, errout);
-    free(out);
-    free(errout);
-    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 60000, NULL),
+    cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
+    const char *job[] = {"--job", "wordcount", "--generate", "--lines", "0", "--rate", "2000",
+                         "--parallelism", "1", "--output", output, NULL};
+    cr_assert(eddy_test_cluster_submit(cl, job, NULL, &err) == 0, "%s", err.msg);
+    eddy_test_job_want_t running = {.state = "running"};
+    cr_assert(eddy_test_job_wait(ports[0], "wordcount", &running, NULL, 60000, NULL, NULL),
               "the job never ran");
 }
 
@@ -414,7 +382,7 @@ Test(decision_flood, status_stays_responsive_and_history_is_kept, .init = setup,
                 load_average());
 
     /* a restarted coordinator loads the history from the keys */
-    eddy_proc_kill(&coord, 5000);
+    eddy_proc_kill(coord, 5000);
     start_coordinator();
     doc = NULL;
     cr_assert(eddy_poll_until(scaling_answers, &doc, 20000), "eddy scaling after restart");

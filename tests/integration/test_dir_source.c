@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -32,28 +32,32 @@
 #define LINES_PER_FILE 6000
 #define MAX_TEXT (64u << 20)
 
-static char *dir;
-static char in_dir[600], in_uri[620], out_path[600], log_path[600];
+static eddy_test_cluster_t *cl;
+static char *dir, *in_dir, *in_uri, *out_path, *log_path, *port_s;
 static int ports[2];
-static char port_s[16], http_s[16];
-static eddy_proc_t local;
+static eddy_proc_t *local;
 static char *all_text;   /* the text of every published file, concatenated */
 static size_t all_len;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("dirsrc", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(in_dir, sizeof in_dir, "%s/in", dir);
-    snprintf(in_uri, sizeof in_uri, "dir://%s", in_dir);
-    snprintf(out_path, sizeof out_path, "%s/changelog.txt", dir);
-    snprintf(log_path, sizeof log_path, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "dirsrc", .workers = 2, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    in_dir = eddy_test_cluster_path(cl, "in");
+    char uri[700];
+    snprintf(uri, sizeof uri, "dir://%s", in_dir);
+    in_uri = strdup(uri);
+    out_path = eddy_test_cluster_path(cl, "changelog.txt");
+    log_path = eddy_test_cluster_path(cl, "local.log");
     cr_assert(mkdir(in_dir, 0755) == 0);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    memset(&local, 0, sizeof local);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    port_s = eddy_test_cluster_port_s(cl, 0);
+    local = eddy_test_cluster_local(cl);
     all_text = calloc(1, MAX_TEXT);
     all_len = 0;
     cr_assert(all_text);
@@ -61,16 +65,14 @@ static void setup(void)
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
+    eddy_test_cluster_destroy(&cl);
+    free(in_uri);
     free(all_text);
-    eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 static char *logs(void)
 {
-    char *l = eddy_read_file(log_path, NULL);
-    return l ? l : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* ---- input files ----------------------------------------------------------------- */
@@ -129,69 +131,21 @@ static void write_ignored(const char *name)
 
 /* ---- status ------------------------------------------------------------------------ */
 
-typedef struct job_view {
-    bool ok;
-    char state[32];
-    int64_t restarts, ck_completed;
-} job_view_t;
-
-static job_view_t job_view(void)
-{
-    job_view_t v = {0};
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    if (j) {
-        v.ok = true;
-        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
-        v.restarts = json_integer_value(json_object_get(j, "restarts"));
-        v.ck_completed = json_integer_value(json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
-    }
-    json_decref(st);
-    return v;
-}
-
-typedef struct view_wait {
-    const char *state;
-    int64_t min_completed, min_restarts;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    if (!eddy_proc_alive(&local))
-        return true;
-    job_view_t v = job_view();
-    return v.ok && !strcmp(v.state, w->state) && v.ck_completed >= w->min_completed &&
-           v.restarts >= w->min_restarts;
-}
-
 static void wait_view(const char *state, int64_t min_completed, int64_t min_restarts, const char *what)
 {
-    view_wait_t w = {state, min_completed, min_restarts};
-    bool ok = eddy_poll_until(view_matches, &w, 60000) && eddy_proc_alive(&local);
-    if (!ok) {
+    eddy_test_job_want_t want = {.state = state, .min_completed = min_completed,
+                                 .min_restarts = min_restarts};
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &want, 60000, NULL, NULL)) {
         char *l = logs();
         cr_assert_fail("timed out waiting for %s; log:\n%s", what, l);
     }
 }
 
-/* The pid of an alive worker running tasks. */
+/* The pid of an alive worker running tasks (-1: none). */
 static pid_t busy_worker(void)
 {
-    json_t *st = eddy_test_status(ports[0]);
-    pid_t pid = -1;
-    size_t i;
-    json_t *w;
-    json_array_foreach(json_object_get(st, "workers"), i, w)
-    {
-        if (json_is_true(json_object_get(w, "alive")) &&
-            json_integer_value(json_object_get(w, "tasks")) > 0) {
-            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-            break;
-        }
-    }
-    json_decref(st);
-    return pid;
+    pid_t pid = eddy_test_busy_worker(ports[0], 0);
+    return pid > 0 ? pid : -1;
 }
 
 /* ---- the changelog -------------------------------------------------------------------- */
@@ -262,17 +216,15 @@ static bool changelog_matches(char *why, size_t why_size)
 static bool changelog_final(void *arg)
 {
     char *why = arg;
-    return changelog_matches(why, 256) || !eddy_proc_alive(&local);
+    return changelog_matches(why, 256) || !eddy_proc_alive(local);
 }
 
 static void start_local(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", port_s,
-                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job", "wordcount",
-                    "--input", in_uri, "--parallelism", "2", "--rate", "20000", NULL};
-    cr_assert(eddy_proc_start(&local, argv, out_path, log_path, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--quiet", "--job", "wordcount", "--input", in_uri, "--parallelism", "2",
+                         "--rate", "20000", NULL};
+    cr_assert(eddy_test_cluster_start_local_to(cl, job, out_path, &err) == 0, "%s", err.msg);
 }
 
 /* ---- tests ----------------------------------------------------------------------------- */
@@ -303,19 +255,19 @@ Test(dir_source, kill_a_worker_mid_run_counts_each_line_once, .init = setup, .fi
     publish(6, "0-early-name.gz", true); /* sorts before everything read so far */
     write_ignored(".late-hidden");
     char why[256] = "";
-    bool ok = eddy_poll_until(changelog_final, why, 90000) && eddy_proc_alive(&local);
+    bool ok = eddy_poll_until(changelog_final, why, 90000) && eddy_proc_alive(local);
     if (!ok) {
         char *l = logs();
         cr_assert_fail("final counts never matched the reference (%s); log:\n%s", why, l);
     }
-    job_view_t v = job_view();
+    eddy_test_job_view_t v = eddy_test_job_view(ports[0], "wordcount");
     cr_assert_geq(v.restarts, 1, "no restore happened");
     cr_log_info("dir source: %zu bytes of input in 7 files, counts exact after %lld restarts",
                 all_len, (long long)v.restarts);
 
     /* Ctrl-C: a dir job never ends by itself */
-    cr_assert(kill(local.pid, SIGINT) == 0);
-    int rc = eddy_proc_wait(&local, 30000);
+    cr_assert(kill(local->pid, SIGINT) == 0);
+    int rc = eddy_proc_wait(local, 30000);
     char *l = logs();
     cr_assert_eq(rc, 130, "eddy local exited %d after SIGINT; log:\n%s", rc, l);
     cr_assert(strstr(l, "eddy local: interrupted"), "log:\n%s", l);
@@ -328,7 +280,7 @@ static bool log_has_gz_error(void *arg)
     char *l = eddy_read_file(log_path, NULL);
     bool ok = l && strstr(l, "cut.gz: truncated gzip data");
     free(l);
-    return ok || !eddy_proc_alive(&local);
+    return ok || !eddy_proc_alive(local);
 }
 
 Test(dir_source, a_truncated_gz_fails_its_task_naming_the_file, .init = setup, .fini = teardown,

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
@@ -28,8 +28,8 @@
 #define RATE "60000" /* lines/s in total: about 5 s */
 #define MIN_AMOUNT 300
 
-static char *dir;
-static char input[600], outdir[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *input, *outdir;
 static char *expected; /* sorted lines joined by '\n' */
 static size_t expected_len;
 
@@ -48,44 +48,38 @@ static void make_input(void)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("etl", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.csv", dir);
-    snprintf(outdir, sizeof outdir, "%s/out", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "etl", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = "1000"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.csv");
+    outdir = eddy_test_cluster_path(cl, "out");
     make_input();
 }
 
 static void teardown(void)
 {
     free(expected);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
-static int start_job(eddy_proc_t *proc, int *ports, const char *p, const char *sp)
+/* eddy local running the etl job; its control port in *port. */
+static eddy_proc_t *start_job(int *port, const char *p, const char *sp)
 {
     eddy_err_t err = {{0}};
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16], min[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char min[16];
     snprintf(min, sizeof min, "%d", MIN_AMOUNT);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp,
-                    "--http-port", hp, "--checkpoint-interval", "300", /* INFO lines read */
-                    "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "1000",
-                    "--job", "etl", "--input", input, "--output-dir", outdir,
-                    "--min-amount", min, "--parallelism", (char *)p, "--sink-parallelism", (char *)sp,
-                    "--rate", RATE, NULL};
-    cr_assert(eddy_proc_start(proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    return 0;
+    const char *job[] = {/* no --quiet: INFO lines read */
+                         "--job", "etl", "--input", input, "--output-dir", outdir, "--min-amount",
+                         min, "--parallelism", p, "--sink-parallelism", sp, "--rate", RATE, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
+    *port = eddy_test_cluster_port(cl, 0);
+    return eddy_test_cluster_local(cl);
 }
 
 /* Concatenation of DIR/part-*.txt in name order; counts files. */
@@ -155,11 +149,10 @@ static bool published_some(void *arg)
 
 Test(etl, exactly_once_without_failure, .init = setup, .fini = teardown, .timeout = 180)
 {
-    eddy_proc_t proc;
-    int ports[2];
-    start_job(&proc, ports, "3", "3");
-    int rc = eddy_proc_wait(&proc, 120000);
-    eddy_proc_kill(&proc, 2000);
+    int port;
+    eddy_proc_t *proc = start_job(&port, "3", "3");
+    int rc = eddy_proc_wait(proc, 120000);
+    eddy_proc_kill(proc, 2000);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     cr_assert(strstr(log, "job etl finished"), "log:\n%s", log);
@@ -205,16 +198,15 @@ ParameterizedTestParameters(etl, exactly_once_when_a_worker_is_killed)
 ParameterizedTest(kill_case_t *c, etl, exactly_once_when_a_worker_is_killed, .init = setup,
                   .fini = teardown, .timeout = 240)
 {
-    eddy_proc_t proc;
-    int ports[2];
-    start_job(&proc, ports, c->parallelism, c->sink_parallelism);
-    cr_assert(eddy_test_wait_job_state(ports[0], "etl", "running", 30000, &proc),
+    int port;
+    eddy_proc_t *proc = start_job(&port, c->parallelism, c->sink_parallelism);
+    cr_assert(eddy_test_wait_job_state(port, "etl", "running", 30000, proc),
               "job never running; log:\n%s", log_text());
     /* Let checkpoints complete and publish part files, so the restore starts
      * from a checkpoint with output already committed. */
     cr_assert(eddy_poll_until(published_some, NULL, 30000),
               "no part files published; log:\n%s", log_text());
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_status(port);
     cr_assert(st, "eddy status failed; log:\n%s", log_text());
     json_t *job = eddy_test_status_job(st, "etl");
     cr_assert(job && !strcmp(json_string_value(json_object_get(job, "state")), "running"),
@@ -235,8 +227,8 @@ ParameterizedTest(kill_case_t *c, etl, exactly_once_when_a_worker_is_killed, .in
     cr_assert_gt(pid, 0, "no pid for worker %lld", (long long)victim);
     cr_assert_eq(kill(pid, SIGKILL), 0);
 
-    int rc = eddy_proc_wait(&proc, 150000);
-    eddy_proc_kill(&proc, 2000);
+    int rc = eddy_proc_wait(proc, 150000);
+    eddy_proc_kill(proc, 2000);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     cr_assert(strstr(log, "declared dead"), "the kill was not noticed; log:\n%s", log);

@@ -13,33 +13,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/postgres.h"
 #include "tests/support/lines.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
 
-static char *dir;
-static char path_in[600], path_ref[600], path_rej[600], path_out[600], path_log[600];
+static eddy_test_cluster_t *cl;
+static char *path_in, *path_ref, *path_rej, *path_out, *path_log;
 
+/* eddy local runs with eddy's own checkpoint and heartbeat timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("etl-pipeline", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(path_in, sizeof path_in, "%s/input", dir);
-    snprintf(path_ref, sizeof path_ref, "%s/ref.csv", dir);
-    snprintf(path_rej, sizeof path_rej, "%s/rejects.txt", dir);
-    snprintf(path_out, sizeof path_out, "%s/out", dir);
-    snprintf(path_log, sizeof path_log, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "etl-pipeline", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    path_in = eddy_test_cluster_path(cl, "input");
+    path_ref = eddy_test_cluster_path(cl, "ref.csv");
+    path_rej = eddy_test_cluster_path(cl, "rejects.txt");
+    path_out = eddy_test_cluster_path(cl, "out");
+    path_log = eddy_test_cluster_path(cl, "local.log");
 }
 
 static void teardown(void)
 {
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
+}
+
+/* Starts eddy local with `workers` workers and these flags (the job's). */
+static eddy_proc_t *start_local(int workers, const char *const *flags)
+{
+    eddy_err_t err = {{0}};
+    eddy_test_cluster_opts(cl)->workers = workers;
+    cr_assert(eddy_test_cluster_start_local(cl, flags, &err) == 0, "%s", err.msg);
+    return eddy_test_cluster_local(cl);
 }
 
 static void put(const char *path, const char *text)
@@ -70,24 +80,16 @@ static char *committed(void)
  * its log. */
 static char *run_etl_to(const char *output, const char *const *args)
 {
-    eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[64] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
-                      hp, "--job", "etl", "--input", path_in, /* no --quiet: INFO lines read */
-                      output ? "--output" : "--output-dir", output ? (char *)output : path_out,
-                      "--parallelism", "2", "--sink-parallelism", "2"};
-    size_t n = 18;
+    const char *argv[64] = {"--job", "etl", "--input", path_in, /* no --quiet: INFO lines read */
+                            output ? "--output" : "--output-dir", output ? output : path_out,
+                            "--parallelism", "2", "--sink-parallelism", "2"};
+    size_t n = 10;
     for (size_t i = 0; args[i]; i++)
-        argv[n++] = (char *)args[i];
+        argv[n++] = args[i];
     argv[n] = NULL;
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, argv, NULL, path_log, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&proc, 120000);
-    eddy_proc_kill(&proc, 2000);
+    eddy_proc_t *proc = start_local(2, argv);
+    int rc = eddy_proc_wait(proc, 120000);
+    eddy_proc_kill(proc, 2000);
     char *log = eddy_read_file(path_log, NULL);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "(none)");
     return log ? log : strdup("");
@@ -173,26 +175,18 @@ Test(etl_pipeline, rejected_records_metric, .init = setup, .fini = teardown, .ti
     for (int i = 5; i < 45; i++)
         snprintf(input + strlen(input), sizeof input - strlen(input), "%d,n%d,%d\n", i, i, i);
     put(path_in, input);
-    eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--quiet", "--job", "etl", "--input", path_in, "--output-dir", path_out,
-                    "--parallelism", "1", "--sink-parallelism", "1", "--rate", "10",
-                    "--format", "csv", "--header", "--number", "amount", NULL};
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, argv, NULL, path_log, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--quiet", "--job", "etl", "--input", path_in, "--output-dir", path_out,
+                          "--parallelism", "1", "--sink-parallelism", "1", "--rate", "10",
+                          "--format", "csv", "--header", "--number", "amount", NULL};
+    eddy_proc_t *proc = start_local(1, argv);
     long long seen = -1;
-    while (eddy_proc_alive(&proc)) {
-        long long v = eddy_test_scrape_sum(ports[1], "eddy_rejected_records_total{job=\"etl\"");
+    while (eddy_proc_alive(proc)) {
+        long long v = eddy_test_scrape_sum(eddy_test_cluster_http_port(cl, 0), "eddy_rejected_records_total{job=\"etl\"");
         if (v > seen)
             seen = v;
         eddy_nap_ms(100);
     }
-    int rc = eddy_proc_wait(&proc, 1000);
+    int rc = eddy_proc_wait(proc, 1000);
     char *log = eddy_read_file(path_log, NULL);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "(none)");
     cr_assert_eq(seen, 4, "/metrics showed eddy_rejected_records_total %lld; log:\n%s", seen,

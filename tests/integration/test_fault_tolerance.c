@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
@@ -49,35 +49,36 @@
 #define HB_HOLD_MS 2500
 #endif
 
-static char *dir;
-static char input[600], output[600], logp[600], coord_logp[600], state_dir[600];
-static char meta_dir[600], snap_dir[600];
+static eddy_test_cluster_t *cl;
+static char *dir, *input, *output, *logp, *coord_logp, *state_dir, *coord_url;
 static char *text, *expected;
 static size_t text_len, expected_len;
 static char rate[32];
 static int ports[2];
-static char coord_url[64], port_s[16], http_s[16];
 
-static eddy_proc_t local;                 /* eddy local */
-static eddy_proc_t coord;                 /* eddy coordinator */
-static eddy_proc_t workers[MAX_WORKERS];  /* eddy worker */
-static int n_workers;
-static int coord_starts; /* "listening on" lines expected in the log */
+static eddy_proc_t *local; /* eddy local */
+static eddy_proc_t *coord; /* eddy coordinator */
 
 /* ---- fixture -------------------------------------------------------------- */
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("ft", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(state_dir, sizeof state_dir, "%s/state", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    eddy_test_cluster_opts_t o = {.tag = "ft", .workers = 3, .checkpoint_interval = "400",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
+    logp = eddy_test_cluster_path(cl, "local.log");
+    coord_logp = eddy_test_cluster_coordinator_log(cl, 0);
+    state_dir = eddy_test_cluster_path(cl, "state");
+    coord_url = eddy_test_cluster_url(cl, 0);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    local = eddy_test_cluster_local(cl);
+    coord = eddy_test_cluster_coordinator(cl, 0);
     cr_assert(eddy_gen_text(input, TEXT_BYTES, 4242, &err) == 0, "%s", err.msg);
     text = eddy_read_file(input, &text_len);
     cr_assert(text);
@@ -87,35 +88,21 @@ static void setup(void)
     for (size_t i = 0; i < text_len; i++)
         lines += text[i] == '\n';
     snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
-    memset(&coord, 0, sizeof coord);
-    memset(workers, 0, sizeof workers);
-    n_workers = 0;
-    coord_starts = 0;
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
-    eddy_proc_kill(&coord, 3000);
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
+    eddy_test_cluster_destroy(&cl);
     free(text);
     free(expected);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 /* ---- logs ------------------------------------------------------------------- */
 
+/* The coordinator's log, or eddy local's: the tests count its lines. */
 static const char *main_log(void)
 {
-    return coord.pid > 0 ? coord_logp : logp;
+    return coord->pid > 0 ? coord_logp : logp;
 }
 
 static char *log_text(void)
@@ -127,8 +114,7 @@ static char *log_text(void)
 /* All worker logs too, for failure messages of the coordinator tests. */
 static char *all_logs(void)
 {
-    const char *heads[] = {main_log()};
-    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* Number of "restoring from checkpoint N" lines; *last = the last N. */
@@ -143,22 +129,6 @@ static int restores_logged(const char *log, uint64_t *last)
     return n;
 }
 
-static int count_in_log(const char *needle)
-{
-    char *s = eddy_read_file(main_log(), NULL);
-    int n = 0;
-    for (const char *p = s; p && (p = strstr(p, needle)); p++)
-        n++;
-    free(s);
-    return n;
-}
-
-static bool coordinator_listening(void *arg)
-{
-    (void)arg;
-    return count_in_log("] listening on ") >= coord_starts;
-}
-
 static bool log_contains(void *needle)
 {
     char *s = eddy_read_file(main_log(), NULL);
@@ -169,58 +139,11 @@ static bool log_contains(void *needle)
 
 /* ---- status ----------------------------------------------------------------- */
 
-typedef struct job_view {
-    bool ok;
-    char state[32];
-    int64_t restarts, ck_id, ck_completed, ck_failed, source_in;
-} job_view_t;
+typedef eddy_test_job_view_t job_view_t;
 
 static job_view_t job_view(void)
 {
-    job_view_t v = {0};
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    if (j) {
-        v.ok = true;
-        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
-        v.restarts = json_integer_value(json_object_get(j, "restarts"));
-        json_t *ck = json_object_get(j, "last_checkpoint");
-        v.ck_id = json_integer_value(json_object_get(ck, "id"));
-        v.ck_completed = json_integer_value(json_object_get(ck, "completed"));
-        v.ck_failed = json_integer_value(json_object_get(ck, "failed"));
-        size_t i;
-        json_t *op;
-        json_array_foreach(json_object_get(j, "operators"), i, op)
-        {
-            if (json_is_true(json_object_get(op, "source")))
-                v.source_in += json_integer_value(json_object_get(op, "records_in"));
-        }
-    }
-    json_decref(st);
-    return v;
-}
-
-typedef struct view_wait {
-    eddy_proc_t *owner; /* gives up when it exits (may be NULL) */
-    bool gone;
-    const char *state;  /* NULL = any */
-    int64_t min_ck_id, min_completed, min_restarts;
-    job_view_t last;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    if (w->owner && !eddy_proc_alive(w->owner)) {
-        w->gone = true;
-        return true;
-    }
-    job_view_t v = job_view();
-    if (!v.ok)
-        return false;
-    w->last = v;
-    return (!w->state || !strcmp(v.state, w->state)) && v.ck_id >= w->min_ck_id &&
-           v.ck_completed >= w->min_completed && v.restarts >= w->min_restarts;
+    return eddy_test_job_view(ports[0], "wordcount");
 }
 
 /* Polls status until the job matches; fails the test with the log if not. */
@@ -228,15 +151,17 @@ static job_view_t wait_view(eddy_proc_t *owner, const char *state, int64_t min_c
                             int64_t min_completed, int64_t min_restarts, uint64_t timeout_ms,
                             const char *what)
 {
-    view_wait_t w = {owner, false, state, min_ck_id, min_completed, min_restarts, {0}};
-    bool ok = eddy_poll_until(view_matches, &w, timeout_ms) && !w.gone;
-    if (!ok) {
+    eddy_test_job_want_t want = {.state = state, .min_ck_id = min_ck_id,
+                                 .min_completed = min_completed, .min_restarts = min_restarts};
+    job_view_t last;
+    bool gone;
+    if (!eddy_test_job_wait(ports[0], "wordcount", &want, owner, timeout_ms, &last, &gone)) {
         char *l = all_logs();
         cr_assert_fail("timed out waiting for %s (state %s, checkpoint %lld, restarts %lld)%s; logs:\n%s",
-                       what, w.last.state, (long long)w.last.ck_id, (long long)w.last.restarts,
-                       w.gone ? " - the process exited" : "", l);
+                       what, last.state, (long long)last.ck_id, (long long)last.restarts,
+                       gone ? " - the process exited" : "", l);
     }
-    return w.last;
+    return last;
 }
 
 typedef struct worker_info {
@@ -268,21 +193,6 @@ static int status_workers(worker_info_t *out, int max)
     return n;
 }
 
-typedef struct alive_wait {
-    int want;
-    bool with_tasks; /* count only workers running tasks */
-} alive_wait_t;
-
-static bool enough_alive(void *arg)
-{
-    alive_wait_t *a = arg;
-    worker_info_t w[MAX_WORKERS * 2];
-    int n = status_workers(w, MAX_WORKERS * 2), alive = 0;
-    for (int i = 0; i < n; i++)
-        alive += w[i].alive && (!a->with_tasks || w[i].tasks > 0);
-    return alive >= a->want;
-}
-
 static bool worker_busy(void *arg)
 {
     pid_t pid = *(pid_t *)arg;
@@ -297,13 +207,10 @@ static bool worker_busy(void *arg)
 /* The pid of an alive worker running tasks, other than `except`. */
 static pid_t victim(pid_t except)
 {
-    alive_wait_t a = {1, true};
-    cr_assert(eddy_poll_until(enough_alive, &a, 10000), "no worker with tasks in status");
-    worker_info_t w[MAX_WORKERS * 2];
-    int n = status_workers(w, MAX_WORKERS * 2);
-    for (int i = 0; i < n; i++)
-        if (w[i].alive && w[i].tasks > 0 && w[i].pid != except && w[i].pid > 0)
-            return w[i].pid;
+    cr_assert(eddy_test_cluster_wait_workers(cl, 1, true, 10000), "no worker with tasks in status");
+    pid_t pid = eddy_test_busy_worker(ports[0], except);
+    if (pid > 0)
+        return pid;
     json_t *st = eddy_test_status(ports[0]);
     char *text = st ? json_dumps(json_object_get(st, "workers"), JSON_COMPACT) : NULL;
     char *log = eddy_read_file(logp, NULL);
@@ -317,64 +224,43 @@ static pid_t victim(pid_t except)
 static void start_local(int n, const char *hb_timeout_ms, const char *interval, bool keep_state)
 {
     eddy_err_t err = {{0}};
-    char ns[8];
-    snprintf(ns, sizeof ns, "%d", n);
-    char *argv[40] = {EDDY_BINARY, "local", "--workers", ns, "--control-port", port_s,
-                      "--http-port", http_s, "--checkpoint-interval", (char *)interval,
-                      "--heartbeat-ms", "200", "--heartbeat-timeout-ms", (char *)hb_timeout_ms};
-    int k = 14; /* no --quiet: the tests read INFO lines ("listening on", "running again") */
-    if (keep_state) {
-        argv[k++] = "--state-dir";
-        argv[k++] = state_dir;
-    }
-    char *job[] = {"--job", "wordcount", "--input", input, "--output", output, "--parallelism", "3",
-                   "--rate", rate, NULL};
-    for (int i = 0; job[i]; i++)
-        argv[k++] = job[i];
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t *o = eddy_test_cluster_opts(cl);
+    o->workers = n;
+    o->heartbeat_timeout_ms = hb_timeout_ms;
+    o->checkpoint_interval = interval;
+    /* no --quiet: the tests read INFO lines ("listening on", "running again") */
+    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
+                         "--parallelism", "3", "--rate", rate, NULL};
+    const char *with_state[] = {"--state-dir", state_dir, "--job", "wordcount", "--input", input,
+                                "--output", output, "--parallelism", "3", "--rate", rate, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, keep_state ? with_state : job, &err) == 0, "%s",
+              err.msg);
 }
 
 static void start_coordinator(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
-                    "--checkpoint-interval", "400", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
-    coord_starts++;
-    if (!eddy_poll_until(coordinator_listening, NULL, 10000)) {
-        char *l = log_text();
-        cr_assert_fail("coordinator did not start (exit %d):\n%s", eddy_proc_wait(&coord, 0), l);
-    }
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
 }
 
 static eddy_proc_t *start_worker(void)
 {
-    cr_assert(n_workers < MAX_WORKERS);
+    cr_assert(eddy_test_cluster_n_workers(cl) < MAX_WORKERS);
     eddy_err_t err = {{0}};
-    char name[32], wlog[600];
-    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, NULL};
-    eddy_proc_t *p = &workers[n_workers++];
-    cr_assert(eddy_proc_start(p, argv, NULL, wlog, &err) == 0, "%s", err.msg);
-    return p;
+    int i = eddy_test_cluster_start_worker(cl, &err);
+    cr_assert(i >= 0, "%s", err.msg);
+    return eddy_test_cluster_worker(cl, i);
 }
 
 static void submit(void)
 {
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                    "--input", input, "--output", output, "--parallelism", "3", "--rate", rate,
-                    NULL};
-    char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &err);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
+    eddy_err_t err = {{0}};
+    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
+                         "--parallelism", "3", "--rate", rate, NULL};
+    char *out = NULL;
+    cr_assert(eddy_test_cluster_submit(cl, job, &out, &err) == 0, "%s", err.msg);
     cr_assert(strstr(out, "wordcount"), "eddy submit printed '%s'", out);
     free(out);
-    free(err);
 }
 
 static int rescale_run(const char *p, char **err)
@@ -416,7 +302,7 @@ static void expect_exact_output(void)
 
 static void expect_local_finished(void)
 {
-    int rc = eddy_proc_wait(&local, 120000);
+    int rc = eddy_proc_wait(local, 120000);
     if (rc != 0) {
         char *l = log_text();
         cr_assert_fail("eddy local exited %d; log:\n%s", rc, l);
@@ -432,11 +318,11 @@ static void expect_local_finished(void)
 Test(fault_tolerance, kill_one_worker, .init = setup, .fini = teardown, .timeout = 180)
 {
     start_local(3, HB_TIMEOUT, "300", false);
-    job_view_t v = wait_view(&local, "running", 1, 1, 0, 30000, "a completed checkpoint");
+    job_view_t v = wait_view(local, "running", 1, 1, 0, 30000, "a completed checkpoint");
     pid_t pid = victim(0);
     sigkill(pid);
     uint64_t killed = eddy_mono_ms();
-    v = wait_view(&local, "running", 0, 0, 1, 30000, "the job restored and running again");
+    v = wait_view(local, "running", 0, 0, 1, 30000, "the job restored and running again");
     uint64_t restored = eddy_mono_ms() - killed;
     char *l = log_text();
     char dead[64];
@@ -462,7 +348,7 @@ Test(fault_tolerance, kill_one_worker, .init = setup, .fini = teardown, .timeout
 Test(fault_tolerance, kill_detected_by_disconnect, .init = setup, .fini = teardown, .timeout = 180)
 {
     start_local(3, "60000", "300", false);
-    wait_view(&local, "running", 1, 1, 0, 30000, "a completed checkpoint");
+    wait_view(local, "running", 1, 1, 0, 30000, "a completed checkpoint");
     pid_t pid = victim(0);
     sigkill(pid);
     uint64_t killed = eddy_mono_ms();
@@ -474,7 +360,7 @@ Test(fault_tolerance, kill_detected_by_disconnect, .init = setup, .fini = teardo
         cr_assert_fail("pid %d not declared dead by its closed connection within 30 s:\n%s", (int)pid, l);
     }
     uint64_t detected = eddy_mono_ms() - killed;
-    wait_view(&local, "running", 0, 0, 1, 30000, "the job restored and running again");
+    wait_view(local, "running", 0, 0, 1, 30000, "the job restored and running again");
     char *l = log_text();
     cr_assert(strstr(l, "no heartbeat for") == NULL, "a heartbeat timeout fired:\n%s", l);
     free(l);
@@ -491,35 +377,33 @@ Test(fault_tolerance, kill_two_workers_with_replacement, .init = setup, .fini = 
     start_coordinator();
     for (int i = 0; i < 3; i++)
         start_worker();
-    alive_wait_t three = {3, false};
-    cr_assert(eddy_poll_until(enough_alive, &three, 15000), "3 workers never registered:\n%s",
+    cr_assert(eddy_test_cluster_wait_workers(cl, 3, false, 15000), "3 workers never registered:\n%s",
               log_text());
     submit();
-    wait_view(&coord, "running", 1, 1, 0, 30000, "a completed checkpoint");
+    wait_view(coord, "running", 1, 1, 0, 30000, "a completed checkpoint");
 
     pid_t first = victim(0);
     sigkill(first);
-    job_view_t v = wait_view(&coord, "running", 0, 0, 1, 30000, "the restore after the first kill");
+    job_view_t v = wait_view(coord, "running", 0, 0, 1, 30000, "the restore after the first kill");
 
     eddy_proc_t *repl = start_worker();
-    alive_wait_t again = {3, false};
-    cr_assert(eddy_poll_until(enough_alive, &again, 15000), "the replacement never registered:\n%s",
+    cr_assert(eddy_test_cluster_wait_workers(cl, 3, false, 15000), "the replacement never registered:\n%s",
               log_text());
     /* let the restored job make progress: a checkpoint after the restore */
-    v = wait_view(&coord, "running", v.ck_id + 1, v.ck_completed + 1, 1, 30000,
+    v = wait_view(coord, "running", v.ck_id + 1, v.ck_completed + 1, 1, 30000,
                   "a checkpoint after the first restore");
 
     pid_t second = victim(repl->pid);
     cr_assert_neq(second, first);
     sigkill(second);
-    v = wait_view(&coord, "running", 0, 0, 2, 30000, "the restore after the second kill");
+    v = wait_view(coord, "running", 0, 0, 2, 30000, "the restore after the second kill");
 
     /* the replacement runs tasks now (reported with its next heartbeat) */
     cr_assert(eddy_poll_until(worker_busy, &repl->pid, 10000),
               "the replacement worker (pid %d) got no tasks at the second restore",
               (int)repl->pid);
 
-    v = wait_view(&coord, "finished", 0, 0, 2, 120000, "the job to finish");
+    v = wait_view(coord, "finished", 0, 0, 2, 120000, "the job to finish");
     char *l = log_text();
     cr_assert_geq(restores_logged(l, NULL), 2, "want two restores in the log:\n%s", l);
     free(l);
@@ -534,7 +418,7 @@ Test(fault_tolerance, kill_two_workers_with_replacement, .init = setup, .fini = 
 Test(fault_tolerance, kill_during_rescale, .init = setup, .fini = teardown, .timeout = 180)
 {
     start_local(3, HB_TIMEOUT_HOLD, "300", false);
-    wait_view(&local, "running", 1, 1, 0, 30000, "a completed checkpoint");
+    wait_view(local, "running", 1, 1, 0, 30000, "a completed checkpoint");
     pid_t pid = victim(0);
 
     eddy_err_t err = {{0}};
@@ -563,7 +447,7 @@ Test(fault_tolerance, kill_during_rescale, .init = setup, .fini = teardown, .tim
     cr_log_info("kill_during_rescale: eddy rescale exited %d: %s", rc, msg);
     free(msg);
 
-    wait_view(&local, "running", 0, 0, 1, 30000, "the restore after the kill");
+    wait_view(local, "running", 0, 0, 1, 30000, "the restore after the kill");
     /* eddy local's replacement worker may be getting instances by a
      * migration, during which a rescale is refused with "try again" */
     char *e = NULL;
@@ -600,15 +484,14 @@ Test(fault_tolerance, coordinator_restart, .init = setup, .fini = teardown, .tim
     start_coordinator();
     for (int i = 0; i < 2; i++)
         start_worker();
-    alive_wait_t two = {2, false};
-    cr_assert(eddy_poll_until(enough_alive, &two, 15000), "2 workers never registered:\n%s",
+    cr_assert(eddy_test_cluster_wait_workers(cl, 2, false, 15000), "2 workers never registered:\n%s",
               log_text());
     submit();
-    job_view_t v = wait_view(&coord, "running", 2, 2, 0, 30000, "two completed checkpoints");
+    job_view_t v = wait_view(coord, "running", 2, 2, 0, 30000, "two completed checkpoints");
     int64_t before = v.ck_id;
 
-    kill(-coord.pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    kill(-coord->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
     /* A checkpoint may have completed between the status call and the kill:
      * the one in the metadata store is what the new coordinator must use. */
     char *l1 = eddy_read_file(coord_logp, NULL);
@@ -616,7 +499,7 @@ Test(fault_tolerance, coordinator_restart, .init = setup, .fini = teardown, .tim
     free(l1);
     start_coordinator(); /* same flags, same metastore; appends to the log */
 
-    v = wait_view(&coord, "finished", 0, 0, 0, 120000, "the job to finish after the restart");
+    v = wait_view(coord, "finished", 0, 0, 0, 120000, "the job to finish after the restart");
     char *l = log_text();
     const char *after = l + l1_len; /* the new coordinator's lines */
     unsigned long long resumed = 0, from = 0;
@@ -644,7 +527,7 @@ Test(fault_tolerance, coordinator_restart, .init = setup, .fini = teardown, .tim
 Test(fault_tolerance, abandoned_checkpoint, .init = setup, .fini = teardown, .timeout = 180)
 {
     start_local(3, HB_TIMEOUT_HOLD, "400", true);
-    job_view_t v0 = wait_view(&local, "running", 2, 2, 0, 30000, "two completed checkpoints");
+    job_view_t v0 = wait_view(local, "running", 2, 2, 0, 30000, "two completed checkpoints");
     pid_t pid = victim(0);
     cr_assert(kill(pid, SIGSTOP) == 0);
     uint64_t stopped = eddy_mono_ms();
@@ -664,7 +547,7 @@ Test(fault_tolerance, abandoned_checkpoint, .init = setup, .fini = teardown, .ti
     int64_t completed = b.ck_id;
     cr_assert_geq(completed, v0.ck_id);
 
-    job_view_t r = wait_view(&local, "running", 0, 0, 1, 30000, "the restore");
+    job_view_t r = wait_view(local, "running", 0, 0, 1, 30000, "the restore");
     char *l = log_text();
     uint64_t from = 0;
     cr_assert_eq(restores_logged(l, &from), 1, "want one restore:\n%s", l);

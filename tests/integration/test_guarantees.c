@@ -23,8 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (2u * 1024 * 1024)
@@ -35,23 +34,23 @@
 #define HB_TIMEOUT "1000"
 #endif
 
-static char *dir;
-static char input[600], output[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *input, *output;
 static char *text;
 static size_t text_len;
 static char rate[32];
 static int ports[2];
-static char port_s[16], http_s[16];
-static eddy_proc_t local;
+static eddy_proc_t *local;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("guar", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "guar", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_gen_text(input, TEXT_BYTES, 777, &err) == 0, "%s", err.msg);
     text = eddy_read_file(input, &text_len);
     cr_assert(text);
@@ -59,112 +58,50 @@ static void setup(void)
     for (size_t i = 0; i < text_len; i++)
         lines += text[i] == '\n';
     snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    memset(&local, 0, sizeof local);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    local = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
+    eddy_test_cluster_destroy(&cl);
     free(text);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void start_local(const char *guarantee)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
-                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                    "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--guarantee",
-                    (char *)guarantee, "--job", "wordcount", "--input", input, "--output",
-                    output, "--parallelism", "3", "--rate", rate, "--no-local-aggregation", NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--quiet", "--guarantee", guarantee, "--job", "wordcount", "--input",
+                         input, "--output", output, "--parallelism", "3", "--rate", rate,
+                         "--no-local-aggregation", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
 }
 
-typedef struct job_view {
-    char state[32], guarantee[32];
-    int64_t restarts, completed, source_in;
-} job_view_t;
-
-static bool job_view(job_view_t *v)
+/* Polls until the job runs with this much progress; fails with the log. */
+static eddy_test_job_view_t wait_view(int64_t min_completed, int64_t min_restarts,
+                                      int64_t min_source_in, const char *what)
 {
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    if (j) {
-        snprintf(v->state, sizeof v->state, "%s", json_string_value(json_object_get(j, "state")));
-        v->restarts = json_integer_value(json_object_get(j, "restarts"));
-        const char *g = json_string_value(json_object_get(j, "guarantee"));
-        snprintf(v->guarantee, sizeof v->guarantee, "%s", g ? g : "(none)");
-        v->completed = json_integer_value(
-            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
-        v->source_in = 0;
-        size_t i;
-        json_t *op;
-        json_array_foreach(json_object_get(j, "operators"), i, op)
-        {
-            if (json_is_true(json_object_get(op, "source")))
-                v->source_in += json_integer_value(json_object_get(op, "records_in"));
-        }
-    }
-    json_decref(st);
-    return j != NULL;
-}
-
-typedef struct view_wait {
-    int64_t min_completed, min_restarts, min_source_in;
-    job_view_t last;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    if (!eddy_proc_alive(&local))
-        return true;
-    job_view_t v;
-    if (!job_view(&v))
-        return false;
-    w->last = v;
-    return !strcmp(v.state, "running") && v.completed >= w->min_completed &&
-           v.restarts >= w->min_restarts && v.source_in >= w->min_source_in;
-}
-
-static job_view_t wait_view(int64_t min_completed, int64_t min_restarts, int64_t min_source_in,
-                            const char *what)
-{
-    view_wait_t w = {.min_completed = min_completed, .min_restarts = min_restarts,
-                     .min_source_in = min_source_in};
-    if (!eddy_poll_until(view_matches, &w, 60000) || !eddy_proc_alive(&local)) {
+    eddy_test_job_want_t want = {.state = "running", .min_completed = min_completed,
+                                 .min_restarts = min_restarts, .min_source_in = min_source_in};
+    eddy_test_job_view_t v;
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &want, 60000, &v, NULL)) {
         char *l = log_text();
         cr_assert_fail("timed out waiting for %s (state %s, restarts %lld); log:\n%s", what,
-                       w.last.state, (long long)w.last.restarts, l);
+                       v.state, (long long)v.restarts, l);
     }
-    return w.last;
+    return v;
 }
 
 /* The pid of an alive worker that runs tasks. */
 static pid_t victim(void)
 {
-    json_t *st = eddy_test_status(ports[0]);
-    pid_t pid = -1;
-    size_t i;
-    json_t *w;
-    json_array_foreach(json_object_get(st, "workers"), i, w)
-    {
-        if (pid < 0 && json_is_true(json_object_get(w, "alive")) &&
-            json_integer_value(json_object_get(w, "tasks")) > 0)
-            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-    }
-    json_decref(st);
+    pid_t pid = eddy_test_busy_worker(ports[0], 0);
     cr_assert_gt(pid, 0, "no alive worker with tasks in status");
     return pid;
 }
@@ -174,15 +111,15 @@ static pid_t victim(void)
 static char *run_with_kill(const char *guarantee)
 {
     start_local(guarantee);
-    job_view_t v = wait_view(1, 0, 0, "a completed checkpoint");
+    eddy_test_job_view_t v = wait_view(1, 0, 0, "a completed checkpoint");
     cr_assert_str_eq(v.guarantee, guarantee, "status --json shows the job's guarantee");
     /* Some progress past it, so the kill lands between checkpoints with
      * records read since the last one (the interesting case). */
-    wait_view(v.completed, 0, v.source_in + 2000, "progress after the checkpoint");
+    wait_view(v.ck_completed, 0, v.source_in + 2000, "progress after the checkpoint");
     pid_t pid = victim();
     cr_assert(kill(pid, SIGKILL) == 0, "kill -9 %d failed", (int)pid);
     wait_view(0, 1, 0, "the job restored and running");
-    int rc = eddy_proc_wait(&local, 120000);
+    int rc = eddy_proc_wait(local, 120000);
     if (rc != 0) {
         char *l = log_text();
         cr_assert_fail("eddy local --guarantee %s exited %d; log:\n%s", guarantee, rc, l);
@@ -316,27 +253,11 @@ Test(guarantees, an_unknown_guarantee_is_a_usage_error, .init = setup, .fini = t
 Test(guarantees, submit_passes_the_guarantee, .init = setup, .fini = teardown, .timeout = 60)
 {
     eddy_err_t err = {{0}};
-    char url[64], meta[700], snaps[700];
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", meta, "--snapshot-dir", snaps, NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", url, "--guarantee", "at-most-once",
-                   "--job", "wordcount", "--input", input, "--output", output, NULL};
-    char *out = NULL, *errout = NULL;
-    int rc = -1;
-    for (uint64_t until = eddy_mono_ms() + 20000; rc != 0 && eddy_mono_ms() < until;) {
-        free(out);
-        free(errout);
-        out = errout = NULL;
-        rc = eddy_proc_run(sub, 20000, &out, &errout); /* refused until the coordinator listens */
-    }
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, errout);
-    free(out);
-    free(errout);
-    job_view_t v;
-    cr_assert(job_view(&v), "no wordcount job in status");
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--guarantee", "at-most-once", "--job", "wordcount", "--input", input,
+                         "--output", output, NULL};
+    cr_assert(eddy_test_cluster_submit(cl, job, NULL, &err) == 0, "%s", err.msg);
+    eddy_test_job_view_t v = eddy_test_job_view(ports[0], "wordcount");
+    cr_assert(v.ok, "no wordcount job in status");
     cr_assert_str_eq(v.guarantee, "at-most-once");
 }

@@ -36,12 +36,11 @@
 #include "net/dataplane.h"
 #include "net/proto.h"
 #include "net/zrecv.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (3u * 1024 * 1024)
 #define RUN_SECONDS 9 /* --rate is chosen so an undisturbed run takes this long */
-#define STATUS_DEADLINE_MS 10000 /* eddy_test_status gives up after this */
 #define MAX_WORKERS 8
 #define HOSTILE_PER_ROUND 20
 #define IDLE_HTTP_CONNECTIONS 1500
@@ -53,13 +52,13 @@
 #define HB_TIMEOUT "2000"
 #endif
 
-static char *dir;
-static char input[600], output[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *input, *output;
 static eddy_test_wc_input_t wc; /* the input text and its reference output */
 static char rate[32];
 static int ports[2];
-static char port_s[16], http_s[16], coord_url[64];
-static eddy_proc_t local;
+static char *coord_url;
+static eddy_proc_t *local;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next_random(void)
@@ -75,33 +74,29 @@ static uint64_t next_random(void)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("hostile", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "hostile", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 777, &wc, &err) == 0, "%s", err.msg);
     snprintf(rate, sizeof rate, "%zu", wc.lines / RUN_SECONDS);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    local = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
+    eddy_test_cluster_destroy(&cl);
     eddy_test_wc_input_free(&wc);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* The file wordcount (exact output to compare), or an unbounded generated
@@ -109,62 +104,29 @@ static char *log_text(void)
 static void start_local(bool unbounded)
 {
     eddy_err_t err = {{0}};
-    char *argv[40] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
-                      "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                      "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job",
-                      "wordcount", "--parallelism", "3"};
-    int k = 19;
-    char *file_job[] = {"--input", input, "--output", output, "--rate", rate, NULL};
-    char *generated[] = {"--generate", "--lines", "0", "--rate", "2000", NULL};
-    for (char **a = unbounded ? generated : file_job; *a; a++)
-        argv[k++] = *a;
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *file_job[] = {"--quiet", "--job", "wordcount", "--parallelism", "3", "--input",
+                              input, "--output", output, "--rate", rate, NULL};
+    const char *generated[] = {"--quiet", "--job", "wordcount", "--parallelism", "3",
+                               "--generate", "--lines", "0", "--rate", "2000", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, unbounded ? generated : file_job, &err) == 0,
+              "%s", err.msg);
 }
 
 /* ---- status ----------------------------------------------------------------- */
 
-typedef struct job_wait {
-    const char *state;
-    int64_t min_completed, min_restarts;
+static eddy_test_job_view_t wait_job(const char *state, int64_t min_completed,
+                                     int64_t min_restarts, uint64_t timeout_ms, const char *what)
+{
+    eddy_test_job_want_t want = {.state = state, .min_completed = min_completed,
+                                 .min_restarts = min_restarts};
+    eddy_test_job_view_t v;
     bool gone;
-    int64_t restarts;
-    char last_state[32];
-} job_wait_t;
-
-static bool job_matches(void *arg)
-{
-    job_wait_t *w = arg;
-    if (!eddy_proc_alive(&local)) {
-        w->gone = true;
-        return true;
-    }
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    bool ok = false;
-    if (j) {
-        const char *state = json_string_value(json_object_get(j, "state"));
-        snprintf(w->last_state, sizeof w->last_state, "%s", state ? state : "?");
-        w->restarts = json_integer_value(json_object_get(j, "restarts"));
-        int64_t completed = json_integer_value(
-            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
-        ok = state && !strcmp(state, w->state) && completed >= w->min_completed &&
-             w->restarts >= w->min_restarts;
-    }
-    json_decref(st);
-    return ok;
-}
-
-static job_wait_t wait_job(const char *state, int64_t min_completed, int64_t min_restarts,
-                           uint64_t timeout_ms, const char *what)
-{
-    job_wait_t w = {state, min_completed, min_restarts, false, 0, ""};
-    if (!eddy_poll_until(job_matches, &w, timeout_ms) || w.gone) {
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &want, timeout_ms, &v, &gone)) {
         char *l = log_text();
         cr_assert_fail("timed out waiting for %s (state %s, restarts %lld)%s; log:\n%s", what,
-                       w.last_state, (long long)w.restarts, w.gone ? " - eddy local exited" : "", l);
+                       v.state, (long long)v.restarts, gone ? " - eddy local exited" : "", l);
     }
-    return w;
+    return v;
 }
 
 typedef struct endpoints {
@@ -196,7 +158,7 @@ static int port_of(const char *endpoint)
 
 static void expect_exact_output(void)
 {
-    int rc = eddy_proc_wait(&local, 120000);
+    int rc = eddy_proc_wait(local, 120000);
     if (rc != 0) {
         char *l = log_text();
         cr_assert_fail("eddy local exited %d; log:\n%s", rc, l);
@@ -372,7 +334,7 @@ Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = te
     while (!finished && eddy_mono_ms() < deadline) {
         uint64_t asked = eddy_mono_ms();
         json_t *doc = eddy_test_status(ports[0]);
-        if (!doc && !eddy_proc_alive(&local))
+        if (!doc && !eddy_proc_alive(local))
             break; /* the job finished and eddy local exited meanwhile */
         if (!doc) {
             atomic_store(&attack.stop, true);
@@ -387,7 +349,7 @@ Test(hostile_peers, garbage_on_control_and_data_ports, .init = setup, .fini = te
         finished = state && strcmp(state, "running") && strcmp(state, "deploying") &&
                    strcmp(state, "restoring") && strcmp(state, "waiting");
         json_decref(doc);
-        if (!eddy_proc_alive(&local))
+        if (!eddy_proc_alive(local))
             break;
         eddy_nap_ms(100); /* between polls of the job's state */
     }
@@ -443,7 +405,7 @@ Test(hostile_peers, forged_end_of_stream, .init = setup, .fini = teardown, .time
     zmq_close(push);
     zmq_ctx_term(ctx);
 
-    job_wait_t w = wait_job("running", 0, 1, 60000, "the job restored after the forged EOS");
+    eddy_test_job_view_t w = wait_job("running", 0, 1, 60000, "the job restored after the forged EOS");
     cr_log_info("forged EOS: restarts %lld", (long long)w.restarts);
     expect_exact_output();
     char *l = log_text();

@@ -13,45 +13,39 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define PROMTOOL_DEFAULT "/usr/bin/promtool"
 
-static char *dir;
-static char logp[600];
+static eddy_test_cluster_t *cl;
 static int ports[2];
-static eddy_proc_t job;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("http", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--generate",
-                    "--lines", "0", "--rate", "2000", NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "http", .workers = 2, .checkpoint_interval = "500",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    const char *job[] = {"--quiet", "--job", "wordcount", "--generate", "--lines", "0", "--rate",
+                         "2000", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job)) {
-        char *log = eddy_read_file(logp, NULL);
-        cr_assert_fail("job never reached state running; log:\n%s", log ? log : "");
+    eddy_test_job_want_t running = {.state = "running"};
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &running, 30000, NULL, NULL)) {
+        char *log = eddy_test_cluster_log_text(cl);
+        cr_assert_fail("job never reached state running; log:\n%s", log);
     }
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
+    eddy_test_cluster_destroy(&cl);
     curl_global_cleanup();
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
 }
 
 /* GET http://127.0.0.1:PORT/path; returns the status and the body. */
@@ -122,7 +116,7 @@ Test(http, metrics_pass_promtool, .init = setup, .fini = teardown, .timeout = 90
     cr_assert(strstr(ct, "text/plain"), "Content-Type '%s'", ct);
     cr_assert(strstr(body, "# TYPE"), "no TYPE lines in:\n%.400s", body);
     char path[700], cmd[1600];
-    snprintf(path, sizeof path, "%s/metrics.txt", dir);
+    snprintf(path, sizeof path, "%s/metrics.txt", eddy_test_cluster_dir(cl));
     cr_assert(eddy_write_file(path, body, strlen(body)) == 0);
     snprintf(cmd, sizeof cmd, "'%s' check metrics < '%s'", promtool, path);
     char *argv[] = {"/bin/sh", "-c", cmd, NULL};

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "net/client.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
@@ -45,93 +45,54 @@
 #define HB_TIMEOUT "1500"
 #endif
 
-static char *dir;
-static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
+static eddy_test_cluster_t *cl;
+static char *dir, *input, *output, *coord_url, *http_s;
 static int ports[2];
-static char coord_url[64], http_s[16], rate[32];
-static eddy_proc_t coord;
-static eddy_proc_t workers[MAX_WORKERS];
-static int n_workers, coord_starts;
+static char rate[32];
+static eddy_proc_t *coord;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("history", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    eddy_test_cluster_opts_t o = {.tag = "history", .checkpoint_interval = "500",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_gen_lines(input, LINES, 99, &err) == 0, "%s", err.msg);
     snprintf(rate, sizeof rate, "%d", LINES / RUN_SECONDS);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    memset(&coord, 0, sizeof coord);
-    memset(workers, 0, sizeof workers);
-    n_workers = coord_starts = 0;
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    http_s = eddy_test_cluster_http_port_s(cl, 0);
+    coord = eddy_test_cluster_coordinator(cl, 0);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&coord, 3000);
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* ---- processes ------------------------------------------------------------ */
 
-static int count_in_log(const char *needle)
-{
-    char *s = eddy_read_file(coord_logp, NULL);
-    int n = 0;
-    for (const char *p = s; p && (p = strstr(p, needle)); p++)
-        n++;
-    free(s);
-    return n;
-}
-
-static bool coordinator_listening(void *arg)
-{
-    (void)arg;
-    return count_in_log("] listening on ") >= coord_starts;
-}
-
 static char *log_text(void)
 {
-    char *s = eddy_read_file(coord_logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void start_coordinator(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
-                    "--checkpoint-interval", "500", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", HB_TIMEOUT, NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
-    coord_starts++;
-    if (!eddy_poll_until(coordinator_listening, NULL, 15000)) {
-        char *l = log_text();
-        cr_assert_fail("coordinator did not start (exit %d):\n%s", eddy_proc_wait(&coord, 0), l);
-    }
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
 }
 
 static void start_worker(void)
 {
-    cr_assert(n_workers < MAX_WORKERS);
+    cr_assert(eddy_test_cluster_n_workers(cl) < MAX_WORKERS);
     eddy_err_t err = {{0}};
-    char name[32], wlog[600];
-    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, NULL};
-    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
 }
 
 /* eddy submit; returns the id it printed (malloc'd). */
@@ -310,17 +271,6 @@ static bool worker_with_tasks(void *arg)
     return w->pid > 0;
 }
 
-static bool three_alive(void *arg)
-{
-    (void)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    size_t i, n = 0;
-    json_t *wj;
-    json_array_foreach(json_object_get(st, "workers"), i, wj) n += json_is_true(json_object_get(wj, "alive"));
-    json_decref(st);
-    return n >= 3;
-}
-
 static long long status_source_read(const char *id, const char **state_out, char *state_buf, size_t size)
 {
     json_t *st = eddy_test_status(ports[0]);
@@ -344,7 +294,7 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
     start_coordinator();
     for (int i = 0; i < 3; i++)
         start_worker();
-    cr_assert(eddy_poll_until(three_alive, NULL, 20000), "3 workers never registered:\n%s", log_text());
+    cr_assert(eddy_test_cluster_wait_workers(cl, 3, false, 20000), "3 workers never registered:\n%s", log_text());
     char *id = submit(true);
     cr_assert_str_eq(id, "wordcount");
     wait_progress(id, "running", LINES / 10, 0, 60000, "the first tenth of the input");
@@ -373,8 +323,8 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
     cr_assert_geq(checkpoints, 1, "no completed checkpoint in /metrics");
     cr_assert_geq(job_counter("eddy_rescales_total", id), 1, "the rescale is not in /metrics");
     cr_assert_geq(job_counter("eddy_job_restarts_total", id), 1, "the restore is not in /metrics");
-    kill(-coord.pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    kill(-coord->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
     start_coordinator();
     wait_progress(id, "finished", LINES, 0, 180000, "the job to finish after the coordinator restart");
 
@@ -401,8 +351,8 @@ Test(job_history, counters_never_go_backwards, .init = setup, .fini = teardown, 
     cr_assert_str_eq(state, "finished");
 
     /* history survives a coordinator restart; ids are never reused */
-    kill(-coord.pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    kill(-coord->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
     start_coordinator();
     cr_assert_eq(status_source_read(id, &state, sb, sizeof sb), final_read,
                  "wordcount's numbers after a coordinator restart");

@@ -19,24 +19,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define PROMTOOL_DEFAULT "/usr/bin/promtool"
 
+static eddy_test_cluster_t *cl;
 static char *dir;
-static char logp[600];
-static eddy_proc_t job;
+static eddy_proc_t *job;
 static int ports[2];
 static int listener = -1, conn = -1;
 
+/* eddy local with checkpoints off and the default heartbeat timeout. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("latency", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "latency", .checkpoint_interval = "0",
+                                  .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    job = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
@@ -45,18 +51,24 @@ static void teardown(void)
         close(conn);
     if (listener >= 0)
         close(listener);
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(latency, .init = setup, .fini = teardown);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
+}
+
+/* eddy local with `workers` workers and these job flags; its stdout in
+ * stdout_path (NULL: /dev/null, or EDDY_PROC_PIPE). */
+static void start_local(int workers, const char *const job_args[], const char *stdout_path)
+{
+    eddy_err_t err = {{0}};
+    eddy_test_cluster_opts(cl)->workers = workers;
+    cr_assert(eddy_test_cluster_start_local_to(cl, job_args, stdout_path, &err) == 0, "%s",
+              err.msg);
 }
 
 static int listen_on_loopback(int *port)
@@ -75,7 +87,7 @@ static int listen_on_loopback(int *port)
 static bool accepted(void *arg)
 {
     (void)arg;
-    if (!eddy_proc_alive(&job))
+    if (!eddy_proc_alive(job))
         return true; /* the assertion after the wait reports it */
     struct pollfd p = {listener, POLLIN, 0};
     if (poll(&p, 1, 0) == 1)
@@ -87,18 +99,12 @@ static bool accepted(void *arg)
  * stdout (a pipe), checkpoints off. */
 static void start_job(void)
 {
-    eddy_err_t err = {{0}};
     int port;
     listener = listen_on_loopback(&port);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16], where[64];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char where[64];
     snprintf(where, sizeof where, "127.0.0.1:%d", port);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                    "--http-port", hp, "--heartbeat-ms", "200", "--checkpoint-interval", "0",
-                    "--job", "wordcount", "--socket", where, NULL};
-    cr_assert(eddy_proc_start(&job, argv, EDDY_PROC_PIPE, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--job", "wordcount", "--socket", where, NULL};
+    start_local(2, argv, EDDY_PROC_PIPE);
     cr_assert(eddy_poll_until(accepted, NULL, 60000) && conn >= 0,
               "the socket source never connected; log:\n%s", log_text());
 }
@@ -114,15 +120,15 @@ typedef struct want {
 static bool row_seen(void *arg)
 {
     want_t *w = arg;
-    struct pollfd p = {job.stdout_fd, POLLIN, 0};
+    struct pollfd p = {job->stdout_fd, POLLIN, 0};
     while (poll(&p, 1, 0) == 1 && seen_len < sizeof seen - 1) {
-        ssize_t n = read(job.stdout_fd, seen + seen_len, sizeof seen - 1 - seen_len);
+        ssize_t n = read(job->stdout_fd, seen + seen_len, sizeof seen - 1 - seen_len);
         if (n <= 0)
             break;
         seen_len += (size_t)n;
         seen[seen_len] = '\0';
     }
-    return strstr(seen, w->row) != NULL || !eddy_proc_alive(&job);
+    return strstr(seen, w->row) != NULL || !eddy_proc_alive(job);
 }
 
 static void write_line(const char *line)
@@ -147,10 +153,10 @@ Test(latency, socket_record_reaches_piped_stdout_before_end_of_input, .timeout =
     w.row = "+U[hello, 2]";
     ok = eddy_poll_until(row_seen, &w, 60000) && strstr(seen, w.row);
     cr_assert(ok, "'%s' not on stdout; stdout:\n%s", w.row, seen);
-    cr_assert(eddy_proc_alive(&job), "eddy local ended before its input did");
+    cr_assert(eddy_proc_alive(job), "eddy local ended before its input did");
     close(conn);
     conn = -1;
-    int rc = eddy_proc_wait(&job, 90000);
+    int rc = eddy_proc_wait(job, 90000);
     cr_assert_eq(rc, 0, "eddy local exited %d", rc);
 }
 
@@ -282,7 +288,7 @@ Test(latency, histograms_are_prometheus_and_move_with_load, .timeout = 180)
     free(text);
     close(conn);
     conn = -1;
-    cr_assert_eq(eddy_proc_wait(&job, 90000), 0);
+    cr_assert_eq(eddy_proc_wait(job, 90000), 0);
 }
 
 /* ---- event-time lag ------------------------------------------------------ */
@@ -322,22 +328,15 @@ static bool lag_grew(void *arg)
         ok = series_value(text, series) > w->above;
     }
     free(text);
-    return ok || !eddy_proc_alive(&job);
+    return ok || !eddy_proc_alive(job);
 }
 
 Test(latency, event_time_lag_is_prometheus_and_moves, .timeout = 180)
 {
-    eddy_err_t err = {{0}};
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
     /* about 30 s of events: far longer than the test needs to see two readings */
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--heartbeat-ms", "200", "--checkpoint-interval", "0", "--quiet", "--job", "nexmark",
-                    "--query", "q5", "--events", "60000", "--rate", "2000", "--parallelism", "1",
-                    "--output", "/dev/null", NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--quiet", "--job", "nexmark", "--query", "q5", "--events", "60000",
+                          "--rate", "2000", "--parallelism", "1", "--output", "/dev/null", NULL};
+    start_local(1, argv, NULL);
     lag_wait_t w = {{0}, 0};
     cr_assert(eddy_poll_until(lag_grew, &w, 60000) && w.op[0],
               "no operator of nexmark q5 counted event-time lag; log:\n%s", log_text());
@@ -350,7 +349,7 @@ Test(latency, event_time_lag_is_prometheus_and_moves, .timeout = 180)
     free(text);
     /* ticks go on counting while the job runs */
     w.above = first;
-    cr_assert(eddy_poll_until(lag_grew, &w, 60000) && eddy_proc_alive(&job),
+    cr_assert(eddy_poll_until(lag_grew, &w, 60000) && eddy_proc_alive(job),
               "%s's event-time lag count stuck at %.0f; log:\n%s", w.op, first, log_text());
     text = get_metrics();
     cr_assert_gt(series_value(text, series), first);

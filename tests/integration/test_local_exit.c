@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 #include "tests/unit/leak_check.h"
 
@@ -25,20 +25,24 @@
 
 TestSuite(local_exit, .fini = eddy_test_leak_check);
 
+static eddy_test_cluster_t *cl;
 static char *dir;
 
+/* eddy local, 2 workers, short heartbeats so lost workers are noticed
+ * quickly. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("local-exit", &err);
-    cr_assert(dir, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "local-exit", .workers = 2, .checkpoint_interval = "300",
+                                  .heartbeat_ms = "100", .heartbeat_timeout_ms = "1000"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
 }
 
 static void teardown(void)
 {
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* The last non-empty line of s (in place: s is modified). */
@@ -52,36 +56,24 @@ static const char *last_line(char *s)
 }
 
 typedef struct local_run {
-    eddy_proc_t proc;
+    eddy_proc_t *proc;
     int control_port;
-    char log[700];
 } local_run_t;
 
-/* Starts `eddy local --workers 2 ... --job JOB [job args]` on free ports,
- * with short heartbeats so lost workers are noticed quickly. */
-static void start_local(local_run_t *run, const char *tag, char *const job_args[])
+/* Starts `eddy local ... --job JOB [job args]` (INFO lines read). */
+static void start_local(local_run_t *run, char *const job_args[])
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    run->control_port = ports[0];
-    static char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    snprintf(run->log, sizeof run->log, "%s/%s.log", dir, tag);
-    char *argv[64] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                      "--http-port", hp, "--checkpoint-interval", "300", /* INFO lines read */
-                      "--heartbeat-ms", "100", "--heartbeat-timeout-ms", "1000"};
-    int k = 14;
-    for (int i = 0; job_args[i] && k < 63; i++)
-        argv[k++] = job_args[i];
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&run->proc, argv, NULL, run->log, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, (const char *const *)job_args, &err) == 0, "%s",
+              err.msg);
+    run->proc = eddy_test_cluster_local(cl);
+    run->control_port = eddy_test_cluster_port(cl, 0);
 }
 
 static char *read_log(local_run_t *run)
 {
-    char *log = eddy_read_file(run->log, NULL);
+    (void)run;
+    char *log = eddy_read_file(eddy_test_cluster_path(cl, "local.log"), NULL);
     return log ? log : strdup("");
 }
 
@@ -94,9 +86,9 @@ Test(local_exit, finished_job_exits_0, .init = setup, .fini = teardown, .timeout
     cr_assert(eddy_gen_text(input, 200 * 1024, 7, &err) == 0, "%s", err.msg);
     local_run_t run;
     char *job[] = {"--job", "wordcount", "--input", input, "--output", out, NULL};
-    start_local(&run, "finished", job);
-    int rc = eddy_proc_wait(&run.proc, RUN_TIMEOUT_MS);
-    eddy_proc_kill(&run.proc, 2000);
+    start_local(&run, job);
+    int rc = eddy_proc_wait(run.proc, RUN_TIMEOUT_MS);
+    eddy_proc_kill(run.proc, 2000);
     char *log = read_log(&run);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     size_t text_len, expected_len, got_len = 0;
@@ -116,9 +108,9 @@ Test(local_exit, cancel_exits_3, .init = setup, .fini = teardown, .timeout = 150
 {
     local_run_t run;
     char *job[] = {"--job", "wordcount", "--generate", "--lines", "0", "--rate", "500", NULL};
-    start_local(&run, "cancel", job);
+    start_local(&run, job);
     cr_assert(eddy_test_wait_job_state(run.control_port, "wordcount", "running", STATE_TIMEOUT_MS,
-                                       &run.proc),
+                                       run.proc),
               "job never ran");
     char coord[64];
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", run.control_port);
@@ -126,8 +118,8 @@ Test(local_exit, cancel_exits_3, .init = setup, .fini = teardown, .timeout = 150
     char *cout = NULL, *cerr = NULL;
     int crc = eddy_proc_run(cancel, 20000, &cout, &cerr);
     cr_assert_eq(crc, 0, "eddy cancel exited %d: %s", crc, cerr ? cerr : "");
-    int rc = eddy_proc_wait(&run.proc, RUN_TIMEOUT_MS);
-    eddy_proc_kill(&run.proc, 2000);
+    int rc = eddy_proc_wait(run.proc, RUN_TIMEOUT_MS);
+    eddy_proc_kill(run.proc, 2000);
     char *log = read_log(&run);
     cr_assert_eq(rc, 3, "eddy local exited %d after a cancel (want 3); log:\n%s", rc, log);
     cr_assert(strstr(last_line(log), "cancelled"), "last line: %s", last_line(log));
@@ -213,7 +205,7 @@ Test(local_exit, killed_workers_are_restarted_and_the_job_finishes_exactly, .ini
     snprintf(rate, sizeof rate, "%zu", lines / 8 + 1);
     local_run_t run;
     char *job[] = {"--job", "wordcount", "--input", input, "--output", out, "--rate", rate, NULL};
-    start_local(&run, "kill", job);
+    start_local(&run, job);
 
     progress_t prog = {run.control_port};
     cr_assert(eddy_poll_until(source_started, &prog, STATE_TIMEOUT_MS), "job never started");
@@ -224,8 +216,8 @@ Test(local_exit, killed_workers_are_restarted_and_the_job_finishes_exactly, .ini
         cr_assert_eq(kill((pid_t)rep.old[i], SIGKILL), 0, "kill %lld", rep.old[i]);
 
     bool replaced = eddy_poll_until(workers_replaced, &rep, STATE_TIMEOUT_MS);
-    int rc = replaced ? eddy_proc_wait(&run.proc, RUN_TIMEOUT_MS) : -1;
-    eddy_proc_kill(&run.proc, 2000);
+    int rc = replaced ? eddy_proc_wait(run.proc, RUN_TIMEOUT_MS) : -1;
+    eddy_proc_kill(run.proc, 2000);
     char *log = read_log(&run);
     cr_assert(replaced, "the killed workers were not replaced; log:\n%s", log);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
@@ -256,9 +248,9 @@ Test(local_exit, failure_exits_1_with_the_cause_last, .init = setup, .fini = tea
     cr_assert(eddy_write_file(blocker, "x\n", 2) == 0);
     local_run_t run;
     char *job[] = {"--job", "etl", "--generate", "--lines", "1000", "--output-dir", outdir, NULL};
-    start_local(&run, "fail", job);
-    int rc = eddy_proc_wait(&run.proc, RUN_TIMEOUT_MS);
-    eddy_proc_kill(&run.proc, 2000);
+    start_local(&run, job);
+    int rc = eddy_proc_wait(run.proc, RUN_TIMEOUT_MS);
+    eddy_proc_kill(run.proc, 2000);
     char *log = read_log(&run);
     cr_assert_eq(rc, 1, "eddy local exited %d (want 1); log:\n%s", rc, log);
     const char *last = last_line(log);

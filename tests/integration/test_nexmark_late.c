@@ -21,45 +21,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/nexmark_ref.h"
 #include "tests/support/proc.h"
 
 #define EVENTS "30000" /* 30 s of event time: 3 tumbling windows */
 
-static char *dir;
-static char events_path[600], kept_path[600], output[600], late_path[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *events_path, *kept_path, *output, *late_path;
 static int ports[2];
-static eddy_proc_t job;
+static eddy_proc_t *job;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("nexmark-late", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(events_path, sizeof events_path, "%s/events.csv", dir);
-    snprintf(kept_path, sizeof kept_path, "%s/kept.csv", dir);
-    snprintf(output, sizeof output, "%s/out.tsv", dir);
-    snprintf(late_path, sizeof late_path, "%s/late.csv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "nexmark-late", .workers = 2,
+                                  .checkpoint_interval = "300", .heartbeat_ms = "",
+                                  .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    events_path = eddy_test_cluster_path(cl, "events.csv");
+    kept_path = eddy_test_cluster_path(cl, "kept.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
+    late_path = eddy_test_cluster_path(cl, "late.csv");
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    job = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(nexmark_late, .init = setup, .fini = teardown, .timeout = 400);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void generate(const char *disorder)
@@ -148,26 +148,21 @@ static void events_minus(lines_t *events, lines_t *late)
 
 static void start_query(const char *query, const char *const *extra)
 {
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *argv[48] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                            "--http-port", hp, "--checkpoint-interval", "300", "--quiet", "--job",
-                            "nexmark", "--query", query, "--input", events_path,
-                            "--output", output};
-    size_t n = 19;
+    const char *argv[48] = {"--quiet", "--job", "nexmark", "--query", query, "--input",
+                            events_path, "--output", output};
+    size_t n = 9;
     for (size_t i = 0; extra && extra[i] && n < 46; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     unlink(output);
     unlink(late_path);
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(&job, (char *const *)argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
 }
 
 static void wait_job(const char *query)
 {
-    int rc = eddy_proc_wait(&job, 240000);
+    int rc = eddy_proc_wait(job, 240000);
     cr_assert_eq(rc, 0, "eddy local (%s) exited %d; log:\n%s", query, rc, log_text());
 }
 
@@ -238,7 +233,7 @@ static long long late_metric(void)
 static long long watch_late_metric(void)
 {
     long long max = -1;
-    while (eddy_proc_alive(&job)) {
+    while (eddy_proc_alive(job)) {
         long long v = late_metric();
         if (v > max)
             max = v;
@@ -326,7 +321,7 @@ Test(nexmark_late, a_killed_worker_neither_loses_nor_repeats_late_events)
     const char *extra[] = {"--max-delay-ms", "0", "--rate", "4000", "--late-output", late_path,
                            NULL};
     start_query("q7", extra);
-    cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, &job) > 0,
+    cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, job) > 0,
               "no worker killed after two checkpoints; log:\n%s", log_text());
     wait_job("q7");
     char *log = log_text();

@@ -17,42 +17,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/nexmark_ref.h"
 #include "tests/support/proc.h"
 
 #define EVENTS "60000" /* 60 s of event time: 6 tumbling, 30 sliding windows */
 
-static char *dir;
-static char events_path[600], output[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *events_path, *output;
 static int ports[2];
-static eddy_proc_t job;
+static eddy_proc_t *job;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("nexmark", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(events_path, sizeof events_path, "%s/events.csv", dir);
-    snprintf(output, sizeof output, "%s/out.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "nexmark", .workers = 2, .checkpoint_interval = "300",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    events_path = eddy_test_cluster_path(cl, "events.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    job = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(nexmark, .init = setup, .fini = teardown, .timeout = 300);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void generate(const char *events, const char *disorder)
@@ -64,23 +63,18 @@ static void generate(const char *events, const char *disorder)
 /* Starts the query on 2 workers; extra flags end with NULL. */
 static void start_query(const char *query, const char *const *extra)
 {
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *argv[48] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                            "--http-port", hp, "--checkpoint-interval", "300", "--quiet", "--job",
-                            "nexmark", "--query", query, "--output", output};
-    size_t n = 17;
+    const char *argv[48] = {"--quiet", "--job", "nexmark", "--query", query, "--output", output};
+    size_t n = 7;
     for (size_t i = 0; extra && extra[i] && n < 46; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(&job, (char *const *)argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
 }
 
 static void expect_reference(const char *query)
 {
-    int rc = eddy_proc_wait(&job, 240000);
+    int rc = eddy_proc_wait(job, 240000);
     cr_assert_eq(rc, 0, "eddy local (%s) exited %d; log:\n%s", query, rc, log_text());
     eddy_ref_lines_t ref;
     eddy_err_t err = {{0}};
@@ -158,7 +152,7 @@ static void disturbed_run(const char *query, const char *op, bool kill_worker)
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
     const char *steps[] = {"3", "1"};
     for (size_t i = 0; op && i < 2; i++) {
-        bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, &job);
+        bool ok = eddy_test_wait_job_state(ports[0], "nexmark", "running", 30000, job);
         cr_assert(ok, "job never (again) reached state running; log:\n%s", log_text());
         char *argv[] = {EDDY_BINARY, "rescale", "nexmark", (char *)op, (char *)steps[i],
                         "--coordinator", coord, NULL};
@@ -171,7 +165,7 @@ static void disturbed_run(const char *query, const char *op, bool kill_worker)
     }
     /* a checkpoint or two completed, so the restore has one to go from */
     if (kill_worker)
-        cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, &job) > 0,
+        cr_assert(eddy_test_kill_worker_after(ports[0], "nexmark", 2, 30000, job) > 0,
                   "no worker killed after two checkpoints; log:\n%s", log_text());
     expect_reference(query);
 }
@@ -208,7 +202,7 @@ Test(nexmark, q12_processing_time_windows_have_the_right_shape)
     generate("20000", "0");
     const char *extra[] = {"--input", events_path, NULL};
     start_query("q12", extra);
-    int rc = eddy_proc_wait(&job, 120000);
+    int rc = eddy_proc_wait(job, 120000);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
     char *got = eddy_read_file(output, NULL);
     cr_assert(got && *got, "q12 wrote no rows; log:\n%s", log_text());

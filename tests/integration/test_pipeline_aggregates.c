@@ -14,23 +14,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
-static char *dir;
-static char input[600], output[600], spec[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *input, *output, *spec;
 static int ports[2];
+static eddy_proc_t *top_k_job;
 
+/* eddy local runs with eddy's own heartbeat timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("pipeline_aggs", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/in.csv", dir);
-    snprintf(output, sizeof output, "%s/out.tsv", dir);
-    snprintf(spec, sizeof spec, "%s/spec.yaml", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "pipeline_aggs", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "in.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
+    spec = eddy_test_cluster_path(cl, "spec.yaml");
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    top_k_job = eddy_test_cluster_local(cl);
     /* key, event time (ms), value, tag; out of order within the
      * watermark delay (a watermark comes only every 200 ms, so which rows
      * of a file read at once are late is not something to test here). */
@@ -46,43 +51,32 @@ static void setup(void)
     cr_assert_eq(eddy_write_file(input, rows, strlen(rows)), 0);
 }
 
-static eddy_proc_t top_k_job;
-static bool top_k_started;
-
 static void teardown(void)
 {
-    if (top_k_started)
-        eddy_proc_kill(&top_k_job, 3000);
-    top_k_started = false;
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(pipeline_aggregates, .init = setup, .fini = teardown, .timeout = 240);
+
+static char *log_text(void)
+{
+    return eddy_test_cluster_log_text(cl);
+}
 
 /* Runs text as a pipeline over the input (extra flags after); returns
  * the output file's text. */
 static char *run(const char *text, const char *const *extra)
 {
     cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *argv[24] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                            "--http-port", hp, "--quiet", "--pipeline", spec, "--input", input,
-                            "--output", output};
-    size_t n = 15;
+    const char *argv[24] = {"--quiet", "--pipeline", spec, "--input", input, "--output", output};
+    size_t n = 7;
     for (size_t i = 0; extra && extra[i] && n < 22; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     eddy_err_t err = {{0}};
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, (char *const *)argv, NULL, logp, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&proc, 120000);
-    eddy_proc_kill(&proc, 2000);
-    char *log = eddy_read_file(logp, NULL);
-    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "");
+    int rc = eddy_test_cluster_run_local(cl, argv, 120000, &err);
+    char *log = log_text();
+    cr_assert_eq(rc, 0, "eddy local exited %d (%s); log:\n%s", rc, err.msg, log);
     free(log);
     char *out = eddy_read_file(output, NULL);
     cr_assert(out, "no output");
@@ -249,22 +243,15 @@ static char *gen_bids(unsigned rows)
 static void start_top_k(const char *rate)
 {
     cr_assert_eq(eddy_write_file(spec, top_k_spec, strlen(top_k_spec)), 0);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "100", "--quiet", "--pipeline", spec, "--input", input,
-                    "--output", output, "--rate", (char *)rate, NULL};
+    eddy_test_cluster_opts_t *o = eddy_test_cluster_opts(cl);
+    o->workers = 3;
+    o->checkpoint_interval = "100";
+    const char *argv[] = {"--quiet", "--pipeline", spec, "--input", input, "--output", output,
+                          "--rate", rate, NULL};
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(&top_k_job, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    top_k_started = true;
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
 }
 
-static char *log_text(void)
-{
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
-}
 
 static json_int_t last_checkpoint(void)
 {
@@ -280,13 +267,13 @@ static bool checkpointed(void *arg)
 {
     bool *seen = arg;
     *seen = last_checkpoint() > 0;
-    return *seen || !eddy_proc_alive(&top_k_job);
+    return *seen || !eddy_proc_alive(top_k_job);
 }
 
 /* The job exits 0 and its output is want. */
 static void expect_top_k_output(const char *want)
 {
-    int rc = eddy_proc_wait(&top_k_job, 120000);
+    int rc = eddy_proc_wait(top_k_job, 120000);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     char *got = eddy_read_file(output, NULL);
@@ -313,10 +300,8 @@ Test(pipeline_aggregates, top_k_exact_with_checkpoints_mid_run)
 
 static int rescale_aggregate(const char *p)
 {
-    char coord[64];
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
     char *argv[] = {EDDY_BINARY, "rescale", "pipeline", "step2_aggregate", (char *)p,
-                    "--coordinator", coord, NULL};
+                    "--coordinator", eddy_test_cluster_url(cl, 0), NULL};
     char *out = NULL, *err = NULL;
     int rc = eddy_proc_run(argv, 90000, &out, &err);
     if (rc != 0)
@@ -332,7 +317,7 @@ Test(pipeline_aggregates, top_k_exact_across_rescales)
     start_top_k("6000");
     static const char *const steps[] = {"3", "1"};
     for (size_t i = 0; i < 2; i++) {
-        if (!eddy_test_wait_job_state(ports[0], "pipeline", "running", 60000, &top_k_job))
+        if (!eddy_test_wait_job_state(ports[0], "pipeline", "running", 60000, top_k_job))
             cr_assert_fail("the job never (again) reached running; log:\n%s", log_text());
         cr_assert_eq(rescale_aggregate(steps[i]), 0, "rescale to %s refused; log:\n%s", steps[i],
                      log_text());

@@ -13,34 +13,35 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
 #define LINES 40000
 
-static char *dir;
-static char input[600], spec[600], out_static[600], out_adaptive[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *input, *spec, *out_static, *out_adaptive;
 static int ports[2];
 
+/* eddy local runs with eddy's own checkpoint and heartbeat timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("reorder", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/in.csv", dir);
-    snprintf(spec, sizeof spec, "%s/swap.yaml", dir);
-    snprintf(out_static, sizeof out_static, "%s/static.tsv", dir);
-    snprintf(out_adaptive, sizeof out_adaptive, "%s/adaptive.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "reorder", .workers = 1, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "in.csv");
+    spec = eddy_test_cluster_path(cl, "swap.yaml");
+    out_static = eddy_test_cluster_path(cl, "static.tsv");
+    out_adaptive = eddy_test_cluster_path(cl, "adaptive.tsv");
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
 }
 
 static void teardown(void)
 {
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(pipeline_reorder, .init = setup, .fini = teardown, .timeout = 300);
@@ -68,26 +69,22 @@ static void write_input(void)
     cr_assert_eq(eddy_write_file(spec, text, strlen(text)), 0);
 }
 
-static void start(eddy_proc_t *proc, const char *output, const char *const *extra)
+static eddy_proc_t *start(const char *output, const char *const *extra)
 {
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *argv[32] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp,
-                            "--http-port", hp, "--pipeline", spec, "--input", input,
-                            "--output", output, "--parallelism", "1"};
-    size_t n = 16;
+    const char *argv[32] = {"--pipeline", spec, "--input", input, "--output", output,
+                            "--parallelism", "1"};
+    size_t n = 8;
     for (size_t i = 0; extra && extra[i] && n < 30; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(proc, (char *const *)argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    return eddy_test_cluster_local(cl);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* The value of eddy_pipeline_filter_position for the filter with this
@@ -141,22 +138,21 @@ Test(pipeline_reorder, selectivities_swap_midway)
     write_input();
 
     /* The static run: filters as written, no eddy. */
-    eddy_proc_t proc;
-    start(&proc, out_static, (const char *[]){"--quiet", "--no-optimize", NULL});
-    int rc = eddy_proc_wait(&proc, 180000);
-    eddy_proc_kill(&proc, 2000);
+    eddy_proc_t *proc = start(out_static, (const char *[]){"--quiet", "--no-optimize", NULL});
+    int rc = eddy_proc_wait(proc, 180000);
+    eddy_proc_kill(proc, 2000);
     char *log = log_text();
     cr_assert_eq(rc, 0, "static run exited %d; log:\n%s", rc, log);
     free(log);
 
     /* The adaptive run, slowed down so /metrics can be watched while the
      * input turns over (about 10 s). */
-    start(&proc, out_adaptive, (const char *[]){"--rate", "4000", NULL});
+    proc = start(out_adaptive, (const char *[]){"--rate", "4000", NULL});
     bool y_first = false, x_first_after = false, reported = false, status_shown = false;
     long long reorders = -1;
     char job[128] = "";
     uint64_t deadline = eddy_mono_ms() + 180000;
-    while (eddy_proc_alive(&proc) && eddy_mono_ms() < deadline && !(x_first_after && status_shown)) {
+    while (eddy_proc_alive(proc) && eddy_mono_ms() < deadline && !(x_first_after && status_shown)) {
         long status = 0;
         char *metrics = eddy_test_http_get(ports[1], "/metrics", 2000, &status);
         if (metrics && status == 200) {
@@ -172,9 +168,8 @@ Test(pipeline_reorder, selectivities_swap_midway)
         if (y_first && !reported)
             reported = job_report(job, sizeof job);
         if (reported && !status_shown) {
-            char cp[64];
-            snprintf(cp, sizeof cp, "tcp://127.0.0.1:%d", ports[0]);
-            char *argv[] = {EDDY_BINARY, "status", job, "--coordinator", cp, NULL};
+            char *argv[] = {EDDY_BINARY, "status", job, "--coordinator",
+                            eddy_test_cluster_url(cl, 0), NULL};
             char *out = NULL;
             if (eddy_proc_run(argv, 10000, &out, NULL) == 0 && out && strstr(out, "filters '") &&
                 strstr(out, "reorders"))
@@ -183,8 +178,8 @@ Test(pipeline_reorder, selectivities_swap_midway)
         }
         eddy_nap_ms(100);
     }
-    rc = eddy_proc_wait(&proc, 180000);
-    eddy_proc_kill(&proc, 2000);
+    rc = eddy_proc_wait(proc, 180000);
+    eddy_proc_kill(proc, 2000);
     log = log_text();
     cr_assert_eq(rc, 0, "adaptive run exited %d; log:\n%s", rc, log);
     cr_assert(y_first, "the position metric never showed y == 'k' first; log:\n%s", log);

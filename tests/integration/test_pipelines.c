@@ -10,38 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/nexmark_ref.h"
 #include "tests/support/proc.h"
 
-static char *dir;
-static char events_path[600], output[600], logp[600];
-static int ports[2];
+static eddy_test_cluster_t *cl;
+static char *dir, *events_path, *output;
 
+/* eddy local runs with eddy's own checkpoint and heartbeat timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("pipelines", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(events_path, sizeof events_path, "%s/events.csv", dir);
-    snprintf(output, sizeof output, "%s/out.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "pipelines", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    events_path = eddy_test_cluster_path(cl, "events.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
 }
 
 static void teardown(void)
 {
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(pipelines, .init = setup, .fini = teardown, .timeout = 300);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void generate(const char *events)
@@ -54,22 +52,14 @@ static void generate(const char *events)
  * its exit status. */
 static int run_pipeline(const char *spec, const char *const *extra)
 {
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *argv[32] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                            "--http-port", hp, "--pipeline", spec, "--input", /* INFO lines read */
+    const char *argv[32] = {"--pipeline", spec, "--input", /* INFO lines read */
                             events_path, "--output", output};
-    size_t n = 14;
+    size_t n = 6;
     for (size_t i = 0; extra && extra[i] && n < 30; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     eddy_err_t err = {{0}};
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, (char *const *)argv, NULL, logp, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&proc, 240000);
-    eddy_proc_kill(&proc, 2000);
-    return rc;
+    return eddy_test_cluster_run_local(cl, argv, 240000, &err);
 }
 
 static void expect_reference(const char *query)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 #include "tests/unit/leak_check.h"
 
@@ -27,52 +27,51 @@
 
 TestSuite(plugins, .fini = eddy_test_leak_check);
 
-static char *dir;
+static eddy_test_cluster_t *cl;
+static char *dir, *cp, *hp, *coord;
 static int ports[2];
-static char cp[16], hp[16], coord[64], logp[700];
-static eddy_proc_t local;
+static eddy_proc_t *local;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("plugins", &err);
-    cr_assert(dir, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "plugins", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_ms = "100", .heartbeat_timeout_ms = "1500"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
     /* each worker's plugin cache is then a fresh directory in dir (no
      * $XDG_RUNTIME_DIR/eddy-plugins shared with earlier runs): empty */
     setenv("TMPDIR", dir, 1);
     unsetenv("XDG_RUNTIME_DIR");
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    cp = eddy_test_cluster_port_s(cl, 0);
+    hp = eddy_test_cluster_http_port_s(cl, 0);
+    coord = eddy_test_cluster_url(cl, 0);
+    local = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 2000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
+/* INFO lines read: no --quiet */
 static void start_local(const char *plugin, char *const job_args[])
 {
-    char *argv[64] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                      "--checkpoint-interval", "300", "--heartbeat-ms", "100", /* INFO lines read */
-                      "--heartbeat-timeout-ms", "1500", "--plugin", (char *)plugin};
-    int k = 16;
+    const char *argv[64] = {"--plugin", plugin};
+    int k = 2;
     for (int i = 0; job_args[i] && k < 63; i++)
         argv[k++] = job_args[i];
     argv[k] = NULL;
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
 }
 
 static char *log_text(void)
 {
-    char *log = eddy_read_file(logp, NULL);
-    return log ? log : strdup("");
+    return eddy_test_cluster_log_text(cl);
 }
 
 typedef struct progress {
@@ -180,7 +179,7 @@ Test(plugins, clicks_through_a_rescale_and_a_killed_worker, .init = setup, .fini
     progress_t later = {"clicks", 20000};
     cr_assert(eddy_poll_until(source_progressed, &later, STATE_TIMEOUT_MS), "no progress after the rescale");
     kill_a_worker();
-    int rc = eddy_proc_wait(&local, RUN_TIMEOUT_MS);
+    int rc = eddy_proc_wait(local, RUN_TIMEOUT_MS);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     cr_assert(strstr(log, "fetching it from the coordinator"), "no worker fetched the plugin");
@@ -219,7 +218,7 @@ Test(plugins, json_filter_through_a_killed_worker, .init = setup, .fini = teardo
     progress_t mid = {"json_filter", 15000};
     cr_assert(eddy_poll_until(source_progressed, &mid, STATE_TIMEOUT_MS), "the job never ran");
     kill_a_worker();
-    int rc = eddy_proc_wait(&local, RUN_TIMEOUT_MS);
+    int rc = eddy_proc_wait(local, RUN_TIMEOUT_MS);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     char cmd[1600];

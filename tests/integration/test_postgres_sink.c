@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "connectors/postgres/pg_sink.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/postgres.h"
 #include "tests/support/lines.h"
@@ -40,39 +41,34 @@
 #define HB_TIMEOUT "1000"
 #endif
 
-static char *dir;
-static char input[600], logp[600], coord_logp[600], meta_dir[600], snap_dir[600];
+static eddy_test_cluster_t *cl;
+static char *input, *logp, *coord_logp, *coord_url;
 static char uri[300];
 static char *expected;
 static size_t expected_len;
 static char rate[32];
 static int ports[2];
-static char port_s[16], http_s[16], coord_url[64];
 static eddy_test_pg_t *pg;
 static PGconn *db;
-static eddy_proc_t local, coord, workers[4];
-static int n_workers;
+static eddy_proc_t *local, *coord;
 
 /* ---- fixture -------------------------------------------------------------- */
 
 static void setup_common(int max_prepared)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("pgsink", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
-    memset(&coord, 0, sizeof coord);
-    memset(workers, 0, sizeof workers);
-    n_workers = 0;
+    eddy_test_cluster_opts_t o = {.tag = "pgsink", .workers = 3, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = HB_TIMEOUT};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    logp = eddy_test_cluster_path(cl, "local.log");
+    coord_logp = eddy_test_cluster_coordinator_log(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    local = eddy_test_cluster_local(cl);
+    coord = eddy_test_cluster_coordinator(cl, 0);
     if (max_prepared >= 0) {
         pg = eddy_test_pg_start(max_prepared, &err);
         cr_assert(pg, "%s", err.msg);
@@ -112,112 +108,49 @@ static void setup_none(void)
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
-    eddy_proc_kill(&coord, 3000);
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
+    eddy_test_cluster_destroy(&cl);
     if (db)
         PQfinish(db);
     db = NULL;
     eddy_test_pg_stop(&pg);
     free(expected);
     expected = NULL;
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
 }
 
 /* ---- logs and status ---------------------------------------------------------- */
 
 static char *all_logs(void)
 {
-    const char *heads[] = {coord.pid > 0 ? coord_logp : logp};
-    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
+    return eddy_test_cluster_log_text(cl);
 }
 
-typedef struct job_view {
-    bool ok;
-    char state[32];
-    int64_t restarts, ck_completed;
-} job_view_t;
+typedef eddy_test_job_view_t job_view_t;
 
 static const char *job_name = "wordcount";
-
-static job_view_t job_view(void)
-{
-    job_view_t v = {0};
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, job_name) : NULL;
-    if (j) {
-        v.ok = true;
-        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
-        v.restarts = json_integer_value(json_object_get(j, "restarts"));
-        v.ck_completed = json_integer_value(
-            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
-    }
-    json_decref(st);
-    return v;
-}
-
-typedef struct view_wait {
-    eddy_proc_t *owner;
-    bool gone;
-    const char *state;
-    int64_t min_completed, min_restarts;
-    job_view_t last;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    if (w->owner && !eddy_proc_alive(w->owner)) {
-        w->gone = true;
-        return true;
-    }
-    job_view_t v = job_view();
-    if (!v.ok)
-        return false;
-    w->last = v;
-    return (!w->state || !strcmp(v.state, w->state)) && v.ck_completed >= w->min_completed &&
-           v.restarts >= w->min_restarts;
-}
 
 static job_view_t wait_view(eddy_proc_t *owner, const char *state, int64_t min_completed,
                             int64_t min_restarts, uint64_t timeout_ms, const char *what)
 {
-    view_wait_t w = {owner, false, state, min_completed, min_restarts, {0}};
-    if (!eddy_poll_until(view_matches, &w, timeout_ms) || w.gone) {
+    eddy_test_job_want_t want = {.state = state, .min_completed = min_completed,
+                                 .min_restarts = min_restarts};
+    job_view_t last;
+    bool gone;
+    if (!eddy_test_job_wait(ports[0], job_name, &want, owner, timeout_ms, &last, &gone)) {
         char *l = all_logs();
         cr_assert_fail("timed out waiting for %s (state %s, completed %lld, restarts %lld)%s; logs:\n%s",
-                       what, w.last.state, (long long)w.last.ck_completed,
-                       (long long)w.last.restarts, w.gone ? " - the process exited" : "", l);
+                       what, last.state, (long long)last.ck_completed, (long long)last.restarts,
+                       gone ? " - the process exited" : "", l);
     }
-    return w.last;
+    return last;
 }
 
 /* An alive worker running tasks, other than except. */
 static pid_t victim(pid_t except)
 {
-    for (int attempt = 0; attempt < 100; attempt++) {
-        json_t *st = eddy_test_status(ports[0]);
-        size_t i;
-        json_t *w;
-        pid_t found = -1;
-        json_array_foreach(json_object_get(st, "workers"), i, w)
-        {
-            pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-            if (json_is_true(json_object_get(w, "alive")) &&
-                json_integer_value(json_object_get(w, "tasks")) > 0 && pid > 0 && pid != except)
-                found = pid;
-        }
-        json_decref(st);
-        if (found > 0)
-            return found;
-        eddy_nap_ms(100);
-    }
-    cr_assert_fail("no alive worker with tasks");
-    return -1;
+    cr_assert(eddy_test_cluster_wait_workers(cl, 1, true, 10000), "no alive worker with tasks");
+    pid_t pid = eddy_test_busy_worker(ports[0], except);
+    cr_assert_gt(pid, 0, "no alive worker with tasks");
+    return pid;
 }
 
 /* ---- the database --------------------------------------------------------------- */
@@ -283,18 +216,9 @@ static void expect_table(const char *sql)
 static void start_local_wordcount(const char *extra_flag, const char *extra_value)
 {
     eddy_err_t err = {{0}};
-    char *argv[40] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
-                      "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                      "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job",
-                      "wordcount", "--input", input, "--output", uri, "--parallelism", "3",
-                      "--rate", rate};
-    int k = 25;
-    if (extra_flag) {
-        argv[k++] = (char *)extra_flag;
-        argv[k++] = (char *)extra_value;
-    }
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--quiet", "--job", "wordcount", "--input", input, "--output", uri,
+                         "--parallelism", "3", "--rate", rate, extra_flag, extra_value, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
 }
 
 static void start_local_etl(void)
@@ -302,12 +226,10 @@ static void start_local_etl(void)
     eddy_err_t err = {{0}};
     char min[16];
     snprintf(min, sizeof min, "%d", MIN_AMOUNT);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
-                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                    "200", "--heartbeat-timeout-ms", HB_TIMEOUT, "--quiet", "--job", "etl",
-                    "--input", input, "--output", uri, "--min-amount", min, "--parallelism", "2",
-                    "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--quiet", "--job", "etl", "--input", input, "--output", uri,
+                         "--min-amount", min, "--parallelism", "2", "--sink-parallelism", "2",
+                         "--rate", ETL_RATE, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
 }
 
 static void sigkill(pid_t pid)
@@ -318,7 +240,7 @@ static void sigkill(pid_t pid)
 
 static void expect_local_exit_0(void)
 {
-    int rc = eddy_proc_wait(&local, 180000);
+    int rc = eddy_proc_wait(local, 180000);
     if (rc != 0) {
         char *l = all_logs();
         cr_assert_fail("eddy local exited %d; logs:\n%s", rc, l);
@@ -328,12 +250,12 @@ static void expect_local_exit_0(void)
 /* Two worker kills, each after a checkpoint completed since the last one. */
 static void two_kills(void)
 {
-    job_view_t v = wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    job_view_t v = wait_view(local, "running", 1, 0, 60000, "a completed checkpoint");
     sigkill(victim(0));
-    v = wait_view(&local, "running", 0, 1, 60000, "the restore after the first kill");
-    v = wait_view(&local, "running", v.ck_completed + 1, 1, 60000, "a checkpoint after the restore");
+    v = wait_view(local, "running", 0, 1, 60000, "the restore after the first kill");
+    v = wait_view(local, "running", v.ck_completed + 1, 1, 60000, "a checkpoint after the restore");
     sigkill(victim(0));
-    wait_view(&local, NULL, 0, 2, 60000, "the restore after the second kill");
+    wait_view(local, NULL, 0, 2, 60000, "the restore after the second kill");
 }
 
 #define WORDCOUNT_TABLE "SELECT word, count FROM counts"
@@ -345,7 +267,7 @@ Test(postgres_sink, wordcount_two_worker_kills, .init = setup_wordcount, .fini =
      .timeout = 300)
 {
     start_local_wordcount(NULL, NULL);
-    wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    wait_view(local, "running", 1, 0, 60000, "a completed checkpoint");
     /* Rows are published per checkpoint, while the job runs. */
     cr_assert(eddy_poll_until(table_has_rows, "SELECT count(*) FROM counts", 30000),
               "no committed rows in the table while the job runs");
@@ -368,7 +290,7 @@ Test(postgres_sink, wordcount_rescale_and_kill, .init = setup_wordcount, .fini =
      .timeout = 300)
 {
     start_local_wordcount(NULL, NULL);
-    wait_view(&local, "running", 1, 0, 60000, "a completed checkpoint");
+    wait_view(local, "running", 1, 0, 60000, "a completed checkpoint");
     char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "5", "--coordinator", coord_url,
                     NULL};
     char *out = NULL, *err = NULL;
@@ -379,51 +301,45 @@ Test(postgres_sink, wordcount_rescale_and_kill, .init = setup_wordcount, .fini =
     }
     free(out);
     free(err);
-    job_view_t v = wait_view(&local, "running", 0, 0, 60000, "running after the rescale");
-    wait_view(&local, "running", v.ck_completed + 1, 0, 60000, "a checkpoint after the rescale");
+    job_view_t v = wait_view(local, "running", 0, 0, 60000, "running after the rescale");
+    wait_view(local, "running", v.ck_completed + 1, 0, 60000, "a checkpoint after the rescale");
     sigkill(victim(0));
-    wait_view(&local, NULL, 0, 1, 60000, "the restore after the kill");
+    wait_view(local, NULL, 0, 1, 60000, "the restore after the kill");
     expect_local_exit_0();
     expect_table(WORDCOUNT_TABLE);
 }
 
 /* ---- coordinator restart ------------------------------------------------------------ */
 
-static bool coordinator_listening(void *arg)
-{
-    int want = *(int *)arg, n = 0;
-    char *s = eddy_read_file(coord_logp, NULL);
-    for (const char *p = s; p && (p = strstr(p, "] listening on ")); p++)
-        n++;
-    free(s);
-    return n >= want;
-}
-
-static int coord_starts;
-static const char *coord_hb_timeout = HB_TIMEOUT;
-
-static void start_coordinator(void)
+static void start_coordinator(const char *hb_timeout)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
-                    "--checkpoint-interval", "300", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", (char *)coord_hb_timeout, NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
-    coord_starts++;
-    cr_assert(eddy_poll_until(coordinator_listening, &coord_starts, 15000),
-              "the coordinator did not start");
+    eddy_test_cluster_opts(cl)->heartbeat_timeout_ms = hb_timeout;
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
 }
 
 static void start_worker(void)
 {
     eddy_err_t err = {{0}};
-    char name[32], wlog[700];
-    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, NULL};
-    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
+}
+
+/* eddy submit of the etl job; retried while the workers register. */
+static void submit_etl(void)
+{
+    char min[16];
+    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
+    const char *job[] = {"--job", "etl", "--input", input, "--output", uri, "--min-amount", min,
+                         "--parallelism", "2", "--sink-parallelism", "2", "--rate", ETL_RATE,
+                         NULL};
+    eddy_err_t err = {{0}};
+    int rc = -1;
+    for (int i = 0; i < 50 && rc != 0; i++) {
+        rc = eddy_test_cluster_submit(cl, job, NULL, &err);
+        if (rc != 0)
+            eddy_nap_ms(200);
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
 }
 
 /* Polls pg_prepared_xacts without pause (the prepare-to-commit window is
@@ -440,30 +356,11 @@ Test(postgres_sink, coordinator_restart_between_prepare_and_commit, .init = setu
      .fini = teardown, .timeout = 300)
 {
     job_name = "etl";
-    coord_starts = 0;
-    start_coordinator();
+    start_coordinator(HB_TIMEOUT);
     for (int i = 0; i < 2; i++)
         start_worker();
-    char min[16];
-    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
-    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "etl", "--input",
-                   input, "--output", uri, "--min-amount", min, "--parallelism", "2",
-                   "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
-    /* Workers register within a heartbeat or two; submit retries until then. */
-    int rc = -1;
-    char *out = NULL, *err = NULL;
-    for (int i = 0; i < 50 && rc != 0; i++) {
-        free(out);
-        free(err);
-        out = err = NULL;
-        rc = eddy_proc_run(sub, 20000, &out, &err);
-        if (rc != 0)
-            eddy_nap_ms(200);
-    }
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-    free(out);
-    free(err);
-    wait_view(&coord, "running", 1, 0, 60000, "a completed checkpoint");
+    submit_etl();
+    wait_view(coord, "running", 1, 0, 60000, "a completed checkpoint");
 
     /* Kill the coordinator while a transaction is prepared: a COMPLETE may
      * already be on its way, so check afterwards and try again if the
@@ -475,18 +372,18 @@ Test(postgres_sink, coordinator_restart_between_prepare_and_commit, .init = setu
         while (!seen && eddy_mono_ms() < deadline)
             seen = prepared_now();
         cr_assert(seen, "no transaction was ever seen prepared");
-        kill(-coord.pid, SIGKILL);
-        cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+        kill(-coord->pid, SIGKILL);
+        cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
         eddy_nap_ms(500); /* wall-clock progress: a COMPLETE in flight lands */
         caught = prepared_now();
         cr_log_info("attempt %d: coordinator killed with %s prepared", attempt + 1,
                     caught ? "a transaction" : "nothing (committed meanwhile)");
-        start_coordinator();
+        start_coordinator(HB_TIMEOUT);
         if (!caught)
-            wait_view(&coord, "running", 0, 0, 60000, "the job running after the restart");
+            wait_view(coord, "running", 0, 0, 60000, "the job running after the restart");
     }
     cr_assert(caught, "never caught a prepared transaction at the coordinator's death");
-    wait_view(&coord, "finished", 0, 0, 180000, "the job to finish after the restart");
+    wait_view(coord, "finished", 0, 0, 180000, "the job to finish after the restart");
     expect_table(ETL_TABLE);
 }
 
@@ -555,34 +452,15 @@ Test(postgres_sink, worker_lost_during_final_commit, .init = setup_etl, .fini = 
      .timeout = 300)
 {
     job_name = "etl";
-    coord_starts = 0;
     /* longer than the coordinator is held below, so no worker is declared
      * dead for the pause itself */
-    coord_hb_timeout = "8000";
-    start_coordinator();
+    start_coordinator("8000");
     for (int i = 0; i < 2; i++)
         start_worker();
     /* both registered before the submit: sink instance i goes to worker i */
     cr_assert(eddy_poll_until(two_registered, NULL, 30000), "the workers did not register");
-    char min[16];
-    snprintf(min, sizeof min, "%d", MIN_AMOUNT);
-    char *sub[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "etl", "--input",
-                   input, "--output", uri, "--min-amount", min, "--parallelism", "2",
-                   "--sink-parallelism", "2", "--rate", ETL_RATE, NULL};
-    int rc = -1;
-    char *out = NULL, *err = NULL;
-    for (int i = 0; i < 50 && rc != 0; i++) {
-        free(out);
-        free(err);
-        out = err = NULL;
-        rc = eddy_proc_run(sub, 20000, &out, &err);
-        if (rc != 0)
-            eddy_nap_ms(200);
-    }
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-    free(out);
-    free(err);
-    wait_view(&coord, "running", 1, 0, 60000, "a completed checkpoint");
+    submit_etl();
+    wait_view(coord, "running", 1, 0, 60000, "a completed checkpoint");
     pid_t lost = sink_worker_pid(0), other = sink_worker_pid(1);
     cr_assert(lost > 0 && other > 0 && lost != other,
               "the two sink instances should run on the two workers (pids %d and %d)", (int)lost,
@@ -597,15 +475,15 @@ Test(postgres_sink, worker_lost_during_final_commit, .init = setup_etl, .fini = 
     char near_end[96];
     snprintf(near_end, sizeof near_end, "SELECT (count(*) >= %lld)::int FROM etl_rows", lines * 3 / 4);
     cr_assert(eddy_poll_until(table_has_rows, near_end, 60000), "the job never got near its end");
-    cr_assert(kill(coord.pid, SIGSTOP) == 0);
+    cr_assert(kill(coord->pid, SIGSTOP) == 0);
     bool prepared = eddy_poll_until(finals_prepared, NULL, 90000);
     if (!prepared)
-        kill(coord.pid, SIGCONT);
+        kill(coord->pid, SIGCONT);
     cr_assert(prepared, "the sink instances never prepared their final transactions");
     cr_assert(kill(lost, SIGSTOP) == 0);
-    cr_assert(kill(coord.pid, SIGCONT) == 0);
+    cr_assert(kill(coord->pid, SIGCONT) == 0);
 
-    wait_view(&coord, "failed", 0, 0, 60000, "the job to fail (a worker lost during its final commit)");
+    wait_view(coord, "failed", 0, 0, 60000, "the job to fail (a worker lost during its final commit)");
     if (!eddy_poll_until(none_prepared, NULL, 30000)) {
         char *l = all_logs();
         cr_assert_fail("%lld final transaction(s) stayed prepared after the job failed; logs:\n%s",
@@ -622,13 +500,14 @@ Test(postgres_sink, worker_lost_during_final_commit, .init = setup_etl, .fini = 
 static void expect_failure_with(const char *needle)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
-                    "--http-port", http_s, "--quiet", "--heartbeat-ms", "200",
-                    "--max-restarts", "2", "--job", "wordcount", "--input", input, "--output",
-                    uri, NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t *o = eddy_test_cluster_opts(cl);
+    o->workers = 1;
+    o->checkpoint_interval = o->heartbeat_timeout_ms = "";
+    const char *job[] = {"--quiet", "--max-restarts", "2", "--job", "wordcount", "--input", input,
+                         "--output", uri, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
     uint64_t t0 = eddy_mono_ms();
-    int rc = eddy_proc_wait(&local, 150000);
+    int rc = eddy_proc_wait(local, 150000);
     char *l = eddy_read_file(logp, NULL);
     cr_assert_neq(rc, -1, "eddy local did not exit within 150 s; log:\n%s", l);
     cr_assert_neq(rc, 0, "eddy local succeeded; log:\n%s", l);
@@ -671,8 +550,10 @@ Test(postgres_sink, unreachable_server_is_a_clear_error, .init = setup_none, .fi
 Test(postgres_sink, bad_uri_is_a_usage_error, .init = setup_none, .fini = teardown)
 {
     cr_assert(eddy_write_file(input, "a\n", 2) == 0);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
-                    "--http-port", http_s, "--job", "wordcount", "--input", input, "--output",
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port",
+                    eddy_test_cluster_port_s(cl, 0), "--http-port",
+                    eddy_test_cluster_http_port_s(cl, 0), "--job", "wordcount", "--input", input,
+                    "--output",
                     "postgresql://postgres@127.0.0.1:99999/postgres?table=t", NULL};
     char *out = NULL, *errout = NULL;
     int rc = eddy_proc_run(argv, 20000, &out, &errout);

@@ -29,7 +29,7 @@
 
 #include "common/clock.h"
 #include "state/metastore.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define JOB "test_count_parts"
@@ -38,11 +38,10 @@
 #define LINES 300000
 #define RATE "3000" /* lines/s: far longer than the test needs */
 
-static char *dir;
-static char input[600], out_dir[600], snap_dir[600], meta_dir[600], coord_logp[600];
-static char coord_url[64], http_s[16];
+static eddy_test_cluster_t *cl;
+static char *input, *out_dir, *snap_dir, *coord_logp, *coord_url;
 static int ports[2];
-static eddy_proc_t coord, workers[WORKERS];
+static eddy_proc_t *coord;
 
 static char *text_of(const char *path)
 {
@@ -53,80 +52,46 @@ static char *text_of(const char *path)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("reccommit", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(out_dir, sizeof out_dir, "%s/out", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "reccommit", .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = "3000"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    out_dir = eddy_test_cluster_path(cl, "out");
+    snap_dir = eddy_test_cluster_path(cl, "snapshots");
+    coord_logp = eddy_test_cluster_coordinator_log(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord = eddy_test_cluster_coordinator(cl, 0);
     cr_assert(eddy_gen_lines(input, LINES, 5, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
 }
 
 static void teardown(void)
 {
-    for (int i = 0; i < WORKERS; i++) {
-        if (workers[i].pid > 0)
-            kill(workers[i].pid, SIGCONT);
-        eddy_proc_kill(&workers[i], 2000);
-    }
-    eddy_proc_kill(&coord, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
+    eddy_test_cluster_destroy(&cl);
 }
 
 static void start_coordinator(void)
 {
     eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-host", "127.0.0.1",
-                    "--http-port", http_s, "--metastore", meta_dir, "--snapshot-dir", snap_dir,
-                    "--checkpoint-interval", "300", "--heartbeat-ms", "200", "--heartbeat-timeout-ms",
-                    "3000", NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
 }
 
 static void start_cluster(void)
 {
     eddy_err_t err = {{0}};
     start_coordinator();
-    for (int i = 0; i < WORKERS; i++) {
-        char name[32], wlog[700];
-        snprintf(name, sizeof name, "worker-%d", i + 1);
-        snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-        char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                         "--snapshot-dir", snap_dir, NULL};
-        cr_assert(eddy_proc_start(&workers[i], wargv, NULL, wlog, &err) == 0, "%s", err.msg);
-    }
-}
-
-static bool all_registered(void *arg)
-{
-    (void)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    size_t n = 0, i;
-    json_t *w;
-    json_array_foreach(json_object_get(st, "workers"), i, w) {
-        if (json_is_true(json_object_get(w, "alive")))
-            n++;
-    }
-    json_decref(st);
-    return n == WORKERS;
+    for (int i = 0; i < WORKERS; i++)
+        cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
 }
 
 static void submit(void)
 {
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--plugin", PLUGIN, "--job", JOB,
-                    "--input", input, "--output-dir", out_dir, "--rate", RATE, "--parallelism", "3", NULL};
-    char *out = NULL, *errs = NULL;
-    int rc = eddy_proc_run(argv, 30000, &out, &errs);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out ? out : "", errs ? errs : "");
-    free(out);
-    free(errs);
+    eddy_err_t err = {{0}};
+    const char *job[] = {"--plugin", PLUGIN, "--job", JOB, "--input", input, "--output-dir",
+                         out_dir, "--rate", RATE, "--parallelism", "3", NULL};
+    cr_assert(eddy_test_cluster_submit(cl, job, NULL, &err) == 0, "%s", err.msg);
 }
 
 /* The job's newest completed checkpoint and the id of the worker running
@@ -162,8 +127,8 @@ static eddy_proc_t *proc_of_worker(int64_t id)
     }
     json_decref(st);
     for (int k = 0; k < WORKERS; k++)
-        if (pid && workers[k].pid == pid)
-            return &workers[k];
+        if (pid && eddy_test_cluster_worker(cl, k)->pid == pid)
+            return eddy_test_cluster_worker(cl, k);
     return NULL;
 }
 
@@ -265,7 +230,7 @@ static size_t repeated_lines(size_t *total, char *example, size_t size)
 static int64_t run_until_published(eddy_proc_t **victim_p)
 {
     start_cluster();
-    cr_assert(eddy_poll_until(all_registered, NULL, 30000), "the workers did not register; log:\n%s",
+    cr_assert(eddy_test_cluster_wait_workers(cl, WORKERS, false, 30000), "the workers did not register; log:\n%s",
               text_of(coord_logp));
     submit();
     cr_assert(eddy_test_wait_job_progress(ports[0], JOB, "running", 3, 0, 90000, NULL),
@@ -342,13 +307,13 @@ Test(recovery_commit, unreadable_newest_checkpoint_at_coordinator_restart_fails_
 {
     eddy_proc_t *victim = NULL;
     int64_t newest = run_until_published(&victim);
-    kill(-coord.pid, SIGKILL);
-    cr_assert_eq(eddy_proc_wait(&coord, 10000), 128 + SIGKILL);
+    kill(-coord->pid, SIGKILL);
+    cr_assert_eq(eddy_proc_wait(coord, 10000), 128 + SIGKILL);
     cr_assert(kill(victim->pid, SIGKILL) == 0);
 
     /* The newest checkpoint's metadata, as a new coordinator reads it: garbage. */
     eddy_err_t err = {{0}};
-    eddy_metastore_t *ms = eddy_metastore_open(meta_dir, &err);
+    eddy_metastore_t *ms = eddy_metastore_open(eddy_test_cluster_metastore(cl), &err);
     cr_assert(ms, "%s", err.msg);
     char key[200];
     snprintf(key, sizeof key, "/eddy/jobs/%s/checkpoints/%020lld", JOB, (long long)newest);

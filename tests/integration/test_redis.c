@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
@@ -26,17 +26,20 @@ static eddy_test_redis_t *redis;
 static char *text, *expected;
 static size_t text_len, expected_len;
 static int ports[2];
-static char logp[700];
+static eddy_test_cluster_t *cl;
 
 static void start_redis(bool persistent)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("redis-test", &err);
-    cr_assert(dir, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "redis-test", .workers = 2, .checkpoint_interval = "300",
+                                  .heartbeat_timeout_ms = "1500"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
     redis = eddy_test_redis_start(persistent, &err);
     cr_assert(redis, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(logp, sizeof logp, "%s/eddy.log", dir);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
 }
 
 static void setup(void)
@@ -54,9 +57,7 @@ static void teardown(void)
     eddy_test_redis_destroy(&redis);
     free(text);
     free(expected);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* Generates ~bytes of text, XADDs its lines round robin to the streams
@@ -110,35 +111,29 @@ static long long redis_int(const char *fmt, const char *a, const char *b)
     return v;
 }
 
-static void start_job(eddy_proc_t *proc, const char *input, const char *output,
-                      const char *parallelism, const char *rate)
+static eddy_proc_t *start_job(const char *input, const char *output, const char *parallelism,
+                              const char *rate)
 {
     eddy_err_t err = {{0}};
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[26] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp,
-                      "--http-port", hp, "--checkpoint-interval", "300", "--heartbeat-ms",
-                      "200", "--heartbeat-timeout-ms", "1500", "--job", "wordcount",
-                      "--input", (char *)input, "--parallelism", (char *)parallelism, NULL};
-    int n = 20;
+    const char *argv[16] = {"--job", "wordcount", "--input", input, "--parallelism", parallelism};
+    int n = 6;
     if (output) {
         argv[n++] = "--output";
-        argv[n++] = (char *)output;
+        argv[n++] = output;
     }
     if (rate) {
         argv[n++] = "--rate";
-        argv[n++] = (char *)rate;
+        argv[n++] = rate;
     }
     argv[n] = NULL;
     /* Without --output the changelog goes to stdout: /dev/null here. */
-    cr_assert(eddy_proc_start(proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    return eddy_test_cluster_local(cl);
 }
 
 static char *log_text(void)
 {
-    char *l = eddy_read_file(logp, NULL);
-    return l ? l : strdup("");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void finish_job(eddy_proc_t *proc)
@@ -183,9 +178,9 @@ Test(redis, bounded_wordcount_matches_reference, .init = setup, .fini = teardown
     cr_assert_gt(lines, 1000);
     char out[800];
     snprintf(out, sizeof out, "%s/counts.tsv", dir);
-    eddy_proc_t proc;
-    start_job(&proc, uri("lines", "bounded=latest"), out, "2", NULL);
-    finish_job(&proc);
+    eddy_proc_t *proc;
+    proc = start_job(uri("lines", "bounded=latest"), out, "2", NULL);
+    finish_job(proc);
     assert_output(out);
 }
 
@@ -197,9 +192,9 @@ Test(redis, pattern_streams_over_two_instances, .init = setup, .fini = teardown,
     redis_int("XADD other * line %s%s", "not-a-word-of-the-text", "");
     char out[800];
     snprintf(out, sizeof out, "%s/counts.tsv", dir);
-    eddy_proc_t proc;
-    start_job(&proc, uri("ev:*", "bounded=latest"), out, "2", NULL);
-    finish_job(&proc);
+    eddy_proc_t *proc;
+    proc = start_job(uri("ev:*", "bounded=latest"), out, "2", NULL);
+    finish_job(proc);
     assert_output(out);
 }
 
@@ -209,11 +204,11 @@ Test(redis, sink_xadds_every_output_record, .init = setup, .fini = teardown, .ti
 {
     const char *streams[] = {"in"};
     fill(streams, 1, 1u << 18);
-    eddy_proc_t proc;
+    eddy_proc_t *proc;
     char out[600];
     snprintf(out, sizeof out, "%s", uri("out", NULL));
-    start_job(&proc, uri("in", "bounded=latest"), out, "2", NULL);
-    finish_job(&proc);
+    proc = start_job(uri("in", "bounded=latest"), out, "2", NULL);
+    finish_job(proc);
     size_t rows = 0;
     for (size_t i = 0; i < expected_len; i++)
         rows += expected[i] == '\n';
@@ -259,13 +254,13 @@ Test(redis, unreachable_at_start_retries_then_proceeds, .init = setup_persistent
     eddy_test_redis_stop(redis);
     char out[800];
     snprintf(out, sizeof out, "%s/counts.tsv", dir);
-    eddy_proc_t proc;
-    start_job(&proc, uri("lines", "bounded=latest"), out, "2", NULL);
+    eddy_proc_t *proc;
+    proc = start_job(uri("lines", "bounded=latest"), out, "2", NULL);
     cr_assert(eddy_poll_until(log_has, "retrying", 30000), "no retry logged");
-    cr_assert(eddy_proc_alive(&proc), "the job ended while Redis was down");
+    cr_assert(eddy_proc_alive(proc), "the job ended while Redis was down");
     eddy_err_t err = {{0}};
     cr_assert(eddy_test_redis_restart(redis, &err) == 0, "%s", err.msg);
-    finish_job(&proc);
+    finish_job(proc);
     assert_output(out);
     cr_assert(log_has("connected again"), "the recovery was not logged");
 }
@@ -359,10 +354,10 @@ Test(redis, worker_killed_and_redis_restarted_counts_exact, .init = setup_persis
     char out[800], rate[32];
     snprintf(out, sizeof out, "%s/counts.tsv", dir);
     snprintf(rate, sizeof rate, "%zu", lines / 8); /* about 8 s undisturbed */
-    eddy_proc_t proc;
-    start_job(&proc, uri("s1,s2,s3", "bounded=latest"), out, "2", rate);
-    kill_worker_then_bounce_redis(&proc);
-    finish_job(&proc);
+    eddy_proc_t *proc;
+    proc = start_job(uri("s1,s2,s3", "bounded=latest"), out, "2", rate);
+    kill_worker_then_bounce_redis(proc);
+    finish_job(proc);
     assert_output(out);
     char *l = log_text();
     cr_assert(strstr(l, "connected again"), "the recovery was not logged:\n%s", l);
@@ -416,15 +411,15 @@ Test(redis, group_acks_after_checkpoints_and_nothing_stays_pending, .init = setu
     char out[800], rate[32];
     snprintf(out, sizeof out, "%s/counts.tsv", dir);
     snprintf(rate, sizeof rate, "%zu", lines / 8);
-    eddy_proc_t proc;
-    start_job(&proc, uri("g1,g2", "bounded=latest&group=grp"), out, "2", rate);
+    eddy_proc_t *proc;
+    proc = start_job(uri("g1,g2", "bounded=latest&group=grp"), out, "2", rate);
     /* Read but not yet acknowledged: the group holds pending entries while
      * checkpoints are in flight (the interval is 300 ms). */
-    pending_probe_t probe = {&proc, false};
+    pending_probe_t probe = {proc, false};
     eddy_poll_until(some_pending, &probe, 60000);
     cr_assert(probe.seen, "no entry was ever pending: acknowledged before a checkpoint?");
-    kill_worker_then_bounce_redis(&proc);
-    finish_job(&proc);
+    kill_worker_then_bounce_redis(proc);
+    finish_job(proc);
     assert_output(out);
     bool clean = eddy_poll_until(nothing_pending, NULL, 20000);
     cr_assert(clean, "entries still pending after the job: g1 %lld, g2 %lld",
@@ -459,8 +454,8 @@ Test(redis, unbounded_source_reports_its_lag, .init = setup, .fini = teardown, .
     size_t lines = fill(streams, 2, 1u << 18);
     char rate[32];
     snprintf(rate, sizeof rate, "%zu", lines / 30 + 1); /* about 30 s to read all */
-    eddy_proc_t proc;
-    start_job(&proc, uri("u1,u2", NULL), NULL, "2", rate);
+    eddy_proc_t *proc;
+    proc = start_job(uri("u1,u2", NULL), NULL, "2", rate);
     lag_wait_t w = {(long long)lines + 1, -1};
     cr_assert(eddy_poll_until(lag_between, &w, 30000), "eddy_source_lag never in 1..%zu (last %lld)",
               lines, w.seen);
@@ -488,8 +483,8 @@ Test(redis, unbounded_source_reports_its_lag, .init = setup, .fini = teardown, .
             eddy_nap_ms(50);
     }
     cr_assert(grew, "the lag did not grow after 5000 XADDs (was %lld, now %lld)", before, lag_metric());
-    cr_assert(eddy_proc_alive(&proc), "an unbounded job ended");
-    eddy_proc_kill(&proc, 2000);
+    cr_assert(eddy_proc_alive(proc), "an unbounded job ended");
+    eddy_proc_kill(proc, 2000);
 }
 
 /* A bad URI is a one-line usage error (exit 2) before anything starts. */
@@ -534,16 +529,16 @@ Test(redis, sink_survives_a_redis_restart_at_least_once, .init = setup_persisten
     char input[800], out[600];
     snprintf(input, sizeof input, "%s/input.txt", dir);
     snprintf(out, sizeof out, "%s", uri("out", NULL));
-    eddy_proc_t proc;
-    start_job(&proc, input, out, "2", NULL);
+    eddy_proc_t *proc;
+    proc = start_job(input, out, "2", NULL);
     if (!eddy_poll_until(log_has, "redis sink", 60000)) {
         char *l = log_text();
         cr_assert_fail("the sink logged no retry while Redis was down; log:\n%s", l);
     }
-    cr_assert(eddy_proc_alive(&proc), "the job ended while its sink could not write");
+    cr_assert(eddy_proc_alive(proc), "the job ended while its sink could not write");
     eddy_err_t err = {{0}};
     cr_assert(eddy_test_redis_restart(redis, &err) == 0, "%s", err.msg);
-    finish_job(&proc);
+    finish_job(proc);
 
     size_t rows = 0;
     for (size_t i = 0; i < expected_len; i++)

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/postgres.h"
 #include "tests/support/proc.h"
 #include "tests/support/redis.h"
@@ -35,8 +35,8 @@
 #define HB_TIMEOUT "3000"
 #endif
 
+static eddy_test_cluster_t *cl;
 static char *dir;
-static char logp[700];
 static eddy_test_redis_t *redis;
 static eddy_test_pg_t *pg;
 static PGconn *db;
@@ -44,8 +44,8 @@ static char *expected;
 static size_t expected_len;
 static char rate[32], pg_uri[300], in_uri[300];
 static int ports[2];
-static char port_s[16], http_s[16], coord_url[64];
-static eddy_proc_t local;
+static char *coord_url;
+static eddy_proc_t *local;
 
 /* ---- fixture -------------------------------------------------------------- */
 
@@ -82,14 +82,14 @@ static size_t fill(const char *text, size_t text_len)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("redis-pg", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
+    eddy_test_cluster_opts_t o = {.tag = "redis-pg", .workers = 3, .checkpoint_interval = "300"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    coord_url = eddy_test_cluster_url(cl, 0);
+    local = eddy_test_cluster_local(cl);
     redis = eddy_test_redis_start(false, &err);
     cr_assert(redis, "%s", err.msg);
     pg = eddy_test_pg_start(20, &err);
@@ -98,8 +98,7 @@ static void setup(void)
     cr_assert(db, "%s", err.msg);
     eddy_test_pg_uri(pg, "counts", pg_uri, sizeof pg_uri);
 
-    char path[800];
-    snprintf(path, sizeof path, "%s/input.txt", dir);
+    const char *path = eddy_test_cluster_path(cl, "input.txt");
     cr_assert(eddy_gen_text(path, TEXT_BYTES, 4242, &err) == 0, "%s", err.msg);
     size_t len;
     char *text = eddy_read_file(path, &len);
@@ -112,7 +111,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
+    eddy_test_cluster_destroy(&cl);
     if (db)
         PQfinish(db);
     db = NULL;
@@ -120,18 +119,13 @@ static void teardown(void)
     eddy_test_redis_destroy(&redis);
     free(expected);
     expected = NULL;
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
 }
 
 /* ---- eddy ------------------------------------------------------------------- */
 
 static char *log_text(void)
 {
-    char *l = eddy_read_file(logp, NULL);
-    return l ? l : strdup("");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void start_local(const char *query, const char *parallelism, const char *hb_timeout)
@@ -139,94 +133,38 @@ static void start_local(const char *query, const char *parallelism, const char *
     eddy_err_t err = {{0}};
     snprintf(in_uri, sizeof in_uri, "redis://127.0.0.1:%d/" STREAMS "%s%s",
              eddy_test_redis_port(redis), query ? "?" : "", query ? query : "");
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", port_s,
-                    "--http-port", http_s, "--checkpoint-interval", "300", "--heartbeat-ms",
-                    "200", "--heartbeat-timeout-ms", (char *)hb_timeout, "--job",
-                    "wordcount", "--input", in_uri, "--output", pg_uri, "--parallelism", (char *)parallelism,
-                    "--rate", rate, NULL};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts(cl)->heartbeat_timeout_ms = hb_timeout;
+    const char *job[] = {"--job", "wordcount", "--input", in_uri, "--output", pg_uri,
+                         "--parallelism", parallelism, "--rate", rate, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
 }
 
-typedef struct job_view {
-    bool ok;
-    char state[32];
-    int64_t restarts, ck_completed;
-} job_view_t;
-
-static job_view_t job_view(void)
-{
-    job_view_t v = {0};
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
-    if (j) {
-        v.ok = true;
-        snprintf(v.state, sizeof v.state, "%s", json_string_value(json_object_get(j, "state")));
-        v.restarts = json_integer_value(json_object_get(j, "restarts"));
-        v.ck_completed = json_integer_value(
-            json_object_get(json_object_get(j, "last_checkpoint"), "completed"));
-    }
-    json_decref(st);
-    return v;
-}
-
-typedef struct view_wait {
-    bool gone;
-    const char *state;
-    int64_t min_completed, min_restarts;
-    job_view_t last;
-} view_wait_t;
-
-static bool view_matches(void *arg)
-{
-    view_wait_t *w = arg;
-    if (!eddy_proc_alive(&local)) {
-        w->gone = true;
-        return true;
-    }
-    job_view_t v = job_view();
-    if (!v.ok)
-        return false;
-    w->last = v;
-    return (!w->state || !strcmp(v.state, w->state)) && v.ck_completed >= w->min_completed &&
-           v.restarts >= w->min_restarts;
-}
+typedef eddy_test_job_view_t job_view_t;
 
 static job_view_t wait_view(const char *state, int64_t min_completed, int64_t min_restarts,
                             const char *what)
 {
-    view_wait_t w = {false, state, min_completed, min_restarts, {0}};
-    if (!eddy_poll_until(view_matches, &w, 60000) || w.gone) {
+    eddy_test_job_want_t want = {.state = state, .min_completed = min_completed,
+                                 .min_restarts = min_restarts};
+    job_view_t last;
+    bool gone;
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &want, 60000, &last, &gone)) {
         char *l = log_text();
         cr_assert_fail("timed out waiting for %s (state %s, completed %lld, restarts %lld)%s; "
                        "log:\n%s",
-                       what, w.last.state, (long long)w.last.ck_completed,
-                       (long long)w.last.restarts, w.gone ? " - eddy local exited" : "", l);
+                       what, last.state, (long long)last.ck_completed, (long long)last.restarts,
+                       gone ? " - eddy local exited" : "", l);
     }
-    return w.last;
+    return last;
 }
 
 /* An alive worker running tasks. */
 static pid_t victim(void)
 {
-    for (int attempt = 0; attempt < 100; attempt++) {
-        json_t *st = eddy_test_status(ports[0]);
-        size_t i;
-        json_t *w;
-        pid_t found = -1;
-        json_array_foreach(json_object_get(st, "workers"), i, w)
-        {
-            pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-            if (json_is_true(json_object_get(w, "alive")) &&
-                json_integer_value(json_object_get(w, "tasks")) > 0 && pid > 0)
-                found = pid;
-        }
-        json_decref(st);
-        if (found > 0)
-            return found;
-        eddy_nap_ms(100);
-    }
-    cr_assert_fail("no alive worker with tasks");
-    return -1;
+    cr_assert(eddy_test_cluster_wait_workers(cl, 1, true, 10000), "no alive worker with tasks");
+    pid_t pid = eddy_test_busy_worker(ports[0], 0);
+    cr_assert_gt(pid, 0, "no alive worker with tasks");
+    return pid;
 }
 
 static void sigkill(pid_t pid)
@@ -237,7 +175,7 @@ static void sigkill(pid_t pid)
 
 static void expect_local_exit(int want)
 {
-    int rc = eddy_proc_wait(&local, 180000);
+    int rc = eddy_proc_wait(local, 180000);
     if (rc != want) {
         char *l = log_text();
         cr_assert_fail("eddy local exited %d, expected %d; log:\n%s", rc, want, l);
@@ -380,7 +318,7 @@ Test(redis_to_postgres, cancel_leaves_nothing_prepared, .init = setup, .fini = t
     }
     /* The coordinator stops before the sink's ACK can reach it: that
      * checkpoint cannot complete, its transaction stays prepared. */
-    cr_assert(kill(local.pid, SIGSTOP) == 0);
+    cr_assert(kill(local->pid, SIGSTOP) == 0);
     bool prepared = eddy_poll_until(positive, "SELECT count(*) FROM pg_prepared_xacts", 30000);
     eddy_proc_t cancel = {0};
     char *argv[] = {EDDY_BINARY, "cancel", "wordcount", "--coordinator", coord_url, NULL};
@@ -392,7 +330,7 @@ Test(redis_to_postgres, cancel_leaves_nothing_prepared, .init = setup, .fini = t
      * ACK. Too short only makes the test weaker (the checkpoint may then
      * complete and commit), never fail a correct eddy. */
     eddy_nap_ms(1000);
-    cr_assert(kill(local.pid, SIGCONT) == 0);
+    cr_assert(kill(local->pid, SIGCONT) == 0);
     cr_assert(prepared, "no prepared transaction while the sink's ACK was held");
     int rc = eddy_proc_wait(&cancel, 60000);
     eddy_proc_kill(&cancel, 1000);

@@ -20,34 +20,34 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
-static char *dir;
-static char outp[600], logp[600];
+static eddy_test_cluster_t *cl;
+static char *outp;
 
+/* eddy local runs with eddy's own checkpoint timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("socketsrc", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(outp, sizeof outp, "%s/counts.txt", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    eddy_test_cluster_opts_t o = {.tag = "socketsrc", .workers = 1, .checkpoint_interval = "",
+                                  .heartbeat_timeout_ms = "1500"};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    outp = eddy_test_cluster_path(cl, "counts.txt");
 }
 
 static void teardown(void)
 {
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(socket_source, .init = setup, .fini = teardown);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 /* A listening TCP socket on 127.0.0.1 with the given backlog; *port set. */
@@ -76,21 +76,16 @@ static int connect_nonblocking(int port)
     return fd;
 }
 
-static void start_wordcount(eddy_proc_t *proc, int *control_port, int source_port)
+static eddy_proc_t *start_wordcount(int *control_port, int source_port)
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    *control_port = ports[0];
-    char cp[16], hp[16], where[64];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
+    *control_port = eddy_test_cluster_port(cl, 0);
+    char where[64];
     snprintf(where, sizeof where, "127.0.0.1:%d", source_port);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp,
-                    "--http-port", hp, "--quiet", "--heartbeat-ms", "200",
-                    "--heartbeat-timeout-ms", "1500", "--job", "wordcount", "--socket", where,
-                    "--parallelism", "1", "--output", outp, NULL};
-    cr_assert(eddy_proc_start(proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *job[] = {"--quiet", "--job", "wordcount", "--socket", where, "--parallelism", "1",
+                         "--output", outp, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, job, &err) == 0, "%s", err.msg);
+    return eddy_test_cluster_local(cl);
 }
 
 typedef struct accept_wait {
@@ -113,10 +108,9 @@ Test(socket_source, lines_from_a_tcp_server_are_counted, .timeout = 120)
 {
     int port;
     int listener = listen_on_loopback(4, &port);
-    eddy_proc_t proc;
     int cp;
-    start_wordcount(&proc, &cp, port);
-    accept_wait_t a = {listener, -1, &proc};
+    eddy_proc_t *proc = start_wordcount(&cp, port);
+    accept_wait_t a = {listener, -1, proc};
     cr_assert(eddy_poll_until(accepted, &a, 60000) && a.conn >= 0,
               "the socket source never connected; log:\n%s", log_text());
     /* 3000 lines in pieces that split lines and words. */
@@ -127,8 +121,8 @@ Test(socket_source, lines_from_a_tcp_server_are_counted, .timeout = 120)
         cr_assert_eq(write(a.conn, rest, 1), 1);
     }
     close(a.conn);
-    int rc = eddy_proc_wait(&proc, 90000);
-    eddy_proc_kill(&proc, 2000);
+    int rc = eddy_proc_wait(proc, 90000);
+    eddy_proc_kill(proc, 2000);
     close(listener);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
@@ -168,11 +162,10 @@ Test(socket_source, worker_answers_while_the_source_cannot_connect, .timeout = 1
     int fill[3];
     for (int i = 0; i < 3; i++)
         fill[i] = connect_nonblocking(port);
-    eddy_proc_t proc;
     int cp;
-    start_wordcount(&proc, &cp, port);
+    eddy_proc_t *proc = start_wordcount(&cp, port);
     /* DEPLOY is answered and START sent while the connect hangs. */
-    bool running = eddy_test_wait_job_state(cp, "wordcount", "running", 30000, &proc);
+    bool running = eddy_test_wait_job_state(cp, "wordcount", "running", 30000, proc);
     char *log = log_text();
     cr_assert(running, "the job never ran while its source was connecting; log:\n%s", log);
     free(log);
@@ -185,12 +178,12 @@ Test(socket_source, worker_answers_while_the_source_cannot_connect, .timeout = 1
     heartbeat_wait_t h = {cp, 0};
     cr_assert(eddy_poll_until(worker_keeps_heartbeating, &h, 30000),
               "the worker stopped heartbeating while its source was connecting");
-    cr_assert(eddy_proc_alive(&proc));
+    cr_assert(eddy_proc_alive(proc));
     st = eddy_test_status(cp);
     json_t *job = eddy_test_status_job(st, "wordcount");
     cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "running");
     json_decref(st);
-    eddy_proc_kill(&proc, 2000);
+    eddy_proc_kill(proc, 2000);
     for (int i = 0; i < 3; i++)
         close(fill[i]);
     close(listener);
@@ -201,11 +194,10 @@ Test(socket_source, an_unreachable_server_fails_the_job_naming_it, .timeout = 12
     eddy_err_t err = {{0}};
     int port = eddy_test_free_port(&err); /* free a moment ago: nobody listens */
     cr_assert(port > 0, "%s", err.msg);
-    eddy_proc_t proc;
     int cp;
-    start_wordcount(&proc, &cp, port);
-    int rc = eddy_proc_wait(&proc, 90000);
-    eddy_proc_kill(&proc, 2000);
+    eddy_proc_t *proc = start_wordcount(&cp, port);
+    int rc = eddy_proc_wait(proc, 90000);
+    eddy_proc_kill(proc, 2000);
     char *log = log_text();
     cr_assert_neq(rc, 0, "eddy local succeeded without its source; log:\n%s", log);
     char want[96];

@@ -16,31 +16,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define TEXT_BYTES (3u * 1024 * 1024)
 #define RUN_TIMEOUT_MS 120000
 
-static char *dir;
-static char input[600];
+static eddy_test_cluster_t *cl;
+static char *dir, *input;
 static eddy_test_wc_input_t wc; /* the input text and its reference output */
 
+/* eddy local runs with eddy's own checkpoint and heartbeat timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("wc-e2e", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
+    eddy_test_cluster_opts_t o = {.tag = "wc-e2e", .checkpoint_interval = "", .heartbeat_ms = "",
+                                  .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    input = eddy_test_cluster_path(cl, "input.txt");
     cr_assert(eddy_test_wc_input(input, TEXT_BYTES, 20240601, &wc, &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)
 {
     eddy_test_wc_input_free(&wc);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* Index of the first differing line, for a readable failure. */
@@ -73,28 +75,19 @@ ParameterizedTest(wc_case_t *c, wordcount, output_matches_reference, .init = set
                   .fini = teardown, .timeout = 180)
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char out[700], logp[700], w[16], p[16], cp[16], hp[16];
+    char out[700], p[16];
     snprintf(out, sizeof out, "%s/counts-w%d-p%d.tsv", dir, c->workers, c->parallelism);
-    snprintf(logp, sizeof logp, "%s/log-w%d-p%d.txt", dir, c->workers, c->parallelism);
-    snprintf(w, sizeof w, "%d", c->workers);
     snprintf(p, sizeof p, "%d", c->parallelism);
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", w, "--control-port", cp, "--http-port",
-                    hp, "--quiet", "--job", "wordcount", "--input", input, "--output", out,
-                    "--parallelism", p, NULL};
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&proc, RUN_TIMEOUT_MS);
-    eddy_proc_kill(&proc, 2000);
-    char *log = eddy_read_file(logp, NULL);
-    cr_assert_eq(rc, 0, "eddy local (workers %d, parallelism %d) exited %d; log:\n%s",
-                 c->workers, c->parallelism, rc, log ? log : "");
+    eddy_test_cluster_opts(cl)->workers = c->workers;
+    const char *job[] = {"--quiet", "--job", "wordcount", "--input", input, "--output", out,
+                         "--parallelism", p, NULL};
+    int rc = eddy_test_cluster_run_local(cl, job, RUN_TIMEOUT_MS, &err);
+    char *log = eddy_test_cluster_log_text(cl);
+    cr_assert_eq(rc, 0, "eddy local (workers %d, parallelism %d) exited %d (%s); log:\n%s",
+                 c->workers, c->parallelism, rc, err.msg, log);
     size_t got_len = 0;
     char *got = eddy_read_file(out, &got_len);
-    cr_assert(got, "no output file %s; log:\n%s", out, log ? log : "");
+    cr_assert(got, "no output file %s; log:\n%s", out, log);
     if (got_len != wc.expected_len || memcmp(got, wc.expected, got_len) != 0)
         report_diff(wc.expected, wc.expected_len, got, got_len);
     cr_assert(got_len == wc.expected_len && memcmp(got, wc.expected, got_len) == 0,
@@ -111,20 +104,12 @@ Test(wordcount, changelog_last_value_is_reference_count, .init = setup, .fini = 
      .timeout = 180)
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char out[700], logp[700], cp[16], hp[16];
-    snprintf(out, sizeof out, "%s/changelog.txt", dir);
-    snprintf(logp, sizeof logp, "%s/changelog-log.txt", dir);
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
-                    hp, "--quiet", "--job", "wordcount", "--input", input, "--parallelism", "3",
-                    NULL};
-    eddy_proc_t proc;
-    cr_assert(eddy_proc_start(&proc, argv, out, logp, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&proc, RUN_TIMEOUT_MS);
-    eddy_proc_kill(&proc, 2000);
+    char *out = eddy_test_cluster_path(cl, "changelog.txt");
+    eddy_test_cluster_opts(cl)->workers = 2;
+    const char *job[] = {"--quiet", "--job", "wordcount", "--input", input, "--parallelism", "3",
+                         NULL};
+    cr_assert(eddy_test_cluster_start_local_to(cl, job, out, &err) == 0, "%s", err.msg);
+    int rc = eddy_proc_wait(eddy_test_cluster_local(cl), RUN_TIMEOUT_MS);
     cr_assert_eq(rc, 0, "eddy local exited %d", rc);
 
     size_t n;

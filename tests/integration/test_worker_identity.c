@@ -12,36 +12,31 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
-static char *dir;
-static char coord_logp[600], meta_dir[600], snap_dir[600], coord_url[64], data_a[16], data_b[16];
-static int ports[3];
-static eddy_proc_t coord, worker_a, worker_b;
+static eddy_test_cluster_t *cl;
+static char data_a[16], data_b[16];
+static int ports[1];
 
+/* A coordinator with eddy's own timing. */
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("identity", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
-    cr_assert(eddy_test_free_ports(3, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(data_a, sizeof data_a, "%d", ports[1]);
-    snprintf(data_b, sizeof data_b, "%d", ports[2]);
+    eddy_test_cluster_opts_t o = {.tag = "identity", .checkpoint_interval = "", .heartbeat_ms = "",
+                                  .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    int data[2];
+    cr_assert(eddy_test_free_ports(2, data, &err) == 0, "%s", err.msg);
+    snprintf(data_a, sizeof data_a, "%d", data[0]);
+    snprintf(data_b, sizeof data_b, "%d", data[1]);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&worker_a, 3000);
-    eddy_proc_kill(&worker_b, 3000);
-    eddy_proc_kill(&coord, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* The worker object named `name` in a status document (borrowed), or NULL. */
@@ -79,25 +74,20 @@ Test(worker_identity, hostname_identity_names_and_advertises_the_host, .init = s
     host[sizeof host - 1] = '\0';
 
     eddy_err_t err = {{0}};
-    char *cargv[] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-port", "0",
-                     "--metastore", meta_dir, "--snapshot-dir", snap_dir, NULL};
-    cr_assert(eddy_proc_start(&coord, cargv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_coordinator(cl, 0, &err) == 0, "%s", err.msg);
     /* Only registration matters here: nothing connects to the advertised
      * address, so the hostname need not resolve on the test machine. */
-    char *a[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--hostname-identity",
-                 "--data-port", data_a, "--snapshot-dir", snap_dir, "--register-timeout-ms", "60000",
-                 NULL};
-    char *b[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--hostname-identity",
-                 "--name", "explicit-b", "--advertise-host", "127.0.0.1", "--data-port", data_b,
-                 "--snapshot-dir", snap_dir, "--register-timeout-ms", "60000", NULL};
-    cr_assert(eddy_proc_start(&worker_a, a, NULL, NULL, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_proc_start(&worker_b, b, NULL, NULL, &err) == 0, "%s", err.msg);
+    const char *a[] = {"--hostname-identity", "--data-port", data_a, "--register-timeout-ms",
+                       "60000", NULL};
+    const char *b[] = {"--hostname-identity", "--advertise-host", "127.0.0.1", "--data-port",
+                       data_b, "--register-timeout-ms", "60000", NULL};
+    cr_assert(eddy_test_cluster_start_worker_as(cl, "", a, &err) >= 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_worker_as(cl, "explicit-b", b, &err) >= 0, "%s", err.msg);
 
     struct expect e = {host, "explicit-b"};
     if (!eddy_poll_until(both_registered, &e, 60000)) {
-        char *l = eddy_read_file(coord_logp, NULL);
-        cr_assert_fail("workers '%s' and 'explicit-b' did not both register; coordinator log:\n%s",
-                       host, l ? l : "(none)");
+        char *l = eddy_test_cluster_log_text(cl);
+        cr_assert_fail("workers '%s' and 'explicit-b' did not both register; logs:\n%s", host, l);
     }
     json_t *st = eddy_test_status(ports[0]);
     cr_assert(st);
