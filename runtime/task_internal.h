@@ -16,6 +16,8 @@
 
 #include "runtime/task.h"
 
+#include "state/route_table.h"
+
 #include "common/histogram.h"
 #include "runtime/channel_flow.h"
 #include "runtime/watermark_valve.h"
@@ -65,7 +67,7 @@ typedef struct output_group {
     eddy_edge_t edge;
     eddy_key_fn key_fn;
     uint32_t parallelism;
-    uint16_t *owner_of_kg;   /* HASH: key group -> instance */
+    eddy_route_table_t routes; /* HASH: key group -> instance, versioned */
     uint64_t *kg_sent;       /* HASH: records per key group in the load window */
     uint32_t round_robin;
     output_channel_t *channels;

@@ -107,7 +107,7 @@ void task_route(eddy_task_t *t, const eddy_record_t *rec)
             uint32_t klen = rec->kind == EDDY_PARTIAL ? eddy_partial_key(rec, &key)
                                                       : grp->key_fn(rec, &key);
             uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
-            target = grp->owner_of_kg[kg];
+            target = eddy_route_table_owner(&grp->routes, kg);
             grp->kg_sent[kg]++;
             break;
         }
@@ -205,7 +205,7 @@ void task_free_groups(eddy_task_t *t)
             }
         }
         free(grp->channels);
-        free(grp->owner_of_kg);
+        eddy_route_table_free(&grp->routes);
         free(grp->kg_sent);
     }
     free(t->groups);
@@ -239,12 +239,11 @@ int task_build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
             return eddy_err_set(err, "out of memory");
         if (grp->edge == EDDY_EDGE_HASH) {
             uint32_t k = t->graph->max_parallelism;
-            grp->owner_of_kg = calloc(k, sizeof *grp->owner_of_kg);
+            if (eddy_route_table_init(&grp->routes, k, grp->parallelism, err) < 0)
+                return -1;
             grp->kg_sent = calloc(k, sizeof *grp->kg_sent);
-            if (!grp->owner_of_kg || !grp->kg_sent)
+            if (!grp->kg_sent)
                 return eddy_err_set(err, "out of memory");
-            for (uint32_t kg = 0; kg < k; kg++)
-                grp->owner_of_kg[kg] = (uint16_t)eddy_kg_owner(kg, grp->parallelism, k);
         }
         for (uint32_t i = 0; i < grp->parallelism; i++) {
             output_channel_t *ch = &grp->channels[i];
