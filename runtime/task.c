@@ -33,7 +33,7 @@ int task_take_fault(eddy_task_t *t, eddy_err_t *err)
 
 /* ---- operator chain ---------------------------------------------------- */
 
-static void chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
+void task_chain_emit(eddy_collector_t *c, const eddy_record_t *rec)
 {
     chain_link_t *link = (chain_link_t *)c;
     eddy_task_t *t = link->task;
@@ -79,6 +79,13 @@ void task_advance_watermark(eddy_task_t *t, int64_t wm)
 {
     if (wm <= t->watermark)
         return;
+    if (t->wm_held && wm != EDDY_WATERMARK_MAX) {
+        /* Groups are arriving whose held records must not be late: the
+         * clock waits for them (task_migrate.c). */
+        if (wm > t->wm_pending)
+            t->wm_pending = wm;
+        return;
+    }
     t->watermark = wm;
     for (uint32_t i = 0; i < t->def->n_ops && !t->fault; i++) {
         const eddy_operator_ops_t *ops = t->def->ops[i].ops;
@@ -255,11 +262,12 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
     }
 
     for (uint32_t i = 0; i <= EDDY_MAX_CHAIN; i++) {
-        t->links[i].base.emit = chain_emit;
+        t->links[i].base.emit = task_chain_emit;
         t->links[i].task = t;
         t->links[i].next_op = i;
     }
-    if (task_build_inputs(t, cfg->placement, err) < 0 || task_build_groups(t, cfg->placement, err) < 0)
+    if (task_build_inputs(t, cfg->placement, err) < 0 || task_build_groups(t, cfg->placement, err) < 0 ||
+        task_build_peers(t, cfg->placement, err) < 0)
         goto fail;
     for (uint32_t i = 0; i < t->def->n_ops; i++) {
         eddy_op_context_t ctx = t->ctx;
@@ -311,6 +319,7 @@ void eddy_task_destroy(eddy_task_t **self_p)
         t->def->source->close(t->source);
     task_free_inputs(t);
     task_free_groups(t);
+    task_free_migration(t);
     eddy_keyed_state_destroy(&t->state);
     free(t->held);
     free(t);
@@ -389,7 +398,8 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
         return source_allowance(self, now_ns) >= 1.0;
     }
     for (uint32_t i = 0; i < self->n_inputs; i++)
-        if (self->inputs[i].head && !task_channel_blocked(self, &self->inputs[i]))
+        if (self->inputs[i].head && !self->inputs[i].hold_full &&
+            !task_channel_blocked(self, &self->inputs[i]))
             return true;
     return false;
 }
@@ -499,9 +509,27 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         slice_begin(&slice, now_ns);
         eddy_record_t rec;
         int more;
-        while ((more = eddy_data_next_record(&e->msg, &rec, err)) == 1) {
+        while (true) {
+            const unsigned char *at = e->msg.cursor;
+            uint32_t left = e->msg.records_left;
+            if ((more = eddy_data_next_record(&e->msg, &rec, err)) != 1)
+                break;
+            int held = task_hold_record(t, in, &rec);
+            if (held < 0) { /* no room: this record waits, and the channel with it */
+                e->msg.cursor = at;
+                e->msg.records_left = left;
+                t->cur_ingest_us = 0;
+                return 0;
+            }
+            if (held > 0) {
+                if (t->fault) {
+                    rc = task_take_fault(t, err);
+                    break;
+                }
+                continue;
+            }
             t->records_in++;
-            chain_emit(&t->links[0].base, &rec);
+            task_chain_emit(&t->links[0].base, &rec);
             if (t->fault) {
                 rc = task_take_fault(t, err);
                 break;
@@ -532,6 +560,9 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
         if (eddy_wm_valve_ended(t->valve, ch, &wm))
             task_advance_watermark(t, wm);
         task_check_alignment(t);
+        break;
+    case EDDY_DATA_HANDOFF:
+        task_on_handoff(t, in, &e->msg);
         break;
     case EDDY_DATA_WATERMARK:
         if (e->msg.idle) {

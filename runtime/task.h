@@ -101,6 +101,27 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
 int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
                              uint64_t *groups, eddy_err_t *err);
 
+/* Fluid migration, a sender of a keyed exchange to dst_stage: key groups
+ * kgs[0..n) go to instance `to` from routing version `version` on. A
+ * HANDOFF marker goes to each old owner behind every record sent to it, and
+ * one to `to` ahead of the groups' first record there (runtime/task_migrate.c).
+ * -1 (err, nothing changed) when the task has no keyed output to dst_stage
+ * or the routing table refuses the step. */
+int eddy_task_route_step(eddy_task_t *self, uint32_t dst_stage, uint64_t version,
+                         const uint32_t *kgs, uint32_t n, uint32_t to, eddy_err_t *err);
+/* Fluid migration figures: key groups sent away and received whole, and
+ * their bytes; whether a step is in flight here (groups incoming, or given
+ * away once every input's HANDOFF arrived). */
+typedef struct eddy_task_migration_stats {
+    uint64_t groups_sent, groups_received, bytes_sent, bytes_received;
+    uint32_t groups_incoming;
+    size_t held_bytes;
+    bool in_flight;
+} eddy_task_migration_stats_t;
+void eddy_task_migration_stats(const eddy_task_t *self, eddy_task_migration_stats_t *out);
+/* Whether this keyed task holds key group kg's state. */
+bool eddy_task_holds_group(const eddy_task_t *self, uint32_t kg);
+
 uint32_t eddy_task_stage(const eddy_task_t *self);
 uint32_t eddy_task_instance(const eddy_task_t *self);
 bool eddy_task_is_source(const eddy_task_t *self);

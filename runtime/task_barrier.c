@@ -230,9 +230,14 @@ static void decline_checkpoint(eddy_task_t *t, uint64_t checkpoint, const input_
     task_broadcast_small(t, checkpoint, false);
     eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.declined = true;
-    snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
-             "task %s[%u] declined it: its input from %u[%u] ended before the barrier",
-             t->def->name, t->instance, ended->src_stage, ended->src_instance);
+    if (ended)
+        snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
+                 "task %s[%u] declined it: its input from %u[%u] ended before the barrier",
+                 t->def->name, t->instance, ended->src_stage, ended->src_instance);
+    else /* a key group between two owners would be in no snapshot, or in two */
+        snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
+                 "task %s[%u] declined it: a fluid migration step was in flight at the barrier",
+                 t->def->name, t->instance);
     t->env->notify(t->env->host, &ack);
 }
 
@@ -250,7 +255,7 @@ void task_check_alignment(eddy_task_t *t)
         if (!t->inputs[i].eos && t->inputs[i].barrier != checkpoint)
             return;
     const input_channel_t *ended = ended_input(t);
-    if (ended)
+    if (ended || task_migration_in_flight(t))
         decline_checkpoint(t, checkpoint, ended);
     else
         task_take_checkpoint(t, checkpoint);

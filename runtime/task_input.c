@@ -121,6 +121,8 @@ static const char *data_type_name(eddy_data_type_t type)
     case EDDY_DATA_EOS: return "end of stream";
     case EDDY_DATA_CREDIT: return "credit";
     case EDDY_DATA_WATERMARK: return "watermark";
+    case EDDY_DATA_HANDOFF: return "handoff";
+    case EDDY_DATA_STATE_CHUNK: return "state chunk";
     }
     return "message";
 }
@@ -131,6 +133,19 @@ int eddy_task_deliver(eddy_task_t *self, eddy_data_msg_t *msg, zmq_msg_t *zmsg, 
                       eddy_err_t *err)
 {
     uint32_t src = msg->channel.src_instance;
+    if (msg->type == EDDY_DATA_STATE_CHUNK) {
+        /* Out of band, from the old owner of moved key groups. */
+        int rc = msg->channel.src_stage == self->stage ? task_on_state_chunk(self, msg, err)
+                 : eddy_err_set(err, "protocol violation: state chunk for %s[%u] from stage %u",
+                                self->def->name, self->instance, msg->channel.src_stage);
+        if (rc < 0)
+            task_set_fault(self, err->msg);
+        eddy_data_msg_close(msg);
+        free(heap);
+        if (zmsg)
+            zmq_msg_close(zmsg);
+        return rc;
+    }
     input_channel_t *in = input_of(self, msg->channel.src_stage, src);
     if (!in) {
         eddy_err_set(err, "protocol violation: %s for %s[%u] on unknown channel from %u[%u]",
@@ -184,7 +199,7 @@ input_channel_t *task_next_ready_input(eddy_task_t *t)
     for (uint32_t k = 0; k < t->n_inputs; k++) {
         uint32_t i = (t->next_input + k) % t->n_inputs;
         input_channel_t *in = &t->inputs[i];
-        if (in->head && !task_channel_blocked(t, in)) {
+        if (in->head && !in->hold_full && !task_channel_blocked(t, in)) {
             t->next_input = (i + 1) % t->n_inputs;
             return in;
         }
@@ -195,7 +210,7 @@ input_channel_t *task_next_ready_input(eddy_task_t *t)
 bool task_has_ready_input(const eddy_task_t *t)
 {
     for (uint32_t i = 0; i < t->n_inputs; i++)
-        if (t->inputs[i].head && !task_channel_blocked(t, &t->inputs[i]))
+        if (t->inputs[i].head && !t->inputs[i].hold_full && !task_channel_blocked(t, &t->inputs[i]))
             return true;
     return false;
 }

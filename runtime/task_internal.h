@@ -42,6 +42,8 @@ typedef struct input_channel {
     bool eos_received;     /* ended by an EOS message, not unused by the edge */
     uint64_t barrier;      /* checkpoint whose barrier blocks this channel, 0: none */
     uint32_t credit_owed;  /* batches consumed and not yet returned */
+    uint64_t handoff;      /* fluid: version of the last HANDOFF giving groups away */
+    bool hold_full;        /* fluid: stopped at a record the hold has no room for */
 } input_channel_t;
 
 typedef struct out_entry {
@@ -72,6 +74,24 @@ typedef struct output_group {
     uint32_t round_robin;
     output_channel_t *channels;
 } output_group_t;
+
+/* Fluid migration, new owner: a record of a key group whose state has not
+ * arrived, copied, in arrival order (task_migrate.c). */
+typedef struct held_record {
+    struct held_record *next;
+    uint32_t kg, input;
+    int64_t ingest_us;
+    eddy_record_t rec;   /* rec.data points at bytes */
+    char bytes[];
+} held_record_t;
+
+/* Fluid migration, new owner: one key group's state arriving in chunks. */
+typedef struct group_assembly {
+    struct group_assembly *next;
+    uint32_t kg;
+    uint64_t version, total, got;
+    char *buf;
+} group_assembly_t;
 
 typedef struct chain_link {
     eddy_collector_t base;
@@ -157,7 +177,32 @@ struct eddy_task {
      * in the worker's poll set instead of resting for a fixed time. */
     int wait_fd;
     bool waiting_fd;
+
+    /* Fluid migration (task_migrate.c). Old owner: the step whose HANDOFF
+     * markers are arriving (its groups go to out_to once every live input
+     * delivered it). New owner: groups adopted whose state has not arrived
+     * (their records wait in the hold, and the watermark waits with them),
+     * and the groups' chunks being put together. */
+    uint32_t *peer_worker;       /* [parallelism]: the worker of each instance of this stage */
+    uint64_t out_version;
+    uint32_t out_to, n_out;
+    uint32_t *out_kgs;
+    bool out_pending;
+    uint8_t *incoming;           /* [max_parallelism] */
+    uint32_t n_incoming;
+    held_record_t *hold_head, *hold_tail;
+    size_t hold_bytes;
+    bool wm_held;
+    int64_t wm_pending;
+    group_assembly_t *assembling;
+    uint64_t groups_sent, groups_received, state_bytes_sent, state_bytes_received;
 };
+
+/* The hold's bound: beyond it, a channel with a record for an incoming
+ * group stops (and so returns no credit) until a group is installed. */
+#define EDDY_HOLD_BYTES_MAX (8u * 1024u * 1024u)
+/* Chunks of a key group's serialised state on the wire. */
+#define EDDY_STATE_CHUNK_BYTES (256u * 1024u)
 
 /* task.c */
 void task_set_fault(eddy_task_t *t, const char *what);
@@ -197,7 +242,25 @@ void task_check_alignment(eddy_task_t *t);
 void task_note_barrier(eddy_task_t *t, input_channel_t *in, uint64_t checkpoint);
 bool task_channel_blocked(const eddy_task_t *t, const input_channel_t *in);
 
+/* task_output.c: a control message on ch, behind everything before it */
+void task_send_control(eddy_task_t *t, output_channel_t *ch, char *data, size_t len);
+
+/* task.c */
+void task_chain_emit(eddy_collector_t *c, const eddy_record_t *rec);
+
 /* task_migrate.c */
+int task_build_peers(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err);
+void task_free_migration(eddy_task_t *t);
+/* A HANDOFF delivered on in: adopt (this task is the new owner) or note the
+ * marker and give the step's groups away once every live input had it. */
+void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t *msg);
+/* Whether rec (from in) belongs to an incoming group: then it is held
+ * (1), or there is no room and the channel stops (-1); 0: process it. */
+int task_hold_record(eddy_task_t *t, input_channel_t *in, const eddy_record_t *rec);
+/* A STATE_CHUNK for this task; -1 (err) when it is corrupt or out of order. */
+int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *err);
+/* Whether a checkpoint now would miss or double a moving group. */
+bool task_migration_in_flight(const eddy_task_t *t);
 /* A checkpoint's unit of the owned key groups (a sudden migration's: only
  * the groups that change owner, not durable). */
 eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, bool migration,

@@ -86,6 +86,13 @@ static void append_record(eddy_task_t *t, output_channel_t *ch, const eddy_recor
         task_flush_channel(t, ch);
 }
 
+void task_send_control(eddy_task_t *t, output_channel_t *ch, char *data, size_t len)
+{
+    task_flush_channel(t, ch);
+    out_enqueue(t, ch, data, len, false);
+    drain_pending(t, ch);
+}
+
 /* A FORWARD receiver listens to channel `instance` of its upstream only
  * (build_inputs), so data, watermarks, barriers and end of stream all go to
  * this one channel. */
