@@ -166,7 +166,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
-        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale or rebalancing moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (worker to worker in steps while the sources run; not implemented yet: runs as sudden, with a warning)"),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
@@ -343,8 +343,6 @@ static int run_local(int argc, char **argv, char **spec_text)
         return 1;
     }
     eddy_log_set_component("coordinator");
-    if (migration == EDDY_MIGRATION_FLUID)
-        eddy_warn("--migration fluid is not implemented yet: rescales pause the sources (sudden)");
     eddy_info("eddy local: %u workers, job %s, state in %s%s", workers, job, dir,
               temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {

@@ -112,7 +112,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
-        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale or rebalancing moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (worker to worker in steps while the sources run; not implemented yet: runs as sudden, with a warning)"),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_END,
     };
@@ -144,8 +144,6 @@ int eddy_cmd_coordinator(int argc, char **argv)
     }
     eddy_log_set_component("coordinator");
     eddy_cli_install_signals();
-    if (migration == EDDY_MIGRATION_FLUID)
-        eddy_warn("--migration fluid is not implemented yet: rescales pause the sources (sudden)");
     eddy_coordinator_options_t opts = {
         .bind = bind, .keys = keys, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,

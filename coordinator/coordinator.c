@@ -502,6 +502,9 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
     case EDDY_MSG_TASK_DONE:
         coord_job_on_task_done(c, &m);
         break;
+    case EDDY_MSG_STEP_DONE:
+        coord_fluid_on_step_done(c, &m);
+        break;
     case EDDY_MSG_TASK_FAILED: {
         /* The cause names the worker: an input one worker cannot open is
          * that worker's problem, and the user has to know which. */

@@ -239,7 +239,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
         if (t->def->ops[i].ops->watermark || t->def->ops[i].ops->tick)
             t->time_ops = true;
     if (eddy_stage_is_keyed(t->def)) {
-        t->ctx.key_groups = eddy_kg_range_for(t->instance, t->parallelism, t->graph->max_parallelism);
+        t->ctx.key_groups = task_owned_range(t, cfg->placement);
         size_t value_size = 8;
         for (uint32_t i = 0; i < t->def->n_ops; i++)
             if (t->def->ops[i].ops->state_value_size)

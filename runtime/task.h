@@ -119,6 +119,8 @@ typedef struct eddy_task_migration_stats {
     bool in_flight;
 } eddy_task_migration_stats_t;
 void eddy_task_migration_stats(const eddy_task_t *self, eddy_task_migration_stats_t *out);
+/* Whether the task sends to stage by key group (a sender of its fluid steps). */
+bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage);
 /* Whether this keyed task holds key group kg's state. */
 bool eddy_task_holds_group(const eddy_task_t *self, uint32_t kg);
 

@@ -195,6 +195,13 @@ struct eddy_task {
     bool wm_held;
     int64_t wm_pending;
     group_assembly_t *assembling;
+    /* New owner: the step whose groups it adopts, reported (STEP_DONE)
+     * once every one of them is installed. */
+    uint64_t step_in_version;
+    uint32_t n_step_in;
+    uint32_t *step_in_kgs;
+    bool step_in_reported;
+    uint64_t step_in_bytes;
     uint64_t groups_sent, groups_received, state_bytes_sent, state_bytes_received;
 };
 
@@ -249,6 +256,9 @@ void task_send_control(eddy_task_t *t, output_channel_t *ch, char *data, size_t 
 void task_chain_emit(eddy_collector_t *c, const eddy_record_t *rec);
 
 /* task_migrate.c */
+/* The key groups instance owns under pl: as at its stage's route
+ * parallelism when set (fluid: none beyond it), else as at parallelism. */
+eddy_kg_range_t task_owned_range(const eddy_task_t *t, eddy_placement_view_t pl);
 int task_build_peers(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err);
 void task_free_migration(eddy_task_t *t);
 /* A HANDOFF delivered on in: adopt (this task is the new owner) or note the

@@ -94,11 +94,10 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
     self->parallelism = placement.stages[self->stage].parallelism;
     self->ctx.parallelism = self->parallelism;
     if (self->state) {
-        eddy_kg_range_t old = self->ctx.key_groups;
-        eddy_kg_range_t now = eddy_kg_range_for(self->instance, self->parallelism,
-                                                self->graph->max_parallelism);
-        for (uint32_t kg = old.start; kg < old.end; kg++)
-            if (!eddy_kg_range_contains(now, kg)) {
+        /* What it holds: its range, or what fluid steps left it. */
+        eddy_kg_range_t now = task_owned_range(self, placement);
+        for (uint32_t kg = 0; kg < self->graph->max_parallelism; kg++)
+            if (self->held[kg] && !eddy_kg_range_contains(now, kg)) {
                 eddy_keyed_state_drop_group(self->state, kg);
                 for (uint32_t i = 0; i < self->def->n_ops; i++)
                     if (self->def->ops[i].ops->drop_group)
@@ -186,6 +185,16 @@ int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *b
  * the new owner holds records of groups it adopted until their state is
  * installed whole (task_on_state_chunk), then processes them in order. */
 
+eddy_kg_range_t task_owned_range(const eddy_task_t *t, eddy_placement_view_t pl)
+{
+    uint32_t p = pl.stages[t->stage].parallelism, as_p = pl.stages[t->stage].route_parallelism;
+    if (!as_p || as_p >= p)
+        return eddy_kg_range_for(t->instance, p, t->graph->max_parallelism);
+    if (t->instance >= as_p)
+        return (eddy_kg_range_t){0, 0};
+    return eddy_kg_range_for(t->instance, as_p, t->graph->max_parallelism);
+}
+
 int task_build_peers(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
 {
     free(t->peer_worker);
@@ -234,6 +243,10 @@ void task_free_migration(eddy_task_t *t)
     t->out_kgs = NULL;
     t->n_out = 0;
     t->out_pending = false;
+    free(t->step_in_kgs);
+    t->step_in_kgs = NULL;
+    t->n_step_in = 0;
+    t->step_in_version = 0;
     free(t->peer_worker);
     t->peer_worker = NULL;
     free(t->incoming);
@@ -362,8 +375,45 @@ static void give_step_away(eddy_task_t *t)
     t->out_pending = false;
 }
 
+/* The step adopted here is installed whole: the coordinator hears it. */
+static void report_step_if_done(eddy_task_t *t)
+{
+    if (!t->step_in_version || t->step_in_reported)
+        return;
+    for (uint32_t i = 0; i < t->n_step_in; i++)
+        if (!t->held[t->step_in_kgs[i]])
+            return;
+    t->step_in_reported = true;
+    eddy_msg_t m = {.type = EDDY_MSG_STEP_DONE};
+    m.u.step_done.job = t->job;
+    m.u.step_done.epoch = t->epoch;
+    m.u.step_done.stage = t->stage;
+    m.u.step_done.instance = t->instance;
+    m.u.step_done.version = t->step_in_version;
+    m.u.step_done.groups = t->n_step_in;
+    m.u.step_done.bytes = t->step_in_bytes;
+    t->env->notify(t->env->host, &m);
+}
+
 static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
 {
+    if (msg->version > t->step_in_version) {
+        uint32_t *kgs = malloc((msg->n_kgs ? msg->n_kgs : 1) * sizeof *kgs);
+        if (!kgs) {
+            task_set_fault(t, "out of memory");
+            return;
+        }
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < msg->n_kgs; i++)
+            if (msg->kgs[i] < t->graph->max_parallelism)
+                kgs[n++] = msg->kgs[i];
+        free(t->step_in_kgs);
+        t->step_in_kgs = kgs;
+        t->n_step_in = n;
+        t->step_in_version = msg->version;
+        t->step_in_reported = false;
+        t->step_in_bytes = 0;
+    }
     for (uint32_t i = 0; i < msg->n_kgs; i++) {
         uint32_t kg = msg->kgs[i];
         if (kg >= t->graph->max_parallelism || t->held[kg] || t->incoming[kg])
@@ -376,6 +426,7 @@ static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
         t->wm_held = true;
         t->wm_pending = t->watermark;
     }
+    report_step_if_done(t); /* its chunks may all have come first */
 }
 
 void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t *msg)
@@ -513,11 +564,13 @@ static int install(eddy_task_t *t, group_assembly_t *a, eddy_err_t *err)
     t->held[a->kg] = 1;
     t->groups_received++;
     t->state_bytes_received += a->total;
+    t->step_in_bytes += a->total;
     if (t->incoming[a->kg]) {
         t->incoming[a->kg] = 0;
         t->n_incoming--;
     }
     drain_hold(t, a->kg);
+    report_step_if_done(t);
     return 0;
 }
 
@@ -585,4 +638,12 @@ void eddy_task_migration_stats(const eddy_task_t *self, eddy_task_migration_stat
 bool eddy_task_holds_group(const eddy_task_t *self, uint32_t kg)
 {
     return self->held && kg < self->graph->max_parallelism && self->held[kg];
+}
+
+bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage)
+{
+    for (uint32_t g = 0; g < self->n_groups; g++)
+        if (self->groups[g].dst_stage == stage && self->groups[g].edge == EDDY_EDGE_HASH)
+            return true;
+    return false;
 }

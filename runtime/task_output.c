@@ -246,7 +246,9 @@ int task_build_groups(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
             return eddy_err_set(err, "out of memory");
         if (grp->edge == EDDY_EDGE_HASH) {
             uint32_t k = t->graph->max_parallelism;
-            if (eddy_route_table_init(&grp->routes, k, grp->parallelism, err) < 0)
+            uint32_t as_p = pl.stages[s].route_parallelism; /* fluid: 0 or below */
+            if (eddy_route_table_init_as(&grp->routes, k, grp->parallelism,
+                                         as_p ? as_p : grp->parallelism, err) < 0)
                 return -1;
             grp->kg_sent = calloc(k, sizeof *grp->kg_sent);
             if (!grp->kg_sent)

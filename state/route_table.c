@@ -22,6 +22,20 @@ int eddy_route_table_init(eddy_route_table_t *self, uint32_t k, uint32_t p, eddy
     return 0;
 }
 
+int eddy_route_table_init_as(eddy_route_table_t *self, uint32_t k, uint32_t p, uint32_t as_p,
+                             eddy_err_t *err)
+{
+    if (eddy_route_table_init(self, k, p, err) < 0)
+        return -1;
+    if (as_p == 0 || as_p > p) {
+        eddy_route_table_free(self);
+        return eddy_err_set(err, "routing as at parallelism %u over %u instances", as_p, p);
+    }
+    for (uint32_t kg = 0; kg < k; kg++)
+        self->owner[kg] = (uint16_t)eddy_kg_owner(kg, as_p, k);
+    return 0;
+}
+
 void eddy_route_table_free(eddy_route_table_t *self)
 {
     free(self->owner);

@@ -29,6 +29,10 @@ typedef struct eddy_route_table {
 /* The uniform assignment of k groups to p instances at version 0.
  * 1 <= p <= k <= EDDY_MAX_KEY_GROUPS; -1 with err otherwise or out of memory. */
 int eddy_route_table_init(eddy_route_table_t *self, uint32_t k, uint32_t p, eddy_err_t *err);
+/* The same, with key groups owned as at parallelism as_p (1 <= as_p <= p):
+ * instances as_p.. own none (a fluid rescale's new instances). */
+int eddy_route_table_init_as(eddy_route_table_t *self, uint32_t k, uint32_t p, uint32_t as_p,
+                             eddy_err_t *err);
 void eddy_route_table_free(eddy_route_table_t *self);
 
 static inline uint32_t eddy_route_table_owner(const eddy_route_table_t *self, uint32_t kg)

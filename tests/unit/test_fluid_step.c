@@ -167,10 +167,10 @@ static void setup(fixture_t *f)
     cr_assert(eddy_graph_add_stage(&f->graph, "out", 1, 2, EDDY_EDGE_REBALANCE, NULL, &err) == 3);
     cr_assert(eddy_graph_chain(&f->graph, 3, &pass_ops, NULL, &err) == 0, "%s", err.msg);
     f->workers[0] = f->workers[1] = WORKER;
-    f->placement[0] = (eddy_stage_placement_t){1, f->workers};
-    f->placement[1] = (eddy_stage_placement_t){2, f->workers};
-    f->placement[2] = (eddy_stage_placement_t){2, f->workers};
-    f->placement[3] = (eddy_stage_placement_t){1, f->workers};
+    f->placement[0] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->workers};
+    f->placement[1] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = f->workers};
+    f->placement[2] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = f->workers};
+    f->placement[3] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->workers};
     for (uint32_t i = 0; i < 2; i++) {
         f->fwd[i] = new_task(f, 1, i);
         f->sum_task[i] = new_task(f, 2, i);
