@@ -387,6 +387,8 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
         return false;
     if (self->fault) /* the next step reports it */
         return true;
+    if (task_fluid_wake(self) <= now_ns) /* a held transfer may go */
+        return true;
     if (task_outputs_backlogged(self))
         return false;
     if (self->source) {
@@ -629,6 +631,7 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
 #ifndef EDDY_NO_TASK_TIMING
     eddy_task_account(self, now_ns);
 #endif
+    task_fluid_poll(self, now_ns);
     int rc = self->fault            ? task_take_fault(self, err)
              : self->source         ? step_source(self, now_ns, err)
                                     : step_input(self, now_ns, err);
@@ -690,6 +693,8 @@ uint64_t eddy_task_next_wake(eddy_task_t *self, uint64_t now_ns)
     if (self->finished)
         return UINT64_MAX;
     uint64_t wake = needs_ticks(self) ? self->next_tick_ns : UINT64_MAX;
+    if (task_fluid_wake(self) < wake)
+        wake = task_fluid_wake(self);
     if (!self->source || !self->running || self->source_done || self->waiting_fd ||
         task_outputs_backlogged(self))
         return wake;

@@ -65,6 +65,10 @@ typedef struct eddy_task_env {
     /* The job's eddy_guarantee_t (from DEPLOY): at-least-once leaves
      * barriers unaligned (task.c). */
     uint32_t guarantee;
+    /* Test hook (EDDY_TEST_FLUID_HOLD_MS, read by the worker): an old owner
+     * holds each fluid step's state back this long once it could send it,
+     * so tests can act in the middle of a step. 0: off. */
+    uint32_t fluid_hold_ms;
 } eddy_task_env_t;
 
 /* Where each instance of each stage runs (from DEPLOY). */

@@ -188,6 +188,7 @@ struct eddy_task {
     uint32_t out_to, n_out;
     uint32_t *out_kgs;
     bool out_pending;
+    uint64_t out_ready_ns;       /* test hook: not before then (0: not held) */
     uint8_t *incoming;           /* [max_parallelism] */
     uint32_t n_incoming;
     held_record_t *hold_head, *hold_tail;
@@ -269,6 +270,10 @@ void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t 
 int task_hold_record(eddy_task_t *t, input_channel_t *in, const eddy_record_t *rec);
 /* A STATE_CHUNK for this task; -1 (err) when it is corrupt or out of order. */
 int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *err);
+/* The test hook's held transfer: when it may go (UINT64_MAX: none), and
+ * sending it once that time came. */
+uint64_t task_fluid_wake(const eddy_task_t *t);
+void task_fluid_poll(eddy_task_t *t, uint64_t now_ns);
 /* Whether a checkpoint now would miss or double a moving group. */
 bool task_migration_in_flight(const eddy_task_t *t);
 /* A checkpoint's unit of the owned key groups (a sudden migration's: only

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 #include "net/partial.h"
 #include "state/group_envelope.h"
 #include "state/keygroup.h"
@@ -369,6 +371,14 @@ static void give_step_away(eddy_task_t *t)
 {
     if (!t->out_pending || !handoffs_complete(t, t->out_version))
         return;
+    if (t->env->fluid_hold_ms) { /* the test hook holds the transfer back */
+        uint64_t now = eddy_mono_ns();
+        if (!t->out_ready_ns)
+            t->out_ready_ns = now + (uint64_t)t->env->fluid_hold_ms * 1000000u;
+        if (now < t->out_ready_ns)
+            return;
+        t->out_ready_ns = 0;
+    }
     /* What the operators hold back for these groups leaves with their state. */
     for (uint32_t i = 0; i < t->n_out && !t->fault; i++)
         give_group(t, t->out_kgs[i], t->out_version, t->out_to);
@@ -646,4 +656,15 @@ bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage)
         if (self->groups[g].dst_stage == stage && self->groups[g].edge == EDDY_EDGE_HASH)
             return true;
     return false;
+}
+
+uint64_t task_fluid_wake(const eddy_task_t *t)
+{
+    return t->out_pending && t->out_ready_ns ? t->out_ready_ns : UINT64_MAX;
+}
+
+void task_fluid_poll(eddy_task_t *t, uint64_t now_ns)
+{
+    if (t->out_pending && t->out_ready_ns && now_ns >= t->out_ready_ns)
+        give_step_away(t);
 }

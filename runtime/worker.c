@@ -370,6 +370,8 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .send_local = env_send_local, .notify = env_notify,
                                .submit_snapshot = env_submit_snapshot, .store = j->store,
                                .self_worker_id = w->id, .guarantee = d->guarantee};
+    const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
+    j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;
     j->started_ns = eddy_mono_ns();
     return j;
 }
