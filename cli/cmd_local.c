@@ -141,7 +141,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
     bool no_rebalance = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
-    const char *migration_name = "sudden";
+    const char *migration_name = "fluid";
     uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
@@ -166,7 +166,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
-        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state)"),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),

@@ -85,7 +85,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     bool heartbeat_only = false, no_rebalance = false;
     uint32_t rebalance_ms = 3000;
-    const char *migration_name = "sudden";
+    const char *migration_name = "fluid";
     uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
@@ -112,7 +112,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
-        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: sudden (the sources pause while the moved groups go through the snapshot store; the default) or fluid (in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state)"),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_END,
     };

@@ -389,6 +389,9 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
         return true;
     if (task_fluid_wake(self) <= now_ns) /* a held transfer may go */
         return true;
+    if (!self->source && self->n_inputs && task_all_inputs_ended(self) &&
+        !task_migration_in_flight(self)) /* its finish waited for a fluid step */
+        return true;
     if (task_outputs_backlogged(self))
         return false;
     if (self->source) {
@@ -496,8 +499,8 @@ static int step_source(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
 static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
 {
     input_channel_t *in = task_next_ready_input(t);
-    if (!in)
-        return 0;
+    if (!in) /* a finish that waited for moving key groups (task_migrate.c) */
+        return task_all_inputs_ended(t) && !task_migration_in_flight(t) ? finish_task(t, err) : 0;
     in_entry_t *e = in->head;
     uint32_t ch = (uint32_t)(in - t->inputs);
     int64_t wm;
@@ -559,6 +562,7 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     case EDDY_DATA_EOS:
         in->eos = true;
         in->eos_received = true;
+        task_fluid_input_ended(t); /* an ended input has no HANDOFF to wait for */
         if (eddy_wm_valve_ended(t->valve, ch, &wm))
             task_advance_watermark(t, wm);
         task_check_alignment(t);
@@ -586,7 +590,9 @@ static int step_input(eddy_task_t *t, uint64_t now_ns, eddy_err_t *err)
     task_free_entry(e);
     if (rc == 0 && t->fault)
         rc = task_take_fault(t, err);
-    if (rc == 0 && task_all_inputs_ended(t))
+    /* A fluid step in flight finishes first: the old owner's groups leave,
+     * the new owner's arrive and their held records run. */
+    if (rc == 0 && task_all_inputs_ended(t) && !task_migration_in_flight(t))
         rc = finish_task(t, err);
     return rc;
 }

@@ -273,6 +273,8 @@ int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *
 /* The test hook's held transfer: when it may go (UINT64_MAX: none), and
  * sending it once that time came. */
 uint64_t task_fluid_wake(const eddy_task_t *t);
+/* An input ended: a step waiting for its HANDOFF need not any more. */
+void task_fluid_input_ended(eddy_task_t *t);
 void task_fluid_poll(eddy_task_t *t, uint64_t now_ns);
 /* Whether a checkpoint now would miss or double a moving group. */
 bool task_migration_in_flight(const eddy_task_t *t);

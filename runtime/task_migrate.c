@@ -658,6 +658,11 @@ bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage)
     return false;
 }
 
+void task_fluid_input_ended(eddy_task_t *t)
+{
+    give_step_away(t);
+}
+
 uint64_t task_fluid_wake(const eddy_task_t *t)
 {
     return t->out_pending && t->out_ready_ns ? t->out_ready_ns : UINT64_MAX;

@@ -10,14 +10,27 @@
  *   worker running count[0] (the first step's old owner for 3 -> 4) is
  *   killed while it does; the rescale is refused, the job restores from its
  *   last checkpoint, a second fluid rescale completes, and the output is
- *   still exact. */
+ *   still exact;
+ * - other keys keep flowing while a step's transfer is held back: a
+ *   wordcount fed over --socket writes its changelog while the first step of
+ *   count 2 -> 3 (key groups 43..63, instance 0 -> 1, in steps of 128) is
+ *   held 4 s by the test hook; meanwhile words of every other key group get
+ *   new counts and words of the moving groups none; at the end every word's
+ *   last count is what was sent. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "state/keygroup.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
@@ -209,4 +222,152 @@ Test(fluid, kill_of_the_old_owner_mid_step_restores_exactly, .fini = teardown, .
     free(out);
     free(errout);
     expect_correct_output();
+}
+
+/* ---- other keys flow while a step is held --------------------------------- */
+
+#define WORDS 200
+
+typedef struct feeder {
+    int fd;
+    volatile bool stop;
+    uint64_t sent[WORDS];
+} feeder_t;
+
+static void *feed(void *arg)
+{
+    feeder_t *f = arg;
+    for (uint64_t i = 0; !f->stop; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "w%u\n", (unsigned)(i % WORDS));
+        if (write(f->fd, line, (size_t)n) != n)
+            break;
+        f->sent[i % WORDS]++;
+        if (i % 4 == 3)
+            eddy_nap_ms(1);
+    }
+    return NULL;
+}
+
+static bool moving(const char *word, size_t len)
+{
+    uint32_t kg = eddy_key_group_of(word, len, 128);
+    return kg >= 43 && kg < 64;
+}
+
+/* Rows (+I/+U) in changelog bytes [from, to): of moving words, of others. */
+static void count_rows(const char *text, size_t from, size_t to, uint64_t *moved, uint64_t *other,
+                       int64_t *last)
+{
+    *moved = *other = 0;
+    for (size_t i = from; i < to;) {
+        const char *nl = memchr(text + i, '\n', to - i);
+        size_t end = nl ? (size_t)(nl - text) : to;
+        const char *l = text + i;
+        if (end - i > 4 && (l[0] == '+') && l[2] == '[') {
+            const char *comma = memchr(l, ',', end - i);
+            if (comma) {
+                size_t wl = (size_t)(comma - (l + 3));
+                if (moving(l + 3, wl))
+                    (*moved)++;
+                else
+                    (*other)++;
+                if (last && l[3] == 'w')
+                    last[atoi(l + 4) % WORDS] = atoll(comma + 2);
+            }
+        }
+        i = end + 1;
+    }
+}
+
+static size_t file_size(const char *path)
+{
+    size_t n = 0;
+    char *s = eddy_read_file(path, &n);
+    free(s);
+    return s ? n : 0;
+}
+
+static bool steps_of_2_to_3_started(void *arg)
+{
+    (void)arg;
+    char *s = eddy_read_file(logp, NULL);
+    bool yes = s && strstr(s, "fluid rescale of count 2 -> 3");
+    free(s);
+    return yes;
+}
+
+Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeout = 240)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("fluidflow", &err);
+    cr_assert(dir, "%s", err.msg);
+    char changelog[700];
+    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 1) == 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    char cp[16], hp[16], where[64];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
+    setenv("EDDY_TEST_FLUID_HOLD_MS", "4000", 1);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "1000", "--migration", "fluid",
+                    "--migration-step-key-groups", "128", "--job", "wordcount", "--socket", where,
+                    "--parallelism", "2", NULL};
+    cr_assert(eddy_proc_start(&job, argv, changelog, logp, &err) == 0, "%s", err.msg);
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+    struct pollfd p = {lfd, POLLIN, 0};
+    cr_assert_eq(poll(&p, 1, 60000), 1, "the socket source never connected; log:\n%s", log_text());
+    feeder_t f = {.fd = accept(lfd, NULL, NULL)};
+    cr_assert(f.fd >= 0);
+    pthread_t th;
+    pthread_create(&th, NULL, feed, &f);
+    wait_running();
+    eddy_nap_ms(1000);
+    char *rargv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord, NULL};
+    eddy_proc_t client;
+    char client_out[700];
+    snprintf(client_out, sizeof client_out, "%s/rescale.out", dir);
+    cr_assert(eddy_proc_start(&client, rargv, client_out, NULL, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_poll_until(steps_of_2_to_3_started, NULL, 30000), "no steps; log:\n%s", log_text());
+    /* The first step's old owner holds its state 4 s from when its markers
+     * are in; rows of records the old owner had before them may still come
+     * in the first moments. */
+    eddy_nap_ms(500);
+    size_t from = file_size(changelog);
+    eddy_nap_ms(2000);
+    size_t to = file_size(changelog);
+    char *text = eddy_read_file(changelog, NULL);
+    uint64_t moved, other;
+    count_rows(text, from, to, &moved, &other, NULL);
+    free(text);
+    cr_assert_gt(other, 100, "words of unmoved key groups stopped while the step was held (%llu rows)",
+                 (unsigned long long)other);
+    cr_assert_eq(moved, 0, "%llu rows of the moving key groups before their state arrived",
+                 (unsigned long long)moved);
+    int rc = eddy_proc_wait(&client, 60000);
+    cr_assert_eq(rc, 0, "the rescale failed; log:\n%s", log_text());
+    eddy_nap_ms(500);
+    f.stop = true;
+    pthread_join(th, NULL);
+    close(f.fd);
+    close(lfd);
+    rc = eddy_proc_wait(&job, 60000);
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
+    size_t len = 0;
+    text = eddy_read_file(changelog, &len);
+    int64_t last[WORDS] = {0};
+    count_rows(text, 0, len, &moved, &other, last);
+    free(text);
+    cr_assert_gt(moved, 0);
+    for (int w = 0; w < WORDS; w++)
+        cr_assert_eq(last[w], (int64_t)f.sent[w], "w%d: last count %lld, sent %llu", w,
+                     (long long)last[w], (unsigned long long)f.sent[w]);
 }

@@ -497,3 +497,44 @@ Test(fluid, a_checkpoint_meeting_a_step_in_flight_is_declined)
     cr_assert(f.net.declined, "sum[1] took a snapshot without the groups coming to it");
     teardown(&f);
 }
+
+static void end_input(fixture_t *f, uint32_t instance)
+{
+    eddy_channel_id_t ch = {1, 1, 0, 0, 1, instance};
+    size_t len;
+    char *data = eddy_eos_encode(&ch, &len);
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_data_decode(data, len, &msg, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_task_deliver(f->fwd[instance], &msg, NULL, data, &err) == 0, "%s", err.msg);
+}
+
+/* The input ends while a step's transfer is held back: the old owner gives
+ * its groups away at the end of its input, the new owner finishes only once
+ * they arrived and their held records ran (this used to finish both,
+ * losing the held records and counting the moved groups from zero). */
+Test(fluid, the_end_of_input_waits_for_a_step_in_flight)
+{
+    fixture_t f;
+    setup(&f);
+    feed(&f, 0, 1, 0);
+    pump(&f);
+    f.net.hold_chunks = true;
+    step(&f, 1);
+    feed(&f, 1, 1, 0);
+    end_input(&f, 0);
+    end_input(&f, 1);
+    pump(&f);
+    cr_assert(eddy_task_finished(f.sum_task[0]));
+    cr_assert(!eddy_task_finished(f.sum_task[1]), "the new owner finished without its groups");
+    f.net.hold_chunks = false;
+    for (uint32_t i = 0; i < f.net.n_held; i++) {
+        eddy_err_t err = {{0}};
+        cr_assert_eq(dispatch(&f, f.net.held[i].data, f.net.held[i].len, &err), 0, "%s", err.msg);
+    }
+    f.net.n_held = 0;
+    pump(&f);
+    cr_assert(eddy_task_finished(f.sum_task[1]));
+    expect_exact(&f);
+    teardown(&f);
+}
