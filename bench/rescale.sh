@@ -52,7 +52,8 @@ else
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/eddy-bench-rescale.XXXXXX")
     trap 'rm -rf "$TMP"' EXIT
 fi
-PORT=$((20000 + RANDOM % 20000))
+# a free control port for each run
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # analyse MARKS: one line of figures from a probe's marker file:
@@ -79,7 +80,7 @@ analyse() {
 declare -A R
 for V in $KEYS; do
     for MODE in $MODES; do
-        PORT=$((PORT + 2))
+        PORT=$(free_port)
         COORD=tcp://127.0.0.1:$PORT
         marks=$TMP/marks-$V-$MODE.txt
         out=$TMP/rescale-$V-$MODE.out
@@ -89,7 +90,7 @@ for V in $KEYS; do
             -p "rescale,$RATE,$RESCALE_S,$EDDY rescale wordcount count 3 --coordinator $COORD --timeout-ms 120000 >$out 2>&1; $EDDY status --json --coordinator $COORD >$TMP/status-$V-$MODE.json 2>/dev/null" \
             -p "after,$RATE,2" -- \
             "$EDDY" local --workers 3 --parallelism 2 --checkpoint-interval 0 --migration "$MODE" \
-            --migration-step-key-groups "$STEP" --control-port "$PORT" --http-port $((PORT + 1)) \
+            --migration-step-key-groups "$STEP" --control-port "$PORT" --http-port 0 \
             --quiet --job wordcount --socket '127.0.0.1:{PORT}' >"$TMP/probe-$V-$MODE.txt" 2>"$TMP/eddy-$V-$MODE.log" || true
         fill=$(awk '$1 == "phase" && $2 == "fill" {print $8}' "$TMP/probe-$V-$MODE.txt")
         rec=$(jq -r '[.jobs[0].rescales[] | select(.operator == "count")] | last |
@@ -98,7 +99,7 @@ for V in $KEYS; do
         read -r dmax dp99 bmax bp99 win nbk empty <<<"$(analyse "$marks")"
         # the coordinator's own time for the migration, from its reply
         mig_ms=$(grep -oE '(paused|in) [0-9.]+ ms' "$out" | head -1 | grep -oE '[0-9.]+' || echo "$win")
-        mbs=$(awk -v b="${bytes:-0}" -v t="${mig_ms:-0}" 'BEGIN { printf "%.1f", t > 0 ? b / 1048576 / (t / 1000) : 0 }')
+        mbs=$(awk -v b="${bytes:-0}" -v t="${mig_ms:-0}" 'BEGIN { printf "%.1f", (t > 0 ? b / 1048576 / (t / 1000) : 0) }')
         printf '%-8s V=%-8s keys=%-8s moved %s key groups, %s bytes, %s MB/s; total %s ms, sources paused %s ms\n' \
             "$MODE" "$V" "${fill:-?}" "${kgs:-?}" "${bytes:-?}" "$mbs" "$win" "${pause:-?}"
         printf '         latency during: max %s ms p99 %s ms; before: max %s ms p99 %s ms; 50 ms buckets without output: %s of %s\n' \
@@ -127,8 +128,10 @@ set output "$TMP/rescale-$V.png"
 set multiplot layout 2,1 title "rescale 2 -> 3 at $V keys (t = 0: rescale command)"
 set xrange [-2:$RESCALE_S + 2]
 set ylabel "rows/s (50 ms buckets)"
+set yrange [0:$((RATE * 4))]
 plot "$TMP/tput-$V-sudden.dat" with steps title "sudden", "$TMP/tput-$V-fluid.dat" with steps title "fluid"
 set ylabel "marker latency (ms)"
+set autoscale y
 set logscale y
 plot "$TMP/lat-$V-sudden.dat" with points pt 7 ps 0.3 title "sudden", "$TMP/lat-$V-fluid.dat" with points pt 7 ps 0.3 title "fluid"
 unset multiplot
