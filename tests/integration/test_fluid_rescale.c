@@ -5,12 +5,12 @@
  * - up, down and back (count 3 -> 4 -> 2 -> 3, steps of 4 key groups): the
  *   output equals the reference, every rescale says it was fluid, and the
  *   key groups tile [0, 128) at each new parallelism;
- * - kill -9 of the old owner in the middle of a step: the test hook
- *   EDDY_TEST_FLUID_HOLD_MS makes every old owner hold its state back, the
- *   worker running count[0] (the first step's old owner for 3 -> 4) is
- *   killed while it does; the rescale is refused, the job restores from its
- *   last checkpoint, a second fluid rescale completes, and the output is
- *   still exact;
+ * - kill -9 in the middle of a step of the worker of the old owner, of the
+ *   new owner, of an upstream sender: the test hook EDDY_TEST_FLUID_HOLD_MS
+ *   makes every old owner hold its state back, and the worker is killed
+ *   while it does; the rescale is refused, the job restores from its last
+ *   checkpoint, a second fluid rescale completes, and the output is still
+ *   exact;
  * - other keys keep flowing while a step's transfer is held back: a
  *   wordcount fed over --socket writes its changelog while the first step of
  *   count 2 -> 3 (key groups 43..63, instance 0 -> 1, in steps of 128) is
@@ -168,8 +168,8 @@ static bool steps_started(void *arg)
     return yes;
 }
 
-/* The pid of the worker running count[instance]. */
-static pid_t worker_of_count(int instance)
+/* The pid of the worker running op[instance]. */
+static pid_t worker_of(const char *name, int instance)
 {
     json_t *st = eddy_test_status(ports[0]);
     cr_assert(st);
@@ -178,7 +178,7 @@ static pid_t worker_of_count(int instance)
     size_t i;
     json_array_foreach(json_object_get(j, "operators"), i, o)
     {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
+        if (!strcmp(json_string_value(json_object_get(o, "name")), name))
             wid = json_integer_value(
                 json_object_get(json_array_get(json_object_get(o, "instances"), instance), "worker"));
     }
@@ -192,11 +192,16 @@ static pid_t worker_of_count(int instance)
     return pid;
 }
 
-Test(fluid, kill_of_the_old_owner_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+/* Rescales count 3 -> 4 with every step's transfer held 1.5 s, kills -9
+ * the worker of op[instance] during the first step (3 -> 4 in steps of 4:
+ * key groups 32..35 go from count[0] to count[1]), then expects the rescale
+ * refused, the job restored, a second rescale to go through and the output
+ * to be exact. */
+static void kill_mid_step(const char *op, int instance)
 {
     start("1500");
     wait_running();
-    /* wait for a completed checkpoint to restore from */
+    /* a completed checkpoint to restore from */
     cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
               "no checkpoint completed; log:\n%s", log_text());
     char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "4", "--coordinator", coord, NULL};
@@ -207,21 +212,34 @@ Test(fluid, kill_of_the_old_owner_mid_step_restores_exactly, .fini = teardown, .
     cr_assert(eddy_proc_start(&client, argv, client_log, NULL, &err) == 0, "%s", err.msg);
     cr_assert(eddy_poll_until(steps_started, NULL, 30000), "the steps never started; log:\n%s",
               log_text());
-    /* count[0] gives the first step's groups away, and holds them 1.5 s */
     eddy_nap_ms(300);
-    pid_t victim = worker_of_count(0);
+    pid_t victim = worker_of(op, instance);
     cr_assert_gt(victim, 0);
     cr_assert_eq(kill(victim, SIGKILL), 0);
     int rc = eddy_proc_wait(&client, 60000);
     cr_assert_neq(rc, 0, "the interrupted rescale reported success; log:\n%s", log_text());
     wait_running();
-    /* the job restored; a fluid rescale now goes through */
     char *out = NULL, *errout = NULL;
     rc = rescale("4", &out, &errout);
     cr_assert_eq(rc, 0, "second rescale exited %d: %s\nlog:\n%s", rc, errout, log_text());
     free(out);
     free(errout);
     expect_correct_output();
+}
+
+Test(fluid, kill_of_the_old_owner_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("count", 0);
+}
+
+Test(fluid, kill_of_the_new_owner_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("count", 1);
+}
+
+Test(fluid, kill_of_an_upstream_sender_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("source", 2);
 }
 
 /* ---- other keys flow while a step is held --------------------------------- */
