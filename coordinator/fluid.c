@@ -105,6 +105,8 @@ static void done(coord_t *c, coord_job_t *j)
     r->bytes_moved = j->fluid_bytes;
     j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->fluid_groups;
+    r->fluid_steps = j->fluid_plan.n_steps ? j->fluid_plan.n_steps : 1;
+    r->migration_ms = total_ms;
     char msg[256];
     snprintf(msg, sizeof msg,
              "rescaled %s/%s %u -> %u (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %"

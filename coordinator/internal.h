@@ -119,6 +119,10 @@ typedef struct rescale_record {
      * worker and why; 0 and "" for a parallelism change. */
     uint32_t instances_moved;
     char why[COORD_MIGRATION_WHY_MAX];
+    /* A fluid rescale (fluid.c): its steps and their total time (pause_ms
+     * is then only its EXPAND/SHRINK pause); 0 for a sudden one. */
+    uint32_t fluid_steps;
+    double migration_ms;
 } rescale_record_t;
 
 typedef struct pending_client {

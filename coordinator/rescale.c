@@ -210,6 +210,8 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
     r->instances_moved = j->n_moves;
+    r->fluid_steps = 0; /* a sudden one */
+    r->migration_ms = pause_ms;
     snprintf(r->why, sizeof r->why, "%s", j->n_moves ? j->migration_why : "");
     coord_reaper_remove(c->reaper, j->id, j->migration);
     j->migration = 0;

@@ -3,8 +3,9 @@
  * and data planes (coordinator/fluid.c, runtime/task_migrate.c).
  *
  * - up, down and back (count 3 -> 4 -> 2 -> 3, steps of 4 key groups): the
- *   output equals the reference, every rescale says it was fluid, and the
- *   key groups tile [0, 128) at each new parallelism;
+ *   output equals the reference, every rescale says it was fluid (its
+ *   reply, and `rescales[]` in status with its steps), and the key groups
+ *   tile [0, 128) at each new parallelism;
  * - kill -9 in the middle of a step of the worker of the old owner, of the
  *   new owner, of an upstream sender: the test hook EDDY_TEST_FLUID_HOLD_MS
  *   makes every old owner hold its state back, and the worker is killed
@@ -156,6 +157,18 @@ Test(fluid, up_down_back_keeps_exact_counts, .fini = teardown, .timeout = 240)
     char *log = log_text();
     cr_assert(!strstr(log, "restor"), "a fluid rescale restored the job:\n%s", log);
     free(log);
+    /* status records them as fluid, with their steps */
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    json_t *rs = json_object_get(eddy_test_status_job(st, "wordcount"), "rescales");
+    cr_assert_eq(json_array_size(rs), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_array_get(rs, i);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "migration")), "fluid");
+        cr_assert_gt(json_integer_value(json_object_get(r, "steps")), 0);
+        cr_assert_gt(json_integer_value(json_object_get(r, "key_groups_moved")), 0);
+    }
+    json_decref(st);
     expect_correct_output();
 }
 
