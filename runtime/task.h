@@ -69,6 +69,9 @@ typedef struct eddy_task_env {
      * holds each fluid step's state back this long once it could send it,
      * so tests can act in the middle of a step. 0: off. */
     uint32_t fluid_hold_ms;
+    /* Test hook (EDDY_TEST_FLUID_CORRUPT=1): an old owner flips a byte of
+     * the first non-empty state chunk it sends, after its checksum. */
+    bool fluid_corrupt;
 } eddy_task_env_t;
 
 /* Where each instance of each stage runs (from DEPLOY). */

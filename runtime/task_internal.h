@@ -189,6 +189,7 @@ struct eddy_task {
     uint32_t *out_kgs;
     bool out_pending;
     uint64_t out_ready_ns;       /* test hook: not before then (0: not held) */
+    bool corrupted;              /* test hook: a chunk was corrupted */
     uint8_t *incoming;           /* [max_parallelism] */
     uint32_t n_incoming;
     held_record_t *hold_head, *hold_tail;

@@ -349,6 +349,10 @@ static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t t
             task_set_fault(t, "out of memory sending key group state");
             break;
         }
+        if (t->env->fluid_corrupt && n && !t->corrupted) { /* the test hook */
+            m[mlen - 1] ^= 0x5a; /* the chunk's last byte */
+            t->corrupted = true;
+        }
         task_send_message(t, t->peer_worker[to], m, mlen);
         off += n;
     } while (off < len);

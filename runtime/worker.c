@@ -372,6 +372,8 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .self_worker_id = w->id, .guarantee = d->guarantee};
     const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
     j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;
+    const char *corrupt = getenv("EDDY_TEST_FLUID_CORRUPT");
+    j->env.fluid_corrupt = corrupt && !strcmp(corrupt, "1");
     j->started_ns = eddy_mono_ns();
     return j;
 }

@@ -12,6 +12,8 @@
  *   while it does; the rescale is refused, the job restores from its last
  *   checkpoint, a second fluid rescale completes, and the output is still
  *   exact;
+ * - a corrupt state chunk (test hook EDDY_TEST_FLUID_CORRUPT) is named,
+ *   nothing of its group is loaded, the job restores and stays exact;
  * - other keys keep flowing while a step's transfer is held back: a
  *   wordcount fed over --socket writes its changelog while the first step of
  *   count 2 -> 3 (key groups 43..63, instance 0 -> 1, in steps of 128) is
@@ -44,7 +46,7 @@ static int ports[2];
 static char coord[64];
 static eddy_proc_t job;
 
-static void start(const char *hold_ms)
+static void start_with(const char *hold_ms, const char *corrupt)
 {
     eddy_err_t err = {{0}};
     dir = eddy_test_mkdtemp("fluid", &err);
@@ -60,12 +62,20 @@ static void start(const char *hold_ms)
     snprintf(hp, sizeof hp, "%d", ports[1]);
     if (hold_ms)
         setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1); /* the workers inherit it */
+    if (corrupt)
+        setenv("EDDY_TEST_FLUID_CORRUPT", corrupt, 1);
     char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
                     "--checkpoint-interval", "500", "--migration", "fluid",
                     "--migration-step-key-groups", "4", "--job", "wordcount", "--input", input,
                     "--output", output, "--parallelism", "3", "--rate", SOURCE_RATE, NULL};
     cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
     unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+    unsetenv("EDDY_TEST_FLUID_CORRUPT");
+}
+
+static void start(const char *hold_ms)
+{
+    start_with(hold_ms, NULL);
 }
 
 static void teardown(void)
@@ -253,6 +263,28 @@ Test(fluid, kill_of_the_new_owner_mid_step_restores_exactly, .fini = teardown, .
 Test(fluid, kill_of_an_upstream_sender_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
 {
     kill_mid_step("source", 2);
+}
+
+/* Every worker's old owners corrupt their first state chunk (test hook
+ * EDDY_TEST_FLUID_CORRUPT): the new owner finds the checksum wrong, loads
+ * nothing of the group and fails; the rescale is refused, the job restores
+ * from its last checkpoint and its output is exact. */
+Test(fluid, a_corrupt_state_chunk_restores_the_job_exactly, .fini = teardown, .timeout = 240)
+{
+    start_with(NULL, "1");
+    wait_running();
+    cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
+              "no checkpoint completed; log:\n%s", log_text());
+    char *out = NULL, *errout = NULL;
+    int rc = rescale("4", &out, &errout);
+    cr_assert_neq(rc, 0, "a rescale with a corrupt chunk succeeded: %s; log:\n%s", out, log_text());
+    free(out);
+    free(errout);
+    char *log = log_text();
+    cr_assert(strstr(log, "corrupt state chunk"), "the corruption was not named; log:\n%s", log);
+    free(log);
+    wait_running();
+    expect_correct_output();
 }
 
 /* ---- other keys flow while a step is held --------------------------------- */
