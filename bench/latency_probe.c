@@ -19,7 +19,11 @@
  * phase, eddy's throughput; R also counts what waits in socket buffers).
  * Lines are paced by an absolute clock, sent in the 1 ms slot they are due.
  * Markers still missing WAIT_S seconds (default 10) after the last phase are
- * counted as lost (`got` < `sent`). */
+ * counted as lost (`got` < `sent`).
+ * -o FILE writes every marker, one line each: `seq sent_s latency_ms`
+ * (sent_s on the monotonic clock; latency -1: lost), after a first line
+ * `# cmd START END` with the span (same clock) during which each phase's
+ * CMD ran (bench/rescale.sh: the rescale). */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,6 +57,8 @@ static int n_phases;
 static int64_t *sent_ns;   /* per seq: when written (0: not yet) */
 static int64_t *got_ns;    /* per seq: latency, -1 not seen */
 static uint64_t cap_seq;
+static pid_t cmd_pid;
+static double cmd_started, cmd_ended;
 static volatile uint64_t n_sent;
 static volatile int reader_done;
 
@@ -106,6 +112,18 @@ static void run_cmd(const char *cmd)
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
+    cmd_pid = pid;
+    cmd_started = (double)now_ns() / 1e9;
+    cmd_ended = 0;
+}
+
+/* Notes when the phase command ended (polled while sending). */
+static void reap_cmd(void)
+{
+    if (cmd_pid > 0 && waitpid(cmd_pid, NULL, WNOHANG) == cmd_pid) {
+        cmd_ended = (double)now_ns() / 1e9;
+        cmd_pid = 0;
+    }
 }
 
 /* Writes all of buf (blocking: eddy's backpressure paces a RATE 0 phase). */
@@ -132,6 +150,7 @@ static void send_phase(int fd, phase_t *p)
         run_cmd(p->cmd);
     uint64_t due_base = n_sent;
     for (;;) {
+        reap_cmd();
         int64_t t = now_ns();
         if (t >= stop)
             break;
@@ -198,6 +217,7 @@ static void report(const phase_t *p)
 int main(int argc, char **argv)
 {
     double wait_s = 10;
+    const char *dump = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--"); i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -211,6 +231,8 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "-w") && i + 1 < argc) {
             wait_s = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            dump = argv[++i];
         } else if (!strcmp(argv[i], "-p") && i + 1 < argc && n_phases < MAX_PHASES) {
             phase_t *p = &phases[n_phases++];
             char *spec = strdup(argv[++i]);
@@ -225,12 +247,12 @@ int main(int argc, char **argv)
             p->seconds = atof(secs);
             p->cmd = cmd;
         } else {
-            fprintf(stderr, "usage: latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
+            fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
             return 2;
         }
     }
     if (i >= argc - 1 || n_phases == 0) {
-        fprintf(stderr, "usage: latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
+        fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
         return 2;
     }
     char **cmd = &argv[i + 1];
@@ -312,6 +334,18 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < n_phases; k++)
         report(&phases[k]);
+    if (cmd_pid > 0 && waitpid(cmd_pid, NULL, 0) == cmd_pid)
+        cmd_ended = (double)now_ns() / 1e9;
+    if (dump) {
+        FILE *f = fopen(dump, "w");
+        if (!f)
+            die(dump);
+        fprintf(f, "# cmd %.6f %.6f\n", cmd_started, cmd_ended);
+        for (uint64_t s = 0; s < n_sent; s++)
+            fprintf(f, "%llu %.6f %.3f\n", (unsigned long long)s, (double)sent_ns[s] / 1e9,
+                    got_ns[s] >= 0 ? (double)got_ns[s] / 1e6 : -1.0);
+        fclose(f);
+    }
     close(fd);
     int status = 0;
     int64_t stop_by = now_ns() + 30000000000ll;

@@ -145,6 +145,8 @@ static int run_local(int argc, char **argv, char **spec_text)
     bool no_rebalance = false, insecure = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
     eddy_coordinator_limits_t limits = {0};
+    const char *migration_name = "fluid";
+    uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -168,6 +170,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
+        EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
         EDDY_FLAG_SWITCH("pool", &pool, "autoscale with an elastic worker pool: the controller starts workers beyond --workers when the job needs them, up to --max-workers, and stops idle ones (pool flags of `eddy controller` go in --controller-flags)"),
@@ -188,6 +192,11 @@ static int run_local(int argc, char **argv, char **spec_text)
         rc = -1;
         eddy_err_set(&err, "--guarantee: expected exactly-once, at-least-once or at-most-once, got '%.64s'",
                      guarantee_name);
+    }
+    eddy_migration_mode_t migration = EDDY_MIGRATION_SUDDEN;
+    if (rc == 0 && eddy_migration_mode_parse(migration_name, &migration) < 0) {
+        rc = -1;
+        eddy_err_set(&err, "--migration: expected sudden or fluid, got '%.64s'", migration_name);
     }
     if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0)
         rc = -1;
@@ -374,7 +383,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
-        .rebalance_interval_ms = rebalance_ms, .limits = limits};
+        .rebalance_interval_ms = rebalance_ms, .limits = limits, .migration = migration,
+        .migration_step_key_groups = migration_step};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

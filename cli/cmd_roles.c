@@ -114,6 +114,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
     bool heartbeat_only = false, no_rebalance = false, insecure = false;
     uint32_t rebalance_ms = 3000;
     eddy_coordinator_limits_t limits = {0};
+    const char *migration_name = "fluid";
+    uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (127.0.0.1; 0.0.0.0 for other machines)"),
@@ -142,6 +144,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
         EDDY_CLI_LIMIT_FLAGS(limits),
+        EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
+        EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
         EDDY_FLAG_END,
     };
     int code;
@@ -149,6 +153,12 @@ int eddy_cmd_coordinator(int argc, char **argv)
         return code;
     if (hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    eddy_migration_mode_t migration;
+    if (eddy_migration_mode_parse(migration_name, &migration) < 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "--migration: expected sudden or fluid, got '%.64s'", migration_name);
+        return eddy_usage_error("coordinator", msg);
+    }
     if ((etcd_ca || etcd_cert || etcd_key) && strncasecmp(metastore, "https://", 8))
         return eddy_usage_error("coordinator", "--etcd-ca/--etcd-cert/--etcd-key need an "
                                 "https:// --metastore URL (etcd:// is plain HTTP)");
@@ -183,7 +193,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,
         .leader_quorum_timeout_ms = quorum_timeout, .dead_worker_grace_ms = dead_grace,
-        .no_rebalance = no_rebalance, .rebalance_interval_ms = rebalance_ms, .limits = limits};
+        .no_rebalance = no_rebalance, .rebalance_interval_ms = rebalance_ms, .limits = limits,
+        .migration = migration, .migration_step_key_groups = migration_step};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
     eddy_keys_destroy(&keys);

@@ -267,7 +267,11 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     m.u.trigger.pause_after = pause;
     /* A rescale's barrier is a migration snapshot, not a recovery point. */
     m.u.trigger.migrate_stage = pause && j->rescale_stage >= 0 ? (uint32_t)j->rescale_stage : EDDY_NO_STAGE;
-    m.u.trigger.migrate_parallelism = pause && j->rescale_stage >= 0 ? j->rescale_to : 0;
+    /* A fluid rescale's barrier moves no state: the groups stay with their
+     * owners (fluid.c). */
+    m.u.trigger.migrate_parallelism = !pause || j->rescale_stage < 0 ? 0
+                                      : j->fluid && j->fluid_phase == COORD_FLUID_EXPAND ? j->rescale_from
+                                                                                            : j->rescale_to;
     m.u.trigger.moving = pause ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
     coord_broadcast(c, &m);
     free(m.u.trigger.moving);
@@ -483,7 +487,9 @@ void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
         coord_checkpoint_trigger(c, j, true); /* a periodic checkpoint was in the way */
         return;
     }
+    coord_fluid_tick(c, j, now_ms);
     if (j->state == JOB_RUNNING && !j->any_done && c->opts->checkpoint_interval_ms &&
+        !coord_fluid_step_in_flight(j) && !j->deploys_pending &&
         now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms)
         coord_checkpoint_trigger(c, j, false);
 }

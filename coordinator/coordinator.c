@@ -682,6 +682,12 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
             coord_job_on_task_done(c, &m);
         break;
     }
+    case EDDY_MSG_STEP_DONE:
+        /* only the new owner's worker says its groups are installed (senders.c) */
+        if (coord_sender_task(c, w, "STEP_DONE", m.u.step_done.job, m.u.step_done.epoch,
+                              m.u.step_done.stage, m.u.step_done.instance))
+            coord_fluid_on_step_done(c, &m);
+        break;
     case EDDY_MSG_TASK_FAILED: {
         coord_job_t *j = coord_sender_task(c, w, "TASK_FAILED", m.u.task_failed.job,
                                            m.u.task_failed.epoch, m.u.task_failed.stage,

@@ -41,6 +41,22 @@ typedef struct eddy_coordinator_limits {
 
 /* Fills the zero fields of limits with their defaults. */
 void eddy_coordinator_limits_fill(eddy_coordinator_limits_t *limits);
+/* How a rescale or a rebalancing migration moves key groups (--migration):
+ * SUDDEN pauses every source at a migration checkpoint and moves the
+ * changed groups through the snapshot store (coordinator/rescale.c); FLUID
+ * moves them in steps of --migration-step-key-groups, worker to worker, with
+ * versioned routing and in-band handoff markers while the sources run
+ * (docs/architecture.md, "Fluid key-group migration"). */
+typedef enum eddy_migration_mode {
+    EDDY_MIGRATION_SUDDEN = 0,
+    EDDY_MIGRATION_FLUID = 1,
+} eddy_migration_mode_t;
+
+#define EDDY_MIGRATION_STEP_KEY_GROUPS 8u /* default --migration-step-key-groups */
+
+/* "sudden" or "fluid"; -1 otherwise. */
+int eddy_migration_mode_parse(const char *name, eddy_migration_mode_t *out);
+const char *eddy_migration_mode_name(eddy_migration_mode_t mode);
 
 typedef struct eddy_coordinator_options {
     const char *bind;                /* control socket, e.g. tcp://127.0.0.1:7600 */
@@ -85,6 +101,10 @@ typedef struct eddy_coordinator_options {
      * worker, at most one migration per interval (0: 3000 ms). */
     bool no_rebalance;
     uint32_t rebalance_interval_ms;
+    /* Key-group migration of rescales and rebalancing (see above); the step
+     * size is in key groups (0: EDDY_MIGRATION_STEP_KEY_GROUPS). */
+    eddy_migration_mode_t migration;
+    uint32_t migration_step_key_groups;
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;

@@ -27,6 +27,7 @@
 #include "state/metastore.h"
 #include "state/metastore_async.h"
 #include "state/metastore_lease.h"
+#include "state/route_table.h"
 #include "state/snapshot_store.h"
 #include "common/log.h"
 #include "plan/plugin.h"
@@ -121,6 +122,10 @@ typedef struct rescale_record {
      * worker and why; 0 and "" for a parallelism change. */
     uint32_t instances_moved;
     char why[COORD_MIGRATION_WHY_MAX];
+    /* A fluid rescale (fluid.c): its steps and their total time (pause_ms
+     * is then only its EXPAND/SHRINK pause); 0 for a sudden one. */
+    uint32_t fluid_steps;
+    double migration_ms;
 } rescale_record_t;
 
 typedef struct pending_client {
@@ -230,6 +235,22 @@ typedef struct coord_job {
     uint32_t n_migrations;        /* completed here, also counted in n_rescales */
     uint32_t migrations_earlier;  /* at the coordinators before it */
     uint64_t instances_migrated;  /* since the job was submitted */
+    /* A fluid rescale in flight (fluid.c): rescale_stage's key groups move
+     * in steps; fluid_table is their routing as the committed steps left
+     * it, fluid_version the step in flight (0: none). */
+    bool fluid;
+    int fluid_phase;              /* coord_fluid_phase_t */
+    eddy_route_table_t fluid_table;
+    eddy_route_plan_t fluid_plan;
+    uint32_t fluid_next_step;
+    uint64_t fluid_version;
+    uint64_t fluid_step_started_ms;
+    uint64_t fluid_started_ns;
+    uint64_t fluid_bytes, fluid_groups;
+    double fluid_pause_ms;        /* sources paused by its expand/shrink deploys */
+    /* Routing versions: (epoch << 32) + a count of the epoch's steps, so
+     * they only grow while tasks keep their tables (a deploy resets both). */
+    uint32_t fluid_seq, fluid_seq_epoch;
 
     /* counters that never go backwards (counters.c), saved in the job record */
     coord_counters_t *counters;
@@ -500,6 +521,22 @@ int coord_job_migrate(coord_t *c, coord_job_t *j, const eddy_rebalance_move_t *m
 /* The instances of the migration in flight that move (malloc'd, *n set;
  * NULL with *n 0 when none): TRIGGER tells their tasks to write it all. */
 uint32_t *coord_migration_moving(const coord_job_t *j, uint32_t *n);
+
+/* fluid.c: --migration fluid rescales. */
+typedef enum coord_fluid_phase {
+    COORD_FLUID_EXPAND = 1, /* scale up: new instances deployed owning no key group */
+    COORD_FLUID_STEPS,      /* key groups move step by step, sources running */
+    COORD_FLUID_SHRINK,     /* scale down: the emptied instances removed */
+} coord_fluid_phase_t;
+int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
+                      const unsigned char *identity, size_t identity_len, eddy_err_t *err);
+void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j);
+void coord_fluid_on_deployed(coord_t *c, coord_job_t *j);
+void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m);
+void coord_fluid_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
+/* Whether a checkpoint must wait: a step is in flight. */
+bool coord_fluid_step_in_flight(const coord_job_t *j);
+void coord_fluid_clear(coord_job_t *j);
 
 /* migrate.c: rebalancing, one migration at a time per cluster */
 /* A worker registered: check the spread at the next tick. */

@@ -23,6 +23,7 @@
 
 void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why)
 {
+    coord_fluid_clear(j);
     if (j->rescale_client.waiting) {
         coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 1, why);
         j->rescale_client.waiting = false;
@@ -118,6 +119,8 @@ int coord_job_rescale(coord_t *c, const char *job_id, const char *stage, uint32_
         coord_reply(c, identity, identity_len, 0, msg);
         return 0;
     }
+    if (c->opts->migration == EDDY_MIGRATION_FLUID)
+        return coord_fluid_begin(c, j, s, parallelism, identity, identity_len, err);
     eddy_info("job %s: rescaling %s %u -> %u", job_id, stage, old, parallelism);
     begin(c, j, s, parallelism, identity, identity_len);
     return 0;
@@ -164,6 +167,10 @@ static void apply_moves(coord_job_t *j)
 
 void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
 {
+    if (j->fluid) {
+        coord_fluid_on_snapshot(c, j);
+        return;
+    }
     coord_pending_checkpoint_t *pc = j->pending;
     j->pending = NULL;
     j->migration = pc->id;
@@ -186,6 +193,10 @@ void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
 
 void coord_rescale_done(coord_t *c, coord_job_t *j)
 {
+    if (j->fluid) {
+        coord_fluid_on_deployed(c, j);
+        return;
+    }
     double pause_ms = (double)(eddy_mono_ns() - j->pause_started_ns) / 1e6;
     rescale_record_t *r = &j->rescales[j->n_rescales % COORD_MAX_RESCALES];
     j->n_rescales++;
@@ -202,6 +213,8 @@ void coord_rescale_done(coord_t *c, coord_job_t *j)
     r->groups_moved = j->deploy_groups;
     r->checkpoint = j->migration;
     r->instances_moved = j->n_moves;
+    r->fluid_steps = 0; /* a sudden one */
+    r->migration_ms = pause_ms;
     snprintf(r->why, sizeof r->why, "%s", j->n_moves ? j->migration_why : "");
     coord_reaper_remove(c->reaper, j->id, j->migration);
     j->migration = 0;

@@ -158,6 +158,11 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                                "bytes_moved", (json_int_t)r->bytes_moved, "key_groups_moved",
                                (json_int_t)r->groups_moved, "checkpoint", (json_int_t)r->checkpoint,
                                "kind", r->instances_moved ? "migration" : "rescale");
+        json_object_set_new(rj, "migration", json_string(r->fluid_steps ? "fluid" : "sudden"));
+        if (r->fluid_steps) { /* its steps and their time; pause_ms: the deploy's pause only */
+            json_object_set_new(rj, "steps", json_integer(r->fluid_steps));
+            json_object_set_new(rj, "migration_ms", json_real(r->migration_ms));
+        }
         if (r->instances_moved) { /* a rebalance: which instances moved, and why */
             json_object_set_new(rj, "instances_moved", json_integer(r->instances_moved));
             json_object_set_new(rj, "reason", json_string(r->why));

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define HEADER_FIELDS 7 /* type + 6 channel fields */
 
@@ -184,6 +185,48 @@ char *eddy_watermark_encode(const eddy_channel_id_t *ch, int64_t watermark, bool
     eddy_mpw_i64(&w, watermark);
     eddy_mpw_u64(&w, idle ? 1 : 0);
     return eddy_mpw_release(&w, len);
+}
+
+char *eddy_handoff_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_t to,
+                          const uint32_t *kgs, uint32_t n, size_t *len)
+{
+    if (n > EDDY_HANDOFF_MAX_GROUPS)
+        return NULL;
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, HEADER_FIELDS + 3);
+    pack_channel(&w.pk, EDDY_DATA_HANDOFF, ch);
+    eddy_mpw_u64(&w, version);
+    eddy_mpw_u64(&w, to);
+    eddy_mpw_array(&w, n);
+    for (uint32_t i = 0; i < n; i++)
+        eddy_mpw_u64(&w, kgs[i]);
+    return eddy_mpw_release(&w, len);
+}
+
+uint64_t eddy_state_chunk_checksum(const void *bytes, size_t len)
+{
+    return XXH64(bytes, len, 0);
+}
+
+char *eddy_state_chunk_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_t kg,
+                              uint64_t offset, uint64_t total, const void *bytes, uint32_t len,
+                              size_t *out_len)
+{
+    if (len > EDDY_STATE_CHUNK_MAX || offset > total || len > total - offset)
+        return NULL;
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, HEADER_FIELDS + 6);
+    pack_channel(&w.pk, EDDY_DATA_STATE_CHUNK, ch);
+    eddy_mpw_u64(&w, version);
+    eddy_mpw_u64(&w, kg);
+    eddy_mpw_u64(&w, offset);
+    eddy_mpw_u64(&w, total);
+    eddy_mpw_u64(&w, eddy_state_chunk_checksum(bytes, len));
+    msgpack_pack_bin(&w.pk, len);
+    msgpack_pack_bin_body(&w.pk, bytes, len);
+    return eddy_mpw_release(&w, out_len);
 }
 
 /* ---- DATA fast path ------------------------------------------------------
@@ -392,7 +435,7 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
     eddy_mpr_t *r = &msg->reader;
     msg->reader_open = true;
     uint64_t type = eddy_mpr_u64(r, UINT64_MAX);
-    if (r->ok && (type < EDDY_DATA_BATCH || type > EDDY_DATA_WATERMARK)) {
+    if (r->ok && (type < EDDY_DATA_BATCH || type > EDDY_DATA_STATE_CHUNK)) {
         /* Checked before the channel, so a control message sent to a data
          * port is named as such rather than as a missing field. */
         eddy_data_msg_close(msg);
@@ -427,6 +470,34 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
         msg->watermark = eddy_mpr_i64(r);
         msg->idle = eddy_mpr_u64(r, 1) != 0;
         break;
+    case EDDY_DATA_HANDOFF: {
+        name = "HANDOFF";
+        msg->version = eddy_mpr_u64(r, UINT64_MAX);
+        msg->handoff_to = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        const msgpack_object *saved;
+        uint32_t saved_n, saved_next;
+        uint32_t n = eddy_mpr_enter(r, EDDY_HANDOFF_MAX_GROUPS, &saved, &saved_n, &saved_next);
+        if (r->ok && n) {
+            msg->kgs = malloc(n * sizeof *msg->kgs);
+            if (!msg->kgs)
+                eddy_mpr_fail(r, "out of memory");
+        }
+        for (uint32_t i = 0; r->ok && i < n; i++)
+            msg->kgs[msg->n_kgs++] = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        eddy_mpr_leave(r, saved, saved_n, saved_next);
+        break;
+    }
+    case EDDY_DATA_STATE_CHUNK:
+        name = "STATE_CHUNK";
+        msg->version = eddy_mpr_u64(r, UINT64_MAX);
+        msg->kg = (uint32_t)eddy_mpr_u64(r, UINT32_MAX);
+        msg->offset = eddy_mpr_u64(r, UINT64_MAX);
+        msg->total = eddy_mpr_u64(r, UINT64_MAX);
+        msg->checksum = eddy_mpr_u64(r, UINT64_MAX);
+        msg->chunk = eddy_mpr_bytes(r, EDDY_STATE_CHUNK_MAX, &msg->chunk_len);
+        if (r->ok && (msg->offset > msg->total || msg->chunk_len > msg->total - msg->offset))
+            eddy_mpr_fail(r, "chunk lies beyond its group's total");
+        break;
     default: /* the type was not an unsigned integer: r is failed */
         break;
     }
@@ -457,6 +528,9 @@ int eddy_data_next_record(eddy_data_msg_t *msg, eddy_record_t *rec, eddy_err_t *
 
 void eddy_data_msg_close(eddy_data_msg_t *msg)
 {
+    free(msg->kgs);
+    msg->kgs = NULL;
+    msg->n_kgs = 0;
     if (msg->reader_open)
         eddy_mpr_close(&msg->reader);
     msg->reader_open = false;

@@ -17,6 +17,17 @@
  *           this channel (int64 ms); idle 1 says the sender has nothing to
  *           send for now and is to be left out of the receiver's minimum
  *           until it sends again (Flink's WatermarkStatus.IDLE)
+ *   HANDOFF [37, job, epoch, ss, si, ds, di, version, to, [kg, ...]]
+ *           fluid migration (docs/architecture.md): from here on this sender
+ *           routes the listed key groups (at most EDDY_HANDOFF_MAX_GROUPS)
+ *           to instance `to` of the destination stage by routing version
+ *           `version`; nothing of theirs follows on this channel
+ *   STATE_CHUNK [38, job, epoch, ss, si, ds, di, version, kg, offset, total,
+ *           xxh64, bytes]  the old owner (ss = ds, si) sends one key group's
+ *           serialised state to the new owner (di) in chunks: bytes are
+ *           [offset, offset + len) of the group's `total` bytes, xxh64 is
+ *           XXH64(bytes, seed 0); the receiver checks both (checks here:
+ *           offset + len <= total, len <= EDDY_STATE_CHUNK_MAX)
  * Flow control is credit based (as Flink's): a sender may have at most its
  * credit of DATA batches unconsumed per channel, so no queue and no ZeroMQ
  * high-water mark is ever exceeded and nothing is dropped. */
@@ -38,7 +49,12 @@ typedef enum eddy_data_type {
     EDDY_DATA_EOS = 34,
     EDDY_DATA_CREDIT = 35,
     EDDY_DATA_WATERMARK = 36,
+    EDDY_DATA_HANDOFF = 37,
+    EDDY_DATA_STATE_CHUNK = 38,
 } eddy_data_type_t;
+
+#define EDDY_HANDOFF_MAX_GROUPS 1024u
+#define EDDY_STATE_CHUNK_MAX (1024u * 1024u)
 
 typedef struct eddy_channel_id {
     uint32_t job, epoch;
@@ -71,6 +87,17 @@ char *eddy_barrier_encode(const eddy_channel_id_t *ch, uint64_t checkpoint, size
 char *eddy_eos_encode(const eddy_channel_id_t *ch, size_t *len);
 char *eddy_credit_encode(const eddy_channel_id_t *ch, uint32_t batches, size_t *len);
 char *eddy_watermark_encode(const eddy_channel_id_t *ch, int64_t watermark, bool idle, size_t *len);
+/* NULL when n exceeds EDDY_HANDOFF_MAX_GROUPS. */
+char *eddy_handoff_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_t to,
+                          const uint32_t *kgs, uint32_t n, size_t *len);
+/* One chunk of key group kg's `total` serialised bytes, starting at offset;
+ * the checksum is computed here. NULL when len exceeds EDDY_STATE_CHUNK_MAX
+ * or the chunk does not lie within total. */
+char *eddy_state_chunk_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_t kg,
+                              uint64_t offset, uint64_t total, const void *bytes, uint32_t len,
+                              size_t *out_len);
+/* XXH64 (seed 0) of a chunk's bytes, as STATE_CHUNK carries it. */
+uint64_t eddy_state_chunk_checksum(const void *bytes, size_t len);
 
 /* A decoded data-plane message. For DATA, records are read one by one with
  * eddy_data_next_record; they point into the caller's buffer, which must
@@ -82,6 +109,14 @@ typedef struct eddy_data_msg {
     uint32_t credit;      /* CREDIT */
     int64_t watermark;    /* WATERMARK */
     bool idle;            /* WATERMARK */
+    uint64_t version;     /* HANDOFF, STATE_CHUNK: routing version of the step */
+    uint32_t handoff_to;  /* HANDOFF: the groups' new owner */
+    uint32_t n_kgs;       /* HANDOFF */
+    uint32_t *kgs;        /* HANDOFF: owned, freed by eddy_data_msg_close */
+    uint32_t kg;          /* STATE_CHUNK */
+    uint64_t offset, total, checksum; /* STATE_CHUNK */
+    const char *chunk;    /* STATE_CHUNK: points into the message's bytes */
+    uint32_t chunk_len;
     uint32_t records;     /* DATA */
     int64_t ingest_us;    /* DATA: see above, 0 unknown */
     eddy_mpr_t reader;    /* BARRIER, EOS, CREDIT */

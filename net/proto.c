@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/dataplane.h" /* EDDY_HANDOFF_MAX_GROUPS */
 #include "net/mpcodec.h"
 
 /* Stage and instance fields are indices, so they stay below the maximum
@@ -23,6 +24,7 @@ static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_TASK_FAILED] = "TASK_FAILED", [EDDY_MSG_RELEASE] = "RELEASE",
     [EDDY_MSG_REQUEST] = "REQUEST",       [EDDY_MSG_REPLY] = "REPLY",
     [EDDY_MSG_PLUGIN] = "PLUGIN",         [EDDY_MSG_LEAVE] = "LEAVE",
+    [EDDY_MSG_ROUTE_STEP] = "ROUTE_STEP", [EDDY_MSG_STEP_DONE] = "STEP_DONE",
 };
 
 const char *eddy_msg_type_name(eddy_msg_type_t type)
@@ -568,6 +570,37 @@ static const field_t heartbeat_fields[] = {
     {.kind = FIELD_CUSTOM, .encode = encode_tasks, .decode = decode_tasks, .clear = clear_tasks},
 };
 
+/* DEPLOY's optional last field: each stage's route parallelism (0: as
+ * placed), at most its parallelism; a DEPLOY without it decodes as 0s. */
+static void encode_route_p(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_deploy_t *d = &((const eddy_msg_t *)obj)->u.deploy;
+    eddy_mpw_array(w, d->n_stages);
+    for (uint32_t s = 0; s < d->n_stages; s++)
+        eddy_mpw_u64(w, d->stages[s].route_parallelism);
+}
+
+static void decode_route_p(eddy_mpr_t *r, void *obj)
+{
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_STAGES, &si, &sc, &sn);
+    /* a stage beyond the placed ones has none (eddy_deploy_check refuses
+     * a DEPLOY whose stages do not match the plan's) */
+    for (uint32_t s = 0; r->ok && s < n; s++) {
+        uint32_t v = (uint32_t)eddy_mpr_u64(r, s < d->n_stages ? d->stages[s].parallelism : 0);
+        if (s < d->n_stages)
+            d->stages[s].route_parallelism = v;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void clear_nothing(void *obj)
+{
+    (void)obj;
+}
+
 static const field_t deploy_fields[] = {
     {.kind = FIELD_U32, .offset = MSG(deploy.job), .max = UINT32_MAX},
     {.kind = FIELD_TEXT, .offset = MSG(deploy.job_id), .max = TEXT_SIZE(deploy.job_id)},
@@ -588,6 +621,9 @@ static const field_t deploy_fields[] = {
      .clear = clear_workers},
     {.kind = FIELD_CUSTOM, .encode = encode_positions, .decode = decode_positions,
      .clear = clear_positions},
+    /* optional: each stage's route parallelism (fluid migration) */
+    {.kind = FIELD_CUSTOM, .encode = encode_route_p, .decode = decode_route_p,
+     .clear = clear_nothing},
 };
 
 static const field_t deployed_fields[] = {
@@ -714,6 +750,55 @@ static const field_t leave_fields[] = {
     {.kind = FIELD_TEXT, .offset = MSG(leave.reason), .max = TEXT_SIZE(leave.reason)},
 };
 
+static void encode_step_kgs(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_msg_t *m = obj;
+    eddy_mpw_array(w, m->u.route_step.n_kgs);
+    for (uint32_t i = 0; i < m->u.route_step.n_kgs; i++)
+        eddy_mpw_u64(w, m->u.route_step.kgs[i]);
+}
+
+static void decode_step_kgs(eddy_mpr_t *r, void *obj)
+{
+    eddy_msg_t *m = obj;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_HANDOFF_MAX_GROUPS, &si, &sc, &sn);
+    m->u.route_step.kgs = calloc(n ? n : 1, sizeof *m->u.route_step.kgs);
+    if (!m->u.route_step.kgs)
+        eddy_mpr_fail(r, "out of memory");
+    for (uint32_t i = 0; r->ok && i < n; i++) {
+        m->u.route_step.kgs[i] = (uint32_t)eddy_mpr_u64(r, EDDY_MAX_PARALLELISM - 1);
+        m->u.route_step.n_kgs = i + 1;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void clear_step_kgs(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.route_step.kgs);
+}
+
+static const field_t route_step_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(route_step.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(route_step.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(route_step.stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U64, .offset = MSG(route_step.version), .max = UINT64_MAX},
+    {.kind = FIELD_U32, .offset = MSG(route_step.to), .max = MAX_INSTANCE_INDEX},
+    {.kind = FIELD_CUSTOM, .encode = encode_step_kgs, .decode = decode_step_kgs,
+     .clear = clear_step_kgs},
+};
+
+static const field_t step_done_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(step_done.job), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(step_done.epoch), .max = UINT32_MAX},
+    {.kind = FIELD_U32, .offset = MSG(step_done.stage), .max = MAX_STAGE_INDEX},
+    {.kind = FIELD_U32, .offset = MSG(step_done.instance), .max = MAX_INSTANCE_INDEX},
+    {.kind = FIELD_U64, .offset = MSG(step_done.version), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(step_done.groups), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(step_done.bytes), .max = UINT64_MAX},
+};
+
 /* Older forms still read, without the trailing leader epoch: a REGISTER
  * (protocol 5's had no cores; read so an older worker is refused naming
  * both versions), a REGISTERED before the leader fields (so a newer worker
@@ -723,7 +808,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 0},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 1},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
@@ -736,6 +821,8 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REPLY] = {reply_fields, ELEMS(reply_fields), {0}, 0},
     [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}, 0},
     [EDDY_MSG_LEAVE] = {leave_fields, ELEMS(leave_fields), {0}, 0},
+    [EDDY_MSG_ROUTE_STEP] = {route_step_fields, ELEMS(route_step_fields), {0}, 0},
+    [EDDY_MSG_STEP_DONE] = {step_done_fields, ELEMS(step_done_fields), {0}, 0},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */

@@ -36,7 +36,7 @@
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
-#define EDDY_PROTOCOL_VERSION 8u
+#define EDDY_PROTOCOL_VERSION 9u
 
 /* A REPLY's status from a standby coordinator; its body starts with
  * EDDY_NOT_LEADER_PREFIX and the leader's endpoint when one is known. */
@@ -83,6 +83,9 @@ typedef enum eddy_msg_type {
                               * coordinator -> worker: the plugin, or an error */
     EDDY_MSG_LEAVE,          /* worker -> coordinator: it stops on purpose (protocol 8);
                               * REGISTERED answers, so it may close */
+    EDDY_MSG_ROUTE_STEP,     /* coordinator -> worker: a fluid migration step (its senders route
+                              * the step's key groups to the new owner, HANDOFF in band) */
+    EDDY_MSG_STEP_DONE,      /* worker -> coordinator: the new owner installed a step's groups */
     EDDY_MSG_TYPE_COUNT
 } eddy_msg_type_t;
 
@@ -146,6 +149,11 @@ typedef struct eddy_task_metrics {
 typedef struct eddy_stage_placement {
     uint32_t parallelism;
     uint32_t *worker_of;     /* [parallelism] worker id of each instance */
+    /* Fluid migration: key groups are owned (and routed) as at this
+     * parallelism (<= parallelism), instances beyond it own none until
+     * steps move groups to them; 0: as at parallelism. DEPLOY's optional
+     * last field (absent: 0). */
+    uint32_t route_parallelism;
 } eddy_stage_placement_t;
 
 typedef struct eddy_worker_endpoint {
@@ -295,6 +303,18 @@ typedef struct eddy_msg {
         struct {
             char reason[EDDY_ERROR_MAX];     /* why it stops, for the coordinator's log */
         } leave;
+        struct {
+            uint32_t job, epoch, stage;      /* stage: the one whose groups move */
+            uint64_t version;                /* routing version after the step */
+            uint32_t to;                     /* the groups' new owner */
+            uint32_t n_kgs;
+            uint32_t *kgs;                   /* owned when decoded (eddy_msg_clear) */
+        } route_step;
+        struct {
+            uint32_t job, epoch, stage, instance;
+            uint64_t version;
+            uint64_t groups, bytes;          /* installed by this step */
+        } step_done;
     } u;
 } eddy_msg_t;
 

@@ -65,6 +65,13 @@ typedef struct eddy_task_env {
     /* The job's eddy_guarantee_t (from DEPLOY): at-least-once leaves
      * barriers unaligned (task.c). */
     uint32_t guarantee;
+    /* Test hook (EDDY_TEST_FLUID_HOLD_MS, read by the worker): an old owner
+     * holds each fluid step's state back this long once it could send it,
+     * so tests can act in the middle of a step. 0: off. */
+    uint32_t fluid_hold_ms;
+    /* Test hook (EDDY_TEST_FLUID_CORRUPT=1): an old owner flips a byte of
+     * the first non-empty state chunk it sends, after its checksum. */
+    bool fluid_corrupt;
 } eddy_task_env_t;
 
 /* Where each instance of each stage runs (from DEPLOY). */
@@ -100,6 +107,29 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
 /* Loads the key groups in range that are not yet held, from checkpoint. */
 int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
                              uint64_t *groups, eddy_err_t *err);
+
+/* Fluid migration, a sender of a keyed exchange to dst_stage: key groups
+ * kgs[0..n) go to instance `to` from routing version `version` on. A
+ * HANDOFF marker goes to each old owner behind every record sent to it, and
+ * one to `to` ahead of the groups' first record there (runtime/task_migrate.c).
+ * -1 (err, nothing changed) when the task has no keyed output to dst_stage
+ * or the routing table refuses the step. */
+int eddy_task_route_step(eddy_task_t *self, uint32_t dst_stage, uint64_t version,
+                         const uint32_t *kgs, uint32_t n, uint32_t to, eddy_err_t *err);
+/* Fluid migration figures: key groups sent away and received whole, and
+ * their bytes; whether a step is in flight here (groups incoming, or given
+ * away once every input's HANDOFF arrived). */
+typedef struct eddy_task_migration_stats {
+    uint64_t groups_sent, groups_received, bytes_sent, bytes_received;
+    uint32_t groups_incoming;
+    size_t held_bytes;
+    bool in_flight;
+} eddy_task_migration_stats_t;
+void eddy_task_migration_stats(const eddy_task_t *self, eddy_task_migration_stats_t *out);
+/* Whether the task sends to stage by key group (a sender of its fluid steps). */
+bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage);
+/* Whether this keyed task holds key group kg's state. */
+bool eddy_task_holds_group(const eddy_task_t *self, uint32_t kg);
 
 uint32_t eddy_task_stage(const eddy_task_t *self);
 uint32_t eddy_task_instance(const eddy_task_t *self);

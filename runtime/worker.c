@@ -157,6 +157,7 @@ static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
     return rc < 0 ? -1 : 0;
 }
 
+
 static void dispatch_data(worker_t *w, char *data, size_t len, zmq_msg_t *zmsg);
 
 /* Data for another worker that cannot be sent fails the task that sent it
@@ -380,6 +381,10 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .send_local = env_send_local, .notify = env_notify,
                                .submit_snapshot = env_submit_snapshot, .store = j->store,
                                .self_worker_id = w->id, .guarantee = d->guarantee};
+    const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
+    j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;
+    const char *corrupt = getenv("EDDY_TEST_FLUID_CORRUPT");
+    j->env.fluid_corrupt = corrupt && !strcmp(corrupt, "1");
     j->started_ns = eddy_mono_ns();
     return j;
 }
@@ -502,6 +507,27 @@ static void report_violation(worker_t *w, wjob_t *j, uint32_t stage, uint32_t in
     f.u.task_failed.instance = instance;
     snprintf(f.u.task_failed.error, sizeof f.u.task_failed.error, "%s", what);
     send_ctrl(w, &f);
+}
+
+/* A fluid migration step: every task here that sends to the stage by key
+ * group routes the step's groups to their new owner, behind a HANDOFF
+ * (runtime/task_migrate.c). A task that refuses it is reported failed: the
+ * job restores from its last checkpoint and the migration is abandoned. */
+static void on_route_step(worker_t *w, const eddy_msg_t *m)
+{
+    wjob_t *j = find_job(w, m->u.route_step.job);
+    if (!j || j->epoch != m->u.route_step.epoch)
+        return;
+    for (uint32_t i = 0; i < j->n_tasks; i++) {
+        eddy_task_t *t = j->tasks[i];
+        if (eddy_task_finished(t) || !eddy_task_routes_to(t, m->u.route_step.stage))
+            continue;
+        eddy_err_t err = {{0}};
+        if (eddy_task_route_step(t, m->u.route_step.stage, m->u.route_step.version,
+                                 m->u.route_step.kgs, m->u.route_step.n_kgs, m->u.route_step.to,
+                                 &err) < 0)
+            report_violation(w, j, eddy_task_stage(t), eddy_task_instance(t), err.msg);
+    }
 }
 
 static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
@@ -882,6 +908,9 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
                 eddy_task_trigger(j->tasks[i], m->u.trigger.checkpoint, m->u.trigger.pause_after);
         break;
     }
+    case EDDY_MSG_ROUTE_STEP:
+        on_route_step(w, m);
+        break;
     case EDDY_MSG_COMPLETE: {
         /* Two-phase-commit operators publish what they prepared up to this
          * checkpoint. Finished tasks stay until RELEASE, so they get it too. */

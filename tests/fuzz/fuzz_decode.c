@@ -120,7 +120,7 @@ static void write_seeds(const char *dir)
         m.type = (eddy_msg_type_t)t;
         eddy_task_metrics_t tm = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -1, 2.5};
         uint32_t worker_of[2] = {1, 2};
-        eddy_stage_placement_t stage = {2, worker_of};
+        eddy_stage_placement_t stage = {.parallelism = 2, .worker_of = worker_of};
         eddy_worker_endpoint_t worker = {1, "tcp://127.0.0.1:5000"};
         eddy_source_position_t pos = {0, 1, 42};
         switch (m.type) {

@@ -272,6 +272,19 @@ Test(cli, role_numeric_flags_have_real_ranges, .timeout = 120)
     expect_usage_error(r2, "--timeout-ms");
 }
 
+/* --migration names a mode; its step size is at least one key group. */
+Test(cli, migration_flags_are_checked, .timeout = 60)
+{
+    char *l1[] = {EDDY_BINARY, "local", "--migration", "gradual", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l1, "--migration: expected sudden or fluid, got 'gradual'");
+    char *l2[] = {EDDY_BINARY, "local", "--migration-step-key-groups", "0", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l2, "--migration-step-key-groups");
+    char *c1[] = {EDDY_BINARY, "coordinator", "--migration", "", NULL};
+    expect_usage_error(c1, "--migration");
+    char *c2[] = {EDDY_BINARY, "coordinator", "--migration-step-key-groups", "40000", NULL};
+    expect_usage_error(c2, "--migration-step-key-groups");
+}
+
 Test(cli, dev_zero_as_input_is_a_usage_error, .timeout = 30)
 {
     /* used to exit 0 at once with an empty output */

@@ -622,3 +622,60 @@ Test(dataplane, batch_ingestion_time)
     eddy_data_msg_close(&msg);
     eddy_mpw_free(&old);
 }
+
+/* Fluid migration's messages: HANDOFF's key groups and STATE_CHUNK's
+ * bytes and checksum round-trip; a chunk beyond its group's total, a
+ * truncated message and a HANDOFF over the group limit are refused. */
+Test(dataplane, fluid_messages_round_trip_and_bounds)
+{
+    eddy_channel_id_t ch = {3, 4, 1, 0, 2, 1};
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    size_t len;
+    uint32_t kgs[] = {0, 7, 127};
+    char *enc = eddy_handoff_encode(&ch, 9, 1, kgs, 3, &len);
+    cr_assert_eq(eddy_data_decode(enc, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.type, EDDY_DATA_HANDOFF);
+    assert_channel_eq(&msg.channel, &ch);
+    cr_assert_eq(msg.version, 9);
+    cr_assert_eq(msg.handoff_to, 1);
+    cr_assert_eq(msg.n_kgs, 3);
+    cr_assert_eq(msg.kgs[2], 127);
+    eddy_data_msg_close(&msg);
+    every_truncation(enc, len);
+    free(enc);
+    uint32_t many[EDDY_HANDOFF_MAX_GROUPS + 1] = {0};
+    cr_assert_null(eddy_handoff_encode(&ch, 1, 0, many, EDDY_HANDOFF_MAX_GROUPS + 1, &len));
+
+    const char bytes[] = "state of a key group";
+    enc = eddy_state_chunk_encode(&ch, 9, 7, 100, 200, bytes, sizeof bytes, &len);
+    cr_assert_eq(eddy_data_decode(enc, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.type, EDDY_DATA_STATE_CHUNK);
+    cr_assert_eq(msg.kg, 7);
+    cr_assert_eq(msg.offset, 100);
+    cr_assert_eq(msg.total, 200);
+    cr_assert_eq(msg.chunk_len, sizeof bytes);
+    cr_assert_eq(memcmp(msg.chunk, bytes, sizeof bytes), 0);
+    cr_assert_eq(msg.checksum, eddy_state_chunk_checksum(bytes, sizeof bytes));
+    eddy_data_msg_close(&msg);
+    every_truncation(enc, len);
+    free(enc);
+    cr_assert_null(eddy_state_chunk_encode(&ch, 9, 7, 190, 200, bytes, sizeof bytes, &len));
+    /* a chunk claiming to lie beyond its total, built by hand */
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, 13);
+    uint32_t head[] = {EDDY_DATA_STATE_CHUNK, 3, 4, 1, 0, 2, 1};
+    for (int i = 0; i < 7; i++)
+        eddy_mpw_u64(&w, head[i]);
+    eddy_mpw_u64(&w, 9);
+    eddy_mpw_u64(&w, 7);
+    eddy_mpw_u64(&w, 190);
+    eddy_mpw_u64(&w, 200);
+    eddy_mpw_u64(&w, 0);
+    msgpack_pack_bin(&w.pk, sizeof bytes);
+    msgpack_pack_bin_body(&w.pk, bytes, sizeof bytes);
+    enc = eddy_mpw_release(&w, &len);
+    expect_reject(enc, len, "beyond");
+    free(enc);
+}

@@ -211,6 +211,27 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
     case EDDY_MSG_LEAVE:
         strcpy(m.u.leave.reason, "stopped by SIGTERM");
         break;
+    case EDDY_MSG_ROUTE_STEP:
+        m.u.route_step.job = 3;
+        m.u.route_step.epoch = 9;
+        m.u.route_step.stage = 2;
+        m.u.route_step.version = (9ull << 32) | 4;
+        m.u.route_step.to = 5;
+        m.u.route_step.n_kgs = 3;
+        m.u.route_step.kgs = malloc(3 * sizeof(uint32_t));
+        m.u.route_step.kgs[0] = 0;
+        m.u.route_step.kgs[1] = 64;
+        m.u.route_step.kgs[2] = 127;
+        break;
+    case EDDY_MSG_STEP_DONE:
+        m.u.step_done.job = 3;
+        m.u.step_done.epoch = 9;
+        m.u.step_done.stage = 2;
+        m.u.step_done.instance = 5;
+        m.u.step_done.version = (9ull << 32) | 4;
+        m.u.step_done.groups = 3;
+        m.u.step_done.bytes = 1ull << 33;
+        break;
     default:
         break;
     }
@@ -396,6 +417,19 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         break;
     case EDDY_MSG_LEAVE:
         cr_assert_str_eq(a->u.leave.reason, b->u.leave.reason);
+        break;
+    case EDDY_MSG_ROUTE_STEP:
+        cr_assert_eq(a->u.route_step.job, b->u.route_step.job);
+        cr_assert_eq(a->u.route_step.epoch, b->u.route_step.epoch);
+        cr_assert_eq(a->u.route_step.stage, b->u.route_step.stage);
+        cr_assert_eq(a->u.route_step.version, b->u.route_step.version);
+        cr_assert_eq(a->u.route_step.to, b->u.route_step.to);
+        cr_assert_eq(a->u.route_step.n_kgs, b->u.route_step.n_kgs);
+        for (uint32_t i = 0; i < a->u.route_step.n_kgs; i++)
+            cr_assert_eq(a->u.route_step.kgs[i], b->u.route_step.kgs[i]);
+        break;
+    case EDDY_MSG_STEP_DONE:
+        cr_assert_eq(memcmp(&a->u.step_done, &b->u.step_done, sizeof a->u.step_done), 0);
         break;
     default:
         cr_assert_fail("unexpected type %d", a->type);
@@ -750,7 +784,7 @@ Test(proto, wrong_field_counts_rejected)
          * is an older peer's, still read, and a TRIGGER or ACK one without
          * its optional last field; anything else is rejected. */
         if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER &&
-            t != EDDY_MSG_ACK)
+            t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
@@ -836,7 +870,7 @@ Test(proto, wrong_field_types_rejected)
 Test(proto, unknown_types_rejected)
 {
     expect_reject("\x91\x00", 2, "unknown message type");
-    expect_reject("\x91\x11", 2, "unknown message type");
+    expect_reject("\x91\x13", 2, "unknown message type");
     expect_reject("\x91\x20", 2, "unknown message type"); /* a data-plane type */
     expect_reject("\x91\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 10, "unknown message type");
     expect_reject("\x91\xff", 2, "unknown message type");

@@ -205,8 +205,8 @@ static void fixture_init(fixture_t *f)
               "%s", err.msg);
     cr_assert(eddy_graph_chain(&f->graph, 1, &pass_ops, NULL, &err) == 0, "%s", err.msg);
     f->workers[0] = WORKER;
-    f->placement[0] = (eddy_stage_placement_t){1, f->workers};
-    f->placement[1] = (eddy_stage_placement_t){1, f->workers};
+    f->placement[0] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->workers};
+    f->placement[1] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->workers};
     state_size = 0;
 }
 

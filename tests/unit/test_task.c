@@ -287,8 +287,8 @@ static void fixture_init(fixture_t *f, const eddy_operator_ops_t *const *ops, ui
         cr_assert(eddy_graph_chain(&f->graph, 1, ops[i], NULL, &err) == 0, "%s", err.msg);
     f->src_workers[0] = WORKER;
     f->op_workers[0] = f->op_workers[1] = WORKER;
-    f->placement[0] = (eddy_stage_placement_t){1, f->src_workers};
-    f->placement[1] = (eddy_stage_placement_t){2, f->op_workers};
+    f->placement[0] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->src_workers};
+    f->placement[1] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = f->op_workers};
 }
 
 static eddy_task_t *fixture_task(fixture_t *f, uint32_t instance)
@@ -467,9 +467,9 @@ static void late_fixture_init(fixture_t *f, const eddy_operator_ops_t *const *op
     }
     f->src_workers[0] = WORKER;
     f->op_workers[0] = f->op_workers[1] = WORKER;
-    f->placement[0] = (eddy_stage_placement_t){1, f->src_workers};
-    f->placement[1] = (eddy_stage_placement_t){1, f->op_workers};
-    f->placement[2] = (eddy_stage_placement_t){1, f->op_workers + 1};
+    f->placement[0] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->src_workers};
+    f->placement[1] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->op_workers};
+    f->placement[2] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->op_workers + 1};
 }
 
 static eddy_task_t *late_fixture_task(fixture_t *f, bool downstream)
@@ -692,7 +692,7 @@ static void join_fixture_init_with(join_fixture_t *f, eddy_guarantee_t guarantee
     cr_assert_eq(eddy_graph_validate(&f->graph, &err), 0, "%s", err.msg);
     f->workers[0] = WORKER;
     for (int s = 0; s < 3; s++)
-        f->placement[s] = (eddy_stage_placement_t){1, f->workers};
+        f->placement[s] = (eddy_stage_placement_t){.parallelism = 1, .worker_of = f->workers};
     eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "test", .graph = &f->graph,
                               .stage = 2, .instance = 0, .placement = {3, f->placement},
                               .start_position = -1};
@@ -989,9 +989,9 @@ Test(task, an_unchained_forward_edge_sends_control_messages_to_its_instance_only
     f.src_workers[0] = WORKER;
     f.op_workers[0] = f.op_workers[1] = WORKER;
     uint32_t two_workers[2] = {WORKER, WORKER};
-    f.placement[0] = (eddy_stage_placement_t){2, two_workers};
-    f.placement[1] = (eddy_stage_placement_t){2, f.op_workers};
-    f.placement[2] = (eddy_stage_placement_t){2, two_workers};
+    f.placement[0] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = two_workers};
+    f.placement[1] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = f.op_workers};
+    f.placement[2] = (eddy_stage_placement_t){.parallelism = 2, .worker_of = two_workers};
     eddy_task_config_t cfg = {.job = 1, .epoch = 1, .job_id = "test", .graph = &f.graph,
                               .stage = 1, .instance = 1, .placement = {3, f.placement},
                               .start_position = -1};

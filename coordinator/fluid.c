@@ -1,0 +1,265 @@
+/* fluid.c - a rescale with --migration fluid: key groups move between
+ * instances in small steps, worker to worker, while the sources run
+ * (Megaphone, Hoffmann et al. VLDB 2019; docs/architecture.md, "Fluid
+ * key-group migration").
+ *
+ * Phases of a rescale of stage S from p to q instances:
+ *  EXPAND (q > p): the new instances are deployed owning no key group (a
+ *    DEPLOY(RESCALE) whose placement routes S as at p: route_parallelism),
+ *    behind a migration barrier that writes no state. This is the one
+ *    pause: it drains the channels so new ones can be wired, it does not
+ *    grow with the state.
+ *  STEPS: for each step of eddy_route_plan_to (at most
+ *    --migration-step-key-groups groups, one old and one new owner),
+ *    ROUTE_STEP to every worker; the senders put HANDOFF markers in band,
+ *    the old owner sends the groups' state to the new owner over the data
+ *    plane, the new owner installs it and answers STEP_DONE; then the next
+ *    step. No checkpoint starts while a step is in flight (and a task
+ *    declines one that meets a step), so every group is in exactly one
+ *    snapshot; no step starts while a checkpoint is in flight.
+ *  SHRINK (q < p): the instances the steps emptied are removed, like
+ *    EXPAND behind a barrier that writes no state.
+ * A failure meanwhile restores the job from its last complete checkpoint
+ * (recovery.c calls coord_rescale_abandon, which clears this), at the
+ * placement of then: checkpoint files are per key group, so whatever steps
+ * were committed, the restore is exact. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/internal.h"
+#include "net/dataplane.h" /* EDDY_HANDOFF_MAX_GROUPS */
+
+static uint32_t step_groups(const coord_t *c)
+{
+    uint32_t n = c->opts->migration_step_key_groups ? c->opts->migration_step_key_groups
+                                                    : EDDY_MIGRATION_STEP_KEY_GROUPS;
+    return n > EDDY_HANDOFF_MAX_GROUPS ? EDDY_HANDOFF_MAX_GROUPS : n;
+}
+
+void coord_fluid_clear(coord_job_t *j)
+{
+    if (!j->fluid)
+        return;
+    eddy_route_table_free(&j->fluid_table);
+    eddy_route_plan_free(&j->fluid_plan);
+    for (uint32_t s = 0; s < EDDY_MAX_STAGES; s++)
+        j->placement[s].route_parallelism = 0;
+    j->fluid = false;
+    j->fluid_phase = 0;
+    j->fluid_version = 0;
+    j->fluid_next_step = 0;
+}
+
+bool coord_fluid_step_in_flight(const coord_job_t *j)
+{
+    return j->fluid && j->fluid_version != 0;
+}
+
+/* The sources stop behind a barrier that writes no state (checkpoint.c
+ * asks for the groups that change owner at a parallelism where none do). */
+static void pause_for_deploy(coord_t *c, coord_job_t *j)
+{
+    j->pause_started_ns = eddy_mono_ns();
+    coord_job_set_state(c, j, JOB_RESCALING);
+    if (!j->pending)
+        coord_checkpoint_trigger(c, j, true);
+    /* else: checkpoint.c's tick triggers it when the running one ends */
+}
+
+/* The plan from the committed routing to the uniform one at rescale_to. */
+static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as_p)
+{
+    eddy_err_t err = {{0}};
+    eddy_route_table_free(&j->fluid_table);
+    eddy_route_plan_free(&j->fluid_plan);
+    if (eddy_route_table_init_as(&j->fluid_table, j->graph.max_parallelism, table_p, as_p, &err) < 0 ||
+        eddy_route_plan_to(&j->fluid_table, j->rescale_to, step_groups(c), &j->fluid_plan, &err) < 0) {
+        coord_restore_job(c, j, err.msg, true);
+        return -1;
+    }
+    j->fluid_phase = COORD_FLUID_STEPS;
+    j->fluid_next_step = 0;
+    j->fluid_version = 0;
+    eddy_info("job %s: fluid rescale of %s %u -> %u: %u key groups to move in %u steps", j->id,
+              j->graph.stages[j->rescale_stage].name, j->rescale_from, j->rescale_to,
+              j->fluid_plan.n_groups, j->fluid_plan.n_steps);
+    coord_fluid_tick(c, j, eddy_mono_ms());
+    return 0;
+}
+
+static void done(coord_t *c, coord_job_t *j)
+{
+    double total_ms = (double)(eddy_mono_ns() - j->fluid_started_ns) / 1e6;
+    rescale_record_t *r = &j->rescales[j->n_rescales % COORD_MAX_RESCALES];
+    j->n_rescales++;
+    memset(r, 0, sizeof *r);
+    r->time_ms = eddy_wall_ms();
+    memcpy(r->stage, j->graph.stages[j->rescale_stage].name, sizeof r->stage);
+    r->old_p = j->rescale_from;
+    r->new_p = j->rescale_to;
+    r->pause_ms = j->fluid_pause_ms;
+    r->bytes_moved = j->fluid_bytes;
+    j->rescale_bytes_total += r->bytes_moved;
+    r->groups_moved = j->fluid_groups;
+    r->fluid_steps = j->fluid_plan.n_steps ? j->fluid_plan.n_steps : 1;
+    r->migration_ms = total_ms;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "rescaled %s/%s %u -> %u (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %"
+             PRIu64 " key groups (%" PRIu64 " bytes)",
+             j->id, r->stage, r->old_p, r->new_p, j->fluid_plan.n_steps, total_ms, r->pause_ms,
+             r->groups_moved, r->bytes_moved);
+    eddy_info("%s", msg);
+    if (j->rescale_client.waiting) {
+        coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 0, msg);
+        j->rescale_client.waiting = false;
+    }
+    coord_fluid_clear(j);
+    j->rescale_stage = -1;
+    coord_job_store_save(c, j, 3, NULL, NULL);
+}
+
+int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
+                      const unsigned char *identity, size_t identity_len, eddy_err_t *err)
+{
+    (void)err;
+    uint32_t from = j->placement[stage].parallelism;
+    j->rescale_stage = stage;
+    j->rescale_from = from;
+    j->rescale_to = to;
+    j->rescale_client.waiting = identity_len > 0;
+    if (identity_len)
+        memcpy(j->rescale_client.identity, identity, identity_len);
+    j->rescale_client.identity_len = identity_len;
+    memset(&j->fluid_table, 0, sizeof j->fluid_table);
+    memset(&j->fluid_plan, 0, sizeof j->fluid_plan);
+    j->fluid = true;
+    j->fluid_started_ns = eddy_mono_ns();
+    j->fluid_bytes = j->fluid_groups = 0;
+    j->fluid_pause_ms = 0;
+    eddy_info("job %s: rescaling %s %u -> %u (fluid, steps of %u key groups)", j->id,
+              j->graph.stages[stage].name, from, to, step_groups(c));
+    if (to > from) {
+        j->fluid_phase = COORD_FLUID_EXPAND;
+        pause_for_deploy(c, j);
+        return 0;
+    }
+    start_steps(c, j, from, from); /* a failure restores the job */
+    return 0;
+}
+
+/* The barrier of EXPAND or SHRINK was acknowledged by every task: the
+ * placement at the new parallelism goes out (EXPAND: routed as at the old
+ * one, the new instances owning nothing). */
+void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j)
+{
+    coord_pending_checkpoint_t *pc = j->pending;
+    j->pending = NULL;
+    j->migration = pc->id;
+    uint32_t p[EDDY_MAX_STAGES];
+    for (uint32_t s = 0; s < j->graph.n_stages; s++)
+        p[s] = coord_job_parallelism(j, s);
+    p[j->rescale_stage] = j->rescale_to;
+    eddy_err_t err;
+    if (coord_place(c, j, p, &err) < 0) {
+        coord_pending_checkpoint_destroy(&pc);
+        coord_restore_job(c, j, err.msg, true);
+        return;
+    }
+    j->placement[j->rescale_stage].route_parallelism =
+        j->fluid_phase == COORD_FLUID_EXPAND ? j->rescale_from : 0;
+    coord_deploy(c, j, EDDY_DEPLOY_RESCALE, j->migration, pc->positions);
+    coord_pending_checkpoint_destroy(&pc);
+}
+
+/* Every worker confirmed EXPAND's or SHRINK's deploy (the sources resume). */
+void coord_fluid_on_deployed(coord_t *c, coord_job_t *j)
+{
+    j->fluid_pause_ms += (double)(eddy_mono_ns() - j->pause_started_ns) / 1e6;
+    coord_reaper_remove(c->reaper, j->id, j->migration);
+    j->migration = 0;
+    if (j->fluid_phase == COORD_FLUID_EXPAND) {
+        uint32_t q = j->placement[j->rescale_stage].parallelism;
+        j->placement[j->rescale_stage].route_parallelism = 0; /* a restore places uniformly */
+        start_steps(c, j, q, j->rescale_from);
+        return;
+    }
+    done(c, j);
+}
+
+/* The next step, or the end of the steps. */
+static void next_step(coord_t *c, coord_job_t *j)
+{
+    if (j->fluid_next_step == j->fluid_plan.n_steps) {
+        if (j->rescale_to < j->rescale_from) {
+            j->fluid_phase = COORD_FLUID_SHRINK;
+            pause_for_deploy(c, j);
+        } else {
+            done(c, j);
+        }
+        return;
+    }
+    if (j->pending || j->state != JOB_RUNNING)
+        return; /* a checkpoint first: each group in exactly one snapshot */
+    const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
+    const uint32_t *kgs = &j->fluid_plan.kgs[st->first];
+    if (j->fluid_seq_epoch != j->epoch) {
+        j->fluid_seq_epoch = j->epoch;
+        j->fluid_seq = 0;
+    }
+    uint64_t version = ((uint64_t)j->epoch << 32) | ++j->fluid_seq;
+    eddy_err_t err = {{0}};
+    if (eddy_route_table_apply(&j->fluid_table, version, kgs, st->n, st->to, &err) < 0) {
+        coord_restore_job(c, j, err.msg, true);
+        return;
+    }
+    j->fluid_version = version;
+    j->fluid_step_started_ms = eddy_mono_ms();
+    eddy_msg_t m = {.type = EDDY_MSG_ROUTE_STEP};
+    m.u.route_step.job = j->num;
+    m.u.route_step.epoch = j->epoch;
+    m.u.route_step.stage = (uint32_t)j->rescale_stage;
+    m.u.route_step.version = version;
+    m.u.route_step.to = st->to;
+    m.u.route_step.n_kgs = st->n;
+    m.u.route_step.kgs = (uint32_t *)kgs;
+    coord_broadcast(c, &m);
+    eddy_debug("job %s: fluid step %u/%u: %u key groups %u -> %u (routing version %" PRIu64 ")",
+               j->id, j->fluid_next_step + 1, j->fluid_plan.n_steps, st->n, st->from, st->to, version);
+}
+
+void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m)
+{
+    coord_job_t *j = coord_job_by_num(c, m->u.step_done.job);
+    if (!j || !j->fluid || j->epoch != m->u.step_done.epoch || !j->fluid_version ||
+        m->u.step_done.version != j->fluid_version || (int)m->u.step_done.stage != j->rescale_stage)
+        return; /* stale: from before a restore, or of an abandoned migration */
+    const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
+    if (m->u.step_done.instance != st->to)
+        return;
+    j->fluid_bytes += m->u.step_done.bytes;
+    j->fluid_groups += st->n;
+    j->fluid_version = 0;
+    j->fluid_next_step++;
+    next_step(c, j);
+}
+
+void coord_fluid_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
+{
+    if (!j->fluid || j->fluid_phase != COORD_FLUID_STEPS)
+        return;
+    if (j->fluid_version) {
+        if (now_ms > j->fluid_step_started_ms + c->opts->checkpoint_timeout_ms) {
+            char why[160];
+            snprintf(why, sizeof why, "fluid migration step %u of %u was not done within %u ms",
+                     j->fluid_next_step + 1, j->fluid_plan.n_steps, c->opts->checkpoint_timeout_ms);
+            coord_restore_job(c, j, why, true);
+        }
+        return;
+    }
+    next_step(c, j);
+}

@@ -1,0 +1,679 @@
+/* task_migrate.c - key-group state in and out of a task (see task_internal.h).
+ *
+ * Owns the serialised form of one key group of a task (its watermark, the
+ * keyed values and every chained operator's own state of the group, in
+ * state/group_envelope.h), a task's rewiring for a new placement (dropping
+ * the groups it no longer owns) and the loading of groups it now owns. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+#include "net/partial.h"
+#include "state/group_envelope.h"
+#include "state/keygroup.h"
+#include "runtime/task_internal.h"
+
+_Static_assert(EDDY_MAX_CHAIN <= EDDY_GROUP_MAX_OPS, "a key group snapshot holds every chained operator");
+
+/* One key group's snapshot: the task's watermark, the per-key values and
+ * each chained operator's own state of the group (state/group_envelope.h). */
+int task_write_group(eddy_task_t *t, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    eddy_group_envelope_t env = {.watermark = t->watermark, .n_ops = t->def->n_ops};
+    char *keyed = NULL;
+    char *parts[EDDY_GROUP_MAX_OPS] = {0};
+    int rc = -1;
+    if (eddy_keyed_state_write_group(t->state, kg, &keyed, &env.keyed_len, err) < 0)
+        goto out;
+    env.keyed = keyed;
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (ops->write_group && ops->write_group(t->ops[i], kg, &parts[i], &env.op_lens[i], err) < 0) {
+            eddy_err_wrap(err, "%s[%u]: %s: key group %u", t->def->name, t->instance, ops->kind, kg);
+            goto out;
+        }
+        env.ops[i] = parts[i];
+    }
+    *out = eddy_group_envelope_encode(&env, len);
+    rc = *out ? 0 : eddy_err_set(err, "out of memory");
+out:
+    free(keyed);
+    for (uint32_t i = 0; i < EDDY_GROUP_MAX_OPS; i++)
+        free(parts[i]);
+    return rc;
+}
+
+/* Serialises the owned key groups into a unit for the snapshot writer; the
+ * barrier can go on as soon as this returns, durability follows. */
+eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, bool migration,
+                                           eddy_err_t *err)
+{
+    /* The groups held here: the instance's range, or after fluid steps
+     * whatever the steps left it (task_migrate.c). */
+    uint32_t k = t->graph->max_parallelism, n = 0;
+    for (uint32_t kg = 0; kg < k; kg++)
+        n += t->held[kg];
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(n);
+    if (!u) {
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    snprintf(u->root, sizeof u->root, "%s", eddy_snapshot_store_root(t->env->store));
+    snprintf(u->job, sizeof u->job, "%s", t->job_id);
+    snprintf(u->op, sizeof u->op, "%s", t->def->name);
+    u->checkpoint = checkpoint;
+    u->durable = !migration;
+    bool moving = false; /* to another worker: every group it owns goes along */
+    for (uint32_t i = 0; migration && i < t->env->n_migrate_moving; i++)
+        moving |= t->env->migrate_moving[i] == t->instance;
+    for (uint32_t kg = 0; kg < k; kg++) {
+        if (!t->held[kg])
+            continue;
+        /* A migration snapshot carries only the groups that change owner. */
+        if (migration && !moving &&
+            eddy_kg_owner(kg, t->env->migrate_parallelism, t->graph->max_parallelism) == t->instance)
+            continue;
+        uint32_t i = u->n_groups;
+        if (task_write_group(t, kg, &u->data[i], &u->lens[i], err) < 0) {
+            eddy_snapshot_unit_free(u);
+            return NULL;
+        }
+        u->groups[i] = kg;
+        u->n_groups++;
+    }
+    return u;
+}
+
+int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,
+                     eddy_err_t *err)
+{
+    task_free_inputs(self);
+    task_free_groups(self);
+    task_free_migration(self); /* a fluid step in flight is abandoned */
+    self->epoch = epoch;
+    self->parallelism = placement.stages[self->stage].parallelism;
+    self->ctx.parallelism = self->parallelism;
+    if (self->state) {
+        /* What it holds: its range, or what fluid steps left it. */
+        eddy_kg_range_t now = task_owned_range(self, placement);
+        for (uint32_t kg = 0; kg < self->graph->max_parallelism; kg++)
+            if (self->held[kg] && !eddy_kg_range_contains(now, kg)) {
+                eddy_keyed_state_drop_group(self->state, kg);
+                for (uint32_t i = 0; i < self->def->n_ops; i++)
+                    if (self->def->ops[i].ops->drop_group)
+                        self->def->ops[i].ops->drop_group(self->ops[i], kg);
+                self->held[kg] = 0;
+            }
+        self->ctx.key_groups = now;
+    }
+    if (task_build_inputs(self, placement, err) < 0 || task_build_groups(self, placement, err) < 0 ||
+        task_build_peers(self, placement, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int read_group(eddy_task_t *t, uint32_t kg, const char *data, size_t len, int64_t *wm,
+                      eddy_err_t *err)
+{
+    eddy_group_envelope_t env;
+    if (eddy_group_envelope_decode(data, len, &env, err) < 0)
+        return -1;
+    if (env.n_ops != 0 && env.n_ops != t->def->n_ops)
+        return eddy_err_set(err, "the snapshot holds state of %u operators, the stage chains %u",
+                            env.n_ops, t->def->n_ops);
+    if (eddy_keyed_state_read_group(t->state, kg, env.keyed, env.keyed_len, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < t->def->n_ops; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (!ops->read_group)
+            continue;
+        if (ops->read_group(t->ops[i], kg, i < env.n_ops ? env.ops[i] : NULL,
+                            i < env.n_ops ? env.op_lens[i] : 0, err) < 0)
+            return eddy_err_wrap(err, "%s", ops->kind);
+    }
+    *wm = env.watermark;
+    return 0;
+}
+
+int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *bytes,
+                             uint64_t *groups, eddy_err_t *err)
+{
+    if (!self->state)
+        return 0;
+    int64_t floor = EDDY_WATERMARK_MIN;
+    bool floor_set = false;
+    for (uint32_t kg = self->ctx.key_groups.start; kg < self->ctx.key_groups.end; kg++) {
+        if (self->held[kg])
+            continue;
+        if (!checkpoint)
+            return eddy_err_set(err, "%s[%u]: key group %u has no checkpoint to load from",
+                                self->def->name, self->instance, kg);
+        char *data;
+        size_t len;
+        if (eddy_snapshot_store_read_group(self->env->store, self->job_id, checkpoint,
+                                           self->def->name, kg, &data, &len, err) < 0)
+            return -1;
+        int64_t group_wm = EDDY_GROUP_NO_WATERMARK;
+        int rc = read_group(self, kg, data, len, &group_wm, err);
+        free(data);
+        if (rc < 0)
+            return eddy_err_wrap(err, "%s[%u]: key group %u of checkpoint %llu", self->def->name,
+                                 self->instance, kg, (unsigned long long)checkpoint);
+        if (group_wm != EDDY_GROUP_NO_WATERMARK && (!floor_set || group_wm < floor)) {
+            floor = group_wm;
+            floor_set = true;
+        }
+        self->held[kg] = 1;
+        *bytes += len;
+        *groups += 1;
+    }
+    /* The restored groups' clock: the lowest watermark among them. */
+    if (floor_set && floor > self->watermark) {
+        self->watermark = floor;
+        if (self->def->input >= 0 && task_build_valve(self, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- fluid migration ----------------------------------------------------
+ * Megaphone-style steps (docs/architecture.md, "Fluid key-group
+ * migration"). The sender side is eddy_task_route_step; the old owner gives
+ * a step's groups away in task_on_handoff once every live input delivered
+ * its HANDOFF (so it has processed every record of theirs that was sent to
+ * it) and sends their state in checksummed chunks straight to the new owner;
+ * the new owner holds records of groups it adopted until their state is
+ * installed whole (task_on_state_chunk), then processes them in order. */
+
+eddy_kg_range_t task_owned_range(const eddy_task_t *t, eddy_placement_view_t pl)
+{
+    uint32_t p = pl.stages[t->stage].parallelism, as_p = pl.stages[t->stage].route_parallelism;
+    if (!as_p || as_p >= p)
+        return eddy_kg_range_for(t->instance, p, t->graph->max_parallelism);
+    if (t->instance >= as_p)
+        return (eddy_kg_range_t){0, 0};
+    return eddy_kg_range_for(t->instance, as_p, t->graph->max_parallelism);
+}
+
+int task_build_peers(eddy_task_t *t, eddy_placement_view_t pl, eddy_err_t *err)
+{
+    free(t->peer_worker);
+    t->peer_worker = NULL;
+    if (!t->state)
+        return 0;
+    uint32_t p = pl.stages[t->stage].parallelism;
+    t->peer_worker = malloc(p * sizeof *t->peer_worker);
+    if (!t->peer_worker)
+        return eddy_err_set(err, "out of memory");
+    memcpy(t->peer_worker, pl.stages[t->stage].worker_of, p * sizeof *t->peer_worker);
+    if (!t->incoming) {
+        t->incoming = calloc(t->graph->max_parallelism, 1);
+        if (!t->incoming)
+            return eddy_err_set(err, "out of memory");
+    }
+    return 0;
+}
+
+static void free_hold(eddy_task_t *t)
+{
+    while (t->hold_head) {
+        held_record_t *h = t->hold_head;
+        t->hold_head = h->next;
+        free(h);
+    }
+    t->hold_tail = NULL;
+    t->hold_bytes = 0;
+}
+
+static void free_assembly(group_assembly_t *a)
+{
+    free(a->buf);
+    free(a);
+}
+
+void task_free_migration(eddy_task_t *t)
+{
+    free_hold(t);
+    while (t->assembling) {
+        group_assembly_t *a = t->assembling;
+        t->assembling = a->next;
+        free_assembly(a);
+    }
+    free(t->out_kgs);
+    t->out_kgs = NULL;
+    t->n_out = 0;
+    t->out_pending = false;
+    free(t->step_in_kgs);
+    t->step_in_kgs = NULL;
+    t->n_step_in = 0;
+    t->step_in_version = 0;
+    free(t->peer_worker);
+    t->peer_worker = NULL;
+    free(t->incoming);
+    t->incoming = NULL;
+    t->n_incoming = 0;
+}
+
+bool task_migration_in_flight(const eddy_task_t *t)
+{
+    return t->n_incoming > 0 || t->out_pending || t->assembling;
+}
+
+static void drop_group(eddy_task_t *t, uint32_t kg)
+{
+    eddy_keyed_state_drop_group(t->state, kg);
+    for (uint32_t i = 0; i < t->def->n_ops; i++)
+        if (t->def->ops[i].ops->drop_group)
+            t->def->ops[i].ops->drop_group(t->ops[i], kg);
+    t->held[kg] = 0;
+}
+
+int eddy_task_route_step(eddy_task_t *self, uint32_t dst_stage, uint64_t version,
+                         const uint32_t *kgs, uint32_t n, uint32_t to, eddy_err_t *err)
+{
+    output_group_t *grp = NULL;
+    for (uint32_t g = 0; g < self->n_groups; g++)
+        if (self->groups[g].dst_stage == dst_stage && self->groups[g].edge == EDDY_EDGE_HASH)
+            grp = &self->groups[g];
+    if (!grp)
+        return eddy_err_set(err, "%s[%u] has no keyed output to stage %u", self->def->name,
+                            self->instance, dst_stage);
+    if (n > EDDY_HANDOFF_MAX_GROUPS)
+        return eddy_err_set(err, "a step of %u key groups exceeds %u", n, EDDY_HANDOFF_MAX_GROUPS);
+    uint32_t *from = malloc((n ? n : 1) * sizeof *from);
+    uint32_t *part = malloc((n ? n : 1) * sizeof *part);
+    if (!from || !part) {
+        free(from);
+        free(part);
+        return eddy_err_set(err, "out of memory");
+    }
+    for (uint32_t i = 0; i < n; i++)
+        from[i] = kgs[i] < grp->routes.n_groups ? eddy_route_table_owner(&grp->routes, kgs[i]) : 0;
+    if (eddy_route_table_apply(&grp->routes, version, kgs, n, to, err) < 0) {
+        free(from);
+        free(part);
+        return eddy_err_wrap(err, "%s[%u]: routing step", self->def->name, self->instance);
+    }
+    /* To each old owner: HANDOFF of its groups, behind everything sent to
+     * it before; then to the new owner: HANDOFF of every group it adopts,
+     * ahead of their first record. */
+    uint32_t adopted = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (from[i] == to || from[i] == UINT32_MAX)
+            continue;
+        uint32_t owner = from[i], k = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (from[j] == owner) {
+                part[k++] = kgs[j];
+                from[j] = UINT32_MAX;
+                adopted++;
+            }
+        output_channel_t *ch = &grp->channels[owner];
+        size_t len;
+        char *data = eddy_handoff_encode(&ch->id, version, to, part, k, &len);
+        task_send_control(self, ch, data, len);
+    }
+    if (adopted) {
+        output_channel_t *ch = &grp->channels[to];
+        size_t len;
+        char *data = eddy_handoff_encode(&ch->id, version, to, kgs, n, &len);
+        task_send_control(self, ch, data, len);
+    }
+    free(from);
+    free(part);
+    return self->fault ? task_take_fault(self, err) : 0;
+}
+
+/* Sends group kg's serialised state to instance `to` in chunks (an empty
+ * group as one empty chunk), then drops it here. */
+static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t to)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (t->held[kg]) {
+        eddy_err_t err = {{0}};
+        if (task_write_group(t, kg, &data, &len, &err) < 0) {
+            task_set_fault(t, err.msg);
+            return;
+        }
+    }
+    eddy_channel_id_t id = {t->job, t->epoch, t->stage, t->instance, t->stage, to};
+    size_t off = 0;
+    do {
+        uint32_t n = len - off > EDDY_STATE_CHUNK_BYTES ? EDDY_STATE_CHUNK_BYTES : (uint32_t)(len - off);
+        size_t mlen;
+        char *m = eddy_state_chunk_encode(&id, version, kg, off, len, data ? data + off : "", n, &mlen);
+        if (!m) {
+            task_set_fault(t, "out of memory sending key group state");
+            break;
+        }
+        if (t->env->fluid_corrupt && n && !t->corrupted) { /* the test hook */
+            m[mlen - 1] ^= 0x5a; /* the chunk's last byte */
+            t->corrupted = true;
+        }
+        task_send_message(t, t->peer_worker[to], m, mlen);
+        off += n;
+    } while (off < len);
+    free(data);
+    t->groups_sent++;
+    t->state_bytes_sent += len;
+    if (t->held[kg])
+        drop_group(t, kg);
+}
+
+static bool handoffs_complete(const eddy_task_t *t, uint64_t version)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (!t->inputs[i].eos && t->inputs[i].handoff < version)
+            return false;
+    return true;
+}
+
+static void give_step_away(eddy_task_t *t)
+{
+    if (!t->out_pending || !handoffs_complete(t, t->out_version))
+        return;
+    if (t->env->fluid_hold_ms) { /* the test hook holds the transfer back */
+        uint64_t now = eddy_mono_ns();
+        if (!t->out_ready_ns)
+            t->out_ready_ns = now + (uint64_t)t->env->fluid_hold_ms * 1000000u;
+        if (now < t->out_ready_ns)
+            return;
+        t->out_ready_ns = 0;
+    }
+    /* What the operators hold back for these groups leaves with their state. */
+    for (uint32_t i = 0; i < t->n_out && !t->fault; i++)
+        give_group(t, t->out_kgs[i], t->out_version, t->out_to);
+    t->out_pending = false;
+}
+
+/* The step adopted here is installed whole: the coordinator hears it. */
+static void report_step_if_done(eddy_task_t *t)
+{
+    if (!t->step_in_version || t->step_in_reported)
+        return;
+    for (uint32_t i = 0; i < t->n_step_in; i++)
+        if (!t->held[t->step_in_kgs[i]])
+            return;
+    t->step_in_reported = true;
+    eddy_msg_t m = {.type = EDDY_MSG_STEP_DONE};
+    m.u.step_done.job = t->job;
+    m.u.step_done.epoch = t->epoch;
+    m.u.step_done.stage = t->stage;
+    m.u.step_done.instance = t->instance;
+    m.u.step_done.version = t->step_in_version;
+    m.u.step_done.groups = t->n_step_in;
+    m.u.step_done.bytes = t->step_in_bytes;
+    t->env->notify(t->env->host, &m);
+}
+
+static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
+{
+    if (msg->version > t->step_in_version) {
+        uint32_t *kgs = malloc((msg->n_kgs ? msg->n_kgs : 1) * sizeof *kgs);
+        if (!kgs) {
+            task_set_fault(t, "out of memory");
+            return;
+        }
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < msg->n_kgs; i++)
+            if (msg->kgs[i] < t->graph->max_parallelism)
+                kgs[n++] = msg->kgs[i];
+        free(t->step_in_kgs);
+        t->step_in_kgs = kgs;
+        t->n_step_in = n;
+        t->step_in_version = msg->version;
+        t->step_in_reported = false;
+        t->step_in_bytes = 0;
+    }
+    for (uint32_t i = 0; i < msg->n_kgs; i++) {
+        uint32_t kg = msg->kgs[i];
+        if (kg >= t->graph->max_parallelism || t->held[kg] || t->incoming[kg])
+            continue;
+        /* Chunks that came first are being put together: still incoming. */
+        t->incoming[kg] = 1;
+        t->n_incoming++;
+    }
+    if (t->n_incoming && !t->wm_held) {
+        t->wm_held = true;
+        t->wm_pending = t->watermark;
+    }
+    report_step_if_done(t); /* its chunks may all have come first */
+}
+
+void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t *msg)
+{
+    if (!t->state || !t->incoming) {
+        task_set_fault(t, "HANDOFF for a task without keyed state");
+        return;
+    }
+    if (msg->handoff_to == t->instance) {
+        adopt(t, msg);
+        return;
+    }
+    if (msg->handoff_to >= t->parallelism) {
+        task_set_fault(t, "HANDOFF to an instance that does not exist");
+        return;
+    }
+    if (in->handoff >= msg->version) {
+        task_set_fault(t, "HANDOFF of an old routing version");
+        return;
+    }
+    in->handoff = msg->version;
+    if (!t->out_pending || t->out_version != msg->version) {
+        if (t->out_pending) {
+            task_set_fault(t, "HANDOFF of a second step before the first was given away");
+            return;
+        }
+        uint32_t *kgs = malloc((msg->n_kgs ? msg->n_kgs : 1) * sizeof *kgs);
+        if (!kgs) {
+            task_set_fault(t, "out of memory");
+            return;
+        }
+        memcpy(kgs, msg->kgs, msg->n_kgs * sizeof *kgs);
+        for (uint32_t i = 0; i < msg->n_kgs; i++)
+            if (kgs[i] >= t->graph->max_parallelism) {
+                free(kgs);
+                task_set_fault(t, "HANDOFF of a key group out of range");
+                return;
+            }
+        free(t->out_kgs);
+        t->out_kgs = kgs;
+        t->n_out = msg->n_kgs;
+        t->out_version = msg->version;
+        t->out_to = msg->handoff_to;
+        t->out_pending = true;
+    }
+    give_step_away(t);
+}
+
+int task_hold_record(eddy_task_t *t, input_channel_t *in, const eddy_record_t *rec)
+{
+    if (!t->n_incoming)
+        return 0;
+    const char *key;
+    uint32_t klen;
+    if (rec->kind == EDDY_PARTIAL) {
+        klen = eddy_partial_key(rec, &key);
+    } else {
+        eddy_key_fn fn = eddy_stage_key_from(t->def, in->src_stage);
+        if (!fn)
+            return 0;
+        klen = fn(rec, &key);
+    }
+    uint32_t kg = eddy_key_group_of(key, klen, t->graph->max_parallelism);
+    if (!t->incoming[kg])
+        return 0;
+    if (t->hold_bytes + rec->len > EDDY_HOLD_BYTES_MAX && t->hold_head) {
+        in->hold_full = true;
+        return -1;
+    }
+    held_record_t *h = malloc(sizeof *h + (rec->len ? rec->len : 1));
+    if (!h) {
+        task_set_fault(t, "out of memory holding a record of a moving key group");
+        return 1;
+    }
+    h->next = NULL;
+    h->kg = kg;
+    h->input = in->input;
+    h->ingest_us = t->cur_ingest_us;
+    h->rec = *rec;
+    memcpy(h->bytes, rec->data, rec->len);
+    h->rec.data = h->bytes;
+    if (t->hold_tail)
+        t->hold_tail->next = h;
+    else
+        t->hold_head = h;
+    t->hold_tail = h;
+    t->hold_bytes += rec->len + sizeof *h;
+    return 1;
+}
+
+/* Group kg arrived whole: its held records go through the chain in order;
+ * with no group incoming any more, the held watermark moves on. */
+static void drain_hold(eddy_task_t *t, uint32_t kg)
+{
+    held_record_t **pp = &t->hold_head, *last = NULL;
+    while (*pp && !t->fault) {
+        held_record_t *h = *pp;
+        if (h->kg != kg) {
+            last = h;
+            pp = &h->next;
+            continue;
+        }
+        *pp = h->next;
+        t->current_input = h->input;
+        t->cur_ingest_us = h->ingest_us;
+        t->records_in++;
+        task_chain_emit(&t->links[0].base, &h->rec);
+        t->cur_ingest_us = 0;
+        t->hold_bytes -= h->rec.len + sizeof *h;
+        free(h);
+    }
+    t->hold_tail = NULL;
+    for (held_record_t *h = t->hold_head; h; h = h->next)
+        t->hold_tail = h;
+    (void)last;
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        t->inputs[i].hold_full = false;
+    if (!t->n_incoming && t->wm_held && !t->fault) {
+        t->wm_held = false;
+        task_advance_watermark(t, t->wm_pending);
+    }
+}
+
+static int install(eddy_task_t *t, group_assembly_t *a, eddy_err_t *err)
+{
+    if (t->held[a->kg])
+        return eddy_err_set(err, "key group %u arrived but is held here already", a->kg);
+    if (a->total) {
+        int64_t wm = EDDY_GROUP_NO_WATERMARK;
+        if (read_group(t, a->kg, a->buf, a->total, &wm, err) < 0) {
+            drop_group(t, a->kg); /* never half-loaded */
+            return -1;
+        }
+    }
+    t->held[a->kg] = 1;
+    t->groups_received++;
+    t->state_bytes_received += a->total;
+    t->step_in_bytes += a->total;
+    if (t->incoming[a->kg]) {
+        t->incoming[a->kg] = 0;
+        t->n_incoming--;
+    }
+    drain_hold(t, a->kg);
+    report_step_if_done(t);
+    return 0;
+}
+
+int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *err)
+{
+    uint32_t kg = msg->kg;
+    if (!t->state || !t->incoming || kg >= t->graph->max_parallelism)
+        return eddy_err_set(err, "protocol violation: state chunk of key group %u for %s[%u]", kg,
+                            t->def->name, t->instance);
+    if (eddy_state_chunk_checksum(msg->chunk, msg->chunk_len) != msg->checksum)
+        return eddy_err_set(err, "corrupt state chunk of key group %u for %s[%u] (checksum)", kg,
+                            t->def->name, t->instance);
+    group_assembly_t **pp = &t->assembling;
+    while (*pp && (*pp)->kg != kg)
+        pp = &(*pp)->next;
+    group_assembly_t *a = *pp;
+    if (!a) {
+        if (msg->offset != 0)
+            return eddy_err_set(err, "state of key group %u for %s[%u] starts at %llu, not 0", kg,
+                                t->def->name, t->instance, (unsigned long long)msg->offset);
+        a = calloc(1, sizeof *a);
+        if (!a || (msg->total && !(a->buf = malloc(msg->total)))) {
+            free(a);
+            return eddy_err_set(err, "out of memory");
+        }
+        a->kg = kg;
+        a->version = msg->version;
+        a->total = msg->total;
+        a->next = t->assembling;
+        t->assembling = a;
+        pp = &t->assembling;
+    } else if (msg->version != a->version || msg->total != a->total || msg->offset != a->got) {
+        eddy_err_set(err, "state of key group %u for %s[%u]: chunk at %llu of %llu does not "
+                     "follow the %llu bytes received", kg, t->def->name, t->instance,
+                     (unsigned long long)msg->offset, (unsigned long long)msg->total,
+                     (unsigned long long)a->got);
+        *pp = a->next;
+        free_assembly(a); /* never half-loaded: the group is dropped whole */
+        return -1;
+    }
+    if (msg->chunk_len)
+        memcpy(a->buf + a->got, msg->chunk, msg->chunk_len);
+    a->got += msg->chunk_len;
+    if (a->got < a->total)
+        return 0;
+    *pp = a->next;
+    int rc = install(t, a, err);
+    free_assembly(a);
+    if (rc < 0)
+        return eddy_err_wrap(err, "%s[%u]: moved key group %u", t->def->name, t->instance, kg);
+    return t->fault ? task_take_fault(t, err) : 0;
+}
+
+void eddy_task_migration_stats(const eddy_task_t *self, eddy_task_migration_stats_t *out)
+{
+    out->groups_sent = self->groups_sent;
+    out->groups_received = self->groups_received;
+    out->bytes_sent = self->state_bytes_sent;
+    out->bytes_received = self->state_bytes_received;
+    out->groups_incoming = self->n_incoming;
+    out->held_bytes = self->hold_bytes;
+    out->in_flight = task_migration_in_flight(self);
+}
+
+bool eddy_task_holds_group(const eddy_task_t *self, uint32_t kg)
+{
+    return self->held && kg < self->graph->max_parallelism && self->held[kg];
+}
+
+bool eddy_task_routes_to(const eddy_task_t *self, uint32_t stage)
+{
+    for (uint32_t g = 0; g < self->n_groups; g++)
+        if (self->groups[g].dst_stage == stage && self->groups[g].edge == EDDY_EDGE_HASH)
+            return true;
+    return false;
+}
+
+void task_fluid_input_ended(eddy_task_t *t)
+{
+    give_step_away(t);
+}
+
+uint64_t task_fluid_wake(const eddy_task_t *t)
+{
+    return t->out_pending && t->out_ready_ns ? t->out_ready_ns : UINT64_MAX;
+}
+
+void task_fluid_poll(eddy_task_t *t, uint64_t now_ns)
+{
+    if (t->out_pending && t->out_ready_ns && now_ns >= t->out_ready_ns)
+        give_step_away(t);
+}

@@ -1,0 +1,436 @@
+/* test_fluid_rescale.c - `--migration fluid` rescales of a running
+ * wordcount, through the real binary, real workers and the real control
+ * and data planes (coordinator/fluid.c, runtime/task_migrate.c).
+ *
+ * - up, down and back (count 3 -> 4 -> 2 -> 3, steps of 4 key groups): the
+ *   output equals the reference, every rescale says it was fluid (its
+ *   reply, and `rescales[]` in status with its steps), and the key groups
+ *   tile [0, 128) at each new parallelism;
+ * - kill -9 in the middle of a step of the worker of the old owner, of the
+ *   new owner, of an upstream sender: the test hook EDDY_TEST_FLUID_HOLD_MS
+ *   makes every old owner hold its state back, and the worker is killed
+ *   while it does; the rescale is refused, the job restores from its last
+ *   checkpoint, a second fluid rescale completes, and the output is still
+ *   exact;
+ * - a corrupt state chunk (test hook EDDY_TEST_FLUID_CORRUPT) is named,
+ *   nothing of its group is loaded, the job restores and stays exact;
+ * - other keys keep flowing while a step's transfer is held back: a
+ *   wordcount fed over --socket writes its changelog while the first step of
+ *   count 2 -> 3 (key groups 43..63, instance 0 -> 1, in steps of 128) is
+ *   held 4 s by the test hook; meanwhile words of every other key group get
+ *   new counts and words of the moving groups none; at the end every word's
+ *   last count is what was sent. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/keygroup.h"
+#include "tests/support/etcd.h"
+#include "tests/support/proc.h"
+
+#define LINES 400000
+#define SOURCE_RATE "30000"
+
+static char *dir;
+static char input[600], output[600], logp[600];
+static int ports[2];
+static char coord[64];
+static eddy_proc_t job;
+
+static void start_with(const char *hold_ms, const char *corrupt)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("fluid", &err);
+    cr_assert(dir, "%s", err.msg);
+    snprintf(input, sizeof input, "%s/input.txt", dir);
+    snprintf(output, sizeof output, "%s/counts.tsv", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    char cp[16], hp[16];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    if (hold_ms)
+        setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1); /* the workers inherit it */
+    if (corrupt)
+        setenv("EDDY_TEST_FLUID_CORRUPT", corrupt, 1);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "500", "--migration", "fluid",
+                    "--migration-step-key-groups", "4", "--job", "wordcount", "--input", input,
+                    "--output", output, "--parallelism", "3", "--rate", SOURCE_RATE, NULL};
+    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+    unsetenv("EDDY_TEST_FLUID_CORRUPT");
+}
+
+static void start(const char *hold_ms)
+{
+    start_with(hold_ms, NULL);
+}
+
+static void teardown(void)
+{
+    eddy_proc_kill(&job, 3000);
+    if (dir)
+        eddy_test_rm_rf(dir);
+    free(dir);
+}
+
+static char *log_text(void)
+{
+    char *s = eddy_read_file(logp, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+static void wait_running(void)
+{
+    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job))
+        cr_assert_fail("job never (again) reached state running; log:\n%s", log_text());
+}
+
+static int rescale(const char *p, char **out, char **err)
+{
+    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", (char *)p, "--coordinator", coord,
+                    NULL};
+    return eddy_proc_run(argv, 90000, out, err);
+}
+
+static void expect_correct_output(void)
+{
+    int rc = eddy_proc_wait(&job, 120000);
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
+    size_t tl, el, gl;
+    char *text = eddy_read_file(input, &tl);
+    char *expected = eddy_reference_wordcount(text, tl, &el);
+    char *got = eddy_read_file(output, &gl);
+    cr_assert(got, "no output; log:\n%s", log_text());
+    cr_assert(gl == el && memcmp(got, expected, el) == 0,
+              "output after fluid rescales differs from the reference (%zu vs %zu bytes)", gl, el);
+    free(text);
+    free(expected);
+    free(got);
+}
+
+/* count's parallelism is p and its instances' key groups tile [0,128). */
+static void expect_status_parallelism(int p)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st, "eddy status --json failed");
+    json_t *j = eddy_test_status_job(st, "wordcount");
+    cr_assert(j);
+    json_t *op = NULL, *o;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
+            op = o;
+    }
+    cr_assert(op);
+    cr_assert_eq(json_integer_value(json_object_get(op, "parallelism")), p);
+    json_int_t next = 0;
+    json_array_foreach(json_object_get(op, "instances"), i, o)
+    {
+        json_t *kg = json_object_get(o, "key_groups");
+        cr_assert_eq(json_integer_value(json_array_get(kg, 0)), next);
+        next = json_integer_value(json_array_get(kg, 1));
+    }
+    cr_assert_eq(next, 128);
+    json_decref(st);
+}
+
+Test(fluid, up_down_back_keeps_exact_counts, .fini = teardown, .timeout = 240)
+{
+    start(NULL);
+    static const char *steps[] = {"4", "2", "3"};
+    for (int s = 0; s < 3; s++) {
+        wait_running();
+        char *out = NULL, *err = NULL;
+        int rc = rescale(steps[s], &out, &err);
+        cr_assert_eq(rc, 0, "eddy rescale wordcount count %s exited %d: %s\nlog:\n%s", steps[s], rc,
+                     err, log_text());
+        cr_assert(out && strstr(out, "(fluid)"), "not a fluid rescale: %s", out ? out : "");
+        free(out);
+        free(err);
+        wait_running();
+        expect_status_parallelism(atoi(steps[s]));
+    }
+    char *log = log_text();
+    cr_assert(!strstr(log, "restor"), "a fluid rescale restored the job:\n%s", log);
+    free(log);
+    /* status records them as fluid, with their steps */
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    json_t *rs = json_object_get(eddy_test_status_job(st, "wordcount"), "rescales");
+    cr_assert_eq(json_array_size(rs), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_array_get(rs, i);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "migration")), "fluid");
+        cr_assert_gt(json_integer_value(json_object_get(r, "steps")), 0);
+        cr_assert_gt(json_integer_value(json_object_get(r, "key_groups_moved")), 0);
+    }
+    json_decref(st);
+    expect_correct_output();
+}
+
+static bool steps_started(void *arg)
+{
+    (void)arg;
+    char *s = eddy_read_file(logp, NULL);
+    bool yes = s && strstr(s, "fluid rescale of count 3 -> 4");
+    free(s);
+    return yes;
+}
+
+/* The pid of the worker running op[instance]. */
+static pid_t worker_of(const char *name, int instance)
+{
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert(st);
+    json_t *j = eddy_test_status_job(st, "wordcount"), *o, *w;
+    json_int_t wid = -1;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        if (!strcmp(json_string_value(json_object_get(o, "name")), name))
+            wid = json_integer_value(
+                json_object_get(json_array_get(json_object_get(o, "instances"), instance), "worker"));
+    }
+    pid_t pid = 0;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (json_integer_value(json_object_get(w, "id")) == wid)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    json_decref(st);
+    return pid;
+}
+
+/* Rescales count 3 -> 4 with every step's transfer held 1.5 s, kills -9
+ * the worker of op[instance] during the first step (3 -> 4 in steps of 4:
+ * key groups 32..35 go from count[0] to count[1]), then expects the rescale
+ * refused, the job restored, a second rescale to go through and the output
+ * to be exact. */
+static void kill_mid_step(const char *op, int instance)
+{
+    start("1500");
+    wait_running();
+    /* a completed checkpoint to restore from */
+    cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
+              "no checkpoint completed; log:\n%s", log_text());
+    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "4", "--coordinator", coord, NULL};
+    eddy_proc_t client;
+    eddy_err_t err = {{0}};
+    char client_log[700];
+    snprintf(client_log, sizeof client_log, "%s/rescale.out", dir);
+    cr_assert(eddy_proc_start(&client, argv, client_log, NULL, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_poll_until(steps_started, NULL, 30000), "the steps never started; log:\n%s",
+              log_text());
+    eddy_nap_ms(300);
+    pid_t victim = worker_of(op, instance);
+    cr_assert_gt(victim, 0);
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    int rc = eddy_proc_wait(&client, 60000);
+    cr_assert_neq(rc, 0, "the interrupted rescale reported success; log:\n%s", log_text());
+    wait_running();
+    char *out = NULL, *errout = NULL;
+    rc = rescale("4", &out, &errout);
+    cr_assert_eq(rc, 0, "second rescale exited %d: %s\nlog:\n%s", rc, errout, log_text());
+    free(out);
+    free(errout);
+    expect_correct_output();
+}
+
+Test(fluid, kill_of_the_old_owner_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("count", 0);
+}
+
+Test(fluid, kill_of_the_new_owner_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("count", 1);
+}
+
+Test(fluid, kill_of_an_upstream_sender_mid_step_restores_exactly, .fini = teardown, .timeout = 240)
+{
+    kill_mid_step("source", 2);
+}
+
+/* Every worker's old owners corrupt their first state chunk (test hook
+ * EDDY_TEST_FLUID_CORRUPT): the new owner finds the checksum wrong, loads
+ * nothing of the group and fails; the rescale is refused, the job restores
+ * from its last checkpoint and its output is exact. */
+Test(fluid, a_corrupt_state_chunk_restores_the_job_exactly, .fini = teardown, .timeout = 240)
+{
+    start_with(NULL, "1");
+    wait_running();
+    cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
+              "no checkpoint completed; log:\n%s", log_text());
+    char *out = NULL, *errout = NULL;
+    int rc = rescale("4", &out, &errout);
+    cr_assert_neq(rc, 0, "a rescale with a corrupt chunk succeeded: %s; log:\n%s", out, log_text());
+    free(out);
+    free(errout);
+    char *log = log_text();
+    cr_assert(strstr(log, "corrupt state chunk"), "the corruption was not named; log:\n%s", log);
+    free(log);
+    wait_running();
+    expect_correct_output();
+}
+
+/* ---- other keys flow while a step is held --------------------------------- */
+
+#define WORDS 200
+
+typedef struct feeder {
+    int fd;
+    volatile bool stop;
+    uint64_t sent[WORDS];
+} feeder_t;
+
+static void *feed(void *arg)
+{
+    feeder_t *f = arg;
+    for (uint64_t i = 0; !f->stop; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "w%u\n", (unsigned)(i % WORDS));
+        if (write(f->fd, line, (size_t)n) != n)
+            break;
+        f->sent[i % WORDS]++;
+        if (i % 4 == 3)
+            eddy_nap_ms(1);
+    }
+    return NULL;
+}
+
+static bool moving(const char *word, size_t len)
+{
+    uint32_t kg = eddy_key_group_of(word, len, 128);
+    return kg >= 43 && kg < 64;
+}
+
+/* Rows (+I/+U) in changelog bytes [from, to): of moving words, of others. */
+static void count_rows(const char *text, size_t from, size_t to, uint64_t *moved, uint64_t *other,
+                       int64_t *last)
+{
+    *moved = *other = 0;
+    for (size_t i = from; i < to;) {
+        const char *nl = memchr(text + i, '\n', to - i);
+        size_t end = nl ? (size_t)(nl - text) : to;
+        const char *l = text + i;
+        if (end - i > 4 && (l[0] == '+') && l[2] == '[') {
+            const char *comma = memchr(l, ',', end - i);
+            if (comma) {
+                size_t wl = (size_t)(comma - (l + 3));
+                if (moving(l + 3, wl))
+                    (*moved)++;
+                else
+                    (*other)++;
+                if (last && l[3] == 'w')
+                    last[atoi(l + 4) % WORDS] = atoll(comma + 2);
+            }
+        }
+        i = end + 1;
+    }
+}
+
+static size_t file_size(const char *path)
+{
+    size_t n = 0;
+    char *s = eddy_read_file(path, &n);
+    free(s);
+    return s ? n : 0;
+}
+
+static bool steps_of_2_to_3_started(void *arg)
+{
+    (void)arg;
+    char *s = eddy_read_file(logp, NULL);
+    bool yes = s && strstr(s, "fluid rescale of count 2 -> 3");
+    free(s);
+    return yes;
+}
+
+Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeout = 240)
+{
+    eddy_err_t err = {{0}};
+    dir = eddy_test_mkdtemp("fluidflow", &err);
+    cr_assert(dir, "%s", err.msg);
+    char changelog[700];
+    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
+    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 1) == 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
+    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
+    char cp[16], hp[16], where[64];
+    snprintf(cp, sizeof cp, "%d", ports[0]);
+    snprintf(hp, sizeof hp, "%d", ports[1]);
+    snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
+    setenv("EDDY_TEST_FLUID_HOLD_MS", "4000", 1);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
+                    "--checkpoint-interval", "1000", "--migration", "fluid",
+                    "--migration-step-key-groups", "128", "--job", "wordcount", "--socket", where,
+                    "--parallelism", "2", NULL};
+    cr_assert(eddy_proc_start(&job, argv, changelog, logp, &err) == 0, "%s", err.msg);
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+    struct pollfd p = {lfd, POLLIN, 0};
+    cr_assert_eq(poll(&p, 1, 60000), 1, "the socket source never connected; log:\n%s", log_text());
+    feeder_t f = {.fd = accept(lfd, NULL, NULL)};
+    cr_assert(f.fd >= 0);
+    pthread_t th;
+    pthread_create(&th, NULL, feed, &f);
+    wait_running();
+    eddy_nap_ms(1000);
+    char *rargv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord, NULL};
+    eddy_proc_t client;
+    char client_out[700];
+    snprintf(client_out, sizeof client_out, "%s/rescale.out", dir);
+    cr_assert(eddy_proc_start(&client, rargv, client_out, NULL, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_poll_until(steps_of_2_to_3_started, NULL, 30000), "no steps; log:\n%s", log_text());
+    /* The first step's old owner holds its state 4 s from when its markers
+     * are in; rows of records the old owner had before them may still come
+     * in the first moments. */
+    eddy_nap_ms(500);
+    size_t from = file_size(changelog);
+    eddy_nap_ms(2000);
+    size_t to = file_size(changelog);
+    char *text = eddy_read_file(changelog, NULL);
+    uint64_t moved, other;
+    count_rows(text, from, to, &moved, &other, NULL);
+    free(text);
+    cr_assert_gt(other, 100, "words of unmoved key groups stopped while the step was held (%llu rows)",
+                 (unsigned long long)other);
+    cr_assert_eq(moved, 0, "%llu rows of the moving key groups before their state arrived",
+                 (unsigned long long)moved);
+    int rc = eddy_proc_wait(&client, 60000);
+    cr_assert_eq(rc, 0, "the rescale failed; log:\n%s", log_text());
+    eddy_nap_ms(500);
+    f.stop = true;
+    pthread_join(th, NULL);
+    close(f.fd);
+    close(lfd);
+    rc = eddy_proc_wait(&job, 60000);
+    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
+    size_t len = 0;
+    text = eddy_read_file(changelog, &len);
+    int64_t last[WORDS] = {0};
+    count_rows(text, 0, len, &moved, &other, last);
+    free(text);
+    cr_assert_gt(moved, 0);
+    for (int w = 0; w < WORDS; w++)
+        cr_assert_eq(last[w], (int64_t)f.sent[w], "w%d: last count %lld, sent %llu", w,
+                     (long long)last[w], (unsigned long long)f.sent[w]);
+}
