@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -281,6 +282,33 @@ out:
     return rc;
 }
 
+/* A coordinator whose etcd is not there yet (started before it, or cut
+ * off) waits for it, as a standby would, instead of exiting: in compose
+ * or under systemd the store often comes up second. */
+typedef struct retry {
+    const char *what;
+    uint32_t attempt, backoff_ms;
+    char last[sizeof(((eddy_err_t *)0)->msg)];
+} retry_t;
+
+/* Logs err (when it changed, or every tenth attempt), waits the backoff
+ * (100 ms doubling to 2 s) unless stop is set; false when stopped. */
+static bool wait_to_retry(retry_t *r, volatile sig_atomic_t *stop, eddy_err_t *err)
+{
+    r->attempt++;
+    r->backoff_ms = r->backoff_ms ? (r->backoff_ms * 2 > 2000 ? 2000 : r->backoff_ms * 2) : 100;
+    if (strcmp(r->last, err->msg) || r->attempt % 10 == 1)
+        eddy_warn("%s: %s; retrying (attempt %u, every %u ms at most)", r->what, err->msg,
+                  r->attempt, 2000u);
+    snprintf(r->last, sizeof r->last, "%s", err->msg);
+    err->msg[0] = '\0';
+    for (uint32_t waited = 0; waited < r->backoff_ms && !*stop; waited += 50) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return !*stop;
+}
+
 int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
                          eddy_err_t *err)
 {
@@ -288,9 +316,17 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     advertise_endpoint(opts, advertise, sizeof advertise);
     /* Only etcd elects; the store is opened once here to tell which. */
     eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
-    eddy_metastore_t *probe = eddy_metastore_open_tls(opts->metastore, &tls, err);
-    if (!probe)
+    bool is_etcd = false;
+    if (eddy_metastore_check(opts->metastore, &tls, &is_etcd, err) < 0)
         return eddy_err_wrap(err, "metadata store");
+    eddy_metastore_t *probe = NULL;
+    retry_t probe_retry = {.what = "metadata store"};
+    while (!(probe = eddy_metastore_open_tls(opts->metastore, &tls, err))) {
+        if (!is_etcd)
+            return eddy_err_wrap(err, "metadata store");
+        if (!wait_to_retry(&probe_retry, stop, err))
+            return 0;
+    }
     bool elect = eddy_metastore_has_leases(probe);
     eddy_metastore_destroy(&probe);
     if (!elect)
@@ -299,9 +335,11 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     uint32_t holdoff = 0;
     for (;;) {
         standby_t s = {.advertise = advertise};
-        s.election = eddy_election_new_after(opts->metastore, &tls, advertise, ttl, holdoff, err);
-        if (!s.election)
-            return -1;
+        retry_t election_retry = {.what = "leader election"};
+        while (!(s.election = eddy_election_new_after(opts->metastore, &tls, advertise, ttl,
+                                                      holdoff, err)))
+            if (!wait_to_retry(&election_retry, stop, err))
+                return 0;
         int got = stand_by(opts, &s, stop, err);
         if (got <= 0) {
             eddy_election_destroy(&s.election);

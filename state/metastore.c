@@ -308,6 +308,19 @@ eddy_metastore_t *eddy_metastore_open(const char *url, eddy_err_t *err)
     return eddy_metastore_open_tls(url, NULL, err);
 }
 
+int eddy_metastore_check(const char *url, const eddy_metastore_tls_t *tls, bool *is_etcd,
+                         eddy_err_t *err)
+{
+    target_t t;
+    if (parse_url(url, &t, err) < 0)
+        return -1;
+    int rc = check_tls(url, &t, tls, err);
+    if (is_etcd)
+        *is_etcd = t.kind == TARGET_ETCD;
+    free(t.target);
+    return rc;
+}
+
 eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
                                           eddy_err_t *err)
 {

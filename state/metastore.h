@@ -37,6 +37,7 @@
 #ifndef EDDY_STATE_METASTORE_H
 #define EDDY_STATE_METASTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -75,6 +76,11 @@ typedef struct eddy_metastore_tls {
  * may read. */
 eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
                                           eddy_err_t *err);
+/* What open checks before it connects: the URL and the TLS settings and
+ * files. *is_etcd (may be NULL) says whether it names etcd, where a failed
+ * open may pass by waiting (unreachable, no leader yet). */
+int eddy_metastore_check(const char *url, const eddy_metastore_tls_t *tls, bool *is_etcd,
+                         eddy_err_t *err);
 void eddy_metastore_destroy(eddy_metastore_t **self_p);
 /* The url exactly as given to open. */
 const char *eddy_metastore_url(const eddy_metastore_t *self);

@@ -33,6 +33,9 @@
  *                     onto more than one worker, the restore is counted in
  *                     restarts with the failover as its cause, status has
  *                     one live entry per name, the output is exact.
+ *  etcd_down_at_start etcd does not answer when the coordinator starts: it
+ *                     logs why and retries (no exit); once etcd answers it
+ *                     is elected and a worker registers.
  *  keys_on_standby    both coordinators with CURVE keys: the standby's
  *                     socket takes the same handshake as the leader's (a
  *                     client without keys is refused, not told where the
@@ -46,6 +49,7 @@
  * for a paused process or a stopped etcd. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,6 +492,35 @@ Test(coordinator_ha, failover_race, .init = setup, .fini = teardown, .timeout = 
 static bool exited(void *arg)
 {
     return !eddy_proc_alive(arg);
+}
+
+/* etcd not answering when the coordinator starts (SIGSTOPped): it says so
+ * and keeps trying instead of exiting; once etcd answers it is elected and
+ * serves workers. */
+static void *resume_etcd_once_retrying(void *arg)
+{
+    (void)arg;
+    log_wait_t w = {coord_log[0], "metadata store: etcd at", 1};
+    if (eddy_poll_until(log_has, &w, 30000))
+        kill(eddy_test_cluster_etcd_pid(cl), SIGCONT);
+    return NULL;
+}
+
+Test(coordinator_ha, etcd_down_at_start, .init = setup, .fini = teardown, .timeout = 120)
+{
+    cr_assert(kill(eddy_test_cluster_etcd_pid(cl), SIGSTOP) == 0);
+    pthread_t resumer;
+    cr_assert(pthread_create(&resumer, NULL, resume_etcd_once_retrying, NULL) == 0);
+    eddy_err_t err = {{0}};
+    int rc = eddy_test_cluster_start_coordinator(cl, 0, &err);
+    pthread_join(resumer, NULL);
+    kill(eddy_test_cluster_etcd_pid(cl), SIGCONT); /* also when the log never said it */
+    cr_assert(rc == 0, "%s", err.msg);
+    cr_assert(eddy_proc_alive(coords[0]), "the coordinator exited");
+    wait_log(0, "retrying (attempt 1", 1, 1000);
+    wait_log(0, "elected leader", 1, 20000);
+    start_worker("worker-1", NULL);
+    wait_log(0, ") registered, data at", 1, 30000);
 }
 
 Test(coordinator_ha, duplicate_identity, .init = setup, .fini = teardown, .timeout = 120)
