@@ -67,6 +67,9 @@ static int check_path(const char *what, const char *s, bool partial, eddy_err_t 
         size_t n = end ? (size_t)(end - seg) : strlen(seg);
         if (n == 0)
             return eddy_err_set(err, "%s \"%.200s\" has an empty segment (\"//\")", what, s);
+        if (n > EDDY_OBJECT_STORE_SEGMENT_MAX)
+            return eddy_err_set(err, "%s \"%.60s...\": segment \"%.20s...\" is longer than %d bytes",
+                                what, s, seg, EDDY_OBJECT_STORE_SEGMENT_MAX);
         if (seg[0] == '.')
             return eddy_err_set(err,
                                 "%s \"%.200s\": segment \"%.*s\" starts with '.' (no \".\", "

@@ -14,7 +14,8 @@
  *
  * Keys are relative paths such as "JOB/chk-7/count/kg-12.snap": 1 to
  * EDDY_OBJECT_STORE_KEY_MAX bytes of [A-Za-z0-9._-/], '/'-separated segments
- * that are non-empty and do not start with '.' (so no "." or "..", and no
+ * of 1 to EDDY_OBJECT_STORE_SEGMENT_MAX bytes (a file name's limit, with room
+ * for a temporary suffix) that do not start with '.' (so no "." or "..", no
  * clash with the file backend's temporary files), no leading or trailing '/'.
  * put() is atomic: a reader sees the whole old value, the whole new one, or
  * (for a new key) none; a file is written to a temporary name, fsync'ed,
@@ -35,6 +36,7 @@
 #include "common/err.h"
 
 #define EDDY_OBJECT_STORE_KEY_MAX 512
+#define EDDY_OBJECT_STORE_SEGMENT_MAX 200
 
 typedef struct eddy_object_store eddy_object_store_t;
 
