@@ -514,12 +514,9 @@ static int put_multipart(s3_store_t *s, const char *path, const char *data, size
     s3_req_t q = {.method = "POST", .path = path, .query = "uploads=", .body = "", .body_len = 0,
                   .content_type = "application/octet-stream", .limit = XML_BODY_MAX};
     s3_resp_t r = {0};
-    if (perform(s, &q, &r, err) < 0)
-        return -1;
-    if (r.status != 200) {
-        describe(s, &q, &r, err);
+    if (perform(s, &q, &r, err) < 0 || (r.status != 200 && describe(s, &q, &r, err) < 0)) {
         resp_clear(&r);
-        return -1;
+        return eddy_err_wrap(err, "multipart upload of %zu bytes in %zu parts", len, nparts);
     }
     char *upload_id = r.body.data ? xml_text(r.body.data, NULL, "UploadId") : NULL;
     resp_clear(&r);

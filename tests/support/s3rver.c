@@ -70,8 +70,12 @@ static int launch(eddy_test_s3rver_t *self, eddy_err_t *err)
                             bin, strerror(errno));
     char port[16];
     snprintf(port, sizeof port, "%d", self->port);
-    char *argv[] = {(char *)bin, "--directory", self->data, "--address", "127.0.0.1",
-                    "--port", port, "--configure-bucket", self->bucket, NULL};
+    /* s3rver 3.7 makes ListObjectsV2 continuation tokens with DES, which
+     * OpenSSL 3 keeps in its legacy provider: without it node fails every
+     * truncated listing with ERR_OSSL_EVP_UNSUPPORTED (HTTP 500). */
+    char *argv[] = {"/usr/bin/env", "NODE_OPTIONS=--openssl-legacy-provider", (char *)bin,
+                    "--directory", self->data, "--address", "127.0.0.1", "--port", port,
+                    "--configure-bucket", self->bucket, NULL};
     if (eddy_proc_start(&self->proc, argv, self->log, self->log, err) < 0)
         return -1;
     self->running = true;
@@ -135,6 +139,11 @@ int eddy_test_s3rver_port(const eddy_test_s3rver_t *self)
     return self->port;
 }
 
+const char *eddy_test_s3rver_log(const eddy_test_s3rver_t *self)
+{
+    return self->log;
+}
+
 pid_t eddy_test_s3rver_pid(const eddy_test_s3rver_t *self)
 {
     return self->running ? self->proc.pid : -1;
@@ -176,7 +185,8 @@ void eddy_test_s3rver_destroy(eddy_test_s3rver_t **self_p)
         return;
     eddy_test_s3rver_t *self = *self_p;
     eddy_test_s3rver_kill(self);
-    eddy_test_rm_rf(self->dir);
+    if (!getenv("EDDY_TEST_S3RVER_KEEP")) /* set it to look at the data and log after a run */
+        eddy_test_rm_rf(self->dir);
     free(self->dir);
     free(self);
     *self_p = NULL;

@@ -3,12 +3,15 @@
  * made at start, waited for by polling an unsigned GET of the bucket (no
  * sleeping guesses), killable and restartable on the same port with the
  * same data (to test a server that goes away mid-way). It runs in its own
- * process group and gets SIGKILL if the test process dies (proc.h).
+ * process group and gets SIGKILL when the thread that started it exits
+ * (proc.h: PR_SET_PDEATHSIG), so start and restart it on the test's main
+ * thread.
  *
  * What s3rver 3.7 checks of a SigV4 request: the header's shape, the date
  * (15 minutes of skew), x-amz-content-sha256 being present, and that the
  * access key id is one it knows (S3RVER, secret S3RVER); it does NOT verify
- * the signature itself, so a wrong secret goes unnoticed. */
+ * the signature itself, so a wrong secret goes unnoticed. It runs with
+ * NODE_OPTIONS=--openssl-legacy-provider: its continuation tokens use DES. */
 #ifndef EDDY_TESTS_SUPPORT_S3RVER_H
 #define EDDY_TESTS_SUPPORT_S3RVER_H
 
@@ -30,6 +33,8 @@ eddy_test_s3rver_t *eddy_test_s3rver_start(const char *bucket, eddy_err_t *err);
 /* "http://127.0.0.1:PORT" */
 const char *eddy_test_s3rver_url(const eddy_test_s3rver_t *self);
 int eddy_test_s3rver_port(const eddy_test_s3rver_t *self);
+/* Its log (one line per request: "Stored part N of ID", ...). */
+const char *eddy_test_s3rver_log(const eddy_test_s3rver_t *self);
 /* -1 when not running. */
 pid_t eddy_test_s3rver_pid(const eddy_test_s3rver_t *self);
 /* SIGKILL and reap; the data stays for a restart. */
