@@ -34,17 +34,20 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-if ((${#missing[@]})); then
-  # As root (a fresh Debian machine has no sudo) apt-get runs directly;
-  # a normal user needs sudo for it.
-  AS_ROOT=()
-  if [[ $(id -u) -ne 0 ]]; then
+# As root (a fresh Debian machine has no sudo) apt-get and npm run directly;
+# a normal user needs sudo for them.
+AS_ROOT=()
+as_root_for() { # what needs it, for the message
+  if [[ $(id -u) -ne 0 && ${#AS_ROOT[@]} -eq 0 ]]; then
     if ! command -v sudo >/dev/null 2>&1; then
-      echo "setup.sh: missing packages: ${missing[*]}; run as root or install sudo" >&2
+      echo "setup.sh: need root for $*; run as root or install sudo" >&2
       exit 1
     fi
     AS_ROOT=(sudo)
   fi
+}
+if ((${#missing[@]})); then
+  as_root_for "missing packages: ${missing[*]}"
   echo "setup.sh: installing ${missing[*]}"
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
   "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
@@ -57,6 +60,28 @@ if ((${#missing[@]})); then
   done
 else
   echo "setup.sh: all packages present"
+fi
+
+# npm's s3rver, the S3-compatible server of the object store's tests
+# (tests/support/s3rver.h looks for /usr/local/bin/s3rver or $EDDY_S3RVER).
+# Node.js and npm come from apt only when missing: a machine may have
+# NodeSource's nodejs, which bundles npm and conflicts with Debian's npm.
+S3RVER_VERSION=3.7.1
+S3RVER_PREFIX=/usr/local
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  as_root_for "installing nodejs and npm"
+  echo "setup.sh: installing nodejs npm"
+  "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  "${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm
+fi
+have_s3rver="$(node -p "require('$S3RVER_PREFIX/lib/node_modules/s3rver/package.json').version" 2>/dev/null || true)"
+if [[ "$have_s3rver" != "$S3RVER_VERSION" || ! -x "$S3RVER_PREFIX/bin/s3rver" ]]; then
+  as_root_for "installing s3rver into $S3RVER_PREFIX"
+  echo "setup.sh: installing s3rver@$S3RVER_VERSION into $S3RVER_PREFIX"
+  "${AS_ROOT[@]}" npm install -g --prefix "$S3RVER_PREFIX" --no-audit --no-fund --loglevel=error \
+    "s3rver@$S3RVER_VERSION"
+else
+  echo "setup.sh: s3rver $S3RVER_VERSION present"
 fi
 
 JOBS="$(nproc 2>/dev/null || echo 2)"
