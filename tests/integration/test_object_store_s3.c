@@ -455,7 +455,7 @@ Test(object_store_s3, killed_during_multipart_upload)
  * signs it as given), that x-amz-content-sha256 is the body's hash, and that
  * the session token is sent and signed. */
 
-#define REC_MAX 4
+#define REC_MAX 8
 
 typedef struct {
     int listen_fd, want;
@@ -514,12 +514,19 @@ static void *record(void *arg)
             done += (size_t)k;
         }
         r->body_len[r->n] = len;
+        /* an upload id with characters that must be percent-encoded */
+        static const char create[] = "<InitiateMultipartUploadResult><UploadId>up/id+1=&amp;"
+                                     "</UploadId></InitiateMultipartUploadResult>";
+        static const char complete[] = "<CompleteMultipartUploadResult></CompleteMultipartUploadResult>";
+        const char *answer = !strncmp(h, "GET ", 4)                                    ? list
+                             : !strncmp(h, "POST ", 5) && strstr(h, "?uploads= ") ? create
+                             : !strncmp(h, "POST ", 5)                               ? complete
+                                                                                     : "";
         char reply[512];
-        bool is_list = !strncmp(h, "GET ", 4);
         int rn = snprintf(reply, sizeof reply,
                           "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n"
-                          "ETag: \"e\"\r\n\r\n%s",
-                          is_list ? strlen(list) : 0, is_list ? list : "");
+                          "ETag: \"e%d\"\r\n\r\n%s",
+                          strlen(answer), r->n, answer);
         send(fd, reply, (size_t)rn, MSG_NOSIGNAL);
         close(fd);
     }
@@ -651,6 +658,40 @@ Test(object_store_s3, signature_is_sigv4)
         check_signature(&rec, i, "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "eu-west-3");
         free(rec.body[i]);
     }
+    eddy_object_store_destroy(&s);
+
+    /* a multipart upload: create, 3 parts, complete */
+    memset(&rec.head, 0, sizeof rec.head);
+    rec.want = 6;
+    cr_assert_eq(pthread_create(&th, NULL, record, &rec), 0);
+    o.part_size = o.multipart_threshold = 5 << 20;
+    s = eddy_object_store_open(uri, &o, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    size_t len = (11 << 20) + 5;
+    char *big = pattern(len, 3);
+    put_ok(s, "JOB/chk-1/big.snap", big, len);
+    pthread_join(th, NULL);
+    cr_assert_eq(rec.n, 6);
+    static const char *lines[] = {
+        "GET /sig-bucket?",
+        "POST /sig-bucket/some/prefix/JOB/chk-1/big.snap?uploads= ",
+        "PUT /sig-bucket/some/prefix/JOB/chk-1/big.snap?partNumber=1&uploadId=up%2Fid%2B1%3D%26 ",
+        "PUT /sig-bucket/some/prefix/JOB/chk-1/big.snap?partNumber=2&uploadId=up%2Fid%2B1%3D%26 ",
+        "PUT /sig-bucket/some/prefix/JOB/chk-1/big.snap?partNumber=3&uploadId=up%2Fid%2B1%3D%26 ",
+        "POST /sig-bucket/some/prefix/JOB/chk-1/big.snap?uploadId=up%2Fid%2B1%3D%26 "};
+    for (int i = 0; i < rec.n; i++) {
+        cr_assert(!strncmp(rec.head[i], lines[i], strlen(lines[i])), "request %d: %.160s", i,
+                  rec.head[i]);
+        check_signature(&rec, i, "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "eu-west-3");
+    }
+    cr_assert_eq(rec.body_len[2], 5u << 20);
+    cr_assert_eq(rec.body_len[4], (1u << 20) + 5);
+    cr_assert(!memcmp(rec.body[4], big + (10 << 20), (1 << 20) + 5));
+    cr_assert(strstr(rec.body[5], "<Part><PartNumber>3</PartNumber><ETag>\"e4\"</ETag></Part>"),
+              "%s", rec.body[5]);
+    for (int i = 0; i < rec.n; i++)
+        free(rec.body[i]);
+    free(big);
     eddy_object_store_destroy(&s);
     close(rec.listen_fd);
 }
