@@ -352,7 +352,8 @@ static int file_list(void *impl, const char *prefix, eddy_object_store_list_fn f
     entries_t es = {0};
     int rc = walk(fs, rel, rel_len, prefix, &es, err);
     if (rc == 0) {
-        qsort(es.items, es.n, sizeof *es.items, by_key);
+        if (es.n)
+            qsort(es.items, es.n, sizeof *es.items, by_key);
         for (size_t i = 0; i < es.n && rc == 0; i++)
             if (fn(es.items[i].key, es.items[i].size, ctx) != 0)
                 rc = 1;

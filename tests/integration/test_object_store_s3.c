@@ -34,6 +34,7 @@
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 #include "tests/support/s3rver.h"
+#include "tests/unit/leak_check.h"
 
 #define BUCKET "eddy-test"
 
@@ -52,6 +53,7 @@ static void setup(void)
 static void teardown(void)
 {
     eddy_test_s3rver_destroy(&srv);
+    eddy_test_leak_check();
 }
 
 TestSuite(object_store_s3, .init = setup, .fini = teardown, .timeout = 300);
