@@ -4,7 +4,8 @@
  * Requests are path-style, ENDPOINT/BUCKET/PREFIX/KEY, signed with libcurl's
  * SigV4 (CURLOPT_AWS_SIGV4 "aws:amz:REGION:s3", key id and secret as user
  * name and password). What libcurl 7.88 (Debian 12) does and does not do,
- * checked against a SigV4 computed independently: it signs host, x-amz-date
+ * checked against a SigV4 computed independently (test_object_store_s3's
+ * signature_is_sigv4 keeps checking it): it signs host, x-amz-date
  * and every header we add (x-amz-content-sha256, x-amz-security-token,
  * Content-Type), takes the payload hash from our x-amz-content-sha256
  * header, and uses the path and query string exactly as given. So every

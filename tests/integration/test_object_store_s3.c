@@ -14,8 +14,8 @@
  * wrong secret or a wrong payload hash would pass here; it does not enforce
  * S3's 5 MiB minimum part size; and it does not implement
  * AbortMultipartUpload (405), so the abort path is only exercised, not
- * confirmed. Signing itself is libcurl's (checked by hand against an
- * independent SigV4 computation; see object_store_s3.c). */
+ * confirmed. The signatures are checked by signature_is_sigv4 instead,
+ * which records the requests on a plain socket and recomputes them. */
 #include <criterion/criterion.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
