@@ -72,6 +72,24 @@ static int count_lines(const char *s)
     return n;
 }
 
+/* Runs argv: it must exit with `want` and name `needle` on its stdout
+ * (on_stdout) or stderr; with one_line, its stderr is exactly one line. */
+static void expect_run(char *const argv[], int want, bool on_stdout, const char *needle,
+                       bool one_line)
+{
+    char *out, *err;
+    int rc = run(argv, &out, &err);
+    const char *where = on_stdout ? "stdout" : "stderr";
+    char *text = on_stdout ? out : err;
+    cr_assert_eq(rc, want, "%s ...: exit %d (want %d); stderr:\n%s", argv[1] ? argv[1] : "", rc,
+                 want, err);
+    cr_assert(strstr(text, needle), "%s should name '%s':\n%s", where, needle, text);
+    if (one_line)
+        cr_assert_eq(count_lines(err), 1, "want exactly one line on stderr, got:\n%s", err);
+    free(out);
+    free(err);
+}
+
 /* A port nobody listens on (free a moment ago). */
 static int closed_port(void)
 {
@@ -83,55 +101,32 @@ static int closed_port(void)
 
 Test(cli, no_args_exits_2_with_usage)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, NULL};
-    cr_assert_eq(run(argv, &out, &err), 2);
-    cr_assert(strstr(err, "usage"), "stderr: %s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "usage", false);
 }
 
 Test(cli, unknown_subcommand_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "frobnicate", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2);
-    cr_assert(strstr(err, "frobnicate"), "stderr should name the command: %s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "frobnicate", false);
 }
 
 Test(cli, local_bogus_flag_one_line_naming_it)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--bogus", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "--bogus") || strstr(err, "bogus"), "stderr should name the flag: %s", err);
-    cr_assert_eq(count_lines(err), 1, "expected exactly one line on stderr, got:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "bogus", true);
 }
 
 Test(cli, local_unknown_job_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--job", "nosuchjob", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "nosuchjob"), "stderr should name the job: %s", err);
-    cr_assert_eq(count_lines(err), 1, "stderr:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "nosuchjob", true);
 }
 
 Test(cli, wordcount_without_source_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--job", "wordcount", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "--input"), "stderr should say what source is needed: %s", err);
-    cr_assert_eq(count_lines(err), 1, "stderr:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "--input", true); /* the source it needs */
 }
 
 Test(cli, missing_input_file_names_it, .timeout = 60)
@@ -166,42 +161,25 @@ Test(cli, status_against_closed_port_exits_1, .timeout = 30)
 {
     char coord[64];
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", closed_port());
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "status", "--coordinator", coord, NULL};
-    cr_assert_eq(run(argv, &out, &err), 1, "stderr:\n%s", err);
-    cr_assert(strstr(err, coord), "stderr should name the coordinator:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 1, false, coord, false);
 }
 
 Test(cli, help_exits_0)
 {
-    char *out, *err;
     char *a1[] = {EDDY_BINARY, "--help", NULL};
-    cr_assert_eq(run(a1, &out, &err), 0);
-    cr_assert(strstr(out, "local") && strstr(out, "rescale"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a1, 0, true, "local", false);
+    expect_run(a1, 0, true, "rescale", false);
     char *a2[] = {EDDY_BINARY, "local", "--help", NULL};
-    cr_assert_eq(run(a2, &out, &err), 0);
-    cr_assert(strstr(out, "--workers"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a2, 0, true, "--workers", false);
     char *a3[] = {EDDY_BINARY, "local", "--job", "wordcount", "--help", NULL};
-    cr_assert_eq(run(a3, &out, &err), 0);
-    cr_assert(strstr(out, "--input"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a3, 0, true, "--input", false);
 }
 
 Test(cli, jobs_lists_wordcount)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "jobs", NULL};
-    cr_assert_eq(run(argv, &out, &err), 0);
-    cr_assert(strstr(out, "wordcount"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(argv, 0, true, "wordcount", false);
 }
 
 /* ---- numeric flags, --input kinds: usage errors before anything starts ---- */
