@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "tests/support/ctl_proc.h"
-#include "tests/support/etcd.h"
 #include "connectors/sources.h"
+#include "tests/support/cluster.h"
+#include "tests/support/ctl_proc.h"
 #include "tests/support/proc.h"
 
 #define COST_US "1000"
@@ -42,7 +42,8 @@ typedef struct applied {
 } applied_t;
 
 typedef struct autoscale_run {
-    char dir[4096], input[4200], output[4200], log[4200], coordinator[64];
+    eddy_test_cluster_t *cl;
+    char *input, *output, *log, *coordinator;
     int exit_status;
     json_t *decisions; /* the last `eddy scaling --json` seen while running */
     applied_t applied[64];
@@ -61,13 +62,7 @@ static void write_input(const char *path, uint64_t lines)
 static void poll_decisions(void *arg)
 {
     autoscale_run_t *r = arg;
-    json_t *doc = ctl_scaling_decisions(r->coordinator);
-    if (doc && json_array_size(doc) >= json_array_size(r->decisions)) {
-        json_decref(r->decisions);
-        r->decisions = doc;
-    } else {
-        json_decref(doc);
-    }
+    ctl_keep_decisions(r->coordinator, &r->decisions);
 }
 
 /* Runs the job to its end (deadline 90 s), polling the decisions. */
@@ -75,36 +70,28 @@ static void run_autoscale(autoscale_run_t *r, uint64_t lines, const char *rate,
                           const char *controller_flags)
 {
     eddy_err_t err = {{0}};
-    char *dir = eddy_test_mkdtemp("autoscale", &err);
-    cr_assert_not_null(dir, "%s", err.msg);
-    snprintf(r->dir, sizeof r->dir, "%s", dir);
-    free(dir);
-    snprintf(r->input, sizeof r->input, "%s/input.txt", r->dir);
-    snprintf(r->output, sizeof r->output, "%s/counts.tsv", r->dir);
-    snprintf(r->log, sizeof r->log, "%s/local.log", r->dir);
+    /* eddy's own checkpoint and heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "autoscale", .workers = 3, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    r->cl = eddy_test_cluster_new(&o, &err);
+    cr_assert_not_null(r->cl, "%s", err.msg);
+    r->input = eddy_test_cluster_path(r->cl, "input.txt");
+    r->output = eddy_test_cluster_path(r->cl, "counts.tsv");
+    r->log = eddy_test_cluster_path(r->cl, "local.log");
+    r->coordinator = eddy_test_cluster_url(r->cl, 0);
     write_input(r->input, lines);
-    int cport = eddy_test_free_port(&err), hport = eddy_test_free_port(&err);
-    cr_assert(cport > 0 && hport > 0 && cport != hport, "%s", err.msg);
-    snprintf(r->coordinator, sizeof r->coordinator, "tcp://127.0.0.1:%d", cport);
-    char lines_s[32], cport_s[16], hport_s[16];
+    char lines_s[32];
     snprintf(lines_s, sizeof lines_s, "%llu", (unsigned long long)lines);
-    snprintf(cport_s, sizeof cport_s, "%d", cport);
-    snprintf(hport_s, sizeof hport_s, "%d", hport);
     char words_s[8];
     snprintf(words_s, sizeof words_s, "%d", WORDS);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--job", "wordcount", "--generate",
-                    "--lines", lines_s, "--words-per-line", words_s, "--rate", (char *)rate,
-                    "--cost-us", (char *)cost_us, (char *)cost_mode, "--parallelism", "1",
-                    "--autoscale", "--controller-flags",
-                    (char *)controller_flags, "--control-port", cport_s, "--http-port", hport_s,
-                    "--output", r->output, "--quiet", NULL};
+    const char *argv[] = {"--job", "wordcount", "--generate", "--lines", lines_s,
+                          "--words-per-line", words_s, "--rate", rate, "--cost-us", cost_us,
+                          cost_mode, "--parallelism", "1", "--autoscale", "--controller-flags",
+                          controller_flags, "--output", r->output, "--quiet", NULL};
     r->decisions = json_array();
-    pid_t pid = ctl_spawn(argv, r->log);
-    cr_assert(pid > 0);
-    int status = -1;
-    bool exited = ctl_wait_polling(pid, 90000, 500, poll_decisions, r, &status);
-    r->exit_status = status;
-    cr_assert(exited, "eddy local did not finish within 90 s (log: %s)", r->log);
+    cr_assert(eddy_test_cluster_start_local(r->cl, argv, &err) == 0, "%s", err.msg);
+    r->exit_status = eddy_test_cluster_wait_local(r->cl, 90000, 500, poll_decisions, r);
+    cr_assert(r->exit_status >= 0, "eddy local did not finish within 90 s (log: %s)", r->log);
 
     size_t i;
     json_t *d;
@@ -141,8 +128,7 @@ static void assert_no_worker_declared_dead(const autoscale_run_t *r)
 static void finish(autoscale_run_t *r)
 {
     json_decref(r->decisions);
-    if (!getenv("EDDY_TEST_KEEP"))
-        eddy_test_rm_rf(r->dir);
+    eddy_test_cluster_destroy(&r->cl);
 }
 
 static void describe(const autoscale_run_t *r, char *buf, size_t size)

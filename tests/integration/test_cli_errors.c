@@ -12,10 +12,52 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
 #define T 20000
+
+/* The cluster of a test that runs `eddy local` (its free ports, its
+ * directory); destroyed after each test. */
+static eddy_test_cluster_t *cl;
+
+static void teardown(void)
+{
+    eddy_test_cluster_destroy(&cl);
+}
+
+TestSuite(cli, .fini = teardown);
+
+/* `eddy local --workers 1 --control-port P --http-port H --quiet --job JOB
+ * ARGS...` on a cluster's free ports (so a wrongly started run cannot
+ * collide), run to its end: its exit code, its stderr in *err (malloc'd),
+ * and how long it took in *took. */
+static int run_local(const char *job, char *const job_args[], char **err, uint64_t *took)
+{
+    eddy_err_t e = {{0}};
+    if (!cl) {
+        eddy_test_cluster_opts_t o = {.tag = "cli", .workers = 1, .checkpoint_interval = "",
+                                      .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+        cl = eddy_test_cluster_new(&o, &e);
+        cr_assert(cl, "%s", e.msg);
+    }
+    const char *argv[40] = {"--quiet", "--job", job};
+    int k = 3;
+    for (int i = 0; job_args[i] && k < 39; i++)
+        argv[k++] = job_args[i];
+    argv[k] = NULL;
+    char *log = eddy_test_cluster_path(cl, "local.log");
+    unlink(log); /* this run's stderr alone */
+    uint64_t t0 = eddy_mono_ms();
+    int rc = eddy_test_cluster_run_local(cl, argv, T, &e);
+    if (took)
+        *took = eddy_mono_ms() - t0;
+    *err = eddy_read_file(log, NULL);
+    if (!*err)
+        *err = strdup("");
+    return rc;
+}
 
 static int run(char *const argv[], char **out, char **err)
 {
@@ -30,6 +72,24 @@ static int count_lines(const char *s)
     return n;
 }
 
+/* Runs argv: it must exit with `want` and name `needle` on its stdout
+ * (on_stdout) or stderr; with one_line, its stderr is exactly one line. */
+static void expect_run(char *const argv[], int want, bool on_stdout, const char *needle,
+                       bool one_line)
+{
+    char *out, *err;
+    int rc = run(argv, &out, &err);
+    const char *where = on_stdout ? "stdout" : "stderr";
+    char *text = on_stdout ? out : err;
+    cr_assert_eq(rc, want, "%s ...: exit %d (want %d); stderr:\n%s", argv[1] ? argv[1] : "", rc,
+                 want, err);
+    cr_assert(strstr(text, needle), "%s should name '%s':\n%s", where, needle, text);
+    if (one_line)
+        cr_assert_eq(count_lines(err), 1, "want exactly one line on stderr, got:\n%s", err);
+    free(out);
+    free(err);
+}
+
 /* A port nobody listens on (free a moment ago). */
 static int closed_port(void)
 {
@@ -41,74 +101,42 @@ static int closed_port(void)
 
 Test(cli, no_args_exits_2_with_usage)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, NULL};
-    cr_assert_eq(run(argv, &out, &err), 2);
-    cr_assert(strstr(err, "usage"), "stderr: %s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "usage", false);
 }
 
 Test(cli, unknown_subcommand_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "frobnicate", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2);
-    cr_assert(strstr(err, "frobnicate"), "stderr should name the command: %s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "frobnicate", false);
 }
 
 Test(cli, local_bogus_flag_one_line_naming_it)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--bogus", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "--bogus") || strstr(err, "bogus"), "stderr should name the flag: %s", err);
-    cr_assert_eq(count_lines(err), 1, "expected exactly one line on stderr, got:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "bogus", true);
 }
 
 Test(cli, local_unknown_job_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--job", "nosuchjob", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "nosuchjob"), "stderr should name the job: %s", err);
-    cr_assert_eq(count_lines(err), 1, "stderr:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "nosuchjob", true);
 }
 
 Test(cli, wordcount_without_source_exits_2)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--job", "wordcount", NULL};
-    cr_assert_eq(run(argv, &out, &err), 2, "stderr: %s", err);
-    cr_assert(strstr(err, "--input"), "stderr should say what source is needed: %s", err);
-    cr_assert_eq(count_lines(err), 1, "stderr:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 2, false, "--input", true); /* the source it needs */
 }
 
 Test(cli, missing_input_file_names_it, .timeout = 60)
 {
-    eddy_err_t e = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &e) == 0, "%s", e.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    const char *missing = "/nonexistent/eddy-test/no-such-input.txt";
-    char *out, *err;
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--quiet", "--job", "wordcount", "--input", (char *)missing, NULL};
-    int rc = run(argv, &out, &err);
+    char *missing[] = {"--input", "/nonexistent/eddy-test/no-such-input.txt", NULL};
+    char *err;
+    int rc = run_local("wordcount", missing, &err, NULL);
     cr_assert_eq(rc, 2, "exit %d (want 2: a usage error, nothing started); stderr:\n%s", rc, err);
     cr_assert(strstr(err, "no-such-input.txt"), "stderr should name the file:\n%s", err);
     cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "want one line on stderr:\n%s", err);
-    free(out);
     free(err);
 }
 
@@ -133,79 +161,58 @@ Test(cli, status_against_closed_port_exits_1, .timeout = 30)
 {
     char coord[64];
     snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", closed_port());
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "status", "--coordinator", coord, NULL};
-    cr_assert_eq(run(argv, &out, &err), 1, "stderr:\n%s", err);
-    cr_assert(strstr(err, coord), "stderr should name the coordinator:\n%s", err);
-    free(out);
-    free(err);
+    expect_run(argv, 1, false, coord, false);
 }
 
 Test(cli, help_exits_0)
 {
-    char *out, *err;
     char *a1[] = {EDDY_BINARY, "--help", NULL};
-    cr_assert_eq(run(a1, &out, &err), 0);
-    cr_assert(strstr(out, "local") && strstr(out, "rescale"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a1, 0, true, "local", false);
+    expect_run(a1, 0, true, "rescale", false);
     char *a2[] = {EDDY_BINARY, "local", "--help", NULL};
-    cr_assert_eq(run(a2, &out, &err), 0);
-    cr_assert(strstr(out, "--workers"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a2, 0, true, "--workers", false);
     char *a3[] = {EDDY_BINARY, "local", "--job", "wordcount", "--help", NULL};
-    cr_assert_eq(run(a3, &out, &err), 0);
-    cr_assert(strstr(out, "--input"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(a3, 0, true, "--input", false);
 }
 
 Test(cli, jobs_lists_wordcount)
 {
-    char *out, *err;
     char *argv[] = {EDDY_BINARY, "jobs", NULL};
-    cr_assert_eq(run(argv, &out, &err), 0);
-    cr_assert(strstr(out, "wordcount"), "stdout:\n%s", out);
-    free(out);
-    free(err);
+    expect_run(argv, 0, true, "wordcount", false);
 }
 
 /* ---- numeric flags, --input kinds: usage errors before anything starts ---- */
 
 /* A usage error: exit 2 within a generous bound, exactly one line on stderr
  * that names `needle` (the flag), and so no log line of a started process. */
+static void expect_usage(const char *cmd, const char *arg, int rc, char *err, uint64_t took,
+                         const char *needle)
+{
+    cr_assert_eq(rc, 2, "%s %s ...: exit %d (want 2); stderr:\n%s", cmd, arg ? arg : "", rc,
+                 err ? err : "");
+    cr_assert(strstr(err, needle), "stderr should name %s:\n%s", needle, err);
+    cr_assert_eq(count_lines(err), 1, "want exactly one line on stderr:\n%s", err);
+    cr_assert_lt(took, 10000, "a usage error took %llu ms", (unsigned long long)took);
+    free(err);
+}
+
 static void expect_usage_error(char *const argv[], const char *needle)
 {
     char *out, *err;
     uint64_t t0 = eddy_mono_ms();
     int rc = run(argv, &out, &err);
-    uint64_t took = eddy_mono_ms() - t0;
-    cr_assert_eq(rc, 2, "%s %s ...: exit %d (want 2); stderr:\n%s", argv[1], argv[2] ? argv[2] : "",
-                 rc, err ? err : "");
-    cr_assert(strstr(err, needle), "stderr should name %s:\n%s", needle, err);
-    cr_assert_eq(count_lines(err), 1, "want exactly one line on stderr:\n%s", err);
-    cr_assert_lt(took, 10000, "a usage error took %llu ms", (unsigned long long)took);
     free(out);
-    free(err);
+    expect_usage(argv[1], argv[2], rc, err, eddy_mono_ms() - t0, needle);
 }
 
-/* `eddy local` on free ports, so a wrongly started run cannot collide. */
+/* `eddy local` on the cluster's free ports (run_local). */
 static void expect_local_usage_error(const char *needle, const char *job, char *const job_args[])
 {
-    eddy_err_t e = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &e) == 0, "%s", e.msg);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[40] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp,
-                      "--http-port", hp, "--quiet", "--job", (char *)job};
-    int k = 11;
-    for (int i = 0; job_args[i] && k < 39; i++)
-        argv[k++] = job_args[i];
-    argv[k] = NULL;
-    expect_usage_error(argv, needle);
+    char *err;
+    uint64_t took;
+    int rc = run_local(job, job_args, &err, &took);
+    expect_usage("local", "--workers", rc, err, took, needle);
 }
 
 Test(cli, vocabulary_beyond_uint32_is_out_of_range, .timeout = 30)
@@ -295,15 +302,15 @@ Test(cli, dev_zero_as_input_is_a_usage_error, .timeout = 30)
 Test(cli, fifo_and_directory_as_input_are_usage_errors, .timeout = 60)
 {
     eddy_err_t e = {{0}};
-    char *dir = eddy_test_mkdtemp("cli-fifo", &e);
-    cr_assert(dir, "%s", e.msg);
-    char fifo[600];
-    snprintf(fifo, sizeof fifo, "%s/lines.fifo", dir);
+    eddy_test_cluster_opts_t o = {.tag = "cli-fifo", .workers = 1, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &e);
+    cr_assert(cl, "%s", e.msg);
+    char *dir = eddy_test_cluster_dir(cl);
+    char *fifo = eddy_test_cluster_path(cl, "lines.fifo");
     cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
     char *a1[] = {"--input", fifo, NULL};
     expect_local_usage_error("lines.fifo", "wordcount", a1);
     char *a2[] = {"--input", dir, "--output-dir", fifo, NULL};
     expect_local_usage_error(dir, "etl", a2);
-    eddy_test_rm_rf(dir);
-    free(dir);
 }

@@ -40,7 +40,7 @@
 #include "net/client.h"
 #include "net/proto.h"
 #include "tests/support/cdp.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/peer.h"
 #include "tests/support/proc.h"
 
@@ -55,11 +55,9 @@
 #define P_ATTR "' onmouseover='__xss=4' x='"
 #define P_TITLE "<img src=x onerror=document.title=5>"
 
-static char *dir;
-static char input[600], output[700], logp[600], browser_log[600], profile[600], token_path[600];
-static int ports[2];
-static char coord[64], url[64], url_token[128];
-static eddy_proc_t job;
+static eddy_test_cluster_t *cl;
+static char *input, *output, *logp, *browser_log, *profile, *token_path, *coord;
+static char url[64], url_token[128];
 static eddy_cdp_t *browser;
 
 typedef struct fake {
@@ -78,21 +76,23 @@ static char *log_text(const char *path)
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("dashxss", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/%s.tsv", dir, P_TITLE);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    snprintf(browser_log, sizeof browser_log, "%s/chromium.log", dir);
-    snprintf(profile, sizeof profile, "%s/profile", dir);
-    snprintf(token_path, sizeof token_path, "%s/http.token", dir);
+    /* eddy local on one worker, eddy's own heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "dashxss", .workers = 1, .checkpoint_interval = "500",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, P_TITLE ".tsv");
+    logp = eddy_test_cluster_path(cl, "local.log");
+    browser_log = eddy_test_cluster_path(cl, "chromium.log");
+    profile = eddy_test_cluster_path(cl, "profile");
+    token_path = eddy_test_cluster_path(cl, "http.token");
     cr_assert(mkdir(profile, 0700) == 0);
     cr_assert(eddy_write_file(token_path, TOKEN "\n", strlen(TOKEN) + 1) == 0);
     cr_assert(chmod(token_path, 0600) == 0);
     cr_assert(eddy_gen_lines(input, LINES, 7, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", ports[1]);
+    coord = eddy_test_cluster_url(cl, 0);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", eddy_test_cluster_http_port(cl, 0));
 }
 
 /* A fetch with the token, as the page's own requests carry it. */
@@ -106,11 +106,7 @@ static void teardown(void)
         pthread_join(fake.thread, NULL);
         fake.started = false;
     }
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* ---- a worker named with markup ------------------------------------------- */
@@ -271,15 +267,11 @@ Test(dashboard_xss, hostile_strings_in_every_field_run_no_script, .init = setup,
         cr_skip_test("chromium is not installed (apt-get install chromium; scripts/setup.sh installs it): "
                      "the dashboard XSS test did not run");
     eddy_err_t err = {{0}};
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--http-token-file", token_path, "--quiet", "--job",
-                    "wordcount", "--input", input,
-                    "--rate", SOURCE_RATE, "--output", output, NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 60000, &job))
+    const char *argv[] = {"--http-token-file", token_path, "--quiet", "--job", "wordcount",
+                          "--input", input, "--rate", SOURCE_RATE, "--output", output, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    static const eddy_test_job_want_t running = {.state = "running"};
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &running, 60000, NULL, NULL))
         cr_assert_fail("the job never reached state running; log:\n%s", log_text(logp));
 
     cr_assert(pthread_create(&fake.thread, NULL, fake_run, NULL) == 0);

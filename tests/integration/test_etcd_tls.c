@@ -20,22 +20,24 @@
 #include <unistd.h>
 
 #include "state/metastore.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
 #define OPENSSL "/usr/bin/openssl"
 
-static char *dir;
-static char ca[600], cert[600], key[600], url[64];
+/* The fixture gives the directory and two port pairs: the coordinator's
+ * (control, HTTP) and etcd's (client, peer). The etcd here serves TLS only,
+ * which the fixture's own etcd does not, and the coordinators' flags are
+ * what is tested, so both are started here. */
+static eddy_test_cluster_t *cl;
+static char *dir, *ca, *cert, *key;
+static char url[64];
 static eddy_proc_t etcd;
 
 static char *path_in(const char *name)
 {
-    static char bufs[8][600];
-    static int next;
-    char *p = bufs[next++ % 8];
-    snprintf(p, 600, "%s/%s", dir, name);
-    return p;
+    return eddy_test_cluster_path(cl, name);
 }
 
 static void run_openssl(char *const argv[])
@@ -49,11 +51,15 @@ static void run_openssl(char *const argv[])
 /* A key pair and a certificate signed by the test CA. */
 static void issue(const char *name, const char *extensions)
 {
-    char keyp[600], csr[600], pem[600], ext[600];
-    snprintf(keyp, sizeof keyp, "%s/%s.key", dir, name);
-    snprintf(csr, sizeof csr, "%s/%s.csr", dir, name);
-    snprintf(pem, sizeof pem, "%s/%s.pem", dir, name);
-    snprintf(ext, sizeof ext, "%s/%s.ext", dir, name);
+    char file[64];
+    snprintf(file, sizeof file, "%s.key", name);
+    char *keyp = path_in(file);
+    snprintf(file, sizeof file, "%s.csr", name);
+    char *csr = path_in(file);
+    snprintf(file, sizeof file, "%s.pem", name);
+    char *pem = path_in(file);
+    snprintf(file, sizeof file, "%s.ext", name);
+    char *ext = path_in(file);
     cr_assert(eddy_write_file(ext, extensions, strlen(extensions)) == 0);
     char subj[64];
     snprintf(subj, sizeof subj, "/CN=eddy-test-%s", name);
@@ -83,11 +89,13 @@ static void setup(void)
     cr_assert(access(OPENSSL, X_OK) == 0, "openssl not found at " OPENSSL
               " (Debian package openssl; scripts/setup.sh installs it)");
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("etcdtls", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
-    snprintf(cert, sizeof cert, "%s/client.pem", dir);
-    snprintf(key, sizeof key, "%s/client.key", dir);
+    eddy_test_cluster_opts_t o = {.tag = "etcdtls", .ports = 2};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    ca = path_in("ca.pem");
+    cert = path_in("client.pem");
+    key = path_in("client.key");
     char *mkca[] = {OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
                     "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", path_in("ca.key"), "-out",
                     ca, "-subj", "/CN=eddy-test-ca", "-days", "2", NULL};
@@ -100,12 +108,10 @@ static void setup(void)
     const char *bin = getenv("EDDY_ETCD") && getenv("EDDY_ETCD")[0] ? getenv("EDDY_ETCD")
                                                                      : EDDY_TEST_ETCD_DEFAULT;
     cr_assert(access(bin, X_OK) == 0, "etcd not found at %s", bin);
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
     char client_url[64], peer_url[64], cluster[100];
-    snprintf(url, sizeof url, "https://127.0.0.1:%d", ports[0]);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", eddy_test_cluster_port(cl, 1));
     snprintf(client_url, sizeof client_url, "%s", url);
-    snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d", ports[1]);
+    snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d", eddy_test_cluster_http_port(cl, 1));
     snprintf(cluster, sizeof cluster, "eddy-tls=%s", peer_url);
     char *argv[] = {(char *)bin, "--name", "eddy-tls", "--data-dir", path_in("data"),
                     "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
@@ -124,10 +130,7 @@ static void setup(void)
 static void teardown(void)
 {
     eddy_proc_kill(&etcd, 5000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
+    eddy_test_cluster_destroy(&cl);
 }
 
 static void open_fails(const char *u, const eddy_metastore_tls_t *tls, const char *needle)
@@ -196,11 +199,8 @@ static bool coordinator_listening(void *arg)
 Test(etcd_tls, coordinator_over_tls, .init = setup, .fini = teardown, .timeout = 180)
 {
     eddy_err_t err = {{0}};
-    int ports[1];
-    cr_assert(eddy_test_free_ports(1, ports, &err) == 0, "%s", err.msg);
-    char bind[64];
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", ports[0]);
-    char *logp = path_in("coordinator.log");
+    char *bind = eddy_test_cluster_url(cl, 0);
+    char *logp = eddy_test_cluster_coordinator_log(cl, 0);
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-port", "0", "--metastore",
                     url, "--etcd-ca", ca, "--etcd-cert", cert, "--etcd-key", key,
                     "--snapshot-dir", path_in("snapshots"), NULL};
@@ -211,7 +211,7 @@ Test(etcd_tls, coordinator_over_tls, .init = setup, .fini = teardown, .timeout =
     cr_assert(strstr(log, "listening on") && eddy_proc_alive(&coord), "log:\n%s", log);
     free(log);
     /* it works against that store: a status round trip reads its state */
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_status(eddy_test_cluster_port(cl, 0));
     cr_assert(st, "no status from a coordinator on TLS etcd");
     json_decref(st);
     eddy_proc_kill(&coord, 3000);

@@ -35,41 +35,44 @@
 
 #include "common/clock.h"
 #include "state/keygroup.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define LINES 400000
 #define SOURCE_RATE "30000"
 
-static char *dir;
-static char input[600], output[600], logp[600];
-static int ports[2];
-static char coord[64];
-static eddy_proc_t job;
+static eddy_test_cluster_t *cl;
+static eddy_proc_t *job;
+static char *input, *output, *logp;
+
+/* A cluster for eddy local --workers n with checkpoints every interval ms
+ * (eddy local's own heartbeat timing). */
+static void cluster(const char *tag, int n, const char *interval)
+{
+    eddy_err_t err = {{0}};
+    eddy_test_cluster_opts_t o = {.tag = tag, .workers = n, .checkpoint_interval = interval,
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    logp = eddy_test_cluster_path(cl, "local.log");
+}
 
 static void start_with(const char *hold_ms, const char *corrupt)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("fluid", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cluster("fluid", 3, "500");
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
     if (hold_ms)
         setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1); /* the workers inherit it */
     if (corrupt)
         setenv("EDDY_TEST_FLUID_CORRUPT", corrupt, 1);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--migration", "fluid",
-                    "--migration-step-key-groups", "4", "--job", "wordcount", "--input", input,
-                    "--output", output, "--parallelism", "3", "--rate", SOURCE_RATE, NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--migration", "fluid", "--migration-step-key-groups", "4", "--job",
+                          "wordcount", "--input", input, "--output", output, "--parallelism", "3",
+                          "--rate", SOURCE_RATE, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    job = eddy_test_cluster_local(cl);
     unsetenv("EDDY_TEST_FLUID_HOLD_MS");
     unsetenv("EDDY_TEST_FLUID_CORRUPT");
 }
@@ -81,61 +84,63 @@ static void start(const char *hold_ms)
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
+}
+
+static void wait_progress(int64_t min_completed, const char *what)
+{
+    const eddy_test_job_want_t want = {.state = "running", .min_completed = min_completed};
+    if (!eddy_test_cluster_wait_job(cl, "wordcount", &want, 30000, NULL, NULL))
+        cr_assert_fail("%s; log:\n%s", what, log_text());
 }
 
 static void wait_running(void)
 {
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job))
-        cr_assert_fail("job never (again) reached state running; log:\n%s", log_text());
+    wait_progress(0, "job never (again) reached state running");
 }
 
 static int rescale(const char *p, char **out, char **err)
 {
-    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", (char *)p, "--coordinator", coord,
-                    NULL};
-    return eddy_proc_run(argv, 90000, out, err);
+    const char *argv[] = {"rescale", "wordcount", "count", p, NULL};
+    return eddy_test_cluster_ctl(cl, argv, 90000, out, err);
+}
+
+/* `eddy rescale wordcount count p` in the background, its stdout in
+ * DIR/rescale.out. */
+static void rescale_start(const char *p, eddy_proc_t *client)
+{
+    const char *argv[] = {"rescale", "wordcount", "count", p, NULL};
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_cluster_ctl_start(cl, argv, client,
+                                          eddy_test_cluster_path(cl, "rescale.out"), NULL,
+                                          &err) == 0,
+              "%s", err.msg);
 }
 
 static void expect_correct_output(void)
 {
-    int rc = eddy_proc_wait(&job, 120000);
+    int rc = eddy_proc_wait(job, 120000);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
-    size_t tl, el, gl;
-    char *text = eddy_read_file(input, &tl);
-    char *expected = eddy_reference_wordcount(text, tl, &el);
-    char *got = eddy_read_file(output, &gl);
-    cr_assert(got, "no output; log:\n%s", log_text());
-    cr_assert(gl == el && memcmp(got, expected, el) == 0,
-              "output after fluid rescales differs from the reference (%zu vs %zu bytes)", gl, el);
-    free(text);
-    free(expected);
-    free(got);
+    size_t gl, el;
+    int same = eddy_test_same_wordcount(input, output, &gl, &el);
+    cr_assert(same >= 0, "no output; log:\n%s", log_text());
+    cr_assert(same, "output after fluid rescales differs from the reference (%zu vs %zu bytes)",
+              gl, el);
 }
 
 /* count's parallelism is p and its instances' key groups tile [0,128). */
 static void expect_status_parallelism(int p)
 {
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     cr_assert(st, "eddy status --json failed");
-    json_t *j = eddy_test_status_job(st, "wordcount");
-    cr_assert(j);
-    json_t *op = NULL, *o;
+    cr_assert(eddy_test_status_job(st, "wordcount"));
+    json_t *op = eddy_test_status_operator(st, "wordcount", "count"), *o;
     size_t i;
-    json_array_foreach(json_object_get(j, "operators"), i, o)
-    {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
-            op = o;
-    }
     cr_assert(op);
     cr_assert_eq(json_integer_value(json_object_get(op, "parallelism")), p);
     json_int_t next = 0;
@@ -169,7 +174,7 @@ Test(fluid, up_down_back_keeps_exact_counts, .fini = teardown, .timeout = 240)
     cr_assert(!strstr(log, "restor"), "a fluid rescale restored the job:\n%s", log);
     free(log);
     /* status records them as fluid, with their steps */
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     cr_assert(st);
     json_t *rs = json_object_get(eddy_test_status_job(st, "wordcount"), "rescales");
     cr_assert_eq(json_array_size(rs), 3);
@@ -195,7 +200,7 @@ static bool steps_started(void *arg)
 /* The pid of the worker running op[instance]. */
 static pid_t worker_of(const char *name, int instance)
 {
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     cr_assert(st);
     json_t *j = eddy_test_status_job(st, "wordcount"), *o, *w;
     json_int_t wid = -1;
@@ -226,14 +231,9 @@ static void kill_mid_step(const char *op, int instance)
     start("1500");
     wait_running();
     /* a completed checkpoint to restore from */
-    cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
-              "no checkpoint completed; log:\n%s", log_text());
-    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "4", "--coordinator", coord, NULL};
+    wait_progress(1, "no checkpoint completed");
     eddy_proc_t client;
-    eddy_err_t err = {{0}};
-    char client_log[700];
-    snprintf(client_log, sizeof client_log, "%s/rescale.out", dir);
-    cr_assert(eddy_proc_start(&client, argv, client_log, NULL, &err) == 0, "%s", err.msg);
+    rescale_start("4", &client);
     cr_assert(eddy_poll_until(steps_started, NULL, 30000), "the steps never started; log:\n%s",
               log_text());
     eddy_nap_ms(300);
@@ -283,8 +283,7 @@ Test(fluid, a_corrupt_state_chunk_restores_the_job_exactly, .fini = teardown, .t
 {
     start_with(NULL, "1");
     wait_running();
-    cr_assert(eddy_test_wait_job_progress(ports[0], "wordcount", "running", 1, 0, 30000, &job),
-              "no checkpoint completed; log:\n%s", log_text());
+    wait_progress(1, "no checkpoint completed");
     char *out = NULL, *errout = NULL;
     int rc = rescale("4", &out, &errout);
     cr_assert_neq(rc, 0, "a rescale with a corrupt chunk succeeded: %s; log:\n%s", out, log_text());
@@ -373,28 +372,20 @@ static bool steps_of_2_to_3_started(void *arg)
 Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeout = 240)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("fluidflow", &err);
-    cr_assert(dir, "%s", err.msg);
-    char changelog[700];
-    snprintf(changelog, sizeof changelog, "%s/changelog.txt", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    cluster("fluidflow", 2, "1000");
+    char *changelog = eddy_test_cluster_path(cl, "changelog.txt");
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t alen = sizeof a;
     cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 1) == 0);
     cr_assert_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    char cp[16], hp[16], where[64];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
+    char where[64];
     snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
     setenv("EDDY_TEST_FLUID_HOLD_MS", "4000", 1);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "1000", "--migration", "fluid",
-                    "--migration-step-key-groups", "128", "--job", "wordcount", "--socket", where,
-                    "--parallelism", "2", NULL};
-    cr_assert(eddy_proc_start(&job, argv, changelog, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--migration", "fluid", "--migration-step-key-groups", "128", "--job",
+                          "wordcount", "--socket", where, "--parallelism", "2", NULL};
+    cr_assert(eddy_test_cluster_start_local_to(cl, argv, changelog, &err) == 0, "%s", err.msg);
+    job = eddy_test_cluster_local(cl);
     unsetenv("EDDY_TEST_FLUID_HOLD_MS");
     struct pollfd p = {lfd, POLLIN, 0};
     cr_assert_eq(poll(&p, 1, 60000), 1, "the socket source never connected; log:\n%s", log_text());
@@ -404,11 +395,8 @@ Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeou
     pthread_create(&th, NULL, feed, &f);
     wait_running();
     eddy_nap_ms(1000);
-    char *rargv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord, NULL};
     eddy_proc_t client;
-    char client_out[700];
-    snprintf(client_out, sizeof client_out, "%s/rescale.out", dir);
-    cr_assert(eddy_proc_start(&client, rargv, client_out, NULL, &err) == 0, "%s", err.msg);
+    rescale_start("3", &client);
     cr_assert(eddy_poll_until(steps_of_2_to_3_started, NULL, 30000), "no steps; log:\n%s", log_text());
     /* The first step's old owner holds its state 4 s from when its markers
      * are in; rows of records the old owner had before them may still come
@@ -432,7 +420,7 @@ Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeou
     pthread_join(th, NULL);
     close(f.fd);
     close(lfd);
-    rc = eddy_proc_wait(&job, 60000);
+    rc = eddy_proc_wait(job, 60000);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
     size_t len = 0;
     text = eddy_read_file(changelog, &len);

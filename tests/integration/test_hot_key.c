@@ -25,8 +25,8 @@
 #include "common/clock.h"
 #include "connectors/sources.h"
 #include "state/keygroup.h"
+#include "tests/support/cluster.h"
 #include "tests/support/ctl_proc.h"
-#include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
@@ -69,74 +69,60 @@ static double series_value(const char *text, const char *series)
     return p ? strtod(p + strlen(series), NULL) : -1;
 }
 
+/* What the test saw while the job ran. */
+typedef struct hot_poll {
+    eddy_test_cluster_t *cl;
+    double share_seen, group_seen;
+    json_t *decisions;
+} hot_poll_t;
+
+static void poll_hot(void *arg)
+{
+    hot_poll_t *h = arg;
+    long http = 0;
+    char *metrics = eddy_test_http_get(eddy_test_cluster_http_port(h->cl, 0), "/metrics", 2000, &http);
+    double share = series_value(metrics, "eddy_hot_key_group_share{job=\"wordcount\",operator=\"count\"} ");
+    if (share >= 0) {
+        h->share_seen = share;
+        h->group_seen = series_value(metrics, "eddy_hot_key_group{job=\"wordcount\",operator=\"count\"} ");
+    }
+    free(metrics);
+    ctl_keep_decisions(eddy_test_cluster_url(h->cl, 0), &h->decisions);
+}
+
 Test(hot_key, decision_names_the_hot_key_group_instead_of_scaling_past_it, .timeout = 150)
 {
     eddy_err_t err = {{0}};
-    char *dir = eddy_test_mkdtemp("hotkey", &err);
-    cr_assert_not_null(dir, "%s", err.msg);
-    char input[4200], output[4200], log[4200], coordinator[64], cport_s[16], hport_s[16];
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(log, sizeof log, "%s/local.log", dir);
+    /* eddy's own checkpoint and heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "hotkey", .workers = 3, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    eddy_test_cluster_t *cl = eddy_test_cluster_new(&o, &err);
+    cr_assert_not_null(cl, "%s", err.msg);
+    char *input = eddy_test_cluster_path(cl, "input.txt");
+    char *output = eddy_test_cluster_path(cl, "counts.tsv");
+    char *log = eddy_test_cluster_path(cl, "local.log");
     write_input(input);
-    int ports[2];
-    cr_assert_eq(eddy_test_free_ports(2, ports, &err), 0, "%s", err.msg);
-    snprintf(coordinator, sizeof coordinator, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(cport_s, sizeof cport_s, "%d", ports[0]);
-    snprintf(hport_s, sizeof hport_s, "%d", ports[1]);
     char lines_s[16], words_s[8];
     snprintf(lines_s, sizeof lines_s, "%d", LINES);
     snprintf(words_s, sizeof words_s, "%d", WORDS);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--job", "wordcount", "--generate",
-                    "--lines", lines_s, "--words-per-line", words_s, "--hot-key-share", HOT_SHARE_S,
-                    "--rate", RATE, "--cost-us", COST_US, "--cost-sleep", "--no-local-aggregation",
-                    "--parallelism", "1", "--autoscale", "--controller-flags",
-                    "--interval-ms 1000 --warmup-ms 5000 --cooldown-ms 3000 --allow-oversubscribe",
-                    "--control-port", cport_s, "--http-port", hport_s, "--output", output, "--quiet",
-                    NULL};
-    pid_t pid = ctl_spawn(argv, log);
-    cr_assert(pid > 0);
+    const char *argv[] = {"--job", "wordcount", "--generate", "--lines", lines_s,
+                          "--words-per-line", words_s, "--hot-key-share", HOT_SHARE_S, "--rate",
+                          RATE, "--cost-us", COST_US, "--cost-sleep", "--no-local-aggregation",
+                          "--parallelism", "1", "--autoscale", "--controller-flags",
+                          "--interval-ms 1000 --warmup-ms 5000 --cooldown-ms 3000 --allow-oversubscribe",
+                          "--output", output, "--quiet", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
 
     uint32_t hot_group = eddy_key_group_of(EDDY_GENERATOR_HOT_WORD,
                                            (uint32_t)strlen(EDDY_GENERATOR_HOT_WORD),
                                            EDDY_DEFAULT_MAX_PARALLELISM);
     char named[64];
     snprintf(named, sizeof named, "hot key group %u (", hot_group);
-    double share_seen = -1, group_seen = -1;
-    json_t *decisions = NULL;
-    int status = -1;
-    bool exited = false;
-    uint64_t deadline = eddy_mono_ms() + 120000;
-    while (eddy_mono_ms() < deadline) {
-        if (ctl_exited(pid, &status)) {
-            exited = true;
-            break;
-        }
-        long http = 0;
-        char *metrics = eddy_test_http_get(ports[1], "/metrics", 2000, &http);
-        double share = series_value(metrics, "eddy_hot_key_group_share{job=\"wordcount\",operator=\"count\"} ");
-        if (share >= 0) {
-            share_seen = share;
-            group_seen = series_value(metrics, "eddy_hot_key_group{job=\"wordcount\",operator=\"count\"} ");
-        }
-        free(metrics);
-        char *sargv[] = {EDDY_BINARY, "scaling", "--json", "--coordinator", coordinator, NULL};
-        char *out = NULL;
-        if (ctl_run_capture(sargv, 5000, &out) == 0) {
-            json_t *doc = json_loads(out, 0, NULL);
-            if (json_is_array(doc) && json_array_size(doc) >= json_array_size(decisions)) {
-                json_decref(decisions);
-                decisions = doc;
-            } else {
-                json_decref(doc);
-            }
-        }
-        free(out);
-        eddy_nap_ms(500);
-    }
-    if (!exited)
-        status = ctl_wait(pid, 1);
-    cr_assert(exited, "eddy local did not finish within 120 s (log: %s)", log);
+    hot_poll_t h = {cl, -1, -1, NULL};
+    int status = eddy_test_cluster_wait_local(cl, 120000, 500, poll_hot, &h);
+    double share_seen = h.share_seen, group_seen = h.group_seen;
+    json_t *decisions = h.decisions;
+    cr_assert(status >= 0, "eddy local did not finish within 120 s (log: %s)", log);
     cr_assert_eq(status, 0, "eddy local exited %d (log: %s)", status, log);
 
     /* the coordinator measured the hot key: its group, about 30% */
@@ -179,7 +165,5 @@ Test(hot_key, decision_names_the_hot_key_group_instead_of_scaling_past_it, .time
     cr_assert(strcmp(want, got) == 0, "final counts differ from the reference (output %s)", output);
     free(want);
     free(got);
-    if (!getenv("EDDY_TEST_KEEP"))
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }

@@ -43,6 +43,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
@@ -50,18 +51,31 @@
 #define TOKEN "s3cr3t-T0ken_for-eddy.tests"
 #define START_MS 30000u
 
-static char *dir;
-static char logp[600], token_path[600];
+/* The fixture gives the directory, the ports and the loopback coordinator
+ * and worker; the coordinators
+ * and eddy locals with other addresses are started here by hand in coord. */
+static eddy_test_cluster_t *cl;
+static char *dir, *logp, *meta, *snaps, *token_path;
 static int cport, hport;
 static eddy_proc_t coord;
+static eddy_proc_t *served; /* the process serving HTTP on hport */
 
 static void make_dir(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("httpsec", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(logp, sizeof logp, "%s/coordinator.log", dir);
-    snprintf(token_path, sizeof token_path, "%s/http.token", dir);
+    eddy_test_cluster_opts_t o = {.tag = "httpsec", .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = "", .workers = 1};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    logp = eddy_test_cluster_coordinator_log(cl, 0);
+    meta = eddy_test_cluster_metastore(cl);
+    snaps = eddy_test_cluster_path(cl, "snapshots");
+    token_path = eddy_test_cluster_path(cl, "http.token");
+    cport = eddy_test_cluster_port(cl, 0);
+    hport = eddy_test_cluster_http_port(cl, 0);
+    memset(&coord, 0, sizeof coord);
+    served = &coord;
     cr_assert(eddy_write_file(token_path, TOKEN "\n", strlen(TOKEN) + 1) == 0);
     cr_assert(chmod(token_path, 0600) == 0);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -71,10 +85,7 @@ static void teardown(void)
 {
     eddy_proc_kill(&coord, 3000);
     curl_global_cleanup();
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL;
+    eddy_test_cluster_destroy(&cl);
 }
 
 typedef eddy_test_http_reply_t reply_t;
@@ -157,52 +168,34 @@ static int raw_request(const char *data, size_t len)
 static bool coord_serves(void *arg)
 {
     (void)arg;
-    if (!eddy_proc_alive(&coord))
+    if (!eddy_proc_alive(served))
         return true; /* stop polling: the assertion below reports it */
     long status = 0;
     free(eddy_test_http_get(hport, "/healthz", 2000, &status));
     return status == 200;
 }
 
-/* Starts `eddy coordinator` with its state in dir; extra flags (NULL-ended)
- * come after the common ones. with_ports: --bind/--http-host on loopback. */
-static void start_coordinator(bool with_ports, const char *const *extra)
+/* Waits for the process started as `served` to serve /healthz on hport;
+ * what names it in the failure message, the log it writes in log. */
+static void expect_serving(const char *what, const char *log_path)
 {
-    eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    cport = ports[0];
-    hport = ports[1];
-    static char bind[64], hp[16], meta[700], snaps[700];
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", cport);
-    snprintf(hp, sizeof hp, "%d", hport);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
-    char *argv[40] = {EDDY_BINARY, "coordinator", "--http-port", hp, "--metastore", meta,
-                      "--snapshot-dir", snaps};
-    int k = 8;
-    if (with_ports) {
-        argv[k++] = "--bind";
-        argv[k++] = bind;
-        argv[k++] = "--http-host";
-        argv[k++] = "127.0.0.1";
-    }
-    for (int i = 0; extra && extra[i] && k < 39; i++)
-        argv[k++] = (char *)extra[i];
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
     eddy_poll_until(coord_serves, NULL, START_MS);
-    char *log = eddy_read_file(logp, NULL);
-    cr_assert(eddy_proc_alive(&coord) && coord_serves(NULL),
-              "coordinator does not serve /healthz on %d; log:\n%s", hport, log ? log : "");
+    char *log = eddy_read_file(log_path, NULL);
+    cr_assert(eddy_proc_alive(served) && coord_serves(NULL), "%s does not serve /healthz on %d; log:\n%s",
+              what, hport, log ? log : "");
     free(log);
 }
 
+/* The fixture's coordinator (loopback control and HTTP, its state in dir)
+ * with --http-token-file. */
 static void start_with_token(void)
 {
     make_dir();
     const char *extra[] = {"--http-token-file", token_path, NULL};
-    start_coordinator(true, extra);
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, extra, &err) == 0, "%s", err.msg);
+    served = eddy_test_cluster_coordinator(cl, 0);
+    expect_serving("coordinator", logp);
 }
 
 Test(http_security, only_get_and_head, .init = start_with_token, .fini = teardown, .timeout = 120)
@@ -454,13 +447,7 @@ static int connect_errno(struct in_addr addr, int port)
 Test(http_security, default_bind_is_loopback, .init = make_dir, .fini = teardown, .timeout = 120)
 {
     eddy_err_t err = {{0}};
-    int ports[1];
-    cr_assert(eddy_test_free_ports(1, ports, &err) == 0, "%s", err.msg);
-    hport = ports[0];
-    char hp[16], meta[700], snaps[700];
-    snprintf(hp, sizeof hp, "%d", hport);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
+    char *hp = eddy_test_cluster_http_port_s(cl, 0);
     /* no --bind, no --http-host: the defaults, control port 7600 included */
     char *argv[] = {EDDY_BINARY, "coordinator", "--http-port", hp, "--metastore", meta,
                     "--snapshot-dir", snaps, NULL};
@@ -520,13 +507,8 @@ Test(http_security, beyond_loopback_refused_without_keys, .init = make_dir, .fin
 Test(http_security, local_with_insecure_runs_its_job, .init = make_dir, .fini = teardown,
      .timeout = 120)
 {
-    eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char cp[16], hp[16], out_path[700];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    snprintf(out_path, sizeof out_path, "%s/counts.txt", dir);
+    char *cp = eddy_test_cluster_port_s(cl, 0), *hp = eddy_test_cluster_http_port_s(cl, 0);
+    char *out_path = eddy_test_cluster_path(cl, "counts.txt");
     char *argv[] = {EDDY_BINARY, "local", "--bind-host", "0.0.0.0", "--insecure", "--control-port", cp,
                     "--http-port", hp, "--job", "wordcount", "--generate", "--lines", "200",
                     "--output", out_path, NULL};
@@ -550,15 +532,8 @@ Test(http_security, beyond_loopback_with_insecure_warns, .init = make_dir, .fini
      .timeout = 120)
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    cport = ports[0];
-    hport = ports[1];
-    char bind[64], hp[16], meta[700], snaps[700];
+    char bind[64], *hp = eddy_test_cluster_http_port_s(cl, 0);
     snprintf(bind, sizeof bind, "tcp://0.0.0.0:%d", cport);
-    snprintf(hp, sizeof hp, "%d", hport);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
     char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-host", "0.0.0.0",
                     "--http-port", hp, "--metastore", meta, "--snapshot-dir", snaps, "--insecure", NULL};
     cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
@@ -627,8 +602,6 @@ static bool job_listed(void *arg)
  * "postgresql://" in plain text. */
 static void meta_dir_is_private_and_sealed(const char *secret)
 {
-    char meta[700];
-    snprintf(meta, sizeof meta, "%s/meta", dir);
     struct stat st;
     cr_assert_eq(stat(meta, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0700, "metadata directory mode %o", st.st_mode & 0777);
@@ -660,16 +633,14 @@ static void second_coordinator_refused(void)
     eddy_err_t err = {{0}};
     int ports[2];
     cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    char bind[64], hp[16], meta[700], snaps[700], want[900];
+    char bind[64], hp[16], want[900];
     snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", ports[0]);
     snprintf(hp, sizeof hp, "%d", ports[1]);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots2", dir);
-    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-port", hp, "--metastore", meta,
-                    "--snapshot-dir", snaps, NULL};
+    char *argv[] = {EDDY_BINARY, "coordinator", "--bind", bind, "--http-port", hp, "--metastore",
+                    meta, "--snapshot-dir", eddy_test_cluster_path(cl, "snapshots2"), NULL};
     char *out = NULL, *errout = NULL;
     int rc = eddy_proc_run(argv, 20000, &out, &errout);
-    snprintf(want, sizeof want, "metadata directory %s is in use by pid %d", meta, (int)coord.pid);
+    snprintf(want, sizeof want, "metadata directory %s is in use by pid %d", meta, (int)served->pid);
     cr_assert_eq(rc, 1, "a second coordinator on %s exited %d: %s", meta, rc, errout ? errout : "");
     cr_assert(errout && strstr(errout, want), "want '%s' in: %s", want, errout ? errout : "");
     free(out);
@@ -680,34 +651,28 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
      .timeout = 180)
 {
     eddy_err_t err = {{0}};
-    char curl_url[64], snaps[700], wlog[700];
-    snprintf(curl_url, sizeof curl_url, "tcp://127.0.0.1:%d", cport);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
-    snprintf(wlog, sizeof wlog, "%s/worker.log", dir);
-    eddy_proc_t worker = {0};
-    char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", curl_url, "--snapshot-dir", snaps, NULL};
-    cr_assert(eddy_proc_start(&worker, wargv, NULL, wlog, &err) == 0, "%s", err.msg);
+    /* a worker without --name */
+    cr_assert(eddy_test_cluster_start_worker_as(cl, "", NULL, &err) >= 0, "%s", err.msg);
     /* a postgres sink on a closed port: the job fails and restarts, but its
      * record (and arguments) are what the views show */
     int closed = eddy_test_free_port(&err);
     char pg[200];
     snprintf(pg, sizeof pg, "postgresql://eddy:hunter2-pw@127.0.0.1:%d/db?table=t",
              closed);
-    char *sargv[] = {EDDY_BINARY, "submit", "--coordinator", curl_url, "--job", "wordcount",
-                     "--generate", "--lines", "0", "--rate", "10", "--output", pg, NULL};
-    char *out = NULL, *errout = NULL;
+    const char *sargv[] = {"--job", "wordcount", "--generate", "--lines", "0", "--rate", "10",
+                           "--output", pg, NULL};
+    char *out = NULL;
     bool listed = false;
     /* the worker may still be registering: submit until the job exists */
     for (int attempt = 0; attempt < 30 && !listed; attempt++) {
         free(out);
-        free(errout);
-        out = errout = NULL;
-        eddy_proc_run(sargv, 20000, &out, &errout);
+        out = NULL;
+        err.msg[0] = '\0';
+        eddy_test_cluster_submit(cl, sargv, &out, &err);
         listed = eddy_poll_until(job_listed, NULL, 2000);
     }
-    cr_assert(listed, "job never listed; submit said: %s %s", out ? out : "", errout ? errout : "");
+    cr_assert(listed, "job never listed; submit said: %s %s", out ? out : "", err.msg);
     free(out);
-    free(errout);
     static const char *const paths[] = {"/api/v1/jobs", "/api/v1/status", "/metrics",
                                         "/api/v1/scaling", "/healthz"};
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
@@ -730,7 +695,7 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
               "status --json: %.2000s", text ? text : "");
     free(text);
     json_decref(status);
-    eddy_proc_kill(&worker, 3000);
+    eddy_proc_kill(eddy_test_cluster_worker(cl, 0), 3000);
     meta_dir_is_private_and_sealed("hunter2-pw");
     second_coordinator_refused();
 }
@@ -740,21 +705,13 @@ Test(http_security, served_views_hold_no_secrets, .init = start_with_token, .fin
 Test(http_security, local_requires_token, .init = make_dir, .fini = teardown, .timeout = 120)
 {
     eddy_err_t err = {{0}};
-    int ports[2];
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    cport = ports[0];
-    hport = ports[1];
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", cport);
-    snprintf(hp, sizeof hp, "%d", hport);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", cp, "--http-port", hp,
-                    "--http-token-file", token_path, "--quiet", "--job", "wordcount", "--generate",
-                    "--lines", "0", "--rate", "100", NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    eddy_poll_until(coord_serves, NULL, START_MS);
-    char *log = eddy_read_file(logp, NULL);
-    cr_assert(eddy_proc_alive(&coord) && coord_serves(NULL), "eddy local does not serve; log:\n%s",
-              log ? log : "");
+    const char *argv[] = {"--http-token-file", token_path, "--quiet", "--job", "wordcount",
+                          "--generate", "--lines", "0", "--rate", "100", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    served = eddy_test_cluster_local(cl);
+    char *local_log = eddy_test_cluster_path(cl, "local.log");
+    expect_serving("eddy local", local_log);
+    char *log = eddy_read_file(local_log, NULL);
     cr_assert(!strstr(log, "reachable beyond"), "loopback eddy local warned:\n%s", log);
     free(log);
     cr_assert_eq(status_of("GET", "/api/v1/jobs", NULL), 401);

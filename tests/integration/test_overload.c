@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 /* ~16 s of input at RATE; count catches up at ~3000 words/s after the
@@ -34,73 +34,51 @@
 #define MAX_PAUSE_MS 1000.0
 #endif
 
-static char *dir;
-static char input[600], output[600], logp[600];
-static int ports[2];
-static char coord[64];
-static eddy_proc_t job;
+static eddy_test_cluster_t *cl;
+static eddy_proc_t *job;
+static char *input, *output;
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("overload", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
     /* eddy's default liveness settings (heartbeat 500 ms, timeout 3 s). */
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                    "--quiet", "--job", "wordcount", "--input", input, "--output", output,
-                    "--parallelism", "1", "--rate", RATE, "--cost-us", "1000", "--cost-sleep",
-                    NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts_t o = {.tag = "overload", .workers = 3, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
+    cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--quiet", "--job", "wordcount", "--input", input, "--output", output,
+                          "--parallelism", "1", "--rate", RATE, "--cost-us", "1000",
+                          "--cost-sleep", NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    job = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir && !getenv("EDDY_TEST_KEEP"))
-        eddy_test_rm_rf(dir);
-    free(dir);
-}
-
-static json_t *count_operator(json_t *status)
-{
-    json_t *j = eddy_test_status_job(status, "wordcount"), *o;
-    size_t i;
-    json_array_foreach(json_object_get(j, "operators"), i, o)
-    {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
-            return o;
-    }
-    return NULL;
+    eddy_test_cluster_destroy(&cl);
 }
 
 static bool count_backlogged(void *arg)
 {
     (void)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *op = st ? count_operator(st) : NULL;
+    json_t *st = eddy_test_cluster_status(cl);
+    json_t *op = eddy_test_status_operator(st, "wordcount", "count");
     bool ok = op && json_integer_value(json_object_get(op, "records_in")) >= BACKLOG_RECORDS;
     json_decref(st);
-    return ok || !eddy_proc_alive(&job);
+    return ok || !eddy_proc_alive(job);
 }
 
 static double status_pause_ms(void)
 {
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     cr_assert(st, "eddy status --json failed");
     json_t *r = json_array_get(json_object_get(eddy_test_status_job(st, "wordcount"), "rescales"), 0);
     cr_assert(r, "status lists no rescale");
@@ -112,14 +90,15 @@ static double status_pause_ms(void)
 Test(overload, busy_worker_stays_alive_and_rescales_quickly, .init = setup, .fini = teardown,
      .timeout = 240)
 {
-    cr_assert(eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job),
+    static const eddy_test_job_want_t running = {.state = "running"};
+    cr_assert(eddy_test_cluster_wait_job(cl, "wordcount", &running, 30000, NULL, NULL),
               "job never reached state running; log:\n%s", log_text());
-    cr_assert(eddy_poll_until(count_backlogged, NULL, 30000) && eddy_proc_alive(&job),
+    cr_assert(eddy_poll_until(count_backlogged, NULL, 30000) && eddy_proc_alive(job),
               "count never consumed %d records; log:\n%s", BACKLOG_RECORDS, log_text());
 
-    char *argv[] = {EDDY_BINARY, "rescale", "wordcount", "count", "3", "--coordinator", coord, NULL};
+    const char *argv[] = {"rescale", "wordcount", "count", "3", NULL};
     char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 90000, &out, &err);
+    int rc = eddy_test_cluster_ctl(cl, argv, 90000, &out, &err);
     cr_assert_eq(rc, 0, "eddy rescale wordcount count 3 exited %d: %s%s\nlog:\n%s", rc, out, err,
                  log_text());
     const char *paused = out ? strstr(out, "paused ") : NULL;
@@ -132,20 +111,14 @@ Test(overload, busy_worker_stays_alive_and_rescales_quickly, .init = setup, .fin
     free(out);
     free(err);
 
-    rc = eddy_proc_wait(&job, 180000);
+    rc = eddy_proc_wait(job, 180000);
     char *log = log_text();
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log);
     cr_assert(!strstr(log, "declared dead"), "a busy worker was declared dead; log:\n%s", log);
     free(log);
 
-    size_t tl, el, gl;
-    char *text = eddy_read_file(input, &tl);
-    char *expected = eddy_reference_wordcount(text, tl, &el);
-    char *got = eddy_read_file(output, &gl);
-    cr_assert(got, "no output");
-    cr_assert(gl == el && memcmp(got, expected, el) == 0,
-              "output differs from the reference (%zu vs %zu bytes)", gl, el);
-    free(text);
-    free(expected);
-    free(got);
+    size_t gl, el;
+    int same = eddy_test_same_wordcount(input, output, &gl, &el);
+    cr_assert(same >= 0, "no output");
+    cr_assert(same, "output differs from the reference (%zu vs %zu bytes)", gl, el);
 }

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/nexmark_ref.h"
 #include "tests/support/proc.h"
 
@@ -56,41 +56,36 @@ static const char agg_spec[] = "name: aggregate-faults\n"
                                "      top: \"top_k(bidder, 3)\"\n";
 #define AGG_STAGE "step3_aggregate"
 
-static char *dir;
-static char events[600], output[600], logp[600], agg_path[600], coord[64];
-static int ports[2];
-static eddy_proc_t local;
+static eddy_test_cluster_t *cl;
+static char *events, *output, *agg_path;
+static eddy_proc_t *local; /* eddy local once start() ran it */
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("pipeline_faults", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(events, sizeof events, "%s/events.csv", dir);
-    snprintf(output, sizeof output, "%s/out.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
-    snprintf(agg_path, sizeof agg_path, "%s/aggregate.yaml", dir);
+    /* eddy's own checkpoint and heartbeat timing (start() sets the interval) */
+    eddy_test_cluster_opts_t o = {.tag = "pipeline_faults", .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    events = eddy_test_cluster_path(cl, "events.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
+    agg_path = eddy_test_cluster_path(cl, "aggregate.yaml");
     cr_assert_eq(eddy_write_file(agg_path, agg_spec, strlen(agg_spec)), 0);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    memset(&local, 0, sizeof local);
+    local = NULL;
     cr_assert(eddy_test_nexmark_generate(events, EVENTS, NULL, &err) == 0, "%s", err.msg);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&local, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 TestSuite(pipeline_faults, .init = setup, .fini = teardown, .timeout = 240);
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void spec_of(const char *query, char *out, size_t size)
@@ -103,18 +98,16 @@ static void spec_of(const char *query, char *out, size_t size)
 /* The spec run undisturbed, at full speed, on two workers. */
 static char *undisturbed(const char *spec, size_t *len)
 {
-    char ref[700];
-    snprintf(ref, sizeof ref, "%s/undisturbed.tsv", dir);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port",
-                    hp, "--quiet", "--pipeline", (char *)spec, "--input", events, "--output", ref,
-                    NULL};
-    char *out = NULL, *errout = NULL;
-    int rc = eddy_proc_run(argv, 120000, &out, &errout);
-    cr_assert_eq(rc, 0, "the undisturbed run exited %d: %s", rc, errout ? errout : "");
-    free(out);
+    char *ref = eddy_test_cluster_path(cl, "undisturbed.tsv");
+    const char *argv[] = {"--quiet", "--pipeline", spec, "--input", events, "--output", ref, NULL};
+    eddy_test_cluster_opts(cl)->workers = 2;
+    eddy_err_t err = {{0}};
+    int rc = eddy_test_cluster_run_local(cl, argv, 120000, &err);
+    /* its log apart, so that local.log is the disturbed run's alone */
+    char *run_log = eddy_test_cluster_path(cl, "undisturbed.log");
+    rename(eddy_test_cluster_path(cl, "local.log"), run_log);
+    char *errout = eddy_read_file(run_log, NULL);
+    cr_assert_eq(rc, 0, "the undisturbed run exited %d: %s%s", rc, err.msg, errout ? errout : "");
     free(errout);
     char *text = eddy_read_file(ref, len);
     cr_assert(text, "the undisturbed run wrote no output");
@@ -180,29 +173,28 @@ static char *nexmark_expected(const char *query, size_t *len)
 
 static void start(const char *spec)
 {
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
     /* No --quiet: a failure shows the coordinator's INFO lines. The default
      * heartbeat timeout (3 s): a killed worker is declared dead at once by
      * its closed connection, and a loaded machine must not make a live one
      * look dead in the middle of a rescale. */
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "300", "--pipeline", (char *)spec, "--input", events,
-                    "--output", output, "--rate", RATE, NULL};
+    const char *argv[] = {"--checkpoint-interval", "300", "--pipeline", spec, "--input", events,
+                          "--output", output, "--rate", RATE, NULL};
+    eddy_test_cluster_opts(cl)->workers = 3;
     eddy_err_t err = {{0}};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    local = eddy_test_cluster_local(cl);
 }
 
 /* The job runs with at least min_completed checkpoints and min_restarts
  * restores behind it. */
 static void wait_job(int64_t min_completed, int64_t min_restarts, const char *what)
 {
-    if (!eddy_test_wait_job_progress(ports[0], JOB, "running", min_completed, min_restarts, 30000,
-                                     &local)) {
+    const eddy_test_job_want_t want = {.state = "running", .min_completed = min_completed,
+                                       .min_restarts = min_restarts};
+    if (!eddy_test_cluster_wait_job(cl, JOB, &want, 30000, NULL, NULL)) {
         char *l = log_text();
         cr_assert_fail("timed out waiting for %s%s; log:\n%s", what,
-                       eddy_proc_alive(&local) ? "" : " (eddy local exited)", l);
+                       eddy_proc_alive(local) ? "" : " (eddy local exited)", l);
     }
 }
 
@@ -210,10 +202,9 @@ static void wait_job(int64_t min_completed, int64_t min_restarts, const char *wh
  * groups (B bytes)"). */
 static char *rescale(const char *stage, const char *p)
 {
-    char *argv[] = {EDDY_BINARY, "rescale", JOB, (char *)stage, (char *)p, "--coordinator", coord,
-                    NULL};
+    const char *argv[] = {"rescale", JOB, stage, p, NULL};
     char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 90000, &out, &err);
+    int rc = eddy_test_cluster_ctl(cl, argv, 90000, &out, &err);
     if (rc != 0) {
         char *l = log_text();
         cr_assert_fail("eddy rescale %s %s %s exited %d: %s\nlog:\n%s", JOB, stage, p, rc,
@@ -233,7 +224,7 @@ static long long moved_bytes(const char *answer)
 /* The pid of a worker running an instance of stage. */
 static pid_t holder_of(const char *stage)
 {
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     json_t *j = st ? eddy_test_status_job(st, JOB) : NULL;
     cr_assert(j, "no status of job %s", JOB);
     json_int_t worker = -1;
@@ -262,7 +253,7 @@ static pid_t holder_of(const char *stage)
 /* eddy local finishes and its output equals expected byte for byte. */
 static void expect_output(const char *expected, size_t expected_len)
 {
-    int rc = eddy_proc_wait(&local, 120000);
+    int rc = eddy_proc_wait(local, 120000);
     if (rc != 0) {
         char *l = log_text();
         cr_assert_fail("eddy local exited %d; log:\n%s", rc, l);
@@ -293,7 +284,7 @@ static void expect_output(const char *expected, size_t expected_len)
 static void rescale_up_then_down(const char *spec, const char *stage, const char *expected,
                                  size_t expected_len)
 {
-    if (local.pid <= 0)
+    if (!local)
         start(spec);
     wait_job(1, 0, "a completed checkpoint");
     char *up = rescale(stage, "3");
@@ -313,7 +304,7 @@ static void rescale_up_then_down(const char *spec, const char *stage, const char
 static void kill_holder(const char *spec, const char *stage, const char *expected,
                         size_t expected_len)
 {
-    bool after_checkpoints = local.pid <= 0;
+    bool after_checkpoints = !local;
     if (after_checkpoints) {
         start(spec);
         wait_job(2, 0, "two completed checkpoints");
@@ -337,17 +328,9 @@ typedef struct source_wait {
 static bool source_read(void *arg)
 {
     source_wait_t *w = arg;
-    json_t *st = eddy_test_status(ports[0]);
-    json_t *j = st ? eddy_test_status_job(st, JOB) : NULL;
-    bool ok = false;
-    size_t i;
-    json_t *op;
-    json_array_foreach(j ? json_object_get(j, "operators") : NULL, i, op)
-    {
-        const char *name = json_string_value(json_object_get(op, "name"));
-        if (name && !strcmp(name, w->stage))
-            ok = json_integer_value(json_object_get(op, "records_in")) >= w->records;
-    }
+    json_t *st = eddy_test_cluster_status(cl);
+    json_t *op = eddy_test_status_operator(st, JOB, w->stage);
+    bool ok = op && json_integer_value(json_object_get(op, "records_in")) >= w->records;
     json_decref(st);
     return ok;
 }
@@ -379,9 +362,9 @@ Test(pipeline_faults, plan_names_the_rescalable_stages)
 /* A rescale naming a step wrongly is refused with the names it could use. */
 static void expect_refusal_naming(const char *wrong, const char *stage)
 {
-    char *argv[] = {EDDY_BINARY, "rescale", JOB, (char *)wrong, "3", "--coordinator", coord, NULL};
+    const char *argv[] = {"rescale", JOB, wrong, "3", NULL};
     char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 30000, &out, &err);
+    int rc = eddy_test_cluster_ctl(cl, argv, 30000, &out, &err);
     cr_assert_gt(rc, 0, "eddy rescale %s %s 3: exit %d, want a refusal", JOB, wrong, rc);
     cr_assert(err && strstr(err, stage), "the refusal of '%s' does not name %s: %s", wrong, stage,
               err ? err : "");
@@ -444,9 +427,8 @@ Test(pipeline_faults, sessions_worker_killed)
  * an older point (here: the beginning); the output is still exact. */
 Test(pipeline_faults, join_with_an_ended_side_worker_killed)
 {
-    char persons[700], spec_path[700];
-    snprintf(persons, sizeof persons, "%s/persons.csv", dir);
-    snprintf(spec_path, sizeof spec_path, "%s/q3_persons_file.yaml", dir);
+    char *persons = eddy_test_cluster_path(cl, "persons.csv");
+    char *spec_path = eddy_test_cluster_path(cl, "q3_persons_file.yaml");
     char *text = eddy_read_file(events, NULL);
     cr_assert(text);
     FILE *f = fopen(persons, "w");

@@ -21,37 +21,35 @@
 #include <unistd.h>
 
 #include "plan/plugin.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define RUN_TIMEOUT_MS 120000
 #define LINES 3000
 
+static eddy_test_cluster_t *cl;
 static char *dir;
-static int ports[2];
-static char cp[16], hp[16], logp[700];
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("plugintrust", &err);
-    cr_assert(dir, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    /* eddy local on 2 workers with eddy's own timing */
+    eddy_test_cluster_opts_t o = {.tag = "plugintrust", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
 }
 
 static void teardown(void)
 {
-    if (dir) {
+    if (cl) {
         char cmd[800];
         snprintf(cmd, sizeof cmd, "chown -R %u %s 2>/dev/null; true", (unsigned)geteuid(), dir);
         if (system(cmd) != 0)
             cr_log_warn("chown failed");
-        eddy_test_rm_rf(dir);
     }
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 static void mkdir_private(const char *path)
@@ -116,17 +114,14 @@ Test(plugin_trust, a_planted_plugin_never_runs, .init = setup, .fini = teardown,
             len += (size_t)snprintf(expected + len, cap - len, "{\"user\":\"u%d\",\"n\":%d}\n", i % 7, i);
     }
     fclose(f);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "2", "--control-port", cp, "--http-port", hp,
-                    "--state-dir", state, "--plugin", (char *)genuine_path, "--job", "json_filter",
-                    "--input", input, "--field", "type", "--equals", "click", "--project", "user,n",
-                    "--output-dir", outdir, NULL};
-    eddy_proc_t local = {0};
-    cr_assert(eddy_proc_start(&local, argv, NULL, logp, &err) == 0, "%s", err.msg);
-    int rc = eddy_proc_wait(&local, RUN_TIMEOUT_MS);
+    const char *argv[] = {"--state-dir", state, "--plugin", genuine_path, "--job", "json_filter",
+                          "--input", input, "--field", "type", "--equals", "click", "--project",
+                          "user,n", "--output-dir", outdir, NULL};
+    int rc = eddy_test_cluster_run_local(cl, argv, RUN_TIMEOUT_MS, &err);
     unsetenv("EDDY_TEST_PLANT_MARKER");
     unsetenv("XDG_RUNTIME_DIR");
-    char *log = eddy_read_file(logp, NULL);
-    cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log ? log : "");
+    char *log = eddy_read_file(eddy_test_cluster_path(cl, "local.log"), NULL);
+    cr_assert_eq(rc, 0, "eddy local exited %d (%s); log:\n%s", rc, err.msg, log ? log : "");
     cr_assert_neq(access(marker, F_OK), 0, "the planted library ran; log:\n%s", log);
     cr_assert(strstr(log, "fetching it from the coordinator"), "no worker fetched the plugin:\n%s", log);
     cr_assert(strstr(log, "refused"), "no planted file was refused:\n%s", log);
@@ -152,8 +147,7 @@ Test(plugin_trust, a_planted_plugin_never_runs, .init = setup, .fini = teardown,
 
 static void expect_worker_refuses(const char *cache, const char *needle)
 {
-    char coord[64];
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%s", cp); /* nobody listens: never reached */
+    char *coord = eddy_test_cluster_url(cl, 0); /* nobody listens: never reached */
     char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord, "--plugin-cache", (char *)cache,
                     "--register-timeout-ms", "60000", NULL};
     char *out = NULL, *errout = NULL;

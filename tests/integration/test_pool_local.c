@@ -22,14 +22,15 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "tests/support/cluster.h"
 #include "tests/support/ctl_proc.h"
-#include "tests/support/etcd.h"
 #include "tests/support/proc.h"
 
 #define WORDS 4
 
 typedef struct pool_run {
-    char dir[4096], input[4200], output[4200], log[4200], coordinator[64];
+    eddy_test_cluster_t *cl;
+    char *input, *output, *log;
     json_t *decisions;
     uint32_t max_alive, last_alive;
     bool pool_worker_ran_instances;
@@ -44,85 +45,67 @@ typedef struct pool_run {
 static void poll_status(void *arg)
 {
     pool_run_t *r = arg;
-    char *argv[] = {EDDY_BINARY, "status", "--json", "--coordinator", r->coordinator, NULL};
-    char *out = NULL;
-    if (ctl_run_capture(argv, 5000, &out) == 0) {
-        json_t *doc = json_loads(out, 0, NULL);
-        size_t i;
-        json_t *w;
-        uint32_t alive = 0;
-        json_array_foreach(json_object_get(doc, "workers"), i, w)
-        {
-            const char *state = json_string_value(json_object_get(w, "state"));
-            if (state && !strcmp(state, "left"))
-                r->saw_left = true;
-            if (!json_is_true(json_object_get(w, "alive")))
-                continue;
-            alive++;
-            const char *name = json_string_value(json_object_get(w, "name"));
-            if (name && !strncmp(name, "eddy-pool-", 10))
-                r->pool_worker_seen = true;
-            if (name && !strncmp(name, "eddy-pool-", 10) &&
-                json_integer_value(json_object_get(w, "tasks")) > 0) {
-                r->pool_worker_ran_instances = true;
-                pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-                if (r->kill_one && !r->killed[0] && pid > 0) {
-                    /* a worker of the pool's (a grandchild of this test) */
-                    cr_assert_eq(kill(pid, SIGKILL), 0);
-                    snprintf(r->killed, sizeof r->killed, "%s", name);
-                }
+    json_t *doc = eddy_test_cluster_status(r->cl);
+    size_t i;
+    json_t *w;
+    uint32_t alive = 0;
+    json_array_foreach(json_object_get(doc, "workers"), i, w)
+    {
+        const char *state = json_string_value(json_object_get(w, "state"));
+        if (state && !strcmp(state, "left"))
+            r->saw_left = true;
+        if (!json_is_true(json_object_get(w, "alive")))
+            continue;
+        alive++;
+        const char *name = json_string_value(json_object_get(w, "name"));
+        if (name && !strncmp(name, "eddy-pool-", 10))
+            r->pool_worker_seen = true;
+        if (name && !strncmp(name, "eddy-pool-", 10) &&
+            json_integer_value(json_object_get(w, "tasks")) > 0) {
+            r->pool_worker_ran_instances = true;
+            pid_t pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+            if (r->kill_one && !r->killed[0] && pid > 0) {
+                /* a worker of the pool's (a grandchild of this test) */
+                cr_assert_eq(kill(pid, SIGKILL), 0);
+                snprintf(r->killed, sizeof r->killed, "%s", name);
             }
         }
-        if (doc) {
-            r->last_alive = alive;
-            if (alive > r->max_alive)
-                r->max_alive = alive;
-        }
-        json_decref(doc);
     }
-    free(out);
-    json_t *d = ctl_scaling_decisions(r->coordinator);
-    if (d && json_array_size(d) >= json_array_size(r->decisions)) {
-        json_decref(r->decisions);
-        r->decisions = d;
-    } else {
-        json_decref(d);
+    if (doc) {
+        r->last_alive = alive;
+        if (alive > r->max_alive)
+            r->max_alive = alive;
     }
+    json_decref(doc);
+    ctl_keep_decisions(eddy_test_cluster_url(r->cl, 0), &r->decisions);
 }
 
 static void run(pool_run_t *r, uint64_t lines, const char *rate, const char *cost_us,
                 const char *cost_mode, const char *controller_flags)
 {
     eddy_err_t err = {{0}};
-    char *dir = eddy_test_mkdtemp("pool-local", &err);
-    cr_assert_not_null(dir, "%s", err.msg);
-    snprintf(r->dir, sizeof r->dir, "%s", dir);
-    free(dir);
-    snprintf(r->input, sizeof r->input, "%s/input.txt", r->dir);
-    snprintf(r->output, sizeof r->output, "%s/counts.tsv", r->dir);
-    snprintf(r->log, sizeof r->log, "%s/local.log", r->dir);
+    /* eddy's own checkpoint and heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "pool-local", .workers = r->workers ? atoi(r->workers) : 1,
+                                  .checkpoint_interval = "", .heartbeat_ms = "",
+                                  .heartbeat_timeout_ms = ""};
+    r->cl = eddy_test_cluster_new(&o, &err);
+    cr_assert_not_null(r->cl, "%s", err.msg);
+    r->input = eddy_test_cluster_path(r->cl, "input.txt");
+    r->output = eddy_test_cluster_path(r->cl, "counts.tsv");
+    r->log = eddy_test_cluster_path(r->cl, "local.log");
     ctl_write_generated_input(r->input, lines, WORDS);
-    int cport = eddy_test_free_port(&err);
-    cr_assert(cport > 0, "%s", err.msg);
-    snprintf(r->coordinator, sizeof r->coordinator, "tcp://127.0.0.1:%d", cport);
-    char lines_s[32], cport_s[16], words_s[8];
+    char lines_s[32], words_s[8];
     snprintf(lines_s, sizeof lines_s, "%llu", (unsigned long long)lines);
-    snprintf(cport_s, sizeof cport_s, "%d", cport);
     snprintf(words_s, sizeof words_s, "%d", WORDS);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", (char *)(r->workers ? r->workers : "1"),
-                    "--pool", "--max-workers", (char *)(r->workers ? "5" : "3"),
-                    "--job", "wordcount", "--generate", "--lines", lines_s, "--words-per-line",
-                    words_s, "--rate", (char *)rate, "--cost-us", (char *)cost_us,
-                    (char *)cost_mode, "--parallelism", "1", "--controller-flags",
-                    (char *)controller_flags, "--control-port", cport_s, "--http-port", "0",
-                    "--output", r->output, "--quiet", NULL};
+    const char *argv[] = {"--pool", "--max-workers", r->workers ? "5" : "3", "--job", "wordcount",
+                          "--generate", "--lines", lines_s, "--words-per-line", words_s, "--rate",
+                          rate, "--cost-us", cost_us, cost_mode, "--parallelism", "1",
+                          "--controller-flags", controller_flags, "--output", r->output,
+                          "--quiet", NULL};
     r->decisions = json_array();
-    pid_t pid = ctl_spawn(argv, r->log);
-    cr_assert(pid > 0);
-    int status = -1;
-    bool exited = ctl_wait_polling(pid, 100000, 300, poll_status, r, &status);
-    r->exit_status = status;
-    cr_assert(exited, "eddy local did not finish within 100 s (log: %s)", r->log);
+    cr_assert(eddy_test_cluster_start_local(r->cl, argv, &err) == 0, "%s", err.msg);
+    r->exit_status = eddy_test_cluster_wait_local(r->cl, 100000, 300, poll_status, r);
+    cr_assert(r->exit_status >= 0, "eddy local did not finish within 100 s (log: %s)", r->log);
 }
 
 /* The pool's decisions: how many grew and shrank, and the last shrink's
@@ -162,8 +145,7 @@ static void assert_exact(const pool_run_t *r)
 static void finish(pool_run_t *r)
 {
     json_decref(r->decisions);
-    if (!getenv("EDDY_TEST_KEEP"))
-        eddy_test_rm_rf(r->dir);
+    eddy_test_cluster_destroy(&r->cl);
 }
 
 Test(pool_local, grows_with_the_load_and_shrinks_when_it_drops, .timeout = 150)
@@ -287,7 +269,8 @@ Test(pool_local, min_workers_met_by_the_cluster_workers_starts_none, .timeout = 
  * waits for the three and starts none. The wait is over for good then: a
  * worker killed afterwards is replaced. */
 typedef struct late_cluster {
-    char dir[4096], meta[4200], snaps[4200], clog[4200], ctl_log[4200], url[64];
+    eddy_test_cluster_t *cl;
+    char *ctl_log;
     int port;
 } late_cluster_t;
 
@@ -342,41 +325,29 @@ static bool pool_worker_alive(void *arg)
 Test(pool_local, workers_registering_after_the_pool_started_are_waited_for, .timeout = 120)
 {
     eddy_err_t err = {{0}};
-    late_cluster_t c;
-    memset(&c, 0, sizeof c);
-    char *dir = eddy_test_mkdtemp("pool-late", &err);
-    cr_assert_not_null(dir, "%s", err.msg);
-    snprintf(c.dir, sizeof c.dir, "%s", dir);
-    free(dir);
-    snprintf(c.meta, sizeof c.meta, "%s/meta", c.dir);
-    snprintf(c.snaps, sizeof c.snaps, "%s/snapshots", c.dir);
-    snprintf(c.clog, sizeof c.clog, "%s/coordinator.log", c.dir);
-    snprintf(c.ctl_log, sizeof c.ctl_log, "%s/controller.log", c.dir);
-    c.port = eddy_test_free_port(&err);
-    cr_assert(c.port > 0, "%s", err.msg);
-    snprintf(c.url, sizeof c.url, "tcp://127.0.0.1:%d", c.port);
-    eddy_proc_t coord = {0}, ctl = {0}, workers[3];
-    memset(workers, 0, sizeof workers);
-    char *cargv[] = {EDDY_BINARY, "coordinator", "--bind", c.url, "--http-port", "0",
-                     "--metastore", c.meta, "--snapshot-dir", c.snaps, NULL};
-    cr_assert(eddy_proc_start(&coord, cargv, NULL, c.clog, &err) == 0, "%s", err.msg);
+    /* eddy's own timing; the workers wait for their coordinator 30 s */
+    static const char *const wargs[] = {"--register-timeout-ms", "30000", NULL};
+    eddy_test_cluster_opts_t o = {.tag = "pool-late", .coordinators = 1, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = "",
+                                  .worker_args = wargs};
+    eddy_test_cluster_t *cl = eddy_test_cluster_new(&o, &err);
+    cr_assert_not_null(cl, "%s", err.msg);
+    late_cluster_t c = {cl, eddy_test_cluster_path(cl, "controller.log"),
+                        eddy_test_cluster_port(cl, 0)};
+    char *clog = eddy_test_cluster_coordinator_log(cl, 0);
+    eddy_proc_t ctl = {0};
     /* the NONE decisions (waiting) are logged at debug level */
     setenv("EDDY_LOG_LEVEL", "debug", 1);
-    char *pargv[] = {EDDY_BINARY, "controller", "--coordinator", c.url, "--interval-ms", "300",
-                     "--pool", "local", "--min-workers", "3", "--max-workers", "5",
-                     "--pool-expect-workers", "3", "--pool-snapshot-dir", c.snaps, NULL};
-    int rc = eddy_proc_start(&ctl, pargv, NULL, c.ctl_log, &err);
+    const char *pargv[] = {"controller", "--interval-ms", "300", "--pool", "local",
+                           "--min-workers", "3", "--max-workers", "5", "--pool-expect-workers",
+                           "3", "--pool-snapshot-dir", eddy_test_cluster_path(cl, "snapshots"),
+                           NULL};
+    int rc = eddy_test_cluster_ctl_start(cl, pargv, &ctl, NULL, c.ctl_log, &err);
     unsetenv("EDDY_LOG_LEVEL");
     cr_assert(rc == 0, "%s", err.msg);
     bool decided = eddy_poll_until(pool_decided, &c, 20000);
-    for (int i = 0; decided && i < 3; i++) {
-        char name[32], wlog[4300];
-        snprintf(name, sizeof name, "worker-%d", i + 1);
-        snprintf(wlog, sizeof wlog, "%s/%s.log", c.dir, name);
-        char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", c.url, "--name", name,
-                         "--snapshot-dir", c.snaps, "--register-timeout-ms", "30000", NULL};
-        cr_assert(eddy_proc_start(&workers[i], wargv, NULL, wlog, &err) == 0, "%s", err.msg);
-    }
+    for (int i = 0; decided && i < 3; i++)
+        cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
     bool three = decided && eddy_poll_until(three_alive, &c, 30000);
     /* the pool decides every round: what it did before the three were
      * there is in its log by now */
@@ -391,20 +362,19 @@ Test(pool_local, workers_registering_after_the_pool_started_are_waited_for, .tim
     /* once they are there, a lost one is replaced at once */
     bool replaced = false;
     if (three && !started_early) {
-        eddy_proc_kill(&workers[2], 0);
+        eddy_proc_kill(eddy_test_cluster_worker(cl, 2), 0);
         replaced = eddy_poll_until(pool_worker_alive, &c, 40000);
     }
-    for (int i = 0; i < 3; i++)
-        eddy_proc_kill(&workers[i], 2000);
+    for (int i = 0; i < eddy_test_cluster_n_workers(cl); i++)
+        eddy_proc_kill(eddy_test_cluster_worker(cl, i), 2000);
     eddy_proc_kill(&ctl, 5000); /* stops the pool's workers */
-    eddy_proc_kill(&coord, 3000);
+    eddy_proc_kill(eddy_test_cluster_coordinator(cl, 0), 3000);
     cr_assert(decided, "the pool never decided anything (log %s)", c.ctl_log);
-    cr_assert(three, "the three workers never registered (log %s)", c.clog);
+    cr_assert(three, "the three workers never registered (log %s)", clog);
     cr_assert(!started_early, "the pool started workers while the three registered; first: '%s' (log %s)",
               first_line, c.ctl_log);
     cr_assert(strstr(first_line, "expected workers"), "the first decision does not say it waits: '%s'",
               first_line);
     cr_assert(replaced, "a worker killed after the start wait was not replaced (log %s)", c.ctl_log);
-    if (!getenv("EDDY_TEST_KEEP"))
-        eddy_test_rm_rf(c.dir);
+    eddy_test_cluster_destroy(&cl);
 }

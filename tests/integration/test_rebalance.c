@@ -33,80 +33,71 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/http_get.h"
-#include "tests/support/lines.h"
 #include "tests/support/proc.h"
 
 #define LINES 80000
 #define RATE "8000" /* lines/s over all 4 source instances: ~10 s undisturbed */
 
-static char *dir;
-static char input[600], output[600], coord_logp[600], meta_dir[600], snap_dir[600];
-static char coord_url[64], http_s[16];
-static int ports[2];
-static eddy_proc_t coord, workers[4];
-static int n_workers;
+static eddy_test_cluster_t *cl;
+static char *input, *output;
+static int ports[2]; /* control, HTTP */
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("rebalance", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(coord_logp, sizeof coord_logp, "%s/coordinator.log", dir);
-    snprintf(meta_dir, sizeof meta_dir, "%s/meta", dir);
-    snprintf(snap_dir, sizeof snap_dir, "%s/snapshots", dir);
+    static const char *const coord_args[] = {"--rebalance-interval-ms", "500", NULL};
+    static const char *const worker_args[] = {"--register-timeout-ms", "30000", NULL};
+    /* started by the tests; eddy's own heartbeat timeout */
+    eddy_test_cluster_opts_t o = {.tag = "rebalance", .checkpoint_interval = "500",
+                                  .heartbeat_ms = "200", .heartbeat_timeout_ms = "",
+                                  .coord_args = coord_args, .worker_args = worker_args};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_gen_lines(input, LINES, 11, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    memset(&coord, 0, sizeof coord);
-    memset(workers, 0, sizeof workers);
-    n_workers = 0;
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
 }
 
 static void teardown(void)
 {
-    for (int i = 0; i < n_workers; i++)
-        eddy_proc_kill(&workers[i], 2000);
-    eddy_proc_kill(&coord, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 /* The coordinator's log, then the workers'. */
 static char *log_text(void)
 {
-    const char *heads[] = {coord_logp};
-    return eddy_test_cluster_logs(heads, 1, dir, n_workers);
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void start_coordinator(bool rebalance)
 {
     eddy_err_t err = {{0}};
-    char *argv[24] = {EDDY_BINARY, "coordinator", "--bind", coord_url, "--http-port", http_s,
-                      "--metastore", meta_dir, "--snapshot-dir", snap_dir,
-                      "--checkpoint-interval", "500", "--heartbeat-ms", "200",
-                      "--rebalance-interval-ms", "500"};
-    int k = 16;
-    if (!rebalance)
-        argv[k++] = "--no-rebalance";
-    argv[k] = NULL;
-    cr_assert(eddy_proc_start(&coord, argv, NULL, coord_logp, &err) == 0, "%s", err.msg);
+    const char *no[] = {"--no-rebalance", NULL};
+    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, rebalance ? NULL : no, &err) == 0,
+              "%s", err.msg);
 }
 
 static void start_worker(void)
 {
     eddy_err_t err = {{0}};
-    char name[32], wlog[600];
-    snprintf(name, sizeof name, "worker-%d", n_workers + 1);
-    snprintf(wlog, sizeof wlog, "%s/%s.log", dir, name);
-    char *argv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--name", name,
-                    "--snapshot-dir", snap_dir, "--register-timeout-ms", "30000", NULL};
-    cr_assert(eddy_proc_start(&workers[n_workers++], argv, NULL, wlog, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
+}
+
+/* worker pid of worker-(i + 1) */
+static pid_t worker_pid(int i)
+{
+    return eddy_test_cluster_worker(cl, i)->pid;
+}
+
+/* n workers are alive (or fail with the logs). */
+static void expect_alive(int n)
+{
+    cr_assert(eddy_test_cluster_wait_workers(cl, n, false, 20000), "%d workers never registered:\n%s",
+              n, log_text());
 }
 
 /* The id of the alive worker named `name` in status, 0 if none. */
@@ -152,21 +143,6 @@ static int instances_on(json_t *st, json_int_t id)
     return n;
 }
 
-/* worker-1 .. worker-*arg are alive. */
-static bool alive(void *arg)
-{
-    int n = *(const int *)arg;
-    json_t *st = eddy_test_status(ports[0]);
-    bool ok = st != NULL;
-    for (int i = 1; ok && i <= n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "worker-%d", i);
-        ok = worker_id(st, name) != 0;
-    }
-    json_decref(st);
-    return ok;
-}
-
 /* Running, with a completed checkpoint; with *arg, also restored since it
  * was submitted. */
 static bool running(void *arg)
@@ -188,15 +164,17 @@ static const char *job_state(json_t *st)
     return job ? json_string_value(json_object_get(job, "state")) : NULL;
 }
 
-static void submit(char *parallelism)
+static void submit_to(const char *out, const char *parallelism, const char *rate)
 {
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                    "--input", input, "--output", output, "--parallelism", parallelism, "--rate", RATE, NULL};
-    char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &err);
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-    free(out);
-    free(err);
+    const char *argv[] = {"--job", "wordcount", "--input", input, "--output", out,
+                          "--parallelism", parallelism, "--rate", rate, NULL};
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_test_cluster_submit(cl, argv, NULL, &err), 0, "%s", err.msg);
+}
+
+static void submit(const char *parallelism)
+{
+    submit_to(output, parallelism, RATE);
 }
 
 /* Two workers, the job running with a checkpoint, then the third worker. */
@@ -205,8 +183,7 @@ static void run_until_third_joined(bool rebalance)
     start_coordinator(rebalance);
     start_worker();
     start_worker();
-    int two = 2;
-    cr_assert(eddy_poll_until(alive, &two, 20000), "2 workers never registered:\n%s", log_text());
+    expect_alive(2);
     submit("4");
     if (!eddy_poll_until(running, NULL, 30000))
         cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
@@ -234,16 +211,11 @@ static void expect_finished_exactly(void)
         cr_assert_lt(eddy_mono_ms(), deadline, "the job did not finish in time:\n%s", log_text());
         eddy_nap_ms(200);
     }
-    size_t tl, el, gl;
-    char *text = eddy_read_file(input, &tl);
-    char *expected = eddy_reference_wordcount(text, tl, &el);
-    char *got = eddy_read_file(output, &gl);
-    cr_assert(got, "no output:\n%s", log_text());
-    cr_assert(gl == el && memcmp(got, expected, el) == 0,
-              "output differs from the reference (%zu vs %zu bytes):\n%s", gl, el, log_text());
-    free(text);
-    free(expected);
-    free(got);
+    size_t gl, el;
+    int same = eddy_test_same_wordcount(input, output, &gl, &el);
+    cr_assert(same >= 0, "no output:\n%s", log_text());
+    cr_assert(same, "output differs from the reference (%zu vs %zu bytes):\n%s", gl, el,
+              log_text());
 }
 
 struct third {
@@ -389,8 +361,7 @@ static void restore_then_join(bool stop)
     start_worker();
     start_worker();
     start_worker();
-    int three = 3;
-    cr_assert(eddy_poll_until(alive, &three, 20000), "3 workers never registered:\n%s", log_text());
+    expect_alive(3);
     submit("3");
     if (!eddy_poll_until(running, NULL, 30000))
         cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
@@ -398,12 +369,12 @@ static void restore_then_join(bool stop)
     json_int_t victim = worker_id(st, "worker-1");
     cr_assert_gt(instances_on(st, victim), 0, "worker-1 runs nothing to lose");
     json_decref(st);
-    cr_assert(kill(workers[0].pid, stop ? SIGSTOP : SIGKILL) == 0);
+    cr_assert(kill(worker_pid(0), stop ? SIGSTOP : SIGKILL) == 0);
     bool restored = true;
     if (!eddy_poll_until(running, &restored, 30000))
         cr_assert_fail("the job was never restored and running:\n%s", log_text());
     if (stop)
-        cr_assert(kill(workers[0].pid, SIGCONT) == 0);
+        cr_assert(kill(worker_pid(0), SIGCONT) == 0);
     else
         start_worker();
     if (!eddy_poll_until(migration_counted, NULL, 30000))
@@ -483,8 +454,7 @@ Test(rebalance, a_fresh_job_gives_each_of_three_workers_instances, .init = setup
     start_coordinator(false);
     for (int i = 0; i < 3; i++)
         start_worker();
-    int three = 3;
-    cr_assert(eddy_poll_until(alive, &three, 20000), "3 workers never registered:\n%s", log_text());
+    expect_alive(3);
     submit("2");
     struct spread sp;
     memset(&sp, 0, sizeof sp);
@@ -493,9 +463,9 @@ Test(rebalance, a_fresh_job_gives_each_of_three_workers_instances, .init = setup
                        sp.on[0], sp.on[1], sp.on[2], (long long)sp.tasks[0], (long long)sp.tasks[1],
                        (long long)sp.tasks[2], log_text());
     cr_assert_eq(sp.on[0] + sp.on[1] + sp.on[2], 5, "2 sources + 2 counts + 1 sink");
-    char *argv[] = {EDDY_BINARY, "status", "--coordinator", coord_url, NULL};
+    const char *argv[] = {"status", NULL};
     char *out = NULL, *err = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    int rc = eddy_test_cluster_ctl(cl, argv, 20000, &out, &err);
     cr_assert_eq(rc, 0, "eddy status exited %d: %s%s", rc, out, err);
     cr_assert(strstr(out, "spread over workers 1/2/3: 2/2/1 instances"),
               "eddy status does not show the spread 2/2/1:\n%s", out);
@@ -565,20 +535,10 @@ Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = se
     start_coordinator(true);
     for (int i = 0; i < 4; i++)
         start_worker();
-    int four = 4;
-    cr_assert(eddy_poll_until(alive, &four, 20000), "4 workers never registered:\n%s", log_text());
-    char output2[700];
-    snprintf(output2, sizeof output2, "%s/counts-2.tsv", dir);
-    for (int k = 0; k < 2; k++) {
-        char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--job", "wordcount",
-                        "--input", input, "--output", k ? output2 : output, "--parallelism", "1",
-                        "--rate", "4000", NULL};
-        char *out = NULL, *err = NULL;
-        int rc = eddy_proc_run(argv, 20000, &out, &err);
-        cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s", rc, out, err);
-        free(out);
-        free(err);
-    }
+    expect_alive(4);
+    char *output2 = eddy_test_cluster_path(cl, "counts-2.tsv");
+    for (int k = 0; k < 2; k++)
+        submit_to(k ? output2 : output, "1", "4000");
     cr_assert(eddy_poll_until(both_running, NULL, 30000), "the jobs never ran:\n%s", log_text());
     int idle = 0;
     if (!eddy_poll_until(all_four_have_work, &idle, 30000))

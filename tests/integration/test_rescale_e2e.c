@@ -15,66 +15,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/etcd.h"
+#include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
 #define LINES 400000
 #define SOURCE_RATE "30000" /* lines/s over all 3 source instances: ~13 s, room for three rescales even under ASan */
 
-static char *dir;
-static char input[600], output[600], logp[600];
-static int ports[2];
-static char coord[64];
-static eddy_proc_t job;
+static eddy_test_cluster_t *cl;
+static eddy_proc_t *job;
+static char *input, *output;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("rescale", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(input, sizeof input, "%s/input.txt", dir);
-    snprintf(output, sizeof output, "%s/counts.tsv", dir);
-    snprintf(logp, sizeof logp, "%s/local.log", dir);
+    /* eddy local's own heartbeat timing */
+    eddy_test_cluster_opts_t o = {.tag = "rescale", .workers = 3, .checkpoint_interval = "500",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
     cr_assert(eddy_gen_lines(input, LINES, 7, &err) == 0, "%s", err.msg);
-    cr_assert(eddy_test_free_ports(2, ports, &err) == 0, "%s", err.msg);
-    snprintf(coord, sizeof coord, "tcp://127.0.0.1:%d", ports[0]);
-    char cp[16], hp[16];
-    snprintf(cp, sizeof cp, "%d", ports[0]);
-    snprintf(hp, sizeof hp, "%d", ports[1]);
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "3", "--control-port", cp, "--http-port", hp,
-                    "--checkpoint-interval", "500", "--quiet", "--job", "wordcount", "--input",
-                    input, "--output", output, "--parallelism", "3", "--rate", SOURCE_RATE,
-                    NULL};
-    cr_assert(eddy_proc_start(&job, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--quiet", "--job", "wordcount", "--input", input, "--output", output,
+                          "--parallelism", "3", "--rate", SOURCE_RATE, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    job = eddy_test_cluster_local(cl);
 }
 
 static void teardown(void)
 {
-    eddy_proc_kill(&job, 3000);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
+    eddy_test_cluster_destroy(&cl);
 }
 
 static char *log_text(void)
 {
-    char *s = eddy_read_file(logp, NULL);
-    return s ? s : strdup("(no log)");
+    return eddy_test_cluster_log_text(cl);
 }
 
 static void wait_running(void)
 {
-    bool ok = eddy_test_wait_job_state(ports[0], "wordcount", "running", 30000, &job);
+    static const eddy_test_job_want_t running = {.state = "running"};
+    bool ok = eddy_test_cluster_wait_job(cl, "wordcount", &running, 30000, NULL, NULL);
     if (!ok)
         cr_assert_fail("job never (again) reached state running; log:\n%s", log_text());
 }
 
 static int rescale(const char *job_id, const char *op, const char *p, char **err)
 {
-    char *argv[] = {EDDY_BINARY, "rescale", (char *)job_id, (char *)op, (char *)p,
-                    "--coordinator", coord, NULL};
+    const char *argv[] = {"rescale", job_id, op, p, NULL};
     char *out = NULL;
-    int rc = eddy_proc_run(argv, 90000, &out, err);
+    int rc = eddy_test_cluster_ctl(cl, argv, 90000, &out, err);
     free(out);
     return rc;
 }
@@ -82,34 +72,22 @@ static int rescale(const char *job_id, const char *op, const char *p, char **err
 /* The job must finish (exit 0) and its output equal the reference. */
 static void expect_correct_output(void)
 {
-    int rc = eddy_proc_wait(&job, 120000);
+    int rc = eddy_proc_wait(job, 120000);
     cr_assert_eq(rc, 0, "eddy local exited %d; log:\n%s", rc, log_text());
-    size_t tl, el, gl;
-    char *text = eddy_read_file(input, &tl);
-    char *expected = eddy_reference_wordcount(text, tl, &el);
-    char *got = eddy_read_file(output, &gl);
-    cr_assert(got, "no output; log:\n%s", log_text());
-    cr_assert(gl == el && memcmp(got, expected, el) == 0,
-              "output after rescales differs from the reference (%zu vs %zu bytes)", gl, el);
-    free(text);
-    free(expected);
-    free(got);
+    size_t gl, el;
+    int same = eddy_test_same_wordcount(input, output, &gl, &el);
+    cr_assert(same >= 0, "no output; log:\n%s", log_text());
+    cr_assert(same, "output after rescales differs from the reference (%zu vs %zu bytes)", gl, el);
 }
 
 /* count's parallelism is p and its instances' key groups tile [0,128). */
 static void expect_status_parallelism(int p)
 {
-    json_t *st = eddy_test_status(ports[0]);
+    json_t *st = eddy_test_cluster_status(cl);
     cr_assert(st, "eddy status --json failed");
-    json_t *j = eddy_test_status_job(st, "wordcount");
-    cr_assert(j, "status lists no job 'wordcount'");
-    json_t *op = NULL, *o;
+    cr_assert(eddy_test_status_job(st, "wordcount"), "status lists no job 'wordcount'");
+    json_t *op = eddy_test_status_operator(st, "wordcount", "count"), *o;
     size_t i;
-    json_array_foreach(json_object_get(j, "operators"), i, o)
-    {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), "count"))
-            op = o;
-    }
     cr_assert(op, "status has no operator 'count'");
     cr_assert_eq(json_integer_value(json_object_get(op, "parallelism")), p);
     json_t *inst = json_object_get(op, "instances");

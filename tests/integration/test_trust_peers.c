@@ -61,46 +61,53 @@
 #include "net/curve.h"
 #include "net/keys.h"
 #include "net/proto.h"
+#include "tests/support/cluster.h"
 #include "tests/support/etcd.h"
 #include "tests/support/http_get.h"
 #include "tests/support/proc.h"
 
-static char *dir;
-static char keys_dir[600], reader_dir[600], logp[600], wlogp[600], meta[600], snaps[600];
+/* The fixture gives the directory, the ports, eddy local and the plain
+ * worker; the coordinators whose flags are the test (an etcd:// store, no
+ * checkpoints, a wildcard bind) are started here by hand as coord. */
+static eddy_test_cluster_t *cl;
+static char *dir, *keys_dir, *reader_dir, *logp, *wlogp, *meta, *snaps;
 static int ports[3];
-static char port_s[16], http_s[16], coord_url[64], bind_url[64];
+static char *http_s, *coord_url, *bind_url;
 static eddy_proc_t coord, worker;
+static eddy_proc_t *leader; /* coord, or eddy local */
 static eddy_test_etcd_t *etcd;
 
 static void setup(void)
 {
     eddy_err_t err = {{0}};
-    dir = eddy_test_mkdtemp("trust", &err);
-    cr_assert(dir, "%s", err.msg);
-    snprintf(keys_dir, sizeof keys_dir, "%s/keys", dir);
-    snprintf(reader_dir, sizeof reader_dir, "%s/reader", dir);
-    snprintf(logp, sizeof logp, "%s/coordinator.log", dir);
-    snprintf(wlogp, sizeof wlogp, "%s/worker.log", dir);
-    snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
-    cr_assert(eddy_test_free_ports(3, ports, &err) == 0, "%s", err.msg);
-    snprintf(port_s, sizeof port_s, "%d", ports[0]);
-    snprintf(http_s, sizeof http_s, "%d", ports[1]);
-    snprintf(coord_url, sizeof coord_url, "tcp://127.0.0.1:%d", ports[0]);
-    snprintf(bind_url, sizeof bind_url, "tcp://127.0.0.1:%d", ports[0]);
+    eddy_test_cluster_opts_t o = {.tag = "trust", .checkpoint_interval = "300",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    dir = eddy_test_cluster_dir(cl);
+    keys_dir = eddy_test_cluster_path(cl, "keys");
+    reader_dir = eddy_test_cluster_path(cl, "reader");
+    logp = eddy_test_cluster_coordinator_log(cl, 0);
+    wlogp = eddy_test_cluster_path(cl, "worker.log");
+    meta = eddy_test_cluster_metastore(cl);
+    snaps = eddy_test_cluster_path(cl, "snapshots");
+    ports[0] = eddy_test_cluster_port(cl, 0);
+    ports[1] = eddy_test_cluster_http_port(cl, 0);
+    ports[2] = eddy_test_free_port(&err); /* a data endpoint nobody listens on */
+    cr_assert(ports[2] > 0, "%s", err.msg);
+    http_s = eddy_test_cluster_http_port_s(cl, 0);
+    coord_url = bind_url = eddy_test_cluster_url(cl, 0);
     memset(&coord, 0, sizeof coord);
     memset(&worker, 0, sizeof worker);
+    leader = &coord;
 }
 
 static void teardown(void)
 {
     eddy_proc_kill(&worker, 3000);
     eddy_proc_kill(&coord, 3000);
+    eddy_test_cluster_destroy(&cl); /* the suite's .fini runs after a test's own */
     eddy_test_etcd_stop(&etcd);
-    if (dir)
-        eddy_test_rm_rf(dir);
-    free(dir);
-    dir = NULL; /* the suite's .fini runs after a test's own */
 }
 
 static char *log_text(void)
@@ -338,50 +345,55 @@ static void fake_idle(fake_t *f, uint64_t ms, bool *final)
 static char *endless_job[] = {"wordcount", "--generate", "--lines", "0", "--rate", "2000",
                               "--parallelism", "1", NULL};
 
-static void start_local(bool with_keys, int workers)
+/* eddy local --workers n --no-rebalance --quiet EXTRA..., checkpoints
+ * every interval ms ("": eddy's default), with --keys keys (may be NULL). */
+static void start_local_with(const char *keys, int workers, const char *interval,
+                             const char *const extra[])
 {
     eddy_err_t err = {{0}};
-    char n[8];
-    snprintf(n, sizeof n, "%d", workers);
-    char *argv[40] = {EDDY_BINARY, "local", "--workers", n, "--control-port", port_s,
-                      "--http-port", http_s, "--checkpoint-interval", "300", "--no-rebalance",
-                      "--quiet", "--job"};
-    int k = 13;
-    for (char **a = endless_job; *a; a++)
-        argv[k++] = *a;
-    if (with_keys) {
-        argv[k++] = "--keys";
-        argv[k++] = keys_dir;
-    }
+    eddy_test_cluster_opts_t *o = eddy_test_cluster_opts(cl);
+    o->workers = workers;
+    o->keys_dir = keys;
+    o->checkpoint_interval = interval;
+    const char *argv[40] = {"--no-rebalance", "--quiet"};
+    int k = 2;
+    for (int i = 0; extra[i] && k < 39; i++)
+        argv[k++] = extra[i];
     argv[k] = NULL;
-    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    leader = eddy_test_cluster_local(cl);
+    logp = eddy_test_cluster_path(cl, "local.log");
 }
 
-static void submit_endless(const char *keys)
+static void start_local(bool with_keys, int workers)
 {
-    char *argv[24] = {EDDY_BINARY, "submit", "--coordinator", coord_url};
-    int k = 4;
-    if (keys) {
-        argv[k++] = "--keys";
-        argv[k++] = (char *)keys;
-    }
-    argv[k++] = "--job";
+    const char *argv[16] = {"--job"};
+    int k = 1;
     for (char **a = endless_job; *a; a++)
         argv[k++] = *a;
     argv[k] = NULL;
-    char *out = NULL, *errout = NULL;
-    int rc = eddy_proc_run(argv, 20000, &out, &errout);
+    start_local_with(with_keys ? keys_dir : NULL, workers, "300", argv);
+}
+
+/* eddy submit --keys keys (may be NULL) --job ENDLESS_JOB... */
+static void submit_endless(const char *keys)
+{
+    const char *argv[16] = {"--job"};
+    int k = 1;
+    for (char **a = endless_job; *a; a++)
+        argv[k++] = *a;
+    argv[k] = NULL;
+    eddy_test_cluster_opts(cl)->keys_dir = keys;
+    eddy_err_t err = {{0}};
+    int rc = eddy_test_cluster_submit(cl, argv, NULL, &err);
     char *l = log_text();
-    cr_assert_eq(rc, 0, "eddy submit exited %d: %s%s; log:\n%s", rc, out ? out : "",
-                 errout ? errout : "", l);
+    cr_assert_eq(rc, 0, "%s; log:\n%s", err.msg, l);
     free(l);
-    free(out);
-    free(errout);
 }
 
 static void wait_running(const char *job, int64_t min_completed)
 {
-    if (!eddy_test_wait_job_progress(ports[0], job, "running", min_completed, 0, 60000, &coord)) {
+    if (!eddy_test_wait_job_progress(ports[0], job, "running", min_completed, 0, 60000, leader)) {
         char *l = log_text();
         cr_assert_fail("job %s did not run; log:\n%s", job, l);
     }
@@ -446,9 +458,9 @@ Test(trust_peers, reader_epoch)
         char *l = log_text();
         cr_assert_fail("the coordinator did not lead; log:\n%s", l);
     }
-    char *wargv[] = {EDDY_BINARY, "worker", "--coordinator", coord_url, "--snapshot-dir", snaps,
-                     "--keys", keys_dir, NULL};
-    cr_assert(eddy_proc_start(&worker, wargv, NULL, wlogp, &err) == 0, "%s", err.msg);
+    eddy_test_cluster_opts(cl)->keys_dir = keys_dir;
+    /* a worker without --name */
+    cr_assert(eddy_test_cluster_start_worker_as(cl, "", NULL, &err) >= 0, "%s", err.msg);
     submit_endless(keys_dir);
     wait_running("wordcount", 1);
 
@@ -575,7 +587,7 @@ Test(trust_peers, duplicate_done)
     json_decref(j);
     final_ack(&f, job, epoch, 1, 0);
     final_ack(&f, job, epoch, 2, 0);
-    if (!eddy_test_wait_job_state(ports[0], "wordcount", "finished", 10000, &coord)) {
+    if (!eddy_test_wait_job_state(ports[0], "wordcount", "finished", 10000, leader)) {
         l = log_text();
         cr_assert_fail("the job did not finish on every task's final ACK; log:\n%s", l);
     }
@@ -623,7 +635,7 @@ Test(trust_peers, heartbeat_flood)
 #endif
     start_local(false, 1);
     wait_running("wordcount", 1);
-    long rss_before = eddy_proc_rss_kb(coord.pid);
+    long rss_before = eddy_proc_rss_kb(leader->pid);
     cr_assert(rss_before > 0);
     fake_t f = {0};
     fake_connect(&f, NULL, EDDY_KEYS_CLIENT);
@@ -637,12 +649,12 @@ Test(trust_peers, heartbeat_flood)
     for (int round = 0; round < 20; round++) {
         fake_send_bytes(&f, big, big_len);
         fake_send_bytes(&f, many, many_len);
-        long rss = eddy_proc_rss_kb(coord.pid);
+        long rss = eddy_proc_rss_kb(leader->pid);
         if (rss > rss_max)
             rss_max = rss;
     }
     cr_assert(eddy_poll_until(status_answers, NULL, 10000), "eddy status does not answer");
-    long rss = eddy_proc_rss_kb(coord.pid);
+    long rss = eddy_proc_rss_kb(leader->pid);
     if (rss > rss_max)
         rss_max = rss;
     char *l = log_text();
@@ -689,9 +701,9 @@ static int64_t send_decision(fake_t *f, size_t bytes)
 
 static int submit_with_plugin(const char *plugin, char **errout)
 {
-    char *argv[] = {EDDY_BINARY, "submit", "--coordinator", coord_url, "--plugin", (char *)plugin,
-                    "--job", "wordcount", "--generate", "--lines", "10", NULL};
-    return eddy_proc_run(argv, 20000, NULL, errout);
+    const char *argv[] = {"submit", "--plugin", plugin, "--job", "wordcount", "--generate",
+                          "--lines", "10", NULL};
+    return eddy_test_cluster_ctl(cl, argv, 20000, NULL, errout);
 }
 
 /* The caps other than the heartbeat's, each at a small value: a second
@@ -701,14 +713,11 @@ static int submit_with_plugin(const char *plugin, char **errout)
  * dropped at the high-water mark. Each is counted under its reason. */
 Test(trust_peers, caps)
 {
-    eddy_err_t err = {{0}};
-    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--control-port", port_s,
-                    "--http-port", http_s, "--no-rebalance", "--quiet",
-                    "--max-registrations", "1", "--max-decision-bytes", "1000",
-                    "--max-worker-series", "1", "--max-plugins", "1", "--reply-hwm", "10",
-                    "--job", "wordcount", "--generate", "--lines", "0", "--rate", "2000",
-                    "--parallelism", "1", NULL};
-    cr_assert(eddy_proc_start(&coord, argv, NULL, logp, &err) == 0, "%s", err.msg);
+    const char *argv[] = {"--max-registrations", "1", "--max-decision-bytes", "1000",
+                          "--max-worker-series", "1", "--max-plugins", "1", "--reply-hwm", "10",
+                          "--job", "wordcount", "--generate", "--lines", "0", "--rate", "2000",
+                          "--parallelism", "1", NULL};
+    start_local_with(NULL, 1, "", argv);
     wait_running("wordcount", 0);
 
     /* registrations: the one live worker is the limit */
@@ -852,7 +861,7 @@ Test(trust_peers, remote_worker_without_keys, .fini = teardown_netns)
     cr_assert(eddy_proc_start(&coord, cargv, NULL, logp, &err) == 0, "%s", err.msg);
 
     char loopback[64];
-    snprintf(loopback, sizeof loopback, "tcp://127.0.0.1:%d", ports[0]);
+    snprintf(loopback, sizeof loopback, "%s", coord_url);
     fake_t local = {0};
     fake_connect_to(&local, loopback, NULL, EDDY_KEYS_CLIENT);
     fake_register(&local, "on-this-machine");

@@ -153,7 +153,7 @@ void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p)
         kill(eddy_test_etcd_pid(self->etcd), SIGCONT); /* in case a test left it stopped */
         eddy_test_etcd_stop(&self->etcd);
     }
-    if (self->dir)
+    if (self->dir && !getenv("EDDY_TEST_KEEP"))
         eddy_test_rm_rf(self->dir);
     free(self->dir);
     for (int i = 0; i < self->n_paths; i++)
@@ -307,6 +307,28 @@ int eddy_test_cluster_run_local(eddy_test_cluster_t *self, const char *const ext
         eddy_err_set(err, "eddy local did not end within %llu ms", (unsigned long long)timeout_ms);
     eddy_proc_kill(&self->local, 2000);
     return rc;
+}
+
+int eddy_test_cluster_wait_local(eddy_test_cluster_t *self, uint64_t timeout_ms,
+                                 unsigned every_ms, void (*tick)(void *arg), void *arg)
+{
+    uint64_t waited = 0;
+    for (;;) {
+        int rc = eddy_proc_wait(&self->local, 0);
+        if (rc >= 0)
+            return rc;
+        if (waited >= timeout_ms)
+            return -1;
+        if (tick)
+            tick(arg);
+        uint64_t step = every_ms ? every_ms : 100;
+        if (step > timeout_ms - waited)
+            step = timeout_ms - waited;
+        rc = eddy_proc_wait(&self->local, step);
+        if (rc >= 0)
+            return rc;
+        waited += step;
+    }
 }
 
 static int count_in_file(const char *path, const char *needle)
@@ -491,6 +513,40 @@ int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_ar
     return 0;
 }
 
+/* `eddy ARGS... --coordinator URLS [--keys DIR]` into argv. */
+static void ctl_argv(eddy_test_cluster_t *self, const char *const args[], char **argv)
+{
+    int k = 0;
+    argv[k++] = EDDY_BINARY;
+    k = add_args(argv, k, args);
+    if (k < MAX_ARGS - 5) {
+        argv[k++] = "--coordinator";
+        argv[k++] = self->urls;
+        if (self->opts.keys_dir) {
+            argv[k++] = "--keys";
+            argv[k++] = (char *)self->opts.keys_dir;
+        }
+    }
+    argv[k] = NULL;
+}
+
+int eddy_test_cluster_ctl(eddy_test_cluster_t *self, const char *const args[],
+                          uint64_t timeout_ms, char **out, char **errout)
+{
+    char *argv[MAX_ARGS];
+    ctl_argv(self, args, argv);
+    return eddy_proc_run(argv, timeout_ms, out, errout);
+}
+
+int eddy_test_cluster_ctl_start(eddy_test_cluster_t *self, const char *const args[],
+                                eddy_proc_t *p, const char *stdout_path,
+                                const char *stderr_path, eddy_err_t *err)
+{
+    char *argv[MAX_ARGS];
+    ctl_argv(self, args, argv);
+    return eddy_proc_start(p, argv, stdout_path, stderr_path, err);
+}
+
 /* ---- job state ------------------------------------------------------------ */
 
 json_t *eddy_test_cluster_status(eddy_test_cluster_t *self)
@@ -604,6 +660,37 @@ bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
     static const eddy_test_job_want_t any = {0};
     job_wait_t w = {self, self->port[0], job, want ? want : &any, owner, false, {0}};
     return wait_for(&w, timeout_ms, last, gone);
+}
+
+json_t *eddy_test_status_operator(json_t *status, const char *job, const char *op)
+{
+    json_t *j = status ? eddy_test_status_job(status, job) : NULL, *o, *found = NULL;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (!found && name && !strcmp(name, op))
+            found = o;
+    }
+    return found;
+}
+
+int eddy_test_same_wordcount(const char *input, const char *output, size_t *got_len,
+                             size_t *want_len)
+{
+    size_t tl = 0, el = 0, gl = 0;
+    char *text = eddy_read_file(input, &tl);
+    char *expected = text ? eddy_reference_wordcount(text, tl, &el) : NULL;
+    char *got = eddy_read_file(output, &gl);
+    int rc = !expected || !got ? -1 : gl == el && memcmp(got, expected, el) == 0;
+    if (got_len)
+        *got_len = gl;
+    if (want_len)
+        *want_len = el;
+    free(text);
+    free(expected);
+    free(got);
+    return rc;
 }
 
 pid_t eddy_test_busy_worker(int port, pid_t except)

@@ -1,8 +1,9 @@
 /* cluster.h - one eddy cluster for an integration test: a temp directory,
  * free loopback ports, `eddy local` or coordinator(s) + workers (+ an etcd
  * of its own when asked), waits on their logs and on `eddy status --json`,
- * submit, job-state polling with a deadline, kills, and every log for a
- * failure message.
+ * submit and other `eddy` commands against it, job-state polling with a
+ * deadline, operators in the status, the wordcount reference check, kills,
+ * and every log for a failure message.
  *
  * The integration tests each had a copy of this set-up (paths, ports,
  * argv, "listening on" polling, status polling, teardown); this is the one
@@ -54,7 +55,7 @@ typedef struct eddy_test_cluster eddy_test_cluster_t;
  * started stopped) on failure. */
 eddy_test_cluster_t *eddy_test_cluster_new(const eddy_test_cluster_opts_t *opts, eddy_err_t *err);
 /* Kills every process (SIGTERM, then SIGKILL), stops etcd, removes the
- * directory. NULL-safe. */
+ * directory (kept when EDDY_TEST_KEEP is set, to look at). NULL-safe. */
 void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p);
 
 /* The options in use: a test may change the heartbeat, checkpoint
@@ -96,6 +97,12 @@ eddy_proc_t *eddy_test_cluster_local(eddy_test_cluster_t *self);
 int eddy_test_cluster_run_local(eddy_test_cluster_t *self, const char *const extra[],
                                 uint64_t timeout_ms, eddy_err_t *err);
 
+/* Waits up to timeout_ms for eddy local to end, calling tick(arg) (may be
+ * NULL) about every every_ms meanwhile: its exit code, or -1 when it had
+ * not ended by then (it keeps running; _destroy kills it). */
+int eddy_test_cluster_wait_local(eddy_test_cluster_t *self, uint64_t timeout_ms,
+                                 unsigned every_ms, void (*tick)(void *arg), void *arg);
+
 /* Starts coordinator i (again, if it was killed) and waits up to 15 s for
  * a new "] listening on" (leading, or a file store) or "] standing by as"
  * line in its log. 0 or -1 with err (the log's text in it). */
@@ -125,6 +132,18 @@ bool eddy_test_cluster_wait_workers(eddy_test_cluster_t *self, int n, bool with_
  * the exit code and its output. */
 int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_args[], char **out,
                              eddy_err_t *err);
+
+/* `eddy ARGS... --coordinator URLS` (and --keys with opts.keys_dir) run
+ * to completion, killed after timeout_ms: as eddy_proc_run, its exit code
+ * (-1 on timeout) and its stdout and stderr in *out and *errout (malloc'd;
+ * either may be NULL). */
+int eddy_test_cluster_ctl(eddy_test_cluster_t *self, const char *const args[],
+                          uint64_t timeout_ms, char **out, char **errout);
+/* The same started in the background as p, its stdout in stdout_path and
+ * its stderr in stderr_path (NULL: /dev/null). 0 or -1 with err. */
+int eddy_test_cluster_ctl_start(eddy_test_cluster_t *self, const char *const args[],
+                                eddy_proc_t *p, const char *stdout_path,
+                                const char *stderr_path, eddy_err_t *err);
 
 /* A job as `eddy status --json` shows it. */
 typedef struct eddy_test_job_view {
@@ -157,6 +176,15 @@ json_t *eddy_test_cluster_status(eddy_test_cluster_t *self);
 bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
                                 const eddy_test_job_want_t *want, uint64_t timeout_ms,
                                 eddy_test_job_view_t *last, bool *gone);
+
+/* Operator `op` of job `job` in a status document (borrowed), or NULL. */
+json_t *eddy_test_status_operator(json_t *status, const char *job, const char *op);
+
+/* A wordcount's output file against eddy_reference_wordcount of its input
+ * file: 1 when byte for byte the same, 0 when not, -1 when either could not
+ * be read; the lengths in *got_len and *want_len (may be NULL). */
+int eddy_test_same_wordcount(const char *input, const char *output, size_t *got_len,
+                             size_t *want_len);
 
 /* The pid of the first worker in the status of coordinator `port` that is
  * alive and runs tasks, other than `except` (0: none such). */

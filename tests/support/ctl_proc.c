@@ -204,6 +204,17 @@ json_t *ctl_scaling_decisions(const char *coordinator)
     return doc;
 }
 
+void ctl_keep_decisions(const char *coordinator, json_t **kept)
+{
+    json_t *doc = ctl_scaling_decisions(coordinator);
+    if (doc && json_array_size(doc) >= json_array_size(*kept)) {
+        json_decref(*kept);
+        *kept = doc;
+    } else {
+        json_decref(doc);
+    }
+}
+
 bool ctl_wait_polling(pid_t pid, uint32_t timeout_ms, uint32_t every_ms, void (*poll)(void *),
                       void *arg, int *status)
 {

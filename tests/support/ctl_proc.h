@@ -50,5 +50,8 @@ void ctl_write_generated_input(const char *path, uint64_t lines, uint32_t words_
 /* `eddy scaling --json` against coordinator: the decision log as JSON (a
  * new reference), or NULL when it cannot be read. */
 json_t *ctl_scaling_decisions(const char *coordinator);
+/* Polls ctl_scaling_decisions into *kept (a JSON array or NULL), keeping
+ * the longer log of the two: the last one seen while a job runs. */
+void ctl_keep_decisions(const char *coordinator, json_t **kept);
 
 #endif
