@@ -1,0 +1,217 @@
+/* test_fluid_queries.c - event-time queries through `--migration fluid`
+ * rescales (issue 25): windows, timers and the watermark hold must move
+ * with their key groups, worker to worker, while the sources run.
+ *
+ * - Nexmark q5 (sliding windows, two keyed steps) and q11 (session windows
+ *   per bidder): the keyed window operator is rescaled 2 -> 3 -> 1 -> 2
+ *   (up, down and back) mid-run; every rescale says it was fluid, the key
+ *   groups tile [0, 128) at each new parallelism, nothing restores, and the
+ *   output equals the reference (tests/support/nexmark_ref.c) byte for
+ *   byte;
+ * - the same for a YAML pipeline with a session window
+ *   (examples/pipelines/q11.yaml);
+ * - a checkpoint in flight during a step: checkpoints every 100 ms while
+ *   the test hook EDDY_TEST_FLUID_HOLD_MS holds each step's transfer back,
+ *   so checkpoints come due while steps are held; the coordinator defers
+ *   them (no deadlock, nothing restores), checkpoints complete between the
+ *   steps and after the migration, and the output is exact.
+ *
+ * Kills mid-step and the wordcount are test_fluid_rescale.c's. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "tests/support/cluster.h"
+#include "tests/support/nexmark_ref.h"
+#include "tests/support/proc.h"
+
+#define EVENTS "60000" /* 60 s of event time: 30 sliding windows, ~1000 sessions */
+
+static eddy_test_cluster_t *cl;
+static char *events_path, *output;
+static int port;
+static eddy_proc_t *job;
+
+static void setup(void)
+{
+    eddy_err_t err = {{0}};
+    eddy_test_cluster_opts_t o = {.tag = "fluidq", .workers = 2, .checkpoint_interval = "300",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    events_path = eddy_test_cluster_path(cl, "events.csv");
+    output = eddy_test_cluster_path(cl, "out.tsv");
+    port = eddy_test_cluster_port(cl, 0);
+    job = eddy_test_cluster_local(cl);
+    cr_assert(eddy_test_nexmark_generate(events_path, EVENTS, "0", &err) == 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    eddy_test_cluster_destroy(&cl);
+}
+
+TestSuite(fluid_queries, .init = setup, .fini = teardown, .timeout = 240);
+
+static char *log_text(void)
+{
+    return eddy_test_cluster_log_text(cl);
+}
+
+/* eddy local with fluid migration in steps of `step` key groups, the
+ * source capped at `rate` events/s; hold_ms (may be NULL) is the test
+ * hook's hold of each step's transfer; flags end with NULL. */
+static void start(const char *step, const char *rate, const char *hold_ms,
+                  const char *const *flags)
+{
+    const char *argv[48] = {"--quiet", "--migration", "fluid", "--migration-step-key-groups", step,
+                            "--input", events_path, "--output", output, "--rate", rate};
+    size_t n = 11;
+    for (size_t i = 0; flags[i] && n < 46; i++)
+        argv[n++] = flags[i];
+    argv[n] = NULL;
+    if (hold_ms)
+        setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1); /* the workers inherit it */
+    eddy_err_t err = {{0}};
+    int rc = eddy_test_cluster_start_local(cl, argv, &err);
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+    cr_assert(rc == 0, "%s", err.msg);
+}
+
+static void wait_running(const char *job_id)
+{
+    if (!eddy_test_wait_job_state(port, job_id, "running", 30000, job))
+        cr_assert_fail("%s never (again) reached state running; log:\n%s", job_id, log_text());
+}
+
+/* `eddy rescale JOB OP P`: must succeed and say it was fluid. */
+static void rescale(const char *job_id, const char *op, const char *p)
+{
+    char *argv[] = {EDDY_BINARY, "rescale", (char *)job_id, (char *)op, (char *)p, "--coordinator",
+                    eddy_test_cluster_url(cl, 0), NULL};
+    char *out = NULL, *errout = NULL;
+    uint64_t t0 = eddy_mono_ms();
+    int rc = eddy_proc_run(argv, 90000, &out, &errout);
+    cr_assert_eq(rc, 0, "eddy rescale %s %s %s exited %d: %s\nlog:\n%s", job_id, op, p, rc,
+                 errout ? errout : "", log_text());
+    cr_assert(out && strstr(out, "(fluid)"), "not a fluid rescale: %s", out ? out : "");
+    cr_log_info("rescale %s %s -> %s in %llu ms: %s", job_id, op, p,
+                (unsigned long long)(eddy_mono_ms() - t0), out);
+    free(out);
+    free(errout);
+}
+
+/* op's parallelism is p and its instances' key groups tile [0, 128). */
+static void expect_parallelism(const char *job_id, const char *op_name, int p)
+{
+    json_t *st = eddy_test_status(port);
+    cr_assert(st, "eddy status --json failed");
+    json_t *j = eddy_test_status_job(st, job_id);
+    cr_assert(j, "no job %s in status", job_id);
+    json_t *op = NULL, *o;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        if (!strcmp(json_string_value(json_object_get(o, "name")), op_name))
+            op = o;
+    }
+    cr_assert(op, "no operator %s in status", op_name);
+    cr_assert_eq(json_integer_value(json_object_get(op, "parallelism")), p);
+    json_int_t next = 0;
+    json_array_foreach(json_object_get(op, "instances"), i, o)
+    {
+        json_t *kg = json_object_get(o, "key_groups");
+        cr_assert_eq(json_integer_value(json_array_get(kg, 0)), next, "%s[%zu] starts at %lld",
+                     op_name, i, (long long)json_integer_value(json_array_get(kg, 0)));
+        next = json_integer_value(json_array_get(kg, 1));
+    }
+    cr_assert_eq(next, 128);
+    json_decref(st);
+}
+
+/* Every rescale of the job was fluid, moved groups in steps, and the job
+ * never restored; it still runs (the rescales were mid-run). */
+static void expect_fluid_history(const char *job_id, size_t n)
+{
+    json_t *st = eddy_test_status(port);
+    cr_assert(st);
+    json_t *j = eddy_test_status_job(st, job_id);
+    cr_assert(j);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "state")), "running",
+                     "the job ended before its rescales were through: they were not mid-run");
+    cr_assert_eq(json_integer_value(json_object_get(j, "restarts")), 0,
+                 "the job restored during fluid rescales; log:\n%s", log_text());
+    json_t *rs = json_object_get(j, "rescales");
+    cr_assert_eq(json_array_size(rs), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(rs, i);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "migration")), "fluid");
+        cr_assert_gt(json_integer_value(json_object_get(r, "steps")), 0);
+        cr_assert_gt(json_integer_value(json_object_get(r, "key_groups_moved")), 0);
+    }
+    json_decref(st);
+}
+
+/* eddy local ends by itself and its output is the reference's. */
+static void expect_reference(const char *query)
+{
+    int rc = eddy_proc_wait(job, 120000);
+    cr_assert_eq(rc, 0, "eddy local (%s) exited %d; log:\n%s", query, rc, log_text());
+    eddy_ref_lines_t ref;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_nexmark_reference(query, events_path, &ref, &err), 0, "%s", err.msg);
+    size_t el, gl;
+    char *expected = eddy_ref_lines_join(&ref, &el);
+    char *got = eddy_read_file(output, &gl);
+    cr_assert(got, "%s wrote no output; log:\n%s", query, log_text());
+    cr_assert(ref.count > 0, "%s: the reference has no rows: the test proves nothing", query);
+    if (gl != el || memcmp(got, expected, el) != 0) {
+        char path[700];
+        snprintf(path, sizeof path, "/tmp/eddy-fluid-%s.expected", query);
+        eddy_write_file(path, expected, el);
+        snprintf(path, sizeof path, "/tmp/eddy-fluid-%s.got", query);
+        eddy_write_file(path, got, gl);
+        cr_assert_fail("%s: output after fluid rescales (%zu bytes) differs from the reference "
+                       "(%zu bytes, %zu rows; both in /tmp/eddy-fluid-%s.*)",
+                       query, gl, el, ref.count, query);
+    }
+    free(expected);
+    free(got);
+    eddy_ref_lines_free(&ref);
+}
+
+/* 2 -> 3 -> 1 -> 2 of op while the source runs, then the reference. */
+static void up_down_back(const char *job_id, const char *op, const char *query)
+{
+    static const char *const steps[] = {"3", "1", "2"};
+    for (size_t i = 0; i < 3; i++) {
+        wait_running(job_id);
+        rescale(job_id, op, steps[i]);
+        wait_running(job_id);
+        expect_parallelism(job_id, op, atoi(steps[i]));
+    }
+    expect_fluid_history(job_id, 3);
+    expect_reference(query);
+}
+
+Test(fluid_queries, q5_sliding_windows_through_up_down_and_back)
+{
+    start("16", "3000", NULL, (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    up_down_back("nexmark", "bids_per_auction", "q5");
+}
+
+Test(fluid_queries, q11_sessions_through_up_down_and_back)
+{
+    start("16", "3000", NULL, (const char *[]){"--job", "nexmark", "--query", "q11", NULL});
+    up_down_back("nexmark", "sessions", "q11");
+}
+
+Test(fluid_queries, pipeline_session_window_through_up_down_and_back)
+{
+    char spec[700];
+    snprintf(spec, sizeof spec, "%s/examples/pipelines/q11.yaml", EDDY_SOURCE_DIR);
+    start("16", "3000", NULL, (const char *[]){"--pipeline", spec, NULL});
+    up_down_back("pipeline", "step3_aggregate", "q11");
+}
