@@ -182,12 +182,26 @@ static void expect_reference(const char *query)
     eddy_ref_lines_free(&ref);
 }
 
-/* 2 -> 3 -> 1 -> 2 of op while the source runs, then the reference. */
+/* Polls until the sources read at least n events (the job running). */
+static void wait_source_in(const char *job_id, int64_t n)
+{
+    eddy_test_job_want_t want = {.state = "running", .min_source_in = n};
+    eddy_test_job_view_t last = {0};
+    if (!eddy_test_job_wait(port, job_id, &want, job, 60000, &last, NULL))
+        cr_assert_fail("%s: the sources never read %lld events while running (state %s, %lld "
+                       "read); log:\n%s",
+                       job_id, (long long)n, last.state, (long long)last.source_in, log_text());
+}
+
+/* 2 -> 3 -> 1 -> 2 of op while the source runs, each after another fifth
+ * of the events (windows open, fire and carry timers across each), then
+ * the reference. */
 static void up_down_back(const char *job_id, const char *op, const char *query)
 {
     static const char *const steps[] = {"3", "1", "2"};
+    int64_t events = atoll(EVENTS);
     for (size_t i = 0; i < 3; i++) {
-        wait_running(job_id);
+        wait_source_in(job_id, events * (int64_t)(i + 1) / 5);
         rescale(job_id, op, steps[i]);
         wait_running(job_id);
         expect_parallelism(job_id, op, atoi(steps[i]));
@@ -214,4 +228,54 @@ Test(fluid_queries, pipeline_session_window_through_up_down_and_back)
     snprintf(spec, sizeof spec, "%s/examples/pipelines/q11.yaml", EDDY_SOURCE_DIR);
     start("16", "3000", NULL, (const char *[]){"--pipeline", spec, NULL});
     up_down_back("pipeline", "step3_aggregate", "q11");
+}
+
+/* ---- a checkpoint in flight during a step ---------------------------------- */
+
+static eddy_test_job_view_t view(const char *job_id)
+{
+    eddy_test_job_view_t v = eddy_test_job_view(port, job_id);
+    cr_assert(v.ok, "no job %s in status; log:\n%s", job_id, log_text());
+    return v;
+}
+
+/* Checkpoints every 100 ms; each step's transfer is held 1 s by the test
+ * hook once the old owner could send it, so checkpoints come due while a
+ * step is held: the coordinator defers them (a task that meets one
+ * declines it), and takes them between steps, not only after the whole
+ * migration. q5's windows fire all the while. */
+Test(fluid_queries, checkpoints_due_while_a_step_is_held_are_deferred_not_lost)
+{
+    eddy_test_cluster_opts(cl)->checkpoint_interval = "100";
+    start("32", "3000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    static const char *const steps[] = {"3", "2"};
+    int64_t events = atoll(EVENTS);
+    for (size_t i = 0; i < 2; i++) {
+        wait_source_in("nexmark", events * (int64_t)(i + 1) / 5);
+        /* a checkpoint to compare with */
+        eddy_test_job_want_t want = {.state = "running", .min_completed = 1};
+        cr_assert(eddy_test_job_wait(port, "nexmark", &want, job, 30000, NULL, NULL),
+                  "no checkpoint completed; log:\n%s", log_text());
+        eddy_test_job_view_t before = view("nexmark");
+        rescale("nexmark", "bids_per_auction", steps[i]);
+        eddy_test_job_view_t after = view("nexmark");
+        cr_log_info("checkpoints completed during the rescale to %s: %lld (failed %lld)", steps[i],
+                    (long long)(after.ck_completed - before.ck_completed),
+                    (long long)(after.ck_failed - before.ck_failed));
+        cr_assert_gt(after.ck_completed, before.ck_completed,
+                     "no checkpoint completed during the migration's held steps (%lld before, "
+                     "%lld after): checkpoints wait for the whole migration; log:\n%s",
+                     (long long)before.ck_completed, (long long)after.ck_completed, log_text());
+        expect_parallelism("nexmark", "bids_per_auction", atoi(steps[i]));
+    }
+    /* after the migration, checkpoints go on */
+    eddy_test_job_view_t done = view("nexmark");
+    eddy_test_job_want_t more = {.state = "running", .min_completed = done.ck_completed + 2};
+    eddy_test_job_view_t last = {0};
+    cr_assert(eddy_test_job_wait(port, "nexmark", &more, job, 30000, &last, NULL),
+              "checkpoints stopped after the migration (%lld completed, then %lld; state %s); "
+              "log:\n%s",
+              (long long)done.ck_completed, (long long)last.ck_completed, last.state, log_text());
+    expect_fluid_history("nexmark", 2);
+    expect_reference("q5");
 }
