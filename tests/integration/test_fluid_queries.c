@@ -4,7 +4,9 @@
  *
  * - Nexmark q5 (sliding windows, two keyed steps) and q11 (session windows
  *   per bidder): the keyed window operator is rescaled 2 -> 3 -> 1 -> 2
- *   (up, down and back) mid-run; every rescale says it was fluid, the key
+ *   (up, down and back) mid-run, each step's transfer held 200 ms by the
+ *   test hook EDDY_TEST_FLUID_HOLD_MS (windows come due meanwhile, at the
+ *   old owner and the new); every rescale says it was fluid, the key
  *   groups tile [0, 128) at each new parallelism, nothing restores, and the
  *   output equals the reference (tests/support/nexmark_ref.c) byte for
  *   byte;
@@ -212,13 +214,13 @@ static void up_down_back(const char *job_id, const char *op, const char *query)
 
 Test(fluid_queries, q5_sliding_windows_through_up_down_and_back)
 {
-    start("16", "3000", NULL, (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    start("16", "3000", "200", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
     up_down_back("nexmark", "bids_per_auction", "q5");
 }
 
 Test(fluid_queries, q11_sessions_through_up_down_and_back)
 {
-    start("16", "3000", NULL, (const char *[]){"--job", "nexmark", "--query", "q11", NULL});
+    start("16", "3000", "200", (const char *[]){"--job", "nexmark", "--query", "q11", NULL});
     up_down_back("nexmark", "sessions", "q11");
 }
 
@@ -226,7 +228,7 @@ Test(fluid_queries, pipeline_session_window_through_up_down_and_back)
 {
     char spec[700];
     snprintf(spec, sizeof spec, "%s/examples/pipelines/q11.yaml", EDDY_SOURCE_DIR);
-    start("16", "3000", NULL, (const char *[]){"--pipeline", spec, NULL});
+    start("16", "3000", "200", (const char *[]){"--pipeline", spec, NULL});
     up_down_back("pipeline", "step3_aggregate", "q11");
 }
 
