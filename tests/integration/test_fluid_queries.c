@@ -16,10 +16,15 @@
  *   the test hook EDDY_TEST_FLUID_HOLD_MS holds each step's transfer back,
  *   so checkpoints come due while steps are held; the coordinator defers
  *   them (no deadlock, nothing restores), checkpoints complete between the
- *   steps and after the migration, and the output is exact.
+ *   steps and after the migration, and the output is exact;
+ * - a kill -9 of the new owner's worker after such a checkpoint, mid
+ *   migration: the job restores from the checkpoint taken between two
+ *   steps (groups then held by their owners of the moment, the routing not
+ *   uniform) and its q5 output is still exact.
  *
  * Kills mid-step and the wordcount are test_fluid_rescale.c's. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,9 +73,9 @@ static char *log_text(void)
 static void start(const char *step, const char *rate, const char *hold_ms,
                   const char *const *flags)
 {
-    const char *argv[48] = {"--quiet", "--migration", "fluid", "--migration-step-key-groups", step,
+    const char *argv[48] = {"--migration", "fluid", "--migration-step-key-groups", step,
                             "--input", events_path, "--output", output, "--rate", rate};
-    size_t n = 11;
+    size_t n = 10;
     for (size_t i = 0; flags[i] && n < 46; i++)
         argv[n++] = flags[i];
     argv[n] = NULL;
@@ -279,5 +284,83 @@ Test(fluid_queries, checkpoints_due_while_a_step_is_held_are_deferred_not_lost)
               "log:\n%s",
               (long long)done.ck_completed, (long long)last.ck_completed, last.state, log_text());
     expect_fluid_history("nexmark", 2);
+    expect_reference("q5");
+}
+
+/* ---- a kill after a checkpoint between two steps ----------------------------- */
+
+static bool log_has(void *needle)
+{
+    return eddy_test_cluster_log_count(cl, "local.log", needle) > 0;
+}
+
+/* The pid of the worker running op[instance]. */
+static pid_t worker_of(const char *job_id, const char *name, int instance)
+{
+    json_t *st = eddy_test_status(port);
+    cr_assert(st);
+    json_t *j = eddy_test_status_job(st, job_id), *o, *w;
+    json_int_t wid = -1;
+    size_t i;
+    json_array_foreach(json_object_get(j, "operators"), i, o)
+    {
+        if (!strcmp(json_string_value(json_object_get(o, "name")), name))
+            wid = json_integer_value(
+                json_object_get(json_array_get(json_object_get(o, "instances"), instance), "worker"));
+    }
+    pid_t pid = 0;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (json_integer_value(json_object_get(w, "id")) == wid)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    json_decref(st);
+    return pid;
+}
+
+/* q5, bids_per_auction 2 -> 3 in steps of 32 key groups (43..63 from
+ * instance 0 to 1, then 86..117 and 118..127 from 1 to 2), each held 1 s:
+ * once a checkpoint completed during the migration (after the first
+ * step), the worker of the new owner bids_per_auction[2] is killed. The
+ * rescale is refused, the job restores from that checkpoint or a later
+ * one, and the output is exact. */
+Test(fluid_queries, a_kill_after_a_checkpoint_between_steps_restores_exactly)
+{
+    eddy_test_cluster_opts(cl)->checkpoint_interval = "100";
+    start("32", "3000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    wait_source_in("nexmark", atoll(EVENTS) / 5);
+    eddy_test_job_want_t one = {.state = "running", .min_completed = 1};
+    cr_assert(eddy_test_job_wait(port, "nexmark", &one, job, 30000, NULL, NULL),
+              "no checkpoint completed; log:\n%s", log_text());
+    char *argv[] = {EDDY_BINARY, "rescale", "nexmark", "bids_per_auction", "3", "--coordinator",
+                    eddy_test_cluster_url(cl, 0), NULL};
+    eddy_proc_t client;
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_proc_start(&client, argv, eddy_test_cluster_path(cl, "rescale.out"), NULL, &err) == 0,
+              "%s", err.msg);
+    cr_assert(eddy_poll_until(log_has, "fluid rescale of bids_per_auction 2 -> 3", 30000),
+              "the steps never started; log:\n%s", log_text());
+    eddy_test_job_view_t at_steps = view("nexmark");
+    eddy_test_job_want_t between = {.min_completed = at_steps.ck_completed + 1};
+    eddy_test_job_view_t mid = {0};
+    cr_assert(eddy_test_job_wait(port, "nexmark", &between, job, 30000, &mid, NULL),
+              "no checkpoint completed between the steps; log:\n%s", log_text());
+    cr_assert(eddy_proc_alive(&client), "the rescale was through before the kill");
+    pid_t victim = worker_of("nexmark", "bids_per_auction", 2);
+    cr_assert_gt(victim, 0);
+    cr_log_info("checkpoint %lld completed mid-migration; killing worker %d (new owner)",
+                (long long)mid.ck_id, (int)victim);
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    int rc = eddy_proc_wait(&client, 60000);
+    cr_assert_neq(rc, 0, "the interrupted rescale reported success; log:\n%s", log_text());
+    wait_running("nexmark");
+    /* restored from the checkpoint taken between two steps, or a later one */
+    char *log = eddy_read_file(eddy_test_cluster_path(cl, "local.log"), NULL);
+    const char *at = log ? strstr(log, "restoring from checkpoint ") : NULL;
+    cr_assert(at, "the job did not restore from a checkpoint; log:\n%s", log_text());
+    long long from = atoll(at + strlen("restoring from checkpoint "));
+    free(log);
+    cr_assert_geq(from, mid.ck_id, "restored from checkpoint %lld, before the mid-migration one %lld",
+                  from, (long long)mid.ck_id);
     expect_reference("q5");
 }
