@@ -92,6 +92,7 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
     task_free_inputs(self);
     task_free_groups(self);
     task_free_migration(self); /* a fluid step in flight is abandoned */
+    self->wm_held = false;     /* and its hold of the clock: the new inputs' watermarks move it */
     self->epoch = epoch;
     self->parallelism = placement.stages[self->stage].parallelism;
     self->ctx.parallelism = self->parallelism;
