@@ -17,10 +17,11 @@
  *   so checkpoints come due while steps are held; the coordinator defers
  *   them (no deadlock, nothing restores), checkpoints complete between the
  *   steps and after the migration, and the output is exact;
- * - a kill -9 of the new owner's worker after such a checkpoint, mid
- *   migration: the job restores from the checkpoint taken between two
- *   steps (groups then held by their owners of the moment, the routing not
- *   uniform) and its q5 output is still exact.
+ * - a kill -9 of the worker of the new owner, of the old owner or of an
+ *   upstream sender after such a checkpoint, mid migration: the job
+ *   restores from the checkpoint taken between two steps (groups then held
+ *   by their owners of the moment, the routing not uniform) and its q5
+ *   output is still exact.
  *
  * Kills mid-step and the wordcount are test_fluid_rescale.c's. */
 #include <criterion/criterion.h>
@@ -318,15 +319,17 @@ static pid_t worker_of(const char *job_id, const char *name, int instance)
     return pid;
 }
 
-/* q5, bids_per_auction 2 -> 3 in steps of 32 key groups (43..63 from
- * instance 0 to 1, then 86..117 and 118..127 from 1 to 2), each held 1 s:
- * once a checkpoint completed during the migration (after the first
- * step), the worker of the new owner bids_per_auction[2] is killed. The
- * rescale is refused, the job restores from that checkpoint or a later
- * one, and the output is exact. */
-Test(fluid_queries, a_kill_after_a_checkpoint_between_steps_restores_exactly)
+/* q5 on 3 workers, bids_per_auction 2 -> 3 in steps of 32 key groups
+ * (43..63 from instance 0 to 1, then 86..117 and 118..127 from 1 to 2),
+ * each held 1 s: once a checkpoint completed during the migration (after
+ * the first step), the worker of op[instance] is killed: the new owner
+ * bids_per_auction[2], the old owner bids_per_auction[1], or an upstream
+ * sender source[1]. The rescale is refused, the job restores from that
+ * checkpoint or a later one, and the output is exact. */
+static void kill_between_steps(const char *op, int instance)
 {
     eddy_test_cluster_opts(cl)->checkpoint_interval = "100";
+    eddy_test_cluster_opts(cl)->workers = 3;
     start("32", "3000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
     wait_source_in("nexmark", atoll(EVENTS) / 5);
     eddy_test_job_want_t one = {.state = "running", .min_completed = 1};
@@ -346,10 +349,10 @@ Test(fluid_queries, a_kill_after_a_checkpoint_between_steps_restores_exactly)
     cr_assert(eddy_test_job_wait(port, "nexmark", &between, job, 30000, &mid, NULL),
               "no checkpoint completed between the steps; log:\n%s", log_text());
     cr_assert(eddy_proc_alive(&client), "the rescale was through before the kill");
-    pid_t victim = worker_of("nexmark", "bids_per_auction", 2);
+    pid_t victim = worker_of("nexmark", op, instance);
     cr_assert_gt(victim, 0);
-    cr_log_info("checkpoint %lld completed mid-migration; killing worker %d (new owner)",
-                (long long)mid.ck_id, (int)victim);
+    cr_log_info("checkpoint %lld completed mid-migration; killing worker %d (of %s[%d])",
+                (long long)mid.ck_id, (int)victim, op, instance);
     cr_assert_eq(kill(victim, SIGKILL), 0);
     int rc = eddy_proc_wait(&client, 60000);
     cr_assert_neq(rc, 0, "the interrupted rescale reported success; log:\n%s", log_text());
@@ -363,4 +366,19 @@ Test(fluid_queries, a_kill_after_a_checkpoint_between_steps_restores_exactly)
     cr_assert_geq(from, mid.ck_id, "restored from checkpoint %lld, before the mid-migration one %lld",
                   from, (long long)mid.ck_id);
     expect_reference("q5");
+}
+
+Test(fluid_queries, a_kill_of_the_new_owner_after_a_checkpoint_between_steps_restores_exactly)
+{
+    kill_between_steps("bids_per_auction", 2);
+}
+
+Test(fluid_queries, a_kill_of_the_old_owner_after_a_checkpoint_between_steps_restores_exactly)
+{
+    kill_between_steps("bids_per_auction", 1);
+}
+
+Test(fluid_queries, a_kill_of_an_upstream_sender_after_a_checkpoint_between_steps_restores_exactly)
+{
+    kill_between_steps("source", 1);
 }
