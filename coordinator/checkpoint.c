@@ -488,8 +488,13 @@ void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
         return;
     }
     coord_fluid_tick(c, j, now_ms);
-    if (j->state == JOB_RUNNING && !j->any_done && c->opts->checkpoint_interval_ms &&
-        !coord_fluid_step_in_flight(j) && !j->deploys_pending &&
-        now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms)
+    if (coord_checkpoint_due(c, j, now_ms))
         coord_checkpoint_trigger(c, j, false);
+}
+
+bool coord_checkpoint_due(const coord_t *c, const coord_job_t *j, uint64_t now_ms)
+{
+    return !j->pending && j->state == JOB_RUNNING && !j->any_done && c->opts->checkpoint_interval_ms &&
+           !coord_fluid_step_in_flight(j) && !j->deploys_pending && !j->deploy_persisting &&
+           now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms;
 }

@@ -245,6 +245,16 @@ void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m)
     j->fluid_groups += st->n;
     j->fluid_version = 0;
     j->fluid_next_step++;
+    /* A periodic checkpoint that came due during the step goes before the
+     * next step (next_step waits for it; the tick resumes the steps when it
+     * ended): a checkpoint waits for the current step, never for the whole
+     * migration. Otherwise every step started the next at once and no
+     * checkpoint found a moment between two steps. */
+    if (j->fluid_next_step < j->fluid_plan.n_steps && coord_checkpoint_due(c, j, eddy_mono_ms())) {
+        eddy_debug("job %s: checkpoint before fluid step %u/%u", j->id, j->fluid_next_step + 1,
+                   j->fluid_plan.n_steps);
+        coord_checkpoint_trigger(c, j, false);
+    }
     next_step(c, j);
 }
 

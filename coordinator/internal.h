@@ -493,6 +493,9 @@ void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool co
 /* Drops the pending checkpoint (the job is being restored): files removed. */
 void coord_checkpoint_discard(coord_t *c, coord_job_t *j);
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
+/* A periodic checkpoint is due: its interval passed and nothing is in its
+ * way (a checkpoint or a fluid step in flight, a deploy, a finished task). */
+bool coord_checkpoint_due(const coord_t *c, const coord_job_t *j, uint64_t now_ms);
 /* Sets the newest complete checkpoint (restart path); takes positions. */
 void coord_retained_push(coord_job_t *j, uint64_t id, coord_source_progress_t *positions,
                          uint32_t n_positions);

@@ -87,6 +87,7 @@ typedef struct window_op {
     eddy_list_state_t *lists;     /* element lists */
     eddy_keyed_state_t *sessions; /* session assigner: key -> session_set_t * */
     int64_t wm;
+    bool live; /* it took a record or a watermark: its clock is its input's */
     int64_t proc_now;
     bool ticked;
     char *scratch; /* key ++ window, for accs lookups */
@@ -645,6 +646,7 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
 {
     window_op_t *op = self;
     const window_conf_t *c = op->c;
+    op->live = true;
     if (rec->kind == EDDY_PARTIAL)
         return window_partial(op, rec, out, err);
     const char *key;
@@ -738,6 +740,7 @@ static int on_timer(void *vctx, const eddy_timer_t *t, eddy_err_t *err)
 static int window_watermark(void *self, int64_t wm, eddy_collector_t *out, eddy_err_t *err)
 {
     window_op_t *op = self;
+    op->live = true;
     if (wm <= op->wm)
         return 0;
     op->wm = wm;
@@ -1124,7 +1127,13 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
         window_drop_group(op, kg);
         return own_msg ? -1 : eddy_err_wrap(err, "window state of key group %u", kg);
     }
-    if (wm > op->wm)
+    /* A restore (groups read before any input) goes on from the groups'
+     * clock, so that records seen again are judged late as before. A group
+     * moved into a running instance (a rescale) does not move its clock:
+     * its timers up to that watermark fired where it came from, and
+     * records of this instance's own groups that the input has not yet
+     * declared late would be dropped as late. */
+    if (wm > op->wm && !op->live)
         op->wm = wm;
     return 0;
 }

@@ -79,9 +79,11 @@ void task_advance_watermark(eddy_task_t *t, int64_t wm)
 {
     if (wm <= t->watermark)
         return;
-    if (t->wm_held && wm != EDDY_WATERMARK_MAX) {
-        /* Groups are arriving whose held records must not be late: the
-         * clock waits for them (task_migrate.c). */
+    if (t->wm_held) {
+        /* Groups are arriving whose held records must not be late, or
+         * leaving whose windows must not fire without the records already
+         * sent to their new owner: the clock waits for them, even at the
+         * end of input (task_migrate.c). */
         if (wm > t->wm_pending)
             t->wm_pending = wm;
         return;
@@ -155,7 +157,9 @@ static void report_done(eddy_task_t *t)
 
 static int finish_task(eddy_task_t *t, eddy_err_t *err)
 {
-    /* End of input: every window fires (Flink's MAX_WATERMARK). */
+    /* End of input: every window fires (Flink's MAX_WATERMARK). A finish
+     * waits for any fluid step in flight, so nothing holds the clock now. */
+    t->wm_held = false;
     task_advance_watermark(t, EDDY_WATERMARK_MAX);
     if (t->fault)
         return task_take_fault(t, err);

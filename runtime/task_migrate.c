@@ -92,6 +92,7 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
     task_free_inputs(self);
     task_free_groups(self);
     task_free_migration(self); /* a fluid step in flight is abandoned */
+    self->wm_held = false;     /* and its hold of the clock: the new inputs' watermarks move it */
     self->epoch = epoch;
     self->parallelism = placement.stages[self->stage].parallelism;
     self->ctx.parallelism = self->parallelism;
@@ -363,6 +364,29 @@ static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t t
         drop_group(t, kg);
 }
 
+/* The operators' clock stops while a step moves groups out of or into this
+ * task (task_advance_watermark keeps what comes in wm_pending). Old owner:
+ * from the step's first HANDOFF until its groups are given away, since
+ * records of theirs sent after a HANDOFF go to the new owner, and a window
+ * fired here meanwhile would miss them (and the new owner would count them
+ * in a window of its own, or drop them as late). New owner: while groups
+ * are incoming, so that their held records are not late. */
+static void hold_watermark(eddy_task_t *t)
+{
+    if (!t->wm_held) {
+        t->wm_held = true;
+        t->wm_pending = t->watermark;
+    }
+}
+
+static void release_watermark(eddy_task_t *t)
+{
+    if (t->wm_held && !t->n_incoming && !t->out_pending && !t->fault) {
+        t->wm_held = false;
+        task_advance_watermark(t, t->wm_pending);
+    }
+}
+
 static bool handoffs_complete(const eddy_task_t *t, uint64_t version)
 {
     for (uint32_t i = 0; i < t->n_inputs; i++)
@@ -387,6 +411,7 @@ static void give_step_away(eddy_task_t *t)
     for (uint32_t i = 0; i < t->n_out && !t->fault; i++)
         give_group(t, t->out_kgs[i], t->out_version, t->out_to);
     t->out_pending = false;
+    release_watermark(t); /* what is left here fires as before */
 }
 
 /* The step adopted here is installed whole: the coordinator hears it. */
@@ -436,10 +461,8 @@ static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
         t->incoming[kg] = 1;
         t->n_incoming++;
     }
-    if (t->n_incoming && !t->wm_held) {
-        t->wm_held = true;
-        t->wm_pending = t->watermark;
-    }
+    if (t->n_incoming)
+        hold_watermark(t);
     report_step_if_done(t); /* its chunks may all have come first */
 }
 
@@ -485,6 +508,7 @@ void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t 
         t->out_version = msg->version;
         t->out_to = msg->handoff_to;
         t->out_pending = true;
+        hold_watermark(t); /* no window of the leaving groups fires here now */
     }
     give_step_away(t);
 }
@@ -558,10 +582,7 @@ static void drain_hold(eddy_task_t *t, uint32_t kg)
     (void)last;
     for (uint32_t i = 0; i < t->n_inputs; i++)
         t->inputs[i].hold_full = false;
-    if (!t->n_incoming && t->wm_held && !t->fault) {
-        t->wm_held = false;
-        task_advance_watermark(t, t->wm_pending);
-    }
+    release_watermark(t);
 }
 
 static int install(eddy_task_t *t, group_assembly_t *a, eddy_err_t *err)

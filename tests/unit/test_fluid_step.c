@@ -15,7 +15,10 @@
  *   every unmoved group keep flowing to out, those of moved groups wait;
  * - a corrupt chunk, or one that does not follow the bytes received, is
  *   refused and nothing of the group is loaded;
- * - a checkpoint whose barrier meets a step in flight is declined. */
+ * - a checkpoint whose barrier meets a step in flight is declined;
+ * - the old owner's clock stops from a step's first HANDOFF until it gave
+ *   the groups away (a window of theirs fired meanwhile would miss records
+ *   already sent to the new owner), the new owner's while they arrive. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,7 @@ typedef struct net {
     uint32_t updates[WORDS];   /* how many results out saw per word */
     uint32_t acks;
     bool declined;
+    int64_t wm_out[2];         /* the last watermark out saw from sum[i] */
 } net_t;
 
 static void net_send(void *host, char *data, size_t len)
@@ -146,6 +150,7 @@ static void setup(fixture_t *f)
     memset(f, 0, sizeof *f);
     for (int i = 0; i < WORDS; i++)
         f->net.count[i] = -1;
+    f->net.wm_out[0] = f->net.wm_out[1] = INT64_MIN;
     eddy_err_t err = {{0}};
     f->root = eddy_test_mkdtemp("fluid", &err);
     cr_assert(f->root, "%s", err.msg);
@@ -216,6 +221,8 @@ static int dispatch(fixture_t *f, char *data, size_t len, eddy_err_t *err)
         return 0;
     }
     if (ch.dst_stage == 3) { /* out: read the results */
+        if (msg.type == EDDY_DATA_WATERMARK && !msg.idle)
+            f->net.wm_out[ch.src_instance] = msg.watermark;
         eddy_record_t rec;
         while (msg.type == EDDY_DATA_BATCH && eddy_data_next_record(&msg, &rec, err) == 1) {
             if (rec.kind != EDDY_INSERT && rec.kind != EDDY_UPDATE_AFTER)
@@ -527,6 +534,9 @@ Test(fluid, the_end_of_input_waits_for_a_step_in_flight)
     pump(&f);
     cr_assert(eddy_task_finished(f.sum_task[0]));
     cr_assert(!eddy_task_finished(f.sum_task[1]), "the new owner finished without its groups");
+    /* nor did its clock go to the end: its windows of the arriving groups
+     * would never fire, their held records would all be late */
+    cr_assert_neq(f.net.wm_out[1], EDDY_WATERMARK_MAX, "the new owner's clock ended before its groups came");
     f.net.hold_chunks = false;
     for (uint32_t i = 0; i < f.net.n_held; i++) {
         eddy_err_t err = {{0}};
@@ -535,6 +545,70 @@ Test(fluid, the_end_of_input_waits_for_a_step_in_flight)
     f.net.n_held = 0;
     pump(&f);
     cr_assert(eddy_task_finished(f.sum_task[1]));
+    cr_assert_eq(f.net.wm_out[1], EDDY_WATERMARK_MAX);
+    expect_exact(&f);
+    teardown(&f);
+}
+
+/* A watermark into fwd[instance] from the source. */
+static void feed_watermark(fixture_t *f, uint32_t instance, int64_t wm)
+{
+    eddy_channel_id_t ch = {1, 1, 0, 0, 1, instance};
+    size_t len;
+    char *data = eddy_watermark_encode(&ch, wm, false, &len);
+    eddy_data_msg_t msg;
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_data_decode(data, len, &msg, &err) == 0, "%s", err.msg);
+    cr_assert(eddy_task_deliver(f->fwd[instance], &msg, NULL, data, &err) == 0, "%s", err.msg);
+}
+
+/* fwd[0] applied the step, fwd[1] not yet: sum[0] has one HANDOFF of two.
+ * A watermark that passes both fwd tasks must not move sum[0]'s clock: its
+ * windows of the leaving groups would fire without the records fwd[0]
+ * already sends to sum[1] (this used to fire them, short, and sum[1] then
+ * dropped those records as late). Once fwd[1]'s HANDOFF is in too, sum[0]
+ * gives the groups away and its clock moves on; sum[1]'s moves once they
+ * arrived. */
+Test(fluid, the_old_owner_clock_waits_until_the_groups_left)
+{
+    fixture_t f;
+    setup(&f);
+    feed_watermark(&f, 0, 500);
+    feed_watermark(&f, 1, 500);
+    feed(&f, 0, 1, 0);
+    pump(&f);
+    cr_assert_eq(f.net.wm_out[0], 500);
+    cr_assert_eq(f.net.wm_out[1], 500);
+    uint32_t kgs[MOVED];
+    for (uint32_t i = 0; i < MOVED; i++)
+        kgs[i] = i;
+    eddy_err_t err = {{0}};
+    f.net.hold_chunks = true;
+    cr_assert_eq(eddy_task_route_step(f.fwd[0], 2, 1, kgs, MOVED, 1, &err), 0, "%s", err.msg);
+    feed(&f, 0, 1, 0); /* moved words now go to sum[1] and wait there */
+    feed_watermark(&f, 0, 1000);
+    feed_watermark(&f, 1, 1000);
+    pump(&f);
+    eddy_task_migration_stats_t s0;
+    eddy_task_migration_stats(f.sum_task[0], &s0);
+    cr_assert(s0.in_flight, "sum[0] gave the groups away with one HANDOFF of two");
+    cr_assert_eq(f.net.wm_out[0], 500, "the old owner's clock moved to %lld with a step half in",
+                 (long long)f.net.wm_out[0]);
+    cr_assert_eq(f.net.wm_out[1], 500, "the new owner's clock moved to %lld before its groups came",
+                 (long long)f.net.wm_out[1]);
+    cr_assert_eq(eddy_task_route_step(f.fwd[1], 2, 1, kgs, MOVED, 1, &err), 0, "%s", err.msg);
+    pump(&f);
+    cr_assert_gt(f.net.n_held, 0, "the old owner sent no state");
+    cr_assert_eq(f.net.wm_out[0], 1000, "the old owner's clock stayed at %lld after the groups left",
+                 (long long)f.net.wm_out[0]);
+    cr_assert_eq(f.net.wm_out[1], 500);
+    f.net.hold_chunks = false;
+    for (uint32_t i = 0; i < f.net.n_held; i++)
+        cr_assert_eq(dispatch(&f, f.net.held[i].data, f.net.held[i].len, &err), 0, "%s", err.msg);
+    f.net.n_held = 0;
+    pump(&f);
+    cr_assert_eq(f.net.wm_out[1], 1000, "the new owner's clock stayed at %lld after the groups came",
+                 (long long)f.net.wm_out[1]);
     expect_exact(&f);
     teardown(&f);
 }

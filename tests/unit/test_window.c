@@ -638,6 +638,35 @@ Test(window, rescale_moves_a_session_that_merges_after_the_move)
     }
 }
 
+/* b's clock (4) is behind a's (22) when a's group of k moves to b: b goes
+ * on by its own clock, so a record of its own group j in [0,10) is not
+ * late there (this used to take a's clock over and drop it), and k's
+ * window fires at b. */
+Test(window, a_group_moved_into_a_running_instance_keeps_its_clock)
+{
+    const char *kinds[] = {"sum", "list"};
+    const char *want[] = {"j=5@9 k=1@29", "j[0,10):y,z=2@9 k[20,30):x=1@29"};
+    for (int i = 0; i < 2; i++) {
+        win_t a, b;
+        win_open(&a, kinds[i], "assigner=tumbling size_ms=10");
+        win_open_twin(&b, &a);
+        cr_assert_neq(kg_of("k"), kg_of("j"));
+        rec(&a, "k:x", 1, 25);
+        wm(&a, 22);
+        rec(&b, "j:y", 2, 5);
+        wm(&b, 4);
+        move_group(&a, &b, kg_of("k"));
+        rec(&b, "j:z", 3, 8);
+        wm(&b, EDDY_WATERMARK_MAX);
+        EXPECT(&a, "");
+        EXPECT(&b, want[i]);
+        cr_assert_eq(b.late, 0, "a record of b's own group was judged late by a's clock");
+        assert_no_state(&b);
+        win_close(&b);
+        win_close(&a);
+    }
+}
+
 Test(window, malformed_state_is_a_clear_error)
 {
     win_t w;
