@@ -298,7 +298,9 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             goto fail;
         }
     }
-    if (t->def->source) {
+    /* A source restored as finished is not opened: it reads nothing (and a
+     * queue's reader must not claim entries it would never emit). */
+    if (t->def->source && !cfg->start_finished) {
         eddy_op_context_t ctx = t->ctx;
         ctx.config = t->def->source_config;
         ctx.source_state = cfg->source_state_len ? cfg->source_state : NULL;

@@ -92,8 +92,9 @@ typedef struct eddy_task_config {
     uint64_t restore_checkpoint; /* keyed: groups come from it (restore_groups) */
     double start_time_s;      /* sources: seconds since the job started (rate schedules) */
     /* The restored checkpoint recorded the task as finished: it restores
-     * nothing (restore_checkpoint is ignored), reads nothing, and once
-     * started sends end of stream downstream and reports TASK_DONE. */
+     * nothing (restore_checkpoint is ignored), its source (if any) is not
+     * opened, and once started it sends end of stream downstream and
+     * reports TASK_DONE. */
     bool start_finished;
 } eddy_task_config_t;
 
