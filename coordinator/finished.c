@@ -13,7 +13,9 @@
  *            task snapshot without records its real upstream sent before
  *            the barrier.
  *  done      a TASK_DONE while a checkpoint is pending abandons it (not
- *            counted as a failure) unless that task acknowledged it already:
+ *            counted as a failure) unless that task acknowledged it already
+ *            (and holds no two-phase-commit operator, and the checkpoint is
+ *            not a rescale's):
  *            a task that ended before its barrier took no part in it and
  *            cannot be recorded as finished in it either.
  *  record    the checkpoint's metadata names its finished tasks; a restore
@@ -81,8 +83,9 @@ void coord_finished_on_task_done(coord_t *c, coord_job_t *j, uint32_t stage, uin
     coord_pending_checkpoint_t *pc = j->pending;
     if (!pc || pc->committing)
         return;
-    if (coord_pending_checkpoint_acked(pc, stage, instance) && stage < j->graph.n_stages &&
-        !two_phase_stage(j, stage))
+    /* A rescale's snapshot never survives an end of input (as before). */
+    if (!pc->pause && coord_pending_checkpoint_acked(pc, stage, instance) &&
+        stage < j->graph.n_stages && !two_phase_stage(j, stage))
         return; /* it took part, and a restore replays it from its position */
     coord_checkpoint_abort(c, j, "input ended while it was in flight", false);
 }

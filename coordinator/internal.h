@@ -516,7 +516,8 @@ bool coord_job_has_finished(const coord_job_t *j);
  * (they are not expected to ACK). */
 void coord_finished_mark(coord_job_t *j);
 /* TASK_DONE of (stage, instance): the pending checkpoint survives only if
- * that task acknowledged it already and holds no two-phase-commit operator. */
+ * that task acknowledged it already and holds no two-phase-commit operator
+ * (and it is no rescale's snapshot). */
 void coord_finished_on_task_done(coord_t *c, coord_job_t *j, uint32_t stage, uint32_t instance);
 /* An ACK that names ended inputs: true when it may count, else the
  * checkpoint was declined (abandoned, not counted as a failure). */
