@@ -619,6 +619,15 @@ Test(redis, checkpoints_go_on_after_an_instance_finished, .init = setup_persiste
                        "log:\n%s", (long long)completed_checkpoints(), (long long)after, l);
     }
     cr_assert(eddy_proc_alive(proc), "the job ended before the kill: lower --rate");
+    /* the newest checkpoint records both as finished (eddy status) */
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    json_int_t fin = json_integer_value(
+        json_object_get(json_object_get(job, "last_checkpoint"), "finished_tasks"));
+    json_int_t done = json_integer_value(json_object_get(job, "tasks_done"));
+    json_decref(st);
+    cr_assert_eq(fin, 2, "last_checkpoint.finished_tasks %lld", (long long)fin);
+    cr_assert_eq(done, 2, "tasks_done %lld", (long long)done);
     pid_t victim = busy_worker();
     cr_assert_gt(victim, 0, "no worker with tasks in eddy status");
     cr_assert_eq(kill(victim, SIGKILL), 0);
