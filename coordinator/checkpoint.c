@@ -90,8 +90,9 @@ coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t e
             self->n_positions += parallelism[s];
     }
     self->acked = calloc(self->n_tasks + 1, sizeof *self->acked);
+    self->finished = calloc(self->n_tasks + 1, sizeof *self->finished);
     self->positions = coord_progress_new(self->n_positions);
-    if (!self->acked || !self->positions) {
+    if (!self->acked || !self->finished || !self->positions) {
         coord_pending_checkpoint_destroy(&self);
         return NULL;
     }
@@ -103,6 +104,7 @@ void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p)
     if (!self_p || !*self_p)
         return;
     free((*self_p)->acked);
+    free((*self_p)->finished);
     coord_progress_free(&(*self_p)->positions, (*self_p)->n_positions);
     free(*self_p);
     *self_p = NULL;
@@ -121,6 +123,8 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
         if (self->source[s])
             pos += self->parallelism[s];
     }
+    if (self->finished[task + instance])
+        return COORD_ACK_UNKNOWN_TASK; /* finished before the checkpoint: it takes no part */
     if (self->acked[task + instance])
         return COORD_ACK_DUPLICATE;
     char *copy = NULL;
@@ -142,7 +146,70 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
 
 bool coord_pending_checkpoint_all_acked(const coord_pending_checkpoint_t *self)
 {
-    return self->n_acked == self->n_tasks;
+    return self->n_acked + self->n_finished == self->n_tasks;
+}
+
+/* Task (stage, instance)'s stage-major index, or false for no such task. */
+static bool task_of(uint32_t n_stages, const uint32_t *parallelism, uint32_t stage,
+                    uint32_t instance, uint32_t *k)
+{
+    if (stage >= n_stages || instance >= parallelism[stage])
+        return false;
+    *k = instance;
+    for (uint32_t s = 0; s < stage; s++)
+        *k += parallelism[s];
+    return true;
+}
+
+coord_ack_verdict_t coord_pending_checkpoint_finish_task(coord_pending_checkpoint_t *self,
+                                                         uint32_t stage, uint32_t instance)
+{
+    uint32_t k;
+    if (!task_of(self->n_stages, self->parallelism, stage, instance, &k))
+        return COORD_ACK_UNKNOWN_TASK;
+    if (self->finished[k] || self->acked[k])
+        return COORD_ACK_DUPLICATE;
+    self->finished[k] = true;
+    self->n_finished++;
+    return COORD_ACK_ACCEPTED;
+}
+
+bool coord_pending_checkpoint_acked(const coord_pending_checkpoint_t *self, uint32_t stage,
+                                    uint32_t instance)
+{
+    uint32_t k;
+    return task_of(self->n_stages, self->parallelism, stage, instance, &k) && self->acked[k];
+}
+
+eddy_task_ref_t *coord_pending_checkpoint_finished(const coord_pending_checkpoint_t *self,
+                                                   uint32_t *n)
+{
+    *n = self->n_finished;
+    if (!self->n_finished)
+        return NULL;
+    eddy_task_ref_t *out = malloc(self->n_finished * sizeof *out);
+    uint32_t k = 0, m = 0;
+    for (uint32_t s = 0; out && s < self->n_stages; s++)
+        for (uint32_t i = 0; i < self->parallelism[s]; i++, k++)
+            if (self->finished[k])
+                out[m++] = (eddy_task_ref_t){s, i};
+    return out;
+}
+
+coord_ended_verdict_t coord_ended_inputs_verdict(uint32_t n_stages, const uint32_t *parallelism,
+                                                 const uint8_t *seen, uint32_t n_seen,
+                                                 uint8_t done_flag, const eddy_task_ref_t *ended,
+                                                 uint32_t n_ended, eddy_task_ref_t *bad)
+{
+    for (uint32_t e = 0; e < n_ended; e++) {
+        uint32_t k;
+        *bad = ended[e];
+        if (!task_of(n_stages, parallelism, ended[e].stage, ended[e].instance, &k))
+            return COORD_ENDED_UNKNOWN_TASK;
+        if (!seen || k >= n_seen || !(seen[k] & done_flag))
+            return COORD_ENDED_NOT_DONE;
+    }
+    return COORD_ENDED_ACCEPT;
 }
 
 bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *self,
@@ -151,7 +218,7 @@ bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *se
     uint32_t task = 0;
     for (uint32_t s = 0; s < self->n_stages; s++)
         for (uint32_t i = 0; i < self->parallelism[s]; i++, task++)
-            if (!self->acked[task]) {
+            if (!self->acked[task] && !self->finished[task]) {
                 *stage = s;
                 *instance = i;
                 return true;
@@ -161,15 +228,24 @@ bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *se
 
 /* ---- retained checkpoints ------------------------------------------------- */
 
+static void retained_free(coord_retained_t *r)
+{
+    coord_progress_free(&r->positions, r->n_positions);
+    free(r->finished);
+    r->finished = NULL;
+    r->n_finished = 0;
+}
+
 void coord_retained_push(coord_job_t *j, uint64_t id, coord_source_progress_t *positions,
-                         uint32_t n_positions)
+                         uint32_t n_positions, eddy_task_ref_t *finished, uint32_t n_finished)
 {
     if (j->n_retained == COORD_MAX_RETAINED) {
-        coord_progress_free(&j->retained[0].positions, j->retained[0].n_positions);
+        retained_free(&j->retained[0]);
         memmove(j->retained, j->retained + 1, (COORD_MAX_RETAINED - 1) * sizeof j->retained[0]);
         j->n_retained--;
     }
-    j->retained[j->n_retained++] = (coord_retained_t){id, n_positions, positions};
+    j->retained[j->n_retained++] =
+        (coord_retained_t){id, n_positions, positions, finished ? n_finished : 0, finished};
     j->last_checkpoint = id;
 }
 
@@ -185,7 +261,7 @@ void coord_retained_drop_newest(coord_job_t *j)
     if (j->n_retained == 0)
         return;
     j->n_retained--;
-    coord_progress_free(&j->retained[j->n_retained].positions, j->retained[j->n_retained].n_positions);
+    retained_free(&j->retained[j->n_retained]);
     j->last_checkpoint = j->n_retained ? j->retained[j->n_retained - 1].id : 0;
 }
 
@@ -223,7 +299,7 @@ static void apply_retention(coord_t *c, coord_job_t *j)
 {
     uint32_t keep = c->opts->checkpoints_retained ? c->opts->checkpoints_retained : 1;
     while (j->n_retained > keep) {
-        coord_progress_free(&j->retained[0].positions, j->retained[0].n_positions);
+        retained_free(&j->retained[0]);
         memmove(j->retained, j->retained + 1, (j->n_retained - 1) * sizeof j->retained[0]);
         j->n_retained--;
     }
@@ -257,6 +333,7 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     j->next_checkpoint++;
     pc->pause = pause;
     j->pending = pc;
+    coord_finished_mark(j);
     j->last_trigger_ms = now;
     if (pause)
         j->pause_started_ns = eddy_mono_ns(); /* sources stop at this barrier */
@@ -329,9 +406,16 @@ void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool co
 static void complete(coord_t *c, coord_job_t *j)
 {
     coord_pending_checkpoint_t *pc = j->pending;
+    uint32_t n_finished;
+    eddy_task_ref_t *finished = coord_pending_checkpoint_finished(pc, &n_finished);
+    if (n_finished && !finished) {
+        /* its record names them; a restore from memory must too */
+        coord_checkpoint_abort(c, j, "out of memory", true);
+        return;
+    }
     j->pending = NULL;
     double duration = (double)(eddy_mono_ms() - pc->started_ms);
-    coord_retained_push(j, pc->id, pc->positions, pc->n_positions);
+    coord_retained_push(j, pc->id, pc->positions, pc->n_positions, finished, n_finished);
     pc->positions = NULL;
     j->last_checkpoint_wall_ms = (uint64_t)eddy_wall_ms();
     j->last_checkpoint_ms = duration;
@@ -401,9 +485,25 @@ static void commit(coord_t *c, coord_job_t *j)
     r.n_stages = j->graph.n_stages;
     r.n_positions = k;
     r.positions = pos;
+    eddy_task_ref_t *finished = coord_pending_checkpoint_finished(pc, &r.n_finished);
+    r.finished = r.n_finished ? calloc(r.n_finished, sizeof *r.finished) : NULL;
+    if (r.n_finished && (!finished || !r.finished)) {
+        free(finished);
+        free(r.finished);
+        free(pos);
+        coord_checkpoint_abort(c, j, "out of memory", true);
+        return;
+    }
+    for (uint32_t f = 0; f < r.n_finished; f++) {
+        snprintf(r.finished[f].stage, sizeof r.finished[f].stage, "%s",
+                 j->graph.stages[finished[f].stage].name);
+        r.finished[f].instance = finished[f].instance;
+    }
+    free(finished);
     snprintf(r.snapshot_dir, sizeof r.snapshot_dir, "%s", c->opts->snapshot_dir);
     char *text = coord_checkpoint_record_encode(&r);
     free(pos);
+    free(r.finished);
     coord_ticket_t *t = text ? coord_ticket_new(c, j, pc->id) : NULL;
     if (!t) {
         free(text);
@@ -441,6 +541,8 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
         coord_checkpoint_abort(c, j, m->u.ack.error, !m->u.ack.declined);
         return;
     }
+    if (m->u.ack.n_ended && !coord_finished_ack_ok(c, j, m))
+        return; /* declined */
     coord_ack_verdict_t v = coord_pending_checkpoint_ack(pc, m->u.ack.stage, m->u.ack.instance,
                                                          m->u.ack.position, m->u.ack.source_state,
                                                          m->u.ack.source_state_len,
@@ -494,7 +596,9 @@ void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
 
 bool coord_checkpoint_due(const coord_t *c, const coord_job_t *j, uint64_t now_ms)
 {
-    return !j->pending && j->state == JOB_RUNNING && !j->any_done && c->opts->checkpoint_interval_ms &&
+    uint32_t fs, fi;
+    return !j->pending && j->state == JOB_RUNNING && !coord_finished_blocks_checkpoints(j, &fs, &fi) &&
+           c->opts->checkpoint_interval_ms &&
            !coord_fluid_step_in_flight(j) && !j->deploys_pending && !j->deploy_persisting &&
            now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms;
 }

@@ -50,6 +50,10 @@ typedef struct coord_pending_checkpoint {
     bool source[EDDY_MAX_STAGES];
     uint32_t n_tasks, n_acked;
     bool *acked;        /* [n_tasks], stage-major */
+    /* Tasks that had finished when it was triggered (FLIP-147): they do
+     * not ACK, and the checkpoint records them as finished. */
+    uint32_t n_finished;
+    bool *finished;     /* [n_tasks], stage-major */
     uint32_t n_positions;
     coord_source_progress_t *positions; /* [n_positions]: instances of the source stages, in stage order */
 } coord_pending_checkpoint_t;
@@ -70,6 +74,38 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
                                                  const char *state, uint32_t state_len,
                                                  uint64_t bytes, uint64_t files);
 bool coord_pending_checkpoint_all_acked(const coord_pending_checkpoint_t *self);
+
+/* Marks task (stage, instance) as finished before the checkpoint began: it
+ * is not expected to ACK (an ACK from it is refused as from an unknown
+ * task). UNKNOWN_TASK for no such task, DUPLICATE when it already acked or
+ * was marked. */
+coord_ack_verdict_t coord_pending_checkpoint_finish_task(coord_pending_checkpoint_t *self,
+                                                         uint32_t stage, uint32_t instance);
+/* Whether task (stage, instance) acknowledged (false for no such task). */
+bool coord_pending_checkpoint_acked(const coord_pending_checkpoint_t *self, uint32_t stage,
+                                    uint32_t instance);
+/* The finished tasks, stage-major, malloc'd; NULL (and *n 0) when there
+ * are none, NULL with *n set when out of memory. */
+eddy_task_ref_t *coord_pending_checkpoint_finished(const coord_pending_checkpoint_t *self,
+                                                   uint32_t *n);
+
+/* The acceptance rule for an ACK whose task counted inputs as ended
+ * (protocol 9): every named upstream task must exist (stage < n_stages,
+ * instance < parallelism[stage]) and have reported TASK_DONE in this epoch
+ * (done_flag set in seen[k], k its stage-major index; seen may be NULL:
+ * none reported). Otherwise the task may have snapshotted without records
+ * its real upstream sent before the barrier (a forged end of stream), and
+ * the checkpoint is declined. On refusal *bad names the first offender. */
+typedef enum coord_ended_verdict {
+    COORD_ENDED_ACCEPT,
+    COORD_ENDED_NOT_DONE,     /* the upstream task has not reported TASK_DONE */
+    COORD_ENDED_UNKNOWN_TASK, /* no such upstream task */
+} coord_ended_verdict_t;
+
+coord_ended_verdict_t coord_ended_inputs_verdict(uint32_t n_stages, const uint32_t *parallelism,
+                                                 const uint8_t *seen, uint32_t n_seen,
+                                                 uint8_t done_flag, const eddy_task_ref_t *ended,
+                                                 uint32_t n_ended, eddy_task_ref_t *bad);
 /* A task that has not acknowledged yet (for messages); false when none. */
 bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *self,
                                             uint32_t *stage, uint32_t *instance);

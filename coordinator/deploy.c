@@ -74,6 +74,8 @@ static void send_deploy(coord_t *c, coord_job_t *j)
                              : (eddy_source_position_t){s, i, -1, NULL, 0};
     d->n_positions = k;
     d->positions = pos;
+    d->n_finished = j->n_deploy_finished; /* borrowed for the encoding */
+    d->finished = j->deploy_finished;
     j->deploys_pending = 0;
     j->deploy_started_ms = now;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -173,6 +175,8 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
     }
     j->deploy_mode = mode;
     j->deploy_checkpoint = checkpoint;
+    if (mode != EDDY_DEPLOY_RESTORE) /* only a restore starts tasks finished */
+        coord_finished_for_deploy(j, NULL);
     uint32_t n = coord_job_count_positions(j);
     coord_source_progress_t *copy = positions ? coord_progress_dup(positions, n) : NULL;
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);

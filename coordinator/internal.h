@@ -138,6 +138,8 @@ typedef struct coord_retained {
     uint64_t id;
     uint32_t n_positions;
     coord_source_progress_t *positions; /* source progress, as coord_pending_checkpoint_t's */
+    uint32_t n_finished;
+    eddy_task_ref_t *finished; /* tasks finished at it (finished.c), owned; NULL: none */
 } coord_retained_t;
 
 typedef struct coord_job {
@@ -167,6 +169,10 @@ typedef struct coord_job {
     uint64_t deploy_checkpoint;
     coord_source_progress_t *deploy_positions;
     uint32_t n_deploy_positions;
+    /* a restore's tasks that start finished (finished.c): the restored
+     * checkpoint's, owned; none for other deploys */
+    eddy_task_ref_t *deploy_finished;
+    uint32_t n_deploy_finished;
     eddy_guarantee_t guarantee;   /* --guarantee, in every DEPLOY and the job record */
     /* at-most-once (recovery.c): the furthest position each source instance
      * of the current epoch reported in a heartbeat, -1 unknown; indexed as
@@ -494,11 +500,34 @@ void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool co
 void coord_checkpoint_discard(coord_t *c, coord_job_t *j);
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 /* A periodic checkpoint is due: its interval passed and nothing is in its
- * way (a checkpoint or a fluid step in flight, a deploy, a finished task). */
+ * way (a checkpoint or a fluid step in flight, a deploy, a finished
+ * two-phase-commit task). */
 bool coord_checkpoint_due(const coord_t *c, const coord_job_t *j, uint64_t now_ms);
-/* Sets the newest complete checkpoint (restart path); takes positions. */
+/* Sets the newest complete checkpoint (restart path); takes positions and
+ * finished (its finished tasks, may be NULL). */
 void coord_retained_push(coord_job_t *j, uint64_t id, coord_source_progress_t *positions,
-                         uint32_t n_positions);
+                         uint32_t n_positions, eddy_task_ref_t *finished, uint32_t n_finished);
+
+/* ---- finished.c: checkpoints after tasks finish (FLIP-147) ---- */
+/* A task that finished in this epoch holds a two-phase-commit operator
+ * (its prepared final data would belong to no checkpoint): no checkpoint
+ * may start while the job runs. Names it in *stage, *instance. */
+bool coord_finished_blocks_checkpoints(const coord_job_t *j, uint32_t *stage, uint32_t *instance);
+/* Some task finished in this epoch, or the epoch was restored with
+ * finished tasks: a rescale is refused. */
+bool coord_job_has_finished(const coord_job_t *j);
+/* Marks the tasks done so far in this epoch as finished in j->pending
+ * (they are not expected to ACK). */
+void coord_finished_mark(coord_job_t *j);
+/* TASK_DONE of (stage, instance): the pending checkpoint survives only if
+ * that task acknowledged it already and holds no two-phase-commit operator
+ * (and it is no rescale's snapshot). */
+void coord_finished_on_task_done(coord_t *c, coord_job_t *j, uint32_t stage, uint32_t instance);
+/* An ACK that names ended inputs: true when it may count, else the
+ * checkpoint was declined (abandoned, not counted as a failure). */
+bool coord_finished_ack_ok(coord_t *c, coord_job_t *j, const eddy_msg_t *m);
+/* The restore's finished tasks for a deploy from `from` (NULL: none). */
+int coord_finished_for_deploy(coord_job_t *j, const coord_retained_t *from);
 /* Deletes checkpoint id's metadata (found unusable) but keeps its files for
  * inspection; later retention deletes them. */
 void coord_checkpoint_forget(coord_t *c, coord_job_t *j, uint64_t id);

@@ -258,6 +258,8 @@ void coord_job_record_clear(coord_job_record_t *r)
 
 /* ---- checkpoint metadata ------------------------------------------------------ */
 
+static json_t *finished_json(const coord_checkpoint_record_t *r);
+
 char *coord_checkpoint_record_encode(const coord_checkpoint_record_t *r)
 {
     json_t *positions = json_array();
@@ -277,12 +279,53 @@ char *coord_checkpoint_record_encode(const coord_checkpoint_record_t *r)
         }
         json_array_append_new(positions, entry);
     }
-    return dump(json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:o, s:o, s:s}", "id", (json_int_t)r->id,
-                          "time_ms", (json_int_t)r->time_ms, "epoch", (json_int_t)r->epoch,
-                          "duration_ms", r->duration_ms, "bytes", (json_int_t)r->bytes, "files",
-                          (json_int_t)r->files, "positions", positions, "parallelism",
-                          parallelism_json(r->n_stages, r->stage, r->parallelism), "snapshot_dir",
-                          r->snapshot_dir));
+    json_t *doc = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:o, s:o, s:s}", "id", (json_int_t)r->id,
+                            "time_ms", (json_int_t)r->time_ms, "epoch", (json_int_t)r->epoch,
+                            "duration_ms", r->duration_ms, "bytes", (json_int_t)r->bytes, "files",
+                            (json_int_t)r->files, "positions", positions, "parallelism",
+                            parallelism_json(r->n_stages, r->stage, r->parallelism), "snapshot_dir",
+                            r->snapshot_dir);
+    if (doc && r->n_finished && json_object_set_new(doc, "finished", finished_json(r)) < 0) {
+        json_decref(doc);
+        return NULL;
+    }
+    return dump(doc);
+}
+
+/* "finished": the tasks finished at the checkpoint, [{"stage", "instance"}]. */
+static json_t *finished_json(const coord_checkpoint_record_t *r)
+{
+    json_t *a = json_array();
+    for (uint32_t f = 0; a && f < r->n_finished; f++)
+        if (json_array_append_new(a, json_pack("{s:s, s:I}", "stage", r->finished[f].stage,
+                                                "instance", (json_int_t)r->finished[f].instance)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static int finished_parse(json_t *a, coord_checkpoint_record_t *r, eddy_err_t *err)
+{
+    if (!a)
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > EDDY_TASK_REFS_MAX)
+        return eddy_err_set(err, "checkpoint metadata: \"finished\" is not a list of tasks");
+    r->n_finished = (uint32_t)json_array_size(a);
+    r->finished = calloc(r->n_finished + 1, sizeof *r->finished);
+    if (!r->finished)
+        return eddy_err_set(err, "out of memory");
+    for (uint32_t f = 0; f < r->n_finished; f++) {
+        const char *stage;
+        json_int_t instance;
+        if (json_unpack(json_array_get(a, f), "{s:s, s:I}", "stage", &stage, "instance",
+                        &instance) < 0 ||
+            instance < 0 || instance > UINT32_MAX ||
+            copy_str(r->finished[f].stage, sizeof r->finished[f].stage, stage) < 0)
+            return eddy_err_set(err, "checkpoint metadata: malformed finished task %u", f);
+        r->finished[f].instance = (uint32_t)instance;
+    }
+    return 0;
 }
 
 int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r, eddy_err_t *err)
@@ -294,13 +337,13 @@ int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r
         return eddy_err_set(err, "checkpoint metadata is not JSON: %s", jerr.text);
     json_int_t id = 0, time_ms = 0, epoch = 0, bytes = 0, files = 0;
     double duration = 0;
-    json_t *positions, *par = NULL;
+    json_t *positions, *par = NULL, *finished = NULL;
     const char *dir = "";
     int rc = -1;
-    if (json_unpack_ex(doc, &jerr, 0, "{s:I, s:o, s?I, s?I, s?F, s?I, s?I, s?o, s?s}", "id", &id,
-                       "positions", &positions, "time_ms", &time_ms, "epoch", &epoch, "duration_ms",
-                       &duration, "bytes", &bytes, "files", &files, "parallelism", &par,
-                       "snapshot_dir", &dir) < 0) {
+    if (json_unpack_ex(doc, &jerr, 0, "{s:I, s:o, s?I, s?I, s?F, s?I, s?I, s?o, s?s, s?o}", "id",
+                       &id, "positions", &positions, "time_ms", &time_ms, "epoch", &epoch,
+                       "duration_ms", &duration, "bytes", &bytes, "files", &files, "parallelism",
+                       &par, "snapshot_dir", &dir, "finished", &finished) < 0) {
         eddy_err_set(err, "checkpoint metadata: %s", jerr.text);
         goto out;
     }
@@ -345,6 +388,8 @@ int coord_checkpoint_record_parse(const char *text, coord_checkpoint_record_t *r
             r->positions[k].state_len = (uint32_t)len;
         }
     }
+    if (finished_parse(finished, r, err) < 0)
+        goto out;
     r->id = (uint64_t)id;
     r->time_ms = time_ms;
     r->epoch = (uint32_t)epoch;
@@ -364,6 +409,7 @@ void coord_checkpoint_record_clear(coord_checkpoint_record_t *r)
     for (uint32_t k = 0; r->positions && k < r->n_positions; k++)
         free(r->positions[k].state);
     free(r->positions);
+    free(r->finished);
     memset(r, 0, sizeof *r);
 }
 
@@ -528,6 +574,31 @@ static coord_source_progress_t *positions_for(const coord_job_t *j, coord_checkp
     return out;
 }
 
+/* The record's finished tasks as the job's (stage index, instance); -1
+ * when one does not fit the job (no such stage or instance). */
+static int finished_for(const coord_job_t *j, const coord_checkpoint_record_t *r,
+                        eddy_task_ref_t **out)
+{
+    *out = NULL;
+    if (!r->n_finished)
+        return 0;
+    eddy_task_ref_t *f = calloc(r->n_finished, sizeof *f);
+    if (!f)
+        return -1;
+    for (uint32_t k = 0; k < r->n_finished; k++) {
+        uint32_t s = 0;
+        while (s < j->graph.n_stages && strcmp(j->graph.stages[s].name, r->finished[k].stage))
+            s++;
+        if (s == j->graph.n_stages || r->finished[k].instance >= j->graph.stages[s].parallelism) {
+            free(f);
+            return -1;
+        }
+        f[k] = (eddy_task_ref_t){s, r->finished[k].instance};
+    }
+    *out = f;
+    return 0;
+}
+
 /* Loads the job's recorded checkpoints (ascending ids) into j->retained;
  * -1 with err when the store could not be read (the job must not resume
  * without them: it would restart from the beginning after its sinks
@@ -556,8 +627,11 @@ static int load_checkpoints(coord_t *c, coord_job_t *j, const coord_job_record_t
             highest = r.id;
         uint32_t n;
         coord_source_progress_t *pos = positions_for(j, &r, &n);
+        eddy_task_ref_t *finished = NULL;
+        if (pos && finished_for(j, &r, &finished) < 0)
+            coord_progress_free(&pos, n);
         if (pos)
-            coord_retained_push(j, r.id, pos, n);
+            coord_retained_push(j, r.id, pos, n, finished, r.n_finished);
         else
             eddy_warn("job %s: checkpoint %" PRIu64 "'s source positions do not fit the job; not using it",
                       j->id, r.id);

@@ -50,6 +50,12 @@ typedef struct coord_position_record {
     uint32_t state_len;
 } coord_position_record_t;
 
+/* A task finished before the checkpoint (FLIP-147): restored as finished. */
+typedef struct coord_finished_record {
+    char stage[EDDY_NAME_MAX];
+    uint32_t instance;
+} coord_finished_record_t;
+
 typedef struct coord_checkpoint_record {
     uint64_t id;
     uint32_t epoch;
@@ -58,6 +64,8 @@ typedef struct coord_checkpoint_record {
     uint64_t bytes, files;
     uint32_t n_positions;
     coord_position_record_t *positions; /* owned */
+    uint32_t n_finished;                /* "finished" (absent: none) */
+    coord_finished_record_t *finished;  /* owned by a parsed record */
     uint32_t n_stages;                  /* parallelism at the checkpoint */
     char stage[EDDY_MAX_STAGES][EDDY_NAME_MAX];
     uint32_t parallelism[EDDY_MAX_STAGES];

@@ -11,8 +11,8 @@
  *             two-phase-commit sinks publish their last data; the job is
  *             finished (and RELEASEd) once every task ACKed that commit
  *             (checkpoint.c counts those ACKs).
- * Once any task reached end of input, no further checkpoint or rescale is
- * started: a restore then replays from the last checkpoint before it. */
+ * Once a task reached end of input checkpoints go on without it
+ * (finished.c, FLIP-147); no rescale is started any more. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +97,7 @@ void coord_job_free(coord_job_t *j)
     coord_pending_checkpoint_destroy(&j->pending);
     coord_retained_clear(j);
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
+    free(j->deploy_finished);
     free(j->reported_positions);
     free(j->moves);
     free(j->deploy_awaiting);
@@ -329,10 +330,14 @@ void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m)
     if (!j || m->u.task_done.epoch != j->epoch || coord_job_ended(j) || j->deploys_pending)
         return;
     j->any_done = true;
-    if (j->pending && !j->pending->committing)
-        coord_checkpoint_abort(c, j, "input ended while it was in flight", false);
-    if (++j->tasks_done < j->tasks_total)
+    uint32_t stage = m->u.task_done.stage, instance = m->u.task_done.instance;
+    coord_finished_on_task_done(c, j, stage, instance);
+    if (++j->tasks_done < j->tasks_total) {
+        eddy_info("job %s: task %s[%u] finished (%u of %u tasks); checkpoints go on", j->id,
+                  stage < j->graph.n_stages ? j->graph.stages[stage].name : "?", instance,
+                  j->tasks_done, j->tasks_total);
         return;
+    }
     /* Every task is done: publish what two-phase-commit sinks prepared at end
      * of input (COMPLETE of the final checkpoint), and finish once each task
      * confirmed its commit, so no worker is released or stopped before. */

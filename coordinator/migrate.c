@@ -73,7 +73,7 @@ static bool worth_moving(const coord_t *c, const coord_job_t *j, uint64_t now)
  * and its last rescale was an interval ago. */
 static bool movable_job(const coord_t *c, const coord_job_t *j, uint64_t now)
 {
-    if (j->state != JOB_RUNNING || j->rescale_stage >= 0 || j->any_done || j->finishing ||
+    if (j->state != JOB_RUNNING || j->rescale_stage >= 0 || coord_job_has_finished(j) || j->finishing ||
         j->restore_scheduled || j->deploys_pending || j->deploy_persisting ||
         !worth_moving(c, j, now))
         return false;

@@ -128,7 +128,15 @@ static void restore_now(coord_t *c, coord_job_t *j, const char *why)
         coord_fail_job(c, j, "out of memory");
         return;
     }
-    if (from)
+    if (coord_finished_for_deploy(j, from) < 0) {
+        coord_progress_free(&ahead, coord_job_count_positions(j));
+        coord_fail_job(c, j, "out of memory");
+        return;
+    }
+    if (from && from->n_finished)
+        eddy_warn("job %s: %s; restoring from checkpoint %" PRIu64 " (%u tasks finished at it start "
+                  "at their end)", j->id, why, from->id, from->n_finished);
+    else if (from)
         eddy_warn("job %s: %s; restoring from checkpoint %" PRIu64, j->id, why, from->id);
     else
         eddy_warn("job %s: %s; restarting from the beginning (no checkpoint yet)", j->id, why);

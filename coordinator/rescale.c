@@ -65,7 +65,7 @@ static int refuse_busy(const coord_job_t *j, eddy_err_t *err)
                             j->n_moves                ? "migrating instances to balance the workers"
                             : j->rescale_stage >= 0 ? "already rescaling"
                                                     : coord_job_state_name(j->state));
-    if (j->any_done)
+    if (coord_job_has_finished(j))
         return eddy_err_set(err, "job %s has reached the end of its input; not rescaling", j->id);
     return 0;
 }

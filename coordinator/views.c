@@ -181,6 +181,9 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                            j->last_checkpoint_ms, "bytes", (json_int_t)j->last_checkpoint_bytes,
                            "completed", (json_int_t)j->checkpoints_completed, "failed",
                            (json_int_t)j->checkpoints_failed);
+    /* tasks that had finished when it was taken (restored as finished) */
+    json_object_set_new(ck, "finished_tasks",
+                        json_integer(j->n_retained ? j->retained[j->n_retained - 1].n_finished : 0));
     uint64_t end = j->ended_ms ? j->ended_ms : eddy_mono_ms();
     json_t *doc = json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:f, s:o, s:o, s:o, s:i}", "id", j->id,
                             "job", j->name, "args", args, "state", coord_job_state_name(j->state),
@@ -189,6 +192,8 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                             "last_checkpoint", ck, "rescales", rescales, "restarts", j->restarts);
     /* The number that names the job on the wire (data-plane channel ids). */
     json_object_set_new(doc, "num", json_integer(j->num));
+    /* tasks that reached the end of their input in this epoch */
+    json_object_set_new(doc, "tasks_done", json_integer(j->tasks_done));
     /* "rescales" lists this coordinator's last ones; these count them all */
     json_object_set_new(doc, "rescales_total", json_integer((json_int_t)j->rescales_earlier + j->n_rescales - j->n_migrations));
     json_object_set_new(doc, "rescale_bytes_total", json_integer((json_int_t)(j->rescale_bytes_total & INT64_MAX)));

@@ -542,6 +542,74 @@ static void clear_positions(void *obj)
     free(d->positions);
 }
 
+/* ---- task lists (protocol 9) ------------------------------------------- */
+
+/* A list of tasks as one flat array of (stage, instance) pairs: the one
+ * encoder and decoder of an ACK's ended inputs and a DEPLOY's finished
+ * tasks. Decoding checks the count and every index's bound. */
+static void encode_task_refs(eddy_mpw_t *w, const eddy_task_ref_t *refs, uint32_t n)
+{
+    eddy_mpw_array(w, n * 2);
+    for (uint32_t i = 0; i < n; i++) {
+        eddy_mpw_u64(w, refs[i].stage);
+        eddy_mpw_u64(w, refs[i].instance);
+    }
+}
+
+static eddy_task_ref_t *decode_task_refs(eddy_mpr_t *r, uint32_t *n_out)
+{
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_TASK_REFS_MAX * 2, &si, &sc, &sn);
+    *n_out = 0;
+    if (n % 2)
+        eddy_mpr_fail(r, "task list is not (stage, instance) pairs");
+    eddy_task_ref_t *refs = r->ok ? calloc(n / 2 ? n / 2 : 1, sizeof *refs) : NULL;
+    if (r->ok && !refs)
+        eddy_mpr_fail(r, "out of memory");
+    for (uint32_t i = 0; r->ok && i < n / 2; i++) {
+        refs[i].stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+        refs[i].instance = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
+        *n_out = i + 1;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+    return refs;
+}
+
+static void encode_ack_ended(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_msg_t *m = obj;
+    encode_task_refs(w, m->u.ack.ended, m->u.ack.n_ended);
+}
+
+static void decode_ack_ended(eddy_mpr_t *r, void *obj)
+{
+    eddy_msg_t *m = obj;
+    m->u.ack.ended = decode_task_refs(r, &m->u.ack.n_ended);
+}
+
+static void clear_ack_ended(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.ack.ended);
+}
+
+static void encode_deploy_finished(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_msg_t *m = obj;
+    encode_task_refs(w, m->u.deploy.finished, m->u.deploy.n_finished);
+}
+
+static void decode_deploy_finished(eddy_mpr_t *r, void *obj)
+{
+    eddy_msg_t *m = obj;
+    m->u.deploy.finished = decode_task_refs(r, &m->u.deploy.n_finished);
+}
+
+static void clear_deploy_finished(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.deploy.finished);
+}
+
 /* ---- the messages ------------------------------------------------------------ */
 
 #define MSG(member) offsetof(eddy_msg_t, u.member)
@@ -624,6 +692,9 @@ static const field_t deploy_fields[] = {
     /* optional: each stage's route parallelism (fluid migration) */
     {.kind = FIELD_CUSTOM, .encode = encode_route_p, .decode = decode_route_p,
      .clear = clear_nothing},
+    /* optional: the tasks restored as finished (protocol 9) */
+    {.kind = FIELD_CUSTOM, .encode = encode_deploy_finished, .decode = decode_deploy_finished,
+     .clear = clear_deploy_finished},
 };
 
 static const field_t deployed_fields[] = {
@@ -699,6 +770,9 @@ static const field_t ack_fields[] = {
      .max = EDDY_SOURCE_STATE_MAX},
     /* optional: declined because an input ended (protocol 8) */
     {.kind = FIELD_BOOL, .offset = MSG(ack.declined)},
+    /* optional: the inputs counted as ended (protocol 9) */
+    {.kind = FIELD_CUSTOM, .encode = encode_ack_ended, .decode = decode_ack_ended,
+     .clear = clear_ack_ended},
 };
 
 static const field_t complete_fields[] = {
@@ -808,11 +882,11 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 1},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 2},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 1},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 2},
     [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
     [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
     [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},
@@ -1123,6 +1197,12 @@ int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
         if (p->stage >= d->n_stages || p->instance >= d->stages[p->stage].parallelism)
             return eddy_err_set(err, "invalid DEPLOY: source position for %u[%u], which is "
                                      "not placed", p->stage, p->instance);
+    }
+    for (uint32_t i = 0; i < d->n_finished; i++) {
+        const eddy_task_ref_t *f = &d->finished[i];
+        if (f->stage >= d->n_stages || f->instance >= d->stages[f->stage].parallelism)
+            return eddy_err_set(err, "invalid DEPLOY: finished task %u[%u], which is not placed",
+                                f->stage, f->instance);
     }
     return 0;
 }

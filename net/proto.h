@@ -34,6 +34,7 @@
 #define EDDY_MAX_PLUGINS 64
 #define EDDY_PLUGIN_HASH_MAX 65          /* a SHA-256: 64 hex digits and NUL */
 #define EDDY_PLUGIN_MAX_WIRE (32u << 20) /* a plugin's bytes in a PLUGIN message */
+#define EDDY_TASK_REFS_MAX 65536 /* tasks named in one ACK's ended inputs or DEPLOY's finished */
 /* Bumped whenever a message's fields change: a worker of another protocol
  * version is refused at registration with a message naming both. */
 #define EDDY_PROTOCOL_VERSION 9u
@@ -161,6 +162,11 @@ typedef struct eddy_worker_endpoint {
     char endpoint[EDDY_ENDPOINT_MAX];
 } eddy_worker_endpoint_t;
 
+/* One task of a job: its stage and instance. */
+typedef struct eddy_task_ref {
+    uint32_t stage, instance;
+} eddy_task_ref_t;
+
 /* Where a source instance resumes: its position and, for sources with
  * write_state, its state bytes (at most EDDY_SOURCE_STATE_MAX; NULL/0 none). */
 typedef struct eddy_source_position {
@@ -191,6 +197,12 @@ typedef struct eddy_deploy {
     eddy_worker_endpoint_t *workers;
     uint32_t n_positions;
     eddy_source_position_t *positions;
+    /* Tasks the restored checkpoint recorded as finished (protocol 9,
+     * DEPLOY's optional last field; absent: none): each starts at its end,
+     * sends end of stream downstream, reads and restores nothing and
+     * reports TASK_DONE. Borrowed when sending; owned when decoded. */
+    uint32_t n_finished;
+    eddy_task_ref_t *finished;
 } eddy_deploy_t;
 
 typedef struct eddy_msg {
@@ -269,6 +281,13 @@ typedef struct eddy_msg {
              * it had ended (error says which): a checkpoint with an ended
              * input cannot complete, so this is not a failure to count. */
             bool declined;
+            /* The inputs the task counted as ended when it took the
+             * checkpoint (their upstream tasks' end of stream came before
+             * the barrier; protocol 9, optional last field, absent: none).
+             * The coordinator accepts the ACK only if each of them reported
+             * TASK_DONE in this epoch. Owned (heap) like source_state. */
+            uint32_t n_ended;
+            eddy_task_ref_t *ended;
         } ack;
         struct {
             uint32_t job;

@@ -194,6 +194,21 @@ static int finish_task(eddy_task_t *t, eddy_err_t *err)
     return 0;
 }
 
+/* A task restored as finished (FLIP-147): it ended before the checkpoint
+ * it was restored from, whose other tasks hold everything it sent, so it
+ * starts at its end: end of stream downstream, nothing read, replayed or
+ * run through its operators, and TASK_DONE again for this epoch. */
+static int finish_restored(eddy_task_t *t, eddy_err_t *err)
+{
+    t->start_finished = false;
+    task_broadcast_small(t, 0, true);
+    if (t->fault)
+        return task_take_fault(t, err);
+    t->finished = true;
+    report_done(t);
+    return 0;
+}
+
 /* ---- lifecycle --------------------------------------------------------- */
 
 eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, eddy_err_t *err)
@@ -227,7 +242,10 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
         t->ctx.second_key_fn = t->def->second_key_fn;
         t->ctx.input = &t->current_input;
     }
-    t->ctx.restored_checkpoint = cfg->restore_checkpoint;
+    t->start_finished = cfg->start_finished;
+    /* A finished task restores nothing: the checkpoint has none of its state. */
+    uint64_t restore = cfg->start_finished ? 0 : cfg->restore_checkpoint;
+    t->ctx.restored_checkpoint = restore;
     t->ctx.late_records = &t->late_records;
     t->ctx.rejected_records = &t->rejected_records;
     t->ctx.report = &t->report;
@@ -260,7 +278,7 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             goto fail;
         }
         /* Without a checkpoint to restore, the owned groups start empty. */
-        if (cfg->restore_checkpoint == 0)
+        if (restore == 0)
             for (uint32_t kg = t->ctx.key_groups.start; kg < t->ctx.key_groups.end; kg++)
                 t->held[kg] = 1;
     }
@@ -284,7 +302,9 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             goto fail;
         }
     }
-    if (t->def->source) {
+    /* A source restored as finished is not opened: it reads nothing (and a
+     * queue's reader must not claim entries it would never emit). */
+    if (t->def->source && !cfg->start_finished) {
         eddy_op_context_t ctx = t->ctx;
         ctx.config = t->def->source_config;
         ctx.source_state = cfg->source_state_len ? cfg->source_state : NULL;
@@ -294,8 +314,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             eddy_err_wrap(err, "source %s[%u]", t->def->name, t->instance);
             goto fail;
         }
-        if (t->def->event_time.enabled && t->env->store && cfg->restore_checkpoint &&
-            cfg->start_position >= 0 && task_restore_source_time(t, cfg->restore_checkpoint, err) < 0)
+        if (t->def->event_time.enabled && t->env->store && restore &&
+            cfg->start_position >= 0 && task_restore_source_time(t, restore, err) < 0)
             goto fail;
     }
     return t;
@@ -389,6 +409,8 @@ bool eddy_task_runnable(eddy_task_t *self, uint64_t now_ns)
 {
     if (self->finished)
         return false;
+    if (self->start_finished) /* after START, so every peer has its tasks */
+        return self->running;
     if (self->fault) /* the next step reports it */
         return true;
     if (task_fluid_wake(self) <= now_ns) /* a held transfer may go */
@@ -643,6 +665,7 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
 #endif
     task_fluid_poll(self, now_ns);
     int rc = self->fault            ? task_take_fault(self, err)
+             : self->start_finished ? (self->running ? finish_restored(self, err) : 0)
              : self->source         ? step_source(self, now_ns, err)
                                     : step_input(self, now_ns, err);
 #ifndef EDDY_NO_TASK_TIMING
@@ -668,7 +691,7 @@ int eddy_task_step(eddy_task_t *self, uint64_t now_ns, eddy_err_t *err)
 
 void eddy_task_tick(eddy_task_t *self, uint64_t now_ns)
 {
-    if (self->finished || self->fault || now_ns < self->next_tick_ns)
+    if (self->finished || self->start_finished || self->fault || now_ns < self->next_tick_ns)
         return;
     self->next_tick_ns = now_ns + (uint64_t)EDDY_TICK_INTERVAL_MS * 1000000u;
     if (self->source && self->running)
@@ -702,6 +725,8 @@ uint64_t eddy_task_next_wake(eddy_task_t *self, uint64_t now_ns)
 {
     if (self->finished)
         return UINT64_MAX;
+    if (self->start_finished && self->running)
+        return now_ns;
     uint64_t wake = needs_ticks(self) ? self->next_tick_ns : UINT64_MAX;
     if (task_fluid_wake(self) < wake)
         wake = task_fluid_wake(self);

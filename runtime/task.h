@@ -91,6 +91,11 @@ typedef struct eddy_task_config {
     size_t source_state_len;  /* borrowed for eddy_task_new only */
     uint64_t restore_checkpoint; /* keyed: groups come from it (restore_groups) */
     double start_time_s;      /* sources: seconds since the job started (rate schedules) */
+    /* The restored checkpoint recorded the task as finished: it restores
+     * nothing (restore_checkpoint is ignored), its source (if any) is not
+     * opened, and once started it sends end of stream downstream and
+     * reports TASK_DONE. */
+    bool start_finished;
 } eddy_task_config_t;
 
 eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, eddy_err_t *err);

@@ -160,12 +160,36 @@ static eddy_msg_t ack_of(const eddy_task_t *t, uint64_t checkpoint)
     return ack;
 }
 
+/* The inputs whose upstream sent its end of stream before the barrier, in
+ * the ACK: the coordinator accepts it only if each of those upstream tasks
+ * reported TASK_DONE (a forged end of stream must not let this task
+ * snapshot without the records its real upstream sent before the barrier). */
+static void ended_inputs_into_ack(const eddy_task_t *t, eddy_msg_t *ack)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        n += t->inputs[i].eos_received;
+    if (n == 0)
+        return;
+    if (n > EDDY_TASK_REFS_MAX || !(ack->u.ack.ended = calloc(n, sizeof *ack->u.ack.ended))) {
+        snprintf(ack->u.ack.error, sizeof ack->u.ack.error,
+                 "%s[%u]: cannot name its %u ended inputs", t->def->name, t->instance, n);
+        return;
+    }
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].eos_received)
+            ack->u.ack.ended[ack->u.ack.n_ended++] =
+                (eddy_task_ref_t){t->inputs[i].src_stage, t->inputs[i].src_instance};
+}
+
 void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
 {
     task_flush_chain(t);
     eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
-    source_state_into_ack(t, &ack);
+    ended_inputs_into_ack(t, &ack);
+    if (!ack.u.ack.error[0])
+        source_state_into_ack(t, &ack);
     eddy_snapshot_unit_t *unit = NULL;
     bool migration = checkpoint == t->env->migration_checkpoint;
     eddy_err_t perr = {{0}};
@@ -206,38 +230,25 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         t->env->submit_snapshot(t->env->host, unit);
     } else {
         t->env->notify(t->env->host, &ack);
-        free(ack.u.ack.source_state);
+        eddy_msg_clear(&ack); /* its source state and ended inputs */
     }
 }
 
-/* An input whose upstream sent its end of stream. */
-static const input_channel_t *ended_input(const eddy_task_t *t)
-{
-    for (uint32_t i = 0; i < t->n_inputs; i++)
-        if (t->inputs[i].eos_received)
-            return &t->inputs[i];
-    return NULL;
-}
-
-/* A checkpoint whose barriers came from every input but one that ended
- * cannot complete: the ended upstream task is done and does not ACK it
- * (and a forged end of stream must not let this task snapshot without the
- * records its upstream sent before the barrier). The barrier still goes
- * downstream, so no task there waits for it; the ACK declines. */
-static void decline_checkpoint(eddy_task_t *t, uint64_t checkpoint, const input_channel_t *ended)
+/* A checkpoint whose barrier met a fluid migration step in flight cannot
+ * hold the moving key groups soundly (one between two owners would be in
+ * no snapshot, or in two). The barrier still goes downstream, so no task
+ * there waits for it; the ACK declines. (An input that ended no longer
+ * declines: the checkpoint is taken and its ACK names the ended inputs,
+ * see ended_inputs_into_ack.) */
+static void decline_checkpoint(eddy_task_t *t, uint64_t checkpoint)
 {
     task_flush_chain(t);
     task_broadcast_small(t, checkpoint, false);
     eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.declined = true;
-    if (ended)
-        snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
-                 "task %s[%u] declined it: its input from %u[%u] ended before the barrier",
-                 t->def->name, t->instance, ended->src_stage, ended->src_instance);
-    else /* a key group between two owners would be in no snapshot, or in two */
-        snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
-                 "task %s[%u] declined it: a fluid migration step was in flight at the barrier",
-                 t->def->name, t->instance);
+    snprintf(ack.u.ack.error, sizeof ack.u.ack.error,
+             "task %s[%u] declined it: a fluid migration step was in flight at the barrier",
+             t->def->name, t->instance);
     t->env->notify(t->env->host, &ack);
 }
 
@@ -254,9 +265,8 @@ void task_check_alignment(eddy_task_t *t)
     for (uint32_t i = 0; i < t->n_inputs; i++)
         if (!t->inputs[i].eos && t->inputs[i].barrier != checkpoint)
             return;
-    const input_channel_t *ended = ended_input(t);
-    if (ended || task_migration_in_flight(t))
-        decline_checkpoint(t, checkpoint, ended);
+    if (task_migration_in_flight(t))
+        decline_checkpoint(t, checkpoint);
     else
         task_take_checkpoint(t, checkpoint);
     for (uint32_t i = 0; i < t->n_inputs; i++)

@@ -164,6 +164,7 @@ struct eddy_task {
     eddy_err_t fault_err;
 
     bool finished, failed;
+    bool start_finished; /* restored as finished: ends at its first step once running */
     uint64_t records_in, records_out;
     uint64_t busy_ns, idle_ns, blocked_ns, last_account_ns;
 

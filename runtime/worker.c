@@ -339,6 +339,14 @@ static void destroy_job(worker_t *w, wjob_t *j)
     free(j);
 }
 
+static bool restored_finished(const eddy_deploy_t *d, uint32_t stage, uint32_t instance)
+{
+    for (uint32_t i = 0; i < d->n_finished; i++)
+        if (d->finished[i].stage == stage && d->finished[i].instance == instance)
+            return true;
+    return false;
+}
+
 static const eddy_source_position_t *position_of(const eddy_deploy_t *d, uint32_t stage,
                                                  uint32_t instance)
 {
@@ -459,7 +467,12 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
                     .source_state = from ? from->state : NULL,
                     .source_state_len = from ? from->state_len : 0,
                     .restore_checkpoint = d->restore_checkpoint,
-                    .start_time_s = (double)(eddy_mono_ns() - j->started_ns) / 1e9};
+                    .start_time_s = (double)(eddy_mono_ns() - j->started_ns) / 1e9,
+                    .start_finished = restored_finished(d, s, k)};
+                if (cfg.start_finished)
+                    eddy_info("job %s epoch %u: task %s[%u] was finished at checkpoint %llu: it "
+                              "starts at its end and replays nothing", d->job_id, d->epoch,
+                              j->graph.stages[s].name, k, (unsigned long long)d->restore_checkpoint);
                 t = eddy_task_new(&j->env, &cfg, err);
                 if (!t)
                     return -1;

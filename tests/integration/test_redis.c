@@ -6,8 +6,10 @@
  * computed here, so a dropped or doubled entry shows as a wrong count.
  * Covered: a bounded read (?bounded=latest), streams by pattern split over
  * 2 source instances, the sink's XLEN, Redis unreachable when the job
- * starts, and (with source state as bytes) a worker killed with -9 and
- * Redis restarted mid-run, and a consumer group left with nothing pending. */
+ * starts, (with source state as bytes) a worker killed with -9 and
+ * Redis restarted mid-run, a consumer group left with nothing pending, and
+ * checkpoints that go on after an instance finished (a restore starts it
+ * at its end). */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -568,4 +570,75 @@ Test(redis, sink_survives_a_redis_restart_at_least_once, .init = setup_persisten
     free(got);
     freeReplyObject(r);
     redisFree(c);
+}
+
+/* ---- checkpoints after an instance finished (FLIP-147) --------------------- */
+
+static bool log_has_all(void *arg)
+{
+    const char *const *needles = arg;
+    char *l = log_text();
+    bool yes = true;
+    for (; *needles && yes; needles++)
+        yes = strstr(l, *needles) != NULL;
+    free(l);
+    return yes;
+}
+
+/* The bounded source with more instances than streams: of "s1,s2" over 3
+ * instances, source[2] has no stream and finishes at once, source[0] reads
+ * the small s1 and finishes soon, source[1] reads s2 for seconds.
+ * Checkpoints go on after both finished; a worker killed with -9 then
+ * restores from a checkpoint taken after the finishes, in which both are
+ * recorded as finished: they start at their end (s1 is not read again, or
+ * its words would count twice) and the counts are exact. */
+Test(redis, checkpoints_go_on_after_an_instance_finished, .init = setup_persistent,
+     .fini = teardown, .timeout = 240)
+{
+    /* one line in 50 to s1 */
+    const char *streams[50];
+    streams[0] = "s1";
+    for (int i = 1; i < 50; i++)
+        streams[i] = "s2";
+    size_t lines = fill(streams, 50, 1u << 20);
+    char out[800], rate[32];
+    snprintf(out, sizeof out, "%s/counts.tsv", dir);
+    snprintf(rate, sizeof rate, "%zu", lines / 5); /* s2 takes about 15 s at a third of it */
+    eddy_proc_t *proc = start_job(uri("s1,s2", "bounded=latest"), out, "3", rate);
+    const char *finished[] = {"task source[0] finished", "task source[2] finished", NULL};
+    char *l = NULL;
+    if (!eddy_poll_until(log_has_all, finished, 60000)) {
+        l = log_text();
+        cr_assert_fail("source[0] and source[2] did not both finish; log:\n%s", l);
+    }
+    /* a checkpoint triggered after both finishes completes */
+    int64_t after = completed_checkpoints() + 2;
+    if (!eddy_poll_until(checkpoint_done, &after, 20000)) {
+        l = log_text();
+        cr_assert_fail("no checkpoint completed after an instance finished (%lld, want %lld); "
+                       "log:\n%s", (long long)completed_checkpoints(), (long long)after, l);
+    }
+    cr_assert(eddy_proc_alive(proc), "the job ended before the kill: lower --rate");
+    /* the newest checkpoint records both as finished (eddy status) */
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *job = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    json_int_t fin = json_integer_value(
+        json_object_get(json_object_get(job, "last_checkpoint"), "finished_tasks"));
+    json_int_t done = json_integer_value(json_object_get(job, "tasks_done"));
+    json_decref(st);
+    cr_assert_eq(fin, 2, "last_checkpoint.finished_tasks %lld", (long long)fin);
+    cr_assert_eq(done, 2, "tasks_done %lld", (long long)done);
+    pid_t victim = busy_worker();
+    cr_assert_gt(victim, 0, "no worker with tasks in eddy status");
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    finish_job(proc);
+    assert_output(out);
+    l = log_text();
+    cr_assert(strstr(l, "(2 tasks finished at it start at their end)"),
+              "the restore was not from a checkpoint with both instances finished; log:\n%s", l);
+    cr_assert(strstr(l, "task source[0] was finished at checkpoint") &&
+                  strstr(l, "task source[2] was finished at checkpoint"),
+              "the finished instances did not start at their end; log:\n%s", l);
+    cr_assert(!strstr(l, "task source[1] was finished"), "source[1] had not finished; log:\n%s", l);
+    free(l);
 }

@@ -150,7 +150,35 @@ Test(job_store, checkpoint_record_round_trip)
     cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[{\"stage\":\"s\",\"instance\":0,"
                                                "\"position\":1}]}", &back, &err), 0, "%s", err.msg);
     cr_assert_null(back.positions[0].state);
+    cr_assert_eq(back.n_finished, 0, "a record without \"finished\" has none");
     coord_checkpoint_record_clear(&back);
+}
+
+/* The tasks finished at a checkpoint (FLIP-147) round-trip; a malformed
+ * entry makes the record unreadable rather than restore them unfinished. */
+Test(job_store, checkpoint_record_finished_tasks)
+{
+    coord_position_record_t pos[1] = {{"source", 0, -1, NULL, 0}};
+    coord_finished_record_t fin[2] = {{"source", 2}, {"count", 0}};
+    coord_checkpoint_record_t r = {.id = 4, .n_positions = 1, .positions = pos, .n_finished = 2,
+                                   .finished = fin};
+    char *text = coord_checkpoint_record_encode(&r);
+    cr_assert(text);
+    coord_checkpoint_record_t back;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(coord_checkpoint_record_parse(text, &back, &err), 0, "%s", err.msg);
+    cr_assert_eq(back.n_finished, 2);
+    cr_assert_str_eq(back.finished[0].stage, "source");
+    cr_assert_eq(back.finished[0].instance, 2);
+    cr_assert_str_eq(back.finished[1].stage, "count");
+    cr_assert_eq(back.finished[1].instance, 0);
+    coord_checkpoint_record_clear(&back);
+    free(text);
+    cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[],\"finished\":"
+                                               "[{\"stage\":\"s\"}]}", &back, &err), -1);
+    cr_assert(strstr(err.msg, "finished"), "%s", err.msg);
+    cr_assert_eq(coord_checkpoint_record_parse("{\"id\":2,\"positions\":[],\"finished\":7}",
+                                               &back, &err), -1);
 }
 
 Test(job_store, keys)

@@ -128,6 +128,10 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->positions[0] = (eddy_source_position_t){0, 0, 0, NULL, 0};
         d->positions[1] = (eddy_source_position_t){0, 1, INT64_MAX, malloc(7), 7};
         memcpy(d->positions[1].state, "a\0\xff" "b\nc", 7); /* source state bytes */
+        d->n_finished = 2;
+        d->finished = calloc(2, sizeof *d->finished);
+        d->finished[0] = (eddy_task_ref_t){0, 1};
+        d->finished[1] = (eddy_task_ref_t){1, 4};
         break;
     }
     case EDDY_MSG_DEPLOYED:
@@ -168,6 +172,11 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.ack.source_state = malloc(9);
         memcpy(m.u.ack.source_state, "f\0i\xffle:17", 9);
         m.u.ack.declined = true;
+        m.u.ack.n_ended = 3;
+        m.u.ack.ended = calloc(3, sizeof *m.u.ack.ended);
+        m.u.ack.ended[0] = (eddy_task_ref_t){0, 2};
+        m.u.ack.ended[1] = (eddy_task_ref_t){EDDY_MAX_STAGES - 1, EDDY_MAX_PARALLELISM - 1};
+        m.u.ack.ended[2] = (eddy_task_ref_t){1, 0};
         break;
     case EDDY_MSG_COMPLETE:
         m.u.complete.job = 2;
@@ -338,6 +347,11 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
             cr_assert(!x->positions[i].state_len ||
                       !memcmp(x->positions[i].state, y->positions[i].state, x->positions[i].state_len));
         }
+        cr_assert_eq(x->n_finished, y->n_finished);
+        for (uint32_t i = 0; i < x->n_finished; i++) {
+            cr_assert_eq(x->finished[i].stage, y->finished[i].stage);
+            cr_assert_eq(x->finished[i].instance, y->finished[i].instance);
+        }
         break;
     }
     case EDDY_MSG_DEPLOYED:
@@ -374,6 +388,11 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.ack.files_written, b->u.ack.files_written);
         cr_assert_str_eq(a->u.ack.error, b->u.ack.error);
         cr_assert_eq(a->u.ack.declined, b->u.ack.declined);
+        cr_assert_eq(a->u.ack.n_ended, b->u.ack.n_ended);
+        for (uint32_t i = 0; i < a->u.ack.n_ended; i++) {
+            cr_assert_eq(a->u.ack.ended[i].stage, b->u.ack.ended[i].stage);
+            cr_assert_eq(a->u.ack.ended[i].instance, b->u.ack.ended[i].instance);
+        }
         cr_assert_eq(a->u.ack.source_state_len, b->u.ack.source_state_len);
         cr_assert(!a->u.ack.source_state_len ||
                   !memcmp(a->u.ack.source_state, b->u.ack.source_state, a->u.ack.source_state_len));
@@ -1240,7 +1259,75 @@ Test(proto, ack_declined_is_optional)
     d = decode_ok("\x9e\x08\x01\x02\x03\x00\x00\xff\x00\x00\x00\xa1x\xc4\x00\xc3\x09", 17);
     cr_assert(d.u.ack.declined);
     cr_assert_str_eq(d.u.ack.error, "x");
+    cr_assert_eq(d.u.ack.n_ended, 0);
     eddy_msg_clear(&d);
+}
+
+/* An ACK may end with the inputs it counted as ended (protocol 9): pairs
+ * of (stage, instance), each in range; absent, none. */
+Test(proto, ack_ended_inputs_are_optional_and_bounded)
+{
+    eddy_msg_t d = decode_ok(
+        "\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x94\x00\x02\x00\x00\x09",
+        21);
+    cr_assert_not(d.u.ack.declined);
+    cr_assert_eq(d.u.ack.n_ended, 2);
+    cr_assert_eq(d.u.ack.ended[0].stage, 0);
+    cr_assert_eq(d.u.ack.ended[0].instance, 2);
+    cr_assert_eq(d.u.ack.ended[1].instance, 0);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    expect_reject("\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x93\x00\x02\x00\x09",
+                  20, "pairs");
+    expect_reject("\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x92\x40\x00\x09",
+                  19, "out of range");
+}
+
+/* A DEPLOY may end with the tasks restored as finished (protocol 9); one
+ * without them decodes as none, and the check refuses a finished task that
+ * is not placed. */
+Test(proto, deploy_finished_is_optional_and_checked)
+{
+    eddy_msg_t m = valid_deploy();
+    size_t len;
+    char *enc = eddy_msg_encode(&m, &len);
+    cr_assert_not_null(enc);
+    /* the same DEPLOY without finished tasks, to cut its last field below */
+    uint32_t n = m.u.deploy.n_finished;
+    m.u.deploy.n_finished = 0;
+    size_t len0;
+    char *enc0 = eddy_msg_encode(&m, &len0);
+    m.u.deploy.n_finished = n;
+    cr_assert_not_null(enc0);
+    eddy_msg_t d = decode_ok(enc, len);
+    cr_assert_eq(d.u.deploy.n_finished, 2);
+    cr_assert_eq(d.u.deploy.finished[1].stage, 1);
+    cr_assert_eq(d.u.deploy.finished[1].instance, 4);
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), 0, "%s", err.msg);
+    d.u.deploy.finished[1].instance = 5; /* stage 1 has 5 instances */
+    cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
+    cr_assert(strstr(err.msg, "finished task 1[5]"), "%s", err.msg);
+    eddy_msg_clear(&d);
+    /* enc0 ends with 0x90 (the empty list) and the leader epoch: remove the
+     * list and lower the array's length by one */
+    unsigned char *b = (unsigned char *)enc0;
+    cr_assert_eq(b[0], 0xdc, "a DEPLOY is a msgpack array16");
+    size_t at = len0 - 2; /* the empty list, then a one-byte leader epoch */
+    cr_assert_eq(b[at], 0x90);
+    memmove(b + at, b + at + 1, 1);
+    uint16_t count = (uint16_t)((b[1] << 8) | b[2]);
+    count--;
+    b[1] = (unsigned char)(count >> 8);
+    b[2] = (unsigned char)count;
+    d = decode_ok(enc0, len0 - 1);
+    cr_assert_eq(d.u.deploy.n_finished, 0);
+    cr_assert_null(d.u.deploy.finished);
+    cr_assert_eq(d.u.deploy.epoch, 9);
+    eddy_msg_clear(&d);
+    free(enc);
+    free(enc0);
+    eddy_msg_clear(&m);
 }
 
 /* ---- key loads in heartbeat metrics (field 20) ---------------------------- */

@@ -67,6 +67,8 @@ typedef struct host {
     uint64_t acked_checkpoint;
     bool acked_declined;
     char ack_error[EDDY_ERROR_MAX];
+    uint32_t acked_n_ended;
+    eddy_task_ref_t acked_ended0; /* the first ended input the last ACK named */
 } host_t;
 
 static void host_free_control(host_t *h)
@@ -137,6 +139,9 @@ static void host_notify(void *host, const eddy_msg_t *msg)
         h->acked_position = msg->u.ack.position;
         h->acked_declined = msg->u.ack.declined;
         snprintf(h->ack_error, sizeof h->ack_error, "%s", msg->u.ack.error);
+        h->acked_n_ended = msg->u.ack.n_ended;
+        if (msg->u.ack.n_ended)
+            h->acked_ended0 = msg->u.ack.ended[0];
     }
 }
 
@@ -924,12 +929,13 @@ Test(task, a_two_input_stage_takes_the_minimum_watermark_and_ends_with_both_inpu
 }
 
 /* An input that sent its end of stream has no barrier to give: a checkpoint
- * aligned without it is declined (it cannot complete, its upstream is done),
- * not taken. Taking it let a forged end of stream make the task snapshot
- * before the records its real upstream sent before the barrier, and a
- * restore from that checkpoint lost them. Anything behind an end of stream,
- * even one still queued, is a protocol violation. */
-Test(task, a_checkpoint_aligned_with_an_ended_input_is_declined)
+ * aligned without it is taken (FLIP-147), and the ACK names the ended input
+ * so that the coordinator counts it only if that upstream task reported
+ * TASK_DONE (a forged end of stream must not make the task snapshot before
+ * the records its real upstream sent before the barrier: protocol 8
+ * declined for that reason). Anything behind an end of stream, even one
+ * still queued, is a protocol violation. */
+Test(task, a_checkpoint_aligned_with_an_ended_input_names_it)
 {
     join_fixture_t f;
     join_fixture_init(&f);
@@ -949,14 +955,54 @@ Test(task, a_checkpoint_aligned_with_an_ended_input_is_declined)
     run_until_idle(f.task);
     cr_assert_eq(f.host.acks, 1);
     cr_assert_eq(f.host.acked_checkpoint, 5);
-    cr_assert(f.host.acked_declined, "the checkpoint was taken: %s", f.host.ack_error);
-    cr_assert(strstr(f.host.ack_error, "input from 0[0] ended"), "%s", f.host.ack_error);
-    cr_assert_eq(f.capture.prepared, 0, "a declined checkpoint prepares nothing");
+    cr_assert_not(f.host.acked_declined, "declined: %s", f.host.ack_error);
+    cr_assert_str_eq(f.host.ack_error, "");
+    cr_assert_eq(f.host.acked_n_ended, 1);
+    cr_assert_eq(f.host.acked_ended0.stage, 0);
+    cr_assert_eq(f.host.acked_ended0.instance, 0);
+    cr_assert_eq(f.capture.prepared, 5, "the checkpoint was not taken");
     cr_assert_eq(f.capture.n, 2);
-    /* the right input flows on after the declined barrier */
+    /* the right input flows on after the barrier */
     join_record(&f, 1, "b2");
     run_until_idle(f.task);
     cr_assert_eq(f.capture.n, 3);
+    join_fixture_fini(&f);
+}
+
+/* A task restored as finished (the checkpoint recorded it so, FLIP-147):
+ * a source is not even opened (unused_source has no open()), and a keyed
+ * task loads nothing (checkpoint 7 does not exist); once started, each
+ * sends end of stream downstream and reports TASK_DONE, and nothing more. */
+Test(task, a_task_restored_as_finished_starts_at_its_end)
+{
+    join_fixture_t f;
+    join_fixture_init(&f);
+    eddy_err_t err = {{0}};
+    for (uint32_t stage = 0; stage <= 2; stage += 2) {
+        eddy_task_config_t cfg = {.job = 1, .epoch = 2, .job_id = "test", .graph = &f.graph,
+                                  .stage = stage, .instance = 0, .placement = {3, f.placement},
+                                  .start_position = -1, .restore_checkpoint = 7,
+                                  .start_finished = true};
+        eddy_task_t *t = eddy_task_new(&f.env, &cfg, &err);
+        cr_assert(t, "stage %u: %s", stage, err.msg);
+        uint64_t groups = 0, bytes = 0;
+        cr_assert_eq(eddy_task_restore_groups(t, 7, &bytes, &groups, &err), 0, "%s", err.msg);
+        cr_assert_eq(groups, 0);
+        uint32_t done = f.host.done_reports, control = f.host.n_control;
+        cr_assert_not(eddy_task_runnable(t, eddy_mono_ns()), "it ended before START");
+        eddy_task_set_running(t, true);
+        run_until_idle(t);
+        cr_assert(eddy_task_finished(t));
+        cr_assert_eq(f.host.done_reports, done + 1, "stage %u: no TASK_DONE", stage);
+        uint32_t eos = 0;
+        for (uint32_t i = control; i < f.host.n_control; i++)
+            eos += f.host.control[i].type == EDDY_DATA_EOS;
+        cr_assert_eq(eos, stage == 0 ? 1 : 0, "stage %u: %u ends of stream", stage, eos);
+        eddy_task_trigger(t, 9, false);
+        run_until_idle(t);
+        cr_assert_eq(f.host.acks, 0, "a finished task acknowledged a checkpoint");
+        eddy_task_destroy(&t);
+    }
     join_fixture_fini(&f);
 }
 
