@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/percent.h"
 #include "state/metastore_backend.h"
 #include "state/metastore_lease.h"
 
@@ -72,43 +73,15 @@ typedef struct {
     long timeout_ms; /* etcd only */
 } target_t;
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes %XX escapes of a file URL path into a new string. */
 static char *percent_decode_path(const char *url, const char *s, eddy_err_t *err)
 {
-    size_t n = strlen(s);
-    char *out = malloc(n + 1);
-    if (!out) {
+    int bad_escape;
+    char *out = eddy_percent_decode(s, strlen(s), &bad_escape);
+    if (!out && bad_escape)
+        eddy_err_set(err, "metastore URL '%s': bad %% escape in path", url);
+    else if (!out)
         eddy_err_set(err, "out of memory");
-        return NULL;
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-            int lo = hi >= 0 ? hexval((unsigned char)s[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                free(out);
-                eddy_err_set(err, "metastore URL '%s': bad %% escape in path", url);
-                return NULL;
-            }
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
     return out;
 }
 

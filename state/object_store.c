@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/percent.h"
 #include "state/object_store_backend.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
@@ -93,41 +94,6 @@ int eddy_object_store_check_prefix(const char *prefix, eddy_err_t *err)
 }
 
 /* ---- URIs ---------------------------------------------------------------- */
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes n bytes of s into a new string; NULL on a bad escape. */
-static char *pct_decode(const char *s, size_t n)
-{
-    char *out = malloc(n + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            int h = i + 2 < n ? hexval(s[i + 1]) : -1;
-            int l = i + 2 < n ? hexval(s[i + 2]) : -1;
-            if (h < 0 || l < 0 || (h == 0 && l == 0)) {
-                free(out);
-                return NULL;
-            }
-            *o++ = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            *o++ = s[i];
-        }
-    }
-    *o = '\0';
-    return out;
-}
 
 static bool valid_bucket(const char *b)
 {
@@ -241,7 +207,8 @@ static int parse_s3(const char *uri, const char *opts_endpoint, s3_uri_t *u, edd
                                 "region=R)", (int)(nlen > 60 ? 60 : nlen), it);
         } else {
             free(*slot);
-            *slot = pct_decode(eq + 1, n - nlen - 1);
+            int bad_escape;
+            *slot = eddy_percent_decode(eq + 1, n - nlen - 1, &bad_escape);
             if (!*slot) {
                 free(endpoint);
                 free(region);
