@@ -300,21 +300,7 @@ static pid_t worker_of(const char *job_id, const char *name, int instance)
 {
     json_t *st = eddy_test_status(port);
     cr_assert(st);
-    json_t *j = eddy_test_status_job(st, job_id), *o, *w;
-    json_int_t wid = -1;
-    size_t i;
-    json_array_foreach(json_object_get(j, "operators"), i, o)
-    {
-        if (!strcmp(json_string_value(json_object_get(o, "name")), name))
-            wid = json_integer_value(
-                json_object_get(json_array_get(json_object_get(o, "instances"), instance), "worker"));
-    }
-    pid_t pid = 0;
-    json_array_foreach(json_object_get(st, "workers"), i, w)
-    {
-        if (json_integer_value(json_object_get(w, "id")) == wid)
-            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
-    }
+    pid_t pid = eddy_test_status_instance_pid(st, job_id, name, instance);
     json_decref(st);
     return pid;
 }

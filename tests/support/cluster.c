@@ -675,6 +675,22 @@ json_t *eddy_test_status_operator(json_t *status, const char *job, const char *o
     return found;
 }
 
+pid_t eddy_test_status_instance_pid(json_t *status, const char *job, const char *op,
+                                    int instance)
+{
+    json_t *o = eddy_test_status_operator(status, job, op), *w;
+    json_t *inst = json_array_get(json_object_get(o, "instances"), (size_t)instance);
+    json_int_t wid = inst ? json_integer_value(json_object_get(inst, "worker")) : -1;
+    pid_t pid = 0;
+    size_t i;
+    json_array_foreach(json_object_get(status, "workers"), i, w)
+    {
+        if (json_integer_value(json_object_get(w, "id")) == wid)
+            pid = (pid_t)json_integer_value(json_object_get(w, "pid"));
+    }
+    return pid;
+}
+
 int eddy_test_same_wordcount(const char *input, const char *output, size_t *got_len,
                              size_t *want_len)
 {

@@ -179,6 +179,10 @@ bool eddy_test_cluster_wait_job(eddy_test_cluster_t *self, const char *job,
 
 /* Operator `op` of job `job` in a status document (borrowed), or NULL. */
 json_t *eddy_test_status_operator(json_t *status, const char *job, const char *op);
+/* The pid of the worker that op[instance] of job is placed on in a status
+ * document, or 0 when there is none. */
+pid_t eddy_test_status_instance_pid(json_t *status, const char *job, const char *op,
+                                    int instance);
 
 /* A wordcount's output file against eddy_reference_wordcount of its input
  * file: 1 when byte for byte the same, 0 when not, -1 when either could not
