@@ -316,13 +316,11 @@ int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_at
     advertise_endpoint(opts, advertise, sizeof advertise);
     /* Only etcd elects; the store is opened once here to tell which. */
     eddy_metastore_tls_t tls = {opts->etcd_ca, opts->etcd_cert, opts->etcd_key};
-    bool is_etcd = false;
-    if (eddy_metastore_check(opts->metastore, &tls, &is_etcd, err) < 0)
-        return eddy_err_wrap(err, "metadata store");
     eddy_metastore_t *probe = NULL;
     retry_t probe_retry = {.what = "metadata store"};
-    while (!(probe = eddy_metastore_open_tls(opts->metastore, &tls, err))) {
-        if (!is_etcd)
+    bool unreachable;
+    while (!(probe = eddy_metastore_open_probe(opts->metastore, &tls, &unreachable, err))) {
+        if (!unreachable)
             return eddy_err_wrap(err, "metadata store");
         if (!wait_to_retry(&probe_retry, stop, err))
             return 0;

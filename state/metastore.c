@@ -281,22 +281,17 @@ eddy_metastore_t *eddy_metastore_open(const char *url, eddy_err_t *err)
     return eddy_metastore_open_tls(url, NULL, err);
 }
 
-int eddy_metastore_check(const char *url, const eddy_metastore_tls_t *tls, bool *is_etcd,
-                         eddy_err_t *err)
-{
-    target_t t;
-    if (parse_url(url, &t, err) < 0)
-        return -1;
-    int rc = check_tls(url, &t, tls, err);
-    if (is_etcd)
-        *is_etcd = t.kind == TARGET_ETCD;
-    free(t.target);
-    return rc;
-}
-
 eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
                                           eddy_err_t *err)
 {
+    return eddy_metastore_open_probe(url, tls, NULL, err);
+}
+
+eddy_metastore_t *eddy_metastore_open_probe(const char *url, const eddy_metastore_tls_t *tls,
+                                            bool *unreachable, eddy_err_t *err)
+{
+    if (unreachable)
+        *unreachable = false;
     target_t t;
     if (parse_url(url, &t, err) < 0)
         return NULL;
@@ -317,7 +312,7 @@ eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_
     } else {
         self->ops = &eddy_metastore_etcd_ops;
         self->impl = eddy_metastore_etcd_open(t.target, url, t.timeout_ms,
-                                              tls_set(tls) ? tls : NULL, err);
+                                              tls_set(tls) ? tls : NULL, unreachable, err);
     }
     free(t.target);
     if (!self->impl) {

@@ -76,11 +76,12 @@ typedef struct eddy_metastore_tls {
  * may read. */
 eddy_metastore_t *eddy_metastore_open_tls(const char *url, const eddy_metastore_tls_t *tls,
                                           eddy_err_t *err);
-/* What open checks before it connects: the URL and the TLS settings and
- * files. *is_etcd (may be NULL) says whether it names etcd, where a failed
- * open may pass by waiting (unreachable, no leader yet). */
-int eddy_metastore_check(const char *url, const eddy_metastore_tls_t *tls, bool *is_etcd,
-                         eddy_err_t *err);
+/* eddy_metastore_open_tls that also says, when it fails, whether the
+ * store did not answer at all (*unreachable: etcd refused the connection
+ * or timed out), which may pass by waiting; a malformed URL, unusable TLS
+ * files, a refused TLS handshake or a wrong answer do not. */
+eddy_metastore_t *eddy_metastore_open_probe(const char *url, const eddy_metastore_tls_t *tls,
+                                            bool *unreachable, eddy_err_t *err);
 void eddy_metastore_destroy(eddy_metastore_t **self_p);
 /* The url exactly as given to open. */
 const char *eddy_metastore_url(const eddy_metastore_t *self);

@@ -49,9 +49,11 @@ extern const eddy_metastore_ops_t eddy_metastore_file_ops;
 /* etcd v3 JSON gateway at base_url ("http://host:port" or "https://...", no
  * trailing '/'); tls (may be NULL) only with https, checked by metastore.c.
  * display is how errors name the store (the URL the user gave). Checks
- * reachability before returning. */
+ * reachability before returning; on failure *unreachable (may be NULL) says
+ * etcd did not answer at all, which may pass by waiting. */
 void *eddy_metastore_etcd_open(const char *base_url, const char *display, long timeout_ms,
-                               const eddy_metastore_tls_t *tls, eddy_err_t *err);
+                               const eddy_metastore_tls_t *tls, bool *unreachable,
+                               eddy_err_t *err);
 extern const eddy_metastore_ops_t eddy_metastore_etcd_ops;
 
 /* Appends one item to list, taking ownership of key and value (a

@@ -229,8 +229,11 @@ static void etcd_destroy(void **impl_p)
 }
 
 void *eddy_metastore_etcd_open(const char *base_url, const char *display, long timeout_ms,
-                               const eddy_metastore_tls_t *tls, eddy_err_t *err)
+                               const eddy_metastore_tls_t *tls, bool *unreachable,
+                               eddy_err_t *err)
 {
+    if (unreachable)
+        *unreachable = false;
     if (eddy_curl_acquire(err) < 0)
         return NULL;
     etcd_store_t *es = calloc(1, sizeof *es);
@@ -311,8 +314,11 @@ void *eddy_metastore_etcd_open(const char *base_url, const char *display, long t
              * handshake; say what it probably wanted */
             eddy_err_wrap(err, "etcd at %s is unreachable or wants a client certificate "
                           "(--etcd-cert/--etcd-key)", display);
-        else if (st == REQ_TRANSPORT)
+        else if (st == REQ_TRANSPORT) {
             eddy_err_wrap(err, "etcd at %s is unreachable", display);
+            if (unreachable)
+                *unreachable = true;
+        }
         else if (st == REQ_NOT_FOUND && i + 1 < sizeof apis / sizeof apis[0])
             continue;
         else if (st == REQ_NOT_FOUND)
