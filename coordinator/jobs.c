@@ -95,6 +95,7 @@ void coord_job_free(coord_job_t *j)
     for (uint32_t s = 0; s < EDDY_MAX_STAGES; s++)
         free(j->placement[s].worker_of);
     coord_pending_checkpoint_destroy(&j->pending);
+    coord_fluid_clear(j); /* a job can end while its fluid migration runs */
     coord_retained_clear(j);
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
     free(j->deploy_finished);
