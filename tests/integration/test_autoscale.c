@@ -215,7 +215,7 @@ Test(autoscale, cpu_bound_operator_settles_and_reports_infeasible, .timeout = 15
     cost_mode = "--quiet"; /* no --cost-sleep: the cost is CPU */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cr_assert_gt(cores, 0);
-    run_autoscale(&r, 6000, "5000", "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8");
+    run_autoscale(&r, 12000, "5000", "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 3000 --target-utilisation 0.8");
     char seen[1024];
     describe(&r, seen, sizeof seen);
     for (size_t i = 0; i < r.n_applied; i++)
