@@ -212,18 +212,29 @@ coord_ended_verdict_t coord_ended_inputs_verdict(uint32_t n_stages, const uint32
     return COORD_ENDED_ACCEPT;
 }
 
-bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *self,
-                                            uint32_t *stage, uint32_t *instance)
+uint32_t coord_pending_checkpoint_missing_text(const coord_pending_checkpoint_t *self,
+                                              const char *(*stage_name)(const void *arg,
+                                                                        uint32_t stage),
+                                              const void *arg, char *buf, size_t size)
 {
-    uint32_t task = 0;
+    enum { SHOWN = 8 };
+    uint32_t task = 0, missing = 0;
+    size_t used = 0;
+    if (size)
+        buf[0] = '\0';
     for (uint32_t s = 0; s < self->n_stages; s++)
-        for (uint32_t i = 0; i < self->parallelism[s]; i++, task++)
-            if (!self->acked[task] && !self->finished[task]) {
-                *stage = s;
-                *instance = i;
-                return true;
+        for (uint32_t i = 0; i < self->parallelism[s]; i++, task++) {
+            if (self->acked[task] || self->finished[task])
+                continue;
+            if (missing++ < SHOWN && used < size) {
+                int n = snprintf(buf + used, size - used, "%s%s[%u]", missing > 1 ? ", " : "",
+                                 stage_name(arg, s), i);
+                used = n < 0 ? size : used + (size_t)n;
             }
-    return false;
+        }
+    if (missing > SHOWN && used < size)
+        snprintf(buf + used, size - used, " and %u more", missing - SHOWN);
+    return missing;
 }
 
 /* ---- retained checkpoints ------------------------------------------------- */
@@ -570,15 +581,21 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
 
 /* ---- timers ------------------------------------------------------------------ */
 
+static const char *graph_stage_name(const void *graph, uint32_t stage)
+{
+    return ((const eddy_job_graph_t *)graph)->stages[stage].name;
+}
+
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
 {
     if (j->pending) {
         if (now_ms > j->pending->started_ms + c->opts->checkpoint_timeout_ms) {
-            uint32_t s = 0, i = 0;
-            char why[160];
-            if (!j->pending->committing && coord_pending_checkpoint_first_missing(j->pending, &s, &i))
-                snprintf(why, sizeof why, "timed out (%u of %u tasks acknowledged; none from %s[%u])",
-                         j->pending->n_acked, j->pending->n_tasks, j->graph.stages[s].name, i);
+            char why[EDDY_ERROR_MAX], missing[320];
+            if (!j->pending->committing &&
+                coord_pending_checkpoint_missing_text(j->pending, graph_stage_name, &j->graph,
+                                                      missing, sizeof missing) > 0)
+                snprintf(why, sizeof why, "timed out (%u of %u tasks acknowledged; none from %s)",
+                         j->pending->n_acked, j->pending->n_tasks, missing);
             else
                 snprintf(why, sizeof why, "timed out while its metadata was being recorded");
             coord_checkpoint_abort(c, j, why, true);

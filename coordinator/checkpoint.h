@@ -12,6 +12,7 @@
 #define EDDY_COORDINATOR_CHECKPOINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "net/proto.h"
@@ -106,8 +107,13 @@ coord_ended_verdict_t coord_ended_inputs_verdict(uint32_t n_stages, const uint32
                                                  const uint8_t *seen, uint32_t n_seen,
                                                  uint8_t done_flag, const eddy_task_ref_t *ended,
                                                  uint32_t n_ended, eddy_task_ref_t *bad);
-/* A task that has not acknowledged yet (for messages); false when none. */
-bool coord_pending_checkpoint_first_missing(const coord_pending_checkpoint_t *self,
-                                            uint32_t *stage, uint32_t *instance);
+/* Writes the tasks that have not acknowledged, as "count[0], sink[1]" (at
+ * most 8, then "and N more"), into buf; stage_name(s) names stage s.
+ * Returns how many are missing. A timed-out checkpoint's log line names
+ * them all: which ones hang is what tells a lost barrier from a slow task. */
+uint32_t coord_pending_checkpoint_missing_text(const coord_pending_checkpoint_t *self,
+                                              const char *(*stage_name)(const void *arg,
+                                                                        uint32_t stage),
+                                              const void *arg, char *buf, size_t size);
 
 #endif

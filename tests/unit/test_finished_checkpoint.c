@@ -4,12 +4,20 @@
  * an ACK naming ended inputs only when each named upstream task reported
  * TASK_DONE in this epoch. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "coordinator/checkpoint.h"
 #include "tests/unit/leak_check.h"
 
 TestSuite(finished_checkpoint, .fini = eddy_test_leak_check);
+
+static const char *stage_names(const void *arg, uint32_t stage)
+{
+    (void)arg;
+    static const char *names[] = {"source", "count", "sink"};
+    return names[stage];
+}
 
 #define DONE 1u
 #define OTHER 2u /* another report (a final ACK) is not TASK_DONE */
@@ -37,8 +45,8 @@ Test(finished_checkpoint, completes_without_the_finished_tasks)
                      COORD_ACK_ACCEPTED);
     }
     cr_assert(coord_pending_checkpoint_all_acked(pc));
-    uint32_t s, i;
-    cr_assert_not(coord_pending_checkpoint_first_missing(pc, &s, &i));
+    char missing[64];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, missing, sizeof missing), 0);
     uint32_t n;
     eddy_task_ref_t *f = coord_pending_checkpoint_finished(pc, &n);
     cr_assert_eq(n, 1);
@@ -66,9 +74,10 @@ Test(finished_checkpoint, a_finished_task_cannot_ack_nor_be_marked_twice)
     cr_assert_eq(coord_pending_checkpoint_finish_task(pc, 0, 0), COORD_ACK_DUPLICATE);
     cr_assert_eq(pc->n_acked, 1);
     cr_assert_eq(pc->n_finished, 1);
-    uint32_t s, i;
-    cr_assert(coord_pending_checkpoint_first_missing(pc, &s, &i));
-    cr_assert(s == 0 && i == 1);
+    char missing[96];
+    cr_assert_gt(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, missing, sizeof missing), 0);
+    cr_assert(!strncmp(missing, "source[1], ", 11), "%s", missing);
+    cr_assert_null(strstr(missing, "count[1]"), "finished, yet listed: %s", missing);
     coord_pending_checkpoint_destroy(&pc);
 }
 

@@ -3,11 +3,19 @@
  * duplicate or an unknown task's ACK is refused and can never complete the
  * checkpoint early; source positions land in stage/instance order. */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "coordinator/checkpoint.h"
 #include "tests/unit/leak_check.h"
 
 TestSuite(pending_checkpoint, .fini = eddy_test_leak_check);
+
+static const char *stage_names(const void *arg, uint32_t stage)
+{
+    (void)arg;
+    static const char *names[] = {"source", "count", "sink"};
+    return names[stage];
+}
 
 /* source(2) -> count(3) -> sink(1) */
 static coord_pending_checkpoint_t *three_stages(void)
@@ -36,8 +44,8 @@ Test(pending_checkpoint, completes_when_every_task_acked_once)
     cr_assert_eq(pc->files, 6);
     cr_assert_eq(pc->positions[0].position, 100);
     cr_assert_eq(pc->positions[1].position, 101);
-    uint32_t s, i;
-    cr_assert_not(coord_pending_checkpoint_first_missing(pc, &s, &i));
+    char missing[64];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, missing, sizeof missing), 0);
     coord_pending_checkpoint_destroy(&pc);
     cr_assert_null(pc);
 }
@@ -52,10 +60,9 @@ Test(pending_checkpoint, duplicate_ack_cannot_complete_it_early)
     cr_assert_not(coord_pending_checkpoint_all_acked(pc));
     cr_assert_eq(pc->n_acked, 1);
     cr_assert_eq(pc->bytes, 5, "a duplicate's bytes were counted");
-    uint32_t s, i;
-    cr_assert(coord_pending_checkpoint_first_missing(pc, &s, &i));
-    cr_assert_eq(s, 0);
-    cr_assert_eq(i, 0);
+    char missing[128];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, missing, sizeof missing), 5);
+    cr_assert_str_eq(missing, "source[0], source[1], count[1], count[2], sink[0]");
     coord_pending_checkpoint_destroy(&pc);
 }
 
@@ -117,5 +124,35 @@ Test(pending_checkpoint, keeps_a_copy_of_each_source_state)
     cr_assert_neq(copy[1].state, pc->positions[1].state);
     coord_progress_free(&copy, pc->n_positions);
     cr_assert_null(copy);
+    coord_pending_checkpoint_destroy(&pc);
+}
+
+Test(pending_checkpoint, missing_text_names_every_task_not_acknowledged)
+{
+    coord_pending_checkpoint_t *pc = three_stages();
+    char buf[160];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, buf, sizeof buf), 6);
+    cr_assert_str_eq(buf, "source[0], source[1], count[0], count[1], count[2], sink[0]");
+    cr_assert_eq(coord_pending_checkpoint_ack(pc, 0, 1, 3, NULL, 0, 0, 0), COORD_ACK_ACCEPTED);
+    cr_assert_eq(coord_pending_checkpoint_ack(pc, 1, 1, -1, NULL, 0, 0, 0), COORD_ACK_ACCEPTED);
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, buf, sizeof buf), 4);
+    cr_assert_str_eq(buf, "source[0], count[0], count[2], sink[0]");
+    /* a short buffer is cut, never overrun */
+    char tiny[12];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, tiny, sizeof tiny), 4);
+    cr_assert_eq(strlen(tiny), sizeof tiny - 1);
+    coord_pending_checkpoint_destroy(&pc);
+}
+
+Test(pending_checkpoint, missing_text_stops_after_eight_tasks)
+{
+    uint32_t p[] = {12};
+    bool source[] = {true};
+    coord_pending_checkpoint_t *pc = coord_pending_checkpoint_new(1, 1, 1, p, source, 0);
+    cr_assert(pc);
+    char buf[256];
+    cr_assert_eq(coord_pending_checkpoint_missing_text(pc, stage_names, NULL, buf, sizeof buf), 12);
+    cr_assert_str_eq(buf, "source[0], source[1], source[2], source[3], source[4], source[5], "
+                          "source[6], source[7] and 4 more");
     coord_pending_checkpoint_destroy(&pc);
 }
