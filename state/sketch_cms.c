@@ -88,12 +88,19 @@ static void offer(eddy_cms_t *self, const void *key, size_t len, uint64_t estima
         set_entry(&self->top[self->n_top++], key, len, estimate);
         return;
     }
-    uint32_t smallest = 0;
+    /* The last entry in top()'s order (smallest count, then largest key)
+     * gives way to a key that would sort before it: on equal counts the
+     * byte-smaller key stays, so which keys tie their way into a full
+     * table does not depend on the order records arrived in (a restored
+     * or rescaled window sees them in another order). */
+    eddy_cms_entry_t offered;
+    set_entry(&offered, key, len, estimate);
+    uint32_t last = 0;
     for (uint32_t i = 1; i < self->n_top; i++)
-        if (self->top[i].count < self->top[smallest].count)
-            smallest = i;
-    if (estimate > self->top[smallest].count)
-        set_entry(&self->top[smallest], key, len, estimate);
+        if (entry_cmp(&self->top[i], &self->top[last]) > 0)
+            last = i;
+    if (entry_cmp(&offered, &self->top[last]) < 0)
+        self->top[last] = offered;
 }
 
 void eddy_cms_add(eddy_cms_t *self, const void *key, size_t len, uint64_t count)

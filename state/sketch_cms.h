@@ -9,7 +9,9 @@
  * "eddyCMS1"). Beside it, the EDDY_CMS_TOP_K keys with the largest
  * estimates seen so far are kept with their bytes (keys of at most
  * EDDY_CMS_KEY_MAX bytes; longer keys are counted but never listed): a new
- * key displaces the smallest entry when its estimate is larger. Merge adds
+ * key displaces the last entry in top()'s order (smallest estimate, then
+ * largest key) when it sorts before it, so ties keep the byte-smaller keys
+ * whatever the order of arrival. Merge adds
  * the counters and keeps the largest of both tables' keys re-estimated on
  * the merged counters, so the counters of merged halves equal the whole's.
  *

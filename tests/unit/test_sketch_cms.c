@@ -239,3 +239,46 @@ Test(sketch_cms, bytes_round_trip_and_truncation_refused)
                   "%zu bytes: '%s'", cut[i], err.msg);
     }
 }
+
+/* Forty keys seen once each fill the sixteen-entry table by ties only: the
+ * same keys and result whatever the order they arrive in (a rescaled or
+ * restored window sees another order; its output must not change). */
+Test(sketch_cms, ties_keep_the_same_keys_in_any_order)
+{
+    enum { KEYS = 40 };
+    eddy_cms_t *orders[3];
+    uint64_t s = 7;
+    for (int o = 0; o < 3; o++) {
+        orders[o] = malloc(sizeof *orders[o]);
+        cr_assert(orders[o]);
+        eddy_cms_init(orders[o]);
+        unsigned perm[KEYS];
+        for (unsigned k = 0; k < KEYS; k++)
+            perm[k] = o == 1 ? KEYS - 1 - k : k;
+        if (o == 2) /* a shuffle */
+            for (unsigned k = KEYS - 1; k > 0; k--) {
+                unsigned r = (unsigned)(eddy_test_rand(&s) % (k + 1)), t = perm[k];
+                perm[k] = perm[r];
+                perm[r] = t;
+            }
+        for (unsigned k = 0; k < KEYS; k++) {
+            char key[16];
+            int len = snprintf(key, sizeof key, "%u", 1000 + perm[k]);
+            eddy_cms_add(orders[o], key, (size_t)len, 1);
+        }
+    }
+    eddy_cms_entry_t first[EDDY_CMS_TOP_K], other[EDDY_CMS_TOP_K];
+    size_t n = eddy_cms_top(orders[0], first, 5);
+    cr_assert_eq(n, 5);
+    cr_assert_eq(first[0].len, 4);
+    cr_assert(!memcmp(first[0].key, "1000", 4), "the byte-smallest key leads the ties");
+    for (int o = 1; o < 3; o++) {
+        cr_assert_eq(eddy_cms_top(orders[o], other, 5), n);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(first[i].count == other[i].count && first[i].len == other[i].len &&
+                          !memcmp(first[i].key, other[i].key, first[i].len),
+                      "order %d differs at %zu", o, i);
+    }
+    for (int o = 0; o < 3; o++)
+        free(orders[o]);
+}
