@@ -198,16 +198,24 @@ static void heap_down(size_t *heap, size_t n, size_t i, const run_reader_t *rs)
     }
 }
 
-static int merge_runs(merger_t *m, FILE *out, eddy_err_t *err)
+/* Merges the sorted files runs[0..n_runs) into out. check: the runs may
+ * not be sorted after all; then it stops at the first line that is less
+ * than the one written before it (an unsorted input always shows so) and
+ * returns 1. */
+static int merge_runs(char *const *runs, size_t n_runs, bool check, FILE *out, size_t *lines,
+                      eddy_err_t *err)
 {
-    run_reader_t *rs = calloc(m->n_runs, sizeof *rs);
-    size_t *heap = calloc(m->n_runs, sizeof *heap);
+    run_reader_t *rs = calloc(n_runs ? n_runs : 1, sizeof *rs);
+    size_t *heap = calloc(n_runs ? n_runs : 1, sizeof *heap);
     int rc = rs && heap ? 0 : eddy_err_set(err, "out of memory");
     size_t n = 0;
-    for (size_t i = 0; rc == 0 && i < m->n_runs; i++) {
-        rs[i].f = fopen(m->runs[i], "r");
+    char *last = NULL;
+    size_t last_len = 0, last_cap = 0;
+    bool any = false;
+    for (size_t i = 0; rc == 0 && i < n_runs; i++) {
+        rs[i].f = fopen(runs[i], "r");
         if (!rs[i].f) {
-            rc = eddy_err_set(err, "cannot read %s: %m", m->runs[i]);
+            rc = eddy_err_set(err, "cannot read %s: %m", runs[i]);
             break;
         }
         if ((rs[i].buf = malloc(RUN_BUF)))
@@ -219,15 +227,35 @@ static int merge_runs(merger_t *m, FILE *out, eddy_err_t *err)
         heap_down(heap, n, i, rs);
     while (rc == 0 && n > 0) {
         run_reader_t *r = &rs[heap[0]];
+        if (check) {
+            if (any && bytes_cmp(r->line, r->len, last, last_len) < 0) {
+                rc = 1;
+                break;
+            }
+            if (r->len > last_cap) {
+                char *grown = realloc(last, r->len);
+                if (!grown) {
+                    rc = eddy_err_set(err, "out of memory");
+                    break;
+                }
+                last = grown;
+                last_cap = r->len;
+            }
+            if (r->len)
+                memcpy(last, r->line, r->len);
+            last_len = r->len;
+            any = true;
+        }
+        ++*lines;
         if (fwrite(r->line, 1, r->len, out) != r->len || putc('\n', out) == EOF)
             rc = eddy_err_set(err, "cannot write the merged output: %m");
         else if (!reader_next(r))
             heap[0] = heap[--n];
         heap_down(heap, n, 0, rs);
     }
-    for (size_t i = 0; rs && i < m->n_runs; i++) {
+    for (size_t i = 0; rs && i < n_runs; i++) {
         if (rs[i].f && ferror(rs[i].f) && rc == 0)
-            rc = eddy_err_set(err, "cannot read %s: %m", m->runs[i]);
+            rc = eddy_err_set(err, "cannot read %s: %m", runs[i]);
         if (rs[i].f)
             fclose(rs[i].f);
         free(rs[i].line);
@@ -235,11 +263,15 @@ static int merge_runs(merger_t *m, FILE *out, eddy_err_t *err)
     }
     free(rs);
     free(heap);
+    free(last);
     return rc;
 }
 
-/* Writes the result beside output and renames it there. */
-static int write_output(merger_t *m, const char *output, eddy_err_t *err)
+/* Writes the result beside output and renames it there: the lines in
+ * memory (no runs), the runs merged, or (sorted) the inputs merged as they
+ * are; 1 (nothing renamed) when those turned out not to be sorted. */
+static int write_output(merger_t *m, char *const *sorted, size_t n_sorted, const char *output,
+                        eddy_err_t *err)
 {
     char tmp[PATH_MAX_LEN], dir[PATH_MAX_LEN];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", output, (int)getpid());
@@ -254,14 +286,17 @@ static int write_output(merger_t *m, const char *output, eddy_err_t *err)
         return eddy_err_set(err, "cannot write %s: %m", tmp);
     setvbuf(f, m->iobuf, _IOFBF, IO_BUF);
     int rc = 0;
-    if (m->n_runs == 0) {
+    if (sorted) {
+        rc = merge_runs(sorted, n_sorted, true, f, &m->st.lines, err);
+    } else if (m->n_runs == 0) {
         if (m->n) { /* else refs may be NULL */
             qsort(m->refs, m->n, sizeof *m->refs, ref_cmp);
             if (write_refs(f, m->refs, m->n) < 0)
                 rc = eddy_err_set(err, "cannot write %s: %m", tmp);
         }
     } else {
-        rc = merge_runs(m, f, err);
+        size_t merged = 0; /* counted when read */
+        rc = merge_runs(m->runs, m->n_runs, false, f, &merged, err);
     }
     if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         rc = eddy_err_set(err, "cannot write %s: %m", tmp);
@@ -269,9 +304,9 @@ static int write_output(merger_t *m, const char *output, eddy_err_t *err)
         rc = eddy_err_set(err, "cannot write %s: %m", tmp);
     if (rc == 0 && rename(tmp, output) != 0)
         rc = eddy_err_set(err, "cannot rename %s to %s: %m", tmp, output);
-    if (rc < 0) {
+    if (rc != 0) {
         unlink(tmp);
-        return -1;
+        return rc;
     }
     return eddy_fsync_dir(dir, err);
 }
@@ -293,7 +328,7 @@ int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_
         rc = flush_run(&m, err);
     if (rc == 0) {
         m.st.runs = m.n_runs ? m.n_runs : 1;
-        rc = write_output(&m, output, err);
+        rc = write_output(&m, NULL, 0, output, err);
     }
     for (size_t i = 0; i < m.n_runs; i++) {
         unlink(m.runs[i]);
@@ -305,5 +340,22 @@ int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_
     free(m.iobuf);
     if (rc == 0 && stats)
         *stats = m.st;
+    return rc;
+}
+
+int eddy_line_merge_sorted(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
+                           const char *output, size_t budget, eddy_line_merge_stats_t *stats,
+                           eddy_err_t *err)
+{
+    merger_t m = {.tmp_dir = tmp_dir};
+    m.iobuf = malloc(IO_BUF);
+    if (!m.iobuf)
+        return eddy_err_set(err, "out of memory");
+    int rc = write_output(&m, (char *const *)inputs, n_inputs, output, err);
+    free(m.iobuf);
+    if (rc == 1) /* an input was not sorted: sort them all */
+        return eddy_line_merge(inputs, n_inputs, tmp_dir, output, budget, stats, err);
+    if (rc == 0 && stats)
+        *stats = (eddy_line_merge_stats_t){.lines = m.st.lines, .runs = n_inputs};
     return rc;
 }

@@ -30,5 +30,13 @@ typedef struct eddy_line_merge_stats {
 int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
                     const char *output, size_t budget, eddy_line_merge_stats_t *stats,
                     eddy_err_t *err);
+/* The same for inputs that are each sorted already (e.g. by
+ * eddy_line_merge of one file onto itself): a k-way merge of them, no runs.
+ * An input found unsorted on the way (a line less than the one written
+ * before it) makes it start over as eddy_line_merge; stats->runs is then
+ * the runs it sorted, else the number of inputs. */
+int eddy_line_merge_sorted(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
+                           const char *output, size_t budget, eddy_line_merge_stats_t *stats,
+                           eddy_err_t *err);
 
 #endif

@@ -844,8 +844,8 @@ static int merge_call(void *arg, eddy_err_t *err)
     uint64_t t0 = eddy_mono_ms();
     eddy_line_merge_stats_t st = {0};
     if (rc == 0)
-        rc = eddy_line_merge((const char *const *)parts.names, parts.n, runs, mt->merge_to, 0,
-                             &st, err);
+        rc = eddy_line_merge_sorted((const char *const *)parts.names, parts.n, runs,
+                                    mt->merge_to, 0, &st, err);
     size_t n_parts = parts.n;
     name_list_clear(&parts);
     if (rc < 0)
@@ -1010,6 +1010,31 @@ static int sync_now(eddy_sync_list_t *own, eddy_err_t *err)
     return rc;
 }
 
+/* With merge_to, each prepared file is sorted in place (line_merge.h) by a
+ * call after its fsyncs, on the snapshot writer thread: every instance
+ * sorts its own rows while the job runs, in parallel on its worker, and
+ * the final merge only merges. The checkpoint's ACK follows the sort. */
+typedef struct part_sort {
+    char path[PART_PATH_MAX], runs[PART_PATH_MAX];
+} part_sort_t;
+
+static int part_sort_call(void *arg, eddy_err_t *err)
+{
+    const part_sort_t *ps = arg;
+    return eddy_line_merge((const char *const[]){ps->path}, 1, ps->runs, ps->path, 0, NULL, err);
+}
+
+static int add_part_sort(const part_sink_t *s, const char *path, eddy_sync_list_t *sync,
+                         eddy_err_t *err)
+{
+    part_sort_t *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return eddy_err_set(err, "out of memory");
+    snprintf(ps->path, sizeof ps->path, "%s", path);
+    snprintf(ps->runs, sizeof ps->runs, "%s/" MERGE_RUNS_DIR, s->cfg->directory);
+    return eddy_sync_list_add_call(sync, part_sort_call, ps, free, err);
+}
+
 /* Pre-commit: flush and rename on the loop (cheap); the file and the rename
  * become durable through the sync list before the checkpoint's ACK. */
 static int part_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync, eddy_err_t *err)
@@ -1050,7 +1075,8 @@ static int part_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync,
         tail = &(*tail)->next;
     *tail = p;
     if (eddy_sync_list_add_file(sync, fd, to, err) < 0 ||
-        eddy_sync_list_add_dir(sync, s->pending_dir, err) < 0) {
+        eddy_sync_list_add_dir(sync, s->pending_dir, err) < 0 ||
+        (s->cfg->merge_to[0] && add_part_sort(s, to, sync, err) < 0)) {
         eddy_sync_list_destroy(&own);
         return -1;
     }

@@ -91,9 +91,11 @@ extern const eddy_operator_ops_t eddy_table_file_sink_ops;
  * stage's parallelism does not change. */
 typedef struct eddy_part_file_config {
     char directory[4096];
-    /* Optional (config "merge_to"): at the job's final commit, instance 0
+    /* Optional (config "merge_to"): each prepared file is sorted in place
+     * on the snapshot writer thread before the checkpoint's ACK (a call
+     * after its fsyncs); at the job's final commit, instance 0
      * publishes every instance's pending files and merges the committed
-     * parts into this file, byte-sorted (line_merge.h), on the snapshot
+     * (sorted) parts into this file, byte-sorted (line_merge.h), on the snapshot
      * writer thread (a sync list call: the loop goes on, the job's final
      * ACK waits for it); then it writes DIR/.merged (a repeated final
      * commit merges nothing again) and removes the parts. A fresh start

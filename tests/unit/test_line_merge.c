@@ -4,7 +4,9 @@
  * duplicates) in several files are merged with a budget small enough for
  * many sorted runs; the output must equal the lines sorted in memory by
  * the table file sink's order (unsigned bytes, a line before its
- * extensions), duplicates kept; the runs are gone afterwards. Also: no
+ * extensions), duplicates kept; the runs are gone afterwards. The
+ * inputs, each sorted onto itself first, merged as sorted inputs give the
+ * same; unsorted inputs given as sorted are found out and sorted. Also: no
  * input lines give an empty file, and a last line without '\n' gets one. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -125,6 +127,31 @@ Test(line_merge, many_runs_equal_an_in_memory_sort)
     free(got);
     got = eddy_read_file(out, &got_len);
     cr_assert(got_len == want_len && memcmp(got, want, want_len) == 0);
+
+    /* as sorted inputs: first the unsorted ones (found out), then each
+     * sorted onto itself */
+    cr_assert_eq(unlink(out), 0);
+    cr_assert_eq(eddy_line_merge_sorted((const char *const *)inputs, FILES, runs, out, 16 << 10,
+                                        &st, &err),
+                 0, "%s", err.msg);
+    cr_assert_gt(st.runs, 10, "unsorted inputs were merged as sorted");
+    free(got);
+    got = eddy_read_file(out, &got_len);
+    cr_assert(got_len == want_len && memcmp(got, want, want_len) == 0);
+    for (int f = 0; f < FILES; f++)
+        cr_assert_eq(eddy_line_merge((const char *const[]){inputs[f]}, 1, runs, inputs[f], 16 << 10,
+                                     NULL, &err),
+                     0, "%s", err.msg);
+    cr_assert_eq(eddy_line_merge_sorted((const char *const *)inputs, FILES, runs, out, 16 << 10,
+                                        &st, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(st.runs, FILES);
+    cr_assert_eq(st.lines, FILES * LINES);
+    free(got);
+    got = eddy_read_file(out, &got_len);
+    cr_assert(got_len == want_len && memcmp(got, want, want_len) == 0,
+              "sorted inputs merged differ from the sorted lines");
+    cr_assert_eq(count_entries(runs), 0, "run files left behind");
 
     free(got);
     free(want);
