@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "net/partial.h"
+#include "operators/etl_record.h"
 #include "operators/line_merge.h"
 #include "state/keygroup.h"
 
@@ -760,34 +761,6 @@ typedef struct merge_task {
     uint32_t stage;
 } merge_task_t;
 
-typedef struct name_list {
-    char **names;
-    size_t n, cap;
-} name_list_t;
-
-static int name_list_add(name_list_t *l, const char *path)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **names = realloc(l->names, cap * sizeof *names);
-        if (!names)
-            return -1;
-        l->names = names;
-        l->cap = cap;
-    }
-    if (!(l->names[l->n] = strdup(path)))
-        return -1;
-    l->n++;
-    return 0;
-}
-
-static void name_list_clear(name_list_t *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-}
-
 /* Every prepared file of the stage still pending, of any instance, belongs
  * to a completed checkpoint at the final commit: publish it (its own
  * instance's commit may not have run yet; publishing twice is a no-op). */
@@ -825,7 +798,7 @@ static int merge_call(void *arg, eddy_err_t *err)
         return 0; /* an earlier final commit merged, then removed the parts */
     if (publish_stage(mt, err) < 0)
         return -1;
-    name_list_t parts = {0};
+    eddy_strv_t parts = {0};
     DIR *d = opendir(mt->directory);
     if (!d)
         return eddy_err_set(err, "cannot read %s: %m", mt->directory);
@@ -837,17 +810,17 @@ static int merge_call(void *arg, eddy_err_t *err)
             continue;
         char path[ENTRY_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", mt->directory, e->d_name);
-        if (name_list_add(&parts, path) < 0)
+        if (eddy_strv_push(&parts, path, strlen(path)) < 0)
             rc = eddy_err_set(err, "out of memory");
     }
     closedir(d);
     uint64_t t0 = eddy_mono_ms();
     eddy_line_merge_stats_t st = {0};
     if (rc == 0)
-        rc = eddy_line_merge_sorted((const char *const *)parts.names, parts.n, runs,
+        rc = eddy_line_merge_sorted((const char *const *)parts.v, parts.n, runs,
                                     mt->merge_to, 0, &st, err);
     size_t n_parts = parts.n;
-    name_list_clear(&parts);
+    eddy_strv_clear(&parts);
     if (rc < 0)
         return eddy_err_wrap(err, "merging the output into %s", mt->merge_to);
     eddy_info("part file sink: merged %zu rows of %zu part files into %s (%zu sorted runs) "
