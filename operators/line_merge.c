@@ -2,6 +2,7 @@
 #include "operators/line_merge.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,12 +137,8 @@ static int add_line(merger_t *m, const char *p, size_t len, eddy_err_t *err)
     return 0;
 }
 
-static int read_input(merger_t *m, const char *path, eddy_err_t *err)
+static int read_stream(merger_t *m, FILE *f, const char *path, eddy_err_t *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return eddy_err_set(err, "cannot read %s: %m", path);
-    setvbuf(f, NULL, _IOFBF, RUN_BUF);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -155,6 +152,16 @@ static int read_input(merger_t *m, const char *path, eddy_err_t *err)
     if (rc == 0 && ferror(f))
         rc = eddy_err_set(err, "cannot read %s: %m", path);
     free(line);
+    return rc;
+}
+
+static int read_input(merger_t *m, const char *path, eddy_err_t *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return eddy_err_set(err, "cannot read %s: %m", path);
+    setvbuf(f, NULL, _IOFBF, RUN_BUF);
+    int rc = read_stream(m, f, path, err);
     fclose(f);
     return rc;
 }
@@ -267,6 +274,24 @@ static int merge_runs(char *const *runs, size_t n_runs, bool check, FILE *out, s
     return rc;
 }
 
+/* Writes the sorted lines to f (named name): those in memory (no runs),
+ * the runs merged, or (sorted) the inputs merged as they are; 1 when
+ * those turned out not to be sorted. */
+static int write_lines(merger_t *m, char *const *sorted, size_t n_sorted, FILE *f,
+                       const char *name, eddy_err_t *err)
+{
+    if (sorted)
+        return merge_runs(sorted, n_sorted, true, f, &m->st.lines, err);
+    if (m->n_runs > 0) {
+        size_t merged = 0; /* counted when read */
+        return merge_runs(m->runs, m->n_runs, false, f, &merged, err);
+    }
+    if (!m->n)
+        return 0; /* refs may be NULL */
+    qsort(m->refs, m->n, sizeof *m->refs, ref_cmp);
+    return write_refs(f, m->refs, m->n) < 0 ? eddy_err_set(err, "cannot write %s: %m", name) : 0;
+}
+
 /* Writes the result beside output and renames it there: the lines in
  * memory (no runs), the runs merged, or (sorted) the inputs merged as they
  * are; 1 (nothing renamed) when those turned out not to be sorted. */
@@ -285,19 +310,7 @@ static int write_output(merger_t *m, char *const *sorted, size_t n_sorted, const
     if (!f)
         return eddy_err_set(err, "cannot write %s: %m", tmp);
     setvbuf(f, m->iobuf, _IOFBF, IO_BUF);
-    int rc = 0;
-    if (sorted) {
-        rc = merge_runs(sorted, n_sorted, true, f, &m->st.lines, err);
-    } else if (m->n_runs == 0) {
-        if (m->n) { /* else refs may be NULL */
-            qsort(m->refs, m->n, sizeof *m->refs, ref_cmp);
-            if (write_refs(f, m->refs, m->n) < 0)
-                rc = eddy_err_set(err, "cannot write %s: %m", tmp);
-        }
-    } else {
-        size_t merged = 0; /* counted when read */
-        rc = merge_runs(m->runs, m->n_runs, false, f, &merged, err);
-    }
+    int rc = write_lines(m, sorted, n_sorted, f, tmp, err);
     if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         rc = eddy_err_set(err, "cannot write %s: %m", tmp);
     if (fclose(f) != 0 && rc == 0)
@@ -311,9 +324,11 @@ static int write_output(merger_t *m, char *const *sorted, size_t n_sorted, const
     return eddy_fsync_dir(dir, err);
 }
 
-int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
-                    const char *output, size_t budget, eddy_line_merge_stats_t *stats,
-                    eddy_err_t *err)
+/* Sorts the inputs' lines into output or, with in_place (open for reading
+ * and writing, named by inputs[0]), back into that file. */
+static int sort_lines(const char *const *inputs, size_t n_inputs, FILE *in_place,
+                      const char *tmp_dir, const char *output, size_t budget,
+                      eddy_line_merge_stats_t *stats, eddy_err_t *err)
 {
     merger_t m = {.tmp_dir = tmp_dir, .budget = budget ? budget : EDDY_LINE_MERGE_BUDGET};
     m.arena_size = m.budget;
@@ -322,13 +337,25 @@ int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_
     int rc = m.arena && m.iobuf ? 0 : eddy_err_set(err, "out of memory");
     if (rc == 0)
         rc = eddy_mkdir_p(tmp_dir, err);
-    for (size_t i = 0; rc == 0 && i < n_inputs; i++)
+    for (size_t i = 0; rc == 0 && !in_place && i < n_inputs; i++)
         rc = read_input(&m, inputs[i], err);
+    if (rc == 0 && in_place)
+        rc = read_stream(&m, in_place, inputs[0], err);
     if (rc == 0 && m.n_runs > 0) /* the rest joins the runs on disk */
         rc = flush_run(&m, err);
-    if (rc == 0) {
+    if (rc == 0)
         m.st.runs = m.n_runs ? m.n_runs : 1;
+    if (rc == 0 && !in_place) {
         rc = write_output(&m, NULL, 0, output, err);
+    } else if (rc == 0) {
+        /* every line is read: write them back over the same bytes (the
+         * same lines, each with its '\n'), then cut what is left */
+        rewind(in_place);
+        rc = write_lines(&m, NULL, 0, in_place, inputs[0], err);
+        long end = rc == 0 && fflush(in_place) == 0 ? ftell(in_place) : -1;
+        if (rc == 0 && (end < 0 || ftruncate(fileno(in_place), (off_t)end) != 0 ||
+                        fsync(fileno(in_place)) != 0))
+            rc = eddy_err_set(err, "cannot write %s: %m", inputs[0]);
     }
     for (size_t i = 0; i < m.n_runs; i++) {
         unlink(m.runs[i]);
@@ -357,5 +384,29 @@ int eddy_line_merge_sorted(const char *const *inputs, size_t n_inputs, const cha
         return eddy_line_merge(inputs, n_inputs, tmp_dir, output, budget, stats, err);
     if (rc == 0 && stats)
         *stats = (eddy_line_merge_stats_t){.lines = m.st.lines, .runs = n_inputs};
+    return rc;
+}
+
+int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
+                    const char *output, size_t budget, eddy_line_merge_stats_t *stats,
+                    eddy_err_t *err)
+{
+    return sort_lines(inputs, n_inputs, NULL, tmp_dir, output, budget, stats, err);
+}
+
+int eddy_line_sort_in_place(const char *path, const char *tmp_dir, size_t budget,
+                            eddy_line_merge_stats_t *stats, eddy_err_t *err)
+{
+    /* never created: a file removed meanwhile stays removed */
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r+") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return eddy_err_set(err, "cannot open %s: %m", path);
+    }
+    int rc = sort_lines((const char *const[]){path}, 1, f, tmp_dir, NULL, budget, stats, err);
+    if (fclose(f) != 0 && rc == 0)
+        rc = eddy_err_set(err, "cannot write %s: %m", path);
     return rc;
 }

@@ -30,6 +30,14 @@ typedef struct eddy_line_merge_stats {
 int eddy_line_merge(const char *const *inputs, size_t n_inputs, const char *tmp_dir,
                     const char *output, size_t budget, eddy_line_merge_stats_t *stats,
                     eddy_err_t *err);
+/* Sorts the lines of the file at path into the same file: read through
+ * a descriptor opened without O_CREAT, written back over the same bytes,
+ * fsynced. The file is never replaced or created, so a file removed while
+ * it sorts (an attempt discarding what an earlier one prepared) stays
+ * removed; a crash halfway leaves it mixed (its prepare never completed).
+ * tmp_dir and budget as above. */
+int eddy_line_sort_in_place(const char *path, const char *tmp_dir, size_t budget,
+                            eddy_line_merge_stats_t *stats, eddy_err_t *err);
 /* The same for inputs that are each sorted already (e.g. by
  * eddy_line_merge of one file onto itself): a k-way merge of them, no runs.
  * An input found unsorted on the way (a line less than the one written

@@ -663,7 +663,7 @@ static int publish(const part_sink_t *s, uint64_t checkpoint)
 }
 
 /* "part-<instance>-<20 digits>.txt", a published file. */
-static bool committed_name(const char *name, uint32_t *instance)
+static bool committed_name(const char *name, uint32_t *instance, uint64_t *checkpoint)
 {
     unsigned inst;
     int n = 0;
@@ -673,6 +673,7 @@ static bool committed_name(const char *name, uint32_t *instance)
     if (strlen(id) != 24 || strspn(id, "0123456789") != 20 || strcmp(id + 20, ".txt") != 0)
         return false;
     *instance = inst;
+    *checkpoint = strtoull(id, NULL, 10);
     return true;
 }
 
@@ -718,16 +719,25 @@ static int remove_entries(const char *dir, bool (*drop)(const char *name, const 
     return rc;
 }
 
-/* What an earlier run left that a fresh start of instance s must not
- * merge: its own published parts; for instance 0 also the marker and the
- * parts of instances the job no longer has. */
+/* What an earlier run or attempt left that this one must not merge: the
+ * instance's own published parts after the checkpoint it starts from (all
+ * of them on a fresh start; later ones only exist when it starts from an
+ * older checkpoint, a savepoint); for instance 0 also the marker of a
+ * finished merge and such parts of instances the job no longer has. */
+typedef struct clean_scope {
+    const part_sink_t *s;
+    uint64_t restored;
+} clean_scope_t;
+
 static bool earlier_run_file(const char *name, const void *arg)
 {
-    const part_sink_t *s = arg;
+    const clean_scope_t *c = arg;
     uint32_t inst;
-    if (committed_name(name, &inst))
-        return inst == s->instance || (s->instance == 0 && inst >= s->parallelism);
-    return s->instance == 0 && !strcmp(name, MERGED_MARKER);
+    uint64_t id;
+    if (committed_name(name, &inst, &id))
+        return id > c->restored &&
+               (inst == c->s->instance || (c->s->instance == 0 && inst >= c->s->parallelism));
+    return c->s->instance == 0 && !strcmp(name, MERGED_MARKER);
 }
 
 static bool any_file(const char *name, const void *arg)
@@ -740,14 +750,16 @@ static bool committed_file(const char *name, const void *arg)
 {
     (void)arg;
     uint32_t inst;
-    return committed_name(name, &inst);
+    uint64_t id;
+    return committed_name(name, &inst, &id);
 }
 
-static int part_clean_earlier_run(const part_sink_t *s, eddy_err_t *err)
+static int part_clean_earlier_run(const part_sink_t *s, uint64_t restored, eddy_err_t *err)
 {
     char runs[PART_PATH_MAX];
     snprintf(runs, sizeof runs, "%s/" MERGE_RUNS_DIR, s->cfg->directory);
-    if (remove_entries(s->cfg->directory, earlier_run_file, s, err) < 0 ||
+    clean_scope_t scope = {s, restored};
+    if (remove_entries(s->cfg->directory, earlier_run_file, &scope, err) < 0 ||
         (s->instance == 0 && remove_entries(runs, any_file, NULL, err) < 0))
         return -1;
     return eddy_fsync_dir(s->cfg->directory, err);
@@ -806,7 +818,8 @@ static int merge_call(void *arg, eddy_err_t *err)
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
         uint32_t inst;
-        if (!committed_name(e->d_name, &inst))
+        uint64_t id;
+        if (!committed_name(e->d_name, &inst, &id))
             continue;
         char path[ENTRY_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", mt->directory, e->d_name);
@@ -949,7 +962,7 @@ static void *part_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u-%u", s->pending_dir,
              s->stage, s->instance, ctx->epoch);
     if (eddy_mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0 ||
-        (cfg->merge_to[0] && ctx->restored_checkpoint == 0 && part_clean_earlier_run(s, err) < 0)) {
+        (cfg->merge_to[0] && part_clean_earlier_run(s, ctx->restored_checkpoint, err) < 0)) {
         part_close(s);
         return NULL;
     }
@@ -983,7 +996,9 @@ static int sync_now(eddy_sync_list_t *own, eddy_err_t *err)
     return rc;
 }
 
-/* With merge_to, each prepared file is sorted in place (line_merge.h) by a
+/* With merge_to, each prepared file is sorted in place (line_merge.h: its
+ * own bytes rewritten, never a new file, so a sort of an earlier attempt
+ * that runs late cannot bring back a file the restore discarded) by a
  * call after its fsyncs, on the snapshot writer thread: every instance
  * sorts its own rows while the job runs, in parallel on its worker, and
  * the final merge only merges. The checkpoint's ACK follows the sort. */
@@ -994,7 +1009,7 @@ typedef struct part_sort {
 static int part_sort_call(void *arg, eddy_err_t *err)
 {
     const part_sort_t *ps = arg;
-    return eddy_line_merge((const char *const[]){ps->path}, 1, ps->runs, ps->path, 0, NULL, err);
+    return eddy_line_sort_in_place(ps->path, ps->runs, 0, NULL, err);
 }
 
 static int add_part_sort(const part_sink_t *s, const char *path, eddy_sync_list_t *sync,

@@ -98,11 +98,12 @@ typedef struct eddy_part_file_config {
      * (sorted) parts into this file, byte-sorted (line_merge.h), on the snapshot
      * writer thread (a sync list call: the loop goes on, the job's final
      * ACK waits for it); then it writes DIR/.merged (a repeated final
-     * commit merges nothing again) and removes the parts. A fresh start
-     * (restored checkpoint 0) removes what an earlier run left in DIR: each
-     * instance its own parts, instance 0 the marker, the merge's runs and
-     * parts of instances beyond the parallelism. So FILE holds every row
-     * exactly once, as the concatenated parts do. */
+     * commit merges nothing again) and removes the parts. Every open
+     * removes what an earlier run or attempt left in DIR after the restored
+     * checkpoint (on a fresh start, everything): each instance its own
+     * parts, instance 0 the marker, the merge's runs and such parts of
+     * instances beyond the parallelism. So FILE holds every row exactly
+     * once, as the concatenated parts do. */
     char merge_to[4096];
 } eddy_part_file_config_t;
 extern const eddy_operator_ops_t eddy_part_file_sink_ops;

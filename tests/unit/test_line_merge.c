@@ -5,7 +5,7 @@
  * many sorted runs; the output must equal the lines sorted in memory by
  * the table file sink's order (unsigned bytes, a line before its
  * extensions), duplicates kept; the runs are gone afterwards. The
- * inputs, each sorted onto itself first, merged as sorted inputs give the
+ * inputs, each sorted in place first, merged as sorted inputs give the
  * same; unsorted inputs given as sorted are found out and sorted. Also: no
  * input lines give an empty file, and a last line without '\n' gets one. */
 #include <criterion/criterion.h>
@@ -138,9 +138,8 @@ Test(line_merge, many_runs_equal_an_in_memory_sort)
     free(got);
     got = eddy_read_file(out, &got_len);
     cr_assert(got_len == want_len && memcmp(got, want, want_len) == 0);
-    for (int f = 0; f < FILES; f++)
-        cr_assert_eq(eddy_line_merge((const char *const[]){inputs[f]}, 1, runs, inputs[f], 16 << 10,
-                                     NULL, &err),
+    for (int f = 0; f < FILES; f++) /* in runs for some, in memory for the others */
+        cr_assert_eq(eddy_line_sort_in_place(inputs[f], runs, f % 2 ? 16 << 10 : 0, NULL, &err),
                      0, "%s", err.msg);
     cr_assert_eq(eddy_line_merge_sorted((const char *const *)inputs, FILES, runs, out, 16 << 10,
                                         &st, &err),
@@ -192,4 +191,23 @@ Test(line_merge, a_missing_input_is_an_error)
     cr_assert_eq(eddy_line_merge(inputs, 1, runs, out, 0, NULL, &err), -1);
     cr_assert(strstr(err.msg, "nope.txt"), "%s", err.msg);
     cr_assert(access(out, F_OK) != 0, "an output was written");
+}
+
+Test(line_merge, sorting_in_place_never_creates_the_file)
+{
+    char path[512], runs[512];
+    snprintf(path, sizeof path, "%s/gone.txt", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_line_sort_in_place(path, runs, 0, NULL, &err), -1);
+    cr_assert(access(path, F_OK) != 0, "the file was created");
+    FILE *f = fopen(path, "w");
+    fputs("b\na\nab\n\n", f);
+    fclose(f);
+    cr_assert_eq(eddy_line_sort_in_place(path, runs, 0, NULL, &err), 0, "%s", err.msg);
+    size_t len = 0;
+    char *got = eddy_read_file(path, &len);
+    cr_assert(got && len == 8 && memcmp(got, "\na\nab\nb\n", 8) == 0, "got '%.*s'", (int)len,
+              got ? got : "");
+    free(got);
 }
