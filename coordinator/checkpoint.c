@@ -534,6 +534,15 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
     if (j && m->u.ack.checkpoint == EDDY_FINAL_CHECKPOINT) {
         /* a task's final commit (see coord_job_on_task_done) */
         if (j->finishing && m->u.ack.epoch == j->epoch && !coord_job_ended(j) &&
+            m->u.ack.error[0]) {
+            /* e.g. a sink's final merge of its output failed */
+            char why[EDDY_ERROR_MAX + 64];
+            snprintf(why, sizeof why, "the final commit of task %u[%u] failed: %s",
+                     m->u.ack.stage, m->u.ack.instance, m->u.ack.error);
+            coord_fail_job(c, j, why);
+            return;
+        }
+        if (j->finishing && m->u.ack.epoch == j->epoch && !coord_job_ended(j) &&
             --j->final_acks_pending == 0) {
             j->finishing = false;
             j->ended_ms = eddy_mono_ms();

@@ -2,6 +2,7 @@
 #include "jobs/line_source.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/flags.h"
@@ -113,6 +114,22 @@ void eddy_job_rows_table_add(eddy_stream_t rows, const char *path, bool combine,
     eddy_stream_t counted =
         eddy_aggregate(eddy_key_by(rows, "whole_record"), collect_uid, "nexmark_count", cc);
     eddy_sink(eddy_global(counted), sink_uid, "table_file", out);
+}
+
+void eddy_job_rows_merged_add(eddy_stream_t rows, const char *path, bool chained,
+                              const char *sink_uid)
+{
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s/.%s.parts", (int)(slash - path), path, slash + 1);
+    else
+        snprintf(dir, sizeof dir, ".%s.parts", path);
+    eddy_config_t *out = eddy_config_new();
+    if (out && (eddy_config_set_str(out, "directory", dir) < 0 ||
+                eddy_config_set_str(out, "merge_to", path) < 0))
+        eddy_builder_fail(rows.builder, "output path is too long: %.64s...", path);
+    eddy_sink(chained ? rows : eddy_rebalance(rows), sink_uid, "part_file", out);
 }
 
 eddy_stream_t eddy_line_source_add(eddy_job_builder_t *b, eddy_line_source_flags_t *f)

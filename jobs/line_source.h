@@ -57,6 +57,17 @@ eddy_stream_t eddy_job_sink_add(eddy_stream_t s, const char *output, const char 
  * collect_uid and sink_uid. */
 void eddy_job_rows_table_add(eddy_stream_t rows, const char *path, bool combine,
                              const char *collect_uid, const char *sink_uid);
+/* Rows of an append-only stream (never retracted or updated: projections,
+ * filters, window results, joins) as whole lines into path, byte-sorted,
+ * exactly once: the part file sink (operators.h, two-phase commit) writes
+ * each instance's rows into part files in the hidden directory
+ * "<dir of path>/.<name of path>.parts", and at the job's end merges the
+ * committed parts into path (an external merge in bounded memory, on the
+ * snapshot writer thread). No keyed state per row. chained: rows come
+ * from a stage that is not keyed (the sink joins it, no shuffle); else the
+ * sink reads them round robin, so the keyed stage stays rescalable. */
+void eddy_job_rows_merged_add(eddy_stream_t rows, const char *path, bool chained,
+                              const char *sink_uid);
 uint32_t eddy_line_source_parallelism(const eddy_line_source_flags_t *f);
 int eddy_parse_host_port(const char *text, char *host, size_t host_size, uint16_t *port,
                          eddy_err_t *err);

@@ -439,7 +439,19 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     add_steps(&sd, g_from, o.n_groups, NULL, NULL, 0);
     eddy_stream_t rows = sd.rows;
     if (output) {
-        eddy_job_rows_table_add(rows, output, true, "collect", "sink");
+        /* A spec's rows are appended, never retracted (an aggregate without
+         * a window emits once, at end of input), so they go to part files
+         * merged at the end, chained with the source when every step is
+         * stateless. A plugin step's rows may mean anything: the table. */
+        bool plugin = false, stateless = true;
+        for (uint32_t i = 0; i < s->n_steps; i++) {
+            plugin |= s->steps[i].kind == EDDY_PSTEP_PLUGIN;
+            stateless &= eddy_pstep_stateless(&s->steps[i]);
+        }
+        if (plugin)
+            eddy_job_rows_table_add(rows, output, true, "collect", "sink");
+        else
+            eddy_job_rows_merged_add(rows, output, stateless, "sink");
     } else {
         eddy_sink(eddy_global(rows), "sink", "print", NULL);
     }

@@ -80,7 +80,9 @@ static void *part_file_configure(const eddy_config_t *cfg, const void *arg, eddy
 {
     (void)arg;
     eddy_part_file_config_t *c = calloc(1, sizeof *c);
-    if (c && !path_configure(cfg, "directory", c->directory, sizeof c->directory, err)) {
+    if (c && (!path_configure(cfg, "directory", c->directory, sizeof c->directory, err) ||
+              (eddy_config_str(cfg, "merge_to", NULL) &&
+               !path_configure(cfg, "merge_to", c->merge_to, sizeof c->merge_to, err)))) {
         free(c);
         return NULL;
     }

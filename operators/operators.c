@@ -21,6 +21,8 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "net/partial.h"
+#include "operators/etl_record.h"
+#include "operators/line_merge.h"
 #include "state/keygroup.h"
 
 /* ---- flat_map / filter -------------------------------------------------- */
@@ -504,58 +506,107 @@ static int row_compare_seq(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int table_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
+/* The file's rows and where they go: handed to the writer thread. */
+typedef struct table_write {
+    char path[sizeof ((eddy_table_file_config_t *)0)->path];
+    bool lines;
+    table_row_t *rows;
+    size_t count;
+} table_write_t;
+
+static void table_rows_free(table_row_t *rows, size_t count)
 {
-    (void)out;
-    table_sink_t *s = self;
-    if (s->count) /* an empty table has no rows array (qsort wants one) */
-        qsort(s->rows, s->count, sizeof *s->rows, row_compare_seq);
+    for (size_t i = 0; i < count; i++)
+        free(rows[i].key);
+    free(rows);
+}
+
+static void table_write_release(void *arg)
+{
+    table_write_t *w = arg;
+    table_rows_free(w->rows, w->count);
+    free(w);
+}
+
+/* Sorts the rows and writes the file (temp + fsync + rename): seconds for
+ * millions of rows, so it runs as a sync list call on the snapshot writer
+ * thread, never on the worker loop (whose heartbeats would stop). */
+static int table_write_call(void *arg, eddy_err_t *err)
+{
+    table_write_t *w = arg;
+    if (w->count) /* an empty table has no rows array (qsort wants one) */
+        qsort(w->rows, w->count, sizeof *w->rows, row_compare_seq);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->cfg->path, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", w->path, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f)
         return eddy_err_set(err, "cannot write %s: %m", tmp);
-    static char buf[1 << 20];
-    setvbuf(f, buf, _IOFBF, sizeof buf);
-    for (size_t i = 0; i < s->count; i++) {
+    char *buf = malloc((size_t)1 << 20);
+    if (buf)
+        setvbuf(f, buf, _IOFBF, (size_t)1 << 20);
+    for (size_t i = 0; i < w->count; i++) {
         /* Several updates of one key can arrive (changelog input): keep the last. */
-        if (i + 1 < s->count && row_compare(&s->rows[i], &s->rows[i + 1]) == 0)
+        if (i + 1 < w->count && row_compare(&w->rows[i], &w->rows[i + 1]) == 0)
             continue;
-        if (s->cfg->lines) {
-            for (int64_t k = 0; k < s->rows[i].value; k++) {
-                fwrite(s->rows[i].key, 1, s->rows[i].len, f);
+        if (w->lines) {
+            for (int64_t k = 0; k < w->rows[i].value; k++) {
+                fwrite(w->rows[i].key, 1, w->rows[i].len, f);
                 fputc('\n', f);
             }
             continue;
         }
-        fwrite(s->rows[i].key, 1, s->rows[i].len, f);
-        fprintf(f, "\t%" PRId64 "\n", s->rows[i].value);
+        fwrite(w->rows[i].key, 1, w->rows[i].len, f);
+        fprintf(f, "\t%" PRId64 "\n", w->rows[i].value);
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         fclose(f);
+        free(buf);
         unlink(tmp);
         return eddy_err_set(err, "cannot write %s: %m", tmp);
     }
     fclose(f);
-    if (rename(tmp, s->cfg->path) != 0) {
+    free(buf);
+    if (rename(tmp, w->path) != 0) {
         unlink(tmp);
-        return eddy_err_set(err, "cannot rename %s to %s: %m", tmp, s->cfg->path);
+        return eddy_err_set(err, "cannot rename %s to %s: %m", tmp, w->path);
     }
     return 0;
+}
+
+/* The file is written at end of input, after finish(): the task's final
+ * prepare hands the rows to the writer thread, and TASK_DONE waits for the
+ * file (api/operator.h). Earlier checkpoints have nothing to prepare. */
+static int table_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync, eddy_err_t *err)
+{
+    table_sink_t *s = self;
+    if (checkpoint != EDDY_FINAL_CHECKPOINT)
+        return 0;
+    table_write_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return eddy_err_set(err, "out of memory");
+    memcpy(w->path, s->cfg->path, sizeof w->path);
+    w->lines = s->cfg->lines;
+    w->rows = s->rows;
+    w->count = s->count;
+    s->rows = NULL;
+    s->count = s->cap = 0;
+    if (sync)
+        return eddy_sync_list_add_call(sync, table_write_call, w, table_write_release, err);
+    int rc = table_write_call(w, err);
+    table_write_release(w);
+    return rc;
 }
 
 static void table_close(void *self)
 {
     table_sink_t *s = self;
-    for (size_t i = 0; i < s->count; i++)
-        free(s->rows[i].key);
-    free(s->rows);
+    table_rows_free(s->rows, s->count);
     free(s);
 }
 
 const eddy_operator_ops_t eddy_table_file_sink_ops = {
     .kind = "table_file_sink", .open = table_open, .process = table_process,
-    .finish = table_finish, .close = table_close};
+    .prepare = table_prepare, .close = table_close};
 
 /* ---- part files (two-phase commit) --------------------------------------- */
 
@@ -568,7 +619,7 @@ typedef struct prepared_id {
 
 typedef struct part_sink {
     const eddy_part_file_config_t *cfg;
-    uint32_t stage, instance;
+    uint32_t stage, instance, parallelism;
     char pending_dir[4200];
     char inprogress[PART_PATH_MAX];
     FILE *f;                  /* the in-progress file, opened at the first record */
@@ -591,18 +642,236 @@ static void committed_path(const part_sink_t *s, uint64_t checkpoint, char *out,
 }
 
 /* Publishes one prepared file. A file already gone whose target exists was
- * published before (a COMPLETE seen twice, or by open after a restore). */
-static int publish(const part_sink_t *s, uint64_t checkpoint)
+ * published before (a COMPLETE seen twice, by open after a restore, or by
+ * the final merge of another instance). */
+static int publish_path(const char *from, const char *to)
 {
-    char from[PART_PATH_MAX], to[PART_PATH_MAX];
-    pending_path(s, checkpoint, from, sizeof from);
-    committed_path(s, checkpoint, to, sizeof to);
     if (rename(from, to) == 0)
         return 0;
     if (errno == ENOENT && access(to, F_OK) == 0)
         return 0;
     eddy_error("part file sink: cannot publish %s as %s: %s", from, to, strerror(errno));
     return -1;
+}
+
+static int publish(const part_sink_t *s, uint64_t checkpoint)
+{
+    char from[PART_PATH_MAX], to[PART_PATH_MAX];
+    pending_path(s, checkpoint, from, sizeof from);
+    committed_path(s, checkpoint, to, sizeof to);
+    return publish_path(from, to);
+}
+
+/* "part-<instance>-<20 digits>.txt", a published file. */
+static bool committed_name(const char *name, uint32_t *instance, uint64_t *checkpoint)
+{
+    unsigned inst;
+    int n = 0;
+    if (sscanf(name, "part-%u-%n", &inst, &n) != 1 || n == 0)
+        return false;
+    const char *id = name + n;
+    if (strlen(id) != 24 || strspn(id, "0123456789") != 20 || strcmp(id + 20, ".txt") != 0)
+        return false;
+    *instance = inst;
+    *checkpoint = strtoull(id, NULL, 10);
+    return true;
+}
+
+/* "part-<stage>-<instance>-<20 digits>", a prepared file of that stage. */
+static bool pending_name(const char *name, uint32_t stage, uint32_t *instance,
+                         uint64_t *checkpoint)
+{
+    unsigned st, inst;
+    int n = 0;
+    if (sscanf(name, "part-%u-%u-%n", &st, &inst, &n) != 2 || n == 0 || st != stage)
+        return false;
+    const char *id = name + n;
+    if (strlen(id) != 20 || strspn(id, "0123456789") != 20)
+        return false;
+    *instance = inst;
+    *checkpoint = strtoull(id, NULL, 10);
+    return true;
+}
+
+#define MERGED_MARKER ".merged"
+/* A directory's path (at most PART_PATH_MAX) and an entry's name. */
+#define ENTRY_PATH_MAX (PART_PATH_MAX + 258)
+#define MERGE_RUNS_DIR ".merge"
+
+/* Removes every entry of dir for which drop(name, arg) holds. */
+static int remove_entries(const char *dir, bool (*drop)(const char *name, const void *arg),
+                          const void *arg, eddy_err_t *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : eddy_err_set(err, "cannot read %s: %m", dir);
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!drop(e->d_name, arg))
+            continue;
+        char path[ENTRY_PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) < 0 && errno != ENOENT)
+            rc = eddy_err_set(err, "cannot remove %s: %m", path);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* What an earlier run or attempt left that this one must not merge: the
+ * instance's own published parts after the checkpoint it starts from (all
+ * of them on a fresh start; later ones only exist when it starts from an
+ * older checkpoint, a savepoint); for instance 0 also the marker of a
+ * finished merge and such parts of instances the job no longer has. */
+typedef struct clean_scope {
+    const part_sink_t *s;
+    uint64_t restored;
+} clean_scope_t;
+
+static bool earlier_run_file(const char *name, const void *arg)
+{
+    const clean_scope_t *c = arg;
+    uint32_t inst;
+    uint64_t id;
+    if (committed_name(name, &inst, &id))
+        return id > c->restored &&
+               (inst == c->s->instance || (c->s->instance == 0 && inst >= c->s->parallelism));
+    return c->s->instance == 0 && !strcmp(name, MERGED_MARKER);
+}
+
+static bool any_file(const char *name, const void *arg)
+{
+    (void)arg;
+    return name[0] != '.';
+}
+
+static bool committed_file(const char *name, const void *arg)
+{
+    (void)arg;
+    uint32_t inst;
+    uint64_t id;
+    return committed_name(name, &inst, &id);
+}
+
+static int part_clean_earlier_run(const part_sink_t *s, uint64_t restored, eddy_err_t *err)
+{
+    char runs[PART_PATH_MAX];
+    snprintf(runs, sizeof runs, "%s/" MERGE_RUNS_DIR, s->cfg->directory);
+    clean_scope_t scope = {s, restored};
+    if (remove_entries(s->cfg->directory, earlier_run_file, &scope, err) < 0 ||
+        (s->instance == 0 && remove_entries(runs, any_file, NULL, err) < 0))
+        return -1;
+    return eddy_fsync_dir(s->cfg->directory, err);
+}
+
+/* The final merge (merge_to), a sync list call on the writer thread. It
+ * owns a copy of what it needs: the sink may close meanwhile. */
+typedef struct merge_task {
+    char directory[sizeof ((eddy_part_file_config_t *)0)->directory];
+    char merge_to[sizeof ((eddy_part_file_config_t *)0)->merge_to];
+    uint32_t stage;
+} merge_task_t;
+
+/* Every prepared file of the stage still pending, of any instance, belongs
+ * to a completed checkpoint at the final commit: publish it (its own
+ * instance's commit may not have run yet; publishing twice is a no-op). */
+static int publish_stage(const merge_task_t *mt, eddy_err_t *err)
+{
+    char pending[PART_PATH_MAX];
+    snprintf(pending, sizeof pending, "%s/.pending", mt->directory);
+    DIR *d = opendir(pending);
+    if (!d)
+        return eddy_err_set(err, "cannot read %s: %m", pending);
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        uint32_t inst;
+        uint64_t id;
+        if (!pending_name(e->d_name, mt->stage, &inst, &id))
+            continue;
+        char from[ENTRY_PATH_MAX], to[PART_PATH_MAX];
+        snprintf(from, sizeof from, "%s/%s", pending, e->d_name);
+        snprintf(to, sizeof to, "%s/part-%u-%020" PRIu64 ".txt", mt->directory, inst, id);
+        if (publish_path(from, to) < 0)
+            rc = eddy_err_set(err, "cannot publish %s", from);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int merge_call(void *arg, eddy_err_t *err)
+{
+    const merge_task_t *mt = arg;
+    char marker[PART_PATH_MAX], runs[PART_PATH_MAX];
+    snprintf(marker, sizeof marker, "%s/" MERGED_MARKER, mt->directory);
+    snprintf(runs, sizeof runs, "%s/" MERGE_RUNS_DIR, mt->directory);
+    if (access(marker, F_OK) == 0)
+        return 0; /* an earlier final commit merged, then removed the parts */
+    if (publish_stage(mt, err) < 0)
+        return -1;
+    eddy_strv_t parts = {0};
+    DIR *d = opendir(mt->directory);
+    if (!d)
+        return eddy_err_set(err, "cannot read %s: %m", mt->directory);
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        uint32_t inst;
+        uint64_t id;
+        if (!committed_name(e->d_name, &inst, &id))
+            continue;
+        char path[ENTRY_PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", mt->directory, e->d_name);
+        if (eddy_strv_push(&parts, path, strlen(path)) < 0)
+            rc = eddy_err_set(err, "out of memory");
+    }
+    closedir(d);
+    uint64_t t0 = eddy_mono_ms();
+    eddy_line_merge_stats_t st = {0};
+    if (rc == 0)
+        rc = eddy_line_merge_sorted((const char *const *)parts.v, parts.n, runs,
+                                    mt->merge_to, 0, &st, err);
+    size_t n_parts = parts.n;
+    eddy_strv_clear(&parts);
+    if (rc < 0)
+        return eddy_err_wrap(err, "merging the output into %s", mt->merge_to);
+    eddy_info("part file sink: merged %zu rows of %zu part files into %s (%zu sorted runs) "
+              "in %" PRIu64 " ms", st.lines, n_parts, mt->merge_to, st.runs, eddy_mono_ms() - t0);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return eddy_err_set(err, "cannot write %s: %m", marker);
+    }
+    close(fd);
+    if (eddy_fsync_dir(mt->directory, err) < 0)
+        return -1;
+    /* The rows live in merge_to now; the marker keeps a repeated final
+     * commit from merging the (removed) parts again. */
+    return remove_entries(mt->directory, committed_file, NULL, err);
+}
+
+static void add_final_merge(const part_sink_t *s, eddy_sync_list_t *sync)
+{
+    eddy_err_t err = {{0}};
+    merge_task_t *mt = calloc(1, sizeof *mt);
+    if (!mt) {
+        eddy_error("part file sink: out of memory for the final merge into %s", s->cfg->merge_to);
+        return;
+    }
+    memcpy(mt->directory, s->cfg->directory, sizeof mt->directory);
+    memcpy(mt->merge_to, s->cfg->merge_to, sizeof mt->merge_to);
+    mt->stage = s->stage;
+    int rc;
+    if (sync) {
+        rc = eddy_sync_list_add_call(sync, merge_call, mt, free, &err);
+    } else {
+        rc = merge_call(mt, &err);
+        free(mt);
+    }
+    if (rc < 0)
+        eddy_error("part file sink: %s", err.msg);
 }
 
 /* An in-progress file of this stage and instance from any attempt (the
@@ -685,13 +954,15 @@ static void *part_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     s->cfg = cfg;
     s->stage = ctx->stage;
     s->instance = ctx->instance;
+    s->parallelism = ctx->parallelism;
     snprintf(s->pending_dir, sizeof s->pending_dir, "%s/.pending", cfg->directory);
     /* The attempt in the name: an instance of an earlier attempt that still
      * runs (its worker was declared dead but was not) writes and, at close,
      * removes its own file, never this one. */
     snprintf(s->inprogress, sizeof s->inprogress, "%s/.inprogress-%u-%u-%u", s->pending_dir,
              s->stage, s->instance, ctx->epoch);
-    if (eddy_mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0) {
+    if (eddy_mkdir_p(s->pending_dir, err) < 0 || part_recover(s, ctx->restored_checkpoint, err) < 0 ||
+        (cfg->merge_to[0] && part_clean_earlier_run(s, ctx->restored_checkpoint, err) < 0)) {
         part_close(s);
         return NULL;
     }
@@ -723,6 +994,33 @@ static int sync_now(eddy_sync_list_t *own, eddy_err_t *err)
     int rc = eddy_sync_list_run(own, err);
     eddy_sync_list_destroy(&own);
     return rc;
+}
+
+/* With merge_to, each prepared file is sorted in place (line_merge.h: its
+ * own bytes rewritten, never a new file, so a sort of an earlier attempt
+ * that runs late cannot bring back a file the restore discarded) by a
+ * call after its fsyncs, on the snapshot writer thread: every instance
+ * sorts its own rows while the job runs, in parallel on its worker, and
+ * the final merge only merges. The checkpoint's ACK follows the sort. */
+typedef struct part_sort {
+    char path[PART_PATH_MAX], runs[PART_PATH_MAX];
+} part_sort_t;
+
+static int part_sort_call(void *arg, eddy_err_t *err)
+{
+    const part_sort_t *ps = arg;
+    return eddy_line_sort_in_place(ps->path, ps->runs, 0, NULL, err);
+}
+
+static int add_part_sort(const part_sink_t *s, const char *path, eddy_sync_list_t *sync,
+                         eddy_err_t *err)
+{
+    part_sort_t *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return eddy_err_set(err, "out of memory");
+    snprintf(ps->path, sizeof ps->path, "%s", path);
+    snprintf(ps->runs, sizeof ps->runs, "%s/" MERGE_RUNS_DIR, s->cfg->directory);
+    return eddy_sync_list_add_call(sync, part_sort_call, ps, free, err);
 }
 
 /* Pre-commit: flush and rename on the loop (cheap); the file and the rename
@@ -765,7 +1063,8 @@ static int part_prepare(void *self, uint64_t checkpoint, eddy_sync_list_t *sync,
         tail = &(*tail)->next;
     *tail = p;
     if (eddy_sync_list_add_file(sync, fd, to, err) < 0 ||
-        eddy_sync_list_add_dir(sync, s->pending_dir, err) < 0) {
+        eddy_sync_list_add_dir(sync, s->pending_dir, err) < 0 ||
+        (s->cfg->merge_to[0] && add_part_sort(s, to, sync, err) < 0)) {
         eddy_sync_list_destroy(&own);
         return -1;
     }
@@ -785,16 +1084,17 @@ static void part_commit(void *self, uint64_t checkpoint, eddy_sync_list_t *sync)
         free(p);
         any = true;
     }
-    if (!any)
-        return;
     /* A published name lost in a crash is published again by open() after
      * the restore (its file is still pending), so the directory's fsync may
      * follow later; the job's final ACK waits for it (see worker.c). */
     eddy_err_t err = {{0}};
-    int rc = sync ? eddy_sync_list_add_dir(sync, s->cfg->directory, &err)
-                  : eddy_fsync_dir(s->cfg->directory, &err);
+    int rc = !any ? 0 : sync ? eddy_sync_list_add_dir(sync, s->cfg->directory, &err)
+                             : eddy_fsync_dir(s->cfg->directory, &err);
     if (rc < 0)
         eddy_error("part file sink: %s", err.msg);
+    /* The final merge: one instance does it, for all (see operators.h). */
+    if (checkpoint == EDDY_FINAL_CHECKPOINT && s->cfg->merge_to[0] && s->instance == 0)
+        add_final_merge(s, sync);
 }
 
 static void part_close(void *self)

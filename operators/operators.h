@@ -67,7 +67,9 @@ typedef struct eddy_table_file_config {
     bool lines; /* format "lines": each key written value times (a multiset of lines) */
 } eddy_table_file_config_t;
 /* Collects [key, value] records and at end of input writes "key<TAB>value"
- * lines in byte order of the key to path, atomically (temp + fsync + rename). */
+ * lines in byte order of the key to path, atomically (temp + fsync + rename).
+ * The sort and the write run on the snapshot writer thread (a call in the
+ * final prepare's sync list), never on the worker loop; TASK_DONE waits. */
 extern const eddy_operator_ops_t eddy_table_file_sink_ops;
 
 /* Exactly-once part files (two-phase commit, like Flink's FileSink). Each
@@ -89,6 +91,20 @@ extern const eddy_operator_ops_t eddy_table_file_sink_ops;
  * stage's parallelism does not change. */
 typedef struct eddy_part_file_config {
     char directory[4096];
+    /* Optional (config "merge_to"): each prepared file is sorted in place
+     * on the snapshot writer thread before the checkpoint's ACK (a call
+     * after its fsyncs); at the job's final commit, instance 0
+     * publishes every instance's pending files and merges the committed
+     * (sorted) parts into this file, byte-sorted (line_merge.h), on the snapshot
+     * writer thread (a sync list call: the loop goes on, the job's final
+     * ACK waits for it); then it writes DIR/.merged (a repeated final
+     * commit merges nothing again) and removes the parts. Every open
+     * removes what an earlier run or attempt left in DIR after the restored
+     * checkpoint (on a fresh start, everything): each instance its own
+     * parts, instance 0 the marker, the merge's runs and such parts of
+     * instances beyond the parallelism. So FILE holds every row exactly
+     * once, as the concatenated parts do. */
+    char merge_to[4096];
 } eddy_part_file_config_t;
 extern const eddy_operator_ops_t eddy_part_file_sink_ops;
 
