@@ -9,7 +9,7 @@
  * read from the pipe gives its latency: time read - time written. A phase may
  * run a shell command at its start (e.g. `eddy rescale ...`).
  *
- *   latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD] ... -- COMMAND...
+ *   latency_probe [-w WAIT_S] [-k KEYS] -p NAME,RATE,SECONDS[,CMD] ... -- COMMAND...
  *
  * RATE 0 sends as fast as the socket takes lines (eddy's backpressure sets
  * the pace). Prints
@@ -20,6 +20,9 @@
  * Lines are paced by an absolute clock, sent in the 1 ms slot they are due.
  * Markers still missing WAIT_S seconds (default 10) after the last phase are
  * counted as lost (`got` < `sent`).
+ * -k KEYS first sends KEYS lines `k<i>` (distinct words, as fast as the
+ * socket takes them, not measured): keyed state of KEYS keys before the
+ * phases (bench/checkpoint.sh).
  * -o FILE writes every marker, one line each: `seq sent_s latency_ms`
  * (sent_s on the monotonic clock; latency -1: lost), after a first line
  * `# cmd START END` with the span (same clock) during which each phase's
@@ -189,6 +192,18 @@ static void send_phase(int fd, phase_t *p)
     p->ended = (double)now_ns() / 1e9;
 }
 
+/* -k: KEYS distinct words ahead of the phases. */
+static void send_preload(int fd, uint64_t keys)
+{
+    char buf[65536];
+    for (uint64_t s = 0; s < keys;) {
+        size_t len = 0;
+        for (; s < keys && len < sizeof buf - 32; s++)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "k%llu\n", (unsigned long long)s);
+        write_all(fd, buf, len);
+    }
+}
+
 static void report(const phase_t *p)
 {
     uint64_t n = p->end - p->first, got = 0;
@@ -216,12 +231,13 @@ static void report(const phase_t *p)
 
 int main(int argc, char **argv)
 {
+    uint64_t preload = 0;
     double wait_s = 10;
     const char *dump = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--"); i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: latency_probe [-w WAIT_S] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n\n"
+            printf("usage: latency_probe [-w WAIT_S] [-k KEYS] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n\n"
                    "Starts COMMAND (its {PORT} replaced by a loopback port this probe listens\n"
                    "on), sends marker lines phase by phase at RATE lines/s for SECONDS (CMD, a\n"
                    "shell command, runs at the phase's start) and prints each phase's latency\n"
@@ -231,6 +247,8 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "-w") && i + 1 < argc) {
             wait_s = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "-k") && i + 1 < argc) {
+            preload = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             dump = argv[++i];
         } else if (!strcmp(argv[i], "-p") && i + 1 < argc && n_phases < MAX_PHASES) {
@@ -247,12 +265,12 @@ int main(int argc, char **argv)
             p->seconds = atof(secs);
             p->cmd = cmd;
         } else {
-            fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
+            fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-k KEYS] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
             return 2;
         }
     }
     if (i >= argc - 1 || n_phases == 0) {
-        fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
+        fprintf(stderr, "usage: latency_probe [-w WAIT_S] [-k KEYS] [-o FILE] -p NAME,RATE,SECONDS[,CMD]... -- COMMAND...\n");
         return 2;
     }
     char **cmd = &argv[i + 1];
@@ -317,6 +335,10 @@ int main(int argc, char **argv)
         die("accept");
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (preload) {
+        send_preload(fd, preload);
+        fprintf(stderr, "latency_probe: preloaded %llu keys\n", (unsigned long long)preload);
+    }
     for (int k = 0; k < n_phases; k++) {
         send_phase(fd, &phases[k]);
         fprintf(stderr, "latency_probe: phase %s done (%llu lines)\n", phases[k].name,

@@ -198,13 +198,13 @@ static void emit_final(void *ctx, const void *key, uint32_t key_len, void *value
 
 static int aggregate_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
 {
-    (void)err;
     aggregate_op_t *op = self;
     if (op->cfg->emit != EDDY_EMIT_FINAL)
         return 0;
     emit_ctx_t e = {op->cfg, out};
     for (uint32_t kg = 0; kg < op->max_parallelism; kg++)
-        eddy_keyed_state_foreach(op->state, kg, emit_final, &e);
+        if (eddy_keyed_state_foreach(op->state, kg, emit_final, &e) < 0)
+            return eddy_err_set(err, "aggregate: out of memory in keyed state");
     return 0;
 }
 

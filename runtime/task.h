@@ -65,6 +65,11 @@ typedef struct eddy_task_env {
     /* The job's eddy_guarantee_t (from DEPLOY): at-least-once leaves
      * barriers unaligned (task.c). */
     uint32_t guarantee;
+    /* Checkpoints snapshot keyed state through a copy-on-write view that the
+     * snapshot writer serialises (true, the default), or serialise it all at
+     * the barrier (false: EDDY_SNAPSHOT_MODE=sync, read by the worker).
+     * Migration snapshots are always synchronous. */
+    bool snapshot_async;
     /* Test hook (EDDY_TEST_FLUID_HOLD_MS, read by the worker): an old owner
      * holds each fluid step's state back this long once it could send it,
      * so tests can act in the middle of a step. 0: off. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "state/keygroup.h"
 #include "state/source_time.h"
 #include "runtime/task_internal.h"
@@ -184,6 +185,7 @@ static void ended_inputs_into_ack(const eddy_task_t *t, eddy_msg_t *ack)
 
 void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
 {
+    uint64_t t0 = eddy_mono_ns();
     task_flush_chain(t);
     eddy_msg_t ack = ack_of(t, checkpoint);
     ack.u.ack.position = t->source ? t->def->source->position(t->source) : -1;
@@ -199,7 +201,9 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     /* In a migration snapshot only the rescaled stage moves state. */
     if (t->state && !ack.u.ack.error[0] && (!migration || t->stage == t->env->migrate_stage)) {
         eddy_err_t err = {{0}};
-        unit = task_serialise_state(t, checkpoint, migration, &err);
+        /* Asynchronous: a view now, bytes (and bytes_written) on the writer. */
+        unit = !migration && t->env->snapshot_async ? task_view_state(t, checkpoint, &err)
+                                                    : task_serialise_state(t, checkpoint, migration, &err);
         if (!unit)
             snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
         ack.u.ack.state_keys = eddy_keyed_state_keys(t->state);
@@ -227,6 +231,7 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     eddy_sync_list_destroy(&sync);
     if (unit) {
         unit->ack = ack;
+        unit->barrier_ns = eddy_mono_ns() - t0;
         t->env->submit_snapshot(t->env->host, unit);
     } else {
         t->env->notify(t->env->host, &ack);

@@ -285,5 +285,9 @@ bool task_migration_in_flight(const eddy_task_t *t);
 eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, bool migration,
                                            eddy_err_t *err);
 int task_write_group(eddy_task_t *t, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
+/* The same checkpoint (durable, every held group) as an asynchronous unit:
+ * a copy-on-write view of the keyed state that the snapshot writer's thread
+ * serialises (task_migrate.c). */
+eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err);
 
 #endif

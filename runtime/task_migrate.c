@@ -86,6 +86,114 @@ eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, 
     return u;
 }
 
+/* ---- asynchronous snapshots ----------------------------------------------
+ * At a barrier the task freezes its keyed state (a copy-on-write view,
+ * state/keyed_state.h: O(key groups), not O(keys)) and hands the view to the
+ * snapshot writer, whose thread serialises each group from it while records
+ * keep flowing. Chained operators' own state of a group (window contents,
+ * timers: api/operator.h write_group) has no view yet, so those bytes are
+ * taken at the barrier, as in the synchronous path. The view is the unit's:
+ * released by eddy_snapshot_unit_free on the worker's thread, after the
+ * writer thread handed the unit back. */
+
+typedef struct task_view {
+    eddy_keyed_state_view_t *keyed;
+    int64_t watermark;
+    uint32_t n_ops;
+    uint32_t n_groups;
+    char **parts;   /* [n_groups * n_ops] operator bytes, by unit group index */
+    size_t *lens;
+    const uint32_t *groups; /* the unit's group ids (for the index) */
+} task_view_t;
+
+static void view_release(void *arg)
+{
+    task_view_t *v = arg;
+    if (!v)
+        return;
+    eddy_keyed_state_view_destroy(&v->keyed);
+    for (size_t i = 0; v->parts && i < (size_t)v->n_groups * v->n_ops; i++)
+        free(v->parts[i]);
+    free(v->parts);
+    free(v->lens);
+    free(v);
+}
+
+/* Writer thread: group kg's envelope, the same bytes task_write_group gave
+ * at the barrier. */
+static int view_serialise(void *arg, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    task_view_t *v = arg;
+    uint32_t at = 0;
+    while (at < v->n_groups && v->groups[at] != kg)
+        at++;
+    if (at == v->n_groups)
+        return eddy_err_set(err, "key group %u is not in the snapshot's view", kg);
+    eddy_group_envelope_t env = {.watermark = v->watermark, .n_ops = v->n_ops};
+    char *keyed = NULL;
+    if (eddy_keyed_state_view_write_group(v->keyed, kg, &keyed, &env.keyed_len, err) < 0)
+        return -1;
+    env.keyed = keyed;
+    for (uint32_t i = 0; i < v->n_ops; i++) {
+        env.ops[i] = v->parts[(size_t)at * v->n_ops + i];
+        env.op_lens[i] = v->lens[(size_t)at * v->n_ops + i];
+    }
+    *out = eddy_group_envelope_encode(&env, len);
+    free(keyed);
+    return *out ? 0 : eddy_err_set(err, "out of memory");
+}
+
+eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
+{
+    uint32_t k = t->graph->max_parallelism, n = 0, n_ops = t->def->n_ops;
+    for (uint32_t kg = 0; kg < k; kg++)
+        n += t->held[kg];
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(n);
+    task_view_t *v = u ? calloc(1, sizeof *v) : NULL;
+    size_t cells = (size_t)(n ? n : 1) * (n_ops ? n_ops : 1);
+    if (v) {
+        v->parts = calloc(cells, sizeof *v->parts);
+        v->lens = calloc(cells, sizeof *v->lens);
+        v->keyed = eddy_keyed_state_view_new(t->state);
+    }
+    if (!v || !v->parts || !v->lens || !v->keyed) {
+        view_release(v);
+        eddy_snapshot_unit_free(u);
+        eddy_err_set(err, "out of memory");
+        return NULL;
+    }
+    v->watermark = t->watermark;
+    v->n_ops = n_ops;
+    v->groups = u->groups;
+    u->view = v;
+    u->serialise = view_serialise;
+    u->release = view_release;
+    snprintf(u->root, sizeof u->root, "%s", eddy_snapshot_store_root(t->env->store));
+    snprintf(u->job, sizeof u->job, "%s", t->job_id);
+    snprintf(u->op, sizeof u->op, "%s", t->def->name);
+    u->checkpoint = checkpoint;
+    u->durable = true;
+    for (uint32_t kg = 0; kg < k; kg++) {
+        if (!t->held[kg])
+            continue;
+        uint32_t at = u->n_groups++;
+        u->groups[at] = kg;
+        v->n_groups = u->n_groups;
+        for (uint32_t i = 0; i < n_ops; i++) {
+            const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+            size_t cell = (size_t)at * n_ops + i;
+            if (ops->write_group &&
+                ops->write_group(t->ops[i], kg, &v->parts[cell], &v->lens[cell], err) < 0) {
+                eddy_err_wrap(err, "%s[%u]: %s: key group %u", t->def->name, t->instance,
+                              ops->kind, kg);
+                eddy_snapshot_unit_free(u);
+                return NULL;
+            }
+        }
+    }
+    return u;
+}
+
 int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,
                      eddy_err_t *err)
 {

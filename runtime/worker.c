@@ -263,6 +263,11 @@ static void send_durable_acks(worker_t *w)
         if (u->error[0])
             eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
                        u->op, u->error);
+        else if (u->n_groups)
+            eddy_debug("checkpoint %llu of %s/%s: %u groups, %s; barrier %.3f ms, serialise "
+                       "%.3f ms, write %.3f ms", (unsigned long long)u->checkpoint, u->job, u->op,
+                       u->n_groups, u->serialise ? "async" : "sync", u->barrier_ns / 1e6,
+                       u->serialise_ns / 1e6, u->write_ns / 1e6);
         if (u->error[0] && m->type == EDDY_MSG_TASK_DONE) {
             eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
             f.u.task_failed.job = m->u.task_done.job;
@@ -389,6 +394,8 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .send_local = env_send_local, .notify = env_notify,
                                .submit_snapshot = env_submit_snapshot, .store = j->store,
                                .self_worker_id = w->id, .guarantee = d->guarantee};
+    const char *mode = getenv("EDDY_SNAPSHOT_MODE"); /* sync|async (runtime/task.h) */
+    j->env.snapshot_async = !mode || strcmp(mode, "sync") != 0;
     const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
     j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;
     const char *corrupt = getenv("EDDY_TEST_FLUID_CORRUPT");

@@ -13,7 +13,24 @@
  * on a probable hit. All keys of one group share hash % K, so the slot index
  * is taken from the high bits of a Fibonacci-multiplied hash, never from the
  * low bits. Entries never move, so value pointers actually stay valid until
- * the entry is removed or its group dropped (the header promises less).
+ * the entry is removed or its group dropped (the header promises less) -
+ * unless a view makes the next write access copy the entry.
+ *
+ * Copy-on-write (in the spirit of Flink's CopyOnWriteStateMap, with the
+ * key group as the unit of the table copy): slot arrays carry a reference
+ * count; a view takes one reference on every group's array and copies the
+ * group headers (O(K)). The live side copies an array whose count is above
+ * one before writing a slot. Entries carry the state's version when they were
+ * made; a view records the version it froze and the state's version moves
+ * on, so an entry whose version is <= the newest live view's is pinned and
+ * is copied before a write access. An entry the live side gives up (copied,
+ * removed, dropped, destroyed) while pinned is not freed: it goes on the
+ * newest view's retired list, and when that view goes it moves to the next
+ * older view that also pinned it, or is freed. So every allocation has one
+ * owner at any time: the live table, or exactly one view's retired list;
+ * slot arrays are freed by the last reference. All of this bookkeeping runs
+ * on the owner thread; the reader thread only reads pinned arrays and
+ * entries, which nobody writes.
  *
  * Reading a group is strict: the outer array header is parsed here so the
  * element count can be checked against the bytes present, and each element
@@ -35,7 +52,7 @@
 
 typedef struct ks_entry {
     uint32_t key_len;
-    uint32_t reserved;
+    uint32_t version; /* the state's version when created or copied */
     unsigned char data[]; /* value (value_stride bytes), then the key */
 } ks_entry_t;
 
@@ -61,7 +78,52 @@ struct eddy_keyed_state {
     size_t entry_bytes;   /* sum of malloc'd entry sizes */
     size_t slot_bytes;    /* sum of slot array sizes */
     ks_group_t *groups;
+    uint32_t version;     /* stamp of entries created or copied now */
+    eddy_keyed_state_view_t *oldest, *newest; /* live views, by age */
 };
+
+/* A frozen view: a reference on every group's slot array as it was, and the
+ * entries the state gave up while this view was its newest (see the top). */
+struct eddy_keyed_state_view {
+    eddy_keyed_state_t *state;            /* NULL once the state is destroyed */
+    eddy_keyed_state_view_t *older, *newer;
+    uint32_t version;                     /* entries with version <= it may be here */
+    uint32_t max_key_groups;
+    size_t value_size, value_stride;
+    size_t keys;
+    ks_group_t *groups;                   /* pinned copies of the group headers */
+    ks_entry_t **retired;                 /* capacity: keys (each entry once) */
+    size_t n_retired;
+};
+
+/* Slot arrays carry a reference count in front (owner thread only): the
+ * live group holds one, each view that pinned the array one more. */
+typedef struct ks_slots_hdr {
+    size_t refs;
+    size_t pad; /* keeps the slots 16-byte aligned */
+} ks_slots_hdr_t;
+
+static ks_slot_t *ks_slots_new(size_t cap)
+{
+    if (cap > (SIZE_MAX - sizeof(ks_slots_hdr_t)) / sizeof(ks_slot_t))
+        return NULL;
+    ks_slots_hdr_t *h = calloc(1, sizeof *h + cap * sizeof(ks_slot_t));
+    if (!h)
+        return NULL;
+    h->refs = 1;
+    return (ks_slot_t *)(h + 1);
+}
+
+static inline ks_slots_hdr_t *ks_slots_hdr(ks_slot_t *slots)
+{
+    return (ks_slots_hdr_t *)slots - 1;
+}
+
+static void ks_slots_unref(ks_slot_t *slots)
+{
+    if (slots && --ks_slots_hdr(slots)->refs == 0)
+        free(ks_slots_hdr(slots));
+}
 
 static inline size_t ks_home(uint64_t hash, unsigned shift)
 {
@@ -117,9 +179,7 @@ static unsigned ks_log2(size_t cap)
  * the load at or under 3/4). Returns -1 on allocation failure, g unchanged. */
 static int ks_rehash(eddy_keyed_state_t *self, ks_group_t *g, size_t new_cap)
 {
-    if (new_cap > SIZE_MAX / sizeof(ks_slot_t))
-        return -1;
-    ks_slot_t *slots = calloc(new_cap, sizeof *slots);
+    ks_slot_t *slots = ks_slots_new(new_cap);
     if (!slots)
         return -1;
     unsigned shift = 64 - ks_log2(new_cap);
@@ -133,7 +193,7 @@ static int ks_rehash(eddy_keyed_state_t *self, ks_group_t *g, size_t new_cap)
             j = (j + 1) & mask;
         slots[j] = s;
     }
-    free(g->slots);
+    ks_slots_unref(g->slots); /* a view may still read the old array */
     self->slot_bytes -= g->cap * sizeof(ks_slot_t);
     self->slot_bytes += new_cap * sizeof(ks_slot_t);
     g->slots = slots;
@@ -161,6 +221,62 @@ static int ks_reserve(eddy_keyed_state_t *self, ks_group_t *g, size_t count)
     return ks_rehash(self, g, cap);
 }
 
+/* --- copy-on-write ------------------------------------------------------- */
+
+/* Whether a live view may reference e: it existed when the newest view was
+ * taken (entries never re-enter the table, so it was pinned then). */
+static inline bool ks_entry_shared(const eddy_keyed_state_t *self, const ks_entry_t *e)
+{
+    return self->newest && e->version <= self->newest->version;
+}
+
+/* Gives up e: freed, or handed to the newest view when a view still reads
+ * it. Never fails: a view's retired array holds every entry it pinned. */
+static void ks_release_entry(eddy_keyed_state_t *self, ks_entry_t *e)
+{
+    if (ks_entry_shared(self, e))
+        self->newest->retired[self->newest->n_retired++] = e;
+    else
+        free(e);
+}
+
+/* Makes g's slot array private before the live side writes into it: a
+ * pinned array is copied once (memcpy), later writes go to the copy. */
+static int ks_own_slots(eddy_keyed_state_t *self, ks_group_t *g)
+{
+    (void)self;
+    if (!g->slots || ks_slots_hdr(g->slots)->refs == 1)
+        return 0;
+    ks_slot_t *copy = ks_slots_new(g->cap);
+    if (!copy)
+        return -1;
+    memcpy(copy, g->slots, g->cap * sizeof *copy);
+    ks_slots_unref(g->slots);
+    g->slots = copy;
+    return 0;
+}
+
+/* The entry at slot i, made private before the caller may write its value:
+ * a shared entry is copied (once per view) and the original retired. NULL
+ * when out of memory. */
+static ks_entry_t *ks_own_entry(eddy_keyed_state_t *self, ks_group_t *g, size_t i)
+{
+    ks_entry_t *e = g->slots[i].entry;
+    if (!ks_entry_shared(self, e))
+        return e;
+    if (ks_own_slots(self, g) != 0)
+        return NULL;
+    size_t size = ks_entry_size(self, e->key_len);
+    ks_entry_t *copy = malloc(size);
+    if (!copy)
+        return NULL;
+    memcpy(copy, e, size);
+    copy->version = self->version;
+    g->slots[i].entry = copy;
+    ks_release_entry(self, e);
+    return copy;
+}
+
 eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_size)
 {
     if (max_key_groups == 0 || max_key_groups > EDDY_MAX_KEY_GROUPS || value_size > UINT32_MAX)
@@ -176,6 +292,7 @@ eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_s
     self->max_key_groups = max_key_groups;
     self->value_size = value_size;
     self->value_stride = (value_size + 7) & ~(size_t)7;
+    self->version = 1;
     return self;
 }
 
@@ -184,8 +301,11 @@ void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
     if (!self_p || !*self_p)
         return;
     eddy_keyed_state_t *self = *self_p;
+    /* Shared entries go to the newest view; the views outlive the state. */
     for (uint32_t kg = 0; kg < self->max_key_groups; kg++)
         eddy_keyed_state_drop_group(self, kg);
+    for (eddy_keyed_state_view_t *v = self->oldest; v; v = v->newer)
+        v->state = NULL;
     free(self->groups);
     free(self);
     *self_p = NULL;
@@ -200,17 +320,19 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
         return NULL;
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
-    if (i != SIZE_MAX)
-        return ks_value(g->slots[i].entry);
+    if (i != SIZE_MAX) {
+        ks_entry_t *e = ks_own_entry(self, g, i);
+        return e ? ks_value(e) : NULL;
+    }
 
-    if (ks_reserve(self, g, g->count + 1) != 0)
+    if (ks_reserve(self, g, g->count + 1) != 0 || ks_own_slots(self, g) != 0)
         return NULL;
     size_t size = ks_entry_size(self, key_len);
     ks_entry_t *e = malloc(size);
     if (!e)
         return NULL;
     e->key_len = key_len;
-    e->reserved = 0;
+    e->version = self->version;
     memset(ks_value(e), 0, self->value_stride);
     if (key_len)
         memcpy(ks_key(self, e), key, key_len);
@@ -236,7 +358,10 @@ void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
         return NULL;
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
-    return i == SIZE_MAX ? NULL : ks_value(g->slots[i].entry);
+    if (i == SIZE_MAX)
+        return NULL;
+    ks_entry_t *e = ks_own_entry(self, g, i); /* the caller may write the value */
+    return e ? ks_value(e) : NULL;
 }
 
 bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
@@ -246,11 +371,11 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
         return false;
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
-    if (i == SIZE_MAX)
+    if (i == SIZE_MAX || ks_own_slots(self, g) != 0)
         return false;
     ks_entry_t *e = g->slots[i].entry;
     self->entry_bytes -= ks_entry_size(self, e->key_len);
-    free(e);
+    ks_release_entry(self, e);
 
     /* Backward-shift: pull later members of the probe run into the hole
      * when their home slot is not cyclically after the hole. */
@@ -269,17 +394,21 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
     return true;
 }
 
-void eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
-                              eddy_keyed_state_visit_fn visit, void *ctx)
+int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
+                             eddy_keyed_state_visit_fn visit, void *ctx)
 {
     if (kg >= self->max_key_groups)
-        return;
+        return 0;
     ks_group_t *g = &self->groups[kg];
     for (size_t i = 0; i < g->cap; i++) {
-        ks_entry_t *e = g->slots[i].entry;
-        if (e)
-            visit(ctx, ks_key(self, e), e->key_len, ks_value(e));
+        if (!g->slots[i].entry)
+            continue;
+        ks_entry_t *e = ks_own_entry(self, g, i); /* visit may write the value */
+        if (!e)
+            return -1;
+        visit(ctx, ks_key(self, e), e->key_len, ks_value(e));
     }
+    return 0;
 }
 
 void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
@@ -291,10 +420,10 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
         ks_entry_t *e = g->slots[i].entry;
         if (e) {
             self->entry_bytes -= ks_entry_size(self, e->key_len);
-            free(e);
+            ks_release_entry(self, e);
         }
     }
-    free(g->slots);
+    ks_slots_unref(g->slots);
     self->slot_bytes -= g->cap * sizeof(ks_slot_t);
     self->keys -= g->count;
     memset(g, 0, sizeof *g);
@@ -322,15 +451,11 @@ size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self)
     return self->value_size;
 }
 
-int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, char **out,
-                                 size_t *out_len, eddy_err_t *err)
+/* Serialises one group's table: the live one or a view's pinned copy,
+ * walked in slot order, so both give the same bytes for the same table. */
+static int ks_write_table(const ks_group_t *g, uint32_t kg, size_t value_size,
+                          size_t value_stride, char **out, size_t *out_len, eddy_err_t *err)
 {
-    if (!self || !out || !out_len)
-        return eddy_err_set(err, "keyed state: write_group called with a NULL argument");
-    if (kg >= self->max_key_groups)
-        return eddy_err_set(err, "keyed state: key group %u out of range (K = %u)", kg,
-                            self->max_key_groups);
-    const ks_group_t *g = &self->groups[kg];
     size_t n = g->count;
     if (n > (UINT32_MAX - 4) / 2)
         return eddy_err_set(err, "keyed state: key group %u has too many keys (%zu) to serialise",
@@ -340,7 +465,7 @@ int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, ch
     msgpack_sbuffer_init(&sb);
     /* Pre-size: array header + 4 ints + per entry two bin headers (<= 5 bytes
      * each), the value and the key. */
-    size_t estimate = 64 + n * (10 + self->value_size);
+    size_t estimate = 64 + n * (10 + value_size);
     for (size_t i = 0; i < g->cap; i++)
         if (g->slots[i].entry)
             estimate += g->slots[i].entry->key_len;
@@ -355,16 +480,16 @@ int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, ch
     rc |= msgpack_pack_array(&pk, 4 + 2 * n);
     rc |= msgpack_pack_uint32(&pk, KS_FORMAT_VERSION);
     rc |= msgpack_pack_uint32(&pk, kg);
-    rc |= msgpack_pack_uint64(&pk, self->value_size);
+    rc |= msgpack_pack_uint64(&pk, value_size);
     rc |= msgpack_pack_uint64(&pk, n);
     for (size_t i = 0; i < g->cap && rc == 0; i++) {
         ks_entry_t *e = g->slots[i].entry;
         if (!e)
             continue;
         rc |= msgpack_pack_bin(&pk, e->key_len);
-        rc |= msgpack_pack_bin_body(&pk, ks_key(self, e), e->key_len);
-        rc |= msgpack_pack_bin(&pk, self->value_size);
-        rc |= msgpack_pack_bin_body(&pk, ks_value(e), self->value_size);
+        rc |= msgpack_pack_bin_body(&pk, e->data + value_stride, e->key_len);
+        rc |= msgpack_pack_bin(&pk, value_size);
+        rc |= msgpack_pack_bin_body(&pk, ks_value(e), value_size);
     }
     if (rc != 0) {
         msgpack_sbuffer_destroy(&sb);
@@ -373,6 +498,113 @@ int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, ch
     *out = sb.data;
     *out_len = sb.size;
     return 0;
+}
+
+int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, char **out,
+                                 size_t *out_len, eddy_err_t *err)
+{
+    if (!self || !out || !out_len)
+        return eddy_err_set(err, "keyed state: write_group called with a NULL argument");
+    if (kg >= self->max_key_groups)
+        return eddy_err_set(err, "keyed state: key group %u out of range (K = %u)", kg,
+                            self->max_key_groups);
+    return ks_write_table(&self->groups[kg], kg, self->value_size, self->value_stride, out,
+                          out_len, err);
+}
+
+/* --- views ---------------------------------------------------------------- */
+
+eddy_keyed_state_view_t *eddy_keyed_state_view_new(eddy_keyed_state_t *self)
+{
+    if (!self || self->version == UINT32_MAX)
+        return NULL;
+    eddy_keyed_state_view_t *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->groups = malloc((size_t)self->max_key_groups * sizeof *v->groups);
+    /* Large and untouched until entries retire: the kernel maps it lazily. */
+    v->retired = self->keys ? malloc(self->keys * sizeof *v->retired) : NULL;
+    if (!v->groups || (self->keys && !v->retired)) {
+        free(v->groups);
+        free(v->retired);
+        free(v);
+        return NULL;
+    }
+    memcpy(v->groups, self->groups, (size_t)self->max_key_groups * sizeof *v->groups);
+    for (uint32_t kg = 0; kg < self->max_key_groups; kg++)
+        if (v->groups[kg].slots)
+            ks_slots_hdr(v->groups[kg].slots)->refs++;
+    v->state = self;
+    v->version = self->version++;
+    v->max_key_groups = self->max_key_groups;
+    v->value_size = self->value_size;
+    v->value_stride = self->value_stride;
+    v->keys = self->keys;
+    v->older = self->newest;
+    if (self->newest)
+        self->newest->newer = v;
+    else
+        self->oldest = v;
+    self->newest = v;
+    return v;
+}
+
+void eddy_keyed_state_view_destroy(eddy_keyed_state_view_t **view_p)
+{
+    if (!view_p || !*view_p)
+        return;
+    eddy_keyed_state_view_t *v = *view_p;
+    /* A retired entry that the next older view also pinned moves there;
+     * no newer view can hold it (it had left the table before they came). */
+    eddy_keyed_state_view_t *older = v->older;
+    for (size_t i = 0; i < v->n_retired; i++) {
+        ks_entry_t *e = v->retired[i];
+        if (older && e->version <= older->version)
+            older->retired[older->n_retired++] = e;
+        else
+            free(e);
+    }
+    for (uint32_t kg = 0; kg < v->max_key_groups; kg++)
+        ks_slots_unref(v->groups[kg].slots);
+    if (v->older)
+        v->older->newer = v->newer;
+    else if (v->state)
+        v->state->oldest = v->newer;
+    if (v->newer)
+        v->newer->older = v->older;
+    else if (v->state)
+        v->state->newest = v->older;
+    free(v->retired);
+    free(v->groups);
+    free(v);
+    *view_p = NULL;
+}
+
+int eddy_keyed_state_view_write_group(const eddy_keyed_state_view_t *view, uint32_t kg,
+                                      char **out, size_t *out_len, eddy_err_t *err)
+{
+    if (!view || !out || !out_len)
+        return eddy_err_set(err, "keyed state: view write_group called with a NULL argument");
+    if (kg >= view->max_key_groups)
+        return eddy_err_set(err, "keyed state: key group %u out of range (K = %u)", kg,
+                            view->max_key_groups);
+    return ks_write_table(&view->groups[kg], kg, view->value_size, view->value_stride, out,
+                          out_len, err);
+}
+
+size_t eddy_keyed_state_view_keys(const eddy_keyed_state_view_t *view)
+{
+    return view->keys;
+}
+
+size_t eddy_keyed_state_view_group_keys(const eddy_keyed_state_view_t *view, uint32_t kg)
+{
+    return kg < view->max_key_groups ? view->groups[kg].count : 0;
+}
+
+size_t eddy_keyed_state_view_retired(const eddy_keyed_state_view_t *view)
+{
+    return view->n_retired;
 }
 
 /* --- reading ------------------------------------------------------------ */

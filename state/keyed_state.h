@@ -17,7 +17,21 @@
  * trailing bytes or a count that does not match are errors.
  *
  * kg must be < K: with an out-of-range kg, upsert/get return NULL, remove
- * returns false, foreach/drop_group do nothing and write/read_group fail. */
+ * returns false, foreach/drop_group do nothing and write/read_group fail.
+ *
+ * Views (asynchronous snapshots): eddy_keyed_state_view_new freezes every
+ * key group in O(K) time, whatever the number of keys, and the state goes on
+ * changing copy-on-write: the first write to a group after a view copies
+ * that group's slot array (once), and the first write access (get, upsert,
+ * foreach) to an entry the view holds copies that entry (once per view).
+ * Threads: the state and view_new/view_destroy belong to one thread (the
+ * owner); one other thread may call view_write_group (and the view's other
+ * readers) concurrently with the owner's use of the state, because nothing
+ * a view reads is ever written or freed by the owner before view_destroy.
+ * The owner destroys the view only once the reader is done with it (the
+ * hand-back must order the reader's accesses before it, e.g. a mutex). A
+ * view may outlive its state. view_write_group gives the bytes write_group
+ * gave for the same group when the view was taken. */
 #ifndef EDDY_STATE_KEYED_STATE_H
 #define EDDY_STATE_KEYED_STATE_H
 
@@ -28,6 +42,7 @@
 #include "common/err.h"
 
 typedef struct eddy_keyed_state eddy_keyed_state_t;
+typedef struct eddy_keyed_state_view eddy_keyed_state_view_t;
 
 /* Returns NULL only on allocation failure or invalid arguments (K must be
  * 1..EDDY_MAX_KEY_GROUPS, value_size at most UINT32_MAX). max_key_groups is K.
@@ -43,16 +58,18 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
 /* NULL when absent. */
 void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
                            const void *key, uint32_t key_len);
-/* Returns true when a key was removed. */
+/* Returns true when a key was removed (false also when out of memory
+ * copying a group a view holds). */
 bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
                              const void *key, uint32_t key_len);
 
 typedef void (*eddy_keyed_state_visit_fn)(void *ctx, const void *key, uint32_t key_len,
                                           void *value);
 /* Visits every entry of key group kg (order unspecified). visit may modify
- * the value but must not insert into or remove from that key group. */
-void eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
-                              eddy_keyed_state_visit_fn visit, void *ctx);
+ * the value but must not insert into or remove from that key group. -1 when
+ * out of memory copying an entry a view holds (the walk stops there). */
+int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
+                             eddy_keyed_state_visit_fn visit, void *ctx);
 
 void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg);
 size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg);
@@ -67,5 +84,18 @@ int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, ch
 /* Replaces key group kg with the serialised data; on error the group is left empty. */
 int eddy_keyed_state_read_group(eddy_keyed_state_t *self, uint32_t kg, const void *data,
                                 size_t len, eddy_err_t *err);
+
+/* A frozen view of every key group (see the top); NULL when out of memory. */
+eddy_keyed_state_view_t *eddy_keyed_state_view_new(eddy_keyed_state_t *self);
+/* Owner thread, once no other thread reads the view: frees what only it held. */
+void eddy_keyed_state_view_destroy(eddy_keyed_state_view_t **view_p);
+/* write_group of key group kg as it was when the view was taken. */
+int eddy_keyed_state_view_write_group(const eddy_keyed_state_view_t *view, uint32_t kg,
+                                      char **out, size_t *out_len, eddy_err_t *err);
+size_t eddy_keyed_state_view_keys(const eddy_keyed_state_view_t *view);
+size_t eddy_keyed_state_view_group_keys(const eddy_keyed_state_view_t *view, uint32_t kg);
+/* Entries the state gave up that only views still hold, on this view's
+ * list now (owner thread; for tests and metrics). */
+size_t eddy_keyed_state_view_retired(const eddy_keyed_state_view_t *view);
 
 #endif

@@ -1,8 +1,10 @@
 /* snapshot_writer.h - makes checkpoint data durable off the task loop.
  *
- * At a barrier a task only serialises its key groups into memory (fast) and
- * forwards the barrier; the writer thread then writes, fsyncs and renames
- * the files (Flink's asynchronous snapshot phase). The task's ACK travels
+ * At a barrier a task hands over its key groups, either serialised (the
+ * synchronous mode) or as a frozen copy-on-write view that the writer thread
+ * serialises (serialise/release below), and forwards the barrier; the
+ * writer thread then writes, fsyncs and renames the files (Flink's
+ * asynchronous snapshot phase). The task's ACK travels
  * with the unit and is handed back once the files are durable (or with the
  * error filled in), so a checkpoint never completes before its data is safe.
  * A unit may also carry a sync list (state/sync_list.h): fsyncs that
@@ -31,6 +33,16 @@ typedef struct eddy_snapshot_unit {
     uint32_t *groups;   /* key group ids */
     char **data;        /* serialised groups, owned */
     size_t *lens;
+    /* An asynchronous unit: data[i] is NULL until the writer thread fills
+     * data[i]/lens[i] with serialise(view, groups[i], ...), and an ACK's
+     * bytes_written then. view belongs to the producer: eddy_snapshot_unit_free
+     * calls release(view), on the thread that frees the unit (the worker's,
+     * after poll handed it back, so after the writer thread is done). */
+    void *view;
+    int (*serialise)(void *view, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
+    void (*release)(void *view);
+    uint64_t barrier_ns;             /* the producer's time at the barrier, for logs */
+    uint64_t serialise_ns, write_ns; /* the writer thread's time, for logs */
     bool sync_only;     /* no key groups: only the sync list */
     eddy_sync_list_t *sync; /* owned, may be NULL */
     /* The message to send once durable: an ACK (its error is filled on
