@@ -50,7 +50,9 @@ static uint64_t prefix_of(const char *p, size_t len)
 
 static int bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    int c = memcmp(a, b, al < bl ? al : bl);
+    size_t common = al < bl ? al : bl;
+    /* an empty line may have no bytes at all (NULL): memcmp must not see it */
+    int c = common ? memcmp(a, b, common) : 0;
     if (c)
         return c;
     return (al > bl) - (al < bl);
