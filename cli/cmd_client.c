@@ -18,6 +18,25 @@
 /* job: only this job (NULL: all); returns the exit status. */
 typedef int (*render_fn)(json_t *doc, bool all, const char *job);
 
+/* `eddy status JOB`: what the last complete checkpoint cost (the slowest
+ * task's time in each part) and how many completed and failed. */
+static void render_checkpoint(const json_t *ck)
+{
+    if (json_integer_value(json_object_get(ck, "id")) <= 0)
+        return;
+    printf("    checkpoint %lld: %.1f ms (sync %.3f ms, async %.1f ms, alignment %.1f ms), %lld bytes "
+           "in %lld files; %lld completed, %lld failed\n",
+           (long long)json_integer_value(json_object_get(ck, "id")),
+           json_number_value(json_object_get(ck, "duration_ms")),
+           json_number_value(json_object_get(ck, "sync_ms")),
+           json_number_value(json_object_get(ck, "async_ms")),
+           json_number_value(json_object_get(ck, "alignment_ms")),
+           (long long)json_integer_value(json_object_get(ck, "bytes")),
+           (long long)json_integer_value(json_object_get(ck, "objects")),
+           (long long)json_integer_value(json_object_get(ck, "completed")),
+           (long long)json_integer_value(json_object_get(ck, "failed")));
+}
+
 static int call_and_print(const char *sub, const char *coordinator, const char *keys_dir,
                           const char *verb, int argc, char **argv, uint32_t timeout_ms,
                           bool json_out, render_fn render, bool all, const char *job)
@@ -214,6 +233,8 @@ static int render_status(json_t *doc, bool all, const char *job)
                (long long)json_integer_value(json_object_get(j, "restarts")));
         if (json_string_value(json_object_get(j, "error")))
             printf("    error: %s\n", json_string_value(json_object_get(j, "error")));
+        if (job)
+            render_checkpoint(ck);
         size_t k;
         json_t *op;
         json_array_foreach(json_object_get(j, "operators"), k, op)

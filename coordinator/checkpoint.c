@@ -113,7 +113,7 @@ void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p)
 coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *self, uint32_t stage,
                                                  uint32_t instance, int64_t position,
                                                  const char *state, uint32_t state_len,
-                                                 uint64_t bytes, uint64_t files)
+                                                 const coord_checkpoint_cost_t *cost)
 {
     if (stage >= self->n_stages || instance >= self->parallelism[stage])
         return COORD_ACK_UNKNOWN_TASK;
@@ -139,8 +139,13 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
     if (self->source[stage])
         self->positions[pos + instance] =
             (coord_source_progress_t){position, copy, copy ? state_len : 0};
-    self->bytes += bytes;
-    self->files += files;
+    if (cost) {
+        self->cost.bytes += cost->bytes;
+        self->cost.files += cost->files;
+        self->cost.sync_us = cost->sync_us > self->cost.sync_us ? cost->sync_us : self->cost.sync_us;
+        self->cost.async_us = cost->async_us > self->cost.async_us ? cost->async_us : self->cost.async_us;
+        self->cost.align_us = cost->align_us > self->cost.align_us ? cost->align_us : self->cost.align_us;
+    }
     return COORD_ACK_ACCEPTED;
 }
 
@@ -430,7 +435,7 @@ static void complete(coord_t *c, coord_job_t *j)
     pc->positions = NULL;
     j->last_checkpoint_wall_ms = (uint64_t)eddy_wall_ms();
     j->last_checkpoint_ms = duration;
-    j->last_checkpoint_bytes = pc->bytes;
+    j->last_checkpoint_cost = pc->cost;
     j->checkpoints_completed++;
     j->consecutive_checkpoint_failures = 0;
     j->consecutive_restarts = 0; /* the job makes progress again */
@@ -439,8 +444,11 @@ static void complete(coord_t *c, coord_job_t *j)
     m.u.complete.job = j->num;
     m.u.complete.checkpoint = j->last_checkpoint;
     coord_broadcast(c, &m);
-    eddy_debug("job %s: checkpoint %" PRIu64 " complete in %.0f ms, %" PRIu64 " bytes", j->id,
-               j->last_checkpoint, duration, j->last_checkpoint_bytes);
+    eddy_debug("job %s: checkpoint %" PRIu64 " complete in %.0f ms, %" PRIu64 " bytes in %" PRIu64
+               " files; slowest task: sync %.3f ms, async %.3f ms, alignment %.3f ms", j->id,
+               j->last_checkpoint, duration, j->last_checkpoint_cost.bytes, j->last_checkpoint_cost.files,
+               j->last_checkpoint_cost.sync_us / 1e3, j->last_checkpoint_cost.async_us / 1e3,
+               j->last_checkpoint_cost.align_us / 1e3);
     coord_job_store_save(c, j, 3, NULL, NULL);
     apply_retention(c, j);
 }
@@ -474,7 +482,7 @@ static void commit(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_t *pc = j->pending;
     coord_checkpoint_record_t r = {.id = pc->id, .epoch = j->epoch, .time_ms = eddy_wall_ms(),
                                    .duration_ms = (double)(eddy_mono_ms() - pc->started_ms),
-                                   .bytes = pc->bytes, .files = pc->files};
+                                   .bytes = pc->cost.bytes, .files = pc->cost.files};
     coord_position_record_t *pos = calloc(pc->n_positions + 1, sizeof *pos);
     if (!pos) {
         coord_checkpoint_abort(c, j, "out of memory", true);
@@ -566,8 +574,12 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
     coord_ack_verdict_t v = coord_pending_checkpoint_ack(pc, m->u.ack.stage, m->u.ack.instance,
                                                          m->u.ack.position, m->u.ack.source_state,
                                                          m->u.ack.source_state_len,
-                                                         m->u.ack.bytes_written,
-                                                         m->u.ack.files_written);
+                                                         &(coord_checkpoint_cost_t){
+                                                             .bytes = m->u.ack.bytes_written,
+                                                             .files = m->u.ack.files_written,
+                                                             .sync_us = m->u.ack.sync_us,
+                                                             .async_us = m->u.ack.async_us,
+                                                             .align_us = m->u.ack.align_us});
     if (v == COORD_ACK_NO_MEMORY) {
         coord_checkpoint_abort(c, j, "out of memory keeping a source's state", true);
         return;

@@ -39,13 +39,22 @@ coord_source_progress_t *coord_progress_dup(const coord_source_progress_t *p, ui
 /* Frees n entries and their states, and NULLs *p. */
 void coord_progress_free(coord_source_progress_t **p, uint32_t n);
 
+/* What a checkpoint cost, from its tasks' ACKs: bytes and files (objects)
+ * summed over the tasks; the synchronous part (a task's time at the
+ * barrier), the asynchronous part (its snapshot writer's, up to the ACK) and
+ * the barrier alignment, microseconds, of the slowest task in each. */
+typedef struct coord_checkpoint_cost {
+    uint64_t bytes, files;
+    uint64_t sync_us, async_us, align_us;
+} coord_checkpoint_cost_t;
+
 typedef struct coord_pending_checkpoint {
     uint64_t id;
     uint32_t epoch;
     bool pause;        /* sources stop behind its barrier (a rescale) */
     bool committing;   /* every task acknowledged; its metadata is being written */
     uint64_t started_ms;
-    uint64_t bytes, files;
+    coord_checkpoint_cost_t cost; /* of the tasks acknowledged so far */
     uint32_t n_stages;
     uint32_t parallelism[EDDY_MAX_STAGES];
     bool source[EDDY_MAX_STAGES];
@@ -69,11 +78,12 @@ coord_pending_checkpoint_t *coord_pending_checkpoint_new(uint64_t id, uint32_t e
 void coord_pending_checkpoint_destroy(coord_pending_checkpoint_t **self_p);
 
 /* Records task (stage, instance)'s acknowledgement once, with a copy of
- * its source state (state_len bytes, NULL/0: none) when it is a source. */
+ * its source state (state_len bytes, NULL/0: none) when it is a source,
+ * and adds its cost (NULL: none) to the checkpoint's. */
 coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *self, uint32_t stage,
                                                  uint32_t instance, int64_t position,
                                                  const char *state, uint32_t state_len,
-                                                 uint64_t bytes, uint64_t files);
+                                                 const coord_checkpoint_cost_t *cost);
 bool coord_pending_checkpoint_all_acked(const coord_pending_checkpoint_t *self);
 
 /* Marks task (stage, instance) as finished before the checkpoint began: it

@@ -216,7 +216,7 @@ typedef struct coord_job {
     uint64_t cleaned_below;       /* checkpoint ids below this were deleted */
     uint64_t last_checkpoint_wall_ms;
     double last_checkpoint_ms;
-    uint64_t last_checkpoint_bytes;
+    coord_checkpoint_cost_t last_checkpoint_cost;
     uint64_t checkpoints_completed, checkpoints_failed;
     uint64_t last_trigger_ms;
 

@@ -174,7 +174,7 @@ void coord_rescale_on_snapshot(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_t *pc = j->pending;
     j->pending = NULL;
     j->migration = pc->id;
-    j->migration_bytes = pc->bytes;
+    j->migration_bytes = pc->cost.bytes;
     uint32_t p[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         p[s] = coord_job_parallelism(j, s);

@@ -71,7 +71,7 @@ typedef struct tl_checkpoint {
     uint64_t id;
     int64_t wall_ms;
     double duration_ms;
-    uint64_t bytes;
+    coord_checkpoint_cost_t cost;
 } tl_checkpoint_t;
 
 typedef struct tl_job {
@@ -271,7 +271,7 @@ static void note_checkpoint(tl_job_t *t, const coord_job_t *j)
         return;
     t->last_checkpoint_seen = j->last_checkpoint;
     t->checkpoints[t->ck_head] = (tl_checkpoint_t){j->last_checkpoint, (int64_t)j->last_checkpoint_wall_ms,
-                                                   j->last_checkpoint_ms, j->last_checkpoint_bytes};
+                                                   j->last_checkpoint_ms, j->last_checkpoint_cost};
     t->ck_head = (t->ck_head + 1) % COORD_TIMELINE_CHECKPOINTS;
     if (t->ck_count < COORD_TIMELINE_CHECKPOINTS)
         t->ck_count++;
@@ -430,9 +430,14 @@ json_t *coord_timeline_json(coord_t *c, const char *job_id)
     for (uint32_t i = 0; t && i < t->ck_count; i++) {
         const tl_checkpoint_t *k =
             &t->checkpoints[(t->ck_head + COORD_TIMELINE_CHECKPOINTS - t->ck_count + i) % COORD_TIMELINE_CHECKPOINTS];
-        json_array_append_new(cks, json_pack("{s:I, s:I, s:f, s:I}", "id", (json_int_t)k->id, "time_ms",
-                                             (json_int_t)k->wall_ms, "duration_ms", k->duration_ms,
-                                             "bytes", (json_int_t)k->bytes));
+        json_array_append_new(cks, json_pack("{s:I, s:I, s:f, s:I, s:I, s:f, s:f, s:f}", "id",
+                                             (json_int_t)k->id, "time_ms", (json_int_t)k->wall_ms,
+                                             "duration_ms", k->duration_ms, "bytes",
+                                             (json_int_t)k->cost.bytes, "objects",
+                                             (json_int_t)k->cost.files, "sync_ms",
+                                             k->cost.sync_us / 1e3, "async_ms",
+                                             k->cost.async_us / 1e3, "alignment_ms",
+                                             k->cost.align_us / 1e3));
     }
     return json_pack("{s:s, s:i, s:o, s:o, s:o}", "job", j->id, "interval_ms", COORD_TIMELINE_INTERVAL_MS,
                      "t", times, "operators", ops, "checkpoints", cks);

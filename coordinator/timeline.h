@@ -3,7 +3,8 @@
  * records/s in and out, the offered rate of sources, busy and backpressured
  * fractions, parallelism, state size, event-time lag and the p50/p99
  * latency of the batches measured in that second; and the job's
- * completed checkpoints (id, time, duration, bytes).
+ * completed checkpoints (id, time, duration, bytes, objects, and the
+ * slowest task's synchronous, asynchronous and alignment times).
  *
  * Rates are per worker, from each heartbeat's difference to the same
  * worker's previous one over the time between them, so a rescale (tasks

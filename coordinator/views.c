@@ -176,11 +176,14 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
         json_array_append_new(args, json_string(shown ? shown : EDDY_REDACTED));
         free(shown);
     }
-    json_t *ck = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)j->last_checkpoint,
-                           "time_ms", (json_int_t)j->last_checkpoint_wall_ms, "duration_ms",
-                           j->last_checkpoint_ms, "bytes", (json_int_t)j->last_checkpoint_bytes,
+    const coord_checkpoint_cost_t *cost = &j->last_checkpoint_cost;
+    json_t *ck = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "id",
+                           (json_int_t)j->last_checkpoint, "time_ms",
+                           (json_int_t)j->last_checkpoint_wall_ms, "duration_ms", j->last_checkpoint_ms,
+                           "bytes", (json_int_t)cost->bytes, "objects", (json_int_t)cost->files,
                            "completed", (json_int_t)j->checkpoints_completed, "failed",
-                           (json_int_t)j->checkpoints_failed);
+                           (json_int_t)j->checkpoints_failed, "sync_ms", cost->sync_us / 1e3,
+                           "async_ms", cost->async_us / 1e3, "alignment_ms", cost->align_us / 1e3);
     /* tasks that had finished when it was taken (restored as finished) */
     json_object_set_new(ck, "finished_tasks",
                         json_integer(j->n_retained ? j->retained[j->n_retained - 1].n_finished : 0));
@@ -666,6 +669,30 @@ static void job_counters(text_buf_t *b, coord_t *c)
     }
 }
 
+/* What the last complete checkpoint cost (coord_checkpoint_cost_t): the
+ * parts of its duration, slowest task each, and what it wrote. */
+static void checkpoint_costs(text_buf_t *b, coord_t *c)
+{
+    static const struct {
+        const char *name, *help;
+    } fams[] = {
+        {"eddy_checkpoint_sync_seconds", "Synchronous part of the last complete checkpoint: the slowest task's time at its barrier."},
+        {"eddy_checkpoint_async_seconds", "Asynchronous part of the last complete checkpoint: the slowest task's snapshot writer time, up to its acknowledgement."},
+        {"eddy_checkpoint_alignment_seconds", "Barrier alignment of the last complete checkpoint: the slowest task's time from its first input's barrier to its last."},
+        {"eddy_checkpoint_bytes", "State bytes the last complete checkpoint wrote."},
+        {"eddy_checkpoint_objects", "Snapshot files (objects) the last complete checkpoint wrote."},
+    };
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        family(b, fams[f].name, "gauge", fams[f].help);
+        for (coord_job_t *j = c->jobs; j; j = j->next) {
+            const coord_checkpoint_cost_t *k = &j->last_checkpoint_cost;
+            const double v[] = {k->sync_us / 1e6, k->async_us / 1e6, k->align_us / 1e6,
+                                (double)k->bytes, (double)k->files};
+            tb_printf(b, "%s{job=\"%s\"} %.17g\n", fams[f].name, j->id, v[f]);
+        }
+    }
+}
+
 /* Served by every coordinator, a standby too: Prometheus scrapes them all,
  * so a standby's scrape must succeed (up = 1 says the process is fine) and
  * say which one leads, without any of the leader's series. */
@@ -786,6 +813,7 @@ char *coord_view_metrics(coord_t *c)
     family(&b, "eddy_checkpoint_duration_seconds", "gauge", "Duration of the last complete checkpoint.");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
+    checkpoint_costs(&b, c);
     family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale or migration (sources paused to resumed).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_rescales)

@@ -773,6 +773,10 @@ static const field_t ack_fields[] = {
     /* optional: the inputs counted as ended (protocol 9) */
     {.kind = FIELD_CUSTOM, .encode = encode_ack_ended, .decode = decode_ack_ended,
      .clear = clear_ack_ended},
+    /* optional: the checkpoint's cost to the task (protocol 9, later) */
+    {.kind = FIELD_U64, .offset = MSG(ack.sync_us), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(ack.async_us), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(ack.align_us), .max = UINT64_MAX},
 };
 
 static const field_t complete_fields[] = {
@@ -886,7 +890,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 2},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 5},
     [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
     [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
     [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},

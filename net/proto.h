@@ -288,6 +288,12 @@ typedef struct eddy_msg {
              * TASK_DONE in this epoch. Owned (heap) like source_state. */
             uint32_t n_ended;
             eddy_task_ref_t *ended;
+            /* What the checkpoint cost the task (protocol 9, unreleased,
+             * optional last fields, absent: 0), microseconds: its thread's time at the
+             * barrier (the synchronous part), the snapshot writer's from
+             * the barrier's end to this ACK (the asynchronous part), and
+             * from its first input's barrier to its last (alignment). */
+            uint64_t sync_us, async_us, align_us;
         } ack;
         struct {
             uint32_t job;

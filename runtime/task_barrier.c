@@ -229,11 +229,14 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
             snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", serr.msg);
     }
     eddy_sync_list_destroy(&sync);
+    ack.u.ack.align_us = t->align_started_ns ? (t0 - t->align_started_ns) / 1000 : 0;
+    t->align_started_ns = 0;
     if (unit) {
         unit->ack = ack;
-        unit->barrier_ns = eddy_mono_ns() - t0;
+        unit->barrier_ns = eddy_mono_ns() - t0; /* the worker puts it in the ACK */
         t->env->submit_snapshot(t->env->host, unit);
     } else {
+        ack.u.ack.sync_us = (eddy_mono_ns() - t0) / 1000;
         t->env->notify(t->env->host, &ack);
         eddy_msg_clear(&ack); /* its source state and ended inputs */
     }
@@ -292,6 +295,16 @@ bool task_channel_blocked(const eddy_task_t *t, const input_channel_t *in)
 }
 
 
+/* The first barrier of a checkpoint starts its alignment (the ACK's
+ * align_us): no channel holds one yet. */
+static void note_alignment_start(eddy_task_t *t)
+{
+    for (uint32_t i = 0; i < t->n_inputs; i++)
+        if (t->inputs[i].barrier)
+            return;
+    t->align_started_ns = eddy_mono_ns();
+}
+
 /* A channel delivered checkpoint's barrier. An aligned channel is blocked,
  * so it cannot deliver another before the checkpoint is taken. An unaligned
  * one can, once a checkpoint was given up (timed out at the coordinator)
@@ -301,15 +314,14 @@ bool task_channel_blocked(const eddy_task_t *t, const input_channel_t *in)
  * CheckpointBarrierTracker does. */
 void task_note_barrier(eddy_task_t *t, input_channel_t *in, uint64_t checkpoint)
 {
-    if (barriers_align(t, checkpoint)) {
-        in->barrier = checkpoint;
-        return;
+    if (!barriers_align(t, checkpoint)) {
+        for (uint32_t i = 0; i < t->n_inputs; i++) {
+            if (t->inputs[i].barrier > checkpoint)
+                return; /* stale */
+            if (t->inputs[i].barrier && t->inputs[i].barrier < checkpoint)
+                t->inputs[i].barrier = 0;
+        }
     }
-    for (uint32_t i = 0; i < t->n_inputs; i++) {
-        if (t->inputs[i].barrier > checkpoint)
-            return; /* stale */
-        if (t->inputs[i].barrier && t->inputs[i].barrier < checkpoint)
-            t->inputs[i].barrier = 0;
-    }
+    note_alignment_start(t);
     in->barrier = checkpoint;
 }

@@ -106,6 +106,7 @@ struct eddy_task {
     const eddy_job_graph_t *graph;
     const eddy_stage_def_t *def;
     uint32_t stage, instance, parallelism;
+    uint64_t align_started_ns; /* the pending checkpoint's first barrier, 0: none */
 
     eddy_op_context_t ctx;
     void *ops[EDDY_MAX_CHAIN];

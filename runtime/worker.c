@@ -249,6 +249,10 @@ static void send_durable_acks(worker_t *w)
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
         eddy_msg_t *m = &u->ack;
+        if (m->type == EDDY_MSG_ACK) {
+            m->u.ack.sync_us = u->barrier_ns / 1000;
+            m->u.ack.async_us = (eddy_mono_ns() - u->submitted_ns) / 1000;
+        }
         /* Only key-group units name their job; a sync-only unit's error
          * (a sink's pre-commit) must always reach the coordinator. */
         if (u->error[0] && u->job[0] && !job_is_here(w, u->job)) {

@@ -198,6 +198,7 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
 
 void eddy_snapshot_writer_submit(eddy_snapshot_writer_t *self, eddy_snapshot_unit_t *unit)
 {
+    unit->submitted_ns = eddy_mono_ns();
     pthread_mutex_lock(&self->lock);
     push(&self->pending_head, &self->pending_tail, unit);
     pthread_cond_signal(&self->wake);

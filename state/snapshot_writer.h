@@ -41,8 +41,9 @@ typedef struct eddy_snapshot_unit {
     void *view;
     int (*serialise)(void *view, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
     void (*release)(void *view);
-    uint64_t barrier_ns;             /* the producer's time at the barrier, for logs */
+    uint64_t barrier_ns;             /* the producer's time at the barrier (ACK's sync_us) */
     uint64_t serialise_ns, write_ns; /* the writer thread's time, for logs */
+    uint64_t submitted_ns;           /* set by submit: its ACK's async_us counts from here */
     bool sync_only;     /* no key groups: only the sync list */
     eddy_sync_list_t *sync; /* owned, may be NULL */
     /* The message to send once durable: an ACK (its error is filled on

@@ -573,14 +573,14 @@ function renderCharts(j) {
   const cks = s ? s.checkpoints : [];
   chart(document.getElementById('chart-checkpoints'), {
     t: [], series: [], emptyText: 'No checkpoint completed yet.',
-    bars: cks.map(k => ({ t: k.time_ms, v: k.duration_ms, tip: `checkpoint #${k.id} at ${fmtClock(k.time_ms)}\nduration ${fmtMs(k.duration_ms)} · size ${fmtBytes(k.bytes)}` })),
+    bars: cks.map(k => ({ t: k.time_ms, v: k.duration_ms, tip: `checkpoint #${k.id} at ${fmtClock(k.time_ms)}\nduration ${fmtMs(k.duration_ms)} · size ${fmtBytes(k.bytes)} in ${fmtCount(k.objects)} files\nslowest task: sync ${fmtMs(k.sync_ms)} · async ${fmtMs(k.async_ms)} · alignment ${fmtMs(k.alignment_ms)}` })),
     fmtY: v => fmtMs(v),
   });
   if (cks.length) {
     const lastK = cks[cks.length - 1];
     const sizes = cks.map(k => k.bytes);
     appendHtml(document.getElementById('chart-checkpoints'),
-      html`<div class="legend"><span>${cks.length} recent · last #${lastK.id}: ${fmtMs(lastK.duration_ms)}, ${fmtBytes(lastK.bytes)}</span>
+      html`<div class="legend"><span>${cks.length} recent · last #${lastK.id}: ${fmtMs(lastK.duration_ms)} (sync ${fmtMs(lastK.sync_ms)}, async ${fmtMs(lastK.async_ms)}, alignment ${fmtMs(lastK.alignment_ms)}), ${fmtBytes(lastK.bytes)}</span>
        <span>size ${fmtBytes(Math.min(...sizes))} – ${fmtBytes(Math.max(...sizes))}</span></div>`);
   }
 }

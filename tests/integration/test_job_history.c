@@ -14,6 +14,11 @@
  * history is still there, ids go on at wordcount-3, and `eddy status`
  * shows running jobs only while `--all` shows the history.
  *
+ * checkpoint_costs_are_visible: a completed checkpoint's parts (the slowest
+ * task's synchronous, asynchronous and alignment times) and what it wrote
+ * are in the job's status (the API the dashboard reads), in /metrics and
+ * in `eddy status JOB`.
+ *
  * changelog_file_and_quiet, quiet_prints_only_the_changelog: `eddy local
  * --quiet` writes no INFO line (its workers neither) and no progress line;
  * stdout (or --changelog FILE) carries the job's output and nothing else.
@@ -389,6 +394,64 @@ static void post_decision(const char *json)
                  err.msg);
     cr_assert_eq(status, 0, "%s", body ? body : "");
     free(body);
+}
+
+static bool second_checkpoint_done(void *arg)
+{
+    json_t **ck = arg;
+    json_t *st = eddy_test_status(ports[0]);
+    json_t *j = st ? eddy_test_status_job(st, "wordcount") : NULL;
+    json_t *last = j ? json_object_get(j, "last_checkpoint") : NULL;
+    bool done = json_integer_value(json_object_get(last, "id")) >= 2;
+    if (done)
+        *ck = json_incref(last);
+    json_decref(st);
+    return done;
+}
+
+Test(job_history, checkpoint_costs_are_visible, .init = setup, .fini = teardown, .timeout = 120)
+{
+    start_coordinator();
+    start_worker();
+    start_worker();
+    cr_assert(eddy_test_cluster_wait_workers(cl, 2, false, 20000), "2 workers never registered:\n%s", log_text());
+    free(submit(true));
+    json_t *ck = NULL;
+    cr_assert(eddy_poll_until(second_checkpoint_done, &ck, 60000), "no second checkpoint:\n%s", log_text());
+    cr_assert_gt(json_integer_value(json_object_get(ck, "bytes")), 0, "no state bytes");
+    cr_assert_geq(json_integer_value(json_object_get(ck, "objects")), 1, "no snapshot file");
+    const char *parts[] = {"sync_ms", "async_ms", "alignment_ms"};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(ck, parts[i]);
+        cr_assert(json_is_number(v) && json_number_value(v) >= 0, "last_checkpoint.%s missing", parts[i]);
+        cr_assert_leq(json_number_value(v), json_number_value(json_object_get(ck, "duration_ms")) + 1,
+                      "%s %.3f ms is longer than the checkpoint", parts[i], json_number_value(v));
+    }
+    /* the keyed count's state is written by its snapshot writer, and
+     * two workers' sources cannot both be the last barrier at once */
+    cr_assert_gt(json_number_value(json_object_get(ck, "async_ms")), 0, "no asynchronous part");
+    json_decref(ck);
+
+    char *metrics = get_metrics();
+    cr_assert(metrics, "no /metrics");
+    const char *families[] = {"eddy_checkpoint_sync_seconds", "eddy_checkpoint_async_seconds",
+                              "eddy_checkpoint_alignment_seconds", "eddy_checkpoint_bytes",
+                              "eddy_checkpoint_objects"};
+    for (int i = 0; i < 5; i++) {
+        char series[128];
+        snprintf(series, sizeof series, "\n%s{job=\"wordcount\"} ", families[i]);
+        cr_assert(strstr(metrics, series), "%s missing from /metrics", series + 1);
+    }
+    free(metrics);
+
+    char *argv[] = {EDDY_BINARY, "status", "wordcount", "--coordinator", coord_url, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = eddy_proc_run(argv, 20000, &out, &err);
+    cr_assert_eq(rc, 0, "eddy status wordcount exited %d: %s%s", rc, out, err);
+    cr_assert(strstr(out, "    checkpoint ") && strstr(out, " ms (sync ") && strstr(out, " files; "),
+              "no checkpoint line in eddy status wordcount:\n%s", out);
+    free(out);
+    free(err);
 }
 
 Test(job_history, scaling_view, .init = setup, .fini = teardown, .timeout = 60)

@@ -33,6 +33,8 @@ static coord_pending_checkpoint_t *pending(void)
     return pc;
 }
 
+static const coord_checkpoint_cost_t one_file = {.bytes = 1, .files = 1};
+
 Test(finished_checkpoint, completes_without_the_finished_tasks)
 {
     coord_pending_checkpoint_t *pc = pending();
@@ -41,7 +43,7 @@ Test(finished_checkpoint, completes_without_the_finished_tasks)
     uint32_t order[][2] = {{0, 0}, {1, 1}, {0, 1}, {2, 0}, {1, 0}};
     for (int k = 0; k < 5; k++) {
         cr_assert_not(coord_pending_checkpoint_all_acked(pc), "complete after %d ACKs", k);
-        cr_assert_eq(coord_pending_checkpoint_ack(pc, order[k][0], order[k][1], 5, NULL, 0, 1, 1),
+        cr_assert_eq(coord_pending_checkpoint_ack(pc, order[k][0], order[k][1], 5, NULL, 0, &one_file),
                      COORD_ACK_ACCEPTED);
     }
     cr_assert(coord_pending_checkpoint_all_acked(pc));
@@ -63,10 +65,10 @@ Test(finished_checkpoint, a_finished_task_cannot_ack_nor_be_marked_twice)
     coord_pending_checkpoint_t *pc = pending();
     cr_assert_eq(coord_pending_checkpoint_finish_task(pc, 1, 1), COORD_ACK_ACCEPTED);
     cr_assert_eq(coord_pending_checkpoint_finish_task(pc, 1, 1), COORD_ACK_DUPLICATE);
-    cr_assert_eq(coord_pending_checkpoint_ack(pc, 1, 1, -1, NULL, 0, 1, 1), COORD_ACK_UNKNOWN_TASK);
+    cr_assert_eq(coord_pending_checkpoint_ack(pc, 1, 1, -1, NULL, 0, &one_file), COORD_ACK_UNKNOWN_TASK);
     cr_assert_eq(coord_pending_checkpoint_finish_task(pc, 1, 2), COORD_ACK_UNKNOWN_TASK);
     cr_assert_eq(coord_pending_checkpoint_finish_task(pc, 3, 0), COORD_ACK_UNKNOWN_TASK);
-    cr_assert_eq(coord_pending_checkpoint_ack(pc, 0, 0, 1, NULL, 0, 1, 1), COORD_ACK_ACCEPTED);
+    cr_assert_eq(coord_pending_checkpoint_ack(pc, 0, 0, 1, NULL, 0, &one_file), COORD_ACK_ACCEPTED);
     cr_assert(coord_pending_checkpoint_acked(pc, 0, 0));
     cr_assert_not(coord_pending_checkpoint_acked(pc, 0, 1));
     cr_assert_not(coord_pending_checkpoint_acked(pc, 1, 1), "finished is not acknowledged");

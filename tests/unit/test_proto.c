@@ -177,6 +177,9 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.ack.ended[0] = (eddy_task_ref_t){0, 2};
         m.u.ack.ended[1] = (eddy_task_ref_t){EDDY_MAX_STAGES - 1, EDDY_MAX_PARALLELISM - 1};
         m.u.ack.ended[2] = (eddy_task_ref_t){1, 0};
+        m.u.ack.sync_us = 812;
+        m.u.ack.async_us = 1ull << 40;
+        m.u.ack.align_us = 77;
         break;
     case EDDY_MSG_COMPLETE:
         m.u.complete.job = 2;
@@ -388,6 +391,9 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.ack.files_written, b->u.ack.files_written);
         cr_assert_str_eq(a->u.ack.error, b->u.ack.error);
         cr_assert_eq(a->u.ack.declined, b->u.ack.declined);
+        cr_assert_eq(a->u.ack.sync_us, b->u.ack.sync_us);
+        cr_assert_eq(a->u.ack.async_us, b->u.ack.async_us);
+        cr_assert_eq(a->u.ack.align_us, b->u.ack.align_us);
         cr_assert_eq(a->u.ack.n_ended, b->u.ack.n_ended);
         for (uint32_t i = 0; i < a->u.ack.n_ended; i++) {
             cr_assert_eq(a->u.ack.ended[i].stage, b->u.ack.ended[i].stage);
@@ -1281,6 +1287,27 @@ Test(proto, ack_ended_inputs_are_optional_and_bounded)
                   20, "pairs");
     expect_reject("\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x92\x40\x00\x09",
                   19, "out of range");
+}
+
+/* An ACK may end with what the checkpoint cost the task (protocol 9,
+ * unreleased: synchronous, asynchronous and alignment microseconds); absent, 0. */
+Test(proto, ack_costs_are_optional)
+{
+    eddy_msg_t d = decode_ok(
+        "\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x90\x09", 17);
+    cr_assert_eq(d.u.ack.sync_us + d.u.ack.async_us + d.u.ack.align_us, 0);
+    eddy_msg_clear(&d);
+    d = decode_ok("\xdc\x00\x12\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x90"
+                  "\x05\xcd\x01\x00\x07\x09",
+                  24);
+    cr_assert_eq(d.u.ack.sync_us, 5);
+    cr_assert_eq(d.u.ack.async_us, 256);
+    cr_assert_eq(d.u.ack.align_us, 7);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    expect_reject("\xdc\x00\x12\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x90"
+                  "\x05\xff\x07\x09",
+                  22, "");
 }
 
 /* A DEPLOY may end with the tasks restored as finished (protocol 9); one
