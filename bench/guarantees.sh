@@ -22,13 +22,9 @@
 # barrier early and at-least-once shows no duplicates in wordcount).
 set -euo pipefail
 # No flags: --help prints the header above; anything else is an error.
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+source "$HERE/common.sh"
+bench_args "$@"
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 MB=${MB:-4}

@@ -23,13 +23,9 @@
 # builds whose sink flushes its stdout only at checkpoints).
 set -uo pipefail
 # No flags: --help prints the header above; anything else is an error.
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+source "$HERE/common.sh"
+bench_args "$@"
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 EDDY=${EDDY:-$BUILD/eddy}
@@ -39,13 +35,7 @@ PARALLELISM=${PARALLELISM:-2}
 MAX_S=${MAX_S:-5}
 PHASE_S=${PHASE_S:-10}
 
-for bin in "$EDDY" "$PROBE"; do
-    if [[ ! -x $bin ]]; then
-        echo "missing $bin; build first:" >&2
-        echo "  cmake -B build -S $ROOT -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2" >&2
-        exit 2
-    fi
-done
+bench_need_bin "$EDDY" "$PROBE"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/eddy-bench-lat.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

@@ -17,13 +17,9 @@
 # OUT (bench/out).
 set -euo pipefail
 # No flags: --help prints the header above; anything else is an error.
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+source "$HERE/common.sh"
+bench_args "$@"
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 EVENTS=${EVENTS:-2000000}
@@ -32,9 +28,7 @@ QUERIES=${QUERIES:-"q0 q1 q2 q3 q5 q7 q8 q11"}
 OUT=${OUT:-$HERE/out}
 CORES=$(nproc)
 
-for bin in eddy nexmark_baseline; do
-    [[ -x $BUILD/$bin ]] || { echo "missing $BUILD/$bin; build first (Release)" >&2; exit 2; }
-done
+bench_need_bin "$BUILD/eddy" "$BUILD/nexmark_baseline"
 mkdir -p "$OUT"
 
 declare -A FLINK=([q0]=155000 [q1]=158000 [q2]=175000 [q3]=152000 [q5]=22000 [q7]=12000

@@ -18,13 +18,9 @@
 # binary to compare against), EVENTS (2000000), BIG_EVENTS (8000000; 0
 # skips), W (2), RUNS (2), QUERIES ("q0 q1"), OUT (bench/out).
 set -euo pipefail
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+source "$HERE/common.sh"
+bench_args "$@"
 ROOT=$(cd "$HERE/.." && pwd)
 AFTER=${AFTER:-$ROOT/build/eddy}
 BEFORE=${BEFORE:-}

@@ -28,6 +28,8 @@
 #                                         the same command on a tiny input):
 #                                         the time the records took
 
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
 declare -gA ROUNDS_WALL ROUNDS_CPU
 ROUNDS_LOG_DIR=/tmp
 
@@ -35,7 +37,7 @@ rounds_setup() {
     case ${1:-} in
         "") ;;
         --long) ROUNDS=$((ROUNDS * 3)) ;;
-        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+        -h|--help) bench_help ;;
         *) echo "usage: $0 [--long] (see --help)" >&2; exit 2 ;;
     esac
     mkdir -p "$OUT"

@@ -20,13 +20,9 @@
 # RUNS (3), WORKERS (2), PARALLELISM (2).
 set -euo pipefail
 # No flags: --help prints the header above; anything else is an error.
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+source "$HERE/common.sh"
+bench_args "$@"
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 MB=${MB:-100}
@@ -35,13 +31,7 @@ RUNS=${RUNS:-3}
 WORKERS=${WORKERS:-2}
 PARALLELISM=${PARALLELISM:-2}
 
-for bin in eddy gen_text wc_baseline; do
-    if [[ ! -x $BUILD/$bin ]]; then
-        echo "missing $BUILD/$bin; build first:" >&2
-        echo "  cmake -B build -S $ROOT -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2" >&2
-        exit 2
-    fi
-done
+bench_need_bin "$BUILD/eddy" "$BUILD/gen_text" "$BUILD/wc_baseline"
 
 mkdir -p "$HERE/out"
 TEXT=$HERE/out/text-${MB}m-v${VOCAB}.txt
