@@ -366,7 +366,14 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
                                       : j->fluid && j->fluid_phase == COORD_FLUID_EXPAND ? j->rescale_from
                                                                                             : j->rescale_to;
     m.u.trigger.moving = pause ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
-    coord_broadcast(c, &m);
+    for (coord_worker_t *w = c->workers; w; w = w->next)
+        if (!coord_send_worker(c, w, &m) && w->alive && !pc->undelivered[0] && coord_job_on_worker(j, w->id))
+            /* its tasks would never see the barrier: the tick gives it up at
+             * once instead of after --checkpoint-timeout-ms */
+            snprintf(pc->undelivered, sizeof pc->undelivered,
+                     "its TRIGGER could not be sent to worker %u (%s), which runs tasks of the job "
+                     "(its control connection is gone or its queue is full)",
+                     w->id, w->name);
     free(m.u.trigger.moving);
 }
 
@@ -610,7 +617,11 @@ static const char *graph_stage_name(const void *graph, uint32_t stage)
 void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
 {
     if (j->pending) {
-        if (now_ms > j->pending->started_ms + c->opts->checkpoint_timeout_ms) {
+        if (j->pending->undelivered[0] && !j->pending->committing) {
+            char why[sizeof j->pending->undelivered];
+            snprintf(why, sizeof why, "%s", j->pending->undelivered);
+            coord_checkpoint_abort(c, j, why, true);
+        } else if (now_ms > j->pending->started_ms + c->opts->checkpoint_timeout_ms) {
             char why[EDDY_ERROR_MAX], missing[320];
             if (!j->pending->committing &&
                 coord_pending_checkpoint_missing_text(j->pending, graph_stage_name, &j->graph,

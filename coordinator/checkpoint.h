@@ -53,6 +53,9 @@ typedef struct coord_pending_checkpoint {
     uint32_t epoch;
     bool pause;        /* sources stop behind its barrier (a rescale) */
     bool committing;   /* every task acknowledged; its metadata is being written */
+    /* Why a task cannot take part: its TRIGGER was not sent (empty: it was);
+     * the checkpoint is given up at the next tick. */
+    char undelivered[EDDY_NAME_MAX + 192];
     uint64_t started_ms;
     coord_checkpoint_cost_t cost; /* of the tasks acknowledged so far */
     uint32_t n_stages;

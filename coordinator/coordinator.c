@@ -26,7 +26,9 @@
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void send_to(coord_t *c, const unsigned char *identity, size_t identity_len,
+/* Whether msg was queued to identity: not when the peer's connection is
+ * gone (ZMQ_ROUTER_MANDATORY: EHOSTUNREACH) or its queue is full. */
+static bool send_to(coord_t *c, const unsigned char *identity, size_t identity_len,
                     const eddy_msg_t *msg)
 {
     size_t len;
@@ -35,20 +37,21 @@ static void send_to(coord_t *c, const unsigned char *identity, size_t identity_l
     stamped.leader_epoch = c->leader_epoch;
     char *data = eddy_msg_encode(&stamped, &len);
     if (!data)
-        return;
+        return false;
+    bool queued = false;
     if (zmq_send(c->router, identity, identity_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-        zmq_send(c->router, data, len, ZMQ_DONTWAIT);
+        queued = zmq_send(c->router, data, len, ZMQ_DONTWAIT) >= 0;
     else if (errno == EAGAIN) /* its queue is at --reply-hwm: a peer that does not read */
         coord_reject(&c->rejects, COORD_REJECT_REPLY_QUEUE,
                      "a %s to a peer that does not read its replies (--reply-hwm %u)",
                      eddy_msg_type_name(msg->type), c->limits.reply_hwm);
     free(data);
+    return queued;
 }
 
-void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg)
+bool coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg)
 {
-    if (w->alive)
-        send_to(c, w->identity, w->identity_len, msg);
+    return w->alive && send_to(c, w->identity, w->identity_len, msg);
 }
 
 void coord_broadcast(coord_t *c, const eddy_msg_t *msg)
@@ -135,10 +138,8 @@ static bool was_declared_dead(const coord_t *c, const coord_worker_t *w)
 static bool worker_placed(const coord_t *c, uint32_t id)
 {
     for (const coord_job_t *j = c->jobs; j; j = j->next)
-        for (uint32_t s = 0; s < j->graph.n_stages && s < EDDY_MAX_STAGES; s++)
-            for (uint32_t i = 0; j->placement[s].worker_of && i < j->placement[s].parallelism; i++)
-                if (j->placement[s].worker_of[i] == id)
-                    return true;
+        if (coord_job_on_worker(j, id))
+            return true;
     return false;
 }
 

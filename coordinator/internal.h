@@ -387,7 +387,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
                      volatile sig_atomic_t *stop, eddy_err_t *err);
 /* Every worker the previous leader listed and every expected one is back. */
 bool coord_takeover_all_back(const coord_t *c);
-void coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg);
+/* Whether msg was queued: false for a dead worker, one whose control
+ * connection is gone (it registers again under a new identity) or whose
+ * queue is full. */
+bool coord_send_worker(coord_t *c, coord_worker_t *w, const eddy_msg_t *msg);
 void coord_broadcast(coord_t *c, const eddy_msg_t *msg);
 void coord_reply(coord_t *c, const unsigned char *identity, size_t identity_len, int64_t status,
                  const char *body);
@@ -651,6 +654,8 @@ uint32_t coord_sender_filter_metrics(coord_t *c, const coord_worker_t *w, eddy_t
 /* Places every instance of every stage on alive workers, keeping instances
  * already on alive workers where they are. -1 when no worker is alive. */
 int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_err_t *err);
+/* Whether j's placement puts an instance on worker worker_id. */
+bool coord_job_on_worker(const coord_job_t *j, uint32_t worker_id);
 
 /* hot_key.c */
 /* The busiest key group of keyed stage `stage` of j and its share of the

@@ -43,14 +43,9 @@ void coord_rebalance_migration_ended(coord_t *c)
 /* Whether worker id holds an instance of any job that has not ended. */
 static bool holds_instances(const coord_t *c, uint32_t id)
 {
-    for (const coord_job_t *j = c->jobs; j; j = j->next) {
-        if (coord_job_ended(j) || j->history)
-            continue;
-        for (uint32_t s = 0; s < j->graph.n_stages; s++)
-            for (uint32_t i = 0; j->placement[s].worker_of && i < j->placement[s].parallelism; i++)
-                if (j->placement[s].worker_of[i] == id)
-                    return true;
-    }
+    for (const coord_job_t *j = c->jobs; j; j = j->next)
+        if (!coord_job_ended(j) && !j->history && coord_job_on_worker(j, id))
+            return true;
     return false;
 }
 

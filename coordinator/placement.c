@@ -114,3 +114,12 @@ int coord_place(coord_t *c, coord_job_t *j, const uint32_t *parallelism, eddy_er
     memcpy(j->placement, next, j->graph.n_stages * sizeof *next);
     return 0;
 }
+
+bool coord_job_on_worker(const coord_job_t *j, uint32_t worker_id)
+{
+    for (uint32_t s = 0; s < j->graph.n_stages && s < EDDY_MAX_STAGES; s++)
+        for (uint32_t i = 0; j->placement[s].worker_of && i < j->placement[s].parallelism; i++)
+            if (j->placement[s].worker_of[i] == worker_id)
+                return true;
+    return false;
+}

@@ -283,11 +283,7 @@ void coord_jobs_on_worker_lost(coord_t *c, coord_worker_t *w)
     for (coord_job_t *j = c->jobs; j; j = j->next) {
         if (coord_job_ended(j) || j->state == JOB_WAITING || j->restore_scheduled)
             continue;
-        bool involved = j->deploys_pending > 0 || j->deploy_persisting;
-        for (uint32_t s = 0; s < j->graph.n_stages && !involved; s++)
-            for (uint32_t i = 0; i < j->placement[s].parallelism; i++)
-                if (j->placement[s].worker_of && j->placement[s].worker_of[i] == w->id)
-                    involved = true;
+        bool involved = j->deploys_pending > 0 || j->deploy_persisting || coord_job_on_worker(j, w->id);
         if (involved && j->finishing) {
             /* Every task finished, some sinks may have published already: a
              * restore would replay and duplicate. What the lost worker's
