@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "net/partial.h"
 #include "operators/etl_record.h"
+#include "operators/combiner_table.h"
 #include "operators/line_merge.h"
 #include "state/keygroup.h"
 
@@ -239,7 +240,7 @@ const eddy_operator_ops_t eddy_aggregate_ops = {
 typedef struct combiner_op {
     const eddy_aggregate_config_t *cfg;
     eddy_key_fn key_fn;
-    eddy_keyed_state_t *acc; /* one "key group": everything since the last flush */
+    eddy_combiner_table_t *acc; /* everything since the last flush */
     char *frame;             /* a partial's data (net/partial.h) */
     size_t frame_cap;
     eddy_collector_t *out;   /* while flushing */
@@ -249,7 +250,7 @@ typedef struct combiner_op {
 static void combiner_close(void *self)
 {
     combiner_op_t *op = self;
-    eddy_keyed_state_destroy(&op->acc);
+    eddy_combiner_table_destroy(&op->acc);
     free(op->frame);
     free(op);
 }
@@ -262,7 +263,7 @@ static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     combiner_op_t *op = calloc(1, sizeof *op);
     if (op)
-        op->acc = eddy_keyed_state_new(1, sizeof(int64_t));
+        op->acc = eddy_combiner_table_new();
     if (!op || !op->acc) {
         if (op)
             combiner_close(op);
@@ -274,7 +275,7 @@ static void *combiner_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     return op;
 }
 
-static void emit_partial(void *ctx, const void *key, uint32_t key_len, void *value)
+static void emit_partial(void *ctx, const void *key, uint32_t key_len, int64_t value)
 {
     combiner_op_t *op = ctx;
     size_t need = eddy_partial_size(key_len, 0);
@@ -288,7 +289,7 @@ static void emit_partial(void *ctx, const void *key, uint32_t key_len, void *val
         op->frame_cap = need;
     }
     uint32_t len = eddy_partial_encode(op->frame, key, key_len, NULL, 0);
-    eddy_record_t rec = {op->frame, len, EDDY_PARTIAL, *(int64_t *)value, 0};
+    eddy_record_t rec = {op->frame, len, EDDY_PARTIAL, value, 0};
     eddy_emit(op->out, &rec);
 }
 
@@ -296,8 +297,8 @@ static int combiner_flush(void *self, eddy_collector_t *out, eddy_err_t *err)
 {
     combiner_op_t *op = self;
     op->out = out;
-    eddy_keyed_state_foreach(op->acc, 0, emit_partial, op);
-    eddy_keyed_state_drop_group(op->acc, 0);
+    eddy_combiner_table_foreach(op->acc, emit_partial, op);
+    eddy_combiner_table_clear(op->acc);
     if (op->oom)
         return eddy_err_set(err, "out of memory in the combiner");
     return 0;
@@ -318,7 +319,7 @@ static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector
     else if (!eddy_partial_decode(rec, &key, &klen, &payload, &plen) || plen)
         return eddy_err_set(err, "combiner: a malformed partial record (%u bytes)", rec->len);
     bool created;
-    int64_t *acc = eddy_keyed_state_upsert(op->acc, 0, eddy_key_hash(key, klen), key, klen, &created);
+    int64_t *acc = eddy_combiner_table_upsert(op->acc, eddy_key_hash(key, klen), key, klen, &created);
     if (!acc)
         return eddy_err_set(err, "out of memory in the combiner");
     if (created && op->cfg->init)
@@ -327,7 +328,7 @@ static int combiner_process(void *self, const eddy_record_t *rec, eddy_collector
         op->cfg->merge(acc, &rec->value);
     else
         op->cfg->add(acc, rec);
-    if (created && eddy_keyed_state_keys(op->acc) >= COMBINER_MAX_KEYS)
+    if (created && eddy_combiner_table_count(op->acc) >= COMBINER_MAX_KEYS)
         return combiner_flush(op, out, err);
     return 0;
 }
