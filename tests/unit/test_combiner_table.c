@@ -1,7 +1,8 @@
 /* test_combiner_table.c - the combiner's table: every key once with its
  * accumulator, in first-upsert order; clear forgets everything and the
  * table is as good as new (many fill/clear rounds of different sizes,
- * colliding hashes, empty keys), checked against a plain array. */
+ * colliding hashes, empty, short and long keys), checked against a plain
+ * array. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "operators/combiner_table.h"
 
 typedef struct seen {
-    char keys[4096][16];
+    char keys[4096][40];
     int64_t accs[4096];
     uint32_t n;
 } seen_t;
@@ -18,7 +19,7 @@ static void collect(void *ctx, const void *key, uint32_t key_len, int64_t acc)
 {
     seen_t *s = ctx;
     cr_assert_lt(s->n, 4096);
-    cr_assert_lt(key_len, 16);
+    cr_assert_lt(key_len, 40);
     memcpy(s->keys[s->n], key, key_len);
     s->keys[s->n][key_len] = '\0';
     s->accs[s->n++] = acc;
@@ -32,9 +33,10 @@ Test(combiner_table, counts_keys_in_first_upsert_order_across_clears)
     for (uint32_t round = 0; round < 6; round++) {
         uint32_t distinct = round % 2 ? 3000 : 7 + round; /* grow, shrink, grow again */
         for (uint32_t k = 0; k < distinct * 3; k++) {
-            char key[16];
+            char key[40];
             uint32_t id = k % distinct;
-            int len = id == 0 ? 0 : snprintf(key, sizeof key, "r%uk%u", round, id);
+            /* short keys live in their entry, long ones (odd ids) in the arena */
+            int len = id == 0 ? 0 : snprintf(key, sizeof key, id % 2 ? "r%uk%u-a-longer-key" : "r%uk%u", round, id);
             bool created;
             /* hashes collide in fours: lookups must compare the bytes */
             int64_t *acc = eddy_combiner_table_upsert(t, id / 4, key, (uint32_t)len, &created);
@@ -47,9 +49,9 @@ Test(combiner_table, counts_keys_in_first_upsert_order_across_clears)
         eddy_combiner_table_foreach(t, collect, &s);
         cr_assert_eq(s.n, distinct);
         for (uint32_t id = 0; id < distinct; id++) {
-            char want[16] = "";
+            char want[40] = "";
             if (id)
-                snprintf(want, sizeof want, "r%uk%u", round, id);
+                snprintf(want, sizeof want, id % 2 ? "r%uk%u-a-longer-key" : "r%uk%u", round, id);
             cr_assert_str_eq(s.keys[id], want);
             cr_assert_eq(s.accs[id], 3 * (int64_t)(id + 1));
         }
