@@ -383,7 +383,11 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
         free(j);
         return NULL;
     }
-    const char *dir = d->snapshot_dir[0] ? d->snapshot_dir : w->opts->snapshot_dir;
+    /* its own storage, else the coordinator's URI, else its directory */
+    const char *dir = w->opts->checkpoint_storage ? w->opts->checkpoint_storage
+                      : d->storage_uri[0]         ? d->storage_uri
+                      : d->snapshot_dir[0]        ? d->snapshot_dir
+                                                  : w->opts->snapshot_dir;
     j->store = eddy_snapshot_store_new(dir, err);
     if (!j->store) {
         eddy_graph_clear(&j->graph);
@@ -1316,6 +1320,15 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         return -1;
     }
     int rc = -1;
+    if (opts->checkpoint_storage) { /* its own: a wrong one fails at start, by name */
+        eddy_snapshot_store_t *own = eddy_snapshot_store_new(opts->checkpoint_storage, err);
+        int ok = own && eddy_snapshot_store_probe(own, err) == 0;
+        eddy_snapshot_store_destroy(&own);
+        if (!ok) {
+            eddy_err_wrap(err, "--checkpoint-storage");
+            goto out;
+        }
+    }
     w->snapshots = eddy_snapshot_writer_new(err);
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;

@@ -24,7 +24,7 @@
 
 typedef struct eddy_snapshot_unit {
     struct eddy_snapshot_unit *next;
-    char root[EDDY_ENDPOINT_MAX * 4]; /* snapshot store root */
+    char root[EDDY_STORAGE_URI_MAX]; /* snapshot store root (path or URI) */
     char job[EDDY_NAME_MAX];
     char op[EDDY_NAME_MAX];
     uint64_t checkpoint;
