@@ -80,11 +80,13 @@ int eddy_cli_check_exposure(const char *sub, bool keys, bool insecure, const cha
 int eddy_usage_error(const char *sub, const char *msg);
 
 /* --checkpoint-storage URI against --snapshot-dir DIR (*dir: what was
- * given, NULL when not): both is a usage error (printed, returns 2).
- * file:///DIR becomes *dir = DIR (borrowed from storage) and *uri NULL: the
- * same as --snapshot-dir DIR. s3://... stays in *uri (checked for length
- * and for credentials in it) and *dir is left as it is. No storage: 0, *uri
- * NULL. *dir NULL afterwards means neither flag was given. */
+ * given, NULL when not). file:///DIR becomes *dir = DIR (borrowed from
+ * storage) and *uri NULL: the same as --snapshot-dir DIR, so giving both is
+ * a usage error (printed, returns 2). s3://... stays in *uri (checked for
+ * length and for credentials in it) and *dir is left as it is: a local
+ * directory for what is not a checkpoint (the coordinator's uploaded
+ * plugins). No storage: 0, *uri NULL. *dir NULL afterwards means neither
+ * flag gave a directory. */
 int eddy_cli_checkpoint_storage(const char *sub, const char *storage, const char **dir,
                                 const char **uri);
 #define EDDY_CLI_STORAGE_FLAG(var)                                                                \

@@ -54,9 +54,6 @@ int eddy_cli_checkpoint_storage(const char *sub, const char *storage, const char
     *uri = NULL;
     if (!storage)
         return 0;
-    if (*dir)
-        return eddy_usage_error(sub, "--checkpoint-storage and --snapshot-dir both name the "
-                                     "checkpoint storage: give one (file:///DIR is --snapshot-dir DIR)");
     if (strlen(storage) >= EDDY_STORAGE_URI_MAX) {
         char msg[160];
         snprintf(msg, sizeof msg, "--checkpoint-storage: the URI is longer than %d bytes",
@@ -70,6 +67,9 @@ int eddy_cli_checkpoint_storage(const char *sub, const char *storage, const char
         if (path[0] != '/')
             return eddy_usage_error(sub, "--checkpoint-storage: want file:///ABSOLUTE/DIR "
                                          "(a file URI has no host)");
+        if (*dir)
+            return eddy_usage_error(sub, "--checkpoint-storage file:///DIR and --snapshot-dir "
+                                         "both name the checkpoint directory: give one");
         *dir = path;
         return 0;
     }
