@@ -973,7 +973,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
      * credentials end the process here, by name */
     c.store = eddy_snapshot_store_new(coord_storage(opts), err);
     if (!c.store || eddy_snapshot_store_probe(c.store, err) < 0) {
-        eddy_err_wrap(err, "checkpoint storage");
+        eddy_err_wrap(err, opts->checkpoint_storage ? "--checkpoint-storage" : "snapshot store");
         goto out;
     }
     c.reaper = coord_reaper_new(c.store, err);
