@@ -45,8 +45,18 @@ struct eddy_snapshot_store {
     char *root;                 /* the location as given (path or URI) */
     char *dir;                  /* file: the directory; NULL for s3:// */
     eddy_object_store_t *objects; /* s3://: opened at first use */
-    pthread_mutex_t lock;       /* guards the lazy open of objects */
+    pthread_mutex_t lock;       /* guards the lazy open of objects and preloaded */
+    /* Payloads read ahead by another thread (eddy_snapshot_store_preload),
+     * keyed like the files; read_group takes them out before any I/O. */
+    struct preloaded *preloaded;
 };
+
+typedef struct preloaded {
+    struct preloaded *next;
+    char *key;  /* JOB/chk-ID/OP/kg-KG.snap */
+    char *data; /* the payload, owned */
+    size_t len;
+} preloaded_t;
 
 static atomic_uint_fast64_t tmp_seq;
 
@@ -530,6 +540,7 @@ void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p)
     if (!self_p || !*self_p)
         return;
     eddy_snapshot_store_t *self = *self_p;
+    eddy_snapshot_store_preload_clear(self);
     eddy_object_store_destroy(&self->objects);
     pthread_mutex_destroy(&self->lock);
     free(self->root);
@@ -655,7 +666,71 @@ int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
     if (fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job,
                  checkpoint, op, kg) != 0)
         return -1;
+    if (self->preloaded) {
+        pthread_mutex_lock(&self->lock);
+        for (preloaded_t **pp = &self->preloaded; *pp; pp = &(*pp)->next) {
+            preloaded_t *e = *pp;
+            if (strcmp(e->key, key))
+                continue;
+            *pp = e->next;
+            pthread_mutex_unlock(&self->lock);
+            *data = e->data;
+            *len = e->len;
+            free(e->key);
+            free(e);
+            return 0;
+        }
+        pthread_mutex_unlock(&self->lock);
+    }
     return read_key(self, key, data, len, err);
+}
+
+int eddy_snapshot_store_preload(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                                const char *op, uint32_t kg, char *data, size_t len,
+                                eddy_err_t *err)
+{
+    char key[PATH_MAX];
+    if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0 ||
+        fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job,
+                 checkpoint, op, kg) != 0)
+        return -1;
+    preloaded_t *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = strdup(key))) {
+        free(e);
+        return eddy_err_set(err, "out of memory");
+    }
+    e->data = data;
+    e->len = len;
+    pthread_mutex_lock(&self->lock);
+    e->next = self->preloaded;
+    self->preloaded = e;
+    pthread_mutex_unlock(&self->lock);
+    return 0;
+}
+
+void eddy_snapshot_store_preload_clear(eddy_snapshot_store_t *self)
+{
+    pthread_mutex_lock(&self->lock);
+    preloaded_t *e = self->preloaded;
+    self->preloaded = NULL;
+    pthread_mutex_unlock(&self->lock);
+    while (e) {
+        preloaded_t *next = e->next;
+        free(e->key);
+        free(e->data);
+        free(e);
+        e = next;
+    }
+}
+
+bool eddy_snapshot_store_is_remote(const eddy_snapshot_store_t *self)
+{
+    return self->dir == NULL;
+}
+
+bool eddy_snapshot_store_root_is_remote(const char *root)
+{
+    return root && !strncmp(root, "s3://", 5);
 }
 
 int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,

@@ -23,7 +23,8 @@
  * BLOCKS (disk or network): run it on the snapshot writer thread, the
  * coordinator's reaper thread or another thread of its own, never on an
  * event loop. _new does no I/O for s3:// (the bucket is opened at first
- * use); _probe opens it now. A store may be used from several threads. */
+ * use); _probe opens it now; _preload and _preload_clear do none either.
+ * A store may be used from several threads. */
 #ifndef EDDY_STATE_SNAPSHOT_STORE_H
 #define EDDY_STATE_SNAPSHOT_STORE_H
 
@@ -61,6 +62,23 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
 int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *op, uint32_t kg,
                                    char **data, size_t *len, eddy_err_t *err);
+
+/* Read-ahead: hands the store a payload (data, malloc'd: the store owns it
+ * on success, the caller keeps it on failure) that another thread already
+ * read for (job, checkpoint, op, kg); the next
+ * read_group of that group returns it without I/O (once). A worker reads
+ * a restore's groups from an s3:// store on its snapshot writer thread and
+ * preloads them, so the restore itself, on the event loop, does no network
+ * I/O. No I/O; 0, or -1 with err (bad names, out of memory). */
+int eddy_snapshot_store_preload(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                                const char *op, uint32_t kg, char *data, size_t len,
+                                eddy_err_t *err);
+/* Frees whatever was preloaded and not read. No I/O. */
+void eddy_snapshot_store_preload_clear(eddy_snapshot_store_t *self);
+/* Whether reads go over the network (s3://) rather than to a directory. */
+bool eddy_snapshot_store_is_remote(const eddy_snapshot_store_t *self);
+/* The same for a root before a store is made of it. */
+bool eddy_snapshot_store_root_is_remote(const char *root);
 
 int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *name, const void *data,
