@@ -78,6 +78,23 @@ int eddy_cli_check_exposure(const char *sub, bool keys, bool insecure, const cha
 
 /* Prints "eddy SUB: message" and returns 2. */
 int eddy_usage_error(const char *sub, const char *msg);
+
+/* --checkpoint-storage URI against --snapshot-dir DIR (*dir: what was
+ * given, NULL when not). file:///DIR becomes *dir = DIR (borrowed from
+ * storage) and *uri NULL: the same as --snapshot-dir DIR, so giving both is
+ * a usage error (printed, returns 2). s3://... stays in *uri (checked for
+ * length and for credentials in it) and *dir is left as it is: a local
+ * directory for what is not a checkpoint (the coordinator's uploaded
+ * plugins). No storage: 0, *uri NULL. *dir NULL afterwards means neither
+ * flag gave a directory. */
+int eddy_cli_checkpoint_storage(const char *sub, const char *storage, const char **dir,
+                                const char **uri);
+#define EDDY_CLI_STORAGE_FLAG(var)                                                                \
+    EDDY_FLAG_STR("checkpoint-storage", &(var), "URI",                                         \
+                  "where checkpoints go: file:///DIR (the same as --snapshot-dir DIR) or "      \
+                  "s3://BUCKET/PREFIX?endpoint=URL&region=R (credentials from "                 \
+                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; no process "    \
+                  "needs another's files)")
 /* Parses flags; on --help prints usage + flags and sets *exit_code 0; on
  * error prints the one-line error and sets *exit_code 2. Returns 0 to go on. */
 int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int argc, char **argv,

@@ -31,6 +31,7 @@
 #include "connectors/sources.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
+#include "state/snapshot_store.h"
 
 #define MAX_LOCAL_WORKERS 64
 
@@ -141,6 +142,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *pipeline = NULL;
     const char *token_file = NULL;
     const char *changelog = NULL;
+    const char *storage = NULL, *storage_dir = NULL, *storage_uri = NULL;
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
     bool no_rebalance = false, insecure = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
@@ -160,6 +162,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address the coordinator's control and HTTP ports listen on (127.0.0.1)"),
         EDDY_FLAG_STR("http-token-file", &token_file, "FILE", "require this bearer token (file mode 0600) on HTTP, except /healthz"),
         EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
+        EDDY_CLI_STORAGE_FLAG(storage),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
@@ -225,6 +228,12 @@ static int run_local(int argc, char **argv, char **spec_text)
             snprintf(msg, sizeof msg, "--job is required (see eddy jobs)");
         eddy_args_free(&job_args);
         return eddy_usage_error("local", msg);
+    }
+    /* file:///DIR: the snapshots go to DIR rather than the state dir's;
+     * s3://: to the bucket, given to the workers in DEPLOY */
+    if ((rc = eddy_cli_checkpoint_storage("local", storage, &storage_dir, &storage_uri)) != 0) {
+        eddy_args_free(&job_args);
+        return rc;
     }
     if (max_workers && !pool) {
         eddy_args_free(&job_args);
@@ -326,7 +335,10 @@ static int run_local(int argc, char **argv, char **spec_text)
     }
     char meta[4200], snaps[4200], bind[300], connect[300];
     snprintf(meta, sizeof meta, "%s/meta", dir);
-    snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
+    if (storage_dir)
+        snprintf(snaps, sizeof snaps, "%s", storage_dir);
+    else
+        snprintf(snaps, sizeof snaps, "%s/snapshots", dir);
     snprintf(bind, sizeof bind, "tcp://%s:%u", bind_host, (unsigned)control_port);
     snprintf(connect, sizeof connect, "tcp://%s:%u",
              strcmp(bind_host, "0.0.0.0") ? bind_host : "127.0.0.1", (unsigned)control_port);
@@ -359,6 +371,22 @@ static int run_local(int argc, char **argv, char **spec_text)
     }
     eddy_log_set_component("local");
     eddy_cli_install_signals();
+    /* A wrong bucket, endpoint or credentials: one line, before any worker
+     * starts (the coordinator would stop there too, after they did). */
+    if (storage_uri) {
+        eddy_snapshot_store_t *probe = eddy_snapshot_store_new(storage_uri, &err);
+        int ok = probe && eddy_snapshot_store_probe(probe, &err) == 0;
+        eddy_snapshot_store_destroy(&probe);
+        if (!ok) {
+            fprintf(stderr, "eddy local: --checkpoint-storage: %s\n", err.msg);
+            eddy_keys_destroy(&keys);
+            if (temporary)
+                nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+            eddy_args_free(&job_args);
+            eddy_http_token_free(&token);
+            return 1;
+        }
+    }
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
     if (!sup || start_children(sup, workers, connect, snaps, keys_dir, insecure, autoscale ? job : NULL,
                                controller_flags, pool ? max_workers : 0, &err) < 0) {
@@ -376,7 +404,7 @@ static int run_local(int argc, char **argv, char **spec_text)
               temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
         .bind = bind, .keys = keys, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
-        .snapshot_dir = snaps, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
+        .snapshot_dir = snaps, .checkpoint_storage = storage_uri, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,

@@ -36,8 +36,8 @@ int eddy_cmd_worker(int argc, char **argv)
 {
     char what[1200];
     const char *coordinator = eddy_client_default_coordinator(), *name = NULL;
-    const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = "/tmp/eddy/snapshots";
-    const char *plugin_cache = NULL;
+    const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = NULL;
+    const char *plugin_cache = NULL, *storage = NULL, *storage_uri = NULL;
     uint32_t port = 0, register_timeout = 10000;
     bool hostname_identity = false, insecure = false;
     uint32_t leave_wait = 300;
@@ -48,7 +48,8 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_STR("bind-host", &bind_host, "ADDR", "address of the data socket (127.0.0.1)"),
         EDDY_FLAG_STR("advertise-host", &advertise, "HOST", "address other workers use (default: bind host; 127.0.0.1 if that is 0.0.0.0)"),
         EDDY_FLAG_U32("data-port", &port, 0, EDDY_FLAG_PORT_MAX, "PORT", "data socket port (0 = any free port)"),
-        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none"),
+        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store if the coordinator names none (/tmp/eddy/snapshots)"),
+        EDDY_CLI_STORAGE_FLAG(storage),
         EDDY_FLAG_STR("plugin-cache", &plugin_cache, "DIR", "cache of plugins fetched from the coordinator: a directory private to this user (created 0700; refused if another user owns it or others may access it). Default $XDG_RUNTIME_DIR/eddy-plugins, else a fresh directory removed at exit"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
         EDDY_FLAG_U32("leave-wait-ms", &leave_wait, 0, EDDY_FLAG_MS_MAX, "MS", "asked to stop, tell the coordinator this worker leaves and wait up to MS for its answer (300; 0: stop without a word, logged as dead)"),
@@ -60,6 +61,16 @@ int eddy_cmd_worker(int argc, char **argv)
     int code;
     if (eddy_cli_parse("worker", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
+    /* Its own --checkpoint-storage wins over the coordinator's (the same
+     * bucket by another endpoint, say); --snapshot-dir only stands in when
+     * the coordinator names none. */
+    const char *snap_dir = snapshots;
+    if ((code = eddy_cli_checkpoint_storage("worker", storage, &snap_dir, &storage_uri)) != 0)
+        return code;
+    if (storage && !storage_uri)
+        storage_uri = storage; /* file:///DIR, its own too */
+    if (!snapshots)
+        snapshots = "/tmp/eddy/snapshots";
     /* Replicas of one container service share their command line; the
      * hostname (the container id, also its DNS alias) is what differs. */
     char host[256];
@@ -89,7 +100,7 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots, keys, leave_wait, plugin_cache};
+                                  snapshots, keys, leave_wait, plugin_cache, storage_uri};
     eddy_err_t err = {{0}};
     int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
     eddy_keys_destroy(&keys);
@@ -105,8 +116,9 @@ int eddy_cmd_coordinator(int argc, char **argv)
     /* loopback unless told otherwise: reaching beyond it is a choice
      * (docs/security.md) */
     const char *bind = "tcp://127.0.0.1:7600", *http_host = "127.0.0.1", *token_file = NULL;
-    const char *metastore = "./eddy-meta", *snapshots = "/tmp/eddy/snapshots", *advertise = NULL;
+    const char *metastore = "./eddy-meta", *snapshots = NULL, *advertise = NULL;
     const char *etcd_ca = NULL, *etcd_cert = NULL, *etcd_key = NULL;
+    const char *storage = NULL, *storage_uri = NULL;
     uint32_t leader_ttl = 3000, dead_grace = 60000, quorum_timeout = 5000;
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
@@ -127,7 +139,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_STR("etcd-key", &etcd_key, "FILE", "private key (PEM) of --etcd-cert"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_CLI_INSECURE_FLAG(insecure),
-        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers"),
+        EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers (/tmp/eddy/snapshots); with an s3:// --checkpoint-storage only uploaded plugins are kept here"),
+        EDDY_CLI_STORAGE_FLAG(storage),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
@@ -151,6 +164,10 @@ int eddy_cmd_coordinator(int argc, char **argv)
     int code;
     if (eddy_cli_parse("coordinator", "[flags]", flags, argc, argv, NULL, NULL, &code) < 0)
         return code;
+    if ((code = eddy_cli_checkpoint_storage("coordinator", storage, &snapshots, &storage_uri)) != 0)
+        return code;
+    if (!snapshots)
+        snapshots = "/tmp/eddy/snapshots";
     if (hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
     eddy_migration_mode_t migration;
@@ -187,7 +204,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     eddy_coordinator_options_t opts = {
         .bind = bind, .keys = keys, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
-        .snapshot_dir = snapshots, .heartbeat_ms = hb,
+        .snapshot_dir = snapshots, .checkpoint_storage = storage_uri, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,

@@ -48,6 +48,42 @@ int eddy_usage_error(const char *sub, const char *msg)
     return 2;
 }
 
+int eddy_cli_checkpoint_storage(const char *sub, const char *storage, const char **dir,
+                                const char **uri)
+{
+    *uri = NULL;
+    if (!storage)
+        return 0;
+    if (strlen(storage) >= EDDY_STORAGE_URI_MAX) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "--checkpoint-storage: the URI is longer than %d bytes",
+                 EDDY_STORAGE_URI_MAX - 1);
+        return eddy_usage_error(sub, msg);
+    }
+    if (!strncmp(storage, "file://", 7)) {
+        const char *path = storage + 7;
+        if (!strncmp(path, "localhost/", 10))
+            path += 9;
+        if (path[0] != '/')
+            return eddy_usage_error(sub, "--checkpoint-storage: want file:///ABSOLUTE/DIR "
+                                         "(a file URI has no host)");
+        if (*dir)
+            return eddy_usage_error(sub, "--checkpoint-storage file:///DIR and --snapshot-dir "
+                                         "both name the checkpoint directory: give one");
+        *dir = path;
+        return 0;
+    }
+    if (strncmp(storage, "s3://", 5))
+        return eddy_usage_error(sub, "--checkpoint-storage: want file:///DIR or "
+                                     "s3://BUCKET/PREFIX?endpoint=URL&region=R");
+    const char *at = strchr(storage + 5, '@'), *slash = strchr(storage + 5, '/');
+    if (at && (!slash || at < slash))
+        return eddy_usage_error(sub, "--checkpoint-storage: no credentials in the URI (they come "
+                                     "from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)");
+    *uri = storage;
+    return 0;
+}
+
 int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int argc, char **argv,
                    eddy_args_t *positional, eddy_args_t *passthrough, int *exit_code)
 {

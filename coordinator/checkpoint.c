@@ -526,7 +526,8 @@ static void commit(coord_t *c, coord_job_t *j)
         r.finished[f].instance = finished[f].instance;
     }
     free(finished);
-    snprintf(r.snapshot_dir, sizeof r.snapshot_dir, "%s", c->opts->snapshot_dir);
+    snprintf(r.snapshot_dir, sizeof r.snapshot_dir, "%.*s", (int)sizeof r.snapshot_dir - 1,
+             coord_storage(c->opts));
     char *text = coord_checkpoint_record_encode(&r);
     free(pos);
     free(r.finished);

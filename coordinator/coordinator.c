@@ -841,6 +841,11 @@ static bool still_leading(coord_t *c)
     return false;
 }
 
+const char *coord_storage(const eddy_coordinator_options_t *opts)
+{
+    return opts->checkpoint_storage ? opts->checkpoint_storage : opts->snapshot_dir;
+}
+
 /* ---- reading the store at takeover --------------------------------------- */
 
 /* What a new leader reads synchronously before its loop: a fresh store
@@ -965,9 +970,11 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         eddy_err_wrap(err, "metadata store");
         goto out;
     }
-    c.store = eddy_snapshot_store_new(opts->snapshot_dir, err);
-    if (!c.store) {
-        eddy_err_wrap(err, "snapshot store");
+    /* before the loop, so blocking is fine: a wrong bucket, endpoint or
+     * credentials end the process here, by name */
+    c.store = eddy_snapshot_store_new(coord_storage(opts), err);
+    if (!c.store || eddy_snapshot_store_probe(c.store, err) < 0) {
+        eddy_err_wrap(err, opts->checkpoint_storage ? "--checkpoint-storage" : "snapshot store");
         goto out;
     }
     c.reaper = coord_reaper_new(c.store, err);
@@ -1005,7 +1012,7 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     eddy_info("listening on %s (%s), HTTP on %s:%u%s, metadata store %s, snapshots in %s",
               opts->bind, opts->keys ? "CURVE, authorised keys only" : "no keys", http_host,
               opts->http_port, opts->http_token ? " (bearer token required)" : "",
-              eddy_metastore_url(c.meta), opts->snapshot_dir);
+              eddy_metastore_url(c.meta), coord_storage(opts));
     warn_beyond_loopback(opts, http_host);
     for (uint32_t i = 0; i < opts->n_plugin_files; i++) {
         char hash[EDDY_PLUGIN_HASH_LEN + 1];

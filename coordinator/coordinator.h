@@ -67,7 +67,10 @@ typedef struct eddy_coordinator_options {
                                       * (NULL = open); /healthz stays open */
     const char *metastore;           /* URL or path of the metadata store */
     const char *etcd_ca, *etcd_cert, *etcd_key; /* TLS files for an https:// etcd (or NULL) */
-    const char *snapshot_dir;        /* shared snapshot store root */
+    const char *snapshot_dir;        /* shared snapshot store root; with
+                                      * checkpoint_storage only the plugins' */
+    const char *checkpoint_storage;  /* s3://... URI, or NULL: snapshot_dir.
+                                      * Sent to workers in DEPLOY */
     uint32_t heartbeat_ms;           /* interval workers are told to use */
     uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */
     bool heartbeat_only;             /* not also dead when its connection closes (disconnect.c) */

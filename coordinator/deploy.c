@@ -39,7 +39,13 @@ static void send_deploy(coord_t *c, coord_job_t *j)
     d->epoch = j->epoch;
     d->mode = j->deploy_mode;
     d->restore_checkpoint = j->deploy_checkpoint;
-    snprintf(d->snapshot_dir, sizeof d->snapshot_dir, "%s", c->opts->snapshot_dir);
+    /* s3://: the URI in its own field, no directory (an older worker
+     * without the field fails to find its state rather than writing to a
+     * directory nobody else reads) */
+    if (c->opts->checkpoint_storage)
+        snprintf(d->storage_uri, sizeof d->storage_uri, "%s", c->opts->checkpoint_storage);
+    else
+        snprintf(d->snapshot_dir, sizeof d->snapshot_dir, "%s", c->opts->snapshot_dir);
     d->max_parallelism = j->graph.max_parallelism;
     d->guarantee = j->guarantee;
     d->n_stages = j->graph.n_stages;

@@ -472,6 +472,8 @@ void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m);
 void coord_jobs_on_worker_joined(coord_t *c);
 int coord_job_cancel(coord_t *c, const char *job_id, eddy_err_t *err);
 const char *coord_job_state_name(job_state_t s);
+/* Where checkpoints go: --checkpoint-storage's URI, else the snapshot dir. */
+const char *coord_storage(const eddy_coordinator_options_t *opts);
 bool coord_job_ended(const coord_job_t *j);
 bool coord_all_jobs_ended(coord_t *c);
 void coord_job_free(coord_job_t *j);

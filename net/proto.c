@@ -695,6 +695,8 @@ static const field_t deploy_fields[] = {
     /* optional: the tasks restored as finished (protocol 9) */
     {.kind = FIELD_CUSTOM, .encode = encode_deploy_finished, .decode = decode_deploy_finished,
      .clear = clear_deploy_finished},
+    /* optional: the checkpoint storage URI (absent: "", the snapshot dir) */
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.storage_uri), .max = TEXT_SIZE(deploy.storage_uri)},
 };
 
 static const field_t deployed_fields[] = {
@@ -886,7 +888,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 2},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 3},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},

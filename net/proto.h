@@ -21,6 +21,10 @@
 
 #define EDDY_NAME_MAX 64          /* job, stage, worker names (incl. NUL) */
 #define EDDY_ENDPOINT_MAX 256     /* "tcp://host:port" (incl. NUL) */
+/* A checkpoint storage location (--checkpoint-storage: a directory,
+ * file:///DIR or s3://BUCKET/PREFIX?endpoint=URL&region=R), incl. NUL. It
+ * never holds a credential. */
+#define EDDY_STORAGE_URI_MAX 2048
 #define EDDY_ERROR_MAX 512        /* error strings (incl. NUL) */
 #define EDDY_MAX_ARGS 256
 #define EDDY_ARG_MAX 65536 /* a pipeline spec travels as one argument */
@@ -188,7 +192,7 @@ typedef struct eddy_deploy {
     uint32_t epoch;
     uint32_t mode;                 /* eddy_deploy_mode_t */
     uint64_t restore_checkpoint;   /* 0: none */
-    char snapshot_dir[EDDY_ENDPOINT_MAX * 4];
+    char snapshot_dir[EDDY_ENDPOINT_MAX * 4]; /* the coordinator's directory ("" with s3://) */
     uint32_t max_parallelism;
     uint32_t guarantee;            /* eddy_guarantee_t (common/guarantee.h) */
     uint32_t n_stages;
@@ -203,6 +207,10 @@ typedef struct eddy_deploy {
      * reports TASK_DONE. Borrowed when sending; owned when decoded. */
     uint32_t n_finished;
     eddy_task_ref_t *finished;
+    /* The coordinator's checkpoint storage (DEPLOY's optional last field;
+     * absent or "": snapshot_dir). A worker started with its own
+     * --checkpoint-storage uses that instead. Never a credential. */
+    char storage_uri[EDDY_STORAGE_URI_MAX];
 } eddy_deploy_t;
 
 typedef struct eddy_msg {

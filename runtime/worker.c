@@ -21,6 +21,7 @@
 #include "net/loopback.h"
 #include "net/proto.h"
 #include "net/zrecv.h"
+#include "state/keygroup.h"
 #include "state/snapshot_store.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
@@ -61,6 +62,25 @@ typedef struct deferred_deploy {
     struct deferred_deploy *next;
 } deferred_deploy_t;
 
+/* A DEPLOY that restores from a remote (s3://) store waits here while the
+ * snapshot writer thread reads the key groups it will load (read units,
+ * state/snapshot_writer.h); it is then applied with those groups preloaded
+ * into the job's store (eddy_snapshot_store_preload), so the restore on
+ * the loop does no network I/O and heartbeats go on meanwhile. A newer
+ * DEPLOY or a RELEASE of the job supersedes it (encoded NULL): it is
+ * dropped once its units are back. */
+typedef struct pending_restore {
+    struct pending_restore *next;
+    uint32_t job, epoch;
+    char job_id[EDDY_NAME_MAX];
+    uint64_t checkpoint;
+    char *encoded; /* the DEPLOY; NULL once superseded */
+    size_t len;
+    uint32_t units_out, groups;
+    eddy_snapshot_unit_t *done; /* the units back, chained by next */
+    uint64_t started_ns;
+} pending_restore_t;
+
 typedef struct worker {
     const eddy_worker_options_t *opts;
     void *zctx, *ctrl, *inbox;
@@ -83,6 +103,8 @@ typedef struct worker {
      * arrives. */
     eddy_plugin_dir_t *plugins;
     deferred_deploy_t *deferred;
+    pending_restore_t *restores;
+    pending_restore_t *applying; /* the one whose DEPLOY is being applied */
     /* The loop's poll set: control, data, the snapshot writer's eventfd,
      * then the descriptor of each source task waiting for input (tasks of
      * item i in waiting[i - FIXED_ITEMS]). Rebuilt every iteration. */
@@ -241,6 +263,8 @@ static bool job_is_here(const worker_t *w, const char *job_id)
     return false;
 }
 
+static void restore_unit_back(worker_t *w, eddy_snapshot_unit_t *u);
+
 /* Messages whose data became durable since the last call: checkpoint ACKs
  * (failures are in the ACK), TASK_DONE after a final prepare (a failure
  * turns it into TASK_FAILED), the final ACK after the last commit. */
@@ -248,6 +272,10 @@ static void send_durable_acks(worker_t *w)
 {
     eddy_snapshot_unit_t *u;
     while ((u = eddy_snapshot_writer_poll(w->snapshots))) {
+        if (u->read) {
+            restore_unit_back(w, u);
+            continue;
+        }
         eddy_msg_t *m = &u->ack;
         if (m->type == EDDY_MSG_ACK) {
             m->u.ack.sync_us = u->barrier_ns / 1000;
@@ -365,6 +393,16 @@ static const eddy_source_position_t *position_of(const eddy_deploy_t *d, uint32_
     return NULL;
 }
 
+/* Where a DEPLOY's checkpoints are: the worker's own storage, else the
+ * coordinator's URI, else its directory, else the worker's directory. */
+static const char *storage_of(const worker_t *w, const eddy_deploy_t *d)
+{
+    return w->opts->checkpoint_storage ? w->opts->checkpoint_storage
+           : d->storage_uri[0]         ? d->storage_uri
+           : d->snapshot_dir[0]        ? d->snapshot_dir
+                                       : w->opts->snapshot_dir;
+}
+
 /* A new job for a DEPLOY, with its graph built and the DEPLOY checked
  * against it; not yet linked into the worker. */
 static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
@@ -387,8 +425,7 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
         free(j);
         return NULL;
     }
-    const char *dir = d->snapshot_dir[0] ? d->snapshot_dir : w->opts->snapshot_dir;
-    j->store = eddy_snapshot_store_new(dir, err);
+    j->store = eddy_snapshot_store_new(storage_of(w, d), err);
     if (!j->store) {
         eddy_graph_clear(&j->graph);
         free(j);
@@ -406,6 +443,20 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
     j->env.fluid_corrupt = corrupt && !strcmp(corrupt, "1");
     j->started_ns = eddy_mono_ns();
     return j;
+}
+
+/* The groups a read-ahead got, handed to the job's store (moved out of
+ * the units). One that cannot be handed over is read again, on the loop. */
+static void preload_restore(pending_restore_t *pr, eddy_snapshot_store_t *store)
+{
+    for (eddy_snapshot_unit_t *u = pr->done; u; u = u->next)
+        for (uint32_t i = 0; i < u->n_groups; i++) {
+            eddy_err_t err = {{0}};
+            if (u->data[i] && eddy_snapshot_store_preload(store, u->job, u->checkpoint, u->op,
+                                                          u->groups[i], u->data[i], u->lens[i],
+                                                          &err) == 0)
+                u->data[i] = NULL;
+        }
 }
 
 static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, uint64_t *groups,
@@ -443,6 +494,8 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
         j->next = w->jobs;
         w->jobs = j;
     }
+    if (w->applying)
+        preload_restore(w->applying, j->store);
     forget_send_failures(w, d->job);
     for (uint32_t i = 0; i < d->n_workers; i++)
         if (d->workers[i].id != w->id &&
@@ -753,6 +806,192 @@ static bool accept_epoch(worker_t *w, const eddy_msg_t *m)
     return true;
 }
 
+/* ---- restores read ahead --------------------------------------------- */
+
+static void handle_ctrl(worker_t *w, const eddy_msg_t *m);
+
+static void free_restore(pending_restore_t *pr)
+{
+    while (pr->done) {
+        eddy_snapshot_unit_t *u = pr->done;
+        pr->done = u->next;
+        eddy_snapshot_unit_free(u);
+    }
+    free(pr->encoded);
+    free(pr);
+}
+
+/* A newer DEPLOY or a RELEASE of job: a read-ahead under way for it is not
+ * applied any more. */
+static void supersede_restores(worker_t *w, uint32_t job)
+{
+    for (pending_restore_t *pr = w->restores; pr; pr = pr->next)
+        if (pr->job == job && pr->encoded) {
+            eddy_info("job %s: the restore of epoch %u read ahead is superseded", pr->job_id,
+                      pr->epoch);
+            free(pr->encoded);
+            pr->encoded = NULL;
+        }
+}
+
+/* One read unit of stage s's groups (n of them, taken) for pr. */
+static int submit_read(worker_t *w, pending_restore_t *pr, const eddy_deploy_t *d,
+                       const char *root, const char *op, const uint32_t *kgs, uint32_t n)
+{
+    eddy_snapshot_unit_t *u = eddy_snapshot_unit_new(n);
+    if (!u)
+        return -1;
+    u->read = true;
+    u->owner = pr;
+    snprintf(u->root, sizeof u->root, "%s", root);
+    snprintf(u->job, sizeof u->job, "%s", d->job_id);
+    snprintf(u->op, sizeof u->op, "%s", op);
+    u->checkpoint = d->restore_checkpoint;
+    memcpy(u->groups, kgs, n * sizeof *kgs);
+    u->n_groups = n;
+    eddy_snapshot_writer_submit(w->snapshots, u);
+    pr->units_out++;
+    pr->groups += n;
+    return 0;
+}
+
+/* A DEPLOY that restores from a remote store: its groups are read on the
+ * snapshot writer thread first (see pending_restore_t); true when it was
+ * deferred for that. Anything unexpected (a plan that does not build, no
+ * memory) leaves it to apply_deploy, which reads on the loop or fails. */
+static bool defer_for_restore(worker_t *w, const eddy_msg_t *m)
+{
+    const eddy_deploy_t *d = &m->u.deploy;
+    const char *root = storage_of(w, d);
+    if (w->applying || !d->restore_checkpoint || !eddy_snapshot_store_root_is_remote(root))
+        return false;
+    /* The graph: the running one if this is a rescale that keeps its tasks
+     * (apply_deploy's test), else the DEPLOY's plan. */
+    wjob_t *j = find_job(w, d->job);
+    bool keep = j && d->mode == EDDY_DEPLOY_RESCALE &&
+                j->env.migration_checkpoint == d->restore_checkpoint &&
+                d->plan_fingerprint == j->plan_fingerprint;
+    eddy_job_graph_t *own = NULL;
+    const eddy_job_graph_t *g = keep ? &j->graph : NULL;
+    eddy_err_t err = {{0}};
+    if (!g) {
+        own = calloc(1, sizeof *own);
+        if (!own || eddy_job_build_from_plan(own, d->plan, d->plan_len, d->plan_fingerprint,
+                                             &err) < 0) {
+            free(own);
+            return false;
+        }
+        g = own;
+    }
+    pending_restore_t *pr = NULL;
+    /* one stage's groups: its owned ranges are disjoint (at most
+     * max_parallelism), plus one source-time group per instance */
+    size_t cap = (size_t)g->max_parallelism + EDDY_MAX_PARALLELISM;
+    uint32_t *kgs = NULL;
+    bool deferred = false;
+    if (d->n_stages != g->n_stages || !(pr = calloc(1, sizeof *pr)) ||
+        !(pr->encoded = eddy_msg_encode(m, &pr->len)) ||
+        !(kgs = malloc(cap * sizeof *kgs)))
+        goto out;
+    pr->job = d->job;
+    pr->epoch = d->epoch;
+    pr->checkpoint = d->restore_checkpoint;
+    snprintf(pr->job_id, sizeof pr->job_id, "%s", d->job_id);
+    for (uint32_t s = 0; s < d->n_stages; s++) {
+        const eddy_stage_def_t *def = &g->stages[s];
+        bool keyed = eddy_stage_is_keyed(def);
+        bool source_time = def->source && def->event_time.enabled;
+        const eddy_stage_placement_t *pl = &d->stages[s];
+        uint32_t n = 0;
+        for (uint32_t k = 0; (keyed || source_time) && k < pl->parallelism; k++) {
+            if (pl->worker_of[k] != w->id || restored_finished(d, s, k))
+                continue;
+            eddy_task_t *t = keep ? find_task(j, s, k) : NULL;
+            if (keyed) {
+                /* task_owned_range */
+                uint32_t p = pl->parallelism, as_p = pl->route_parallelism;
+                eddy_kg_range_t r = !as_p || as_p >= p ? eddy_kg_range_for(k, p, g->max_parallelism)
+                                    : k >= as_p ? (eddy_kg_range_t){0, 0}
+                                                : eddy_kg_range_for(k, as_p, g->max_parallelism);
+                for (uint32_t kg = r.start; kg < r.end && n < g->max_parallelism; kg++)
+                    if (!t || !eddy_task_holds_group(t, kg))
+                        kgs[n++] = kg;
+            }
+            const eddy_source_position_t *from = position_of(d, s, k);
+            if (source_time && !t && from && from->position >= 0 && n < cap)
+                kgs[n++] = k;
+        }
+        if (n && submit_read(w, pr, d, root, def->name, kgs, n) < 0)
+            break; /* the rest is read on the loop */
+    }
+    if (pr->units_out) {
+        pr->started_ns = eddy_mono_ns();
+        pr->next = w->restores;
+        w->restores = pr;
+        eddy_info("job %s epoch %u: reading %u key groups of checkpoint %llu ahead, off the loop",
+                  d->job_id, d->epoch, pr->groups, (unsigned long long)d->restore_checkpoint);
+        pr = NULL;
+        deferred = true;
+    }
+out:
+    if (pr)
+        free_restore(pr);
+    free(kgs);
+    if (own) {
+        eddy_graph_clear(own);
+        free(own);
+    }
+    return deferred;
+}
+
+/* A read unit back from the writer thread. */
+static void restore_unit_back(worker_t *w, eddy_snapshot_unit_t *u)
+{
+    for (pending_restore_t *pr = w->restores; pr; pr = pr->next)
+        if (pr == u->owner) {
+            u->next = pr->done;
+            pr->done = u;
+            pr->units_out--;
+            return;
+        }
+    eddy_snapshot_unit_free(u);
+}
+
+/* DEPLOYs whose groups have all been read: applied now (or dropped when
+ * superseded). */
+static void apply_read_ahead(worker_t *w)
+{
+    for (pending_restore_t **pp = &w->restores; *pp;) {
+        pending_restore_t *pr = *pp;
+        if (pr->units_out) {
+            pp = &pr->next;
+            continue;
+        }
+        *pp = pr->next;
+        uint32_t got = 0, missed = 0;
+        char why[EDDY_ERROR_MAX] = "";
+        for (eddy_snapshot_unit_t *u = pr->done; u; u = u->next) {
+            for (uint32_t i = 0; i < u->n_groups; i++)
+                u->data[i] ? got++ : missed++;
+            if (u->error[0] && !why[0])
+                snprintf(why, sizeof why, "%s", u->error);
+        }
+        eddy_msg_t deploy;
+        eddy_err_t derr;
+        if (pr->encoded && eddy_msg_decode(pr->encoded, pr->len, &deploy, &derr) == 0) {
+            eddy_info("job %s epoch %u: read %u key groups of checkpoint %llu ahead in %.1f ms%s%.300s",
+                      pr->job_id, pr->epoch, got, (unsigned long long)pr->checkpoint,
+                      (double)(eddy_mono_ns() - pr->started_ns) / 1e6,
+                      missed ? "; reading the others on the loop: " : "", missed ? why : "");
+            w->applying = pr;
+            handle_ctrl(w, &deploy);
+            w->applying = NULL;
+            eddy_msg_clear(&deploy);
+        }
+        free_restore(pr);
+    }
+}
+
 /* ---- plugins ------------------------------------------------------------ */
 
 static void handle_ctrl(worker_t *w, const eddy_msg_t *m);
@@ -873,7 +1112,9 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         }
         break;
     case EDDY_MSG_DEPLOY: {
-        if (defer_for_plugins(w, m))
+        if (!w->applying)
+            supersede_restores(w, m->u.deploy.job);
+        if (defer_for_plugins(w, m) || defer_for_restore(w, m))
             break;
         eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
         reply.u.deployed.job = m->u.deploy.job;
@@ -884,9 +1125,14 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
                          &reply.u.deployed.groups_loaded, &err) < 0) {
             eddy_error("deploy of job %s epoch %u failed: %s", m->u.deploy.job_id,
                        m->u.deploy.epoch, err.msg);
+            wjob_t *j = find_job(w, m->u.deploy.job);
+            if (j)
+                eddy_snapshot_store_preload_clear(j->store);
             snprintf(reply.u.deployed.error, sizeof reply.u.deployed.error, "%s", err.msg);
         } else {
             wjob_t *j = find_job(w, m->u.deploy.job);
+            if (j)
+                eddy_snapshot_store_preload_clear(j->store); /* what no task read */
             eddy_info("job %s epoch %u: %u tasks here, loaded %llu key groups (%llu bytes) in "
                       "%.1f ms [leader epoch %llu]",
                       m->u.deploy.job_id, m->u.deploy.epoch, j ? j->n_tasks : 0,
@@ -964,6 +1210,7 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         break;
     }
     case EDDY_MSG_RELEASE: {
+        supersede_restores(w, m->u.release.job);
         wjob_t *j = find_job(w, m->u.release.job);
         if (!j) {
             send_heartbeat(w); /* the acknowledgement (below) */
@@ -1170,6 +1417,11 @@ static void teardown(worker_t *w)
         free(dd);
     }
     eddy_snapshot_writer_destroy(&w->snapshots);
+    while (w->restores) {
+        pending_restore_t *pr = w->restores;
+        w->restores = pr->next;
+        free_restore(pr);
+    }
     while (w->jobs)
         destroy_job(w, w->jobs);
     eddy_peers_destroy(&w->peers);
@@ -1320,6 +1572,15 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         return -1;
     }
     int rc = -1;
+    if (opts->checkpoint_storage) { /* its own: a wrong one fails at start, by name */
+        eddy_snapshot_store_t *own = eddy_snapshot_store_new(opts->checkpoint_storage, err);
+        int ok = own && eddy_snapshot_store_probe(own, err) == 0;
+        eddy_snapshot_store_destroy(&own);
+        if (!ok) {
+            eddy_err_wrap(err, "--checkpoint-storage");
+            goto out;
+        }
+    }
     w->snapshots = eddy_snapshot_writer_new(err);
     if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;
@@ -1401,6 +1662,7 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
                     eddy_task_flush(j->tasks[i]);
         eddy_peers_retry(w->peers);
         send_durable_acks(w);
+        apply_read_ahead(w);
         maybe_heartbeat(w);
     }
     say_leaving(w);

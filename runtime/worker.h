@@ -31,6 +31,11 @@ typedef struct eddy_worker_options {
      * other access). NULL: $XDG_RUNTIME_DIR/eddy-plugins, or without it a
      * fresh directory of this process, removed at exit. */
     const char *plugin_cache;
+    /* --checkpoint-storage (a directory, file:///DIR or s3://...): when set
+     * it wins over the storage the coordinator names in DEPLOY; opened
+     * (probed) at start, so wrong credentials fail there. NULL: the
+     * coordinator's, else snapshot_dir. */
+    const char *checkpoint_storage;
 } eddy_worker_options_t;
 
 /* Runs until *stop becomes non-zero or the coordinator cannot be reached at

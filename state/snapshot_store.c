@@ -17,12 +17,14 @@
 #include "state/snapshot_store.h"
 
 #include "common/fsutil.h"
+#include "state/object_store.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -40,8 +42,21 @@
 #define SNAP_NAME_MAX 200
 
 struct eddy_snapshot_store {
-    char *root;
+    char *root;                 /* the location as given (path or URI) */
+    char *dir;                  /* file: the directory; NULL for s3:// */
+    eddy_object_store_t *objects; /* s3://: opened at first use */
+    pthread_mutex_t lock;       /* guards the lazy open of objects and preloaded */
+    /* Payloads read ahead by another thread (eddy_snapshot_store_preload),
+     * keyed like the files; read_group takes them out before any I/O. */
+    struct preloaded *preloaded;
 };
+
+typedef struct preloaded {
+    struct preloaded *next;
+    char *key;  /* JOB/chk-ID/OP/kg-KG.snap */
+    char *data; /* the payload, owned */
+    size_t len;
+} preloaded_t;
 
 static atomic_uint_fast64_t tmp_seq;
 
@@ -119,6 +134,37 @@ static ssize_t read_all(int fd, void *data, size_t len)
     return (ssize_t)done;
 }
 
+/* The header of a file of size bytes: magic and a length that fits the
+ * size exactly. The payload length in *plen. */
+static int check_header(const char *path, const unsigned char *header, uint64_t size,
+                        uint64_t *plen, eddy_err_t *err)
+{
+    if (memcmp(header, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
+        return eddy_err_set(err, "snapshot file %s has a bad magic (not an eddy snapshot)", path);
+    uint64_t n = get_u64le(header + 8);
+    if (n > UINT64_MAX - SNAP_HEADER_LEN || n > SIZE_MAX - 1 || n > (uint64_t)SSIZE_MAX)
+        return eddy_err_set(err, "snapshot file %s has a corrupt length field (%" PRIu64 ")", path,
+                            n);
+    uint64_t expected = SNAP_HEADER_LEN + n;
+    if (size < expected)
+        return eddy_err_set(err, "snapshot file %s is truncated (%" PRIu64 " of %" PRIu64 " bytes)",
+                            path, size, expected);
+    if (size > expected)
+        return eddy_err_set(err,
+                            "snapshot file %s has %" PRIu64 " trailing bytes (%" PRIu64
+                            " bytes, expected %" PRIu64 ")",
+                            path, size - expected, size, expected);
+    *plen = n;
+    return 0;
+}
+
+static void fill_header(unsigned char header[SNAP_HEADER_LEN], const void *data, size_t len)
+{
+    memcpy(header, SNAP_MAGIC, SNAP_MAGIC_LEN);
+    put_u64le(header + 8, (uint64_t)len);
+    put_u64le(header + 16, XXH64(len ? data : "", len, 0));
+}
+
 /* --- file protocol -------------------------------------------------------- */
 
 /* Writes header + data to a new temporary file in dir (which must exist) and
@@ -142,9 +188,7 @@ static int write_temp(const char *dir, const char *name, const void *data, size_
         return eddy_err_set(err, "cannot create a temporary file for %s/%s", dir, name);
 
     unsigned char header[SNAP_HEADER_LEN];
-    memcpy(header, SNAP_MAGIC, SNAP_MAGIC_LEN);
-    put_u64le(header + 8, (uint64_t)len);
-    put_u64le(header + 16, XXH64(len ? data : "", len, 0));
+    fill_header(header, data, len);
 
     if (eddy_write_all(fd, header, sizeof header) != 0 || eddy_write_all(fd, data, len) != 0) {
         eddy_err_set(err, "cannot write %s: %s", tmp_path, strerror(errno));
@@ -231,30 +275,11 @@ static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err
                      SNAP_HEADER_LEN);
         goto fail;
     }
-    if (memcmp(header, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0) {
-        eddy_err_set(err, "snapshot file %s has a bad magic (not an eddy snapshot)", path);
+    uint64_t plen;
+    if (check_header(path, header, size, &plen, err) < 0)
         goto fail;
-    }
-    uint64_t plen = get_u64le(header + 8);
-    uint64_t sum = get_u64le(header + 16);
-    if (plen > UINT64_MAX - SNAP_HEADER_LEN || plen > SIZE_MAX - 1 ||
-        plen > (uint64_t)SSIZE_MAX) {
-        eddy_err_set(err, "snapshot file %s has a corrupt length field (%" PRIu64 ")", path, plen);
-        goto fail;
-    }
     uint64_t expected = SNAP_HEADER_LEN + plen;
-    if (size < expected) {
-        eddy_err_set(err, "snapshot file %s is truncated (%" PRIu64 " of %" PRIu64 " bytes)", path,
-                     size, expected);
-        goto fail;
-    }
-    if (size > expected) {
-        eddy_err_set(err,
-                     "snapshot file %s has %" PRIu64 " trailing bytes (%" PRIu64
-                     " bytes, expected %" PRIu64 ")",
-                     path, size - expected, size, expected);
-        goto fail;
-    }
+    uint64_t sum = get_u64le(header + 16);
     buf = malloc(plen ? (size_t)plen : 1);
     if (!buf) {
         eddy_err_set(err, "out of memory reading snapshot file %s (%" PRIu64 " bytes)", path,
@@ -337,6 +362,127 @@ static int remove_tree(const char *path, eddy_err_t *err)
     return 0;
 }
 
+/* --- object store (s3://) ------------------------------------------------- */
+
+/* The object store, opened at first use on the calling thread (the open
+ * probes the bucket: a network call, so never in _new, which event loops
+ * call). */
+static eddy_object_store_t *objects(eddy_snapshot_store_t *self, eddy_err_t *err)
+{
+    pthread_mutex_lock(&self->lock);
+    if (!self->objects)
+        self->objects = eddy_object_store_open(self->root, NULL, err);
+    eddy_object_store_t *o = self->objects;
+    pthread_mutex_unlock(&self->lock);
+    return o;
+}
+
+static int put_object(eddy_snapshot_store_t *self, const char *key, const void *data, size_t len,
+                      eddy_err_t *err)
+{
+    if (!data && len)
+        return eddy_err_set(err, "snapshot store: NULL data for %s", key);
+    eddy_object_store_t *o = objects(self, err);
+    if (!o)
+        return -1;
+    char *buf = malloc(SNAP_HEADER_LEN + len);
+    if (!buf)
+        return eddy_err_set(err, "out of memory writing snapshot object %s", key);
+    fill_header((unsigned char *)buf, data, len);
+    if (len)
+        memcpy(buf + SNAP_HEADER_LEN, data, len);
+    int rc = eddy_object_store_put(o, key, buf, SNAP_HEADER_LEN + len, err);
+    free(buf);
+    return rc;
+}
+
+static int get_object(eddy_snapshot_store_t *self, const char *key, char **data, size_t *len,
+                      eddy_err_t *err)
+{
+    if (!data || !len)
+        return eddy_err_set(err, "snapshot store: NULL output for %s", key);
+    *data = NULL;
+    *len = 0;
+    eddy_object_store_t *o = objects(self, err);
+    if (!o)
+        return -1;
+    char *buf = NULL;
+    size_t size = 0;
+    int got = eddy_object_store_get(o, key, &buf, &size, err);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return eddy_err_set(err, "snapshot object %s/%s does not exist", self->root, key);
+    uint64_t plen;
+    if (size < SNAP_HEADER_LEN) {
+        eddy_err_set(err, "snapshot object %s is truncated (%zu bytes, header alone is %d)", key,
+                     size, SNAP_HEADER_LEN);
+        goto fail;
+    }
+    if (check_header(key, (const unsigned char *)buf, size, &plen, err) < 0)
+        goto fail;
+    uint64_t sum = get_u64le((const unsigned char *)buf + 16);
+    uint64_t actual = XXH64(buf + SNAP_HEADER_LEN, (size_t)plen, 0);
+    if (actual != sum) {
+        eddy_err_set(err,
+                     "snapshot object %s is corrupt (checksum mismatch: stored %016" PRIx64
+                     ", computed %016" PRIx64 ")",
+                     key, sum, actual);
+        goto fail;
+    }
+    memmove(buf, buf + SNAP_HEADER_LEN, (size_t)plen);
+    buf[plen] = '\0';
+    *data = buf;
+    *len = (size_t)plen;
+    return 0;
+fail:
+    free(buf);
+    return -1;
+}
+
+typedef struct key_list {
+    char **keys;
+    size_t n, cap;
+} key_list_t;
+
+static int collect_key(const char *key, uint64_t size, void *ctx)
+{
+    (void)size;
+    key_list_t *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        char **grown = realloc(l->keys, cap * sizeof *grown);
+        if (!grown)
+            return 1;
+        l->keys = grown;
+        l->cap = cap;
+    }
+    if (!(l->keys[l->n] = strdup(key)))
+        return 1;
+    l->n++;
+    return 0;
+}
+
+/* Deletes every object under prefix: listed first, then deleted, so the
+ * listing never runs over keys it removes. */
+static int remove_objects(eddy_snapshot_store_t *self, const char *prefix, eddy_err_t *err)
+{
+    eddy_object_store_t *o = objects(self, err);
+    if (!o)
+        return -1;
+    key_list_t l = {0};
+    int rc = eddy_object_store_list(o, prefix, collect_key, &l, err);
+    if (rc == 1)
+        rc = eddy_err_set(err, "out of memory listing %s", prefix);
+    for (size_t i = 0; i < l.n; i++) {
+        if (rc == 0 && eddy_object_store_delete(o, l.keys[i], err) < 0)
+            rc = -1;
+        free(l.keys[i]);
+    }
+    free(l.keys);
+    return rc < 0 ? -1 : 0;
+}
+
 /* --- public API ----------------------------------------------------------- */
 
 eddy_snapshot_store_t *eddy_snapshot_store_new(const char *root, eddy_err_t *err)
@@ -345,33 +491,61 @@ eddy_snapshot_store_t *eddy_snapshot_store_new(const char *root, eddy_err_t *err
         eddy_err_set(err, "snapshot store: root directory is empty");
         return NULL;
     }
-    size_t len = strlen(root);
-    while (len > 1 && root[len - 1] == '/')
+    const char *path = root;
+    bool s3 = !strncmp(root, "s3://", 5);
+    if (!strncmp(root, "file://", 7)) {
+        path = root + 7;
+        if (!strncmp(path, "localhost/", 10))
+            path += 9;
+        if (path[0] != '/') {
+            eddy_err_set(err, "snapshot store %.200s: want file:///ABSOLUTE/DIR", root);
+            return NULL;
+        }
+    } else if (strstr(root, "://") && !s3) {
+        eddy_err_set(err, "snapshot store %.200s: unsupported scheme (want a directory, "
+                     "file:///DIR or s3://BUCKET/PREFIX?endpoint=URL&region=R)", root);
+        return NULL;
+    }
+    size_t len = strlen(path);
+    while (!s3 && len > 1 && path[len - 1] == '/')
         len--;
     if (len >= PATH_MAX - 2 * SNAP_NAME_MAX - 64) {
         eddy_err_set(err, "snapshot store: root path too long: %.200s", root);
         return NULL;
     }
     eddy_snapshot_store_t *self = calloc(1, sizeof *self);
-    if (!self || !(self->root = strndup(root, len))) {
+    if (!self || !(self->root = strdup(root)) || (!s3 && !(self->dir = strndup(path, len)))) {
+        if (self)
+            free(self->root);
         free(self);
         eddy_err_set(err, "snapshot store: out of memory");
         return NULL;
     }
-    if (eddy_mkdir_p(self->root, err) != 0) {
-        eddy_err_wrap(err, "snapshot store: cannot create root %s", self->root);
+    pthread_mutex_init(&self->lock, NULL);
+    if (self->dir && eddy_mkdir_p(self->dir, err) != 0) {
+        eddy_err_wrap(err, "snapshot store: cannot create root %s", self->dir);
         eddy_snapshot_store_destroy(&self);
         return NULL;
     }
     return self;
 }
 
+int eddy_snapshot_store_probe(eddy_snapshot_store_t *self, eddy_err_t *err)
+{
+    return self->dir || objects(self, err) ? 0 : -1;
+}
+
 void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    free((*self_p)->root);
-    free(*self_p);
+    eddy_snapshot_store_t *self = *self_p;
+    eddy_snapshot_store_preload_clear(self);
+    eddy_object_store_destroy(&self->objects);
+    pthread_mutex_destroy(&self->lock);
+    free(self->root);
+    free(self->dir);
+    free(self);
     *self_p = NULL;
 }
 
@@ -384,14 +558,22 @@ int eddy_snapshot_store_write_group(eddy_snapshot_store_t *self, const char *job
                                     uint64_t checkpoint, const char *op, uint32_t kg,
                                     const void *data, size_t len, eddy_err_t *err)
 {
-    char dir[PATH_MAX], name[32];
-    if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
-        return -1;
-    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->root, job, checkpoint,
-                 op) != 0)
-        return -1;
-    snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kg);
-    return write_file(dir, name, data, len, err);
+    char *const bufs[1] = {(char *)data};
+    return eddy_snapshot_store_write_groups(self, job, checkpoint, op, 1, &kg, bufs, &len, true,
+                                            err);
+}
+
+static int write_groups_objects(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                                const char *op, uint32_t n, const uint32_t *kgs,
+                                char *const *data, const size_t *lens, eddy_err_t *err)
+{
+    char key[PATH_MAX];
+    for (uint32_t i = 0; i < n; i++)
+        if (fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job,
+                     checkpoint, op, kgs[i]) != 0 ||
+            put_object(self, key, data[i], lens[i], err) != 0)
+            return -1;
+    return 0;
 }
 
 int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *job,
@@ -402,7 +584,17 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
     char dir[PATH_MAX];
     if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
         return -1;
-    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->root, job, checkpoint,
+    if (!self->dir)
+        return write_groups_objects(self, job, checkpoint, op, n, kgs, data, lens, err);
+    if (n == 1 && durable) { /* one file: fsync it rather than the whole file system */
+        char name[32];
+        if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->dir, job,
+                     checkpoint, op) != 0)
+            return -1;
+        snprintf(name, sizeof name, "kg-%" PRIu32 ".snap", kgs[0]);
+        return write_file(dir, name, data[0], lens[0], err);
+    }
+    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->dir, job, checkpoint,
                  op) != 0)
         return -1;
     if (eddy_mkdir_p(dir, err) != 0)
@@ -452,17 +644,93 @@ out_free:
     return rc;
 }
 
+/* Reads the file or object at key (relative to the root). */
+static int read_key(eddy_snapshot_store_t *self, const char *key, char **data, size_t *len,
+                    eddy_err_t *err)
+{
+    char path[PATH_MAX];
+    if (!self->dir)
+        return get_object(self, key, data, len, err);
+    if (fmt_path(path, sizeof path, err, "%s/%s", self->dir, key) != 0)
+        return -1;
+    return read_file(path, data, len, err);
+}
+
 int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *op, uint32_t kg,
                                    char **data, size_t *len, eddy_err_t *err)
 {
-    char path[PATH_MAX];
+    char key[PATH_MAX];
     if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
         return -1;
-    if (fmt_path(path, sizeof path, err, "%s/%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap",
-                 self->root, job, checkpoint, op, kg) != 0)
+    if (fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job,
+                 checkpoint, op, kg) != 0)
         return -1;
-    return read_file(path, data, len, err);
+    if (self->preloaded) {
+        pthread_mutex_lock(&self->lock);
+        for (preloaded_t **pp = &self->preloaded; *pp; pp = &(*pp)->next) {
+            preloaded_t *e = *pp;
+            if (strcmp(e->key, key))
+                continue;
+            *pp = e->next;
+            pthread_mutex_unlock(&self->lock);
+            *data = e->data;
+            *len = e->len;
+            free(e->key);
+            free(e);
+            return 0;
+        }
+        pthread_mutex_unlock(&self->lock);
+    }
+    return read_key(self, key, data, len, err);
+}
+
+int eddy_snapshot_store_preload(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                                const char *op, uint32_t kg, char *data, size_t len,
+                                eddy_err_t *err)
+{
+    char key[PATH_MAX];
+    if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0 ||
+        fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job,
+                 checkpoint, op, kg) != 0)
+        return -1;
+    preloaded_t *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = strdup(key))) {
+        free(e);
+        return eddy_err_set(err, "out of memory");
+    }
+    e->data = data;
+    e->len = len;
+    pthread_mutex_lock(&self->lock);
+    e->next = self->preloaded;
+    self->preloaded = e;
+    pthread_mutex_unlock(&self->lock);
+    return 0;
+}
+
+void eddy_snapshot_store_preload_clear(eddy_snapshot_store_t *self)
+{
+    pthread_mutex_lock(&self->lock);
+    preloaded_t *e = self->preloaded;
+    self->preloaded = NULL;
+    pthread_mutex_unlock(&self->lock);
+    while (e) {
+        preloaded_t *next = e->next;
+        free(e->key);
+        free(e->data);
+        free(e);
+        e = next;
+    }
+}
+
+bool eddy_snapshot_store_is_remote(const eddy_snapshot_store_t *self)
+{
+    return self->dir == NULL;
+}
+
+bool eddy_snapshot_store_root_is_remote(const char *root)
+{
+    return root && !strncmp(root, "s3://", 5);
 }
 
 int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
@@ -472,7 +740,13 @@ int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
     char dir[PATH_MAX], file[SNAP_NAME_MAX + 8];
     if (check_name("job", job, err) != 0 || check_name("blob", name, err) != 0)
         return -1;
-    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64, self->root, job, checkpoint) != 0)
+    if (!self->dir) {
+        if (fmt_path(dir, sizeof dir, err, "%s/chk-%" PRIu64 "/%s.blob", job, checkpoint,
+                     name) != 0)
+            return -1;
+        return put_object(self, dir, data, len, err);
+    }
+    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64, self->dir, job, checkpoint) != 0)
         return -1;
     snprintf(file, sizeof file, "%s.blob", name);
     return write_file(dir, file, data, len, err);
@@ -482,13 +756,12 @@ int eddy_snapshot_store_read_blob(eddy_snapshot_store_t *self, const char *job,
                                   uint64_t checkpoint, const char *name, char **data,
                                   size_t *len, eddy_err_t *err)
 {
-    char path[PATH_MAX];
+    char key[PATH_MAX];
     if (check_name("job", job, err) != 0 || check_name("blob", name, err) != 0)
         return -1;
-    if (fmt_path(path, sizeof path, err, "%s/%s/chk-%" PRIu64 "/%s.blob", self->root, job,
-                 checkpoint, name) != 0)
+    if (fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s.blob", job, checkpoint, name) != 0)
         return -1;
-    return read_file(path, data, len, err);
+    return read_key(self, key, data, len, err);
 }
 
 int eddy_snapshot_store_remove_checkpoint(eddy_snapshot_store_t *self, const char *job,
@@ -497,7 +770,15 @@ int eddy_snapshot_store_remove_checkpoint(eddy_snapshot_store_t *self, const cha
     char job_dir[PATH_MAX], path[PATH_MAX];
     if (check_name("job", job, err) != 0)
         return -1;
-    if (fmt_path(job_dir, sizeof job_dir, err, "%s/%s", self->root, job) != 0 ||
+    if (!self->dir) {
+        if (fmt_path(path, sizeof path, err, "%s/chk-%" PRIu64 "/", job, checkpoint) != 0)
+            return -1;
+        if (remove_objects(self, path, err) != 0)
+            return eddy_err_wrap(err, "cannot remove checkpoint %" PRIu64 " of job %s",
+                                 checkpoint, job);
+        return 0;
+    }
+    if (fmt_path(job_dir, sizeof job_dir, err, "%s/%s", self->dir, job) != 0 ||
         fmt_path(path, sizeof path, err, "%s/chk-%" PRIu64, job_dir, checkpoint) != 0)
         return -1;
     struct stat st;

@@ -12,7 +12,19 @@
  * A short, long or corrupted file is reported as an error naming the file,
  * never returned as data. Names (job, operator, blob) must be non-empty, at
  * most 200 characters, not "." or "..", and may contain only [A-Za-z0-9._-].
- * Empty payloads are allowed (read back as a 1-byte allocation, *len = 0). */
+ * Empty payloads are allowed (read back as a 1-byte allocation, *len = 0).
+ *
+ * The root is a location (--checkpoint-storage): a directory path or
+ * file:///DIR (the files above, batched syncfs), or
+ * s3://BUCKET/PREFIX?endpoint=URL&region=R: one object per file with the
+ * same key layout (JOB/chk-ID/OP/kg-KG.snap) and the same header, written
+ * by one PUT each through state/object_store.h (credentials from the
+ * environment, never in the URI). Every call but _new, _destroy and _root
+ * BLOCKS (disk or network): run it on the snapshot writer thread, the
+ * coordinator's reaper thread or another thread of its own, never on an
+ * event loop. _new does no I/O for s3:// (the bucket is opened at first
+ * use); _probe opens it now; _preload and _preload_clear do none either.
+ * A store may be used from several threads. */
 #ifndef EDDY_STATE_SNAPSHOT_STORE_H
 #define EDDY_STATE_SNAPSHOT_STORE_H
 
@@ -24,8 +36,12 @@
 
 typedef struct eddy_snapshot_store eddy_snapshot_store_t;
 
-/* Creates root if needed. NULL with err on failure. */
+/* Creates a directory root if needed. NULL with err on failure (a bad
+ * URI, an uncreatable directory). */
 eddy_snapshot_store_t *eddy_snapshot_store_new(const char *root, eddy_err_t *err);
+/* Opens an s3:// store now (one ListObjectsV2 request: wrong credentials,
+ * bucket or endpoint fail here, by name); nothing for a directory. BLOCKS. */
+int eddy_snapshot_store_probe(eddy_snapshot_store_t *self, eddy_err_t *err);
 void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p);
 const char *eddy_snapshot_store_root(const eddy_snapshot_store_t *self);
 
@@ -47,6 +63,23 @@ int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *op, uint32_t kg,
                                    char **data, size_t *len, eddy_err_t *err);
 
+/* Read-ahead: hands the store a payload (data, malloc'd: the store owns it
+ * on success, the caller keeps it on failure) that another thread already
+ * read for (job, checkpoint, op, kg); the next
+ * read_group of that group returns it without I/O (once). A worker reads
+ * a restore's groups from an s3:// store on its snapshot writer thread and
+ * preloads them, so the restore itself, on the event loop, does no network
+ * I/O. No I/O; 0, or -1 with err (bad names, out of memory). */
+int eddy_snapshot_store_preload(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                                const char *op, uint32_t kg, char *data, size_t len,
+                                eddy_err_t *err);
+/* Frees whatever was preloaded and not read. No I/O. */
+void eddy_snapshot_store_preload_clear(eddy_snapshot_store_t *self);
+/* Whether reads go over the network (s3://) rather than to a directory. */
+bool eddy_snapshot_store_is_remote(const eddy_snapshot_store_t *self);
+/* The same for a root before a store is made of it. */
+bool eddy_snapshot_store_root_is_remote(const char *root);
+
 int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *name, const void *data,
                                    size_t len, eddy_err_t *err);
@@ -54,7 +87,8 @@ int eddy_snapshot_store_read_blob(eddy_snapshot_store_t *self, const char *job,
                                   uint64_t checkpoint, const char *name, char **data,
                                   size_t *len, eddy_err_t *err);
 
-/* Removes ROOT/JOB/chk-<ID> and everything in it (missing is not an error). */
+/* Removes ROOT/JOB/chk-<ID> and everything in it (missing is not an error);
+ * for s3:// every object under JOB/chk-<ID>/. */
 int eddy_snapshot_store_remove_checkpoint(eddy_snapshot_store_t *self, const char *job,
                                           uint64_t checkpoint, eddy_err_t *err);
 

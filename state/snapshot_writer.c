@@ -2,7 +2,8 @@
  * snapshot_writer.h). One thread per worker, two queues under one mutex:
  * pending (worker -> thread) and done (thread -> worker). The thread opens
  * the snapshot store per unit by its root path, so a job released while its
- * unit is queued leaves nothing dangling. */
+ * unit is queued leaves nothing dangling; it keeps the last root's store
+ * open (an s3:// store's open is a request). */
 #include "state/snapshot_writer.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@ struct eddy_snapshot_writer {
     eddy_snapshot_unit_t *done_head, *done_tail;
     bool stopping;
     int done_fd; /* eventfd: readable while done units wait (the loop polls it) */
+    eddy_snapshot_store_t *store; /* the thread's: the last unit's root, kept open */
 };
 
 static void push(eddy_snapshot_unit_t **head, eddy_snapshot_unit_t **tail, eddy_snapshot_unit_t *u)
@@ -72,9 +74,44 @@ static int serialise_unit(eddy_snapshot_unit_t *u, eddy_err_t *err)
     return 0;
 }
 
-static void write_unit(eddy_snapshot_unit_t *u)
+/* The store of root, kept open across units (an s3:// store opens with a
+ * request); reopened when a unit names another root. Writer thread only. */
+static eddy_snapshot_store_t *store_for(eddy_snapshot_writer_t *w, const char *root,
+                                        eddy_err_t *err)
+{
+    if (w->store && strcmp(eddy_snapshot_store_root(w->store), root) != 0)
+        eddy_snapshot_store_destroy(&w->store);
+    if (!w->store)
+        w->store = eddy_snapshot_store_new(root, err);
+    return w->store;
+}
+
+/* A read unit: every group it can get; the others stay NULL. */
+static void read_unit(eddy_snapshot_writer_t *w, eddy_snapshot_unit_t *u)
 {
     eddy_err_t err = {{0}};
+    uint64_t t0 = eddy_mono_ns();
+    eddy_snapshot_store_t *store = store_for(w, u->root, &err);
+    for (uint32_t i = 0; store && i < u->n_groups; i++) {
+        if (eddy_snapshot_store_read_group(store, u->job, u->checkpoint, u->op, u->groups[i],
+                                           &u->data[i], &u->lens[i], &err) < 0) {
+            u->data[i] = NULL;
+            u->lens[i] = 0;
+            fail_unit(u, err.msg);
+        }
+    }
+    if (!store)
+        fail_unit(u, err.msg);
+    u->write_ns = eddy_mono_ns() - t0;
+}
+
+static void write_unit(eddy_snapshot_writer_t *w, eddy_snapshot_unit_t *u)
+{
+    eddy_err_t err = {{0}};
+    if (u->read) {
+        read_unit(w, u);
+        return;
+    }
     if (u->sync && eddy_sync_list_run(u->sync, &err) < 0)
         fail_unit(u, err.msg);
     if (u->sync_only)
@@ -84,12 +121,11 @@ static void write_unit(eddy_snapshot_unit_t *u)
         return;
     }
     uint64_t t0 = eddy_mono_ns();
-    eddy_snapshot_store_t *store = eddy_snapshot_store_new(u->root, &err);
+    eddy_snapshot_store_t *store = store_for(w, u->root, &err);
     if (!store || eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op, u->n_groups,
                                                    u->groups, u->data, u->lens, u->durable,
                                                    &err) < 0)
         fail_unit(u, err.msg);
-    eddy_snapshot_store_destroy(&store);
     u->write_ns = eddy_mono_ns() - t0;
 }
 
@@ -106,7 +142,7 @@ static void *run(void *arg)
             continue;
         }
         pthread_mutex_unlock(&w->lock);
-        write_unit(u);
+        write_unit(w, u);
         pthread_mutex_lock(&w->lock);
         push(&w->done_head, &w->done_tail, u);
         uint64_t one = 1;
@@ -154,6 +190,7 @@ void eddy_snapshot_writer_destroy(eddy_snapshot_writer_t **self_p)
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
+    eddy_snapshot_store_destroy(&w->store);
     eddy_snapshot_unit_t *u;
     while ((u = pop(&w->done_head, &w->done_tail)))
         eddy_snapshot_unit_free(u);

@@ -9,6 +9,8 @@
  * error filled in), so a checkpoint never completes before its data is safe.
  * A unit may also carry a sync list (state/sync_list.h): fsyncs that
  * two-phase-commit operators handed over, run before the message goes out.
+ * A read unit goes the other way: the thread reads a restore's key groups
+ * (from an s3:// store) so the worker's loop does not wait on the network.
  * Units are finished in submission order.
  * Submit and poll are called from the worker's thread only. */
 #ifndef EDDY_STATE_SNAPSHOT_WRITER_H
@@ -24,7 +26,7 @@
 
 typedef struct eddy_snapshot_unit {
     struct eddy_snapshot_unit *next;
-    char root[EDDY_ENDPOINT_MAX * 4]; /* snapshot store root */
+    char root[EDDY_STORAGE_URI_MAX]; /* snapshot store root (path or URI) */
     char job[EDDY_NAME_MAX];
     char op[EDDY_NAME_MAX];
     uint64_t checkpoint;
@@ -45,6 +47,13 @@ typedef struct eddy_snapshot_unit {
     uint64_t serialise_ns, write_ns; /* the writer thread's time, for logs */
     uint64_t submitted_ns;           /* set by submit: its ACK's async_us counts from here */
     bool sync_only;     /* no key groups: only the sync list */
+    /* A read unit (a restore's read-ahead): the writer thread READS groups
+     * of checkpoint from root into data[i]/lens[i] instead of writing them;
+     * a group it cannot read stays NULL (the first error in error) and is
+     * read again, and reported, by whoever needed it. owner is the
+     * submitter's, to recognise the unit when poll hands it back. */
+    bool read;
+    void *owner;
     eddy_sync_list_t *sync; /* owned, may be NULL */
     /* The message to send once durable: an ACK (its error is filled on
      * failure), another message (see error), or none (type 0). Owned:

@@ -373,9 +373,12 @@ int eddy_test_cluster_start_coordinator_with(eddy_test_cluster_t *self, int i,
         eddy_err_set(err, "cluster: no ports for coordinator %d", i);
         return -1;
     }
+    char own_snap[PATH_CAP + 64];
+    snprintf(own_snap, sizeof own_snap, "%s/snapshots-coordinator-%d", self->dir, i + 1);
     const char *base[] = {EDDY_BINARY, "coordinator", "--bind", self->url[i], "--http-host",
                           "127.0.0.1", "--http-port", self->http_s[i], "--metastore",
-                          self->metastore, "--snapshot-dir", self->snap_dir,
+                          self->metastore, "--snapshot-dir",
+                          self->opts.own_snapshot_dirs ? own_snap : self->snap_dir,
                           "--checkpoint-interval", self->opts.checkpoint_interval, "--heartbeat-ms",
                           self->opts.heartbeat_ms, "--heartbeat-timeout-ms",
                           self->opts.heartbeat_timeout_ms, "--keys", keys_of(self), NULL};
@@ -437,8 +440,11 @@ int eddy_test_cluster_start_worker_as(eddy_test_cluster_t *self, const char *nam
         name = auto_name;
     const char *coordinators =
         self->opts.worker_coordinators ? self->opts.worker_coordinators : self->urls;
+    char own_snap[PATH_CAP + 64];
+    snprintf(own_snap, sizeof own_snap, "%s/snapshots-%s", self->dir, auto_name);
     const char *base[] = {EDDY_BINARY, "worker", "--coordinator", coordinators, "--name", name,
-                          "--snapshot-dir", self->snap_dir, "--keys", keys_of(self), NULL};
+                          "--snapshot-dir", self->opts.own_snapshot_dirs ? own_snap : self->snap_dir,
+                          "--keys", keys_of(self), NULL};
     char *argv[MAX_ARGS];
     int k = add_flags(argv, 0, base);
     k = add_args(argv, k, self->opts.worker_args);

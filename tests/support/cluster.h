@@ -14,7 +14,8 @@
  *
  * Files in the cluster's directory: coordinator.log (coordinator-2.log, ..
  * for more), worker-1.log .. worker-N.log, local.log, meta/ (file
- * metastore), snapshots/, state/. */
+ * metastore), snapshots/ (or snapshots-coordinator-I/ and snapshots-worker-K/
+ * with own_snapshot_dirs), state/. */
 #ifndef EDDY_TESTS_SUPPORT_CLUSTER_H
 #define EDDY_TESTS_SUPPORT_CLUSTER_H
 
@@ -45,6 +46,10 @@ typedef struct eddy_test_cluster_opts {
     const char *const *coord_args;  /* extra coordinator flags, NULL-terminated (may be NULL) */
     const char *const *worker_args; /* extra worker flags, NULL-terminated (may be NULL) */
     const char *worker_coordinators; /* workers' --coordinator (NULL: every coordinator, in order) */
+    /* Each process its own --snapshot-dir (DIR/snapshots-coordinator-I,
+     * DIR/snapshots-worker-K) rather than the shared DIR/snapshots: for
+     * checkpoint storage that no process shares (s3://). */
+    bool own_snapshot_dirs;
 } eddy_test_cluster_opts_t;
 
 typedef struct eddy_test_cluster eddy_test_cluster_t;

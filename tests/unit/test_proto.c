@@ -105,6 +105,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->mode = EDDY_DEPLOY_RESCALE;
         d->restore_checkpoint = 0x123456789abcull;
         strcpy(d->snapshot_dir, "/var/lib/eddy/snapshots/wordcount-prod");
+        strcpy(d->storage_uri, "s3://eddy-ck/prod?endpoint=http://127.0.0.1:9000&region=eu-west-1");
         d->max_parallelism = 128;
         d->guarantee = EDDY_GUARANTEE_AT_MOST_ONCE;
         d->n_stages = 3;
@@ -328,6 +329,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(x->mode, y->mode);
         cr_assert_eq(x->restore_checkpoint, y->restore_checkpoint);
         cr_assert_str_eq(x->snapshot_dir, y->snapshot_dir);
+        cr_assert_str_eq(x->storage_uri, y->storage_uri);
         cr_assert_eq(x->max_parallelism, y->max_parallelism);
         cr_assert_eq(x->guarantee, y->guarantee);
         cr_assert_eq(x->n_stages, y->n_stages);
@@ -1009,6 +1011,7 @@ Test(proto, oversized_strings_rejected)
     expect_string_limit(EDDY_MSG_DEPLOY, 2, EDDY_NAME_MAX - 1);
     expect_string_limit(EDDY_MSG_DEPLOY, 3, EDDY_NAME_MAX - 1);
     expect_string_limit(EDDY_MSG_DEPLOY, 10, EDDY_ENDPOINT_MAX * 4 - 1);
+    expect_string_limit(EDDY_MSG_DEPLOY, 18, EDDY_STORAGE_URI_MAX - 1);
     expect_string_limit(EDDY_MSG_DEPLOYED, 5, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_ACK, 10, EDDY_ERROR_MAX - 1);
     expect_string_limit(EDDY_MSG_ACK, 11, EDDY_SOURCE_STATE_MAX); /* source state */
@@ -1322,6 +1325,7 @@ Test(proto, deploy_finished_is_optional_and_checked)
     /* the same DEPLOY without finished tasks, to cut its last field below */
     uint32_t n = m.u.deploy.n_finished;
     m.u.deploy.n_finished = 0;
+    m.u.deploy.storage_uri[0] = '\0'; /* encoded as 0xa0, cut with the list */
     size_t len0;
     char *enc0 = eddy_msg_encode(&m, &len0);
     m.u.deploy.n_finished = n;
@@ -1336,19 +1340,21 @@ Test(proto, deploy_finished_is_optional_and_checked)
     cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
     cr_assert(strstr(err.msg, "finished task 1[5]"), "%s", err.msg);
     eddy_msg_clear(&d);
-    /* enc0 ends with 0x90 (the empty list) and the leader epoch: remove the
-     * list and lower the array's length by one */
+    /* enc0 ends with 0x90 (the empty list), 0xa0 (no storage URI) and the
+     * leader epoch: remove both (older forms) and lower the array's length by two */
     unsigned char *b = (unsigned char *)enc0;
     cr_assert_eq(b[0], 0xdc, "a DEPLOY is a msgpack array16");
-    size_t at = len0 - 2; /* the empty list, then a one-byte leader epoch */
+    size_t at = len0 - 3; /* the empty list, the empty URI, a one-byte leader epoch */
     cr_assert_eq(b[at], 0x90);
-    memmove(b + at, b + at + 1, 1);
+    cr_assert_eq(b[at + 1], 0xa0);
+    memmove(b + at, b + at + 2, 1);
     uint16_t count = (uint16_t)((b[1] << 8) | b[2]);
-    count--;
+    count -= 2;
     b[1] = (unsigned char)(count >> 8);
     b[2] = (unsigned char)count;
-    d = decode_ok(enc0, len0 - 1);
+    d = decode_ok(enc0, len0 - 2);
     cr_assert_eq(d.u.deploy.n_finished, 0);
+    cr_assert_str_eq(d.u.deploy.storage_uri, "");
     cr_assert_null(d.u.deploy.finished);
     cr_assert_eq(d.u.deploy.epoch, 9);
     eddy_msg_clear(&d);
