@@ -23,7 +23,7 @@
 #include "state/keygroup.h"
 
 #define K 128u
-#define CHUNK (256u * 1024u)
+#define CHUNK EDDY_STATE_CHUNK_MAX
 
 static double ms_since(uint64_t t0)
 {

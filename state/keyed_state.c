@@ -45,6 +45,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "common/prefault.h"
 #include "state/keygroup.h"
 
 #define KS_FORMAT_VERSION 1u /* msgpack, one bin per key and value: read only */
@@ -117,6 +118,10 @@ struct eddy_keyed_state {
     ks_group_t *groups;
     uint32_t version;     /* stamp of entries created or copied now */
     eddy_keyed_state_view_t *oldest, *newest; /* live views, by age */
+    /* Groups given up by drop_group_later whose entries are not freed yet:
+     * each a slot array, freed from slot `next` on by eddy_keyed_state_reap. */
+    struct ks_grave { ks_slot_t *slots; size_t cap, next; } *graves;
+    size_t n_graves, graves_cap, grave_entries;
 };
 
 /* A frozen view: a reference on every group's slot array as it was, and the
@@ -147,6 +152,7 @@ static ks_slot_t *ks_slots_new(size_t cap)
     ks_slots_hdr_t *h = calloc(1, sizeof *h + cap * sizeof(ks_slot_t));
     if (!h)
         return NULL;
+    eddy_prefault(h, sizeof *h + cap * sizeof(ks_slot_t)); /* filled at random next */
     h->refs = 1;
     return (ks_slot_t *)(h + 1);
 }
@@ -342,6 +348,8 @@ void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
     /* Shared entries go to the newest view; the views outlive the state. */
     for (uint32_t kg = 0; kg < self->max_key_groups; kg++)
         eddy_keyed_state_drop_group(self, kg);
+    eddy_keyed_state_reap(self, SIZE_MAX);
+    free(self->graves);
     for (eddy_keyed_state_view_t *v = self->oldest; v; v = v->newer)
         v->state = NULL;
     free(self->groups);
@@ -469,6 +477,64 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
     memset(g, 0, sizeof *g);
 }
 
+void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
+{
+    if (kg >= self->max_key_groups)
+        return;
+    ks_group_t *g = &self->groups[kg];
+    /* A live view may hold these entries: they must be retired to it, one
+     * by one, now. With none, no view can ever see them (a view taken
+     * later finds the group empty), so they can be freed at leisure. */
+    if (self->newest || !g->count) {
+        eddy_keyed_state_drop_group(self, kg);
+        return;
+    }
+    if (self->n_graves == self->graves_cap) {
+        size_t cap = self->graves_cap ? 2 * self->graves_cap : 8;
+        struct ks_grave *grown = realloc(self->graves, cap * sizeof *grown);
+        if (!grown) {
+            eddy_keyed_state_drop_group(self, kg);
+            return;
+        }
+        self->graves = grown;
+        self->graves_cap = cap;
+    }
+    self->graves[self->n_graves++] = (struct ks_grave){g->slots, g->cap, 0};
+    self->grave_entries += g->count;
+    self->entry_bytes -= g->count * (sizeof(ks_entry_t) + self->value_stride) + g->key_bytes;
+    self->slot_bytes -= g->cap * sizeof(ks_slot_t);
+    self->keys -= g->count;
+    memset(g, 0, sizeof *g);
+}
+
+size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries)
+{
+    size_t freed = 0;
+    while (self->n_graves && freed < max_entries) {
+        struct ks_grave *gr = &self->graves[self->n_graves - 1];
+        for (; gr->next < gr->cap && freed < max_entries; gr->next++) {
+            ks_entry_t *e = gr->slots[gr->next].entry;
+            if (e) {
+                ks_free_entry(e);
+                freed++;
+            }
+        }
+        if (gr->next == gr->cap) {
+            ks_slots_unref(gr->slots);
+            self->n_graves--;
+        }
+    }
+    self->grave_entries -= freed < self->grave_entries ? freed : self->grave_entries;
+    if (!self->n_graves)
+        self->grave_entries = 0;
+    return self->grave_entries;
+}
+
+size_t eddy_keyed_state_reap_pending(const eddy_keyed_state_t *self)
+{
+    return self->n_graves ? (self->grave_entries ? self->grave_entries : 1) : 0;
+}
+
 size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg)
 {
     return kg < self->max_key_groups ? self->groups[kg].count : 0;
@@ -553,6 +619,7 @@ static int ks_write_table(const ks_group_t *g, uint32_t kg, size_t value_size,
     unsigned char *buf = malloc(cap);
     if (!buf)
         return eddy_err_set(err, "keyed state: out of memory serialising key group %u", kg);
+    eddy_prefault(buf, cap);
     unsigned char *p = buf + KS_V2_HEADER;
     size_t seen = 0, key_bytes = 0;
     for (size_t i = 0; i < g->cap; i++) {
@@ -934,6 +1001,7 @@ static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char
     ks_slab_t *slab = malloc(sizeof(ks_slab_t) + (size_t)n * per + (size_t)key_bytes);
     if (!slab)
         return eddy_err_set(err, "keyed state: key group %u: out of memory", kg);
+    eddy_prefault(slab, sizeof(ks_slab_t) + (size_t)n * per + (size_t)key_bytes);
     slab->live = 0;
     unsigned char *at = (unsigned char *)(slab + 1);
     const unsigned char *q = p + KS_V2_HEADER, *end = q + body;

@@ -72,6 +72,17 @@ int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
                              eddy_keyed_state_visit_fn visit, void *ctx);
 
 void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg);
+/* The same at once for the map (the group is empty when it returns), but
+ * its entries are freed later, by eddy_keyed_state_reap, a slice at a time:
+ * freeing a large group's entries one by one takes milliseconds that a
+ * task handing groups away (a fluid migration step) should not block its
+ * loop for. With a live view it is drop_group (the view may hold them). */
+void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg);
+/* Frees at most max_entries entries of groups dropped later; returns how
+ * many wait still. */
+size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries);
+/* Non-zero while entries of groups dropped later wait to be freed. */
+size_t eddy_keyed_state_reap_pending(const eddy_keyed_state_t *self);
 size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg);
 size_t eddy_keyed_state_keys(const eddy_keyed_state_t *self);
 /* Approximate heap bytes held (keys + values + table overhead). */

@@ -345,3 +345,43 @@ Test(keyed_state_bulk, version_1_still_loads)
     msgpack_sbuffer_destroy(&sb);
     eddy_keyed_state_destroy(&st);
 }
+
+/* A group dropped "later" is gone from the map at once; its entries are
+ * freed by reap slices (or by destroy); with a live view it is a plain
+ * drop, so the view keeps what it pinned. */
+Test(keyed_state_bulk, drop_group_later_and_reap)
+{
+    eddy_keyed_state_t *st = filled(20000);
+    char *buf;
+    size_t len;
+    uint32_t kg = busy_group(st, &buf, &len);
+    size_t total = eddy_keyed_state_keys(st), in_kg = eddy_keyed_state_group_keys(st, kg);
+    eddy_keyed_state_drop_group_later(st, kg);
+    cr_assert_eq(eddy_keyed_state_group_keys(st, kg), 0);
+    cr_assert_eq(eddy_keyed_state_keys(st), total - in_kg);
+    cr_assert_eq(eddy_keyed_state_reap_pending(st), in_kg);
+    eddy_err_t err = {{0}};
+    /* Loaded again (a step back) while the old entries still wait. */
+    cr_assert_eq(eddy_keyed_state_read_group(st, kg, buf, len, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_keyed_state_reap(st, 10), in_kg - 10);
+    cr_assert_eq(eddy_keyed_state_reap(st, SIZE_MAX), 0);
+    cr_assert_eq(eddy_keyed_state_reap_pending(st), 0);
+    cr_assert_eq(eddy_keyed_state_keys(st), total);
+    /* The loaded (slab) entries dropped later, then destroyed unreaped. */
+    eddy_keyed_state_drop_group_later(st, kg);
+    cr_assert_gt(eddy_keyed_state_reap_pending(st), 0);
+    /* With a view: a plain drop, the view still has the group. */
+    uint32_t other = kg + 1;
+    eddy_keyed_state_view_t *v = eddy_keyed_state_view_new(st);
+    size_t n_other = eddy_keyed_state_group_keys(st, other);
+    eddy_keyed_state_drop_group_later(st, other);
+    cr_assert_eq(eddy_keyed_state_group_keys(st, other), 0);
+    cr_assert_eq(eddy_keyed_state_view_group_keys(v, other), n_other);
+    char *seen;
+    size_t seen_len;
+    cr_assert_eq(eddy_keyed_state_view_write_group(v, other, &seen, &seen_len, &err), 0);
+    free(seen);
+    eddy_keyed_state_view_destroy(&v);
+    free(buf);
+    eddy_keyed_state_destroy(&st);
+}
