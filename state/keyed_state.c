@@ -1,14 +1,18 @@
 /* keyed_state.c - the heap keyed-state backend (see keyed_state.h).
  *
- * Owns the per-key-group hash tables and their msgpack serialisation. Each
+ * Owns the per-key-group hash tables and their serialisation (the bulk
+ * form, version 2, written; the msgpack form, version 1, still read). Each
  * key group has its own open-addressing table (linear probing, power-of-two
  * capacity, grown by doubling at 3/4 load, backward-shift deletion so there
  * are no tombstones) so a group can be written, dropped or loaded without
  * touching the others, which is what a rescale needs.
  *
- * A slot holds the key's 64-bit hash and a pointer to one malloc'd entry that
+ * A slot holds the key's 64-bit hash and a pointer to one entry that
  * carries the key length, the value (at offset 8, so it is 8-byte aligned
  * for int64/double accumulators) and the key bytes right after the value.
+ * An entry is malloc'd on its own (upsert) or lives in a slab with the rest
+ * of a group loaded in bulk (ks_read_v2, see ks_slab_t); ks_free_entry
+ * frees either.
  * Probing compares the stored hash first, so the entry is only dereferenced
  * on a probable hit. All keys of one group share hash % K, so the slot index
  * is taken from the high bits of a Fibonacci-multiplied hash, never from the
