@@ -10,8 +10,11 @@
 # RESCALE_S s at RATE with `eddy rescale wordcount count 3` at its start,
 # `after` 2 s. Every marker's latency (sent -> its changelog row read) is
 # kept (-o), and the rescale command's span is the migration window.
-# Per run it prints: bytes and key groups moved, transfer MB/s (bytes / the
-# coordinator's migration time), total migration time (the command's span),
+# Per run it prints: bytes and key groups moved, MB/s over the migration
+# (bytes / the coordinator's migration time) and, for fluid, copy MB/s
+# (bytes / the steps' copy time: old owner starts serialising -> new owner
+# installed the last group, summed over steps; without the wait for the
+# handoff markers), total migration time (the command's span),
 # the sources' pause (sudden: all of it; fluid: only the EXPAND deploy, no
 # state moves in it), max and p99 marker latency during the migration and in
 # `before`, and the 50 ms buckets of the migration window without output;
@@ -19,7 +22,9 @@
 # throughput (50 ms buckets) and marker latency over time for both modes.
 #
 # Environment: BUILD (build dir), KEYS ("1000000"; the issue also asks for
-# 4000000), MODES ("sudden fluid"), RATE (2000), RESCALE_S (8), STEP (8),
+# 4000000), MODES ("sudden fluid"), RATE (2000), RESCALE_S (8), STEP (8,
+# --migration-step-key-groups), STEP_BYTES (unset: eddy's default;
+# --migration-step-bytes),
 # OUT (directory for the marker files and PNGs; default a temporary one,
 # kept when set).
 set -euo pipefail
@@ -38,6 +43,9 @@ MODES=${MODES:-sudden fluid}
 RATE=${RATE:-2000}
 RESCALE_S=${RESCALE_S:-8}
 STEP=${STEP:-8}
+STEP_BYTES=${STEP_BYTES:-}
+STEP_FLAGS=(--migration-step-key-groups "$STEP")
+[[ -n $STEP_BYTES ]] && STEP_FLAGS+=(--migration-step-bytes "$STEP_BYTES")
 EDDY=$BUILD/eddy
 PROBE=$BUILD/latency_probe
 
@@ -91,18 +99,21 @@ for V in $KEYS; do
             -p "rescale,$RATE,$RESCALE_S,$EDDY rescale wordcount count 3 --coordinator $COORD --timeout-ms 120000 >$out 2>&1; $EDDY status --json --coordinator $COORD >$TMP/status-$V-$MODE.json 2>/dev/null" \
             -p "after,$RATE,2" -- \
             "$EDDY" local --workers 3 --parallelism 2 --checkpoint-interval 0 --migration "$MODE" \
-            --migration-step-key-groups "$STEP" --control-port "$PORT" --http-port 0 \
+            "${STEP_FLAGS[@]}" --control-port "$PORT" --http-port 0 \
             --quiet --job wordcount --socket '127.0.0.1:{PORT}' >"$TMP/probe-$V-$MODE.txt" 2>"$TMP/eddy-$V-$MODE.log" || true
         fill=$(awk '$1 == "phase" && $2 == "fill" {print $8}' "$TMP/probe-$V-$MODE.txt")
         rec=$(jq -r '[.jobs[0].rescales[] | select(.operator == "count")] | last |
-            "\(.pause_ms) \(.bytes_moved) \(.key_groups_moved)"' "$TMP/status-$V-$MODE.json" 2>/dev/null || echo "- - -")
-        read -r pause bytes kgs <<<"$rec"
+            "\(.pause_ms) \(.bytes_moved) \(.key_groups_moved) \(.transfer_ms // 0) \(.steps // 0)"' "$TMP/status-$V-$MODE.json" 2>/dev/null || echo "- - - 0 0")
+        read -r pause bytes kgs xfer_ms steps <<<"$rec"
         read -r dmax dp99 bmax bp99 win nbk empty <<<"$(analyse "$marks")"
         # the coordinator's own time for the migration, from its reply
         mig_ms=$(grep -oE '(paused|in) [0-9.]+ ms' "$out" | head -1 | grep -oE '[0-9.]+' || echo "$win")
         mbs=$(awk -v b="${bytes:-0}" -v t="${mig_ms:-0}" 'BEGIN { printf "%.1f", (t > 0 ? b / 1048576 / (t / 1000) : 0) }')
+        copy=$(awk -v b="${bytes:-0}" -v t="${xfer_ms:-0}" 'BEGIN { if (t > 0) printf "%.1f", b / 1048576 / (t / 1000); else printf "-" }')
         printf '%-8s V=%-8s keys=%-8s moved %s key groups, %s bytes, %s MB/s; total %s ms, sources paused %s ms\n' \
             "$MODE" "$V" "${fill:-?}" "${kgs:-?}" "${bytes:-?}" "$mbs" "$win" "${pause:-?}"
+        [[ $MODE == fluid ]] && printf '         copy: %s steps, %s ms copying, %s MB/s per transfer (without waiting for markers)\n' \
+            "${steps:-?}" "${xfer_ms:-?}" "$copy"
         printf '         latency during: max %s ms p99 %s ms; before: max %s ms p99 %s ms; 50 ms buckets without output: %s of %s\n' \
             "$dmax" "$dp99" "$bmax" "$bp99" "$empty" "$nbk"
         printf '         %s\n' "$(cat "$out")"

@@ -149,6 +149,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     eddy_coordinator_limits_t limits = {0};
     const char *migration_name = "fluid";
     uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
+    uint64_t migration_step_bytes = EDDY_MIGRATION_STEP_BYTES;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -174,7 +175,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
         EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
-        EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step (8)"),
+        EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step, at most (8)"),
+        EDDY_FLAG_U64("migration-step-bytes", &migration_step_bytes, 1, UINT64_MAX / 2, "BYTES", "fluid migration: bytes of state moved per step, about (4194304); a step moves at least one key group"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
         EDDY_FLAG_SWITCH("pool", &pool, "autoscale with an elastic worker pool: the controller starts workers beyond --workers when the job needs them, up to --max-workers, and stops idle ones (pool flags of `eddy controller` go in --controller-flags)"),
@@ -412,7 +414,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,
         .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
         .rebalance_interval_ms = rebalance_ms, .limits = limits, .migration = migration,
-        .migration_step_key_groups = migration_step};
+        .migration_step_key_groups = migration_step,
+        .migration_step_bytes = migration_step_bytes};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);

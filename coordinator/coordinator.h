@@ -53,6 +53,7 @@ typedef enum eddy_migration_mode {
 } eddy_migration_mode_t;
 
 #define EDDY_MIGRATION_STEP_KEY_GROUPS 8u /* default --migration-step-key-groups */
+#define EDDY_MIGRATION_STEP_BYTES (4ull << 20) /* default --migration-step-bytes */
 
 /* "sudden" or "fluid"; -1 otherwise. */
 int eddy_migration_mode_parse(const char *name, eddy_migration_mode_t *out);
@@ -104,10 +105,13 @@ typedef struct eddy_coordinator_options {
      * worker, at most one migration per interval (0: 3000 ms). */
     bool no_rebalance;
     uint32_t rebalance_interval_ms;
-    /* Key-group migration of rescales and rebalancing (see above); the step
-     * size is in key groups (0: EDDY_MIGRATION_STEP_KEY_GROUPS). */
+    /* Key-group migration of rescales and rebalancing (see above); a fluid
+     * step moves at most this many key groups (0:
+     * EDDY_MIGRATION_STEP_KEY_GROUPS) and at most about this many bytes of
+     * state (0: EDDY_MIGRATION_STEP_BYTES; at least one group per step). */
     eddy_migration_mode_t migration;
     uint32_t migration_step_key_groups;
+    uint64_t migration_step_bytes;
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;

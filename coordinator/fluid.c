@@ -10,7 +10,10 @@
  *    pause: it drains the channels so new ones can be wired, it does not
  *    grow with the state.
  *  STEPS: for each step of eddy_route_plan_to (at most
- *    --migration-step-key-groups groups, one old and one new owner),
+ *    --migration-step-key-groups groups, one old and one new owner), split
+ *    further so that a step moves about --migration-step-bytes of state
+ *    (groups_for_bytes: the bytes per group the steps so far moved, or
+ *    before the first the old owner's heap bytes; at least one group),
  *    ROUTE_STEP to every worker; the senders put HANDOFF markers in band,
  *    the old owner sends the groups' state to the new owner over the data
  *    plane, the new owner installs it and answers STEP_DONE; then the next
@@ -40,6 +43,48 @@ static uint32_t step_groups(const coord_t *c)
     return n > EDDY_HANDOFF_MAX_GROUPS ? EDDY_HANDOFF_MAX_GROUPS : n;
 }
 
+static uint64_t step_bytes(const coord_t *c)
+{
+    return c->opts->migration_step_bytes ? c->opts->migration_step_bytes : EDDY_MIGRATION_STEP_BYTES;
+}
+
+/* Serialised bytes of one key group of `from`, estimated: what the steps
+ * so far moved per group, or before the first one, the old owner's heap
+ * bytes (its heartbeat) over the groups it holds, which is more than its
+ * serialised form (slots, pointers and allocation overhead), so the first
+ * step errs small. 0: unknown. */
+static uint64_t group_bytes(const coord_t *c, const coord_job_t *j, uint32_t from)
+{
+    if (j->fluid_groups)
+        return j->fluid_bytes / j->fluid_groups;
+    uint32_t held = 0;
+    for (uint32_t kg = 0; kg < j->fluid_table.n_groups; kg++)
+        held += eddy_route_table_owner(&j->fluid_table, kg) == from;
+    for (const coord_worker_t *w = c->workers; w && held; w = w->next) {
+        if (!w->alive)
+            continue;
+        for (uint32_t i = 0; i < w->n_metrics; i++) {
+            const eddy_task_metrics_t *m = &w->metrics[i];
+            if (m->job == j->num && m->epoch == j->epoch && (int)m->stage == j->rescale_stage &&
+                m->instance == from)
+                return m->state_bytes / held;
+        }
+    }
+    return 0;
+}
+
+/* How many of the n groups left in a plan step go in the next ROUTE_STEP:
+ * as many as fit in --migration-step-bytes, at least one (the plan's
+ * steps are already at most --migration-step-key-groups). */
+static uint32_t groups_for_bytes(const coord_t *c, const coord_job_t *j, uint32_t from, uint32_t n)
+{
+    uint64_t per = group_bytes(c, j, from);
+    if (!per)
+        return n;
+    uint64_t fit = step_bytes(c) / per;
+    return fit < 1 ? 1 : fit < n ? (uint32_t)fit : n;
+}
+
 void coord_fluid_clear(coord_job_t *j)
 {
     if (!j->fluid)
@@ -52,6 +97,8 @@ void coord_fluid_clear(coord_job_t *j)
     j->fluid_phase = 0;
     j->fluid_version = 0;
     j->fluid_next_step = 0;
+    j->fluid_step_off = 0;
+    j->fluid_step_n = 0;
 }
 
 bool coord_fluid_step_in_flight(const coord_job_t *j)
@@ -83,10 +130,12 @@ static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as
     }
     j->fluid_phase = COORD_FLUID_STEPS;
     j->fluid_next_step = 0;
+    j->fluid_step_off = 0;
     j->fluid_version = 0;
-    eddy_info("job %s: fluid rescale of %s %u -> %u: %u key groups to move in %u steps", j->id,
+    eddy_info("job %s: fluid rescale of %s %u -> %u: %u key groups to move in %u steps of at most "
+              "%u key groups and about %" PRIu64 " bytes", j->id,
               j->graph.stages[j->rescale_stage].name, j->rescale_from, j->rescale_to,
-              j->fluid_plan.n_groups, j->fluid_plan.n_steps);
+              j->fluid_plan.n_groups, j->fluid_plan.n_steps, step_groups(c), step_bytes(c));
     coord_fluid_tick(c, j, eddy_mono_ms());
     return 0;
 }
@@ -105,14 +154,19 @@ static void done(coord_t *c, coord_job_t *j)
     r->bytes_moved = j->fluid_bytes;
     j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->fluid_groups;
-    r->fluid_steps = j->fluid_plan.n_steps ? j->fluid_plan.n_steps : 1;
+    r->fluid_steps = j->fluid_steps_taken ? j->fluid_steps_taken : 1;
     r->migration_ms = total_ms;
-    char msg[256];
+    r->transfer_ms = (double)j->fluid_transfer_us / 1e3;
+    char transfer[96] = "";
+    if (j->fluid_transfer_us)
+        snprintf(transfer, sizeof transfer, ", copied in %.1f ms (%.0f MB/s)", r->transfer_ms,
+                 (double)r->bytes_moved / 1048576.0 / (r->transfer_ms / 1e3));
+    char msg[320];
     snprintf(msg, sizeof msg,
              "rescaled %s/%s %u -> %u (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %"
-             PRIu64 " key groups (%" PRIu64 " bytes)",
-             j->id, r->stage, r->old_p, r->new_p, j->fluid_plan.n_steps, total_ms, r->pause_ms,
-             r->groups_moved, r->bytes_moved);
+             PRIu64 " key groups (%" PRIu64 " bytes)%s",
+             j->id, r->stage, r->old_p, r->new_p, r->fluid_steps, total_ms, r->pause_ms,
+             r->groups_moved, r->bytes_moved, transfer);
     eddy_info("%s", msg);
     if (j->rescale_client.waiting) {
         coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 0, msg);
@@ -140,6 +194,8 @@ int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
     j->fluid = true;
     j->fluid_started_ns = eddy_mono_ns();
     j->fluid_bytes = j->fluid_groups = 0;
+    j->fluid_transfer_us = 0;
+    j->fluid_steps_taken = 0;
     j->fluid_pause_ms = 0;
     eddy_info("job %s: rescaling %s %u -> %u (fluid, steps of %u key groups)", j->id,
               j->graph.stages[stage].name, from, to, step_groups(c));
@@ -206,18 +262,21 @@ static void next_step(coord_t *c, coord_job_t *j)
     if (j->pending || j->state != JOB_RUNNING)
         return; /* a checkpoint first: each group in exactly one snapshot */
     const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
-    const uint32_t *kgs = &j->fluid_plan.kgs[st->first];
+    const uint32_t *kgs = &j->fluid_plan.kgs[st->first + j->fluid_step_off];
+    uint32_t n = groups_for_bytes(c, j, st->from, st->n - j->fluid_step_off);
     if (j->fluid_seq_epoch != j->epoch) {
         j->fluid_seq_epoch = j->epoch;
         j->fluid_seq = 0;
     }
     uint64_t version = ((uint64_t)j->epoch << 32) | ++j->fluid_seq;
     eddy_err_t err = {{0}};
-    if (eddy_route_table_apply(&j->fluid_table, version, kgs, st->n, st->to, &err) < 0) {
+    if (eddy_route_table_apply(&j->fluid_table, version, kgs, n, st->to, &err) < 0) {
         coord_restore_job(c, j, err.msg, true);
         return;
     }
     j->fluid_version = version;
+    j->fluid_step_n = n;
+    j->fluid_steps_taken++;
     j->fluid_step_started_ms = eddy_mono_ms();
     eddy_msg_t m = {.type = EDDY_MSG_ROUTE_STEP};
     m.u.route_step.job = j->num;
@@ -225,11 +284,12 @@ static void next_step(coord_t *c, coord_job_t *j)
     m.u.route_step.stage = (uint32_t)j->rescale_stage;
     m.u.route_step.version = version;
     m.u.route_step.to = st->to;
-    m.u.route_step.n_kgs = st->n;
+    m.u.route_step.n_kgs = n;
     m.u.route_step.kgs = (uint32_t *)kgs;
     coord_broadcast(c, &m);
-    eddy_debug("job %s: fluid step %u/%u: %u key groups %u -> %u (routing version %" PRIu64 ")",
-               j->id, j->fluid_next_step + 1, j->fluid_plan.n_steps, st->n, st->from, st->to, version);
+    eddy_debug("job %s: fluid step %u (plan step %u/%u): %u key groups %u -> %u (routing version %"
+               PRIu64 ")", j->id, j->fluid_steps_taken, j->fluid_next_step + 1, j->fluid_plan.n_steps,
+               n, st->from, st->to, version);
 }
 
 void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m)
@@ -241,18 +301,33 @@ void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m)
     const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
     if (m->u.step_done.instance != st->to)
         return;
-    j->fluid_bytes += m->u.step_done.bytes;
-    j->fluid_groups += st->n;
+    uint64_t took_ms = eddy_mono_ms() - j->fluid_step_started_ms;
+    uint64_t us = m->u.step_done.transfer_us, bytes = m->u.step_done.bytes;
+    j->fluid_bytes += bytes;
+    j->fluid_groups += j->fluid_step_n;
+    j->fluid_transfer_us += us;
+    if (us)
+        eddy_info("job %s: fluid step %u: %u key groups (%" PRIu64 " bytes) %u -> %u copied in %.1f "
+                  "ms (%.0f MB/s), step done in %" PRIu64 " ms", j->id, j->fluid_steps_taken,
+                  j->fluid_step_n, bytes, st->from, st->to, (double)us / 1e3,
+                  (double)bytes / 1048576.0 / ((double)us / 1e6), took_ms);
+    else
+        eddy_info("job %s: fluid step %u: %u key groups (%" PRIu64 " bytes) %u -> %u, step done in %"
+                  PRIu64 " ms", j->id, j->fluid_steps_taken, j->fluid_step_n, bytes, st->from,
+                  st->to, took_ms);
     j->fluid_version = 0;
-    j->fluid_next_step++;
+    j->fluid_step_off += j->fluid_step_n;
+    if (j->fluid_step_off >= st->n) {
+        j->fluid_next_step++;
+        j->fluid_step_off = 0;
+    }
     /* A periodic checkpoint that came due during the step goes before the
      * next step (next_step waits for it; the tick resumes the steps when it
      * ended): a checkpoint waits for the current step, never for the whole
      * migration. Otherwise every step started the next at once and no
      * checkpoint found a moment between two steps. */
     if (j->fluid_next_step < j->fluid_plan.n_steps && coord_checkpoint_due(c, j, eddy_mono_ms())) {
-        eddy_debug("job %s: checkpoint before fluid step %u/%u", j->id, j->fluid_next_step + 1,
-                   j->fluid_plan.n_steps);
+        eddy_debug("job %s: checkpoint before fluid step %u", j->id, j->fluid_steps_taken + 1);
         coord_checkpoint_trigger(c, j, false);
     }
     next_step(c, j);
@@ -264,9 +339,10 @@ void coord_fluid_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
         return;
     if (j->fluid_version) {
         if (now_ms > j->fluid_step_started_ms + c->opts->checkpoint_timeout_ms) {
-            char why[160];
-            snprintf(why, sizeof why, "fluid migration step %u of %u was not done within %u ms",
-                     j->fluid_next_step + 1, j->fluid_plan.n_steps, c->opts->checkpoint_timeout_ms);
+            char why[200];
+            snprintf(why, sizeof why, "fluid migration step %u (plan step %u of %u) was not done "
+                     "within %u ms", j->fluid_steps_taken, j->fluid_next_step + 1,
+                     j->fluid_plan.n_steps, c->opts->checkpoint_timeout_ms);
             coord_restore_job(c, j, why, true);
         }
         return;

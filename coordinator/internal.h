@@ -126,6 +126,10 @@ typedef struct rescale_record {
      * is then only its EXPAND/SHRINK pause); 0 for a sudden one. */
     uint32_t fluid_steps;
     double migration_ms;
+    /* Of a fluid rescale: the steps' copy time summed (each from the old
+     * owner starting to serialise to the new owner's last install, as the
+     * new owners measured it; 0: unknown), not the wait for markers. */
+    double transfer_ms;
 } rescale_record_t;
 
 typedef struct pending_client {
@@ -253,6 +257,10 @@ typedef struct coord_job {
     uint64_t fluid_step_started_ms;
     uint64_t fluid_started_ns;
     uint64_t fluid_bytes, fluid_groups;
+    uint64_t fluid_transfer_us;   /* the steps' copy time, summed */
+    uint32_t fluid_step_off;      /* groups of plan step fluid_next_step already moved */
+    uint32_t fluid_step_n;        /* groups in the step in flight */
+    uint32_t fluid_steps_taken;   /* ROUTE_STEPs sent (steps split by bytes count each) */
     double fluid_pause_ms;        /* sources paused by its expand/shrink deploys */
     /* Routing versions: (epoch << 32) + a count of the epoch's steps, so
      * they only grow while tasks keep their tables (a deploy resets both). */

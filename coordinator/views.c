@@ -162,6 +162,8 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
         if (r->fluid_steps) { /* its steps and their time; pause_ms: the deploy's pause only */
             json_object_set_new(rj, "steps", json_integer(r->fluid_steps));
             json_object_set_new(rj, "migration_ms", json_real(r->migration_ms));
+            /* the copy itself, without the wait for markers (0: unknown) */
+            json_object_set_new(rj, "transfer_ms", json_real(r->transfer_ms));
         }
         if (r->instances_moved) { /* a rebalance: which instances moved, and why */
             json_object_set_new(rj, "instances_moved", json_integer(r->instances_moved));

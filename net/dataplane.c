@@ -9,6 +9,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "common/prefault.h"
+
 #define HEADER_FIELDS 7 /* type + 6 channel fields */
 
 void eddy_batch_writer_init(eddy_batch_writer_t *w)
@@ -213,11 +215,21 @@ char *eddy_state_chunk_encode(const eddy_channel_id_t *ch, uint64_t version, uin
                               uint64_t offset, uint64_t total, const void *bytes, uint32_t len,
                               size_t *out_len)
 {
+    return eddy_state_chunk_encode_stamped(ch, version, kg, offset, total, bytes, len, 0, out_len);
+}
+
+/* The header goes through msgpack; the chunk's bytes are copied once into a
+ * buffer of the exact size (an sbuffer would grow by doubling, copying a
+ * megabyte chunk several times and touching fresh pages each time). */
+char *eddy_state_chunk_encode_stamped(const eddy_channel_id_t *ch, uint64_t version, uint32_t kg,
+                                      uint64_t offset, uint64_t total, const void *bytes,
+                                      uint32_t len, int64_t sent_us, size_t *out_len)
+{
     if (len > EDDY_STATE_CHUNK_MAX || offset > total || len > total - offset)
         return NULL;
     eddy_mpw_t w;
     eddy_mpw_init(&w);
-    eddy_mpw_array(&w, HEADER_FIELDS + 6);
+    eddy_mpw_array(&w, HEADER_FIELDS + 6 + (sent_us ? 1 : 0));
     pack_channel(&w.pk, EDDY_DATA_STATE_CHUNK, ch);
     eddy_mpw_u64(&w, version);
     eddy_mpw_u64(&w, kg);
@@ -225,8 +237,27 @@ char *eddy_state_chunk_encode(const eddy_channel_id_t *ch, uint64_t version, uin
     eddy_mpw_u64(&w, total);
     eddy_mpw_u64(&w, eddy_state_chunk_checksum(bytes, len));
     msgpack_pack_bin(&w.pk, len);
-    msgpack_pack_bin_body(&w.pk, bytes, len);
-    return eddy_mpw_release(&w, out_len);
+    size_t head;
+    char *hdr = eddy_mpw_release(&w, &head);
+    size_t stamp = sent_us ? 9 : 0;
+    char *m = hdr ? malloc(head + len + stamp) : NULL;
+    if (!m) {
+        free(hdr);
+        return NULL;
+    }
+    eddy_prefault(m, head + len + stamp);
+    memcpy(m, hdr, head);
+    free(hdr);
+    if (len)
+        memcpy(m + head, bytes, len);
+    if (stamp) { /* msgpack int64: 0xd3, big endian */
+        unsigned char *p = (unsigned char *)m + head + len;
+        p[0] = 0xd3;
+        for (int i = 0; i < 8; i++)
+            p[1 + i] = (unsigned char)((uint64_t)sent_us >> (56 - 8 * i));
+    }
+    *out_len = head + len + stamp;
+    return m;
 }
 
 /* ---- DATA fast path ------------------------------------------------------
@@ -497,6 +528,8 @@ int eddy_data_decode(const void *data, size_t len, eddy_data_msg_t *msg, eddy_er
         msg->chunk = eddy_mpr_bytes(r, EDDY_STATE_CHUNK_MAX, &msg->chunk_len);
         if (r->ok && (msg->offset > msg->total || msg->chunk_len > msg->total - msg->offset))
             eddy_mpr_fail(r, "chunk lies beyond its group's total");
+        if (r->ok && eddy_mpr_remaining(r) > 0) /* optional: absent from older senders */
+            msg->sent_us = eddy_mpr_i64(r);
         break;
     default: /* the type was not an unsigned integer: r is failed */
         break;

@@ -23,11 +23,14 @@
  *           to instance `to` of the destination stage by routing version
  *           `version`; nothing of theirs follows on this channel
  *   STATE_CHUNK [38, job, epoch, ss, si, ds, di, version, kg, offset, total,
- *           xxh64, bytes]  the old owner (ss = ds, si) sends one key group's
- *           serialised state to the new owner (di) in chunks: bytes are
- *           [offset, offset + len) of the group's `total` bytes, xxh64 is
- *           XXH64(bytes, seed 0); the receiver checks both (checks here:
- *           offset + len <= total, len <= EDDY_STATE_CHUNK_MAX)
+ *           xxh64, bytes, sent_us?]  the old owner (ss = ds, si) sends one
+ *           key group's serialised state to the new owner (di) in chunks:
+ *           bytes are [offset, offset + len) of the group's `total` bytes,
+ *           xxh64 is XXH64(bytes, seed 0); the receiver checks both (checks
+ *           here: offset + len <= total, len <= EDDY_STATE_CHUNK_MAX).
+ *           sent_us (optional, int): wall-clock microseconds when the old
+ *           owner began serialising the step, so the new owner can time the
+ *           copy itself (absent or 0: unknown)
  * Flow control is credit based (as Flink's): a sender may have at most its
  * credit of DATA batches unconsumed per channel, so no queue and no ZeroMQ
  * high-water mark is ever exceeded and nothing is dropped. */
@@ -96,6 +99,10 @@ char *eddy_handoff_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_
 char *eddy_state_chunk_encode(const eddy_channel_id_t *ch, uint64_t version, uint32_t kg,
                               uint64_t offset, uint64_t total, const void *bytes, uint32_t len,
                               size_t *out_len);
+/* The same with the step's start stamp (sent_us; 0 leaves it out). */
+char *eddy_state_chunk_encode_stamped(const eddy_channel_id_t *ch, uint64_t version, uint32_t kg,
+                                      uint64_t offset, uint64_t total, const void *bytes,
+                                      uint32_t len, int64_t sent_us, size_t *out_len);
 /* XXH64 (seed 0) of a chunk's bytes, as STATE_CHUNK carries it. */
 uint64_t eddy_state_chunk_checksum(const void *bytes, size_t len);
 
@@ -116,6 +123,7 @@ typedef struct eddy_data_msg {
     uint32_t kg;          /* STATE_CHUNK */
     uint64_t offset, total, checksum; /* STATE_CHUNK */
     const char *chunk;    /* STATE_CHUNK: points into the message's bytes */
+    int64_t sent_us;      /* STATE_CHUNK: the step's start at the old owner, 0 unknown */
     uint32_t chunk_len;
     uint32_t records;     /* DATA */
     int64_t ingest_us;    /* DATA: see above, 0 unknown */

@@ -877,6 +877,8 @@ static const field_t step_done_fields[] = {
     {.kind = FIELD_U64, .offset = MSG(step_done.version), .max = UINT64_MAX},
     {.kind = FIELD_U64, .offset = MSG(step_done.groups), .max = UINT64_MAX},
     {.kind = FIELD_U64, .offset = MSG(step_done.bytes), .max = UINT64_MAX},
+    /* optional: the copy's time (absent from older workers: 0) */
+    {.kind = FIELD_U64, .offset = MSG(step_done.transfer_us), .max = UINT64_MAX},
 };
 
 /* Older forms still read, without the trailing leader epoch: a REGISTER
@@ -902,7 +904,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_PLUGIN] = {plugin_fields, ELEMS(plugin_fields), {0}, 0},
     [EDDY_MSG_LEAVE] = {leave_fields, ELEMS(leave_fields), {0}, 0},
     [EDDY_MSG_ROUTE_STEP] = {route_step_fields, ELEMS(route_step_fields), {0}, 0},
-    [EDDY_MSG_STEP_DONE] = {step_done_fields, ELEMS(step_done_fields), {0}, 0},
+    [EDDY_MSG_STEP_DONE] = {step_done_fields, ELEMS(step_done_fields), {0}, 1},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */

@@ -347,6 +347,10 @@ typedef struct eddy_msg {
             uint32_t job, epoch, stage, instance;
             uint64_t version;
             uint64_t groups, bytes;          /* installed by this step */
+            /* optional (0: unknown, an older worker): the copy's time, from
+             * the old owner starting to serialise the step to the last
+             * group installed here (wall clocks of both workers) */
+            uint64_t transfer_us;
         } step_done;
     } u;
 } eddy_msg_t;

@@ -205,15 +205,23 @@ struct eddy_task {
     uint32_t n_step_in;
     uint32_t *step_in_kgs;
     bool step_in_reported;
-    uint64_t step_in_bytes;
+    /* What was installed for the newest step version seen in a chunk:
+     * chunks may come before the HANDOFF that names their step, so this
+     * is kept by version, not reset when that HANDOFF arrives. sent_us:
+     * the old owner's start (from the chunks), done_us: the last install;
+     * their difference is the copy's time, without the wait for markers. */
+    uint64_t acc_version, acc_bytes, acc_load_ns;
+    int64_t acc_sent_us, acc_done_us, acc_first_us;
     uint64_t groups_sent, groups_received, state_bytes_sent, state_bytes_received;
 };
 
 /* The hold's bound: beyond it, a channel with a record for an incoming
  * group stops (and so returns no credit) until a group is installed. */
 #define EDDY_HOLD_BYTES_MAX (8u * 1024u * 1024u)
-/* Chunks of a key group's serialised state on the wire. */
-#define EDDY_STATE_CHUNK_BYTES (256u * 1024u)
+/* Chunks of a key group's serialised state on the wire: the largest the
+ * decoder takes, so a group of up to 1 MiB is one message, installed
+ * straight from it without being put together (it was 256 KiB). */
+#define EDDY_STATE_CHUNK_BYTES EDDY_STATE_CHUNK_MAX
 
 /* task.c */
 void task_set_fault(eddy_task_t *t, const char *what);

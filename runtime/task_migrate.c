@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 #include "net/partial.h"
 #include "state/group_envelope.h"
@@ -436,8 +437,9 @@ int eddy_task_route_step(eddy_task_t *self, uint32_t dst_stage, uint64_t version
 }
 
 /* Sends group kg's serialised state to instance `to` in chunks (an empty
- * group as one empty chunk), then drops it here. */
-static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t to)
+ * group as one empty chunk). The group is dropped by the caller once the
+ * whole step is on its way: the new owner gets its bytes first. */
+static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t to, int64_t sent_us)
 {
     char *data = NULL;
     size_t len = 0;
@@ -453,13 +455,14 @@ static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t t
     do {
         uint32_t n = len - off > EDDY_STATE_CHUNK_BYTES ? EDDY_STATE_CHUNK_BYTES : (uint32_t)(len - off);
         size_t mlen;
-        char *m = eddy_state_chunk_encode(&id, version, kg, off, len, data ? data + off : "", n, &mlen);
+        char *m = eddy_state_chunk_encode_stamped(&id, version, kg, off, len,
+                                                  data ? data + off : "", n, sent_us, &mlen);
         if (!m) {
             task_set_fault(t, "out of memory sending key group state");
             break;
         }
         if (t->env->fluid_corrupt && n && !t->corrupted) { /* the test hook */
-            m[mlen - 1] ^= 0x5a; /* the chunk's last byte */
+            m[mlen - 1 - (sent_us ? 9 : 0)] ^= 0x5a; /* the chunk's last byte */
             t->corrupted = true;
         }
         task_send_message(t, t->peer_worker[to], m, mlen);
@@ -468,8 +471,6 @@ static void give_group(eddy_task_t *t, uint32_t kg, uint64_t version, uint32_t t
     free(data);
     t->groups_sent++;
     t->state_bytes_sent += len;
-    if (t->held[kg])
-        drop_group(t, kg);
 }
 
 /* The operators' clock stops while a step moves groups out of or into this
@@ -515,9 +516,31 @@ static void give_step_away(eddy_task_t *t)
             return;
         t->out_ready_ns = 0;
     }
-    /* What the operators hold back for these groups leaves with their state. */
+    /* What the operators hold back for these groups leaves with their state.
+     * Every group is serialised and sent before any is dropped, so the new
+     * owner can install the first while this one goes on; the stamp lets
+     * it time the copy from here (not the wait for the markers before). */
+    uint64_t t0 = eddy_mono_ns();
+    uint64_t bytes0 = t->state_bytes_sent;
+    int64_t sent_us = eddy_wall_us();
     for (uint32_t i = 0; i < t->n_out && !t->fault; i++)
-        give_group(t, t->out_kgs[i], t->out_version, t->out_to);
+        give_group(t, t->out_kgs[i], t->out_version, t->out_to, sent_us ? sent_us : 1);
+    uint64_t t1 = eddy_mono_ns();
+    for (uint32_t i = 0; i < t->n_out; i++) {
+        uint32_t kg = t->out_kgs[i];
+        if (!t->held[kg])
+            continue;
+        /* The keyed entries are freed a slice per loop turn (task_fluid_poll):
+         * records of the groups that stay here go on meanwhile. */
+        eddy_keyed_state_drop_group_later(t->state, kg);
+        drop_group(t, kg);
+    }
+    uint64_t t2 = eddy_mono_ns();
+    eddy_debug("%s[%u]: step %llu: %u key groups (%llu bytes) serialised and sent to [%u] in "
+               "%.1f ms, dropped in %.1f ms", t->def->name, t->instance,
+               (unsigned long long)t->out_version, t->n_out,
+               (unsigned long long)(t->state_bytes_sent - bytes0), t->out_to,
+               (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
     t->out_pending = false;
     release_watermark(t); /* what is left here fires as before */
 }
@@ -538,7 +561,16 @@ static void report_step_if_done(eddy_task_t *t)
     m.u.step_done.instance = t->instance;
     m.u.step_done.version = t->step_in_version;
     m.u.step_done.groups = t->n_step_in;
-    m.u.step_done.bytes = t->step_in_bytes;
+    bool acc = t->acc_version == t->step_in_version;
+    m.u.step_done.bytes = acc ? t->acc_bytes : 0;
+    if (acc && t->acc_sent_us > 0 && t->acc_done_us > t->acc_sent_us)
+        m.u.step_done.transfer_us = (uint64_t)(t->acc_done_us - t->acc_sent_us);
+    eddy_debug("%s[%u]: step %llu installed: %u key groups, %llu bytes, %.1f ms since the old "
+               "owner began sending (first group in after %.1f ms; loading took %.1f ms)",
+               t->def->name, t->instance, (unsigned long long)t->step_in_version, t->n_step_in,
+               (unsigned long long)m.u.step_done.bytes, (double)m.u.step_done.transfer_us / 1e3,
+               acc && t->acc_sent_us ? (double)(t->acc_first_us - t->acc_sent_us) / 1e3 : 0.0,
+               acc ? (double)t->acc_load_ns / 1e6 : 0.0);
     t->env->notify(t->env->host, &m);
 }
 
@@ -559,7 +591,6 @@ static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
         t->n_step_in = n;
         t->step_in_version = msg->version;
         t->step_in_reported = false;
-        t->step_in_bytes = 0;
     }
     for (uint32_t i = 0; i < msg->n_kgs; i++) {
         uint32_t kg = msg->kgs[i];
@@ -693,26 +724,44 @@ static void drain_hold(eddy_task_t *t, uint32_t kg)
     release_watermark(t);
 }
 
-static int install(eddy_task_t *t, group_assembly_t *a, eddy_err_t *err)
+/* Group kg's state, whole: loaded (never half: a failed load drops it),
+ * then its held records run. */
+static int install(eddy_task_t *t, uint32_t kg, uint64_t version, const char *data, uint64_t total,
+                   int64_t sent_us, eddy_err_t *err)
 {
-    if (t->held[a->kg])
-        return eddy_err_set(err, "key group %u arrived but is held here already", a->kg);
-    if (a->total) {
+    if (t->held[kg])
+        return eddy_err_set(err, "key group %u arrived but is held here already", kg);
+    uint64_t t0 = eddy_mono_ns();
+    if (total) {
         int64_t wm = EDDY_GROUP_NO_WATERMARK;
-        if (read_group(t, a->kg, a->buf, a->total, &wm, err) < 0) {
-            drop_group(t, a->kg); /* never half-loaded */
+        if (read_group(t, kg, data, total, &wm, err) < 0) {
+            drop_group(t, kg); /* never half-loaded */
             return -1;
         }
     }
-    t->held[a->kg] = 1;
+    uint64_t load_ns = eddy_mono_ns() - t0;
+    t->held[kg] = 1;
     t->groups_received++;
-    t->state_bytes_received += a->total;
-    t->step_in_bytes += a->total;
-    if (t->incoming[a->kg]) {
-        t->incoming[a->kg] = 0;
+    t->state_bytes_received += total;
+    if (version > t->acc_version) {
+        t->acc_version = version;
+        t->acc_bytes = 0;
+        t->acc_sent_us = 0;
+        t->acc_load_ns = 0;
+        t->acc_first_us = eddy_wall_us() - (int64_t)(load_ns / 1000);
+    }
+    if (version == t->acc_version) {
+        t->acc_bytes += total;
+        t->acc_load_ns += load_ns;
+        if (sent_us > 0 && (!t->acc_sent_us || sent_us < t->acc_sent_us))
+            t->acc_sent_us = sent_us;
+        t->acc_done_us = eddy_wall_us();
+    }
+    if (t->incoming[kg]) {
+        t->incoming[kg] = 0;
         t->n_incoming--;
     }
-    drain_hold(t, a->kg);
+    drain_hold(t, kg);
     report_step_if_done(t);
     return 0;
 }
@@ -730,6 +779,15 @@ int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *
     while (*pp && (*pp)->kg != kg)
         pp = &(*pp)->next;
     group_assembly_t *a = *pp;
+    int rc;
+    if (!a && msg->offset == 0 && msg->chunk_len == msg->total) {
+        /* The whole group in one chunk (the usual case): loaded straight
+         * from the message, no copy put together first. */
+        rc = install(t, kg, msg->version, msg->chunk, msg->total, msg->sent_us, err);
+        if (rc < 0)
+            return eddy_err_wrap(err, "%s[%u]: moved key group %u", t->def->name, t->instance, kg);
+        return t->fault ? task_take_fault(t, err) : 0;
+    }
     if (!a) {
         if (msg->offset != 0)
             return eddy_err_set(err, "state of key group %u for %s[%u] starts at %llu, not 0", kg,
@@ -760,7 +818,7 @@ int task_on_state_chunk(eddy_task_t *t, const eddy_data_msg_t *msg, eddy_err_t *
     if (a->got < a->total)
         return 0;
     *pp = a->next;
-    int rc = install(t, a, err);
+    rc = install(t, a->kg, a->version, a->buf, a->total, msg->sent_us, err);
     free_assembly(a);
     if (rc < 0)
         return eddy_err_wrap(err, "%s[%u]: moved key group %u", t->def->name, t->instance, kg);
@@ -796,13 +854,20 @@ void task_fluid_input_ended(eddy_task_t *t)
     give_step_away(t);
 }
 
+/* Entries of given-away groups freed per loop turn: a few milliseconds. */
+#define REAP_SLICE 8192u
+
 uint64_t task_fluid_wake(const eddy_task_t *t)
 {
+    if (t->state && eddy_keyed_state_reap_pending(t->state))
+        return 0; /* at once: task_fluid_poll frees the next slice */
     return t->out_pending && t->out_ready_ns ? t->out_ready_ns : UINT64_MAX;
 }
 
 void task_fluid_poll(eddy_task_t *t, uint64_t now_ns)
 {
+    if (t->state && eddy_keyed_state_reap_pending(t->state))
+        eddy_keyed_state_reap(t->state, REAP_SLICE);
     if (t->out_pending && t->out_ready_ns && now_ns >= t->out_ready_ns)
         give_step_away(t);
 }

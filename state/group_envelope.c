@@ -6,29 +6,68 @@
  * format's version) rather than the "eddy-kg" tag. */
 #include "state/group_envelope.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/prefault.h"
 #include "net/mpcodec.h"
 
 #define TAG "eddy-kg"
 #define VERSION 2u
 #define MAX_PART (1u << 31)
 
+static unsigned char *put_be(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+/* msgpack bin32 header: valid for any length (a reader takes any width). */
+static unsigned char *put_bin(unsigned char *p, const char *data, size_t len)
+{
+    *p++ = 0xc6;
+    p = put_be(p, len, 4);
+    if (len)
+        memcpy(p, data, len);
+    return p + len;
+}
+
+/* Written by hand into one buffer of the exact size, with fixed-width
+ * fields (int64 watermark, bin32 parts): a key group's bytes are copied
+ * once, not through an sbuffer that doubles (and copies) as it grows. The
+ * same input always gives the same bytes. */
 char *eddy_group_envelope_encode(const eddy_group_envelope_t *env, size_t *len)
 {
     if (env->n_ops > EDDY_GROUP_MAX_OPS)
         return NULL;
-    eddy_mpw_t w;
-    eddy_mpw_init(&w);
-    eddy_mpw_array(&w, 5);
-    eddy_mpw_str(&w, TAG);
-    eddy_mpw_u64(&w, VERSION);
-    eddy_mpw_i64(&w, env->watermark);
-    eddy_mpw_bin(&w, env->keyed ? env->keyed : "", env->keyed ? env->keyed_len : 0);
-    eddy_mpw_array(&w, env->n_ops);
+    size_t keyed_len = env->keyed ? env->keyed_len : 0;
+    if (keyed_len >= MAX_PART)
+        return NULL;
+    size_t size = 1 + 8 + 1 + 9 + 5 + keyed_len + 1;
+    for (uint32_t i = 0; i < env->n_ops; i++) {
+        size_t n = env->ops[i] ? env->op_lens[i] : 0;
+        if (n >= MAX_PART)
+            return NULL;
+        size += 5 + n;
+    }
+    unsigned char *buf = malloc(size), *p = buf;
+    if (!buf)
+        return NULL;
+    eddy_prefault(buf, size);
+    *p++ = 0x95;              /* fixarray of 5 */
+    *p++ = 0xa7;              /* fixstr of 7 */
+    memcpy(p, TAG, 7);
+    p += 7;
+    *p++ = VERSION;           /* positive fixint */
+    *p++ = 0xd3;              /* int64 */
+    p = put_be(p, (uint64_t)env->watermark, 8);
+    p = put_bin(p, env->keyed, keyed_len);
+    *p++ = (unsigned char)(0x90 | env->n_ops); /* fixarray, n_ops <= 8 */
     for (uint32_t i = 0; i < env->n_ops; i++)
-        eddy_mpw_bin(&w, env->ops[i] ? env->ops[i] : "", env->ops[i] ? env->op_lens[i] : 0);
-    return eddy_mpw_release(&w, len);
+        p = put_bin(p, env->ops[i], env->ops[i] ? env->op_lens[i] : 0);
+    *len = (size_t)(p - buf);
+    return (char *)buf;
 }
 
 /* The envelope's first bytes: fixarray(5) then fixstr(7) "eddy-kg". */

@@ -1,14 +1,18 @@
 /* keyed_state.c - the heap keyed-state backend (see keyed_state.h).
  *
- * Owns the per-key-group hash tables and their msgpack serialisation. Each
+ * Owns the per-key-group hash tables and their serialisation (the bulk
+ * form, version 2, written; the msgpack form, version 1, still read). Each
  * key group has its own open-addressing table (linear probing, power-of-two
  * capacity, grown by doubling at 3/4 load, backward-shift deletion so there
  * are no tombstones) so a group can be written, dropped or loaded without
  * touching the others, which is what a rescale needs.
  *
- * A slot holds the key's 64-bit hash and a pointer to one malloc'd entry that
+ * A slot holds the key's 64-bit hash and a pointer to one entry that
  * carries the key length, the value (at offset 8, so it is 8-byte aligned
  * for int64/double accumulators) and the key bytes right after the value.
+ * An entry is malloc'd on its own (upsert) or lives in a slab with the rest
+ * of a group loaded in bulk (ks_read_v2, see ks_slab_t); ks_free_entry
+ * frees either.
  * Probing compares the stored hash first, so the entry is only dereferenced
  * on a probable hit. All keys of one group share hash % K, so the slot index
  * is taken from the high bits of a Fibonacci-multiplied hash, never from the
@@ -43,18 +47,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
+#include "common/prefault.h"
 #include "state/keygroup.h"
 
-#define KS_FORMAT_VERSION 1u
+#define KS_FORMAT_VERSION 1u /* msgpack, one bin per key and value: read only */
+#define KS_FORMAT_BULK 2u    /* length-prefixed entries in one buffer: written */
 #define KS_MIN_CAPACITY 8u
 #define KS_FIB 0x9E3779B97F4A7C15ull
 
 typedef struct ks_entry {
-    uint32_t key_len;
-    uint32_t version; /* the state's version when created or copied */
+    uint32_t klen_slab; /* key length; KS_SLAB_BIT: the entry lives in a slab */
+    uint32_t version;   /* the state's version when created or copied */
     unsigned char data[]; /* value (value_stride bytes), then the key */
 } ks_entry_t;
+
+/* A bulk load (ks_read_v2) puts a group's entries in one malloc'd slab
+ * instead of one malloc each: the slab starts with a count of the entries
+ * still in use, and each slab entry is preceded by the byte offset from the
+ * slab's start, so an entry can be given up on its own (removed, copied on
+ * write, retired to a view) and the slab is freed with its last entry. Keys
+ * are therefore shorter than 2 GiB (upsert refuses longer ones). */
+#define KS_SLAB_BIT 0x80000000u
+#define KS_KEY_MAX (KS_SLAB_BIT - 1u)
+
+typedef struct ks_slab {
+    size_t live; /* entries of this slab not yet freed (owner thread only) */
+    size_t pad;  /* keeps the entries 16-byte aligned */
+} ks_slab_t;
+
+static inline uint32_t ks_klen(const ks_entry_t *e)
+{
+    return e->klen_slab & KS_KEY_MAX;
+}
+
+/* Frees one entry: free() for a malloc'd one, a slab's count for one of a
+ * bulk load (the slab goes with its last entry). Owner thread only. */
+static void ks_free_entry(ks_entry_t *e)
+{
+    if (!(e->klen_slab & KS_SLAB_BIT)) {
+        free(e);
+        return;
+    }
+    uint64_t back;
+    memcpy(&back, (const char *)e - sizeof back, sizeof back);
+    ks_slab_t *slab = (ks_slab_t *)(void *)((char *)e - back);
+    if (--slab->live == 0)
+        free(slab);
+}
 
 _Static_assert(offsetof(ks_entry_t, data) == 8, "value must sit at offset 8");
 
@@ -67,6 +108,7 @@ typedef struct ks_group {
     ks_slot_t *slots;
     size_t cap;       /* 0 or a power of two */
     size_t count;
+    size_t key_bytes; /* sum of the keys' lengths: sizes a serialised group up front */
     unsigned shift;   /* 64 - log2(cap) */
 } ks_group_t;
 
@@ -80,6 +122,10 @@ struct eddy_keyed_state {
     ks_group_t *groups;
     uint32_t version;     /* stamp of entries created or copied now */
     eddy_keyed_state_view_t *oldest, *newest; /* live views, by age */
+    /* Groups given up by drop_group_later whose entries are not freed yet:
+     * each a slot array, freed from slot `next` on by eddy_keyed_state_reap. */
+    struct ks_grave { ks_slot_t *slots; size_t cap, next; } *graves;
+    size_t n_graves, graves_cap, grave_entries;
 };
 
 /* A frozen view: a reference on every group's slot array as it was, and the
@@ -110,6 +156,7 @@ static ks_slot_t *ks_slots_new(size_t cap)
     ks_slots_hdr_t *h = calloc(1, sizeof *h + cap * sizeof(ks_slot_t));
     if (!h)
         return NULL;
+    eddy_prefault(h, sizeof *h + cap * sizeof(ks_slot_t)); /* filled at random next */
     h->refs = 1;
     return (ks_slot_t *)(h + 1);
 }
@@ -148,7 +195,7 @@ static inline size_t ks_entry_size(const eddy_keyed_state_t *self, uint32_t key_
 static inline bool ks_key_eq(const eddy_keyed_state_t *self, ks_entry_t *e, const void *key,
                              uint32_t key_len)
 {
-    return e->key_len == key_len && (key_len == 0 || memcmp(ks_key(self, e), key, key_len) == 0);
+    return ks_klen(e) == key_len && (key_len == 0 || memcmp(ks_key(self, e), key, key_len) == 0);
 }
 
 /* Index of the slot holding key, or SIZE_MAX. */
@@ -237,7 +284,7 @@ static void ks_release_entry(eddy_keyed_state_t *self, ks_entry_t *e)
     if (ks_entry_shared(self, e))
         self->newest->retired[self->newest->n_retired++] = e;
     else
-        free(e);
+        ks_free_entry(e);
 }
 
 /* Makes g's slot array private before the live side writes into it: a
@@ -266,11 +313,12 @@ static ks_entry_t *ks_own_entry(eddy_keyed_state_t *self, ks_group_t *g, size_t 
         return e;
     if (ks_own_slots(self, g) != 0)
         return NULL;
-    size_t size = ks_entry_size(self, e->key_len);
+    size_t size = ks_entry_size(self, ks_klen(e));
     ks_entry_t *copy = malloc(size);
     if (!copy)
         return NULL;
     memcpy(copy, e, size);
+    copy->klen_slab = ks_klen(e); /* the copy is malloc'd, whatever e was */
     copy->version = self->version;
     g->slots[i].entry = copy;
     ks_release_entry(self, e);
@@ -304,6 +352,8 @@ void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
     /* Shared entries go to the newest view; the views outlive the state. */
     for (uint32_t kg = 0; kg < self->max_key_groups; kg++)
         eddy_keyed_state_drop_group(self, kg);
+    eddy_keyed_state_reap(self, SIZE_MAX);
+    free(self->graves);
     for (eddy_keyed_state_view_t *v = self->oldest; v; v = v->newer)
         v->state = NULL;
     free(self->groups);
@@ -316,7 +366,7 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
 {
     if (created)
         *created = false;
-    if (kg >= self->max_key_groups)
+    if (kg >= self->max_key_groups || key_len > KS_KEY_MAX)
         return NULL;
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
@@ -331,7 +381,7 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
     ks_entry_t *e = malloc(size);
     if (!e)
         return NULL;
-    e->key_len = key_len;
+    e->klen_slab = key_len;
     e->version = self->version;
     memset(ks_value(e), 0, self->value_stride);
     if (key_len)
@@ -344,6 +394,7 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
     g->slots[i].hash = hash;
     g->slots[i].entry = e;
     g->count++;
+    g->key_bytes += key_len;
     self->keys++;
     self->entry_bytes += size;
     if (created)
@@ -374,7 +425,8 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
     if (i == SIZE_MAX || ks_own_slots(self, g) != 0)
         return false;
     ks_entry_t *e = g->slots[i].entry;
-    self->entry_bytes -= ks_entry_size(self, e->key_len);
+    self->entry_bytes -= ks_entry_size(self, ks_klen(e));
+    g->key_bytes -= ks_klen(e);
     ks_release_entry(self, e);
 
     /* Backward-shift: pull later members of the probe run into the hole
@@ -406,7 +458,7 @@ int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
         ks_entry_t *e = ks_own_entry(self, g, i); /* visit may write the value */
         if (!e)
             return -1;
-        visit(ctx, ks_key(self, e), e->key_len, ks_value(e));
+        visit(ctx, ks_key(self, e), ks_klen(e), ks_value(e));
     }
     return 0;
 }
@@ -419,7 +471,7 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
     for (size_t i = 0; i < g->cap; i++) {
         ks_entry_t *e = g->slots[i].entry;
         if (e) {
-            self->entry_bytes -= ks_entry_size(self, e->key_len);
+            self->entry_bytes -= ks_entry_size(self, ks_klen(e));
             ks_release_entry(self, e);
         }
     }
@@ -427,6 +479,64 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
     self->slot_bytes -= g->cap * sizeof(ks_slot_t);
     self->keys -= g->count;
     memset(g, 0, sizeof *g);
+}
+
+void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
+{
+    if (kg >= self->max_key_groups)
+        return;
+    ks_group_t *g = &self->groups[kg];
+    /* A live view may hold these entries: they must be retired to it, one
+     * by one, now. With none, no view can ever see them (a view taken
+     * later finds the group empty), so they can be freed at leisure. */
+    if (self->newest || !g->count) {
+        eddy_keyed_state_drop_group(self, kg);
+        return;
+    }
+    if (self->n_graves == self->graves_cap) {
+        size_t cap = self->graves_cap ? 2 * self->graves_cap : 8;
+        struct ks_grave *grown = realloc(self->graves, cap * sizeof *grown);
+        if (!grown) {
+            eddy_keyed_state_drop_group(self, kg);
+            return;
+        }
+        self->graves = grown;
+        self->graves_cap = cap;
+    }
+    self->graves[self->n_graves++] = (struct ks_grave){g->slots, g->cap, 0};
+    self->grave_entries += g->count;
+    self->entry_bytes -= g->count * (sizeof(ks_entry_t) + self->value_stride) + g->key_bytes;
+    self->slot_bytes -= g->cap * sizeof(ks_slot_t);
+    self->keys -= g->count;
+    memset(g, 0, sizeof *g);
+}
+
+size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries)
+{
+    size_t freed = 0;
+    while (self->n_graves && freed < max_entries) {
+        struct ks_grave *gr = &self->graves[self->n_graves - 1];
+        for (; gr->next < gr->cap && freed < max_entries; gr->next++) {
+            ks_entry_t *e = gr->slots[gr->next].entry;
+            if (e) {
+                ks_free_entry(e);
+                freed++;
+            }
+        }
+        if (gr->next == gr->cap) {
+            ks_slots_unref(gr->slots);
+            self->n_graves--;
+        }
+    }
+    self->grave_entries -= freed < self->grave_entries ? freed : self->grave_entries;
+    if (!self->n_graves)
+        self->grave_entries = 0;
+    return self->grave_entries;
+}
+
+size_t eddy_keyed_state_reap_pending(const eddy_keyed_state_t *self)
+{
+    return self->n_graves ? (self->grave_entries ? self->grave_entries : 1) : 0;
 }
 
 size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg)
@@ -451,52 +561,103 @@ size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self)
     return self->value_size;
 }
 
+/* --- the bulk format (version 2) ---------------------------------------- */
+
+#define KS_V2_HEADER 40u
+#define KS_V2_TRAILER 8u
+/* Slots ahead whose entry is prefetched while a table is walked: entries are
+ * separate allocations in hash order, so each one is a likely cache miss. */
+#define KS_PREFETCH 8u
+
+static inline void ks_put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void ks_put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t ks_get32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t ks_get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* LEB128: a key length in 1 byte below 128, at most 5. */
+static inline unsigned char *ks_put_varint(unsigned char *p, uint32_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
 /* Serialises one group's table: the live one or a view's pinned copy,
- * walked in slot order, so both give the same bytes for the same table. */
+ * walked in slot order, so both give the same bytes for the same table.
+ * One buffer of an exact upper bound (the group keeps its key bytes' sum),
+ * filled in one pass: no allocation per entry, no msgpack call per field. */
 static int ks_write_table(const ks_group_t *g, uint32_t kg, size_t value_size,
                           size_t value_stride, char **out, size_t *out_len, eddy_err_t *err)
 {
     size_t n = g->count;
-    if (n > (UINT32_MAX - 4) / 2)
-        return eddy_err_set(err, "keyed state: key group %u has too many keys (%zu) to serialise",
-                            kg, n);
-
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    /* Pre-size: array header + 4 ints + per entry two bin headers (<= 5 bytes
-     * each), the value and the key. */
-    size_t estimate = 64 + n * (10 + value_size);
-    for (size_t i = 0; i < g->cap; i++)
-        if (g->slots[i].entry)
-            estimate += g->slots[i].entry->key_len;
-    sb.data = malloc(estimate);
-    if (!sb.data)
+    size_t fixed = KS_V2_HEADER + KS_V2_TRAILER;
+    if (g->key_bytes > SIZE_MAX - fixed || (n && (SIZE_MAX - fixed - g->key_bytes) / n < 5 + value_size))
+        return eddy_err_set(err, "keyed state: key group %u is too large to serialise", kg);
+    size_t cap = fixed + n * (5 + value_size) + g->key_bytes;
+    unsigned char *buf = malloc(cap);
+    if (!buf)
         return eddy_err_set(err, "keyed state: out of memory serialising key group %u", kg);
-    sb.alloc = estimate;
-
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int rc = 0;
-    rc |= msgpack_pack_array(&pk, 4 + 2 * n);
-    rc |= msgpack_pack_uint32(&pk, KS_FORMAT_VERSION);
-    rc |= msgpack_pack_uint32(&pk, kg);
-    rc |= msgpack_pack_uint64(&pk, value_size);
-    rc |= msgpack_pack_uint64(&pk, n);
-    for (size_t i = 0; i < g->cap && rc == 0; i++) {
-        ks_entry_t *e = g->slots[i].entry;
+    eddy_prefault(buf, cap);
+    unsigned char *p = buf + KS_V2_HEADER;
+    size_t seen = 0, key_bytes = 0;
+    for (size_t i = 0; i < g->cap; i++) {
+        if (i + KS_PREFETCH < g->cap)
+            __builtin_prefetch(g->slots[i + KS_PREFETCH].entry);
+        const ks_entry_t *e = g->slots[i].entry;
         if (!e)
             continue;
-        rc |= msgpack_pack_bin(&pk, e->key_len);
-        rc |= msgpack_pack_bin_body(&pk, e->data + value_stride, e->key_len);
-        rc |= msgpack_pack_bin(&pk, value_size);
-        rc |= msgpack_pack_bin_body(&pk, ks_value(e), value_size);
+        uint32_t kl = ks_klen(e);
+        p = ks_put_varint(p, kl);
+        memcpy(p, e->data, value_size);
+        p += value_size;
+        memcpy(p, e->data + value_stride, kl);
+        p += kl;
+        seen++;
+        key_bytes += kl;
     }
-    if (rc != 0) {
-        msgpack_sbuffer_destroy(&sb);
-        return eddy_err_set(err, "keyed state: out of memory serialising key group %u", kg);
+    if (seen != n || key_bytes != g->key_bytes) { /* the table's own counts disagree: a bug */
+        free(buf);
+        return eddy_err_set(err, "keyed state: key group %u: %zu entries of %zu bytes in the table, "
+                            "%zu of %zu counted", kg, seen, key_bytes, n, g->key_bytes);
     }
-    *out = sb.data;
-    *out_len = sb.size;
+    memcpy(buf, "EKS", 3);
+    buf[3] = KS_FORMAT_BULK;
+    ks_put32(buf + 4, kg);
+    ks_put32(buf + 8, (uint32_t)value_size);
+    ks_put32(buf + 12, 0); /* flags: none yet */
+    ks_put64(buf + 16, n);
+    ks_put64(buf + 24, key_bytes);
+    ks_put64(buf + 32, (uint64_t)(p - buf - KS_V2_HEADER));
+    ks_put64(p, XXH64(buf, (size_t)(p - buf), 0));
+    p += KS_V2_TRAILER;
+    *out = (char *)buf;
+    *out_len = (size_t)(p - buf);
     return 0;
 }
 
@@ -562,7 +723,7 @@ void eddy_keyed_state_view_destroy(eddy_keyed_state_view_t **view_p)
         if (older && e->version <= older->version)
             older->retired[older->n_retired++] = e;
         else
-            free(e);
+            ks_free_entry(e);
     }
     for (uint32_t kg = 0; kg < v->max_key_groups; kg++)
         ks_slots_unref(v->groups[kg].slots);
@@ -793,6 +954,124 @@ static int ks_read(eddy_keyed_state_t *self, ks_reader_t *r)
     return 0;
 }
 
+/* The bulk format, read in bulk: every check that needs no state (sizes,
+ * checksum, key group, value size) comes first, so a corrupt or truncated
+ * buffer is refused before anything is allocated; then the table is sized
+ * for all entries at once and the entries are laid out in one slab. A bad
+ * entry after that (only possible with a matching checksum, i.e. a writer
+ * bug or a forged buffer) fails the read; the caller drops the group. */
+static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char *p, size_t len,
+                      eddy_err_t *err)
+{
+    if (len < KS_V2_HEADER + KS_V2_TRAILER)
+        return eddy_err_set(err, "keyed state: key group %u: truncated: %zu bytes, a group has "
+                            "at least %u", kg, len, KS_V2_HEADER + KS_V2_TRAILER);
+    if (p[3] != KS_FORMAT_BULK)
+        return eddy_err_set(err, "keyed state: key group %u: unsupported format version %u "
+                            "(expected %u)", kg, p[3], KS_FORMAT_BULK);
+    uint64_t body = ks_get64(p + 32);
+    if (body > len - KS_V2_HEADER - KS_V2_TRAILER)
+        return eddy_err_set(err, "keyed state: key group %u: truncated: %zu bytes of %llu", kg,
+                            len, (unsigned long long)body + KS_V2_HEADER + KS_V2_TRAILER);
+    if (body < len - KS_V2_HEADER - KS_V2_TRAILER)
+        return eddy_err_set(err, "keyed state: key group %u: %llu trailing bytes after the group",
+                            kg, (unsigned long long)(len - KS_V2_HEADER - KS_V2_TRAILER - body));
+    if (XXH64(p, len - KS_V2_TRAILER, 0) != ks_get64(p + len - KS_V2_TRAILER))
+        return eddy_err_set(err, "keyed state: key group %u: checksum mismatch (corrupt data)", kg);
+    uint32_t data_kg = ks_get32(p + 4), value_size = ks_get32(p + 8), flags = ks_get32(p + 12);
+    uint64_t n = ks_get64(p + 16), key_bytes = ks_get64(p + 24);
+    if (data_kg != kg)
+        return eddy_err_set(err, "keyed state: key group %u: data is for key group %u", kg, data_kg);
+    if (value_size != self->value_size)
+        return eddy_err_set(err, "keyed state: key group %u: value size is %u, this state uses %zu",
+                            kg, value_size, self->value_size);
+    if (flags != 0)
+        return eddy_err_set(err, "keyed state: key group %u: unknown flags 0x%x", kg, flags);
+    /* Each entry takes at least a 1-byte length and its value. */
+    if (key_bytes > body || n > (body - key_bytes) / (1 + (uint64_t)value_size))
+        return eddy_err_set(err, "keyed state: key group %u: %llu entries of %llu key bytes cannot "
+                            "fit in %llu bytes", kg, (unsigned long long)n,
+                            (unsigned long long)key_bytes, (unsigned long long)body);
+    if (n == 0)
+        return 0;
+    ks_group_t *g = &self->groups[kg];
+    if (ks_reserve(self, g, (size_t)n) != 0)
+        return eddy_err_set(err, "keyed state: key group %u: out of memory", kg);
+    /* A slab entry: its offset from the slab (8), the entry header and value
+     * (8 + stride), the key rounded up to 8 so the next one stays aligned. */
+    size_t per = sizeof(uint64_t) + sizeof(ks_entry_t) + self->value_stride + 7;
+    if ((SIZE_MAX - sizeof(ks_slab_t) - (size_t)key_bytes) / (size_t)n < per)
+        return eddy_err_set(err, "keyed state: key group %u: too large to load", kg);
+    ks_slab_t *slab = malloc(sizeof(ks_slab_t) + (size_t)n * per + (size_t)key_bytes);
+    if (!slab)
+        return eddy_err_set(err, "keyed state: key group %u: out of memory", kg);
+    eddy_prefault(slab, sizeof(ks_slab_t) + (size_t)n * per + (size_t)key_bytes);
+    slab->live = 0;
+    unsigned char *at = (unsigned char *)(slab + 1);
+    const unsigned char *q = p + KS_V2_HEADER, *end = q + body;
+    size_t mask = g->cap - 1, sum = 0;
+    const char *bad = NULL;
+    for (uint64_t i = 0; i < n && !bad; i++) {
+        uint32_t kl = 0;
+        unsigned shift = 0;
+        for (;;) {
+            if (q == end || shift > 28) {
+                bad = q == end ? "truncated inside a key length" : "key length too long";
+                break;
+            }
+            unsigned char b = *q++;
+            kl |= (uint32_t)(b & 0x7f) << shift;
+            shift += 7;
+            if (!(b & 0x80))
+                break;
+        }
+        if (bad)
+            break;
+        if (kl > KS_KEY_MAX || (size_t)(end - q) < (size_t)value_size + kl) {
+            bad = "an entry runs past the end of the group";
+            break;
+        }
+        const unsigned char *value = q, *key = q + value_size;
+        q += (size_t)value_size + kl;
+        uint64_t hash = eddy_key_hash(key, kl);
+        size_t j = ks_home(hash, g->shift);
+        for (; g->slots[j].entry; j = (j + 1) & mask)
+            if (g->slots[j].hash == hash && ks_key_eq(self, g->slots[j].entry, key, kl))
+                break;
+        if (g->slots[j].entry) {
+            bad = "duplicate key";
+            break;
+        }
+        uint64_t back = (uint64_t)(at + sizeof back - (unsigned char *)slab);
+        memcpy(at, &back, sizeof back);
+        ks_entry_t *e = (ks_entry_t *)(void *)(at + sizeof back);
+        e->klen_slab = kl | KS_SLAB_BIT;
+        e->version = self->version;
+        memcpy(e->data, value, value_size);
+        memset(e->data + value_size, 0, self->value_stride - value_size);
+        memcpy(e->data + self->value_stride, key, kl);
+        at += sizeof back + sizeof(ks_entry_t) + self->value_stride + ((kl + 7u) & ~(size_t)7);
+        g->slots[j].hash = hash;
+        g->slots[j].entry = e;
+        slab->live++;
+        g->count++;
+        g->key_bytes += kl;
+        self->keys++;
+        self->entry_bytes += ks_entry_size(self, kl);
+        sum += kl;
+    }
+    if (!bad && q != end)
+        bad = "bytes left after the last entry";
+    if (!bad && sum != key_bytes)
+        bad = "key lengths do not add up to the header's";
+    if (slab->live == 0)
+        free(slab); /* else its entries, now in the table, free it (the caller drops them) */
+    if (bad)
+        return eddy_err_set(err, "keyed state: key group %u: %s (at byte %zu of %zu)", kg, bad,
+                            (size_t)(q - p), len);
+    return 0;
+}
+
 int eddy_keyed_state_read_group(eddy_keyed_state_t *self, uint32_t kg, const void *data,
                                 size_t len, eddy_err_t *err)
 {
@@ -804,11 +1083,16 @@ int eddy_keyed_state_read_group(eddy_keyed_state_t *self, uint32_t kg, const voi
     eddy_keyed_state_drop_group(self, kg);
     if (!data && len)
         return eddy_err_set(err, "keyed state: key group %u: NULL data", kg);
-
-    ks_reader_t r = {.data = data, .len = data ? len : 0, .off = 0, .kg = kg, .err = err};
-    msgpack_unpacked_init(&r.u);
-    int rc = ks_read(self, &r);
-    msgpack_unpacked_destroy(&r.u);
+    int rc;
+    if (data && len >= 4 && memcmp(data, "EKS", 3) == 0) {
+        rc = ks_read_v2(self, kg, data, len, err);
+    } else {
+        /* Version 1 (msgpack), as snapshots written before the bulk format hold. */
+        ks_reader_t r = {.data = data, .len = data ? len : 0, .off = 0, .kg = kg, .err = err};
+        msgpack_unpacked_init(&r.u);
+        rc = ks_read(self, &r);
+        msgpack_unpacked_destroy(&r.u);
+    }
     if (rc != 0)
         eddy_keyed_state_drop_group(self, kg);
     return rc;

@@ -6,15 +6,34 @@
  * own when a rescale moves it. Keys are copied in; value pointers stay valid
  * until the next insert into the same key group, drop or destroy.
  *
- * Serialised form of one key group (msgpack): [version=1, kg, value_size, n,
- * key0 (bin), value0 (bin), key1, value1, ...]. The reader bounds-checks all
- * of it and rejects a group that names a different kg or value size.
- * Precisely: one msgpack array of exactly 4 + 2n elements and nothing after
- * it; version, kg, value_size and n are unsigned integers (any width); every
- * key and every value is a bin (bin8/16/32), each value exactly value_size
- * bytes; entries are in unspecified order and keys are unique. The reader
- * recomputes each key's hash with eddy_key_hash; duplicate keys, other types,
- * trailing bytes or a count that does not match are errors.
+ * Serialised form of one key group, version 2 (the bulk form, written since
+ * issue 25): one buffer, little endian,
+ *   0  "EKS", version byte 2     4  u32 kg        8  u32 value_size
+ *   12 u32 flags (0)             16 u64 n entries 24 u64 key bytes (sum)
+ *   32 u64 body length
+ *   40 body: n entries, each LEB128 key length (1..5 bytes), the value
+ *      (value_size bytes), the key
+ *   40 + body: u64 XXH64 (seed 0) of every byte before it.
+ * The writer knows the exact bound up front (each group keeps its key
+ * bytes' sum) and fills the buffer in one pass. The reader checks lengths,
+ * the checksum, kg and value size before it touches the state, then sizes
+ * the group's table once and lays all entries out in one allocation (a
+ * slab); a truncated or corrupt buffer, trailing bytes, an unknown version
+ * or flags, a count that does not fit, key lengths that do not add up or a
+ * duplicate key are errors that leave the group empty (never half-loaded).
+ *
+ * Version 1 (msgpack), what snapshots written before hold, is still read:
+ * [version=1, kg, value_size, n, key0 (bin), value0 (bin), key1, value1, ...].
+ * The reader bounds-checks all of it and rejects a group that names a
+ * different kg or value size. Precisely: one msgpack array of exactly 4 + 2n
+ * elements and nothing after it; version, kg, value_size and n are unsigned
+ * integers (any width); every key and every value is a bin (bin8/16/32), each
+ * value exactly value_size bytes; entries are in unspecified order and keys
+ * are unique. The reader recomputes each key's hash with eddy_key_hash;
+ * duplicate keys, other types, trailing bytes or a count that does not match
+ * are errors. A buffer starting with "EKS" is version 2, anything else
+ * version 1 (whose first byte is a msgpack array header). Keys are shorter
+ * than 2 GiB.
  *
  * kg must be < K: with an out-of-range kg, upsert/get return NULL, remove
  * returns false, foreach/drop_group do nothing and write/read_group fail.
@@ -72,6 +91,17 @@ int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
                              eddy_keyed_state_visit_fn visit, void *ctx);
 
 void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg);
+/* The same at once for the map (the group is empty when it returns), but
+ * its entries are freed later, by eddy_keyed_state_reap, a slice at a time:
+ * freeing a large group's entries one by one takes milliseconds that a
+ * task handing groups away (a fluid migration step) should not block its
+ * loop for. With a live view it is drop_group (the view may hold them). */
+void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg);
+/* Frees at most max_entries entries of groups dropped later; returns how
+ * many wait still. */
+size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries);
+/* Non-zero while entries of groups dropped later wait to be freed. */
+size_t eddy_keyed_state_reap_pending(const eddy_keyed_state_t *self);
 size_t eddy_keyed_state_group_keys(const eddy_keyed_state_t *self, uint32_t kg);
 size_t eddy_keyed_state_keys(const eddy_keyed_state_t *self);
 /* Approximate heap bytes held (keys + values + table overhead). */

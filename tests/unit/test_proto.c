@@ -244,6 +244,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.step_done.version = (9ull << 32) | 4;
         m.u.step_done.groups = 3;
         m.u.step_done.bytes = 1ull << 33;
+        m.u.step_done.transfer_us = 12345;
         break;
     default:
         break;
@@ -808,10 +809,10 @@ Test(proto, wrong_field_counts_rejected)
         char expected[64];
         snprintf(expected, sizeof expected, "%u fields, expected %u", n - 2, n - 1);
         /* Without its last field (the leader epoch), a REGISTER or RELEASE
-         * is an older peer's, still read, and a TRIGGER or ACK one without
-         * its optional last field; anything else is rejected. */
+         * is an older peer's, still read, and a TRIGGER, ACK or STEP_DONE
+         * one without its optional last field; anything else is rejected. */
         if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER &&
-            t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY)
+            t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY && t != EDDY_MSG_STEP_DONE)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
