@@ -44,6 +44,17 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
+/* Frees what a run holds and removes its temporary state directory
+ * (temp_dir NULL: none, or the user's own --state-dir). */
+static void release_run(eddy_keys_t **keys, const char *temp_dir, eddy_args_t *job_args, char **token)
+{
+    eddy_keys_destroy(keys);
+    if (temp_dir)
+        nftw(temp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    eddy_args_free(job_args);
+    eddy_http_token_free(token);
+}
+
 /* The workers, and with autoscale the controller, as supervised children. */
 static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
                           char *snaps, const char *keys_dir, bool insecure, const char *autoscale_job,
@@ -300,17 +311,13 @@ static int run_local(int argc, char **argv, char **spec_text)
     /* its workers would register from bind_host, which a keyless
      * coordinator refuses (beyond loopback) */
     if (!keys && !eddy_host_is_loopback(bind_host) && strcmp(bind_host, "0.0.0.0")) {
-        eddy_keys_destroy(&keys);
-        eddy_args_free(&job_args);
-        eddy_http_token_free(&token);
+        release_run(&keys, NULL, &job_args, &token);
         return eddy_usage_error("local", "--bind-host other than loopback or 0.0.0.0 needs --keys: "
                                 "without keys, workers register from loopback only");
     }
     if (eddy_cli_check_exposure("local", keys, insecure,
                                 eddy_host_is_loopback(bind_host) ? NULL : what) != 0) {
-        eddy_keys_destroy(&keys);
-        eddy_args_free(&job_args);
-        eddy_http_token_free(&token);
+        release_run(&keys, NULL, &job_args, &token);
         return 2;
     }
 
@@ -320,18 +327,14 @@ static int run_local(int argc, char **argv, char **spec_text)
         snprintf(dir, sizeof dir, "%s/eddy-local-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(dir)) {
             fprintf(stderr, "eddy local: cannot create a state directory: %s\n", strerror(errno));
-            eddy_keys_destroy(&keys);
-            eddy_args_free(&job_args);
-            eddy_http_token_free(&token);
+            release_run(&keys, NULL, &job_args, &token);
             return 1;
         }
     } else {
         snprintf(dir, sizeof dir, "%s", state_dir);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
             fprintf(stderr, "eddy local: cannot create %s: %s\n", dir, strerror(errno));
-            eddy_keys_destroy(&keys);
-            eddy_args_free(&job_args);
-            eddy_http_token_free(&token);
+            release_run(&keys, NULL, &job_args, &token);
             return 1;
         }
     }
@@ -354,9 +357,7 @@ static int run_local(int argc, char **argv, char **spec_text)
             snprintf(msg, sizeof msg, "--changelog: cannot write %.400s: %s", changelog, strerror(errno));
             if (fd >= 0)
                 close(fd);
-            if (temporary)
-                nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-            eddy_args_free(&job_args);
+            release_run(&keys, temporary ? dir : NULL, &job_args, &token);
             return eddy_usage_error("local", msg);
         }
         close(fd);
@@ -381,11 +382,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         eddy_snapshot_store_destroy(&probe);
         if (!ok) {
             fprintf(stderr, "eddy local: --checkpoint-storage: %s\n", err.msg);
-            eddy_keys_destroy(&keys);
-            if (temporary)
-                nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-            eddy_args_free(&job_args);
-            eddy_http_token_free(&token);
+            release_run(&keys, temporary ? dir : NULL, &job_args, &token);
             return 1;
         }
     }
@@ -394,11 +391,7 @@ static int run_local(int argc, char **argv, char **spec_text)
                                controller_flags, pool ? max_workers : 0, &err) < 0) {
         fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
         eddy_local_supervisor_destroy(&sup);
-        eddy_keys_destroy(&keys);
-        if (temporary)
-            nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        eddy_args_free(&job_args);
-        eddy_http_token_free(&token);
+        release_run(&keys, temporary ? dir : NULL, &job_args, &token);
         return 1;
     }
     eddy_log_set_component("coordinator");
@@ -420,11 +413,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
     eddy_local_supervisor_destroy(&sup);
-    eddy_keys_destroy(&keys);
-    if (temporary)
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    eddy_args_free(&job_args);
-    eddy_http_token_free(&token);
+    release_run(&keys, temporary ? dir : NULL, &job_args, &token);
     /* The final line says how the run ended: printed after the children
      * stopped, so none of their log lines follows it. */
     if (gave_up) {
