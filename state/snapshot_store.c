@@ -134,6 +134,20 @@ static ssize_t read_all(int fd, void *data, size_t len)
     return (ssize_t)done;
 }
 
+/* Whether a payload's XXH64 is the sum its header stored; what names the
+ * kind of store ("snapshot file", "snapshot object") for the error. */
+static int check_sum(const char *what, const char *name, const void *payload, uint64_t plen,
+                     uint64_t sum, eddy_err_t *err)
+{
+    uint64_t actual = XXH64(payload, (size_t)plen, 0);
+    if (actual == sum)
+        return 0;
+    return eddy_err_set(err,
+                        "%s %s is corrupt (checksum mismatch: stored %016" PRIx64
+                        ", computed %016" PRIx64 ")",
+                        what, name, sum, actual);
+}
+
 /* The header of a file of size bytes: magic and a length that fits the
  * size exactly. The payload length in *plen. */
 static int check_header(const char *path, const unsigned char *header, uint64_t size,
@@ -296,14 +310,8 @@ static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err
                      (uint64_t)got + SNAP_HEADER_LEN, expected);
         goto fail;
     }
-    uint64_t actual = XXH64(buf, (size_t)plen, 0);
-    if (actual != sum) {
-        eddy_err_set(err,
-                     "snapshot file %s is corrupt (checksum mismatch: stored %016" PRIx64
-                     ", computed %016" PRIx64 ")",
-                     path, sum, actual);
+    if (check_sum("snapshot file", path, buf, plen, sum, err) < 0)
         goto fail;
-    }
     close(fd);
     *data = buf;
     *len = (size_t)plen;
@@ -422,14 +430,8 @@ static int get_object(eddy_snapshot_store_t *self, const char *key, char **data,
     if (check_header(key, (const unsigned char *)buf, size, &plen, err) < 0)
         goto fail;
     uint64_t sum = get_u64le((const unsigned char *)buf + 16);
-    uint64_t actual = XXH64(buf + SNAP_HEADER_LEN, (size_t)plen, 0);
-    if (actual != sum) {
-        eddy_err_set(err,
-                     "snapshot object %s is corrupt (checksum mismatch: stored %016" PRIx64
-                     ", computed %016" PRIx64 ")",
-                     key, sum, actual);
+    if (check_sum("snapshot object", key, buf + SNAP_HEADER_LEN, plen, sum, err) < 0)
         goto fail;
-    }
     memmove(buf, buf + SNAP_HEADER_LEN, (size_t)plen);
     buf[plen] = '\0';
     *data = buf;
