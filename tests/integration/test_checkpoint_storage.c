@@ -146,17 +146,6 @@ static eddy_test_job_view_t wait_view(const eddy_test_job_want_t *want, uint64_t
     return last;
 }
 
-static int restores_logged(const char *log, uint64_t *last)
-{
-    int n = 0;
-    for (const char *p = log; (p = strstr(p, "restoring from checkpoint ")); n++) {
-        p += strlen("restoring from checkpoint ");
-        if (last)
-            *last = strtoull(p, NULL, 10);
-    }
-    return n;
-}
-
 /* The most key groups one worker's DEPLOY loaded ("loaded N key groups"). */
 static unsigned long long max_groups_loaded(const char *log)
 {
@@ -213,7 +202,7 @@ Test(checkpoint_storage, s3_worker_killed_then_rescaled, .init = s3_setup, .fini
                   "the restore after kill -9");
     char *clog = eddy_read_file(eddy_test_cluster_coordinator_log(cl, 0), NULL);
     uint64_t from = 0;
-    cr_assert(clog && restores_logged(clog, &from) >= 1, "no restore logged:\n%s", clog);
+    cr_assert(clog && eddy_test_restores_logged(clog, &from) >= 1, "no restore logged:\n%s", clog);
     cr_assert_geq(from, 1, "restored from checkpoint %llu, want a completed one",
                   (unsigned long long)from);
     cr_assert(strstr(clog, uri), "the coordinator does not name the bucket:\n%s", clog);

@@ -117,18 +117,6 @@ static char *all_logs(void)
     return eddy_test_cluster_log_text(cl);
 }
 
-/* Number of "restoring from checkpoint N" lines; *last = the last N. */
-static int restores_logged(const char *log, uint64_t *last)
-{
-    int n = 0;
-    for (const char *p = log; (p = strstr(p, "restoring from checkpoint ")); n++) {
-        p += strlen("restoring from checkpoint ");
-        if (last)
-            *last = strtoull(p, NULL, 10);
-    }
-    return n;
-}
-
 static bool log_contains(void *needle)
 {
     char *s = eddy_read_file(main_log(), NULL);
@@ -329,7 +317,7 @@ Test(fault_tolerance, kill_one_worker, .init = setup, .fini = teardown, .timeout
     snprintf(dead, sizeof dead, "pid %d) declared dead", (int)pid);
     cr_assert(strstr(l, dead), "the coordinator never declared pid %d dead:\n%s", (int)pid, l);
     uint64_t from = 0;
-    cr_assert_geq(restores_logged(l, &from), 1, "no restore in the log:\n%s", l);
+    cr_assert_geq(eddy_test_restores_logged(l, &from), 1, "no restore in the log:\n%s", l);
     cr_assert_geq(from, 1, "restored from checkpoint %llu, want a completed one", (unsigned long long)from);
     cr_assert(strstr(l, "running again"), "%s", l);
     if (v.restarts > 1) /* one kill, several restores: show why */
@@ -405,7 +393,7 @@ Test(fault_tolerance, kill_two_workers_with_replacement, .init = setup, .fini = 
 
     v = wait_view(coord, "finished", 0, 0, 2, 120000, "the job to finish");
     char *l = log_text();
-    cr_assert_geq(restores_logged(l, NULL), 2, "want two restores in the log:\n%s", l);
+    cr_assert_geq(eddy_test_restores_logged(l, NULL), 2, "want two restores in the log:\n%s", l);
     free(l);
     expect_exact_output();
 }
@@ -508,7 +496,7 @@ Test(fault_tolerance, coordinator_restart, .init = setup, .fini = teardown, .tim
     sscanf(strstr(r, "(last checkpoint ") + strlen("(last checkpoint "), "%llu", &resumed);
     cr_assert_geq(resumed, (unsigned long long)before, "resumed from checkpoint %llu, but %lld had completed",
                   resumed, (long long)before);
-    cr_assert_eq(restores_logged(after, (uint64_t *)&from), 1,
+    cr_assert_eq(eddy_test_restores_logged(after, (uint64_t *)&from), 1,
                  "want exactly one restore by the new coordinator:\n%s", after);
     cr_assert_eq(from, resumed, "restored from %llu, resumed %llu", from, resumed);
     int registered = 0;
@@ -550,7 +538,7 @@ Test(fault_tolerance, abandoned_checkpoint, .init = setup, .fini = teardown, .ti
     job_view_t r = wait_view(local, "running", 0, 0, 1, 30000, "the restore");
     char *l = log_text();
     uint64_t from = 0;
-    cr_assert_eq(restores_logged(l, &from), 1, "want one restore:\n%s", l);
+    cr_assert_eq(eddy_test_restores_logged(l, &from), 1, "want one restore:\n%s", l);
     cr_assert_eq((int64_t)from, completed,
                  "restored from checkpoint %llu, but the last completed one was %lld:\n%s",
                  (unsigned long long)from, (long long)completed, l);

@@ -776,3 +776,14 @@ int eddy_test_cluster_log_count(eddy_test_cluster_t *self, const char *name, con
     const char *path = eddy_test_cluster_path(self, name);
     return path ? count_in_file(path, needle) : 0;
 }
+
+int eddy_test_restores_logged(const char *log, uint64_t *last)
+{
+    int n = 0;
+    for (const char *p = log; (p = strstr(p, "restoring from checkpoint ")); n++) {
+        p += strlen("restoring from checkpoint ");
+        if (last)
+            *last = strtoull(p, NULL, 10);
+    }
+    return n;
+}

@@ -144,6 +144,10 @@ int eddy_test_cluster_submit(eddy_test_cluster_t *self, const char *const job_ar
  * either may be NULL). */
 int eddy_test_cluster_ctl(eddy_test_cluster_t *self, const char *const args[],
                           uint64_t timeout_ms, char **out, char **errout);
+
+/* How many "restoring from checkpoint N" lines log holds; *last (may be
+ * NULL) = the last N. */
+int eddy_test_restores_logged(const char *log, uint64_t *last);
 /* The same started in the background as p, its stdout in stdout_path and
  * its stderr in stderr_path (NULL: /dev/null). 0 or -1 with err. */
 int eddy_test_cluster_ctl_start(eddy_test_cluster_t *self, const char *const args[],
