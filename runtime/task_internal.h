@@ -190,6 +190,12 @@ struct eddy_task {
     uint32_t out_to, n_out;
     uint32_t *out_kgs;
     bool out_pending;
+    /* Giving a step away runs a time slice per loop turn (task_fluid_poll),
+     * so this worker's other tasks and keys go on between groups: out_next
+     * groups are given so far; the stamp and counters span the slices. */
+    uint32_t out_next;
+    int64_t out_sent_us;
+    uint64_t out_t0_ns, out_bytes0;
     uint64_t out_ready_ns;       /* test hook: not before then (0: not held) */
     bool corrupted;              /* test hook: a chunk was corrupted */
     uint8_t *incoming;           /* [max_parallelism] */

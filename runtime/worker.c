@@ -180,7 +180,7 @@ static int send_ctrl(worker_t *w, const eddy_msg_t *msg)
 }
 
 
-static void dispatch_data(worker_t *w, char *data, size_t len, zmq_msg_t *zmsg);
+static bool dispatch_data(worker_t *w, char *data, size_t len, zmq_msg_t *zmsg);
 
 /* Data for another worker that cannot be sent fails the task that sent it
  * (its channel's sender; for a CREDIT, the consumer returning it), once per
@@ -240,7 +240,7 @@ static int env_send_remote(void *host, uint32_t worker_id, char *data, size_t le
 
 static void env_send_local(void *host, char *data, size_t len)
 {
-    dispatch_data(host, data, len, NULL);
+    (void)dispatch_data(host, data, len, NULL);
 }
 
 static void env_notify(void *host, const eddy_msg_t *msg)
@@ -607,7 +607,10 @@ static void on_route_step(worker_t *w, const eddy_msg_t *m)
     }
 }
 
-static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
+/* Delivers one data-plane message. True when it was a moved key group's
+ * state (installed now, which takes milliseconds): the inbox burst then
+ * ends, so the tasks run before the next group is loaded. */
+static bool dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
 {
     /* Small ZeroMQ messages keep their bytes inside the zmq_msg_t itself, so
      * the decoded records would point into memory that moves with it: copy
@@ -617,7 +620,7 @@ static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
         heap = malloc(len ? len : 1);
         if (!heap) {
             zmq_msg_close(zmsg);
-            return;
+            return false;
         }
         memcpy(heap, zmq_msg_data(zmsg), len);
         zmq_msg_close(zmsg);
@@ -656,14 +659,16 @@ static void dispatch_data(worker_t *w, char *heap, size_t len, zmq_msg_t *zmsg)
         eddy_data_msg_close(&msg);
         goto drop;
     }
+    bool state = msg.type == EDDY_DATA_STATE_CHUNK;
     if (eddy_task_deliver(t, &msg, zmsg, zmsg ? NULL : heap, &err) < 0)
         report_violation(w, j, eddy_task_stage(t), eddy_task_instance(t), err.msg);
-    return;
+    return state;
 drop:
     if (zmsg)
         zmq_msg_close(zmsg);
     else
         free(heap);
+    return false;
 }
 
 static void send_register(worker_t *w)
@@ -1646,7 +1651,8 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
                                  "dropping data-plane message: %s", rerr.msg);
                 continue;
             }
-            dispatch_data(w, NULL, 0, &z);
+            if (dispatch_data(w, NULL, 0, &z))
+                break;
         }
         uint64_t now = eddy_mono_ns();
         busy = run_tasks(w, now);
