@@ -28,15 +28,11 @@
 # OUT (directory for the marker files and PNGs; default a temporary one,
 # kept when set).
 set -euo pipefail
-# No flags: --help prints the header above; anything else is an error.
-case "${1:-}" in
-  "") ;;
-  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (see --help)" >&2; exit 2 ;;
-esac
-
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=bench/common.sh
+source "$HERE/common.sh"
+bench_args "$@"
 BUILD=${BUILD:-$ROOT/build}
 KEYS=${KEYS:-1000000}
 MODES=${MODES:-sudden fluid}
@@ -49,9 +45,7 @@ STEP_FLAGS=(--migration-step-key-groups "$STEP")
 EDDY=$BUILD/eddy
 PROBE=$BUILD/latency_probe
 
-for bin in "$EDDY" "$PROBE"; do
-    [[ -x $bin ]] || { echo "missing $bin; build first (see bench/README.md)" >&2; exit 2; }
-done
+bench_need_bin "$EDDY" "$PROBE"
 command -v jq >/dev/null || { echo "jq is required" >&2; exit 2; }
 
 if [[ -n ${OUT:-} ]]; then
