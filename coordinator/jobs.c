@@ -135,6 +135,14 @@ void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s)
     if (j->state == s)
         return;
     j->state = s;
+    if (coord_job_ended(j) && (j->rescale_client.waiting || j->fluid || j->rescale_stage >= 0)) {
+        /* e.g. a bounded input ran out during a fluid rescale's steps: its
+         * client must hear so, not wait for a reply that cannot come */
+        char why[160];
+        snprintf(why, sizeof why, "job %s %s during the rescale; the rescale did not complete",
+                 j->id, coord_job_state_name(s));
+        coord_rescale_abandon(c, j, why);
+    }
     if (coord_job_ended(j) && !j->ended_wall_ms)
         j->ended_wall_ms = eddy_wall_ms();
     if (coord_job_ended(j))

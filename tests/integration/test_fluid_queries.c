@@ -255,7 +255,10 @@ static eddy_test_job_view_t view(const char *job_id)
 Test(fluid_queries, checkpoints_due_while_a_step_is_held_are_deferred_not_lost)
 {
     eddy_test_cluster_opts(cl)->checkpoint_interval = "100";
-    start("32", "3000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    /* 2000 events/s: both rescales (steps held 1 s each) fit in the 30 s of
+     * input even on a slow (ASan, loaded) machine; at 3000/s the input once
+     * ran out in the middle of the second one. */
+    start("32", "2000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
     static const char *const steps[] = {"3", "2"};
     int64_t events = atoll(EVENTS);
     for (size_t i = 0; i < 2; i++) {
@@ -367,4 +370,26 @@ Test(fluid_queries, a_kill_of_the_old_owner_after_a_checkpoint_between_steps_res
 Test(fluid_queries, a_kill_of_an_upstream_sender_after_a_checkpoint_between_steps_restores_exactly)
 {
     kill_between_steps("source", 1);
+}
+
+/* The bounded input runs out while a fluid rescale's first step is held
+ * (5 s; the rescale starts with about 4 s of input left): the job
+ * finishes, and `eddy rescale` is answered that the rescale did not
+ * complete (it used to wait for a reply that never came, until its own
+ * timeout). The output is still exact. */
+Test(fluid_queries, a_job_that_finishes_during_the_steps_answers_the_rescale)
+{
+    start("32", "3000", "5000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    wait_source_in("nexmark", atoll(EVENTS) * 8 / 10);
+    char *argv[] = {EDDY_BINARY, "rescale", "nexmark", "bids_per_auction", "3", "--coordinator",
+                    eddy_test_cluster_url(cl, 0), NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 90000, &out, &errout);
+    cr_assert_eq(rc, 1, "eddy rescale exited %d (%s%s); log:\n%s", rc, out ? out : "",
+                 errout ? errout : "", log_text());
+    cr_assert(errout && strstr(errout, "finished during the rescale"), "stderr: %s\nlog:\n%s",
+              errout ? errout : "", log_text());
+    free(out);
+    free(errout);
+    expect_reference("q5"); /* eddy local ends with the job: exit 0, exact output */
 }
