@@ -78,6 +78,7 @@ int eddy_cmd_controller(int argc, char **argv)
     double target = pc.target_utilisation, down = -1;
     bool dry_run = false, oversubscribe = false, exit_when_done = false;
     double effectiveness = pc.effectiveness;
+    uint64_t state_budget_mb = 0;
     eddy_pool_config_t pool_cfg = eddy_pool_config_default();
     pool_flags_t pf = {.kind = NULL, .docker_socket = EDDY_DOCKER_DEFAULT_SOCKET, .prefix = "eddy-pool"};
     uint64_t pool_cooldown = (uint64_t)pool_cfg.cooldown_ms, pool_idle = (uint64_t)pool_cfg.idle_grace_ms,
@@ -104,6 +105,8 @@ int eddy_cmd_controller(int argc, char **argv)
                          "ask for more instances of an operator than the workers have cores"),
         EDDY_FLAG_F64("effectiveness", &effectiveness, 0, 1, "F",
                       "a scale-up bringing less than F of its predicted gain marks the operator's limit (0.5, 0 = off)"),
+        EDDY_FLAG_U64("state-budget-mb", &state_budget_mb, 0, 1u << 30, "MB",
+                      "keyed state per instance: scale an operator out before its state would exceed MB per instance (0 = no budget)"),
         EDDY_FLAG_STR("pool", &pf.kind, "local|docker", "run an elastic worker pool with this backend (default: none)"),
         EDDY_FLAG_U32("min-workers", &pool_cfg.min_workers, 0, 1024, "N", "pool: never fewer live workers (1)"),
         EDDY_FLAG_U32("max-workers", &pool_cfg.max_workers, 1, 1024, "N", "pool: never more live workers (4)"),
@@ -195,6 +198,7 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.dry_run = dry_run;
     pc.allow_oversubscribe = oversubscribe;
     pc.effectiveness = effectiveness;
+    pc.state_budget_bytes = state_budget_mb * 1024u * 1024u;
     eddy_log_set_component("controller");
     eddy_cli_install_signals();
     eddy_info("autoscaling %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
@@ -202,6 +206,8 @@ int eddy_cmd_controller(int argc, char **argv)
               job && *job ? job : "every running job", coordinator, (unsigned long long)interval, (unsigned long long)warmup,
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
+    if (state_budget_mb)
+        eddy_info("state budget: %llu MB of keyed state per instance", (unsigned long long)state_budget_mb);
     if (pool)
         eddy_info("worker pool (%s): %u to %u workers x %u slot%s, idle grace %llu ms, cooldown %llu ms, "
                   "start wait %llu ms (or %u workers alive)",

@@ -18,6 +18,7 @@ typedef struct op_snapshot {
     double records_in, records_out, busy_ns, offered_rate;
     double hot_key_share; /* 0: unknown (a gauge: the latest, not a window's) */
     uint32_t hot_key_group;
+    double state_bytes;   /* keyed state over the instances (a gauge); 0: none */
 } op_snapshot_t;
 
 typedef struct snapshot {
@@ -159,6 +160,9 @@ static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy
             p->hot_key_share = json_number_value(share);
             p->hot_key_group = (uint32_t)json_integer_value(group);
         }
+        const json_t *state = json_object_get(o, "state_bytes"); /* optional */
+        if (json_is_number(state) && json_number_value(state) > 0)
+            p->state_bytes = json_number_value(state);
         p->upstream = -1;
         p->upstream2 = -1;
         const json_t *in2 = json_object_get(o, "second_input");
@@ -359,6 +363,9 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
         o->metrics.offered_rate = NAN;
         o->metrics.hot_key_share = b->hot_key_share;
         o->metrics.hot_key_group = b->hot_key_group;
+        o->metrics.state_bytes = b->state_bytes;
+        if (window_ns && b->state_bytes > 0)
+            o->metrics.state_growth_per_s = (b->state_bytes - a->state_bytes) / ((double)window_ns / 1e9);
         if (b->source) {
             /* offered_rate counts what the source reads; DS2 wants what
              * the source stage emits (its chained operators included). */

@@ -15,11 +15,13 @@
  *    two-input operator's second upstream, optional), "records_in",
  *    "records_out", "busy_ns", "offered_rate" (sources), "min_parallelism",
  *    "max_parallelism", "hot_key_group" and "hot_key_share" (keyed
- *    operators, when known)}, ...]}
+ *    operators, when known), "state_bytes" (keyed state, optional)}, ...]}
  * with the operators in topological order and counters cumulative per task
  * since the task started (summed over the current epoch's tasks). The hot
  * key is a gauge (the senders' latest seconds), passed to the policy as it
  * is, which names the group when the share caps the useful parallelism.
+ * state_bytes is a gauge too; its change over the window is the state's
+ * growth rate, which the policy's state budget projects forward.
  *
  * A window is skipped (no evaluation, the new snapshot becomes the baseline)
  * when the counters cannot be compared: the first snapshot, a job that is

@@ -33,7 +33,8 @@ static const rate_field_t RATE_FIELDS[] = {
  * and shown is exactly this schema. */
 static const char *const DECISION_KEYS[] = {
     "time_ms", "job", "operator", "old_parallelism", "new_parallelism", "action", "applied",
-    "infeasible", "reason", "rates", "job_time_ms", "kind", "target_workers", "worker", NULL};
+    "infeasible", "reason", "rates", "job_time_ms", "kind", "target_workers", "worker",
+    "memory_parallelism", NULL};
 /* The worker pool's "worker": a container or process name. */
 #define DECISION_WORKER_MAX 128
 
@@ -85,6 +86,8 @@ json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *d, eddy_err
     failed |= set_owned(obj, "infeasible", json_boolean(d->infeasible));
     failed |= set_owned(obj, "reason", json_string(d->reason));
     failed |= set_owned(obj, "rates", rates_to_json(&d->rates));
+    if (d->memory_parallelism)
+        failed |= set_owned(obj, "memory_parallelism", json_integer(d->memory_parallelism));
     if (failed) {
         /* json_string() also fails on invalid UTF-8, e.g. a cut-off name. */
         json_decref(obj);
@@ -301,6 +304,10 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
     if (infeasible && !json_is_boolean(infeasible))
         return eddy_err_set(err, "decision json: \"infeasible\" must be true or false");
     d.infeasible = json_is_true(infeasible);
+    /* optional: only decisions under a state budget have it */
+    if (json_object_get(obj, "memory_parallelism") &&
+        decode_parallelism(obj, "memory_parallelism", 1, &d.memory_parallelism, err) < 0)
+        return -1;
 
     const json_t *rates = require_key(obj, "rates", err);
     if (!rates)

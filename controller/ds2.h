@@ -63,6 +63,12 @@ typedef struct eddy_ds2_metrics {
      * DS2 itself: the policy (policy.h) reads it to name a hot key. */
     double hot_key_share;
     uint32_t hot_key_group;
+    /* Keyed operators: bytes of keyed state over all instances (a gauge,
+     * the latest) and how fast that grew over the window (bytes/s; may be
+     * negative). 0: unknown or stateless. Not used by DS2 itself: the
+     * policy's state budget (policy.h) reads them. */
+    double state_bytes;
+    double state_growth_per_s;
 } eddy_ds2_metrics_t;
 
 /* One operator of the job graph. Everything is borrowed from the caller for

@@ -363,11 +363,11 @@ static void check_effect(const eddy_scaling_policy_t *self, const eddy_ds2_opera
                  state->check_from, state->check_to, gain, predicted_gain);
 }
 
-/* Decides what one operator wants, before the timing gates (dry run,
- * cooldown). Updates the operator's scale-down streak. */
-static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
-                    const eddy_ds2_estimate_t *est, operator_state_t *state,
-                    eddy_scaling_decision_t *d)
+/* What the operator wants by its rates (DS2), before the state budget and
+ * the timing gates (dry run, cooldown). Updates the scale-down streak. */
+static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                             const eddy_ds2_estimate_t *est, operator_state_t *state,
+                             eddy_scaling_decision_t *d)
 {
     const eddy_scaling_policy_config_t *c = &self->config;
     uint32_t current = op->parallelism;
@@ -458,6 +458,67 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
                       "utilisation %.2f",
                       current, current - 1, utilisation_one_fewer, c->scale_down_utilisation);
     }
+}
+
+/* The instances op's keyed state needs under the budget by the end of the
+ * horizon (the next interval plus a warm-up: the soonest a later decision
+ * could take effect); 0 without a budget or state. */
+static uint32_t memory_need(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                            double *projected, double *horizon_s)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    double bytes = op->metrics.state_bytes;
+    if (!c->state_budget_bytes || !(bytes > 0.0))
+        return 0;
+    double growth = op->metrics.state_growth_per_s > 0.0 ? op->metrics.state_growth_per_s : 0.0;
+    *horizon_s = (double)(c->interval_ms + c->warmup_ms) / 1000.0;
+    *projected = bytes + growth * *horizon_s;
+    double need = ceil(*projected / (double)c->state_budget_bytes - 1e-9);
+    if (need < 1.0)
+        return 1;
+    return need > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)need;
+}
+
+/* Decides what one operator wants, before the timing gates: by its rates,
+ * then at least what its state needs under the budget (policy.h, memory). */
+static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                    const eddy_ds2_estimate_t *est, operator_state_t *state,
+                    eddy_scaling_decision_t *d)
+{
+    propose_by_rates(self, op, est, state, d);
+    double projected = 0.0, horizon_s = 0.0;
+    uint32_t need = memory_need(self, op, &projected, &horizon_s);
+    if (!need)
+        return;
+    const double mb = 1024.0 * 1024.0;
+    uint32_t current = op->parallelism;
+    uint32_t feasible = need > op->max_parallelism ? op->max_parallelism : need;
+    d->memory_parallelism = feasible;
+    if (d->new_parallelism >= need)
+        return;
+    reason_append(d->reason, "; state %.1f MB (%.1f MB per instance), %.1f MB in %.0f s at "
+                  "%.2f MB/s: a budget of %.1f MB per instance needs %u",
+                  op->metrics.state_bytes / mb, op->metrics.state_bytes / mb / current,
+                  projected / mb, horizon_s, op->metrics.state_growth_per_s / mb,
+                  (double)self->config.state_budget_bytes / mb, need);
+    if (need > op->max_parallelism) {
+        d->infeasible = true;
+        reason_append(d->reason, " (infeasible: limited by max parallelism %u)",
+                      op->max_parallelism);
+    }
+    if (feasible > current) {
+        state->down_streak = 0;
+        d->action = EDDY_SCALING_SCALE_UP;
+        d->new_parallelism = feasible;
+        reason_append(d->reason, "; scaling out to %u for memory", feasible);
+    } else if (d->action == EDDY_SCALING_SCALE_DOWN) {
+        state->down_streak = 0;
+        d->action = EDDY_SCALING_NO_CHANGE;
+        d->new_parallelism = current;
+        reason_append(d->reason, "; not scaling down");
+    }
+    if (d->wanted_parallelism && d->wanted_parallelism < d->new_parallelism)
+        d->wanted_parallelism = d->new_parallelism;
 }
 
 static int validate_names(const eddy_ds2_operator_t *operators, size_t count, eddy_err_t *err)
@@ -602,6 +663,15 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             continue;
         bool cooling_down =
             state->has_rescaled && now_ms - state->last_rescale_ms < c->cooldown_ms;
+        if (cooling_down && d->action == EDDY_SCALING_SCALE_UP &&
+            d->memory_parallelism > d->old_parallelism) {
+            /* the state will not wait for the cooldown: at least its need */
+            cooling_down = false;
+            if (d->new_parallelism > d->memory_parallelism) {
+                d->new_parallelism = d->memory_parallelism;
+                reason_append(d->reason, "; only to %u in the cooldown", d->new_parallelism);
+            }
+        }
         if (c->dry_run) {
             reason_append(d->reason, "; dry run, not applied");
         } else if (cooling_down) {

@@ -39,6 +39,14 @@
  *              policy scales it down). Each of these is reported as
  *              infeasible = true with a reason "infeasible: target R,
  *              achieved A at parallelism P, limited by ...".
+ *   memory     with a state budget (bytes of keyed state per instance), an
+ *              operator gets at least the instances its state will need by
+ *              the end of the next interval plus warm-up (the state now plus
+ *              its growth over the last window times that horizon, divided
+ *              by the budget), so it is scaled out before an instance
+ *              crosses the budget, not after; such a scale-up is applied
+ *              even in the operator's cooldown, and no scale-down goes
+ *              below that need. memory_parallelism says what it was.
  *   dry run    decisions are computed and reported but never applied.
  * A decision with applied = true is assumed to be carried out at now_ms; its
  * time starts the job's warm-up and the operator's cooldown. Rescales the
@@ -56,7 +64,7 @@
 
 /* Buffer sizes, including the terminating NUL. Longer names are rejected. */
 #define EDDY_SCALING_NAME_MAX 64
-#define EDDY_SCALING_REASON_MAX 256
+#define EDDY_SCALING_REASON_MAX 512
 
 typedef struct eddy_scaling_policy eddy_scaling_policy_t;
 
@@ -75,6 +83,7 @@ typedef struct eddy_scaling_policy_config {
     bool allow_oversubscribe;          /* scale past core_limit */
     double effectiveness;              /* [0, 1]: a scale-up must bring this share of
                                         * the gain it predicted (0 disables the check) */
+    uint64_t state_budget_bytes;       /* keyed state per instance; 0: no budget */
 } eddy_scaling_policy_config_t;
 
 typedef enum eddy_scaling_action {
@@ -106,6 +115,8 @@ typedef struct eddy_scaling_decision {
     uint32_t wanted_parallelism; /* the instances the operator needs, for a worker pool:
                                   * new_parallelism, or DS2's optimum when only the
                                   * workers' cores held it back; 0 when not measured */
+    uint32_t memory_parallelism; /* the instances the state budget asks for; 0: no
+                                  * budget or no state */
     char reason[EDDY_SCALING_REASON_MAX];
     eddy_scaling_rates_t rates;
 } eddy_scaling_decision_t;
@@ -113,7 +124,7 @@ typedef struct eddy_scaling_decision {
 /* The defaults (see policy.c for why each value):
  *   interval 10 s, warm-up 30 s, cooldown 60 s, target utilisation 0.8,
  *   scale-down utilisation 0.7, 3 confirmations, parallelism [1, 128],
- *   dry run off, no core limit, effectiveness 0.5. */
+ *   dry run off, no core limit, effectiveness 0.5, no state budget. */
 eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void);
 
 /* Returns NULL and fills err on an invalid config or out of memory. */

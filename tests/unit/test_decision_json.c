@@ -305,3 +305,24 @@ Test(decision_json, pool_decisions_pass_the_check)
     cr_assert_eq(eddy_scaling_decision_check_json(doc, &err), 0, "%s", err.msg);
     json_decref(doc);
 }
+
+/* memory_parallelism (a state budget's need) is optional: absent when 0,
+ * round-trips when set, and a zero or non-integer value is refused. */
+static void zero_memory(json_t *o) { json_object_set_new(o, "memory_parallelism", json_integer(0)); }
+static void memory_as_string(json_t *o)
+{
+    json_object_set_new(o, "memory_parallelism", json_string("3"));
+}
+
+Test(decision_json, memory_parallelism_is_optional)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    json_t *obj = encode(&d);
+    cr_assert_null(json_object_get(obj, "memory_parallelism"));
+    json_decref(obj);
+    cr_assert_eq(round_trip(&d).memory_parallelism, 0);
+    d.memory_parallelism = 3;
+    cr_assert_eq(round_trip(&d).memory_parallelism, 3);
+    expect_rejected(zero_memory, "memory_parallelism");
+    expect_rejected(memory_as_string, "memory_parallelism");
+}

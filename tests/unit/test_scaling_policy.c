@@ -664,3 +664,91 @@ Test(scaling_policy, hot_key_group_is_named_instead_of_scaling)
     cr_assert(strstr(d[MAP].reason, "hot key group 17"), "reason: %s", d[MAP].reason);
     eddy_scaling_policy_destroy(&policy);
 }
+
+/* State budget: the map's keyed state grows by 1 MB/s; with a budget of 64
+ * MB per instance, the policy scales out while the state per instance is
+ * still under the budget (it projects one interval plus a warm-up ahead),
+ * never lets an instance cross it, applies that even in the cooldown, and
+ * does not scale down below what the state needs although the load alone
+ * would. */
+Test(scaling_policy, state_budget_scales_out_before_it_is_crossed)
+{
+    const double mb = 1024.0 * 1024.0;
+    eddy_scaling_policy_config_t config = test_config();
+    config.warmup_ms = 10000;
+    config.cooldown_ms = 60000;
+    config.scale_down_confirmations = 1;
+    config.state_budget_bytes = 64u * 1024u * 1024u;
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 2000.0); /* one instance carries the load at 0.2 busy */
+    eddy_scaling_decision_t d[OPS];
+    double state = 10.0 * mb, growth = 1.0 * mb;
+    int64_t last_up = -1;
+    for (int64_t t = 0; t <= 200000; t += INTERVAL_MS) {
+        sim_measure(&sim, 1.0, 1.0);
+        sim.ops[MAP].metrics.state_bytes = state;
+        sim.ops[MAP].metrics.state_growth_per_s = growth;
+        uint32_t before = sim.ops[MAP].parallelism;
+        cr_assert_leq(state / before, 64.0 * mb, "at %lld ms an instance holds %.1f MB",
+                      (long long)t, state / before / mb);
+        sim_step(&sim, policy, t, d);
+        cr_assert_neq(d[MAP].action, EDDY_SCALING_SCALE_DOWN, "at %lld: %s", (long long)t,
+                      d[MAP].reason);
+        if (d[MAP].applied) {
+            cr_assert_eq(d[MAP].action, EDDY_SCALING_SCALE_UP);
+            cr_assert(strstr(d[MAP].reason, "for memory"), "reason: %s", d[MAP].reason);
+            cr_assert_geq(d[MAP].memory_parallelism, d[MAP].new_parallelism);
+            last_up = t;
+        }
+        if (d[MAP].memory_parallelism)
+            cr_assert_geq(sim.ops[MAP].parallelism, (uint32_t)ceil(state / (64.0 * mb)));
+        state += growth * INTERVAL_MS / 1000.0;
+    }
+    cr_assert_geq(sim.ops[MAP].parallelism, 4, "210 MB need 4 instances of 64 MB");
+    cr_assert_geq(last_up, 0);
+    /* The state stops growing: the load (0.2 of one instance) would scale
+     * down to 1, the state keeps what it needs. */
+    growth = 0;
+    for (int64_t t = 210000; t <= 300000; t += INTERVAL_MS) {
+        sim_measure(&sim, 1.0, 1.0);
+        sim.ops[MAP].metrics.state_bytes = state;
+        sim.ops[MAP].metrics.state_growth_per_s = 0;
+        sim_step(&sim, policy, t, d);
+        cr_assert_geq(sim.ops[MAP].parallelism, (uint32_t)ceil(state / (64.0 * mb)), "at %lld: %s",
+                      (long long)t, d[MAP].reason);
+    }
+    eddy_scaling_policy_destroy(&policy);
+}
+
+/* A state that cannot fit even at the operator's max parallelism is
+ * reported infeasible, at the max; without a budget nothing changes. */
+Test(scaling_policy, state_budget_beyond_max_parallelism_is_infeasible)
+{
+    eddy_scaling_policy_config_t config = test_config();
+    config.warmup_ms = 0;
+    config.state_budget_bytes = 1024u * 1024u;
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 2000.0);
+    sim.ops[MAP].max_parallelism = 4;
+    eddy_scaling_decision_t d[OPS];
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.state_bytes = 10.0 * 1024 * 1024;
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 4);
+    cr_assert(d[MAP].infeasible);
+    cr_assert_eq(d[MAP].memory_parallelism, 4);
+    cr_assert(strstr(d[MAP].reason, "limited by max parallelism 4"), "reason: %s", d[MAP].reason);
+    eddy_scaling_policy_destroy(&policy);
+
+    config.state_budget_bytes = 0;
+    policy = new_policy(&config);
+    sim_init(&sim, 1, 2000.0);
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.state_bytes = 10.0 * 1024 * 1024;
+    sim_step(&sim, policy, 0, d);
+    cr_assert_eq(d[MAP].action, EDDY_SCALING_NO_CHANGE);
+    cr_assert_eq(d[MAP].memory_parallelism, 0);
+    eddy_scaling_policy_destroy(&policy);
+}
