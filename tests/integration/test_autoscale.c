@@ -234,3 +234,85 @@ Test(autoscale, cpu_bound_operator_settles_and_reports_infeasible, .timeout = 15
     assert_exact(&r);
     finish(&r);
 }
+
+/* ---- a state budget (--state-budget-mb) ------------------------------------ */
+
+#define BUDGET_MB 6
+#define BUDGET_FLAG "--state-budget-mb 6"
+
+typedef struct memory_run {
+    eddy_test_cluster_t *cl;
+    char *coordinator;
+    json_t *decisions;
+    double max_bytes_at_one; /* count's keyed state while it had one instance */
+    bool scaled;             /* count's parallelism went above 1 */
+} memory_run_t;
+
+static void poll_memory(void *arg)
+{
+    memory_run_t *m = arg;
+    ctl_keep_decisions(m->coordinator, &m->decisions);
+    json_t *st = eddy_test_cluster_status(m->cl);
+    json_t *op = st ? eddy_test_status_operator(st, "wordcount", "count") : NULL;
+    if (op) {
+        json_int_t p = json_integer_value(json_object_get(op, "parallelism"));
+        double bytes = json_number_value(json_object_get(op, "state_bytes"));
+        if (p > 1)
+            m->scaled = true;
+        else if (!m->scaled && bytes > m->max_bytes_at_one)
+            m->max_bytes_at_one = bytes;
+    }
+    json_decref(st);
+}
+
+/* count's keyed state grows by about 1 MB/s (a vocabulary far larger than
+ * the words seen, so most words are new); the operator needs no more CPU
+ * than one instance. With a budget of BUDGET_MB per instance, the
+ * controller scales count out for memory while its one instance still
+ * holds less than the budget, and says so. */
+Test(autoscale, state_budget_scales_out_before_an_instance_crosses_it, .timeout = 120)
+{
+    memory_run_t m = {0};
+    eddy_err_t err = {{0}};
+    eddy_test_cluster_opts_t o = {.tag = "autoscale-mem", .workers = 2, .checkpoint_interval = "",
+                                  .heartbeat_ms = "", .heartbeat_timeout_ms = ""};
+    m.cl = eddy_test_cluster_new(&o, &err);
+    cr_assert_not_null(m.cl, "%s", err.msg);
+    m.coordinator = eddy_test_cluster_url(m.cl, 0);
+    char *log = eddy_test_cluster_path(m.cl, "local.log");
+    const char *argv[] = {"--job", "wordcount", "--generate", "--lines", "30000",
+                          "--words-per-line", "8", "--vocabulary", "50000000", "--rate", "2500",
+                          "--parallelism", "1", "--autoscale", "--controller-flags",
+                          "--interval-ms 1000 --warmup-ms 2000 --cooldown-ms 2000 " BUDGET_FLAG,
+                          "--quiet", NULL};
+    m.decisions = json_array();
+    cr_assert(eddy_test_cluster_start_local_to(m.cl, argv, "/dev/null", &err) == 0, "%s", err.msg);
+    int status = eddy_test_cluster_wait_local(m.cl, 90000, 200, poll_memory, &m);
+    cr_assert_eq(status, 0, "eddy local exited %d (log: %s)", status, log);
+    const json_t *first = NULL;
+    size_t i;
+    json_t *d;
+    json_array_foreach(m.decisions, i, d)
+    {
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        if (!first && json_is_true(json_object_get(d, "applied")) && reason &&
+            strstr(reason, "for memory"))
+            first = d;
+    }
+    char *text = json_dumps(m.decisions, JSON_COMPACT);
+    cr_assert(first, "no decision scaled count out for memory; decisions: %s (log %s)", text, log);
+    cr_assert(m.scaled, "count never ran with more than one instance (log %s)", log);
+    cr_assert_gt(json_integer_value(json_object_get(first, "memory_parallelism")), 1);
+    cr_log_info("count's state peaked at %.2f MB with one instance (budget %d MB); first memory "
+                "decision: %s",
+                m.max_bytes_at_one / 1048576.0, BUDGET_MB,
+                json_string_value(json_object_get(first, "reason")));
+    cr_assert_gt(m.max_bytes_at_one, 0, "no state seen (log %s)", log);
+    cr_assert_leq(m.max_bytes_at_one, BUDGET_MB * 1048576.0,
+                  "one instance held %.2f MB, over the %d MB budget, before the scale-out; "
+                  "decisions: %s (log %s)",
+                  m.max_bytes_at_one / 1048576.0, BUDGET_MB, text, log);
+    free(text);
+    json_decref(m.decisions);
+    eddy_test_cluster_destroy(&m.cl);
+}
