@@ -138,6 +138,9 @@ log "building $tag and the service images offline"
 args=(--offline --tag "$tag" --build-dir "$work/build")
 [ -n "$binary" ] && args+=(--binary "$binary")
 "$repo/deploy/build-image.sh" "${args[@]}" || fail "build-image.sh failed"
+# the checkpoint store's image is skipped (a warning) where node or s3rver is missing
+docker image inspect "$EDDY_S3_IMAGE" >/dev/null 2>&1 \
+  || fail "no $EDDY_S3_IMAGE: build-image.sh skipped it (node or npm's s3rver missing; scripts/setup.sh installs them)"
 log "images built"
 
 # 2. input and reference (words: space/tab separated, empty tokens dropped)
