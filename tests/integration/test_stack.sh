@@ -126,10 +126,12 @@ api=(x "http://127.0.0.1:$EDDY_HTTP_PORT" "http://127.0.0.1:$EDDY_HTTP_PORT_2")
 task_of() {  # task_of SERVICE: a running container of the service on this node
   docker ps -q --filter "label=com.docker.swarm.service.name=${stack}_$1" --filter status=running | head -n 1
 }
-role_of() { curl -fsS "${api[$1]}/api/v1/leader" | jq -r .role; }
+role_of() { curl -fsS "${api[$1]}/api/v1/leader" 2>/dev/null | jq -r .role; }
 one_leads() { [ "$(role_of 1)" = leader ] || [ "$(role_of 2)" = leader ]; }
 wait_until 180 "a leader among the coordinators" one_leads
-if [ "$(role_of 1)" = leader ]; then lead=1; else lead=2; fi
+if [ "$(role_of 1)" = leader ]; then lead=1
+elif [ "$(role_of 2)" = leader ]; then lead=2
+else fail "no coordinator leads any more"; fi
 coord=$(task_of "coordinator-$lead")
 [ -n "$coord" ] || fail "no container of coordinator-$lead"
 alive() { docker exec "$coord" eddy status | grep -c ' alive$'; }
