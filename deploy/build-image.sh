@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # build-image.sh - build the container images of deploy/docker-compose.yml:
 # eddy (default tag eddy:local) and the services next to it, eddy-redis,
-# eddy-postgres and eddy-prometheus (tags derived from --tag: eddy:X gives
-# eddy-redis:X, eddy-postgres:X, eddy-prometheus:X).
+# eddy-postgres, eddy-prometheus and eddy-s3 (tags derived from --tag:
+# eddy:X gives eddy-redis:X, eddy-postgres:X, eddy-prometheus:X, eddy-s3:X).
 #
 #   deploy/build-image.sh [--offline | --registry | --auto] [--tag TAG]
 #                         [--build-dir DIR | --binary PATH] [--no-etcd]
@@ -14,7 +14,9 @@
 #                and build deploy/Dockerfile.local (FROM scratch).
 #                The host must be glibc-based with the -dev packages installed.
 #                Service images: the same way from the host's Debian
-#                packages (redis-server + redis-tools, postgresql, prometheus);
+#                packages (redis-server + redis-tools, postgresql, prometheus,
+#                nodejs) and, for s3, npm's s3rver as scripts/setup.sh
+#                installed it ($EDDY_S3RVER, else /usr/local/bin/s3rver);
 #                Dockerfile.services.local. PostgreSQL's data directory is
 #                initialised here (initdb, database and user `eddy`).
 #   --registry   docker build -f deploy/Dockerfile (multi-stage, debian:12;
@@ -27,7 +29,7 @@
 #   --build-dir  cmake build directory for --offline (REPO/build-image)
 #   --binary     --offline only: use this already built eddy, skip cmake
 #   --no-etcd    --offline only: do not put /usr/bin/etcd in the image
-#   --images L   comma list of eddy,redis,postgres,prometheus (default all).
+#   --images L   comma list of eddy,redis,postgres,prometheus,s3 (default all).
 #                --offline skips a service whose host package is missing,
 #                with a warning; naming it explicitly makes that an error.
 #
@@ -65,13 +67,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-want_eddy=0 want_redis=0 want_postgres=0 want_prometheus=0 explicit=1
-[ "$images" = all ] && { images=eddy,redis,postgres,prometheus; explicit=0; }
+want_eddy=0 want_redis=0 want_postgres=0 want_prometheus=0 want_s3=0 explicit=1
+[ "$images" = all ] && { images=eddy,redis,postgres,prometheus,s3; explicit=0; }
 IFS=, read -r -a image_list <<<"$images"
 for i in "${image_list[@]}"; do
   case "$i" in
-    eddy|redis|postgres|prometheus) eval "want_$i=1" ;;
-    *) echo "build-image.sh: unknown image '$i' in --images (eddy,redis,postgres,prometheus)" >&2; exit 2 ;;
+    eddy|redis|postgres|prometheus|s3) eval "want_$i=1" ;;
+    *) echo "build-image.sh: unknown image '$i' in --images (eddy,redis,postgres,prometheus,s3)" >&2; exit 2 ;;
   esac
 done
 # eddy:local -> eddy-redis:local; a tag without ':' gets ':latest'.
@@ -123,7 +125,7 @@ if [ "$mode" = registry ]; then
       || die "docker build of $(service_tag build) failed"
     docker build -f "$here/Dockerfile" -t "$tag" "$repo" || die "docker build of $tag failed"
   fi
-  for s in redis postgres prometheus; do
+  for s in redis postgres prometheus s3; do
     eval "[ \"\$want_$s\" = 1 ]" || continue
     old_ids+=("$(image_id "$(service_tag "$s")")")
     docker build -f "$here/Dockerfile.services" --target "$s" -t "$(service_tag "$s")" "$here" \
@@ -305,6 +307,32 @@ root_prometheus() {
   cp "$here/prometheus.yml" "$r/etc/prometheus/prometheus.yml"
 }
 
+# s3rver (npm) on this host's node: the node binary with its libraries, and
+# the installed package (its node_modules inside it, as `npm install -g`
+# leaves them). Debian's own nodejs links the system OpenSSL, whose legacy
+# provider (s3rver's DES continuation tokens) is a module node loads at run
+# time, not a library ldd lists: the ossl-modules directory goes along.
+root_s3() {
+  local node s3js pkg r=$svc/s3 crypto
+  node=$(command -v node 2>/dev/null || command -v nodejs 2>/dev/null || true)
+  [ -n "$node" ] || { missing node "apt-get install nodejs"; return 1; }
+  s3js=${EDDY_S3RVER:-/usr/local/bin/s3rver}
+  [ -e "$s3js" ] || { missing s3rver "scripts/setup.sh installs it: npm install -g --prefix /usr/local s3rver@3.7.1"; return 1; }
+  s3js=$(readlink -f "$s3js")
+  pkg=$(dirname "$(dirname "$s3js")")
+  [ -f "$pkg/package.json" ] && [ -d "$pkg/node_modules" ] \
+    || die "$pkg does not look like an installed s3rver package (no package.json or node_modules)"
+  new_root "$r"
+  mkdir -p "$r/data" "$r/usr/local/lib/node_modules"
+  copy_with_libs "$r" "$(readlink -f "$node")" /usr/local/bin/node
+  crypto=$(ldd "$node" | awk '$1 ~ /^libcrypto\.so/ && $3 ~ /^\// {print $3}')
+  if [ -n "$crypto" ] && [ -d "$(dirname "$crypto")/ossl-modules" ]; then
+    mkdir -p "$r$(dirname "$crypto")"
+    cp -a "$(dirname "$crypto")/ossl-modules" "$r$(dirname "$crypto")/"
+  fi
+  cp -a "$pkg" "$r/usr/local/lib/node_modules/s3rver"
+}
+
 # stage_of FILE NAME: the stage `FROM ... AS NAME` of FILE alone, up to the
 # next FROM (the comments above it stay out; the file's header goes along).
 stage_of() {
@@ -315,7 +343,7 @@ stage_of() {
 }
 
 if [ "$want_eddy" = 1 ]; then build_eddy_offline; fi
-for s in redis postgres prometheus; do
+for s in redis postgres prometheus s3; do
   eval "[ \"\$want_$s\" = 1 ]" || continue
   "root_$s" || continue
   b=$ctx/build-$s

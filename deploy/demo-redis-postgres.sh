@@ -57,10 +57,12 @@ case "$tag" in *:*) repo_part=${tag%:*} ver=${tag##*:} ;; *) repo_part=$tag ver=
 export EDDY_IMAGE=$tag
 export EDDY_REDIS_IMAGE=${EDDY_REDIS_IMAGE:-$repo_part-redis:$ver}
 export EDDY_POSTGRES_IMAGE=${EDDY_POSTGRES_IMAGE:-$repo_part-postgres:$ver}
+export EDDY_S3_IMAGE=${EDDY_S3_IMAGE:-$repo_part-s3:$ver}
 need=()
 docker image inspect "$tag" >/dev/null 2>&1 || need+=(eddy)
 docker image inspect "$EDDY_REDIS_IMAGE" >/dev/null 2>&1 || need+=(redis)
 docker image inspect "$EDDY_POSTGRES_IMAGE" >/dev/null 2>&1 || need+=(postgres)
+docker image inspect "$EDDY_S3_IMAGE" >/dev/null 2>&1 || need+=(s3)   # the checkpoint store
 if [ ${#need[@]} -gt 0 ]; then
   say "building images: ${need[*]}"
   images=$(IFS=,; echo "${need[*]}")

@@ -3,14 +3,17 @@
 #   remove eddy's images and the builder cache (a cold start, as on a fresh
 #   Docker host: the legacy builder failed only there), build the images
 #   offline (deploy/build-image.sh --offline: eddy, redis,
-#   postgres, prometheus), compose up (keygen, etcd, coordinator-1 and -2,
-#   the worker service with 3 containers, controller, redis, postgres), all
-#   with CURVE keys from the keys volume; a client without keys gets no
+#   postgres, prometheus, s3), compose up (keygen, etcd, s3 (s3rver, the
+#   checkpoint store), coordinator-1 and -2, the worker service with 3
+#   containers, controller, redis, postgres), all with CURVE keys from the
+#   keys volume; no eddy container mounts a shared snapshot volume or names
+#   a snapshot directory on /data, and the coordinators checkpoint to s3://; a client without keys gets no
 #   status (a clear error, within its timeout), a host-side client with
 #   server.pub and client.key copied out of the volume does; check each
 #   worker's identity is its container's hostname, submit a rate-limited
-#   wordcount (placed on all three workers), rescale `count` to 3 while it runs, `docker kill` the leading
-#   coordinator mid-job, check the standby takes over (/api/v1/leader),
+#   wordcount (placed on all three workers), rescale `count` to 3 while it
+#   runs, wait for a checkpoint and find its objects in the s3 service's
+#   bucket (ListObjectsV2), `docker kill` the leading coordinator mid-job, check the standby takes over (/api/v1/leader),
 #   wait for `finished` by polling GET /api/v1/jobs with a deadline, compare
 #   the output with a reference computed by coreutils; start the killed
 #   coordinator again (it stands by); submit a plugin job from the host;
@@ -22,8 +25,9 @@
 #   (placement in /api/v1/jobs, eddy_migrations_total >= 1); turn the
 #   controller's Docker pool on (deploy/docker-compose.pool.yml,
 #   --min-workers 5), `docker kill` a worker container running instances of
-#   the job: a container labelled eddy.pool starts and registers, and the
-#   job's output matches the reference; then `--scale worker=2` (the pool
+#   the job: the job is restored from a checkpoint whose objects the
+#   workers GET from the s3 service, a container labelled eddy.pool starts
+#   and registers, and the job's output matches the reference; then `--scale worker=2` (the pool
 #   off, its containers removed) and count live workers; start the
 #   prometheus profile and query
 #   through Prometheus: both coordinators up, one eddy_coordinator_leader,
@@ -72,9 +76,11 @@ export EDDY_IMAGE=$tag EDDY_HTTP_PUBLISH=127.0.0.1::9250 EDDY_CONTROL_PUBLISH=12
 export EDDY_HTTP_PUBLISH_2=127.0.0.1::9250 EDDY_CONTROL_PUBLISH_2=127.0.0.1::7600
 export EDDY_REDIS_IMAGE=eddy-redis:ctest-$$ EDDY_POSTGRES_IMAGE=eddy-postgres:ctest-$$
 export EDDY_PROMETHEUS_IMAGE=eddy-prometheus:ctest-$$ EDDY_PROMETHEUS_PUBLISH=127.0.0.1::9090
+export EDDY_S3_IMAGE=eddy-s3:ctest-$$
 # deploy/demo-redis-postgres.sh runs its own compose commands: same project.
 export COMPOSE_PROJECT_NAME=$project
-unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS EDDY_KEYS EDDY_COORDINATOR
+unset EDDY_DATA_DIR EDDY_METASTORE EDDY_WORKERS EDDY_KEYS EDDY_COORDINATOR EDDY_CHECKPOINT_STORAGE \
+  EDDY_S3_ACCESS_KEY_ID EDDY_S3_SECRET_ACCESS_KEY EDDY_S3_SESSION_TOKEN EDDY_S3_BUCKET
 compose() { "${compose_cmd[@]}" -p "$project" -f "$repo/deploy/docker-compose.yml" "$@"; }
 # the same with the controller's Docker pool on (deploy/docker-compose.pool.yml)
 compose_pool() {
@@ -103,7 +109,8 @@ cleanup() {
     compose rm -f -s controller >/dev/null 2>&1
     remove_pool_workers
     compose --profile prometheus down -v --remove-orphans >/dev/null 2>&1
-    docker image rm "$tag" "$EDDY_REDIS_IMAGE" "$EDDY_POSTGRES_IMAGE" "$EDDY_PROMETHEUS_IMAGE" >/dev/null 2>&1
+    docker image rm "$tag" "$EDDY_REDIS_IMAGE" "$EDDY_POSTGRES_IMAGE" "$EDDY_PROMETHEUS_IMAGE" \
+      "$EDDY_S3_IMAGE" >/dev/null 2>&1
     rm -rf "$work"
   fi
   log "total $(( $(date +%s) - t0 ))s"
@@ -131,6 +138,9 @@ log "building $tag and the service images offline"
 args=(--offline --tag "$tag" --build-dir "$work/build")
 [ -n "$binary" ] && args+=(--binary "$binary")
 "$repo/deploy/build-image.sh" "${args[@]}" || fail "build-image.sh failed"
+# the checkpoint store's image is skipped (a warning) where node or s3rver is missing
+docker image inspect "$EDDY_S3_IMAGE" >/dev/null 2>&1 \
+  || fail "no $EDDY_S3_IMAGE: build-image.sh skipped it (node or npm's s3rver missing; scripts/setup.sh installs them)"
 log "images built"
 
 # 2. input and reference (words: space/tab separated, empty tokens dropped)
@@ -201,6 +211,62 @@ for w in $(compose ps -q worker); do
     || fail "worker container $h is not registered as $h at tcp://$h:7700"
 done
 
+# No shared snapshot volume: checkpoints go to the s3 service. Every eddy
+# container (coordinators, workers, controller) mounts only /data (jobs'
+# files), /keys, the coordinators also eddy-plugins on /var/lib/eddy (no
+# worker does), the controller the Docker socket; nobody names a snapshot
+# directory on /data, and the coordinators run with an s3:// storage.
+s3c=$(compose ps -q s3)
+[ -n "$s3c" ] || fail "no s3 container"
+# what no eddy container may have: checked now and after the pool ran
+check_mounts() {  # one docker ps and one docker inspect: compose ps costs a Python start each
+  local ids line name mounts cmd m
+  ids=$( (docker ps -q --filter "label=com.docker.compose.project=$project"
+          docker ps -q --filter "label=$pool_label") | sort -u)
+  while IFS='|' read -r name mounts cmd; do
+    case "$name" in *coordinator*|*worker*|*controller*|*-pool-*) ;; *) continue ;; esac
+    for m in $mounts; do
+      case "$m" in
+        /data=*|/keys=*) ;;
+        /var/lib/eddy=*_eddy-plugins*) case "$name" in *coordinator*) ;; *) fail "$name mounts the coordinators' plugin volume: $m" ;; esac ;;
+        /var/run/docker.sock=*) case "$name" in *controller*) ;; *) fail "$name mounts the Docker socket" ;; esac ;;
+        *) fail "$name mounts $m (only /data, /keys and the coordinators' /var/lib/eddy are expected)" ;;
+      esac
+    done
+    case "$cmd" in *snapshot-dir=/data*|*/data/snapshots*) fail "$name keeps snapshots on /data: $cmd" ;; esac
+    case "$name" in
+      *coordinator*) case "$cmd" in *--checkpoint-storage=s3://*) ;; *) fail "$name has no s3:// --checkpoint-storage: $cmd" ;; esac ;;
+    esac
+  done < <(docker inspect -f '{{.Name}}|{{range .Mounts}}{{.Destination}}={{.Name}}{{.Source}} {{end}}|{{join .Config.Cmd " "}}' $ids)
+}
+check_mounts
+log "PASS: no eddy container mounts a shared snapshot volume; the coordinators checkpoint to s3://"
+# s3_keys PREFIX: the keys of the bucket under PREFIX, one a line: an
+# unsigned path-style ListObjectsV2 (s3rver allows it) from inside the s3
+# container (its port is not published), by its own node.
+s3_keys() {
+  docker exec "$s3c" /usr/local/bin/node -e '
+    const http = require("http");
+    http.get("http://127.0.0.1:4568/eddy?list-type=2&max-keys=1000&prefix=" + encodeURIComponent(process.argv[1]), r => {
+      let b = ""; r.on("data", d => b += d);
+      r.on("end", () => {
+        if (r.statusCode !== 200) { console.error("HTTP " + r.statusCode + " " + b); process.exit(1); }
+        for (const m of b.matchAll(/<Key>([^<]*)<\/Key>/g)) console.log(m[1]);
+      });
+    }).on("error", e => { console.error(e.message); process.exit(1); });' "$1"
+}
+# s3_reads SINCE JOB: how many checkpoint objects of JOB s3rver served
+# since SINCE (a `docker logs --since` time) that it did not store in that
+# time, i.e. reads. Its log (colour codes stripped): one line per response,
+# `info: KEY STATUS ...` (s3rver 3.7 cuts "  --> GET /eddy/" off, and as
+# much of a PUT's; a PUT also logs `Stored object "KEY"`).
+s3_reads() {
+  local l
+  l=$(docker logs --since "$1" "$s3c" 2>&1 | sed 's/\x1b\[[0-9;]*m//g')
+  comm -23 <(echo "$l" | sed -n "s#^info: \(checkpoints/$2/[^ ?]*\) 20[06] .*#\1#p" | sort -u) \
+           <(echo "$l" | sed -n "s#^info: Stored object \"\(checkpoints/$2/[^\"]*\)\".*#\1#p" | sort -u) | wc -l
+}
+
 # Keys: everything above ran with the keys volume (EDDY_KEYS=/keys in every
 # eddy container). Without keys a client gets nothing: the coordinator
 # refuses its handshake, and it says so (at the latest after its 5 s timeout).
@@ -256,6 +322,11 @@ fi
 # After a complete checkpoint, so that the new leader restores from one.
 checkpointed() { [ "$(curl -fsS "${api[$lead]}/api/v1/jobs" | grep -o '"completed": *[0-9]*' | head -n 1 | tr -dc 0-9)" -ge 1 ]; }
 wait_until 60 "a complete checkpoint" checkpointed
+# ... whose state is objects in the s3 service's bucket (JOB/chk-ID/OP/kg-KG.snap)
+s3_keys "checkpoints/$job/" >"$work/keys1.txt" 2>&1 || { cat "$work/keys1.txt"; fail "cannot list the s3 bucket"; }
+grep -q "^checkpoints/$job/chk-[0-9]*/.*\.snap\$" "$work/keys1.txt" \
+  || { head -n 20 "$work/keys1.txt"; fail "no checkpoint objects of $job in the s3 bucket"; }
+log "PASS: $(wc -l <"$work/keys1.txt") checkpoint objects of $job in the s3 bucket, e.g. $(grep -m1 '\.snap$' "$work/keys1.txt")"
 [ "$(state_at $lead)" = running ] || fail "the job is '$(state_at $lead)' before the kill (job too short? raise EDDY_TEST_LINES)"
 docker kill "${c[$lead]}" >/dev/null || fail "docker kill coordinator-$lead failed"
 t_kill=$(date +%s)
@@ -407,6 +478,9 @@ for w in $(compose ps -q worker); do  # one that runs instances of the job, if t
   if [ -n "$id" ] && job_workers "$job2" | grep -qx "$id"; then victim=$w; break; fi
 done
 vname=$(docker inspect -f '{{.Config.Hostname}}' "$victim")
+restores() { docker logs "${c[$lead]}" 2>&1 | grep -c "job $job2: .*restoring from checkpoint "; }
+restores_before=$(restores)
+s3_since=$(date -u +%Y-%m-%dT%H:%M:%S)
 docker kill "$victim" >/dev/null || fail "docker kill of worker $vname failed"
 t_kill=$(date +%s)
 log "killed worker container $vname (docker kill); $job2 is $(job_state "$job2")"
@@ -434,6 +508,15 @@ if ! cmp -s "$work/expected.tsv" "$work/out2.tsv"; then
   fail "$job2's output differs from the reference after the worker kill"
 fi
 log "PASS: $job2 finished $(( $(date +%s) - t_kill ))s after the kill; output matches the reference"
+# It was restored from the object store: the coordinator restored it from a
+# checkpoint after the kill, and the workers fetched checkpoint objects.
+[ "$(restores)" -gt "$restores_before" ] || fail "$job2 was not restored from a checkpoint after the worker kill"
+reads=$(s3_reads "$s3_since" "$job2")
+[ "$reads" -ge 1 ] || fail "no checkpoint object of $job2 was read from the s3 service after the worker kill"
+docker logs "${c[$lead]}" 2>&1 | grep "job $job2: .*restoring from checkpoint " | tail -n 1 | sed 's/^/    /'
+log "PASS: $job2 restored from checkpoint storage after the kill ($reads checkpoint objects read from s3)"
+check_mounts
+log "PASS: no shared snapshot volume on the pool's workers either"
 
 # Pool off again (the controller as compose.yml has it), its workers gone.
 compose up -d --scale worker=2 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=2 failed"; }
@@ -469,11 +552,12 @@ project_filter=label=com.docker.compose.project=$project
 [ -z "$(docker ps -aq --filter "$project_filter")" ] || fail "containers of $project left after down: $(docker ps -a --filter "$project_filter" --format '{{.Names}}' | tr '\n' ' ')"
 [ -z "$(docker network ls -q --filter "$project_filter")" ] || fail "a network of $project left after down"
 left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
-expected=$(printf '%s\n' "${project}_eddy-data" "${project}_eddy-keys" "${project}_redis-data" | sort)
+expected=$(printf '%s\n' "${project}_eddy-data" "${project}_eddy-keys" "${project}_eddy-plugins" \
+             "${project}_redis-data" "${project}_s3-data" | sort)
 [ "$left" = "$expected" ] || fail "after down, volumes other than the named ones: $(echo "$left" | tr '\n' ' ')"
 compose --profile prometheus down -v --remove-orphans >"$work/down.log" 2>&1 || { cat "$work/down.log"; fail "compose down -v failed"; }
 left=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q | sort))
 [ -z "$left" ] || fail "volumes left after down -v: $(echo "$left" | tr '\n' ' ')"
 [ -z "$(docker ps -aq --filter "$project_filter")$(docker network ls -q --filter "$project_filter")" ] \
   || fail "containers or networks of $project left after down -v"
-log "PASS: down leaves only the 3 named volumes, down -v leaves no container, volume or network of $project"
+log "PASS: down leaves only the 5 named volumes, down -v leaves no container, volume or network of $project"
