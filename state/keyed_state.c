@@ -120,6 +120,7 @@ struct eddy_keyed_state {
     size_t entry_bytes;   /* sum of malloc'd entry sizes */
     size_t slot_bytes;    /* sum of slot array sizes */
     ks_group_t *groups;
+    uint8_t *changed;     /* [max_key_groups]: written since take_changed (see the header) */
     uint32_t version;     /* stamp of entries created or copied now */
     eddy_keyed_state_view_t *oldest, *newest; /* live views, by age */
     /* Groups given up by drop_group_later whose entries are not freed yet:
@@ -333,7 +334,10 @@ eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_s
     if (!self)
         return NULL;
     self->groups = calloc(max_key_groups, sizeof *self->groups);
-    if (!self->groups) {
+    self->changed = calloc(max_key_groups, 1);
+    if (!self->groups || !self->changed) {
+        free(self->groups);
+        free(self->changed);
         free(self);
         return NULL;
     }
@@ -357,6 +361,7 @@ void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
     for (eddy_keyed_state_view_t *v = self->oldest; v; v = v->newer)
         v->state = NULL;
     free(self->groups);
+    free(self->changed);
     free(self);
     *self_p = NULL;
 }
@@ -368,6 +373,7 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
         *created = false;
     if (kg >= self->max_key_groups || key_len > KS_KEY_MAX)
         return NULL;
+    self->changed[kg] = 1; /* the caller writes the value */
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i != SIZE_MAX) {
@@ -411,6 +417,7 @@ void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i == SIZE_MAX)
         return NULL;
+    self->changed[kg] = 1;
     ks_entry_t *e = ks_own_entry(self, g, i); /* the caller may write the value */
     return e ? ks_value(e) : NULL;
 }
@@ -424,6 +431,7 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i == SIZE_MAX || ks_own_slots(self, g) != 0)
         return false;
+    self->changed[kg] = 1;
     ks_entry_t *e = g->slots[i].entry;
     self->entry_bytes -= ks_entry_size(self, ks_klen(e));
     g->key_bytes -= ks_klen(e);
@@ -452,6 +460,8 @@ int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
     if (kg >= self->max_key_groups)
         return 0;
     ks_group_t *g = &self->groups[kg];
+    if (g->count)
+        self->changed[kg] = 1; /* visit may write values */
     for (size_t i = 0; i < g->cap; i++) {
         if (!g->slots[i].entry)
             continue;
@@ -467,6 +477,7 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
 {
     if (kg >= self->max_key_groups)
         return;
+    self->changed[kg] = 1;
     ks_group_t *g = &self->groups[kg];
     for (size_t i = 0; i < g->cap; i++) {
         ks_entry_t *e = g->slots[i].entry;
@@ -485,6 +496,7 @@ void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
 {
     if (kg >= self->max_key_groups)
         return;
+    self->changed[kg] = 1;
     ks_group_t *g = &self->groups[kg];
     /* A live view may hold these entries: they must be retired to it, one
      * by one, now. With none, no view can ever see them (a view taken
@@ -509,6 +521,15 @@ void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
     self->slot_bytes -= g->cap * sizeof(ks_slot_t);
     self->keys -= g->count;
     memset(g, 0, sizeof *g);
+}
+
+bool eddy_keyed_state_take_changed(eddy_keyed_state_t *self, uint32_t kg)
+{
+    if (kg >= self->max_key_groups)
+        return false;
+    bool changed = self->changed[kg];
+    self->changed[kg] = 0;
+    return changed;
 }
 
 size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries)
