@@ -8,6 +8,8 @@
  *   task_output.c   output channels: batching, credits, pending queues,
  *                   routing of records and control messages
  *   task_barrier.c  barrier alignment and checkpoints (snapshot units, ACKs)
+ *   task_chain.c    incremental checkpoints: groups written or referred to,
+ *                   the manifest
  *   task_migrate.c  key-group state in and out of a task: serialisation,
  *                   rewire for a new placement, loading moved groups
  *   task_metrics.c  busy/idle accounting, key loads, metrics */
