@@ -117,7 +117,7 @@ static int add_references(eddy_snapshot_store_t *store, const char *job, uint64_
 
 static bool referenced(const strs_t *refs, const char *key)
 {
-    return bsearch(&key, refs->v, refs->n, sizeof *refs->v, cmp_str) != NULL;
+    return refs->n && bsearch(&key, refs->v, refs->n, sizeof *refs->v, cmp_str) != NULL;
 }
 
 /* Whether any reference is to an object of checkpoint id. */
@@ -152,7 +152,7 @@ int eddy_snapshot_gc_collect(eddy_snapshot_store_t *store, const char *job, uint
         if (id && kept(id, keep, n_keep) && manifest_op(rest, op, sizeof op))
             rc = add_references(store, job, id, keys.v[i], op, &refs, err);
     }
-    if (rc == 0)
+    if (rc == 0 && refs.n)
         qsort(refs.v, refs.n, sizeof *refs.v, cmp_str);
     /* The others up to upto: whole, or what nobody refers to. */
     uint64_t *done = calloc(keys.n ? keys.n : 1, sizeof *done);
