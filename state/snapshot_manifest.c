@@ -6,38 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byteorder.h"
 #include "state/keygroup.h"
 
 #define MANIFEST_HEAD 16
 #define MANIFEST_ENTRY 12
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 /* The rules an entry list keeps (ascending, in range, holder <= checkpoint);
  * the index of the first entry that breaks them, or n. */
@@ -60,11 +33,11 @@ char *eddy_manifest_encode(uint64_t checkpoint, const eddy_manifest_entry_t *ent
     if (!p)
         return NULL;
     memcpy(p, "EKR\1", 4);
-    put32(p + 4, n);
-    put64(p + 8, checkpoint);
+    eddy_put_le32(p + 4, n);
+    eddy_put_le64(p + 8, checkpoint);
     for (uint32_t i = 0; i < n; i++) {
-        put32(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY, entries[i].kg);
-        put64(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY + 4, entries[i].holder);
+        eddy_put_le32(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY, entries[i].kg);
+        eddy_put_le64(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY + 4, entries[i].holder);
     }
     *len = size;
     return (char *)p;
@@ -80,8 +53,8 @@ int eddy_manifest_decode(const void *data, size_t len, uint64_t checkpoint,
         return eddy_err_set(err, "not a checkpoint manifest (%zu bytes)", len);
     if (p[3] != 1)
         return eddy_err_set(err, "checkpoint manifest version %u is unknown", p[3]);
-    uint32_t count = get32(p + 4);
-    uint64_t own = get64(p + 8);
+    uint32_t count = eddy_get_le32(p + 4);
+    uint64_t own = eddy_get_le64(p + 8);
     if (own != checkpoint)
         return eddy_err_set(err, "checkpoint manifest of checkpoint %" PRIu64 " found in checkpoint %" PRIu64,
                             own, checkpoint);
@@ -91,8 +64,8 @@ int eddy_manifest_decode(const void *data, size_t len, uint64_t checkpoint,
     if (!e)
         return eddy_err_set(err, "out of memory");
     for (uint32_t i = 0; i < count; i++) {
-        e[i].kg = get32(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY);
-        e[i].holder = get64(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY + 4);
+        e[i].kg = eddy_get_le32(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY);
+        e[i].holder = eddy_get_le64(p + MANIFEST_HEAD + (size_t)i * MANIFEST_ENTRY + 4);
     }
     uint32_t bad = first_bad(checkpoint, e, count);
     if (bad != count) {

@@ -16,6 +16,7 @@
  * holds the root path, so one store can be used from several threads. */
 #include "state/snapshot_store.h"
 
+#include "common/byteorder.h"
 #include "common/fsutil.h"
 #include "state/object_store.h"
 #include "state/snapshot_manifest.h"
@@ -66,6 +67,17 @@ typedef struct refs {
 
 #define REFS_CACHED 8
 
+static void refs_free(refs_t *r)
+{
+    while (r) {
+        refs_t *next = r->next;
+        free(r->key);
+        free(r->holder);
+        free(r);
+        r = next;
+    }
+}
+
 typedef struct preloaded {
     struct preloaded *next;
     char *key;  /* JOB/chk-ID/OP/kg-KG.snap */
@@ -76,20 +88,6 @@ typedef struct preloaded {
 static atomic_uint_fast64_t tmp_seq;
 
 /* --- small helpers -------------------------------------------------------- */
-
-static void put_u64le(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u64le(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static int check_name(const char *kind, const char *name, eddy_err_t *err)
 {
@@ -170,7 +168,7 @@ static int check_header(const char *path, const unsigned char *header, uint64_t 
 {
     if (memcmp(header, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return eddy_err_set(err, "snapshot file %s has a bad magic (not an eddy snapshot)", path);
-    uint64_t n = get_u64le(header + 8);
+    uint64_t n = eddy_get_le64(header + 8);
     if (n > UINT64_MAX - SNAP_HEADER_LEN || n > SIZE_MAX - 1 || n > (uint64_t)SSIZE_MAX)
         return eddy_err_set(err, "snapshot file %s has a corrupt length field (%" PRIu64 ")", path,
                             n);
@@ -190,8 +188,8 @@ static int check_header(const char *path, const unsigned char *header, uint64_t 
 static void fill_header(unsigned char header[SNAP_HEADER_LEN], const void *data, size_t len)
 {
     memcpy(header, SNAP_MAGIC, SNAP_MAGIC_LEN);
-    put_u64le(header + 8, (uint64_t)len);
-    put_u64le(header + 16, XXH64(len ? data : "", len, 0));
+    eddy_put_le64(header + 8, (uint64_t)len);
+    eddy_put_le64(header + 16, XXH64(len ? data : "", len, 0));
 }
 
 /* --- file protocol -------------------------------------------------------- */
@@ -308,7 +306,7 @@ static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err
     if (check_header(path, header, size, &plen, err) < 0)
         goto fail;
     uint64_t expected = SNAP_HEADER_LEN + plen;
-    uint64_t sum = get_u64le(header + 16);
+    uint64_t sum = eddy_get_le64(header + 16);
     buf = malloc(plen ? (size_t)plen : 1);
     if (!buf) {
         eddy_err_set(err, "out of memory reading snapshot file %s (%" PRIu64 " bytes)", path,
@@ -444,7 +442,7 @@ static int get_object(eddy_snapshot_store_t *self, const char *key, char **data,
     }
     if (check_header(key, (const unsigned char *)buf, size, &plen, err) < 0)
         goto fail;
-    uint64_t sum = get_u64le((const unsigned char *)buf + 16);
+    uint64_t sum = eddy_get_le64((const unsigned char *)buf + 16);
     if (check_sum("snapshot object", key, buf + SNAP_HEADER_LEN, plen, sum, err) < 0)
         goto fail;
     memmove(buf, buf + SNAP_HEADER_LEN, (size_t)plen);
@@ -657,9 +655,7 @@ static int resolve(eddy_snapshot_store_t *self, const char *job, uint64_t checkp
         return eddy_err_set(err, "out of memory");
     }
     if (load_refs(self, dirkey, checkpoint, r, err) < 0) {
-        free(r->key);
-        free(r->holder);
-        free(r);
+        refs_free(r);
         return -1;
     }
     if (kg < r->n && r->holder[kg])
@@ -673,13 +669,7 @@ static int resolve(eddy_snapshot_store_t *self, const char *job, uint64_t checkp
     refs_t *old = *pp;
     *pp = NULL;
     pthread_mutex_unlock(&self->lock);
-    while (old) {
-        refs_t *next = old->next;
-        free(old->key);
-        free(old->holder);
-        free(old);
-        old = next;
-    }
+    refs_free(old);
     return 0;
 }
 
@@ -741,13 +731,7 @@ void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p)
         return;
     eddy_snapshot_store_t *self = *self_p;
     eddy_snapshot_store_preload_clear(self);
-    while (self->refs) {
-        refs_t *r = self->refs;
-        self->refs = r->next;
-        free(r->key);
-        free(r->holder);
-        free(r);
-    }
+    refs_free(self->refs);
     eddy_object_store_destroy(&self->objects);
     pthread_mutex_destroy(&self->lock);
     free(self->root);

@@ -16,6 +16,9 @@
  *  - once the job ended, every object the two newest checkpoints refer to
  *    is stored, and no object of an older checkpoint is left that neither
  *    refers to (deletion by reference).
+ * And: a referenced object of an older checkpoint corrupted, then a kill -9:
+ * the restore fails with an error naming that object and the checkpoint
+ * that refers to it; the task is not run with part of its state.
  * Every wait polls an observable condition with a deadline. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -33,7 +36,7 @@
 #include "tests/support/s3rver.h"
 
 #define BUCKET "eddy-incr"
-#define RUN_SECONDS 12
+#define RUN_SECONDS 16
 #define FIRST_LINES 3000   /* 10 distinct words each: every key group */
 #define LATER_LINES 27000  /* three words only */
 
@@ -52,18 +55,22 @@ static void teardown(void)
     eddy_test_s3rver_destroy(&srv);
 }
 
+/* Three equal blocks (the source instances read a third of the bytes
+ * each, at a third of the rate): many distinct words, then three words. */
 static void write_input(const char *path)
 {
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
-    for (int i = 0; i < FIRST_LINES; i++) {
-        for (int w = 0; w < 10; w++)
-            fprintf(f, "%sw%d", w ? " " : "", i * 10 + w);
-        fputc('\n', f);
-    }
     static const char *const few[] = {"alpha", "beta", "gamma"};
-    for (int i = 0; i < LATER_LINES; i++)
-        fprintf(f, "%s %s\n", few[i % 3], few[(i + 1) % 3]);
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < FIRST_LINES / 3; i++) {
+            for (int w = 0; w < 10; w++)
+                fprintf(f, "%sw%d", w ? " " : "", (b * FIRST_LINES / 3 + i) * 10 + w);
+            fputc('\n', f);
+        }
+        for (int i = 0; i < LATER_LINES / 3; i++)
+            fprintf(f, "%s %s\n", few[i % 3], few[(i + 1) % 3]);
+    }
     cr_assert_eq(fclose(f), 0);
 }
 
@@ -287,7 +294,39 @@ static void run(const char *storage, bool own_dirs)
     uint64_t from = 0;
     cr_assert(clog && eddy_test_restores_logged(clog, &from) >= 1, "no restore logged:\n%s", clog);
     free(clog);
-    eddy_test_job_view_t v = wait_view(&(eddy_test_job_want_t){.state = "finished"}, 120000,
+
+    /* a (fluid) rescale moves key groups between instances; then, once a
+     * checkpoint after it refers to objects written at parallelism 3, a
+     * second kill -9: restored at parallelism 2 through those references */
+    eddy_test_job_view_t v =
+        wait_view(&(eddy_test_job_want_t){.state = "running", .min_completed = 1, .min_restarts = 1},
+                  30000, "a checkpoint after the restore");
+    const char *rescale[] = {"rescale", "wordcount", "count", "2", NULL};
+    char *rerr = NULL;
+    int rc = eddy_test_cluster_ctl(cl, rescale, 90000, NULL, &rerr);
+    if (rc != 0) {
+        char *l = eddy_test_cluster_log_text(cl);
+        cr_assert_fail("eddy rescale wordcount count 2 exited %d: %s\nlogs:\n%s", rc, rerr, l);
+    }
+    free(rerr);
+    v = eddy_test_job_view(eddy_test_cluster_port(cl, 0), "wordcount");
+    int64_t after = v.ck_completed;
+    deadline = eddy_mono_ms() + 30000;
+    bool referred = false;
+    while (!referred && !strcmp(v.state, "running") && eddy_mono_ms() < deadline) {
+        eddy_nap_ms(50);
+        v = eddy_test_job_view(eddy_test_cluster_port(cl, 0), "wordcount");
+        json_t *ck = last_checkpoint();
+        referred = v.ck_completed > after + 1 && ck_field(ck, "objects_referenced") > 64;
+        json_decref(ck);
+    }
+    if (referred) {
+        victim = eddy_test_busy_worker(eddy_test_cluster_port(cl, 0), 0);
+        cr_assert_gt(victim, 0, "no worker with tasks");
+        cr_assert_eq(kill(victim, SIGKILL), 0);
+        wait_view(&(eddy_test_job_want_t){.min_restarts = 2}, 30000, "the second restore");
+    }
+    v = wait_view(&(eddy_test_job_want_t){.state = "finished"}, 120000,
                                        "the job to finish");
     size_t gl = 0, el = 0;
     int same = eddy_test_same_wordcount(input, output, &gl, &el);
@@ -308,9 +347,10 @@ static void run(const char *storage, bool own_dirs)
         eddy_nap_ms(100);
     cr_assert(collected, "after checkpoint %llu: %s", (unsigned long long)last, why);
     cr_log_info("incremental (%s): full checkpoint %lld objects / %lld bytes, incremental %lld "
-                "objects / %lld bytes (%lld referred to); restored from %llu; %lld restarts",
+                "objects / %lld bytes (%lld referred to); restored from %llu; %lld restarts%s",
                 storage ? "s3" : "file", full_objects, full_bytes, objects, bytes, referenced,
-                (unsigned long long)from, (long long)v.restarts);
+                (unsigned long long)from, (long long)v.restarts,
+                referred ? "" : " (the job ended before a second kill)");
 }
 
 Test(incremental_checkpoints, file_kill9_exact_and_collected, .fini = teardown, .timeout = 240)
@@ -320,14 +360,94 @@ Test(incremental_checkpoints, file_kill9_exact_and_collected, .fini = teardown, 
 
 Test(incremental_checkpoints, s3_kill9_exact_and_collected, .fini = teardown, .timeout = 240)
 {
-    setenv("AWS_ACCESS_KEY_ID", EDDY_TEST_S3RVER_KEY_ID, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", EDDY_TEST_S3RVER_SECRET, 1);
-    unsetenv("AWS_SESSION_TOKEN");
     eddy_err_t err = {{0}};
-    srv = eddy_test_s3rver_start(BUCKET, &err);
+    srv = eddy_test_s3rver_start_with_env(BUCKET, &err);
     cr_assert_not_null(srv, "cannot start s3rver: %s", err.msg);
     static char uri[512];
     snprintf(uri, sizeof uri, "s3://%s/ck?endpoint=%s&region=us-east-1", BUCKET,
              eddy_test_s3rver_url(srv));
     run(uri, true);
+}
+
+/* An object of an older checkpoint that checkpoint `id` refers to, into
+ * key; false: none (yet). */
+static bool older_object(const char *root, uint64_t id, char *key, size_t cap)
+{
+    eddy_err_t err = {{0}};
+    eddy_snapshot_store_t *st = eddy_snapshot_store_new(root, &err);
+    cr_assert_not_null(st, "%s", err.msg);
+    keys_t all = {0}, refs = {0};
+    cr_assert_eq(eddy_snapshot_store_list_keys(st, "wordcount", add_key, &all, &err), 0, "%s", err.msg);
+    add_refs(st, &all, id, &refs);
+    bool found = false;
+    for (size_t i = 0; !found && i < refs.n; i++)
+        if (key_id(refs.v[i]) < id && has_key(&all, refs.v[i])) {
+            snprintf(key, cap, "%s", refs.v[i]);
+            found = true;
+        }
+    keys_free(&all);
+    keys_free(&refs);
+    eddy_snapshot_store_destroy(&st);
+    return found;
+}
+
+Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardown, .timeout = 180)
+{
+    const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", "1", NULL};
+    eddy_test_cluster_opts_t o = {.tag = "incr-bad", .coordinators = 1, .workers = 2,
+                                  .checkpoint_interval = "300", .heartbeat_timeout_ms = HB_TIMEOUT,
+                                  .coord_args = args};
+    eddy_err_t err = {{0}};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    char *input = eddy_test_cluster_path(cl, "input.txt");
+    char *output = eddy_test_cluster_path(cl, "counts.tsv");
+    const char *root = eddy_test_cluster_path(cl, "snapshots");
+    write_input(input);
+    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
+                         "--parallelism", "2", "--rate", "1000", NULL};
+    char *out = NULL;
+    cr_assert(eddy_test_cluster_submit(cl, job, &out, &err) == 0, "%s", err.msg);
+    free(out);
+    /* a checkpoint that refers to an older one's objects, which the
+     * collection left in place for it */
+    char key[256] = "";
+    uint64_t deadline = eddy_mono_ms() + 60000;
+    for (;;) {
+        json_t *ck = last_checkpoint();
+        long long id = ck ? ck_field(ck, "id") : 0, refs = ck ? ck_field(ck, "objects_referenced") : 0;
+        json_decref(ck);
+        if (refs > 64 && older_object(root, (uint64_t)id, key, sizeof key))
+            break;
+        cr_assert_lt(eddy_mono_ms(), deadline, "no checkpoint referring to an older object");
+        eddy_nap_ms(50);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, key);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 30, SEEK_SET);
+    fputc('!', f);
+    fputc('!', f);
+    fclose(f);
+    pid_t victim = eddy_test_busy_worker(eddy_test_cluster_port(cl, 0), 0);
+    cr_assert_gt(victim, 0, "no worker with tasks");
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    /* the restore names the object and the checkpoint holding it */
+    char needle[300];
+    snprintf(needle, sizeof needle, "%s", strrchr(key, '/') + 1); /* kg-N.snap */
+    deadline = eddy_mono_ms() + 60000;
+    char *l = NULL;
+    for (;;) {
+        free(l);
+        l = eddy_test_cluster_log_text(cl);
+        char *hit = l ? strstr(l, "is held by checkpoint") : NULL;
+        if (hit && strstr(l, needle) && strstr(l, "checksum"))
+            break;
+        if (eddy_mono_ms() > deadline)
+            cr_assert_fail("no restore error naming %s; logs:\n%s", key, l);
+        eddy_nap_ms(100);
+    }
+    free(l);
+    cr_log_info("corrupted %s: the restore names it", key);
 }
