@@ -49,6 +49,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "common/byteorder.h"
 #include "common/prefault.h"
 #include "state/keygroup.h"
 
@@ -590,34 +591,6 @@ size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self)
  * separate allocations in hash order, so each one is a likely cache miss. */
 #define KS_PREFETCH 8u
 
-static inline void ks_put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline void ks_put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline uint32_t ks_get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static inline uint64_t ks_get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 /* LEB128: a key length in 1 byte below 128, at most 5. */
 static inline unsigned char *ks_put_varint(unsigned char *p, uint32_t v)
 {
@@ -669,13 +642,13 @@ static int ks_write_table(const ks_group_t *g, uint32_t kg, size_t value_size,
     }
     memcpy(buf, "EKS", 3);
     buf[3] = KS_FORMAT_BULK;
-    ks_put32(buf + 4, kg);
-    ks_put32(buf + 8, (uint32_t)value_size);
-    ks_put32(buf + 12, 0); /* flags: none yet */
-    ks_put64(buf + 16, n);
-    ks_put64(buf + 24, key_bytes);
-    ks_put64(buf + 32, (uint64_t)(p - buf - KS_V2_HEADER));
-    ks_put64(p, XXH64(buf, (size_t)(p - buf), 0));
+    eddy_put_le32(buf + 4, kg);
+    eddy_put_le32(buf + 8, (uint32_t)value_size);
+    eddy_put_le32(buf + 12, 0); /* flags: none yet */
+    eddy_put_le64(buf + 16, n);
+    eddy_put_le64(buf + 24, key_bytes);
+    eddy_put_le64(buf + 32, (uint64_t)(p - buf - KS_V2_HEADER));
+    eddy_put_le64(p, XXH64(buf, (size_t)(p - buf), 0));
     p += KS_V2_TRAILER;
     *out = (char *)buf;
     *out_len = (size_t)(p - buf);
@@ -990,17 +963,17 @@ static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char
     if (p[3] != KS_FORMAT_BULK)
         return eddy_err_set(err, "keyed state: key group %u: unsupported format version %u "
                             "(expected %u)", kg, p[3], KS_FORMAT_BULK);
-    uint64_t body = ks_get64(p + 32);
+    uint64_t body = eddy_get_le64(p + 32);
     if (body > len - KS_V2_HEADER - KS_V2_TRAILER)
         return eddy_err_set(err, "keyed state: key group %u: truncated: %zu bytes of %llu", kg,
                             len, (unsigned long long)body + KS_V2_HEADER + KS_V2_TRAILER);
     if (body < len - KS_V2_HEADER - KS_V2_TRAILER)
         return eddy_err_set(err, "keyed state: key group %u: %llu trailing bytes after the group",
                             kg, (unsigned long long)(len - KS_V2_HEADER - KS_V2_TRAILER - body));
-    if (XXH64(p, len - KS_V2_TRAILER, 0) != ks_get64(p + len - KS_V2_TRAILER))
+    if (XXH64(p, len - KS_V2_TRAILER, 0) != eddy_get_le64(p + len - KS_V2_TRAILER))
         return eddy_err_set(err, "keyed state: key group %u: checksum mismatch (corrupt data)", kg);
-    uint32_t data_kg = ks_get32(p + 4), value_size = ks_get32(p + 8), flags = ks_get32(p + 12);
-    uint64_t n = ks_get64(p + 16), key_bytes = ks_get64(p + 24);
+    uint32_t data_kg = eddy_get_le32(p + 4), value_size = eddy_get_le32(p + 8), flags = eddy_get_le32(p + 12);
+    uint64_t n = eddy_get_le64(p + 16), key_bytes = eddy_get_le64(p + 24);
     if (data_kg != kg)
         return eddy_err_set(err, "keyed state: key group %u: data is for key group %u", kg, data_kg);
     if (value_size != self->value_size)
