@@ -18,7 +18,10 @@
  *    refers to (deletion by reference).
  * And: a referenced object of an older checkpoint corrupted, then a kill -9:
  * the restore fails with an error naming that object and the checkpoint
- * that refers to it; the task is not run with part of its state.
+ * that refers to it; the task is not run with part of its state. And an
+ * object only the newest checkpoint wrote corrupted, then a kill -9: the
+ * coordinator falls back to the older retained checkpoint, whose references
+ * deletion by reference kept, and the output is exact.
  * Every wait polls an observable condition with a deadline. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -369,9 +372,9 @@ Test(incremental_checkpoints, s3_kill9_exact_and_collected, .fini = teardown, .t
     run(uri, true);
 }
 
-/* An object of an older checkpoint that checkpoint `id` refers to, into
- * key; false: none (yet). */
-static bool older_object(const char *root, uint64_t id, char *key, size_t cap)
+/* An object that checkpoint `id` refers to, held by an older checkpoint
+ * (older) or written by `id` itself, into key; false: none (yet). */
+static bool referenced_object(const char *root, uint64_t id, bool older, char *key, size_t cap)
 {
     eddy_err_t err = {{0}};
     eddy_snapshot_store_t *st = eddy_snapshot_store_new(root, &err);
@@ -381,7 +384,7 @@ static bool older_object(const char *root, uint64_t id, char *key, size_t cap)
     add_refs(st, &all, id, &refs);
     bool found = false;
     for (size_t i = 0; !found && i < refs.n; i++)
-        if (key_id(refs.v[i]) < id && has_key(&all, refs.v[i])) {
+        if ((older ? key_id(refs.v[i]) < id : key_id(refs.v[i]) == id) && has_key(&all, refs.v[i])) {
             snprintf(key, cap, "%s", refs.v[i]);
             found = true;
         }
@@ -417,7 +420,7 @@ Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardo
         json_t *ck = last_checkpoint();
         long long id = ck ? ck_field(ck, "id") : 0, refs = ck ? ck_field(ck, "objects_referenced") : 0;
         json_decref(ck);
-        if (refs > 64 && older_object(root, (uint64_t)id, key, sizeof key))
+        if (refs > 64 && referenced_object(root, (uint64_t)id, true, key, sizeof key))
             break;
         cr_assert_lt(eddy_mono_ms(), deadline, "no checkpoint referring to an older object");
         eddy_nap_ms(50);
@@ -450,4 +453,73 @@ Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardo
     }
     free(l);
     cr_log_info("corrupted %s: the restore names it", key);
+}
+
+Test(incremental_checkpoints, older_retained_restores_through_references, .fini = teardown,
+     .timeout = 240)
+{
+    const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", "2", NULL};
+    eddy_test_cluster_opts_t o = {.tag = "incr-old", .coordinators = 1, .workers = 2,
+                                  .checkpoint_interval = "1000", .heartbeat_timeout_ms = HB_TIMEOUT,
+                                  .coord_args = args};
+    eddy_err_t err = {{0}};
+    cl = eddy_test_cluster_new(&o, &err);
+    cr_assert(cl, "%s", err.msg);
+    char *input = eddy_test_cluster_path(cl, "input.txt");
+    char *output = eddy_test_cluster_path(cl, "counts.tsv");
+    const char *root = eddy_test_cluster_path(cl, "snapshots");
+    write_input(input);
+    char rate[32];
+    snprintf(rate, sizeof rate, "%d", (FIRST_LINES + LATER_LINES) / RUN_SECONDS);
+    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
+                         "--parallelism", "3", "--rate", rate, NULL};
+    char *out = NULL;
+    cr_assert(eddy_test_cluster_submit(cl, job, &out, &err) == 0, "%s", err.msg);
+    free(out);
+    /* the newest checkpoint refers to older objects, and so does the one
+     * before it (both retained) */
+    char key[256] = "";
+    long long id = 0;
+    uint64_t deadline = eddy_mono_ms() + 60000;
+    for (;;) {
+        json_t *ck = last_checkpoint();
+        id = ck ? ck_field(ck, "id") : 0;
+        long long refs = ck ? ck_field(ck, "objects_referenced") : 0;
+        json_decref(ck);
+        if (id >= 4 && refs > 64 && referenced_object(root, (uint64_t)id, false, key, sizeof key))
+            break;
+        cr_assert_lt(eddy_mono_ms(), deadline, "no incremental checkpoint after another");
+        eddy_nap_ms(20);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, key);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 30, SEEK_SET);
+    fputc('!', f);
+    fputc('!', f);
+    fclose(f);
+    pid_t victim = eddy_test_busy_worker(eddy_test_cluster_port(cl, 0), 0);
+    cr_assert_gt(victim, 0, "no worker with tasks");
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    /* checkpoint id is unusable: the restore falls back to the one before */
+    char needle[96];
+    snprintf(needle, sizeof needle, "checkpoint %lld cannot be restored", id);
+    deadline = eddy_mono_ms() + 60000;
+    while (eddy_test_cluster_log_count(cl, "coordinator.log", needle) == 0) {
+        if (eddy_mono_ms() > deadline) {
+            char *l = eddy_test_cluster_log_text(cl);
+            cr_assert_fail("no fall back from checkpoint %lld (corrupted %s); logs:\n%s", id, key, l);
+        }
+        eddy_nap_ms(50);
+    }
+    wait_view(&(eddy_test_job_want_t){.state = "finished"}, 120000, "the job to finish");
+    size_t gl = 0, el = 0;
+    int same = eddy_test_same_wordcount(input, output, &gl, &el);
+    if (same != 1) {
+        char *l = eddy_test_cluster_log_text(cl);
+        cr_assert_fail("output differs from the reference (%zu vs %zu bytes, %d); logs:\n%s", gl,
+                       el, same, l);
+    }
+    cr_log_info("corrupted %s of checkpoint %lld: restored from the one before, exact", key, id);
 }
