@@ -25,7 +25,7 @@ static void render_checkpoint(const json_t *ck)
     if (json_integer_value(json_object_get(ck, "id")) <= 0)
         return;
     printf("    checkpoint %lld: %.1f ms (sync %.3f ms, async %.1f ms, alignment %.1f ms), %lld bytes "
-           "in %lld files; %lld completed, %lld failed\n",
+           "in %lld files; %lld key groups referred to earlier checkpoints; %lld completed, %lld failed\n",
            (long long)json_integer_value(json_object_get(ck, "id")),
            json_number_value(json_object_get(ck, "duration_ms")),
            json_number_value(json_object_get(ck, "sync_ms")),
@@ -33,6 +33,7 @@ static void render_checkpoint(const json_t *ck)
            json_number_value(json_object_get(ck, "alignment_ms")),
            (long long)json_integer_value(json_object_get(ck, "bytes")),
            (long long)json_integer_value(json_object_get(ck, "objects")),
+           (long long)json_integer_value(json_object_get(ck, "objects_referenced")),
            (long long)json_integer_value(json_object_get(ck, "completed")),
            (long long)json_integer_value(json_object_get(ck, "failed")));
 }

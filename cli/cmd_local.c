@@ -149,6 +149,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
+    uint32_t full_every = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
     const char *pipeline = NULL;
     const char *token_file = NULL;
@@ -180,6 +181,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
         EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
+        EDDY_FLAG_U32("checkpoint-full-every", &full_every, 1, EDDY_CHECKPOINT_FULL_EVERY_MAX, "N", "every N-th checkpoint of a keyed task is full; the others write only the key groups changed since its last completed checkpoint and refer to earlier ones for the rest (10; 1 = always full)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
@@ -401,7 +403,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         .bind = bind, .keys = keys, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
         .snapshot_dir = snaps, .checkpoint_storage = storage_uri, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
-        .checkpoints_retained = retained, .tolerable_checkpoint_failures = tolerable,
+        .checkpoints_retained = retained, .checkpoint_full_every = full_every, .tolerable_checkpoint_failures = tolerable,
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,
         .submit_guarantee = guarantee, .submit_argc = job_args.count, .submit_argv = job_args.items, .min_workers = workers,
         .exit_when_done = true, .progress = !quiet, .plugin_files = &plugin,

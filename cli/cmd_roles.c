@@ -123,6 +123,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
+    uint32_t full_every = 10;
     bool heartbeat_only = false, no_rebalance = false, insecure = false;
     uint32_t rebalance_ms = 3000;
     eddy_coordinator_limits_t limits = {0};
@@ -148,6 +149,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoint-timeout-ms", &ck_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "abandon a checkpoint not complete after MS (60000)"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
+        EDDY_FLAG_U32("checkpoint-full-every", &full_every, 1, EDDY_CHECKPOINT_FULL_EVERY_MAX, "N", "every N-th checkpoint of a keyed task is full; the others write only the key groups changed since its last completed checkpoint and refer to earlier ones for the rest (10; 1 = always full)"),
         EDDY_FLAG_U32("tolerable-checkpoint-failures", &tolerable, 1, 1000000, "N", "restore after N failed checkpoints in a row (3)"),
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_STR("advertise", &advertise, "tcp://HOST:PORT", "endpoint clients and workers are sent to when this coordinator leads (default: --bind, a wildcard host replaced by the host name)"),
@@ -208,7 +210,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
         .snapshot_dir = snapshots, .checkpoint_storage = storage_uri, .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
-        .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained,
+        .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained, .checkpoint_full_every = full_every,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,
         .leader_quorum_timeout_ms = quorum_timeout, .dead_worker_grace_ms = dead_grace,

@@ -142,6 +142,7 @@ coord_ack_verdict_t coord_pending_checkpoint_ack(coord_pending_checkpoint_t *sel
     if (cost) {
         self->cost.bytes += cost->bytes;
         self->cost.files += cost->files;
+        self->cost.referenced += cost->referenced;
         self->cost.sync_us = cost->sync_us > self->cost.sync_us ? cost->sync_us : self->cost.sync_us;
         self->cost.async_us = cost->async_us > self->cost.async_us ? cost->async_us : self->cost.async_us;
         self->cost.align_us = cost->align_us > self->cost.align_us ? cost->align_us : self->cost.align_us;
@@ -291,8 +292,20 @@ void coord_retained_clear(coord_job_t *j)
 static void on_key_deleted(void *arg, const eddy_meta_result_t *res)
 {
     coord_ticket_t *t = arg;
-    if (res->rc == 0) {
+    /* by reference: a retained (incremental) checkpoint may still need
+     * objects of this one; the job's retained list, whatever its epoch now */
+    coord_job_t *j = coord_job_by_num(t->c, t->job);
+    if (res->rc == 0 && j && j->n_retained && t->checkpoint > j->retained[j->n_retained - 1].id) {
+        /* abandoned while committing: never complete, nothing refers to it */
         coord_reaper_remove(t->c->reaper, t->job_id, t->checkpoint);
+    } else if (res->rc == 0 && j) {
+        uint64_t keep[COORD_MAX_RETAINED];
+        for (uint32_t i = 0; i < j->n_retained; i++)
+            keep[i] = j->retained[i].id;
+        coord_reaper_collect(t->c->reaper, t->job_id, t->checkpoint, keep, j->n_retained);
+    } else if (res->rc == 0) {
+        eddy_debug("job %s has ended: the files of its checkpoint %" PRIu64 " are kept",
+                   t->job_id, t->checkpoint);
     } else {
         eddy_warn("job %s: cannot delete the metadata of checkpoint %" PRIu64 ": %s; its files are kept",
                   t->job_id, t->checkpoint, res->err.msg);
@@ -452,8 +465,9 @@ static void complete(coord_t *c, coord_job_t *j)
     m.u.complete.checkpoint = j->last_checkpoint;
     coord_broadcast(c, &m);
     eddy_debug("job %s: checkpoint %" PRIu64 " complete in %.0f ms, %" PRIu64 " bytes in %" PRIu64
-               " files; slowest task: sync %.3f ms, async %.3f ms, alignment %.3f ms", j->id,
+               " files (%" PRIu64 " key groups referred to earlier checkpoints); slowest task: sync %.3f ms, async %.3f ms, alignment %.3f ms", j->id,
                j->last_checkpoint, duration, j->last_checkpoint_cost.bytes, j->last_checkpoint_cost.files,
+               j->last_checkpoint_cost.referenced,
                j->last_checkpoint_cost.sync_us / 1e3, j->last_checkpoint_cost.async_us / 1e3,
                j->last_checkpoint_cost.align_us / 1e3);
     coord_job_store_save(c, j, 3, NULL, NULL);
@@ -585,6 +599,7 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
                                                          &(coord_checkpoint_cost_t){
                                                              .bytes = m->u.ack.bytes_written,
                                                              .files = m->u.ack.files_written,
+                                                             .referenced = m->u.ack.files_referenced,
                                                              .sync_us = m->u.ack.sync_us,
                                                              .async_us = m->u.ack.async_us,
                                                              .align_us = m->u.ack.align_us});

@@ -45,6 +45,7 @@ void coord_progress_free(coord_source_progress_t **p, uint32_t n);
  * the barrier alignment, microseconds, of the slowest task in each. */
 typedef struct coord_checkpoint_cost {
     uint64_t bytes, files;
+    uint64_t referenced; /* key groups referred to in earlier checkpoints, not written */
     uint64_t sync_us, async_us, align_us;
 } coord_checkpoint_cost_t;
 

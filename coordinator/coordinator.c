@@ -944,6 +944,8 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
     eddy_coordinator_options_t o = *opts;
     if (!o.checkpoints_retained)
         o.checkpoints_retained = 2;
+    if (!o.checkpoint_full_every)
+        o.checkpoint_full_every = 10;
     if (!o.tolerable_checkpoint_failures)
         o.tolerable_checkpoint_failures = 3;
     if (!o.deploy_timeout_ms)

@@ -78,6 +78,8 @@ typedef struct eddy_coordinator_options {
     uint32_t checkpoint_interval_ms; /* 0 disables periodic checkpoints */
     uint32_t checkpoint_timeout_ms;
     uint32_t checkpoints_retained;   /* complete checkpoints kept (>= 1; CLI default 2) */
+    uint32_t checkpoint_full_every;  /* every N-th checkpoint full, the others
+                                      * incremental (>= 1; default 10; 1 = always full) */
     uint32_t tolerable_checkpoint_failures; /* in a row, then restore (>= 1; default 3) */
     uint32_t deploy_timeout_ms;      /* a worker not confirming a DEPLOY is quarantined */
     uint32_t max_restarts;           /* restores in a row without a checkpoint, then the

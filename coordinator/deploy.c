@@ -48,6 +48,7 @@ static void send_deploy(coord_t *c, coord_job_t *j)
         snprintf(d->snapshot_dir, sizeof d->snapshot_dir, "%s", c->opts->snapshot_dir);
     d->max_parallelism = j->graph.max_parallelism;
     d->guarantee = j->guarantee;
+    d->checkpoint_full_every = c->opts->checkpoint_full_every;
     d->n_stages = j->graph.n_stages;
     d->stages = j->placement;
     uint32_t n_workers = coord_usable_workers(c);

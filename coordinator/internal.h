@@ -450,6 +450,10 @@ void coord_disconnect_heard(coord_t *c, int fd, const unsigned char *id, size_t 
 coord_reaper_t *coord_reaper_new(eddy_snapshot_store_t *store, eddy_err_t *err);
 /* Queues the removal of ROOT/JOB/chk-<checkpoint>; self NULL: removes nothing. */
 void coord_reaper_remove(coord_reaper_t *self, const char *job, uint64_t checkpoint);
+/* Collects by reference (state/snapshot_gc.h) every stored checkpoint of
+ * job up to upto that is not one of keep[n_keep] (the retained ones). */
+void coord_reaper_collect(coord_reaper_t *self, const char *job, uint64_t upto,
+                          const uint64_t *keep, uint32_t n_keep);
 /* Finishes the queued removals, joins the thread, frees, NULLs *self_p. */
 void coord_reaper_destroy(coord_reaper_t **self_p);
 

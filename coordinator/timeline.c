@@ -438,6 +438,8 @@ json_t *coord_timeline_json(coord_t *c, const char *job_id)
                                              k->cost.sync_us / 1e3, "async_ms",
                                              k->cost.async_us / 1e3, "alignment_ms",
                                              k->cost.align_us / 1e3));
+        json_object_set_new(json_array_get(cks, json_array_size(cks) - 1), "objects_referenced",
+                            json_integer((json_int_t)k->cost.referenced));
     }
     return json_pack("{s:s, s:i, s:o, s:o, s:o}", "job", j->id, "interval_ms", COORD_TIMELINE_INTERVAL_MS,
                      "t", times, "operators", ops, "checkpoints", cks);

@@ -187,6 +187,8 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                            (json_int_t)j->checkpoints_failed, "sync_ms", cost->sync_us / 1e3,
                            "async_ms", cost->async_us / 1e3, "alignment_ms", cost->align_us / 1e3);
     /* tasks that had finished when it was taken (restored as finished) */
+    /* incremental checkpoints: the key groups it referred to, not wrote */
+    json_object_set_new(ck, "objects_referenced", json_integer((json_int_t)cost->referenced));
     json_object_set_new(ck, "finished_tasks",
                         json_integer(j->n_retained ? j->retained[j->n_retained - 1].n_finished : 0));
     uint64_t end = j->ended_ms ? j->ended_ms : eddy_mono_ms();
@@ -683,13 +685,14 @@ static void checkpoint_costs(text_buf_t *b, coord_t *c)
         {"eddy_checkpoint_alignment_seconds", "Barrier alignment of the last complete checkpoint: the slowest task's time from its first input's barrier to its last."},
         {"eddy_checkpoint_bytes", "State bytes the last complete checkpoint wrote."},
         {"eddy_checkpoint_objects", "Snapshot files (objects) the last complete checkpoint wrote."},
+        {"eddy_checkpoint_referenced_objects", "Key groups the last complete checkpoint referred to in earlier checkpoints' objects instead of writing them (incremental checkpoints)."},
     };
     for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
         family(b, fams[f].name, "gauge", fams[f].help);
         for (coord_job_t *j = c->jobs; j; j = j->next) {
             const coord_checkpoint_cost_t *k = &j->last_checkpoint_cost;
             const double v[] = {k->sync_us / 1e6, k->async_us / 1e6, k->align_us / 1e6,
-                                (double)k->bytes, (double)k->files};
+                                (double)k->bytes, (double)k->files, (double)k->referenced};
             tb_printf(b, "%s{job=\"%s\"} %.17g\n", fams[f].name, j->id, v[f]);
         }
     }

@@ -697,6 +697,8 @@ static const field_t deploy_fields[] = {
      .clear = clear_deploy_finished},
     /* optional: the checkpoint storage URI (absent: "", the snapshot dir) */
     {.kind = FIELD_TEXT, .offset = MSG(deploy.storage_uri), .max = TEXT_SIZE(deploy.storage_uri)},
+    /* optional: --checkpoint-full-every (absent: 0, every checkpoint full) */
+    {.kind = FIELD_U32, .offset = MSG(deploy.checkpoint_full_every), .max = EDDY_CHECKPOINT_FULL_EVERY_MAX},
 };
 
 static const field_t deployed_fields[] = {
@@ -779,6 +781,8 @@ static const field_t ack_fields[] = {
     {.kind = FIELD_U64, .offset = MSG(ack.sync_us), .max = UINT64_MAX},
     {.kind = FIELD_U64, .offset = MSG(ack.async_us), .max = UINT64_MAX},
     {.kind = FIELD_U64, .offset = MSG(ack.align_us), .max = UINT64_MAX},
+    /* optional: groups referred to, not written (incremental checkpoints) */
+    {.kind = FIELD_U64, .offset = MSG(ack.files_referenced), .max = UINT64_MAX},
 };
 
 static const field_t complete_fields[] = {
@@ -890,11 +894,11 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 3},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 4},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
-    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 5},
+    [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 6},
     [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
     [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},
     [EDDY_MSG_TASK_FAILED] = {task_failed_fields, ELEMS(task_failed_fields), {0}, 0},

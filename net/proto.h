@@ -25,6 +25,8 @@
  * file:///DIR or s3://BUCKET/PREFIX?endpoint=URL&region=R), incl. NUL. It
  * never holds a credential. */
 #define EDDY_STORAGE_URI_MAX 2048
+/* --checkpoint-full-every's largest value (every N-th checkpoint full). */
+#define EDDY_CHECKPOINT_FULL_EVERY_MAX 1000000u
 #define EDDY_ERROR_MAX 512        /* error strings (incl. NUL) */
 #define EDDY_MAX_ARGS 256
 #define EDDY_ARG_MAX 65536 /* a pipeline spec travels as one argument */
@@ -211,6 +213,9 @@ typedef struct eddy_deploy {
      * absent or "": snapshot_dir). A worker started with its own
      * --checkpoint-storage uses that instead. Never a credential. */
     char storage_uri[EDDY_STORAGE_URI_MAX];
+    /* --checkpoint-full-every (optional last field; absent: 1, every
+     * checkpoint full as before incremental checkpoints). */
+    uint32_t checkpoint_full_every;
 } eddy_deploy_t;
 
 typedef struct eddy_msg {
@@ -302,6 +307,11 @@ typedef struct eddy_msg {
              * the barrier's end to this ACK (the asynchronous part), and
              * from its first input's barrier to its last (alignment). */
             uint64_t sync_us, async_us, align_us;
+            /* Incremental checkpoints (optional last field, absent: 0):
+             * the key groups the task referred to in earlier checkpoints'
+             * objects instead of writing them (files_written counts what
+             * it wrote, its manifest included). */
+            uint64_t files_referenced;
         } ack;
         struct {
             uint32_t job;

@@ -277,6 +277,8 @@ eddy_task_t *eddy_task_new(eddy_task_env_t *env, const eddy_task_config_t *cfg, 
             eddy_err_set(err, "out of memory");
             goto fail;
         }
+        if (task_chain_open(t, err) < 0)
+            goto fail;
         /* Without a checkpoint to restore, the owned groups start empty. */
         if (restore == 0)
             for (uint32_t kg = t->ctx.key_groups.start; kg < t->ctx.key_groups.end; kg++)
@@ -345,6 +347,7 @@ void eddy_task_destroy(eddy_task_t **self_p)
     task_free_groups(t);
     task_free_migration(t);
     eddy_keyed_state_destroy(&t->state);
+    task_chain_close(t);
     free(t->held);
     free(t);
     *self_p = NULL;
@@ -358,6 +361,9 @@ bool eddy_task_failed(const eddy_task_t *self) { return self->failed; }
 
 void eddy_task_commit(eddy_task_t *self, uint64_t checkpoint, eddy_sync_list_t *sync)
 {
+    /* What it wrote in checkpoint is a base for later ones now. */
+    if (self->chain && checkpoint != EDDY_FINAL_CHECKPOINT)
+        eddy_snapshot_chain_completed(self->chain, checkpoint);
     for (uint32_t i = 0; i < self->def->n_ops; i++)
         if (self->ops[i] && self->def->ops[i].ops->commit)
             self->def->ops[i].ops->commit(self->ops[i], checkpoint, sync);

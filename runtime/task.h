@@ -70,6 +70,10 @@ typedef struct eddy_task_env {
      * the barrier (false: EDDY_SNAPSHOT_MODE=sync, read by the worker).
      * Migration snapshots are always synchronous. */
     bool snapshot_async;
+    /* --checkpoint-full-every (DEPLOY): every N-th checkpoint of a keyed
+     * task is full, the others write only the key groups changed since its
+     * last completed checkpoint (runtime/task_chain.c); 0 or 1: always full. */
+    uint32_t checkpoint_full_every;
     /* Test hook (EDDY_TEST_FLUID_HOLD_MS, read by the worker): an old owner
      * holds each fluid step's state back this long once it could send it,
      * so tests can act in the middle of a step. 0: off. */

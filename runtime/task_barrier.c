@@ -201,15 +201,24 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
     /* In a migration snapshot only the rescaled stage moves state. */
     if (t->state && !ack.u.ack.error[0] && (!migration || t->stage == t->env->migrate_stage)) {
         eddy_err_t err = {{0}};
+        uint32_t referenced = 0;
+        if (!migration) /* which groups are written, which referred to */
+            task_chain_plan(t, checkpoint, &referenced);
         /* Asynchronous: a view now, bytes (and bytes_written) on the writer. */
         unit = !migration && t->env->snapshot_async ? task_view_state(t, checkpoint, &err)
                                                     : task_serialise_state(t, checkpoint, migration, &err);
+        if (unit && !migration && task_chain_manifest(t, unit, &err) < 0) {
+            eddy_snapshot_unit_free(unit);
+            unit = NULL;
+        }
         if (!unit)
             snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
         ack.u.ack.state_keys = eddy_keyed_state_keys(t->state);
         for (uint32_t i = 0; unit && i < unit->n_groups; i++)
             ack.u.ack.bytes_written += unit->lens[i];
-        ack.u.ack.files_written = unit ? unit->n_groups : 0;
+        ack.u.ack.bytes_written += unit ? unit->manifest_len : 0;
+        ack.u.ack.files_written = unit ? unit->n_groups + (unit->manifest != NULL) : 0;
+        ack.u.ack.files_referenced = unit ? referenced : 0;
     }
     if (t->source && t->def->event_time.enabled && t->env->store && !ack.u.ack.error[0]) {
         eddy_err_t err = {{0}};

@@ -8,6 +8,8 @@
  *   task_output.c   output channels: batching, credits, pending queues,
  *                   routing of records and control messages
  *   task_barrier.c  barrier alignment and checkpoints (snapshot units, ACKs)
+ *   task_chain.c    incremental checkpoints: groups written or referred to,
+ *                   the manifest
  *   task_migrate.c  key-group state in and out of a task: serialisation,
  *                   rewire for a new placement, loading moved groups
  *   task_metrics.c  busy/idle accounting, key loads, metrics */
@@ -17,6 +19,7 @@
 #include "runtime/task.h"
 
 #include "state/route_table.h"
+#include "state/snapshot_chain.h"
 
 #include "common/histogram.h"
 #include "runtime/channel_flow.h"
@@ -113,6 +116,11 @@ struct eddy_task {
     chain_link_t links[EDDY_MAX_CHAIN + 1];
     eddy_keyed_state_t *state;
     uint8_t *held;           /* [max_parallelism] key groups present in state */
+    /* Incremental checkpoints (task_chain.c): NULL when every checkpoint
+     * is full. chain_holder[kg]: at the checkpoint being taken, the earlier
+     * checkpoint a held group is referred to in, 0 when it is written. */
+    eddy_snapshot_chain_t *chain;
+    uint64_t *chain_holder;
 
     /* event time: the task's watermark (last one handed to the chain and
      * forwarded), the valve over the inputs, whether downstream was told
@@ -228,6 +236,16 @@ struct eddy_task {
  * decoder takes, so a group of up to 1 MiB is one message, installed
  * straight from it without being put together (it was 256 KiB). */
 #define EDDY_STATE_CHUNK_BYTES EDDY_STATE_CHUNK_MAX
+
+/* task_chain.c */
+int task_chain_open(eddy_task_t *t, eddy_err_t *err);
+void task_chain_close(eddy_task_t *t);
+/* At checkpoint's barrier (not a migration snapshot's): fills
+ * chain_holder, and the unit's manifest once the unit exists. */
+void task_chain_plan(eddy_task_t *t, uint64_t checkpoint, uint32_t *n_referenced);
+/* Whether held group kg is written at the checkpoint being taken. */
+bool task_chain_writes(const eddy_task_t *t, uint32_t kg);
+int task_chain_manifest(eddy_task_t *t, eddy_snapshot_unit_t *u, eddy_err_t *err);
 
 /* task.c */
 void task_set_fault(eddy_task_t *t, const char *what);

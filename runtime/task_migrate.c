@@ -76,6 +76,9 @@ eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, 
         if (migration && !moving &&
             eddy_kg_owner(kg, t->env->migrate_parallelism, t->graph->max_parallelism) == t->instance)
             continue;
+        /* An incremental checkpoint refers to unchanged groups (task_chain.c). */
+        if (!migration && !task_chain_writes(t, kg))
+            continue;
         uint32_t i = u->n_groups;
         if (task_write_group(t, kg, &u->data[i], &u->lens[i], err) < 0) {
             eddy_snapshot_unit_free(u);
@@ -175,7 +178,7 @@ eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_
     u->checkpoint = checkpoint;
     u->durable = true;
     for (uint32_t kg = 0; kg < k; kg++) {
-        if (!t->held[kg])
+        if (!t->held[kg] || !task_chain_writes(t, kg))
             continue;
         uint32_t at = u->n_groups++;
         u->groups[at] = kg;

@@ -437,6 +437,7 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .self_worker_id = w->id, .guarantee = d->guarantee};
     const char *mode = getenv("EDDY_SNAPSHOT_MODE"); /* sync|async (runtime/task.h) */
     j->env.snapshot_async = !mode || strcmp(mode, "sync") != 0;
+    j->env.checkpoint_full_every = d->checkpoint_full_every;
     const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
     j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;
     const char *corrupt = getenv("EDDY_TEST_FLUID_CORRUPT");

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "common/byteorder.h"
 #include "common/prefault.h"
 #include "state/keygroup.h"
 
@@ -132,6 +133,7 @@ struct eddy_keyed_state {
     size_t entry_bytes;   /* sum of malloc'd entry sizes */
     size_t slot_bytes;    /* sum of slot array sizes */
     ks_group_t *groups;
+    uint8_t *changed;     /* [max_key_groups]: written since take_changed (see the header) */
     uint32_t version;     /* stamp of entries created or copied now */
     eddy_keyed_state_view_t *oldest, *newest; /* live views, by age */
     /* Groups given up by drop_group_later whose entries are not freed yet:
@@ -390,7 +392,10 @@ eddy_keyed_state_t *eddy_keyed_state_new(uint32_t max_key_groups, size_t value_s
     if (!self)
         return NULL;
     self->groups = calloc(max_key_groups, sizeof *self->groups);
-    if (!self->groups) {
+    self->changed = calloc(max_key_groups, 1);
+    if (!self->groups || !self->changed) {
+        free(self->groups);
+        free(self->changed);
         free(self);
         return NULL;
     }
@@ -414,6 +419,7 @@ void eddy_keyed_state_destroy(eddy_keyed_state_t **self_p)
     for (eddy_keyed_state_view_t *v = self->oldest; v; v = v->newer)
         v->state = NULL;
     free(self->groups);
+    free(self->changed);
     free(self);
     *self_p = NULL;
 }
@@ -425,6 +431,7 @@ void *eddy_keyed_state_upsert(eddy_keyed_state_t *self, uint32_t kg, uint64_t ha
         *created = false;
     if (kg >= self->max_key_groups || key_len > KS_KEY_MAX)
         return NULL;
+    self->changed[kg] = 1; /* the caller writes the value */
     ks_group_t *g = &self->groups[kg];
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i != SIZE_MAX) {
@@ -467,6 +474,7 @@ void *eddy_keyed_state_get(eddy_keyed_state_t *self, uint32_t kg, uint64_t hash,
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i == SIZE_MAX)
         return NULL;
+    self->changed[kg] = 1;
     ks_entry_t *e = ks_own_entry(self, g, i); /* the caller may write the value */
     return e ? ks_value(e) : NULL;
 }
@@ -480,6 +488,7 @@ bool eddy_keyed_state_remove(eddy_keyed_state_t *self, uint32_t kg, uint64_t has
     size_t i = ks_find(self, g, hash, key, key_len);
     if (i == SIZE_MAX || ks_own_slots(self, g) != 0)
         return false;
+    self->changed[kg] = 1;
     ks_entry_t *e = g->slots[i].entry;
     self->entry_bytes -= ks_entry_size(self, ks_klen(e));
     g->key_bytes -= ks_klen(e);
@@ -508,6 +517,8 @@ int eddy_keyed_state_foreach(eddy_keyed_state_t *self, uint32_t kg,
     if (kg >= self->max_key_groups)
         return 0;
     ks_group_t *g = &self->groups[kg];
+    if (g->count)
+        self->changed[kg] = 1; /* visit may write values */
     for (size_t i = 0; i < g->cap; i++) {
         if (!g->slots[i].entry)
             continue;
@@ -523,6 +534,7 @@ void eddy_keyed_state_drop_group(eddy_keyed_state_t *self, uint32_t kg)
 {
     if (kg >= self->max_key_groups)
         return;
+    self->changed[kg] = 1;
     ks_group_t *g = &self->groups[kg];
     for (size_t i = 0; i < g->cap; i++) {
         ks_entry_t *e = g->slots[i].entry;
@@ -542,6 +554,7 @@ void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
 {
     if (kg >= self->max_key_groups)
         return;
+    self->changed[kg] = 1;
     ks_group_t *g = &self->groups[kg];
     /* A live view may hold these entries: they must be retired to it, one
      * by one, now. With none, no view can ever see them (a view taken
@@ -567,6 +580,15 @@ void eddy_keyed_state_drop_group_later(eddy_keyed_state_t *self, uint32_t kg)
     self->slot_bytes -= g->cap * sizeof(ks_slot_t);
     self->keys -= g->count;
     memset(g, 0, sizeof *g);
+}
+
+bool eddy_keyed_state_take_changed(eddy_keyed_state_t *self, uint32_t kg)
+{
+    if (kg >= self->max_key_groups)
+        return false;
+    bool changed = self->changed[kg];
+    self->changed[kg] = 0;
+    return changed;
 }
 
 size_t eddy_keyed_state_reap(eddy_keyed_state_t *self, size_t max_entries)
@@ -627,34 +649,6 @@ size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self)
  * separate allocations in hash order, so each one is a likely cache miss. */
 #define KS_PREFETCH 8u
 
-static inline void ks_put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline void ks_put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static inline uint32_t ks_get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static inline uint64_t ks_get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 /* LEB128: a key length in 1 byte below 128, at most 5. */
 static inline unsigned char *ks_put_varint(unsigned char *p, uint32_t v)
 {
@@ -706,13 +700,13 @@ static int ks_write_table(const ks_group_t *g, uint32_t kg, size_t value_size,
     }
     memcpy(buf, "EKS", 3);
     buf[3] = KS_FORMAT_BULK;
-    ks_put32(buf + 4, kg);
-    ks_put32(buf + 8, (uint32_t)value_size);
-    ks_put32(buf + 12, 0); /* flags: none yet */
-    ks_put64(buf + 16, n);
-    ks_put64(buf + 24, key_bytes);
-    ks_put64(buf + 32, (uint64_t)(p - buf - KS_V2_HEADER));
-    ks_put64(p, XXH64(buf, (size_t)(p - buf), 0));
+    eddy_put_le32(buf + 4, kg);
+    eddy_put_le32(buf + 8, (uint32_t)value_size);
+    eddy_put_le32(buf + 12, 0); /* flags: none yet */
+    eddy_put_le64(buf + 16, n);
+    eddy_put_le64(buf + 24, key_bytes);
+    eddy_put_le64(buf + 32, (uint64_t)(p - buf - KS_V2_HEADER));
+    eddy_put_le64(p, XXH64(buf, (size_t)(p - buf), 0));
     p += KS_V2_TRAILER;
     *out = (char *)buf;
     *out_len = (size_t)(p - buf);
@@ -1027,17 +1021,17 @@ static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char
     if (p[3] != KS_FORMAT_BULK)
         return eddy_err_set(err, "keyed state: key group %u: unsupported format version %u "
                             "(expected %u)", kg, p[3], KS_FORMAT_BULK);
-    uint64_t body = ks_get64(p + 32);
+    uint64_t body = eddy_get_le64(p + 32);
     if (body > len - KS_V2_HEADER - KS_V2_TRAILER)
         return eddy_err_set(err, "keyed state: key group %u: truncated: %zu bytes of %llu", kg,
                             len, (unsigned long long)body + KS_V2_HEADER + KS_V2_TRAILER);
     if (body < len - KS_V2_HEADER - KS_V2_TRAILER)
         return eddy_err_set(err, "keyed state: key group %u: %llu trailing bytes after the group",
                             kg, (unsigned long long)(len - KS_V2_HEADER - KS_V2_TRAILER - body));
-    if (XXH64(p, len - KS_V2_TRAILER, 0) != ks_get64(p + len - KS_V2_TRAILER))
+    if (XXH64(p, len - KS_V2_TRAILER, 0) != eddy_get_le64(p + len - KS_V2_TRAILER))
         return eddy_err_set(err, "keyed state: key group %u: checksum mismatch (corrupt data)", kg);
-    uint32_t data_kg = ks_get32(p + 4), value_size = ks_get32(p + 8), flags = ks_get32(p + 12);
-    uint64_t n = ks_get64(p + 16), key_bytes = ks_get64(p + 24);
+    uint32_t data_kg = eddy_get_le32(p + 4), value_size = eddy_get_le32(p + 8), flags = eddy_get_le32(p + 12);
+    uint64_t n = eddy_get_le64(p + 16), key_bytes = eddy_get_le64(p + 24);
     if (data_kg != kg)
         return eddy_err_set(err, "keyed state: key group %u: data is for key group %u", kg, data_kg);
     if (value_size != self->value_size)

@@ -108,6 +108,15 @@ size_t eddy_keyed_state_keys(const eddy_keyed_state_t *self);
 size_t eddy_keyed_state_bytes(const eddy_keyed_state_t *self);
 size_t eddy_keyed_state_value_size(const eddy_keyed_state_t *self);
 
+/* Change tracking, for incremental checkpoints (state/snapshot_chain.h):
+ * every access that may write key group kg marks it changed - upsert, a
+ * get that finds the key, a remove that removes one, foreach over a
+ * non-empty group, drop_group(_later) and read_group (whatever it loaded,
+ * also on error). take_changed says whether kg was marked since the last
+ * take_changed of kg (or since new) and clears the mark. A group never
+ * marked is byte for byte what it was at that point. */
+bool eddy_keyed_state_take_changed(eddy_keyed_state_t *self, uint32_t kg);
+
 /* Serialises key group kg into a malloc'd buffer the caller frees. */
 int eddy_keyed_state_write_group(const eddy_keyed_state_t *self, uint32_t kg, char **out,
                                  size_t *out_len, eddy_err_t *err);

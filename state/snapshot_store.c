@@ -16,8 +16,10 @@
  * holds the root path, so one store can be used from several threads. */
 #include "state/snapshot_store.h"
 
+#include "common/byteorder.h"
 #include "common/fsutil.h"
 #include "state/object_store.h"
+#include "state/snapshot_manifest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +51,32 @@ struct eddy_snapshot_store {
     /* Payloads read ahead by another thread (eddy_snapshot_store_preload),
      * keyed like the files; read_group takes them out before any I/O. */
     struct preloaded *preloaded;
+    /* Merged manifests of (job, checkpoint, operator) restores read through
+     * (see read_group), newest first, at most REFS_CACHED. */
+    struct refs *refs;
 };
+
+/* Where each key group of one (job, checkpoint, operator) is held: holder[kg]
+ * (0: the checkpoint itself), for kg < n; n == 0 when it has no manifest. */
+typedef struct refs {
+    struct refs *next;
+    char *key; /* JOB/chk-ID/OP */
+    uint64_t *holder;
+    uint32_t n;
+} refs_t;
+
+#define REFS_CACHED 8
+
+static void refs_free(refs_t *r)
+{
+    while (r) {
+        refs_t *next = r->next;
+        free(r->key);
+        free(r->holder);
+        free(r);
+        r = next;
+    }
+}
 
 typedef struct preloaded {
     struct preloaded *next;
@@ -61,20 +88,6 @@ typedef struct preloaded {
 static atomic_uint_fast64_t tmp_seq;
 
 /* --- small helpers -------------------------------------------------------- */
-
-static void put_u64le(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_u64le(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static int check_name(const char *kind, const char *name, eddy_err_t *err)
 {
@@ -155,7 +168,7 @@ static int check_header(const char *path, const unsigned char *header, uint64_t 
 {
     if (memcmp(header, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return eddy_err_set(err, "snapshot file %s has a bad magic (not an eddy snapshot)", path);
-    uint64_t n = get_u64le(header + 8);
+    uint64_t n = eddy_get_le64(header + 8);
     if (n > UINT64_MAX - SNAP_HEADER_LEN || n > SIZE_MAX - 1 || n > (uint64_t)SSIZE_MAX)
         return eddy_err_set(err, "snapshot file %s has a corrupt length field (%" PRIu64 ")", path,
                             n);
@@ -175,8 +188,8 @@ static int check_header(const char *path, const unsigned char *header, uint64_t 
 static void fill_header(unsigned char header[SNAP_HEADER_LEN], const void *data, size_t len)
 {
     memcpy(header, SNAP_MAGIC, SNAP_MAGIC_LEN);
-    put_u64le(header + 8, (uint64_t)len);
-    put_u64le(header + 16, XXH64(len ? data : "", len, 0));
+    eddy_put_le64(header + 8, (uint64_t)len);
+    eddy_put_le64(header + 16, XXH64(len ? data : "", len, 0));
 }
 
 /* --- file protocol -------------------------------------------------------- */
@@ -293,7 +306,7 @@ static int read_file(const char *path, char **data, size_t *len, eddy_err_t *err
     if (check_header(path, header, size, &plen, err) < 0)
         goto fail;
     uint64_t expected = SNAP_HEADER_LEN + plen;
-    uint64_t sum = get_u64le(header + 16);
+    uint64_t sum = eddy_get_le64(header + 16);
     buf = malloc(plen ? (size_t)plen : 1);
     if (!buf) {
         eddy_err_set(err, "out of memory reading snapshot file %s (%" PRIu64 " bytes)", path,
@@ -429,7 +442,7 @@ static int get_object(eddy_snapshot_store_t *self, const char *key, char **data,
     }
     if (check_header(key, (const unsigned char *)buf, size, &plen, err) < 0)
         goto fail;
-    uint64_t sum = get_u64le((const unsigned char *)buf + 16);
+    uint64_t sum = eddy_get_le64((const unsigned char *)buf + 16);
     if (check_sum("snapshot object", key, buf + SNAP_HEADER_LEN, plen, sum, err) < 0)
         goto fail;
     memmove(buf, buf + SNAP_HEADER_LEN, (size_t)plen);
@@ -483,6 +496,181 @@ static int remove_objects(eddy_snapshot_store_t *self, const char *prefix, eddy_
     }
     free(l.keys);
     return rc < 0 ? -1 : 0;
+}
+
+/* --- listing (both backends) ---------------------------------------------- */
+
+static int read_key(eddy_snapshot_store_t *self, const char *key, char **data, size_t *len,
+                    eddy_err_t *err);
+
+/* Every regular file under dir (relative name rel, "" at the top), as keys
+ * "rel/name"; names starting with '.' (temporary files) are skipped. */
+static int walk_dir(const char *dir, const char *rel, eddy_snapshot_store_list_fn fn, void *ctx,
+                    eddy_err_t *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        return eddy_err_set(err, "cannot open directory %s: %s", dir, strerror(errno));
+    }
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno != 0)
+                rc = eddy_err_set(err, "cannot list directory %s: %s", dir, strerror(errno));
+            break;
+        }
+        if (de->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX], key[PATH_MAX];
+        struct stat st;
+        if (fmt_path(path, sizeof path, err, "%s/%s", dir, de->d_name) != 0 ||
+            fmt_path(key, sizeof key, err, "%s%s%s", rel, *rel ? "/" : "", de->d_name) != 0) {
+            rc = -1;
+            break;
+        }
+        if (lstat(path, &st) != 0)
+            continue; /* removed meanwhile */
+        if (S_ISDIR(st.st_mode))
+            rc = walk_dir(path, key, fn, ctx, err);
+        else if (S_ISREG(st.st_mode))
+            rc = fn(key, (uint64_t)st.st_size, ctx);
+        if (rc != 0)
+            break;
+    }
+    closedir(d);
+    return rc;
+}
+
+int eddy_snapshot_store_list_keys(eddy_snapshot_store_t *self, const char *dir,
+                                  eddy_snapshot_store_list_fn fn, void *ctx, eddy_err_t *err)
+{
+    char prefix[PATH_MAX], path[PATH_MAX];
+    if (!dir || !*dir || dir[0] == '/' || dir[strlen(dir) - 1] == '/' || strstr(dir, ".."))
+        return eddy_err_set(err, "snapshot store: bad directory key \"%s\"", dir ? dir : "");
+    if (!self->dir) {
+        eddy_object_store_t *o = objects(self, err);
+        if (!o || fmt_path(prefix, sizeof prefix, err, "%s/", dir) != 0)
+            return -1;
+        return eddy_object_store_list(o, prefix, fn, ctx, err);
+    }
+    if (fmt_path(path, sizeof path, err, "%s/%s", self->dir, dir) != 0)
+        return -1;
+    return walk_dir(path, dir, fn, ctx, err);
+}
+
+int eddy_snapshot_store_delete_key(eddy_snapshot_store_t *self, const char *key, eddy_err_t *err)
+{
+    char path[PATH_MAX];
+    if (eddy_object_store_check_key(key, err) < 0)
+        return -1;
+    if (!self->dir) {
+        eddy_object_store_t *o = objects(self, err);
+        return o ? eddy_object_store_delete(o, key, err) : -1;
+    }
+    if (fmt_path(path, sizeof path, err, "%s/%s", self->dir, key) != 0)
+        return -1;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return eddy_err_set(err, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* --- manifests (incremental checkpoints) ------------------------------------ */
+
+static int collect_manifest(const char *key, uint64_t size, void *ctx)
+{
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    size_t n = strlen(base);
+    if (strncmp(base, "refs-", 5) || n < 10 || strcmp(base + n - 4, ".ref"))
+        return 0;
+    return collect_key(key, size, ctx);
+}
+
+/* Reads and merges every manifest of (job, checkpoint, op) into r. */
+static int load_refs(eddy_snapshot_store_t *self, const char *dirkey, uint64_t checkpoint,
+                     refs_t *r, eddy_err_t *err)
+{
+    key_list_t l = {0};
+    int rc = eddy_snapshot_store_list_keys(self, dirkey, collect_manifest, &l, err);
+    if (rc == 1)
+        rc = eddy_err_set(err, "out of memory listing %s", dirkey);
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
+        char *data = NULL;
+        size_t len = 0;
+        eddy_manifest_entry_t *e = NULL;
+        uint32_t n = 0;
+        if (eddy_snapshot_store_read_key(self, l.keys[i], &data, &len, err) < 0 ||
+            eddy_manifest_decode(data, len, checkpoint, &e, &n, err) < 0) {
+            rc = eddy_err_wrap(err, "checkpoint manifest %s/%s", self->root, l.keys[i]);
+        } else if (n && e[n - 1].kg >= r->n) {
+            uint64_t *grown = realloc(r->holder, (size_t)(e[n - 1].kg + 1) * sizeof *grown);
+            if (!grown) {
+                rc = eddy_err_set(err, "out of memory");
+            } else {
+                memset(grown + r->n, 0, (size_t)(e[n - 1].kg + 1 - r->n) * sizeof *grown);
+                r->holder = grown;
+                r->n = e[n - 1].kg + 1;
+            }
+        }
+        for (uint32_t k = 0; rc == 0 && k < n; k++) {
+            if (r->holder[e[k].kg])
+                rc = eddy_err_set(err, "checkpoint manifest %s/%s: key group %u is named by "
+                                  "another manifest too", self->root, l.keys[i], e[k].kg);
+            r->holder[e[k].kg] = e[k].holder;
+        }
+        free(e);
+        free(data);
+    }
+    for (size_t i = 0; i < l.n; i++)
+        free(l.keys[i]);
+    free(l.keys);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The checkpoint whose object holds (job, checkpoint, op, kg): read once
+ * per (job, checkpoint, op) from its manifests and kept (a completed
+ * checkpoint never changes). */
+static int resolve(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
+                   const char *op, uint32_t kg, uint64_t *holder, eddy_err_t *err)
+{
+    char dirkey[PATH_MAX];
+    if (fmt_path(dirkey, sizeof dirkey, err, "%s/chk-%" PRIu64 "/%s", job, checkpoint, op) != 0)
+        return -1;
+    pthread_mutex_lock(&self->lock);
+    for (refs_t *r = self->refs; r; r = r->next)
+        if (!strcmp(r->key, dirkey)) {
+            if (kg < r->n && r->holder[kg])
+                *holder = r->holder[kg];
+            pthread_mutex_unlock(&self->lock);
+            return 0;
+        }
+    pthread_mutex_unlock(&self->lock);
+    refs_t *r = calloc(1, sizeof *r);
+    if (!r || !(r->key = strdup(dirkey))) {
+        free(r);
+        return eddy_err_set(err, "out of memory");
+    }
+    if (load_refs(self, dirkey, checkpoint, r, err) < 0) {
+        refs_free(r);
+        return -1;
+    }
+    if (kg < r->n && r->holder[kg])
+        *holder = r->holder[kg];
+    pthread_mutex_lock(&self->lock);
+    r->next = self->refs;
+    self->refs = r;
+    refs_t **pp = &self->refs;
+    for (int i = 0; *pp && i < REFS_CACHED; i++)
+        pp = &(*pp)->next;
+    refs_t *old = *pp;
+    *pp = NULL;
+    pthread_mutex_unlock(&self->lock);
+    refs_free(old);
+    return 0;
 }
 
 /* --- public API ----------------------------------------------------------- */
@@ -543,6 +731,7 @@ void eddy_snapshot_store_destroy(eddy_snapshot_store_t **self_p)
         return;
     eddy_snapshot_store_t *self = *self_p;
     eddy_snapshot_store_preload_clear(self);
+    refs_free(self->refs);
     eddy_object_store_destroy(&self->objects);
     pthread_mutex_destroy(&self->lock);
     free(self->root);
@@ -684,7 +873,17 @@ int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
         }
         pthread_mutex_unlock(&self->lock);
     }
-    return read_key(self, key, data, len, err);
+    uint64_t holder = checkpoint;
+    if (resolve(self, job, checkpoint, op, kg, &holder, err) < 0)
+        return -1;
+    if (holder == checkpoint)
+        return read_key(self, key, data, len, err);
+    if (fmt_path(key, sizeof key, err, "%s/chk-%" PRIu64 "/%s/kg-%" PRIu32 ".snap", job, holder,
+                 op, kg) != 0 ||
+        read_key(self, key, data, len, err) < 0)
+        return eddy_err_wrap(err, "key group %" PRIu32 " of %s in checkpoint %" PRIu64
+                             " is held by checkpoint %" PRIu64, kg, op, checkpoint, holder);
+    return 0;
 }
 
 int eddy_snapshot_store_preload(eddy_snapshot_store_t *self, const char *job, uint64_t checkpoint,
@@ -733,6 +932,34 @@ bool eddy_snapshot_store_is_remote(const eddy_snapshot_store_t *self)
 bool eddy_snapshot_store_root_is_remote(const char *root)
 {
     return root && !strncmp(root, "s3://", 5);
+}
+
+int eddy_snapshot_store_write_manifest(eddy_snapshot_store_t *self, const char *job,
+                                       uint64_t checkpoint, const char *op, uint32_t instance,
+                                       const void *data, size_t len, eddy_err_t *err)
+{
+    char dir[PATH_MAX], name[32];
+    if (check_name("job", job, err) != 0 || check_name("operator", op, err) != 0)
+        return -1;
+    snprintf(name, sizeof name, "refs-%" PRIu32 ".ref", instance);
+    if (!self->dir) {
+        if (fmt_path(dir, sizeof dir, err, "%s/chk-%" PRIu64 "/%s/%s", job, checkpoint, op,
+                     name) != 0)
+            return -1;
+        return put_object(self, dir, data, len, err);
+    }
+    if (fmt_path(dir, sizeof dir, err, "%s/%s/chk-%" PRIu64 "/%s", self->dir, job, checkpoint,
+                 op) != 0)
+        return -1;
+    return write_file(dir, name, data, len, err);
+}
+
+int eddy_snapshot_store_read_key(eddy_snapshot_store_t *self, const char *key, char **data,
+                                 size_t *len, eddy_err_t *err)
+{
+    if (eddy_object_store_check_key(key, err) < 0)
+        return -1;
+    return read_key(self, key, data, len, err);
 }
 
 int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,

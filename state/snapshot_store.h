@@ -3,7 +3,20 @@
  *
  * Layout under the root directory:
  *   ROOT/JOB/chk-<ID>/<OPERATOR>/kg-<KG>.snap     keyed state of one key group
+ *   ROOT/JOB/chk-<ID>/<OPERATOR>/refs-<I>.ref     manifest of task instance I
+ *                                                 (incremental checkpoints)
  *   ROOT/JOB/chk-<ID>/<NAME>.blob                  any other named blob
+ * Incremental checkpoints (--checkpoint-full-every N > 1): a task writes
+ * only the key groups that changed since its last completed checkpoint and
+ * a manifest (state/snapshot_manifest.h) naming, for every group it held,
+ * the checkpoint whose kg-<KG>.snap holds it. read_group follows it: a
+ * group of checkpoint C that one of C's manifests (of that operator, any
+ * instance: a restore at another parallelism reads them all) says is held
+ * by H is read from chk-H; a group no manifest names, and every group of a
+ * checkpoint or operator without manifests, from chk-C itself. The merged
+ * manifests of the last few (job, checkpoint, operator) read are kept in
+ * the store. A referenced object that is missing or corrupt is an error
+ * naming it and the checkpoint that refers to it.
  * Every file is written to a temporary name (".FILE.tmp.PID.SEQ" in the same
  * directory), fsync'ed and renamed, then the directory is fsync'ed, so a
  * reader sees either the whole file or none. Each file carries a 24-byte
@@ -58,7 +71,8 @@ int eddy_snapshot_store_write_groups(eddy_snapshot_store_t *self, const char *jo
                                      uint64_t checkpoint, const char *op, uint32_t n,
                                      const uint32_t *kgs, char *const *data, const size_t *lens,
                                      bool durable, eddy_err_t *err);
-/* Returns 0 and a malloc'd payload, or -1 (missing, truncated, checksum mismatch). */
+/* Returns 0 and a malloc'd payload, or -1 (missing, truncated, checksum
+ * mismatch, a bad manifest). Follows the checkpoint's manifests (above). */
 int eddy_snapshot_store_read_group(eddy_snapshot_store_t *self, const char *job,
                                    uint64_t checkpoint, const char *op, uint32_t kg,
                                    char **data, size_t *len, eddy_err_t *err);
@@ -86,6 +100,26 @@ int eddy_snapshot_store_write_blob(eddy_snapshot_store_t *self, const char *job,
 int eddy_snapshot_store_read_blob(eddy_snapshot_store_t *self, const char *job,
                                   uint64_t checkpoint, const char *name, char **data,
                                   size_t *len, eddy_err_t *err);
+
+/* Task instance's manifest of (job, checkpoint, op): written like a group
+ * (atomic, durable). */
+int eddy_snapshot_store_write_manifest(eddy_snapshot_store_t *self, const char *job,
+                                       uint64_t checkpoint, const char *op, uint32_t instance,
+                                       const void *data, size_t len, eddy_err_t *err);
+
+/* Keys relative to the root ("JOB/chk-7/count/kg-3.snap"), for the
+ * collection of unreferenced objects (state/snapshot_gc.h). */
+typedef int (*eddy_snapshot_store_list_fn)(const char *key, uint64_t size, void *ctx);
+/* Every file or object under dir ("JOB", "JOB/chk-7"; no leading or
+ * trailing '/'), in no particular order for a directory (byte order for
+ * s3://); temporary files are not listed. 0, 1 when fn stopped, -1 with err. */
+int eddy_snapshot_store_list_keys(eddy_snapshot_store_t *self, const char *dir,
+                                  eddy_snapshot_store_list_fn fn, void *ctx, eddy_err_t *err);
+/* The payload of the snapshot file at key (header and checksum checked). */
+int eddy_snapshot_store_read_key(eddy_snapshot_store_t *self, const char *key, char **data,
+                                 size_t *len, eddy_err_t *err);
+/* Removes key (absent is not an error). */
+int eddy_snapshot_store_delete_key(eddy_snapshot_store_t *self, const char *key, eddy_err_t *err);
 
 /* Removes ROOT/JOB/chk-<ID> and everything in it (missing is not an error);
  * for s3:// every object under JOB/chk-<ID>/. */

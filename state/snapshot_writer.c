@@ -69,7 +69,7 @@ static int serialise_unit(eddy_snapshot_unit_t *u, eddy_err_t *err)
         bytes += u->lens[i];
     }
     if (u->ack.type == EDDY_MSG_ACK)
-        u->ack.u.ack.bytes_written = bytes;
+        u->ack.u.ack.bytes_written = bytes + u->manifest_len;
     u->serialise_ns = eddy_mono_ns() - t0;
     return 0;
 }
@@ -122,9 +122,15 @@ static void write_unit(eddy_snapshot_writer_t *w, eddy_snapshot_unit_t *u)
     }
     uint64_t t0 = eddy_mono_ns();
     eddy_snapshot_store_t *store = store_for(w, u->root, &err);
-    if (!store || eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op, u->n_groups,
-                                                   u->groups, u->data, u->lens, u->durable,
-                                                   &err) < 0)
+    if (!store || ((u->n_groups || !u->manifest) &&
+                   eddy_snapshot_store_write_groups(store, u->job, u->checkpoint, u->op,
+                                                    u->n_groups, u->groups, u->data, u->lens,
+                                                    u->durable, &err) < 0))
+        fail_unit(u, err.msg);
+    else if (u->manifest &&
+             eddy_snapshot_store_write_manifest(store, u->job, u->checkpoint, u->op,
+                                                u->manifest_instance, u->manifest,
+                                                u->manifest_len, &err) < 0)
         fail_unit(u, err.msg);
     u->write_ns = eddy_mono_ns() - t0;
 }
@@ -227,6 +233,7 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
         u->release(u->view);
     eddy_sync_list_destroy(&u->sync);
     eddy_msg_clear(&u->ack); /* an ACK's source state */
+    free(u->manifest);
     free(u->groups);
     free(u->data);
     free(u->lens);

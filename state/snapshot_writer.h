@@ -47,6 +47,12 @@ typedef struct eddy_snapshot_unit {
     uint64_t serialise_ns, write_ns; /* the writer thread's time, for logs */
     uint64_t submitted_ns;           /* set by submit: its ACK's async_us counts from here */
     bool sync_only;     /* no key groups: only the sync list */
+    /* An incremental checkpoint's manifest (state/snapshot_manifest.h) of
+     * task instance manifest_instance, owned; written after the groups,
+     * and counted in the ACK's bytes_written. NULL: none. */
+    char *manifest;
+    size_t manifest_len;
+    uint32_t manifest_instance;
     /* A read unit (a restore's read-ahead): the writer thread READS groups
      * of checkpoint from root into data[i]/lens[i] instead of writing them;
      * a group it cannot read stays NULL (the first error in error) and is

@@ -51,11 +51,8 @@ static char uri[512];
 
 static void s3_setup(void)
 {
-    setenv("AWS_ACCESS_KEY_ID", EDDY_TEST_S3RVER_KEY_ID, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", EDDY_TEST_S3RVER_SECRET, 1);
-    unsetenv("AWS_SESSION_TOKEN");
     eddy_err_t err = {{0}};
-    srv = eddy_test_s3rver_start(BUCKET, &err);
+    srv = eddy_test_s3rver_start_with_env(BUCKET, &err);
     cr_assert_not_null(srv, "cannot start s3rver: %s", err.msg);
     snprintf(uri, sizeof uri, "s3://%s/%s?endpoint=%s&region=us-east-1", BUCKET, PREFIX,
              eddy_test_s3rver_url(srv));

@@ -292,6 +292,21 @@ Test(cli, migration_flags_are_checked, .timeout = 60)
     expect_usage_error(c2, "--migration-step-key-groups");
 }
 
+/* --checkpoint-full-every is a count of checkpoints, at least 1. */
+Test(cli, checkpoint_full_every_is_checked, .timeout = 60)
+{
+    char *l1[] = {EDDY_BINARY, "local", "--checkpoint-full-every", "0", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l1, "--checkpoint-full-every");
+    char *l2[] = {EDDY_BINARY, "local", "--checkpoint-full-every", "ten", "--job", "wordcount", "--generate", NULL};
+    expect_usage_error(l2, "--checkpoint-full-every");
+    char *c1[] = {EDDY_BINARY, "coordinator", "--checkpoint-full-every", "-3", NULL};
+    expect_usage_error(c1, "--checkpoint-full-every");
+    char *c2[] = {EDDY_BINARY, "coordinator", "--checkpoint-full-every", "1000001", NULL};
+    expect_usage_error(c2, "--checkpoint-full-every");
+    char *h[] = {EDDY_BINARY, "coordinator", "--help", NULL};
+    expect_run(h, 0, true, "--checkpoint-full-every", false);
+}
+
 Test(cli, dev_zero_as_input_is_a_usage_error, .timeout = 30)
 {
     /* used to exit 0 at once with an empty output */

@@ -420,6 +420,8 @@ Test(job_history, checkpoint_costs_are_visible, .init = setup, .fini = teardown,
     cr_assert(eddy_poll_until(second_checkpoint_done, &ck, 60000), "no second checkpoint:\n%s", log_text());
     cr_assert_gt(json_integer_value(json_object_get(ck, "bytes")), 0, "no state bytes");
     cr_assert_geq(json_integer_value(json_object_get(ck, "objects")), 1, "no snapshot file");
+    cr_assert(json_is_integer(json_object_get(ck, "objects_referenced")),
+              "last_checkpoint.objects_referenced missing");
     const char *parts[] = {"sync_ms", "async_ms", "alignment_ms"};
     for (int i = 0; i < 3; i++) {
         json_t *v = json_object_get(ck, parts[i]);
@@ -436,8 +438,8 @@ Test(job_history, checkpoint_costs_are_visible, .init = setup, .fini = teardown,
     cr_assert(metrics, "no /metrics");
     const char *families[] = {"eddy_checkpoint_sync_seconds", "eddy_checkpoint_async_seconds",
                               "eddy_checkpoint_alignment_seconds", "eddy_checkpoint_bytes",
-                              "eddy_checkpoint_objects"};
-    for (int i = 0; i < 5; i++) {
+                              "eddy_checkpoint_objects", "eddy_checkpoint_referenced_objects"};
+    for (int i = 0; i < 6; i++) {
         char series[128];
         snprintf(series, sizeof series, "\n%s{job=\"wordcount\"} ", families[i]);
         cr_assert(strstr(metrics, series), "%s missing from /metrics", series + 1);
@@ -448,7 +450,8 @@ Test(job_history, checkpoint_costs_are_visible, .init = setup, .fini = teardown,
     char *out = NULL, *err = NULL;
     int rc = eddy_proc_run(argv, 20000, &out, &err);
     cr_assert_eq(rc, 0, "eddy status wordcount exited %d: %s%s", rc, out, err);
-    cr_assert(strstr(out, "    checkpoint ") && strstr(out, " ms (sync ") && strstr(out, " files; "),
+    cr_assert(strstr(out, "    checkpoint ") && strstr(out, " ms (sync ") && strstr(out, " files; ") &&
+                  strstr(out, " key groups referred to earlier checkpoints; "),
               "no checkpoint line in eddy status wordcount:\n%s", out);
     free(out);
     free(err);

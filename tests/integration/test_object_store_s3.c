@@ -42,11 +42,8 @@ static eddy_test_s3rver_t *srv;
 
 static void setup(void)
 {
-    setenv("AWS_ACCESS_KEY_ID", EDDY_TEST_S3RVER_KEY_ID, 1);
-    setenv("AWS_SECRET_ACCESS_KEY", EDDY_TEST_S3RVER_SECRET, 1);
-    unsetenv("AWS_SESSION_TOKEN");
     eddy_err_t err = {{0}};
-    srv = eddy_test_s3rver_start(BUCKET, &err);
+    srv = eddy_test_s3rver_start_with_env(BUCKET, &err);
     cr_assert_not_null(srv, "cannot start s3rver: %s", err.msg);
 }
 

@@ -191,3 +191,11 @@ void eddy_test_s3rver_destroy(eddy_test_s3rver_t **self_p)
     free(self);
     *self_p = NULL;
 }
+
+eddy_test_s3rver_t *eddy_test_s3rver_start_with_env(const char *bucket, eddy_err_t *err)
+{
+    setenv("AWS_ACCESS_KEY_ID", EDDY_TEST_S3RVER_KEY_ID, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", EDDY_TEST_S3RVER_SECRET, 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    return eddy_test_s3rver_start(bucket, err);
+}

@@ -30,6 +30,10 @@ typedef struct eddy_test_s3rver eddy_test_s3rver_t;
 /* Starts s3rver with bucket created. NULL with err (naming the binary and
  * how to install it when it is missing, or the log's tail). */
 eddy_test_s3rver_t *eddy_test_s3rver_start(const char *bucket, eddy_err_t *err);
+/* The same after putting s3rver's key pair into this process's environment
+ * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; no AWS_SESSION_TOKEN), which the
+ * processes a test starts inherit. */
+eddy_test_s3rver_t *eddy_test_s3rver_start_with_env(const char *bucket, eddy_err_t *err);
 /* "http://127.0.0.1:PORT" */
 const char *eddy_test_s3rver_url(const eddy_test_s3rver_t *self);
 int eddy_test_s3rver_port(const eddy_test_s3rver_t *self);

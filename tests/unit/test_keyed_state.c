@@ -671,3 +671,46 @@ Test(keyed_state, slabs_outlive_their_group)
     cr_assert_eq(eddy_keyed_state_reap_pending(st), 0);
     eddy_keyed_state_destroy(&st);
 }
+
+static void visit_nothing(void *ctx, const void *key, uint32_t key_len, void *value)
+{
+    (void)ctx;
+    (void)key;
+    (void)key_len;
+    (void)value;
+}
+
+/* Every access that may write marks the group (incremental checkpoints). */
+Test(keyed_state, change_marks)
+{
+    eddy_keyed_state_t *s = eddy_keyed_state_new(8, 8);
+    cr_assert_not_null(s);
+    for (uint32_t kg = 0; kg < 8; kg++)
+        cr_assert_not(eddy_keyed_state_take_changed(s, kg));
+    uint64_t h = 42;
+    cr_assert_not_null(eddy_keyed_state_upsert(s, 1, h, "a", 1, NULL));
+    cr_assert(eddy_keyed_state_take_changed(s, 1));
+    cr_assert_not(eddy_keyed_state_take_changed(s, 1), "taken: cleared");
+    cr_assert_not(eddy_keyed_state_take_changed(s, 2));
+    cr_assert_null(eddy_keyed_state_get(s, 1, 7, "b", 1));
+    cr_assert_not(eddy_keyed_state_take_changed(s, 1), "a get that finds nothing");
+    cr_assert_not_null(eddy_keyed_state_get(s, 1, h, "a", 1));
+    cr_assert(eddy_keyed_state_take_changed(s, 1));
+    cr_assert_eq(eddy_keyed_state_foreach(s, 2, visit_nothing, NULL), 0);
+    cr_assert_not(eddy_keyed_state_take_changed(s, 2), "foreach over an empty group");
+    cr_assert_eq(eddy_keyed_state_foreach(s, 1, visit_nothing, NULL), 0);
+    cr_assert(eddy_keyed_state_take_changed(s, 1));
+    cr_assert_not(eddy_keyed_state_remove(s, 1, 7, "b", 1));
+    cr_assert_not(eddy_keyed_state_take_changed(s, 1));
+    cr_assert(eddy_keyed_state_remove(s, 1, h, "a", 1));
+    cr_assert(eddy_keyed_state_take_changed(s, 1), "a delete");
+    eddy_keyed_state_drop_group(s, 3);
+    cr_assert(eddy_keyed_state_take_changed(s, 3));
+    eddy_keyed_state_drop_group_later(s, 4);
+    cr_assert(eddy_keyed_state_take_changed(s, 4));
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_keyed_state_read_group(s, 5, "junk", 4, &err), -1);
+    cr_assert(eddy_keyed_state_take_changed(s, 5), "a load, even a failed one");
+    cr_assert_not(eddy_keyed_state_take_changed(s, 99), "out of range");
+    eddy_keyed_state_destroy(&s);
+}

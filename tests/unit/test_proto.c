@@ -106,6 +106,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->restore_checkpoint = 0x123456789abcull;
         strcpy(d->snapshot_dir, "/var/lib/eddy/snapshots/wordcount-prod");
         strcpy(d->storage_uri, "s3://eddy-ck/prod?endpoint=http://127.0.0.1:9000&region=eu-west-1");
+        d->checkpoint_full_every = 10;
         d->max_parallelism = 128;
         d->guarantee = EDDY_GUARANTEE_AT_MOST_ONCE;
         d->n_stages = 3;
@@ -181,6 +182,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.ack.sync_us = 812;
         m.u.ack.async_us = 1ull << 40;
         m.u.ack.align_us = 77;
+        m.u.ack.files_referenced = 96;
         break;
     case EDDY_MSG_COMPLETE:
         m.u.complete.job = 2;
@@ -331,6 +333,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(x->restore_checkpoint, y->restore_checkpoint);
         cr_assert_str_eq(x->snapshot_dir, y->snapshot_dir);
         cr_assert_str_eq(x->storage_uri, y->storage_uri);
+        cr_assert_eq(x->checkpoint_full_every, y->checkpoint_full_every);
         cr_assert_eq(x->max_parallelism, y->max_parallelism);
         cr_assert_eq(x->guarantee, y->guarantee);
         cr_assert_eq(x->n_stages, y->n_stages);
@@ -397,6 +400,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.ack.sync_us, b->u.ack.sync_us);
         cr_assert_eq(a->u.ack.async_us, b->u.ack.async_us);
         cr_assert_eq(a->u.ack.align_us, b->u.ack.align_us);
+        cr_assert_eq(a->u.ack.files_referenced, b->u.ack.files_referenced);
         cr_assert_eq(a->u.ack.n_ended, b->u.ack.n_ended);
         for (uint32_t i = 0; i < a->u.ack.n_ended; i++) {
             cr_assert_eq(a->u.ack.ended[i].stage, b->u.ack.ended[i].stage);
@@ -1307,6 +1311,14 @@ Test(proto, ack_costs_are_optional)
     cr_assert_eq(d.u.ack.sync_us, 5);
     cr_assert_eq(d.u.ack.async_us, 256);
     cr_assert_eq(d.u.ack.align_us, 7);
+    cr_assert_eq(d.u.ack.files_referenced, 0, "absent: 0");
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    /* and then the key groups referred to (incremental checkpoints) */
+    d = decode_ok("\xdc\x00\x13\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x90"
+                  "\x05\xcd\x01\x00\x07\x7f\x09",
+                  25);
+    cr_assert_eq(d.u.ack.files_referenced, 127);
     cr_assert_eq(d.leader_epoch, 9);
     eddy_msg_clear(&d);
     expect_reject("\xdc\x00\x12\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x90"
@@ -1327,6 +1339,7 @@ Test(proto, deploy_finished_is_optional_and_checked)
     uint32_t n = m.u.deploy.n_finished;
     m.u.deploy.n_finished = 0;
     m.u.deploy.storage_uri[0] = '\0'; /* encoded as 0xa0, cut with the list */
+    m.u.deploy.checkpoint_full_every = 0; /* encoded as 0x00, cut too */
     size_t len0;
     char *enc0 = eddy_msg_encode(&m, &len0);
     m.u.deploy.n_finished = n;
@@ -1341,19 +1354,22 @@ Test(proto, deploy_finished_is_optional_and_checked)
     cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
     cr_assert(strstr(err.msg, "finished task 1[5]"), "%s", err.msg);
     eddy_msg_clear(&d);
-    /* enc0 ends with 0x90 (the empty list), 0xa0 (no storage URI) and the
-     * leader epoch: remove both (older forms) and lower the array's length by two */
+    /* enc0 ends with 0x90 (the empty list), 0xa0 (no storage URI), 0x00
+     * (no --checkpoint-full-every) and the leader epoch: remove the three
+     * (older forms) and lower the array's length by three */
     unsigned char *b = (unsigned char *)enc0;
     cr_assert_eq(b[0], 0xdc, "a DEPLOY is a msgpack array16");
-    size_t at = len0 - 3; /* the empty list, the empty URI, a one-byte leader epoch */
+    size_t at = len0 - 4; /* the empty list, the empty URI, 0, a one-byte leader epoch */
     cr_assert_eq(b[at], 0x90);
     cr_assert_eq(b[at + 1], 0xa0);
-    memmove(b + at, b + at + 2, 1);
+    cr_assert_eq(b[at + 2], 0x00);
+    memmove(b + at, b + at + 3, 1);
     uint16_t count = (uint16_t)((b[1] << 8) | b[2]);
-    count -= 2;
+    count -= 3;
     b[1] = (unsigned char)(count >> 8);
     b[2] = (unsigned char)count;
-    d = decode_ok(enc0, len0 - 2);
+    d = decode_ok(enc0, len0 - 3);
+    cr_assert_eq(d.u.deploy.checkpoint_full_every, 0);
     cr_assert_eq(d.u.deploy.n_finished, 0);
     cr_assert_str_eq(d.u.deploy.storage_uri, "");
     cr_assert_null(d.u.deploy.finished);
