@@ -469,14 +469,16 @@ static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char
  * (size / pane lookups) in time order.
  *
  * Timers, with the window as their namespace (so they fire in the order
- * per-window state fires its windows): a new pane registers the trigger
- * (end - 1) of the first of its windows not triggered yet and the cleanup
- * (end - 1 + lateness) of its last window; a window's trigger, once it
- * fired, registers the next window's (start + slide) when that window
- * covers a pane. So every window that covers a pane fires, once (the timer
- * service keeps one of equal timers), and a key holds a timer or two
- * rather than one per window. The cleanup of window w drops the panes
- * whose last window it is: those starting in [w.start, w.start + slide).
+ * per-window state fires its windows), chained: a new pane registers the
+ * trigger (end - 1) of the first of its windows not triggered yet; a
+ * window's trigger, once it fired, registers the next window's (start +
+ * slide) when that window covers a pane, so every window that covers a
+ * pane fires, once (the timer service keeps one of equal timers), and a
+ * key holds one timer rather than one per window. The cleanup (end - 1 +
+ * lateness; with no lateness the trigger itself) of window w drops the
+ * panes whose last window it is, those starting in [w.start, w.start +
+ * slide); w's trigger registers it when there are such panes (a new pane
+ * whose last window was triggered already registers it itself).
  *
  * Results are per-window state's, late firings included: a window fires
  * with the records of its panes that arrived before the firing, and those
@@ -502,35 +504,32 @@ static eddy_window_t pane_of(const window_conf_t *c, int64_t ts)
     return p;
 }
 
-/* Merges the key's panes in [from, to) into op->pane_acc (*any: it holds
- * some already); the start of the last pane found, or INT64_MIN. */
-static int64_t panes_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
-                           int64_t from, int64_t to, bool *any)
+/* The starts of the first and last panes a firing found (INT64_MAX and
+ * INT64_MIN: none). */
+typedef struct pane_span {
+    int64_t first, last;
+} pane_span_t;
+
+/* Fires window w from its panes, merged in time order into op->pane_acc. */
+static pane_span_t panes_fire(window_op_t *op, eddy_collector_t *out, uint32_t kg,
+                              const char *key, uint32_t klen, eddy_window_t w)
 {
-    int64_t last = INT64_MIN;
-    for (__int128 s = from; s < to; s += op->c->pane) {
+    pane_span_t span = {INT64_MAX, INT64_MIN};
+    for (__int128 s = w.start; s < w.end; s += op->c->pane) {
         const void *acc = acc_get(op, kg, key, klen, pane_of(op->c, sat64(s)));
         if (!acc)
             continue;
-        if (*any)
+        if (span.last != INT64_MIN)
             acc_merge(op, op->pane_acc, acc);
         else
             memcpy(op->pane_acc, acc, op->c->acc_size);
-        *any = true;
-        last = sat64(s);
+        if (span.first == INT64_MAX)
+            span.first = sat64(s);
+        span.last = sat64(s);
     }
-    return last;
-}
-
-/* Fires window w from its panes; the start of its last pane or INT64_MIN. */
-static int64_t panes_fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char *key,
-                          uint32_t klen, eddy_window_t w)
-{
-    bool any = false;
-    int64_t last = panes_merge(op, kg, key, klen, w.start, w.end, &any);
-    if (any)
+    if (span.last != INT64_MIN)
         fire_acc(op, out, key, klen, w, op->pane_acc);
-    return last;
+    return span;
 }
 
 static bool panes_any(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
@@ -542,8 +541,10 @@ static bool panes_any(window_op_t *op, uint32_t kg, const char *key, uint32_t kl
     return false;
 }
 
-/* Timers of a new pane p: its first window's trigger not yet passed and
- * its last window's cleanup. */
+/* Timers of a new pane p: the trigger of its first window not triggered
+ * yet (the chain of triggers then reaches its last window, whose trigger
+ * registers its cleanup); the cleanup of its last window when that one
+ * was triggered already. */
 static int pane_timers(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
                        eddy_window_t p, eddy_err_t *err)
 {
@@ -560,6 +561,8 @@ static int pane_timers(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         }
     }
     eddy_window_t wl = slide_window(c, last);
+    if (max_ts(wl) > op->wm)
+        return 0;
     return timer_add(op, cleanup_time(c, wl), kg, key, klen, wl, err);
 }
 
@@ -605,8 +608,9 @@ static int pane_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen
     return 0;
 }
 
-/* A timer of window w: its trigger fires it and passes the trigger on to
- * the next window when that covers a pane; its cleanup drops the panes
+/* A timer of window w: its trigger fires it, passes the trigger on to the
+ * next window when that covers a pane and, with a lateness, registers w's
+ * cleanup when w is the last window of a pane; its cleanup drops the panes
  * whose last window it is. */
 static int pane_timer(window_op_t *op, const eddy_timer_t *t, eddy_window_t w, eddy_err_t *err)
 {
@@ -616,10 +620,13 @@ static int pane_timer(window_op_t *op, const eddy_timer_t *t, eddy_window_t w, e
     if (t->time == max_ts(w)) {
         /* The next window covers a pane when w has one past its first
          * slide or one lies in the slide after w. */
-        int64_t last = panes_fire(op, op->out, kg, key, klen, w);
+        pane_span_t span = panes_fire(op, op->out, kg, key, klen, w);
         eddy_window_t next = slide_window(c, (__int128)w.start + c->slide);
-        if ((last >= next.start || panes_any(op, kg, key, klen, w.end, next.end)) &&
+        if ((span.last >= next.start || panes_any(op, kg, key, klen, w.end, next.end)) &&
             timer_add(op, max_ts(next), kg, key, klen, next, err) < 0)
+            return -1;
+        if (cleanup_time(c, w) != t->time && span.first < next.start &&
+            timer_add(op, cleanup_time(c, w), kg, key, klen, w, err) < 0)
             return -1;
     }
     if (t->time == cleanup_time(c, w))
