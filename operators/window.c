@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "net/mpcodec.h"
 #include "net/partial.h"
+#include "operators/etl_record.h"
 #include "plan/registry.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
@@ -244,6 +245,17 @@ static void acc_remove(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         eddy_keyed_state_remove(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n);
 }
 
+/* The accumulator of (key, sw), made (zeroed, *created) when absent; NULL
+ * when out of memory. */
+static void *acc_upsert(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                        eddy_window_t sw, bool *created)
+{
+    uint32_t n = acc_key(op, key, klen, sw);
+    return n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n,
+                                       created)
+             : NULL;
+}
+
 /* Folds rec into the state of (key, sw); *created when the state is new. */
 static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
                      eddy_window_t sw, const eddy_record_t *rec, bool *created, eddy_err_t *err)
@@ -265,10 +277,7 @@ static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t kle
             return eddy_err_set(err, "window: out of memory in list state");
         return 0;
     }
-    uint32_t n = acc_key(op, key, klen, sw);
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, created)
-                  : NULL;
+    void *acc = acc_upsert(op, kg, key, klen, sw, created);
     if (!acc)
         return eddy_err_set(err, "window: out of memory in window state");
     acc_add(op->c->store, op->udf, op->prepared, acc, *created, rec);
@@ -285,6 +294,22 @@ static void state_clear(window_op_t *op, uint32_t kg, const char *key, uint32_t 
     } else {
         acc_remove(op, kg, key, klen, sw);
     }
+}
+
+/* Folds accumulator acc (of this window's store) into the state of (key,
+ * sw): a copy when that is new (*created). */
+static int acc_fold(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                    eddy_window_t sw, const void *acc, bool *created, eddy_err_t *err)
+{
+    *created = false;
+    void *v = acc_upsert(op, kg, key, klen, sw, created);
+    if (!v)
+        return eddy_err_set(err, "window: out of memory in window state");
+    if (*created)
+        memcpy(v, acc, op->c->acc_size);
+    else
+        acc_merge(op, v, acc);
+    return 0;
 }
 
 /* Merges the state of (key, from) into (key, to) and removes it. */
@@ -315,18 +340,8 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         return 0;
     memcpy(op->acc_tmp, other, op->c->acc_size);
     acc_remove(op, kg, key, klen, from);
-    uint32_t n = acc_key(op, key, klen, to);
-    bool created = false;
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, &created)
-                  : NULL;
-    if (!acc)
-        return eddy_err_set(err, "window: out of memory merging sessions");
-    if (created)
-        memcpy(acc, op->acc_tmp, op->c->acc_size);
-    else
-        acc_merge(op, acc, op->acc_tmp);
-    return 0;
+    bool created;
+    return acc_fold(op, kg, key, klen, to, op->acc_tmp, &created, err);
 }
 
 /* ---- timers ------------------------------------------------------------ */
@@ -581,21 +596,9 @@ static int pane_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen
         return 0;
     eddy_window_t p = pane_of(c, ts);
     bool created = false;
-    if (rec) {
-        if (state_add(op, kg, key, klen, p, rec, &created, err) < 0)
-            return -1;
-    } else {
-        uint32_t n = acc_key(op, key, klen, p);
-        void *v = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                              op->scratch, n, &created)
-                    : NULL;
-        if (!v)
-            return eddy_err_set(err, "window: out of memory in window state");
-        if (created)
-            memcpy(v, acc, c->acc_size);
-        else
-            acc_merge(op, v, acc);
-    }
+    if (rec ? state_add(op, kg, key, klen, p, rec, &created, err) < 0
+            : acc_fold(op, kg, key, klen, p, acc, &created, err) < 0)
+        return -1;
     if (created && pane_timers(op, kg, key, klen, p, err) < 0)
         return -1;
     for (__int128 s = last; s > (__int128)ts - c->size; s -= c->slide) {
@@ -796,17 +799,9 @@ static int merge_into_window(window_op_t *op, uint32_t kg, const char *key, uint
                              eddy_window_t w, const void *partial, eddy_collector_t *out,
                              eddy_err_t *err)
 {
-    uint32_t n = acc_key(op, key, klen, w);
-    bool created = false;
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, &created)
-                  : NULL;
-    if (!acc)
-        return eddy_err_set(err, "window: out of memory in window state");
-    if (created)
-        memcpy(acc, partial, op->c->acc_size);
-    else
-        acc_merge(op, acc, partial);
+    bool created;
+    if (acc_fold(op, kg, key, klen, w, partial, &created, err) < 0)
+        return -1;
     if (created && timers_for_new_window(op, kg, key, klen, w, err) < 0)
         return -1;
     if (max_ts(w) <= op->wm)
@@ -1304,8 +1299,7 @@ static int read_sessions(window_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_t
  * element) keep their highest-ranked elements, in order, as if max_by had
  * kept them. */
 typedef struct list_refs {
-    char *buf; /* per list: key length (4 bytes), key, namespace */
-    size_t len, cap;
+    eddy_buf_t buf; /* per list: key length (4 bytes), key, namespace */
     bool oom;
 } list_refs_t;
 
@@ -1315,24 +1309,8 @@ static void collect_list(void *ctx, const void *key, uint32_t key_len, const voi
     list_refs_t *r = ctx;
     if (n < 2 || ns_len != WIN_NS || r->oom)
         return;
-    size_t need = r->len + sizeof key_len + key_len + WIN_NS;
-    if (need > r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        while (cap < need)
-            cap *= 2;
-        char *b = realloc(r->buf, cap);
-        if (!b) {
-            r->oom = true;
-            return;
-        }
-        r->buf = b;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->len, &key_len, sizeof key_len);
-    if (key_len)
-        memcpy(r->buf + r->len + sizeof key_len, key, key_len);
-    memcpy(r->buf + r->len + sizeof key_len + key_len, ns, WIN_NS);
-    r->len = need;
+    r->oom = eddy_buf_add(&r->buf, (const char *)&key_len, sizeof key_len) < 0 ||
+             eddy_buf_add(&r->buf, key, key_len) < 0 || eddy_buf_add(&r->buf, ns, WIN_NS) < 0;
 }
 
 static int prune_list(window_op_t *op, eddy_list_state_t *tmp, uint32_t kg, const char *key,
@@ -1365,19 +1343,19 @@ static int prune_list(window_op_t *op, eddy_list_state_t *tmp, uint32_t kg, cons
 
 static int prune_lists(window_op_t *op, uint32_t kg, eddy_err_t *err)
 {
-    list_refs_t refs = {0};
+    list_refs_t refs = {.oom = false};
     eddy_list_state_foreach(op->lists, kg, collect_list, &refs);
-    eddy_list_state_t *tmp = refs.len ? eddy_list_state_new(op->max_kg) : NULL;
-    int rc = refs.oom || (refs.len && !tmp) ? -1 : 0;
-    for (size_t at = 0; rc == 0 && at < refs.len;) {
+    eddy_list_state_t *tmp = refs.buf.len ? eddy_list_state_new(op->max_kg) : NULL;
+    int rc = refs.oom || (refs.buf.len && !tmp) ? -1 : 0;
+    for (size_t at = 0; rc == 0 && at < refs.buf.len;) {
         uint32_t klen;
-        memcpy(&klen, refs.buf + at, sizeof klen);
-        const char *key = refs.buf + at + sizeof klen;
+        memcpy(&klen, refs.buf.p + at, sizeof klen);
+        const char *key = refs.buf.p + at + sizeof klen;
         rc = prune_list(op, tmp, kg, key, klen, (const unsigned char *)key + klen);
         at += sizeof klen + klen + WIN_NS;
     }
     eddy_list_state_destroy(&tmp);
-    free(refs.buf);
+    eddy_buf_free(&refs.buf);
     return rc < 0 ? eddy_err_set(err, "window: out of memory keeping max_by's elements") : 0;
 }
 
