@@ -757,6 +757,7 @@ Test(window, config_errors_name_the_key)
     config_error("sum", "assigner=tumbling size_ms=10 late=keep", "'late' is 'keep'");
     config_error("sum", "assigner=tumbling size_ms=10 late=1", "'late' must be a string");
     config_error("avg_nomerge", "assigner=session gap_ms=5", "merge()");
+    config_error("sum", "assigner=sliding size_ms=10 slide_ms=5 panes=yes", "'panes' must be a boolean");
 
     /* registration */
     eddy_registry_t *r = eddy_registry_new();
@@ -769,6 +770,10 @@ Test(window, config_errors_name_the_key)
     cr_assert_eq(eddy_register_window(r, "x", &both, &err), -1);
     const eddy_window_udf_t no_result = {.aggregate = {.acc_size = 8, .add = avg_add}};
     cr_assert_eq(eddy_register_window(r, "x", &no_result, &err), -1);
+    eddy_window_udf_t max_by_sum = sum_udf;
+    max_by_sum.max_by = eddy_window_max_by_value;
+    cr_assert_eq(eddy_register_window(r, "x", &max_by_sum, &err), -1);
+    cr_assert(strstr(err.msg, "max_by() keeps elements"), "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", NULL, &err), -1);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), -1, "names stay unique");
