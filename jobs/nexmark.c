@@ -397,9 +397,9 @@ typedef struct window_fn {
 
 static const window_fn_t window_fns[] = {
     {"nexmark_q5_counts", {.aggregate = count_udf, .process = q5_counts}},
-    {"nexmark_q5_hottest", {.process = q5_hottest, .max_by = eddy_window_max_by_value}},
-    {"nexmark_q7_local", {.process = q7_local, .max_by = eddy_window_max_by_value}},
-    {"nexmark_q7_global", {.process = q7_global, .max_by = eddy_window_max_by_value}},
+    {"nexmark_q5_hottest", {.process = q5_hottest, .max_by = {.rank = eddy_window_rank_value}}},
+    {"nexmark_q7_local", {.process = q7_local, .max_by = {.rank = eddy_window_rank_value}}},
+    {"nexmark_q7_global", {.process = q7_global, .max_by = {.rank = eddy_window_rank_value}}},
     {"nexmark_bidder_count", {.aggregate = count_udf, .process = bidder_count}},
 };
 

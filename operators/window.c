@@ -103,6 +103,7 @@ typedef struct window_op {
     unsigned char *acc_tmp; /* one accumulator, for merges */
     unsigned char *pane_acc; /* panes: a window's panes merged, for a firing */
     void *prepared;         /* STORE_ACCUMULATOR: this instance's handle */
+    void *max_by;           /* max_by's handle (api/window.h) */
     eddy_collector_t *out;  /* while timers fire */
 } window_op_t;
 
@@ -266,8 +267,8 @@ static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t kle
         eddy_record_t best;
         bool existed = eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, 0, &best);
         *created = !existed;
-        if (existed && op->udf->max_by) { /* keep the highest rank's elements only */
-            int cmp = op->udf->max_by(rec, &best);
+        if (existed && op->udf->max_by.rank) { /* keep the highest rank's elements only */
+            int cmp = op->udf->max_by.rank(op->max_by, rec, &best);
             if (cmp < 0)
                 return 0;
             if (cmp > 0)
@@ -321,9 +322,9 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         window_encode(a, to);
         window_encode(b, from);
         eddy_record_t ra, rb;
-        if (op->udf->max_by && eddy_list_state_at(op->lists, kg, key, klen, a, WIN_NS, 0, &ra) &&
+        if (op->udf->max_by.rank && eddy_list_state_at(op->lists, kg, key, klen, a, WIN_NS, 0, &ra) &&
             eddy_list_state_at(op->lists, kg, key, klen, b, WIN_NS, 0, &rb)) {
-            int cmp = op->udf->max_by(&rb, &ra);
+            int cmp = op->udf->max_by.rank(op->max_by, &rb, &ra);
             if (cmp < 0) {
                 eddy_list_state_clear(op->lists, kg, key, klen, b, WIN_NS);
                 return 0;
@@ -1041,6 +1042,8 @@ static void window_close(void *self)
     eddy_timers_destroy(&op->timers);
     if (op->prepared && op->udf->accumulator.close)
         op->udf->accumulator.close(op->prepared);
+    if (op->max_by && op->udf->max_by.close)
+        op->udf->max_by.close(op->max_by);
     free(op->scratch);
     free(op->acc_tmp);
     free(op->pane_acc);
@@ -1083,6 +1086,10 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     }
     if (c->store == STORE_ACCUMULATOR && op->udf->accumulator.open &&
         op->udf->accumulator.open(c->config, &op->prepared, err) < 0) {
+        window_close(op);
+        return NULL;
+    }
+    if (op->udf->max_by.open && op->udf->max_by.open(c->config, &op->max_by, err) < 0) {
         window_close(op);
         return NULL;
     }
@@ -1316,13 +1323,13 @@ static void collect_list(void *ctx, const void *key, uint32_t key_len, const voi
 static int prune_list(window_op_t *op, eddy_list_state_t *tmp, uint32_t kg, const char *key,
                       uint32_t klen, const unsigned char *ns)
 {
-    eddy_window_max_by_fn rank = op->udf->max_by;
+    int (*rank)(void *, const eddy_record_t *, const eddy_record_t *) = op->udf->max_by.rank;
     size_t n = eddy_list_state_size(op->lists, kg, key, klen, ns, WIN_NS);
     eddy_record_t best, r;
     bool mixed = false;
     eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, 0, &best);
     for (size_t i = 1; i < n && eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, i, &r); i++) {
-        int cmp = rank(&r, &best);
+        int cmp = rank(op->max_by, &r, &best);
         mixed |= cmp != 0;
         if (cmp > 0)
             best = r;
@@ -1330,7 +1337,8 @@ static int prune_list(window_op_t *op, eddy_list_state_t *tmp, uint32_t kg, cons
     if (!mixed)
         return 0;
     for (size_t i = 0; i < n && eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, i, &r); i++)
-        if (rank(&r, &best) == 0 && eddy_list_state_add(tmp, kg, key, klen, ns, WIN_NS, &r) < 0)
+        if (rank(op->max_by, &r, &best) == 0 &&
+            eddy_list_state_add(tmp, kg, key, klen, ns, WIN_NS, &r) < 0)
             return -1;
     eddy_list_state_clear(op->lists, kg, key, klen, ns, WIN_NS);
     size_t m = eddy_list_state_size(tmp, kg, key, klen, ns, WIN_NS);
@@ -1426,7 +1434,7 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
     }
     if (rc == 0 && r.ok && lb && eddy_list_state_read_group(op->lists, kg, lb, ll, err) < 0)
         rc = -1;
-    if (rc == 0 && r.ok && lb && op->udf->max_by && prune_lists(op, kg, err) < 0)
+    if (rc == 0 && r.ok && lb && op->udf->max_by.rank && prune_lists(op, kg, err) < 0)
         rc = -1;
     if (rc == 0 && r.ok)
         read_sessions(op, kg, &r, err);
@@ -1850,8 +1858,11 @@ int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window
                             n);
     if (!udf->reduce && !has_agg && !has_acc && !udf->process)
         return eddy_err_set(err, "window '%s' needs reduce(), an aggregate or a process function", n);
-    if (udf->max_by && (udf->reduce || has_agg || has_acc))
-        return eddy_err_set(err, "window '%s': max_by() keeps elements, so it takes a process function "
+    const eddy_window_max_by_t *m = &udf->max_by;
+    if ((m->open || m->close) && !m->rank)
+        return eddy_err_set(err, "window '%s': its max_by needs rank()", n);
+    if (m->rank && (udf->reduce || has_agg || has_acc))
+        return eddy_err_set(err, "window '%s': max_by keeps elements, so it takes a process function "
                             "and no reduce(), aggregate or accumulator", n);
     if (strlen(n) >= sizeof((window_kind_t *)0)->name)
         return eddy_err_set(err, "window name '%s' is too long", n);

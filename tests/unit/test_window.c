@@ -105,7 +105,7 @@ static const eddy_window_udf_t avg_nomerge_udf = {
     .aggregate = {.acc_size = sizeof(avg_t), .add = avg_add, .result = avg_result}};
 static const eddy_window_udf_t list_udf = {.process = list_all};
 static const eddy_window_udf_t list_max_udf = {.process = list_all,
-                                               .max_by = eddy_window_max_by_value};
+                                               .max_by = {.rank = eddy_window_rank_value}};
 static const eddy_window_udf_t avg_process_udf = {
     .aggregate = {.acc_size = sizeof(avg_t), .add = avg_add, .merge = avg_merge, .result = avg_result},
     .process = with_result};
@@ -771,9 +771,13 @@ Test(window, config_errors_name_the_key)
     const eddy_window_udf_t no_result = {.aggregate = {.acc_size = 8, .add = avg_add}};
     cr_assert_eq(eddy_register_window(r, "x", &no_result, &err), -1);
     eddy_window_udf_t max_by_sum = sum_udf;
-    max_by_sum.max_by = eddy_window_max_by_value;
+    max_by_sum.max_by.rank = eddy_window_rank_value;
     cr_assert_eq(eddy_register_window(r, "x", &max_by_sum, &err), -1);
-    cr_assert(strstr(err.msg, "max_by() keeps elements"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "max_by keeps elements"), "%s", err.msg);
+    eddy_window_udf_t no_rank = list_udf;
+    no_rank.max_by.close = free;
+    cr_assert_eq(eddy_register_window(r, "x", &no_rank, &err), -1);
+    cr_assert(strstr(err.msg, "needs rank()"), "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", NULL, &err), -1);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), -1, "names stay unique");
