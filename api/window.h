@@ -16,6 +16,17 @@
  *   assigner    "tumbling" | "sliding" | "session" (required)
  *   size_ms     window size, > 0 (tumbling, sliding)
  *   slide_ms    slide, > 0 (sliding; at most 65536 windows per record)
+ *   panes       true (default) | false: a sliding event-time window with
+ *               slide <= size, slide / gcd(size, slide) <= 16 and an
+ *               accumulator that merges (reduce, or
+ *               an aggregate or accumulator with merge) keeps one
+ *               accumulator per key and pane, a slice of gcd(size, slide),
+ *               instead of one per window: a record updates one pane, not
+ *               size / slide windows, and a firing merges the window's
+ *               panes. Results, late records and lateness are exactly
+ *               those of per-window state. A snapshot of one does not
+ *               restore into the other (a clear error says which 'panes'
+ *               reads it).
  *   offset_ms   |offset| < size (tumbling) or < slide (sliding); default 0
  *   gap_ms      session gap, > 0 (session)
  *   time        "event" (default) | "processing"
@@ -150,13 +161,44 @@ typedef struct eddy_window_accumulator {
  * (used when its add is set); with none the window keeps its elements and
  * needs process. reduce folds record values (the first value starts it);
  * sessions need aggregate.merge / accumulator.merge. An accumulator emits
- * its own records, so it takes no process function. */
+ * its own records, so it takes no process function.
+ *
+ * max_by (element lists only: with process and none of the three) makes
+ * the window a running "max by": it keeps only the elements that rank
+ * highest so far, all ties, in the order they arrived, instead of every
+ * element. max_by.rank(prepared, a, b) > 0 when a ranks above b, 0 when
+ * they tie, < 0 below; it must be a total preorder. open(config,
+ * &prepared, err) and close (both may be NULL) are as an accumulator's:
+ * one handle per operator instance, for a ranking read from the step's
+ * config (a pipeline's "max_by: EXPR"). A record that ranks below the kept
+ * ones is not kept; one above them replaces them. So process sees exactly
+ * the elements of the window whose rank is the largest, in arrival order
+ * (a process function that emits the rows with the largest value of all
+ * its elements emits the same with or without it). Sessions keep the
+ * higher side's elements when they merge (both, in order, on a tie). A
+ * restore of lists written without max_by keeps their best elements. */
+typedef struct eddy_window_max_by {
+    int (*open)(const eddy_config_t *config, void **prepared, eddy_err_t *err);
+    void (*close)(void *prepared);
+    int (*rank)(void *prepared, const eddy_record_t *a, const eddy_record_t *b);
+} eddy_window_max_by_t;
+
 typedef struct eddy_window_udf {
     int64_t (*reduce)(int64_t a, int64_t b);
     eddy_aggregate_udf_t aggregate;
     eddy_window_process_fn process;
     eddy_window_accumulator_t accumulator;
+    eddy_window_max_by_t max_by;
 } eddy_window_udf_t;
+
+/* A max_by rank of records by their value (Nexmark q7's highest bids):
+ * .max_by = {.rank = eddy_window_rank_value}. */
+static inline int eddy_window_rank_value(void *prepared, const eddy_record_t *a,
+                                         const eddy_record_t *b)
+{
+    (void)prepared;
+    return (a->value > b->value) - (a->value < b->value);
+}
 
 /* Registers operator kind `name` (an eddy_window step); the udf is copied.
  * -1 with err when the functions do not form one of the shapes above. */

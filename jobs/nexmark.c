@@ -387,6 +387,9 @@ static void bidder_count(const eddy_window_context_t *ctx, const eddy_window_ele
              r.value, ctx->window.end - 1);
 }
 
+/* q5's hottest auctions and q7's highest bids keep, per window, only the
+ * rows with the largest value so far (api/window.h max_by), not every row:
+ * the functions above then see just the rows they emit. */
 typedef struct window_fn {
     const char *name;
     eddy_window_udf_t udf;
@@ -394,9 +397,9 @@ typedef struct window_fn {
 
 static const window_fn_t window_fns[] = {
     {"nexmark_q5_counts", {.aggregate = count_udf, .process = q5_counts}},
-    {"nexmark_q5_hottest", {.process = q5_hottest}},
-    {"nexmark_q7_local", {.process = q7_local}},
-    {"nexmark_q7_global", {.process = q7_global}},
+    {"nexmark_q5_hottest", {.process = q5_hottest, .max_by = {.rank = eddy_window_rank_value}}},
+    {"nexmark_q7_local", {.process = q7_local, .max_by = {.rank = eddy_window_rank_value}}},
+    {"nexmark_q7_global", {.process = q7_global, .max_by = {.rank = eddy_window_rank_value}}},
     {"nexmark_bidder_count", {.aggregate = count_udf, .process = bidder_count}},
 };
 

@@ -112,6 +112,7 @@ eddy_stream_t eddy_pipeline_add_window(eddy_stream_t rows, const eddy_pipeline_s
              st->kind == EDDY_PSTEP_MAX_BY ? "max_by" : "aggregate");
     const char *kind = st->state == EDDY_PIPELINE_STATE_FIXED     ? EDDY_PIPELINE_WINDOW_FIXED_KIND
                        : st->state == EDDY_PIPELINE_STATE_ORDERED ? EDDY_PIPELINE_WINDOW_ORDERED_KIND
+                       : st->kind == EDDY_PSTEP_MAX_BY            ? EDDY_PIPELINE_WINDOW_MAX_BY_KIND
                                                                   : EDDY_PIPELINE_WINDOW_KIND;
     return eddy_window(eddy_key_by(rows, "tab_prefix"), uid, kind, c);
 }

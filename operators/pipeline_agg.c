@@ -13,7 +13,9 @@
  * with merge, and "pipeline_window_ordered", without: the plan chooses,
  * plan/pipeline_window.h eddy_pipeline_agg_state). Every other step keeps
  * its rows ("pipeline_window", a process function) and folds them into the
- * same slots when the window fires, in row order. Both paths share
+ * same slots when the window fires, in row order ("pipeline_window_max_by"
+ * for a max_by step: its rows, but only those that rank highest so far,
+ * api/window.h max_by). Both paths share
  * add_value and result, so a spec's output is the same under either store.
  * Numbers, and strings that are numbers, compare by value; other strings
  * bytewise (so a csv price of "9" is less than "10"). */
@@ -414,6 +416,48 @@ static void fire_max_by(pagg_t *p, const eddy_window_elements_t *elements, eddy_
     }
 }
 
+/* max_by's rank (api/window.h), so that its window keeps only the rows
+ * fire_max_by would emit: a and b by their max_by values, compared as
+ * there; a null value, or a row that does not split, ranks below every
+ * value (fire_max_by skips it). A column that mixes numbers with strings
+ * that sort below digits does not rank in a total order; there, rows tied
+ * with an earlier best that a later best replaced are not all kept. */
+static int rank_open(const eddy_config_t *config, void **prepared, eddy_err_t *err)
+{
+    pagg_t *p = pagg_new(config, err);
+    if (p && !p->max_by) {
+        pagg_destroy(&p);
+        eddy_err_set(err, "pipeline window: a max_by rank without max_by");
+    }
+    *prepared = p;
+    return p ? 0 : -1;
+}
+
+static void rank_close(void *prepared)
+{
+    pagg_t *p = prepared;
+    pagg_destroy(&p);
+}
+
+static int rank_rows(void *prepared, const eddy_record_t *a, const eddy_record_t *b)
+{
+    pagg_t *p = prepared;
+    eddy_record_t body;
+    eddy_val_t v = {.type = EDDY_VAL_NULL};
+    if (element_row(p, a, &body))
+        v = eddy_expr_eval(p->max_by, p->row);
+    bool ha = v.type != EDDY_VAL_NULL;
+    if (ha && keep(&p->top, &v, 0) < 0)
+        return 0; /* out of memory: keep both */
+    v.type = EDDY_VAL_NULL;
+    if (element_row(p, b, &body))
+        v = eddy_expr_eval(p->max_by, p->row);
+    bool hb = v.type != EDDY_VAL_NULL;
+    if (!ha || !hb)
+        return (int)ha - (int)hb;
+    return compare(&p->top.best, &v);
+}
+
 /* A firing of a rows-store step: the step's config is parsed per firing
  * (a process function keeps no per-instance state), the rows folded in
  * order into one accumulator and the min/max/first/last values. */
@@ -532,6 +576,8 @@ static int acc_check(void *prepared, const void *acc, eddy_err_t *err)
 }
 
 static const eddy_window_udf_t rows_udf = {.process = fire};
+static const eddy_window_udf_t max_by_udf = {
+    .process = fire, .max_by = {.open = rank_open, .close = rank_close, .rank = rank_rows}};
 static const eddy_window_udf_t fixed_udf = {
     .accumulator = {.open = acc_open, .close = acc_close, .size = acc_size, .create = acc_create,
                     .add = acc_add, .merge = acc_merge, .emit = acc_emit, .check = acc_check}};
@@ -595,6 +641,7 @@ static int64_t (*const csv_times[EDDY_PIPELINE_TIME_COLUMNS])(const eddy_record_
 int eddy_pipeline_agg_register(eddy_registry_t *r, eddy_err_t *err)
 {
     if (eddy_register_window(r, EDDY_PIPELINE_WINDOW_KIND, &rows_udf, err) < 0 ||
+        eddy_register_window(r, EDDY_PIPELINE_WINDOW_MAX_BY_KIND, &max_by_udf, err) < 0 ||
         eddy_register_window(r, EDDY_PIPELINE_WINDOW_FIXED_KIND, &fixed_udf, err) < 0 ||
         eddy_register_window(r, EDDY_PIPELINE_WINDOW_ORDERED_KIND, &ordered_udf, err) < 0)
         return -1;

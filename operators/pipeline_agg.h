@@ -37,6 +37,7 @@
 #include "api/plugin.h"
 
 #define EDDY_PIPELINE_WINDOW_KIND "pipeline_window"
+#define EDDY_PIPELINE_WINDOW_MAX_BY_KIND "pipeline_window_max_by"
 #define EDDY_PIPELINE_WINDOW_FIXED_KIND "pipeline_window_fixed"
 #define EDDY_PIPELINE_WINDOW_ORDERED_KIND "pipeline_window_ordered"
 #define EDDY_PIPELINE_CSV_TIME_PREFIX "pipeline_csv_time_"

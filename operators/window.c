@@ -5,12 +5,13 @@
  *
  * State, all partitioned by key group and owned by one operator instance:
  * - accs: (key ++ state window) -> accumulator, for reduce / aggregate /
- *   a config-aware accumulator (an eddy_keyed_state_t used as a hash map;
+ *   a config-aware accumulator (a sliding window kept as panes: key ++
+ *   pane; see "panes") (an eddy_keyed_state_t used as a hash map;
  *   pointers stay valid until the entry is removed); an accumulator's
  *   prepared handle is per instance (and per combiner), its size per step;
  * - lists: (key, state window) -> element list, without any of those;
  * - timers: (key, window) -> trigger timer at end - 1 and cleanup timer at
- *   end - 1 + lateness (one timer when they coincide);
+ *   end - 1 + lateness (one timer when they coincide); panes keep fewer;
  * - sessions: key -> its merging window set, an array sorted by start of
  *   disjoint windows, each with the state window its state lives under, so
  *   a record that extends a session moves no state (Flink's
@@ -28,14 +29,20 @@
 #include "common/clock.h"
 #include "net/mpcodec.h"
 #include "net/partial.h"
+#include "operators/etl_record.h"
 #include "plan/registry.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 #include "state/timers.h"
 
 #define WIN_NS 16
-#define WIN_STATE_VERSION 1u
+#define WIN_STATE_VERSION 1u       /* one accumulator or list per window */
+#define WIN_STATE_VERSION_PANES 2u /* sliding windows kept as panes */
 #define WIN_MAX_PER_RECORD 65536
+/* Panes finer than this against the slide (a gcd of 1 ms of 10 s windows
+ * sliding by 9.999 s) would make every firing look up more panes than the
+ * records a window holds: those windows stay per window. */
+#define WIN_MAX_PANES_PER_SLIDE 16
 #define WIN_MAX_ACC EDDY_WINDOW_MAX_ACC
 
 typedef enum { ASSIGN_TUMBLING, ASSIGN_SLIDING, ASSIGN_SESSION } assigner_t;
@@ -62,6 +69,7 @@ typedef struct window_conf {
     bool processing;
     bool emit_late;
     bool combine;    /* config "combine": local pre-aggregation where exact */
+    bool panes;      /* sliding windows kept as panes (see "panes" below) */
     int64_t pane;    /* the combiner's unit of time: gcd(size, slide) */
     size_t acc_size; /* bytes of an accs value */
 } window_conf_t;
@@ -93,7 +101,9 @@ typedef struct window_op {
     char *scratch; /* key ++ window, for accs lookups */
     size_t scratch_cap;
     unsigned char *acc_tmp; /* one accumulator, for merges */
+    unsigned char *pane_acc; /* panes: a window's panes merged, for a firing */
     void *prepared;         /* STORE_ACCUMULATOR: this instance's handle */
+    void *max_by;           /* max_by's handle (api/window.h) */
     eddy_collector_t *out;  /* while timers fire */
 } window_op_t;
 
@@ -236,6 +246,17 @@ static void acc_remove(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         eddy_keyed_state_remove(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n);
 }
 
+/* The accumulator of (key, sw), made (zeroed, *created) when absent; NULL
+ * when out of memory. */
+static void *acc_upsert(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                        eddy_window_t sw, bool *created)
+{
+    uint32_t n = acc_key(op, key, klen, sw);
+    return n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n), op->scratch, n,
+                                       created)
+             : NULL;
+}
+
 /* Folds rec into the state of (key, sw); *created when the state is new. */
 static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
                      eddy_window_t sw, const eddy_record_t *rec, bool *created, eddy_err_t *err)
@@ -243,15 +264,21 @@ static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t kle
     if (op->c->store == STORE_LIST) {
         unsigned char ns[WIN_NS];
         window_encode(ns, sw);
+        eddy_record_t best;
+        bool existed = eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, 0, &best);
+        *created = !existed;
+        if (existed && op->udf->max_by.rank) { /* keep the highest rank's elements only */
+            int cmp = op->udf->max_by.rank(op->max_by, rec, &best);
+            if (cmp < 0)
+                return 0;
+            if (cmp > 0)
+                eddy_list_state_clear(op->lists, kg, key, klen, ns, WIN_NS);
+        }
         if (eddy_list_state_add(op->lists, kg, key, klen, ns, WIN_NS, rec) < 0)
             return eddy_err_set(err, "window: out of memory in list state");
-        *created = eddy_list_state_size(op->lists, kg, key, klen, ns, WIN_NS) == 1;
         return 0;
     }
-    uint32_t n = acc_key(op, key, klen, sw);
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, created)
-                  : NULL;
+    void *acc = acc_upsert(op, kg, key, klen, sw, created);
     if (!acc)
         return eddy_err_set(err, "window: out of memory in window state");
     acc_add(op->c->store, op->udf, op->prepared, acc, *created, rec);
@@ -270,6 +297,22 @@ static void state_clear(window_op_t *op, uint32_t kg, const char *key, uint32_t 
     }
 }
 
+/* Folds accumulator acc (of this window's store) into the state of (key,
+ * sw): a copy when that is new (*created). */
+static int acc_fold(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                    eddy_window_t sw, const void *acc, bool *created, eddy_err_t *err)
+{
+    *created = false;
+    void *v = acc_upsert(op, kg, key, klen, sw, created);
+    if (!v)
+        return eddy_err_set(err, "window: out of memory in window state");
+    if (*created)
+        memcpy(v, acc, op->c->acc_size);
+    else
+        acc_merge(op, v, acc);
+    return 0;
+}
+
 /* Merges the state of (key, from) into (key, to) and removes it. */
 static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
                        eddy_window_t to, eddy_window_t from, eddy_err_t *err)
@@ -278,6 +321,17 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         unsigned char a[WIN_NS], b[WIN_NS];
         window_encode(a, to);
         window_encode(b, from);
+        eddy_record_t ra, rb;
+        if (op->udf->max_by.rank && eddy_list_state_at(op->lists, kg, key, klen, a, WIN_NS, 0, &ra) &&
+            eddy_list_state_at(op->lists, kg, key, klen, b, WIN_NS, 0, &rb)) {
+            int cmp = op->udf->max_by.rank(op->max_by, &rb, &ra);
+            if (cmp < 0) {
+                eddy_list_state_clear(op->lists, kg, key, klen, b, WIN_NS);
+                return 0;
+            }
+            if (cmp > 0)
+                eddy_list_state_clear(op->lists, kg, key, klen, a, WIN_NS);
+        }
         if (eddy_list_state_move(op->lists, kg, key, klen, b, WIN_NS, a, WIN_NS) < 0)
             return eddy_err_set(err, "window: out of memory merging sessions");
         return 0;
@@ -287,18 +341,8 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
         return 0;
     memcpy(op->acc_tmp, other, op->c->acc_size);
     acc_remove(op, kg, key, klen, from);
-    uint32_t n = acc_key(op, key, klen, to);
-    bool created = false;
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, &created)
-                  : NULL;
-    if (!acc)
-        return eddy_err_set(err, "window: out of memory merging sessions");
-    if (created)
-        memcpy(acc, op->acc_tmp, op->c->acc_size);
-    else
-        acc_merge(op, acc, op->acc_tmp);
-    return 0;
+    bool created;
+    return acc_fold(op, kg, key, klen, to, op->acc_tmp, &created, err);
 }
 
 /* ---- timers ------------------------------------------------------------ */
@@ -388,6 +432,28 @@ static void stamp_emit(eddy_collector_t *c, const eddy_record_t *rec)
     eddy_emit(s->down, &r);
 }
 
+/* Emits window w's result from accumulator acc. */
+static void fire_acc(window_op_t *op, eddy_collector_t *out, const char *key, uint32_t klen,
+                     eddy_window_t w, const void *acc)
+{
+    const eddy_window_udf_t *udf = op->udf;
+    eddy_window_context_t wc = {key, klen, w, op->wm, processing_time(op), op->c->config};
+    stamping_t stamp = {{stamp_emit}, out, max_ts(w)};
+    if (op->c->store == STORE_ACCUMULATOR) {
+        udf->accumulator.emit(op->prepared, &wc, acc, &stamp.base);
+        return;
+    }
+    int64_t result = op->c->store == STORE_REDUCE ? *(const int64_t *)acc
+                                                  : udf->aggregate.result(acc);
+    eddy_record_t rec = {key, klen, EDDY_INSERT, result, max_ts(w)};
+    if (!udf->process) {
+        eddy_emit(out, &rec);
+        return;
+    }
+    one_element_t one = {{1, one_get}, rec};
+    udf->process(&wc, &one.base, &stamp.base);
+}
+
 /* Emits window w's contents, kept under state window sw (nothing when empty). */
 static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char *key,
                  uint32_t klen, eddy_window_t w, eddy_window_t sw)
@@ -404,21 +470,173 @@ static void fire(window_op_t *op, eddy_collector_t *out, uint32_t kg, const char
         return;
     }
     const void *acc = acc_get(op, kg, key, klen, sw);
-    if (!acc)
-        return;
-    if (op->c->store == STORE_ACCUMULATOR) {
-        udf->accumulator.emit(op->prepared, &wc, acc, &stamp.base);
-        return;
+    if (acc)
+        fire_acc(op, out, key, klen, w, acc);
+}
+
+/* ---- panes -------------------------------------------------------------- */
+
+/* Sliding event-time windows of an accumulator that merges (reduce, or an
+ * aggregate or accumulator with merge(); window_conf_t.panes) keep one
+ * accumulator per (key, pane) rather than per (key, window): a pane is a
+ * slice of gcd(size, slide) aligned to the offset, so every record of a
+ * pane belongs to the same windows (Flink's pane/slice approach). A record
+ * updates its pane only, and a window's firing merges the panes it covers
+ * (size / pane lookups) in time order.
+ *
+ * Timers, with the window as their namespace (so they fire in the order
+ * per-window state fires its windows), chained: a new pane registers the
+ * trigger (end - 1) of the first of its windows not triggered yet; a
+ * window's trigger, once it fired, registers the next window's (start +
+ * slide) when that window covers a pane, so every window that covers a
+ * pane fires, once (the timer service keeps one of equal timers), and a
+ * key holds one timer rather than one per window. The cleanup (end - 1 +
+ * lateness; with no lateness the trigger itself) of window w drops the
+ * panes whose last window it is, those starting in [w.start, w.start +
+ * slide); w's trigger registers it when there are such panes (a new pane
+ * whose last window was triggered already registers it itself).
+ *
+ * Results are per-window state's, late firings included: a window fires
+ * with the records of its panes that arrived before the firing, and those
+ * are the records per-window state folds into it, because a record joins
+ * its pane when its last window is not late (the latest window is the last
+ * to become late), and a window that was late when a record arrived never
+ * fires again. Only a key group moved into an instance whose watermark is
+ * ahead of the group's own could differ: a window the move left behind
+ * that watermark fires at this instance's next watermark and then includes
+ * a record that arrived for a later window of the same pane in between
+ * (per-window state would leave it out). */
+
+static eddy_window_t slide_window(const window_conf_t *c, __int128 start)
+{
+    eddy_window_t w = {sat64(start), sat64(start + c->size)};
+    return w;
+}
+
+static eddy_window_t pane_of(const window_conf_t *c, int64_t ts)
+{
+    __int128 start = window_start(ts, c->offset, c->pane);
+    eddy_window_t p = {sat64(start), sat64(start + c->pane)};
+    return p;
+}
+
+/* The starts of the first and last panes a firing found (INT64_MAX and
+ * INT64_MIN: none). */
+typedef struct pane_span {
+    int64_t first, last;
+} pane_span_t;
+
+/* Fires window w from its panes, merged in time order into op->pane_acc. */
+static pane_span_t panes_fire(window_op_t *op, eddy_collector_t *out, uint32_t kg,
+                              const char *key, uint32_t klen, eddy_window_t w)
+{
+    pane_span_t span = {INT64_MAX, INT64_MIN};
+    for (__int128 s = w.start; s < w.end; s += op->c->pane) {
+        const void *acc = acc_get(op, kg, key, klen, pane_of(op->c, sat64(s)));
+        if (!acc)
+            continue;
+        if (span.last != INT64_MIN)
+            acc_merge(op, op->pane_acc, acc);
+        else
+            memcpy(op->pane_acc, acc, op->c->acc_size);
+        if (span.first == INT64_MAX)
+            span.first = sat64(s);
+        span.last = sat64(s);
     }
-    int64_t result = op->c->store == STORE_REDUCE ? *(const int64_t *)acc
-                                                  : udf->aggregate.result(acc);
-    eddy_record_t rec = {key, klen, EDDY_INSERT, result, max_ts(w)};
-    if (!udf->process) {
-        eddy_emit(out, &rec);
-        return;
+    if (span.last != INT64_MIN)
+        fire_acc(op, out, key, klen, w, op->pane_acc);
+    return span;
+}
+
+static bool panes_any(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                      int64_t from, int64_t to)
+{
+    for (__int128 s = from; s < to; s += op->c->pane)
+        if (acc_get(op, kg, key, klen, pane_of(op->c, sat64(s))))
+            return true;
+    return false;
+}
+
+/* Timers of a new pane p: the trigger of its first window not triggered
+ * yet (the chain of triggers then reaches its last window, whose trigger
+ * registers its cleanup); the cleanup of its last window when that one
+ * was triggered already. */
+static int pane_timers(window_op_t *op, uint32_t kg, const char *key, uint32_t klen,
+                       eddy_window_t p, eddy_err_t *err)
+{
+    const window_conf_t *c = op->c;
+    __int128 last = window_start(p.start, c->offset, c->slide), first = last;
+    while (first - c->slide > (__int128)p.start - c->size)
+        first -= c->slide;
+    for (__int128 s = first; s <= last; s += c->slide) {
+        eddy_window_t w = slide_window(c, s);
+        if (max_ts(w) > op->wm) {
+            if (timer_add(op, max_ts(w), kg, key, klen, w, err) < 0)
+                return -1;
+            break;
+        }
     }
-    one_element_t one = {{1, one_get}, rec};
-    udf->process(&wc, &one.base, &stamp.base);
+    eddy_window_t wl = slide_window(c, last);
+    if (max_ts(wl) > op->wm)
+        return 0;
+    return timer_add(op, cleanup_time(c, wl), kg, key, klen, wl, err);
+}
+
+/* A record (or a combiner's partial: acc, the accumulator of records of
+ * one pane) of time ts: joins its pane unless every window of it is late
+ * (*skipped), then fires the windows already past their end (within the
+ * lateness), latest first as per-window state does. */
+static int pane_add(window_op_t *op, uint32_t kg, const char *key, uint32_t klen, int64_t ts,
+                    const eddy_record_t *rec, const void *acc, eddy_collector_t *out,
+                    bool *skipped, eddy_err_t *err)
+{
+    const window_conf_t *c = op->c;
+    __int128 last = window_start(ts, c->offset, c->slide);
+    *skipped = window_late(op, slide_window(c, last));
+    if (*skipped)
+        return 0;
+    eddy_window_t p = pane_of(c, ts);
+    bool created = false;
+    if (rec ? state_add(op, kg, key, klen, p, rec, &created, err) < 0
+            : acc_fold(op, kg, key, klen, p, acc, &created, err) < 0)
+        return -1;
+    if (created && pane_timers(op, kg, key, klen, p, err) < 0)
+        return -1;
+    for (__int128 s = last; s > (__int128)ts - c->size; s -= c->slide) {
+        eddy_window_t w = slide_window(c, s);
+        if (window_late(op, w))
+            break; /* so are the earlier ones */
+        if (max_ts(w) <= op->wm)
+            panes_fire(op, out, kg, key, klen, w);
+    }
+    return 0;
+}
+
+/* A timer of window w: its trigger fires it, passes the trigger on to the
+ * next window when that covers a pane and, with a lateness, registers w's
+ * cleanup when w is the last window of a pane; its cleanup drops the panes
+ * whose last window it is. */
+static int pane_timer(window_op_t *op, const eddy_timer_t *t, eddy_window_t w, eddy_err_t *err)
+{
+    const window_conf_t *c = op->c;
+    const char *key = t->key;
+    uint32_t klen = t->key_len, kg = t->kg;
+    if (t->time == max_ts(w)) {
+        /* The next window covers a pane when w has one past its first
+         * slide or one lies in the slide after w. */
+        pane_span_t span = panes_fire(op, op->out, kg, key, klen, w);
+        eddy_window_t next = slide_window(c, (__int128)w.start + c->slide);
+        if ((span.last >= next.start || panes_any(op, kg, key, klen, w.end, next.end)) &&
+            timer_add(op, max_ts(next), kg, key, klen, next, err) < 0)
+            return -1;
+        if (cleanup_time(c, w) != t->time && span.first < next.start &&
+            timer_add(op, cleanup_time(c, w), kg, key, klen, w, err) < 0)
+            return -1;
+    }
+    if (t->time == cleanup_time(c, w))
+        for (__int128 s = w.start; s < (__int128)w.start + c->slide; s += c->pane)
+            acc_remove(op, kg, key, klen, pane_of(c, sat64(s)));
+    return 0;
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -582,17 +800,9 @@ static int merge_into_window(window_op_t *op, uint32_t kg, const char *key, uint
                              eddy_window_t w, const void *partial, eddy_collector_t *out,
                              eddy_err_t *err)
 {
-    uint32_t n = acc_key(op, key, klen, w);
-    bool created = false;
-    void *acc = n ? eddy_keyed_state_upsert(op->accs, kg, eddy_key_hash(op->scratch, n),
-                                            op->scratch, n, &created)
-                  : NULL;
-    if (!acc)
-        return eddy_err_set(err, "window: out of memory in window state");
-    if (created)
-        memcpy(acc, partial, op->c->acc_size);
-    else
-        acc_merge(op, acc, partial);
+    bool created;
+    if (acc_fold(op, kg, key, klen, w, partial, &created, err) < 0)
+        return -1;
     if (created && timers_for_new_window(op, kg, key, klen, w, err) < 0)
         return -1;
     if (max_ts(w) <= op->wm)
@@ -601,6 +811,15 @@ static int merge_into_window(window_op_t *op, uint32_t kg, const char *key, uint
 }
 
 static bool combinable(const window_conf_t *c);
+
+/* The accumulator merges (reduce, or an aggregate or accumulator with
+ * merge(), which must be associative and commutative): panes and the
+ * combiner are exact. */
+static bool mergeable(const window_conf_t *c)
+{
+    return c->store == STORE_REDUCE || (c->store == STORE_AGGREGATE && c->kind->udf.aggregate.merge) ||
+           (c->store == STORE_ACCUMULATOR && c->kind->udf.accumulator.merge);
+}
 
 /* A partial from the combiner (see "local pre-aggregation" below): the
  * accumulator of value records of one pane, timestamped with the pane's
@@ -627,6 +846,13 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
     uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
     int64_t ts = rec->timestamp;
     bool skipped = true;
+    if (c->panes) {
+        if (pane_add(op, kg, key, klen, ts, NULL, op->acc_tmp, out, &skipped, err) < 0)
+            return -1;
+        if (skipped && ts <= op->wm && op->late_records)
+            *op->late_records += (uint64_t)rec->value;
+        return 0;
+    }
     for (__int128 start = window_start(ts, c->offset, c->slide); start > (__int128)ts - c->size;
          start -= c->slide) {
         eddy_window_t w = {sat64(start), sat64(start + c->size)};
@@ -664,6 +890,9 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
             if (add_to_window(op, kg, key, klen, w, rec, out, err) < 0)
                 return -1;
         }
+    } else if (c->panes) {
+        if (pane_add(op, kg, key, klen, ts, rec, NULL, out, &skipped, err) < 0)
+            return -1;
     } else if (c->assigner == ASSIGN_SLIDING) {
         /* Flink's order: the latest window first. */
         for (__int128 start = window_start(ts, c->offset, c->slide); start > (__int128)ts - c->size;
@@ -709,6 +938,8 @@ static int on_timer(void *vctx, const eddy_timer_t *t, eddy_err_t *err)
     const char *key = t->key;
     uint32_t klen = t->key_len, kg = t->kg;
     eddy_window_t w = window_decode(t->ns), sw = w;
+    if (op->c->panes)
+        return pane_timer(op, t, w, err);
     session_set_t *s = NULL;
     int64_t idx = -1;
     uint64_t h = 0;
@@ -811,8 +1042,11 @@ static void window_close(void *self)
     eddy_timers_destroy(&op->timers);
     if (op->prepared && op->udf->accumulator.close)
         op->udf->accumulator.close(op->prepared);
+    if (op->max_by && op->udf->max_by.close)
+        op->udf->max_by.close(op->max_by);
     free(op->scratch);
     free(op->acc_tmp);
+    free(op->pane_acc);
     free(op);
 }
 
@@ -841,6 +1075,7 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     } else {
         ok = ok && (op->accs = eddy_keyed_state_new(op->max_kg, c->acc_size)) != NULL;
         ok = ok && (op->acc_tmp = calloc(1, c->acc_size)) != NULL;
+        ok = ok && (!c->panes || (op->pane_acc = calloc(1, c->acc_size)) != NULL);
     }
     if (c->assigner == ASSIGN_SESSION)
         ok = ok && (op->sessions = eddy_keyed_state_new(op->max_kg, sizeof(session_set_t *)));
@@ -854,6 +1089,10 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
         window_close(op);
         return NULL;
     }
+    if (op->udf->max_by.open && op->udf->max_by.open(c->config, &op->max_by, err) < 0) {
+        window_close(op);
+        return NULL;
+    }
     return op;
 }
 
@@ -864,7 +1103,10 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
  *    timers (bin | nil), accs (bin | nil), lists (bin | nil),
  *    [key (bin), [start, end, state_start, state_end, ...], ...]]
  * The parts are the timer service's, keyed state's and list state's own
- * per-group formats. The watermark lets a restored instance continue
+ * per-group formats. Version 1: accumulators per (key, window); version 2:
+ * per (key, pane) of a sliding window kept as panes (the same layout, the
+ * pane in the window's place). Neither reads as the other: the error says
+ * which config reads it. The watermark lets a restored instance continue
  * exactly: records it sees again are judged late as before. */
 
 typedef struct session_writer {
@@ -936,7 +1178,7 @@ static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, 
         eddy_mpw_t w;
         eddy_mpw_init(&w);
         eddy_mpw_array(&w, 10);
-        eddy_mpw_u64(&w, WIN_STATE_VERSION);
+        eddy_mpw_u64(&w, op->c->panes ? WIN_STATE_VERSION_PANES : WIN_STATE_VERSION);
         eddy_mpw_u64(&w, kg);
         eddy_mpw_u64(&w, op->c->assigner);
         eddy_mpw_u64(&w, op->c->store);
@@ -1060,6 +1302,71 @@ static int read_sessions(window_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_t
     return r->ok ? 0 : -1;
 }
 
+/* max_by: lists restored from a snapshot written without it (every
+ * element) keep their highest-ranked elements, in order, as if max_by had
+ * kept them. */
+typedef struct list_refs {
+    eddy_buf_t buf; /* per list: key length (4 bytes), key, namespace */
+    bool oom;
+} list_refs_t;
+
+static void collect_list(void *ctx, const void *key, uint32_t key_len, const void *ns,
+                         uint32_t ns_len, size_t n)
+{
+    list_refs_t *r = ctx;
+    if (n < 2 || ns_len != WIN_NS || r->oom)
+        return;
+    r->oom = eddy_buf_add(&r->buf, (const char *)&key_len, sizeof key_len) < 0 ||
+             eddy_buf_add(&r->buf, key, key_len) < 0 || eddy_buf_add(&r->buf, ns, WIN_NS) < 0;
+}
+
+static int prune_list(window_op_t *op, eddy_list_state_t *tmp, uint32_t kg, const char *key,
+                      uint32_t klen, const unsigned char *ns)
+{
+    int (*rank)(void *, const eddy_record_t *, const eddy_record_t *) = op->udf->max_by.rank;
+    size_t n = eddy_list_state_size(op->lists, kg, key, klen, ns, WIN_NS);
+    eddy_record_t best, r;
+    bool mixed = false;
+    eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, 0, &best);
+    for (size_t i = 1; i < n && eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, i, &r); i++) {
+        int cmp = rank(op->max_by, &r, &best);
+        mixed |= cmp != 0;
+        if (cmp > 0)
+            best = r;
+    }
+    if (!mixed)
+        return 0;
+    for (size_t i = 0; i < n && eddy_list_state_at(op->lists, kg, key, klen, ns, WIN_NS, i, &r); i++)
+        if (rank(op->max_by, &r, &best) == 0 &&
+            eddy_list_state_add(tmp, kg, key, klen, ns, WIN_NS, &r) < 0)
+            return -1;
+    eddy_list_state_clear(op->lists, kg, key, klen, ns, WIN_NS);
+    size_t m = eddy_list_state_size(tmp, kg, key, klen, ns, WIN_NS);
+    for (size_t i = 0; i < m && eddy_list_state_at(tmp, kg, key, klen, ns, WIN_NS, i, &r); i++)
+        if (eddy_list_state_add(op->lists, kg, key, klen, ns, WIN_NS, &r) < 0)
+            return -1;
+    eddy_list_state_clear(tmp, kg, key, klen, ns, WIN_NS);
+    return 0;
+}
+
+static int prune_lists(window_op_t *op, uint32_t kg, eddy_err_t *err)
+{
+    list_refs_t refs = {.oom = false};
+    eddy_list_state_foreach(op->lists, kg, collect_list, &refs);
+    eddy_list_state_t *tmp = refs.buf.len ? eddy_list_state_new(op->max_kg) : NULL;
+    int rc = refs.oom || (refs.buf.len && !tmp) ? -1 : 0;
+    for (size_t at = 0; rc == 0 && at < refs.buf.len;) {
+        uint32_t klen;
+        memcpy(&klen, refs.buf.p + at, sizeof klen);
+        const char *key = refs.buf.p + at + sizeof klen;
+        rc = prune_list(op, tmp, kg, key, klen, (const unsigned char *)key + klen);
+        at += sizeof klen + klen + WIN_NS;
+    }
+    eddy_list_state_destroy(&tmp);
+    eddy_buf_free(&refs.buf);
+    return rc < 0 ? eddy_err_set(err, "window: out of memory keeping max_by's elements") : 0;
+}
+
 static int window_read_group(void *self, uint32_t kg, const void *data, size_t len, eddy_err_t *err)
 {
     window_op_t *op = self;
@@ -1078,9 +1385,18 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
     uint64_t acc_size = eddy_mpr_u64(&r, WIN_MAX_ACC);
     int64_t wm = eddy_mpr_i64(&r);
     int rc = 0;
-    if (r.ok && version != WIN_STATE_VERSION)
+    unsigned expect = op->c->panes ? WIN_STATE_VERSION_PANES : WIN_STATE_VERSION;
+    if (r.ok && version == WIN_STATE_VERSION && expect == WIN_STATE_VERSION_PANES)
+        rc = eddy_err_set(err, "window state of key group %u keeps one accumulator per sliding window "
+                          "(written before eddy kept sliding windows as panes); this window keeps panes: "
+                          "restore it with the window's config 'panes' false", kg);
+    else if (r.ok && version == WIN_STATE_VERSION_PANES && expect == WIN_STATE_VERSION)
+        rc = eddy_err_set(err, "window state of key group %u keeps sliding windows as panes; this window "
+                          "keeps one accumulator per window (its config 'panes' is false, or its "
+                          "function no longer merges)", kg);
+    else if (r.ok && version != expect)
         rc = eddy_err_set(err, "window state of key group %u has version %" PRIu64 ", expected %u",
-                          kg, version, WIN_STATE_VERSION);
+                          kg, version, expect);
     else if (r.ok && gk != kg)
         rc = eddy_err_set(err, "window state of key group %" PRIu64 " given for key group %u", gk, kg);
     else if (r.ok && (assigner == ASSIGN_SESSION) != (op->c->assigner == ASSIGN_SESSION))
@@ -1117,6 +1433,8 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
         }
     }
     if (rc == 0 && r.ok && lb && eddy_list_state_read_group(op->lists, kg, lb, ll, err) < 0)
+        rc = -1;
+    if (rc == 0 && r.ok && lb && op->udf->max_by.rank && prune_lists(op, kg, err) < 0)
         rc = -1;
     if (rc == 0 && r.ok)
         read_sessions(op, kg, &r, err);
@@ -1183,8 +1501,7 @@ static bool combinable(const window_conf_t *c)
 {
     if (c->processing || c->assigner == ASSIGN_SESSION || c->lateness != 0 || c->emit_late)
         return false;
-    return c->store == STORE_REDUCE || (c->store == STORE_AGGREGATE && c->kind->udf.aggregate.merge) ||
-           (c->store == STORE_ACCUMULATOR && c->kind->udf.accumulator.merge);
+    return mergeable(c);
 }
 
 typedef struct combiner {
@@ -1473,6 +1790,9 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
     if (ct >= 0 && ct != EDDY_CONFIG_BOOL)
         return eddy_err_set(err, "window '%s': 'combine' must be a boolean", name);
     c->combine = eddy_config_bool(cfg, "combine", true);
+    int pt = config_type(cfg, "panes");
+    if (pt >= 0 && pt != EDDY_CONFIG_BOOL)
+        return eddy_err_set(err, "window '%s': 'panes' must be a boolean", name);
     c->pane = c->assigner == ASSIGN_SESSION ? 0 : gcd64(c->size, c->slide);
     if (!strcmp(late, "drop"))
         c->emit_late = false;
@@ -1495,6 +1815,9 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
          (c->store == STORE_ACCUMULATOR && !u->accumulator.merge)))
         return eddy_err_set(err, "window '%s': session windows merge, so its %s needs merge()",
                             name, c->store == STORE_AGGREGATE ? "aggregate" : "accumulator");
+    c->panes = eddy_config_bool(cfg, "panes", true) && c->assigner == ASSIGN_SLIDING &&
+               !c->processing && c->slide <= c->size && c->slide / c->pane <= WIN_MAX_PANES_PER_SLIDE &&
+               mergeable(c);
     return 0;
 }
 
@@ -1535,6 +1858,12 @@ int eddy_register_window(eddy_registry_t *r, const char *name, const eddy_window
                             n);
     if (!udf->reduce && !has_agg && !has_acc && !udf->process)
         return eddy_err_set(err, "window '%s' needs reduce(), an aggregate or a process function", n);
+    const eddy_window_max_by_t *m = &udf->max_by;
+    if ((m->open || m->close) && !m->rank)
+        return eddy_err_set(err, "window '%s': its max_by needs rank()", n);
+    if (m->rank && (udf->reduce || has_agg || has_acc))
+        return eddy_err_set(err, "window '%s': max_by keeps elements, so it takes a process function "
+                            "and no reduce(), aggregate or accumulator", n);
     if (strlen(n) >= sizeof((window_kind_t *)0)->name)
         return eddy_err_set(err, "window name '%s' is too long", n);
     window_kind_t *k = calloc(1, sizeof *k);

@@ -28,6 +28,7 @@ TestSuite(pipeline_agg, .fini = eddy_test_leak_check);
 #define FIXED EDDY_PIPELINE_WINDOW_FIXED_KIND
 #define ORDERED EDDY_PIPELINE_WINDOW_ORDERED_KIND
 #define ROWS EDDY_PIPELINE_WINDOW_KIND
+#define MAX_BY EDDY_PIPELINE_WINDOW_MAX_BY_KIND
 
 typedef struct out {
     eddy_collector_t base;
@@ -66,7 +67,8 @@ typedef struct win {
     eddy_op_context_t ctx;
 } win_t;
 
-/* window: "tumbling 100", "sliding 100 20", "session 10"; aggs: "|"-separated. */
+/* window: "tumbling 100", "sliding 100 20", "session 10"; aggs: "|"-separated,
+ * or "max_by:EXPR" for a max_by step. */
 static void win_open(win_t *w, const char *kind, const char *window, const char *aggs)
 {
     memset(w, 0, sizeof *w);
@@ -84,17 +86,21 @@ static void win_open(win_t *w, const char *kind, const char *window, const char 
     if (!strcmp(type, "sliding"))
         eddy_config_set_int(w->cfg, "slide_ms", b);
     eddy_config_set_str(w->cfg, "columns", "bidder,price");
-    eddy_config_set_str(w->cfg, "mode", "aggregate");
+    bool max_by = !strncmp(aggs, "max_by:", 7);
+    eddy_config_set_str(w->cfg, "mode", max_by ? "max_by" : "aggregate");
+    if (max_by)
+        eddy_config_set_str(w->cfg, "max_by", aggs + 7);
     eddy_config_set_bool(w->cfg, "windowed", true);
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", aggs);
+    snprintf(buf, sizeof buf, "%s", max_by ? "" : aggs);
     int64_t n = 0;
     for (char *tok = strtok(buf, "|"); tok; tok = strtok(NULL, "|")) {
         char key[32];
         snprintf(key, sizeof key, "agg.%lld", (long long)n++);
         eddy_config_set_str(w->cfg, key, tok);
     }
-    eddy_config_set_int(w->cfg, "aggs", n);
+    if (!max_by)
+        eddy_config_set_int(w->cfg, "aggs", n);
     w->conf = w->kind->configure(w->cfg, w->kind->arg, &err);
     cr_assert(w->conf, "%s", err.msg);
     w->out.base.emit = collect;
@@ -221,6 +227,31 @@ Test(pipeline_agg, accumulators_give_the_rows_stores_output_byte_for_byte)
     same_as_rows(FIXED, "tumbling 60", FIXED_AGGS, 2000, 10);
     /* Sessions merge accumulators (count, count_distinct merge exactly). */
     same_as_rows(FIXED, "session 5", FIXED_AGGS, 3000, 45);
+}
+
+/* A max_by step keeps only the rows that rank highest so far (ties in
+ * arrival order) and emits what the rows store emits from all of them. */
+Test(pipeline_agg, max_by_keeps_the_best_rows_and_gives_the_rows_stores_output)
+{
+    same_as_rows(MAX_BY, "tumbling 100", "max_by:price", 2000, 50);
+    same_as_rows(MAX_BY, "sliding 100 20", "max_by:price", 1000, 30);
+    same_as_rows(MAX_BY, "tumbling 300", "max_by:bidder", 2000, 50); /* many ties */
+    same_as_rows(MAX_BY, "session 5", "max_by:bidder", 3000, 45);
+    /* the rows kept: one of a window's 40-odd rows per key and price */
+    win_t m, r;
+    win_open(&m, MAX_BY, "tumbling 1000000", "max_by:price");
+    win_open(&r, ROWS, "tumbling 1000000", "max_by:price");
+    int64_t max_ts = 0, sink = 0;
+    feed(&m, 0, 300, &max_ts);
+    feed(&r, 0, 300, &sink);
+    size_t kept = 0, all = 0;
+    for (uint32_t kg = 0; kg < K; kg++) {
+        kept += group_bytes(&m, kg);
+        all += group_bytes(&r, kg);
+    }
+    cr_assert_lt(kept * 5, all, "max_by kept %zu bytes of state, the rows store %zu", kept, all);
+    win_close(&m);
+    win_close(&r);
 }
 
 Test(pipeline_agg, state_per_key_and_window_does_not_grow_with_rows)

@@ -104,6 +104,8 @@ static const eddy_window_udf_t avg_udf = {
 static const eddy_window_udf_t avg_nomerge_udf = {
     .aggregate = {.acc_size = sizeof(avg_t), .add = avg_add, .result = avg_result}};
 static const eddy_window_udf_t list_udf = {.process = list_all};
+static const eddy_window_udf_t list_max_udf = {.process = list_all,
+                                               .max_by = {.rank = eddy_window_rank_value}};
 static const eddy_window_udf_t avg_process_udf = {
     .aggregate = {.acc_size = sizeof(avg_t), .add = avg_add, .merge = avg_merge, .result = avg_result},
     .process = with_result};
@@ -129,6 +131,7 @@ static eddy_registry_t *registry(void)
     cr_assert_eq(eddy_register_window(r, "avg", &avg_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "avg_nomerge", &avg_nomerge_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "list", &list_udf, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_register_window(r, "list_max", &list_max_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "avg_process", &avg_process_udf, &err), 0, "%s", err.msg);
     return r;
 }
@@ -147,6 +150,8 @@ static eddy_config_t *config(const char *spec)
         long long v = strtoll(eq + 1, &end, 10);
         if (*end == 0 && end != eq + 1)
             eddy_config_set_int(c, tok, v);
+        else if (!strcmp(eq + 1, "true") || !strcmp(eq + 1, "false"))
+            eddy_config_set_bool(c, tok, eq[1] == 't');
         else
             eddy_config_set_str(c, tok, eq + 1);
     }
@@ -752,6 +757,7 @@ Test(window, config_errors_name_the_key)
     config_error("sum", "assigner=tumbling size_ms=10 late=keep", "'late' is 'keep'");
     config_error("sum", "assigner=tumbling size_ms=10 late=1", "'late' must be a string");
     config_error("avg_nomerge", "assigner=session gap_ms=5", "merge()");
+    config_error("sum", "assigner=sliding size_ms=10 slide_ms=5 panes=yes", "'panes' must be a boolean");
 
     /* registration */
     eddy_registry_t *r = eddy_registry_new();
@@ -764,6 +770,14 @@ Test(window, config_errors_name_the_key)
     cr_assert_eq(eddy_register_window(r, "x", &both, &err), -1);
     const eddy_window_udf_t no_result = {.aggregate = {.acc_size = 8, .add = avg_add}};
     cr_assert_eq(eddy_register_window(r, "x", &no_result, &err), -1);
+    eddy_window_udf_t max_by_sum = sum_udf;
+    max_by_sum.max_by.rank = eddy_window_rank_value;
+    cr_assert_eq(eddy_register_window(r, "x", &max_by_sum, &err), -1);
+    cr_assert(strstr(err.msg, "max_by keeps elements"), "%s", err.msg);
+    eddy_window_udf_t no_rank = list_udf;
+    no_rank.max_by.close = free;
+    cr_assert_eq(eddy_register_window(r, "x", &no_rank, &err), -1);
+    cr_assert(strstr(err.msg, "needs rank()"), "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", NULL, &err), -1);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), 0, "%s", err.msg);
     cr_assert_eq(eddy_register_window(r, "x", &sum_udf, &err), -1, "names stay unique");
@@ -910,5 +924,231 @@ Test(window, random_streams_restore_and_rescale_like_an_uninterrupted_run)
         random_run("avg", "assigner=session gap_ms=15 lateness_ms=25", seed);
         random_run("list", "assigner=session gap_ms=15", seed);
         random_run("avg_process", "assigner=tumbling size_ms=40 offset_ms=7", seed);
+        random_run("sum", "assigner=sliding size_ms=50 slide_ms=20 lateness_ms=15", seed);
+        random_run("list_max", "assigner=session gap_ms=15", seed);
     }
+}
+
+/* ---- panes (sliding windows of an accumulator that merges) ---- */
+
+/* The same random disordered stream into a window kept as panes and one
+ * kept per window ('panes' false): the same rows in the same order and
+ * the same late records, with a restore of both halfway. */
+static void panes_like_per_window(const char *kind, const char *spec, unsigned seed)
+{
+    enum { N = 3000, SPLIT = 1300 };
+    static event_t ev[N];
+    srand(seed);
+    int64_t wm = INT64_MIN;
+    for (int i = 0; i < N; i++) {
+        snprintf(ev[i].data, sizeof ev[i].data, "k%d", rand() % 30);
+        ev[i].value = rand() % 100;
+        ev[i].ts = i * 3 + rand() % 300 - 150;
+        ev[i].wm = INT64_MIN;
+        if (i % 20 == 19 && i * 3 - 30 > wm)
+            ev[i].wm = wm = i * 3 - 30;
+    }
+    ev[N - 1].wm = EDDY_WATERMARK_MAX;
+    char per_window[256];
+    snprintf(per_window, sizeof per_window, "%s panes=false", spec);
+    win_t p, w, p2, w2;
+    big_out_t op = {.base.emit = big_collect}, ow = {.base.emit = big_collect};
+    win_open(&p, kind, spec);
+    win_open(&w, kind, per_window);
+    for (int i = 0; i < SPLIT; i++) {
+        drive(&p, &op, &ev[i]);
+        drive(&w, &ow, &ev[i]);
+    }
+    win_open_twin(&p2, &p);
+    win_open_twin(&w2, &w);
+    copy_all_groups(&p, &p2);
+    copy_all_groups(&w, &w2);
+    for (int i = SPLIT; i < N; i++) {
+        drive(&p2, &op, &ev[i]);
+        drive(&w2, &ow, &ev[i]);
+    }
+    cr_assert_gt(ow.n, 100, "%s %s", kind, spec);
+    cr_assert_eq(op.n, ow.n, "%s %s seed %u", kind, spec, seed);
+    for (int i = 0; i < ow.n; i++)
+        cr_assert_str_eq(op.rows[i], ow.rows[i], "%s %s seed %u: row %d", kind, spec, seed, i);
+    cr_assert_eq(p.late, w.late);
+    cr_assert_eq(p2.late, w2.late);
+    cr_assert_gt(p.late + p2.late, 0, "%s %s: nothing was late", kind, spec);
+    assert_no_state(&p2);
+    assert_no_state(&w2);
+    big_free(&op);
+    big_free(&ow);
+    win_close(&w2);
+    win_close(&p2);
+    win_close(&w);
+    win_close(&p);
+}
+
+Test(window, panes_give_per_window_results_on_disordered_input_with_lateness)
+{
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        panes_like_per_window("sum", "assigner=sliding size_ms=60 slide_ms=20", seed);
+        panes_like_per_window("sum", "assigner=sliding size_ms=50 slide_ms=20 lateness_ms=15", seed);
+        panes_like_per_window("avg", "assigner=sliding size_ms=45 slide_ms=30 offset_ms=-7 lateness_ms=40 late=emit",
+                              seed);
+        panes_like_per_window("avg_process", "assigner=sliding size_ms=30 slide_ms=30 lateness_ms=9", seed);
+        panes_like_per_window("avg", "assigner=sliding size_ms=100 slide_ms=10 lateness_ms=3", seed);
+    }
+}
+
+Test(window, pane_boundaries_gcd_panes_and_panes_dropped_after_the_last_window)
+{
+    win_t w;
+    /* size 10, slide 4: panes of gcd 2; ts 5 is in pane [4,6), whose
+     * windows are [-4,6) [0,10) [4,14) */
+    win_open(&w, "sum", "assigner=sliding size_ms=10 slide_ms=4");
+    rec(&w, "a", 1, 5);
+    rec(&w, "a", 2, 4);  /* the same pane */
+    rec(&w, "a", 4, 6);  /* pane [6,8): windows [0,10) [4,14) */
+    rec(&w, "a", 8, 3);  /* pane [2,4): [-4,6) [0,10) */
+    rec(&w, "a", 16, 12); /* pane [12,14): [4,14) [8,18) [12,22) */
+    wm(&w, 4);
+    EXPECT(&w, "");
+    wm(&w, 5);
+    EXPECT(&w, "a=11@5");
+    wm(&w, 9);
+    EXPECT(&w, "a=15@9");
+    wm(&w, 12);
+    EXPECT(&w, "");
+    char *bytes = NULL;
+    size_t len = 0;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(w.kind->ops->write_group(w.op, kg_of("a"), &bytes, &len, &err), 0);
+    cr_assert_gt(len, 0, "panes of windows still to fire were dropped");
+    free(bytes);
+    wm(&w, 13);
+    EXPECT(&w, "a=23@13");
+    wm(&w, 17);
+    EXPECT(&w, "a=16@17");
+    wm(&w, 21);
+    EXPECT(&w, "a=16@21");
+    assert_no_state(&w); /* pane [12,14)'s last window fired: it is gone */
+    rec(&w, "a", 32, 13); /* every window of its pane is gone: late */
+    cr_assert_eq(w.late, 1);
+    win_close(&w);
+
+    /* size 9, slide 6, offset 2: panes of 3 aligned to 2; windows start
+     * at 2 + 6k; ts 10 is in pane [8,11), in windows [2,11) and [8,17) */
+    win_open(&w, "sum", "assigner=sliding size_ms=9 slide_ms=6 offset_ms=2");
+    rec(&w, "a", 1, 10);
+    rec(&w, "a", 2, 8);
+    rec(&w, "a", 4, 11); /* pane [11,14): only [8,17) */
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "a=3@10 a=7@16");
+    assert_no_state(&w);
+    win_close(&w);
+}
+
+Test(window, late_records_with_panes_fire_the_windows_within_lateness)
+{
+    win_t w;
+    win_open(&w, "sum", "assigner=sliding size_ms=10 slide_ms=5 lateness_ms=5 late=emit");
+    rec(&w, "a", 1, 7); /* [0,10) [5,15) */
+    wm(&w, 9);
+    EXPECT(&w, "a=1@9");
+    rec(&w, "a", 2, 6); /* [0,10) within lateness: fires again; [5,15) waits */
+    EXPECT(&w, "a=3@9");
+    wm(&w, 14); /* [0,10) cleaned up; [5,15) fires */
+    EXPECT(&w, "a=3@14");
+    rec(&w, "a", 4, 3); /* [-5,5) and [0,10) are gone: late, sent on */
+    EXPECT(&w, "!a=4@3");
+    rec(&w, "a", 8, 8); /* [0,10) gone, [5,15) within lateness */
+    EXPECT(&w, "a=11@14");
+    cr_assert_eq(w.late, 1);
+    wm(&w, 19);
+    EXPECT(&w, "");
+    assert_no_state(&w);
+    win_close(&w);
+}
+
+Test(window, pane_state_round_trips_and_refuses_per_window_state_clearly)
+{
+    win_t p, w, t;
+    win_open(&p, "avg", "assigner=sliding size_ms=10 slide_ms=5 lateness_ms=3");
+    win_open(&w, "avg", "assigner=sliding size_ms=10 slide_ms=5 lateness_ms=3 panes=false");
+    rec(&p, "a", 10, 7);
+    rec(&p, "a", 20, 12);
+    rec(&w, "a", 10, 7);
+    uint32_t kg = kg_of("a");
+    eddy_err_t err = {{0}};
+    char *pb = NULL, *wb = NULL;
+    size_t pl = 0, wl = 0;
+    cr_assert_eq(p.kind->ops->write_group(p.op, kg, &pb, &pl, &err), 0);
+    cr_assert_eq(w.kind->ops->write_group(w.op, kg, &wb, &wl, &err), 0);
+    /* the round trip continues identically */
+    win_open_twin(&t, &p);
+    cr_assert_eq(t.kind->ops->read_group(t.op, kg, pb, pl, &err), 0, "%s", err.msg);
+    wm(&p, EDDY_WATERMARK_MAX);
+    wm(&t, EDDY_WATERMARK_MAX);
+    cr_assert_str_eq(t.out.text, "a=10@9 a=15@14 a=20@19");
+    cr_assert_str_eq(t.out.text, p.out.text);
+    assert_no_state(&t);
+    win_close(&t);
+    /* every truncation is a clear error */
+    for (size_t n = 1; n < pl; n++) {
+        cr_assert_eq(p.kind->ops->read_group(p.op, kg, pb, n, &err), -1, "%zu bytes", n);
+        cr_assert(strstr(err.msg, "window state"), "%s", err.msg);
+    }
+    /* per-window state into panes and back: each says which config reads it */
+    cr_assert_eq(p.kind->ops->read_group(p.op, kg, wb, wl, &err), -1);
+    cr_assert(strstr(err.msg, "'panes' false"), "%s", err.msg);
+    cr_assert_eq(w.kind->ops->read_group(w.op, kg, pb, pl, &err), -1);
+    cr_assert(strstr(err.msg, "keeps sliding windows as panes"), "%s", err.msg);
+    free(pb);
+    free(wb);
+    win_close(&w);
+    win_close(&p);
+}
+
+/* ---- max_by ---- */
+
+Test(window, max_by_keeps_every_tie_in_arrival_order_and_nothing_else)
+{
+    win_t w;
+    win_open(&w, "list_max", "assigner=tumbling size_ms=10");
+    rec(&w, "a:p1", 3, 1);
+    rec(&w, "a:p2", 5, 2);
+    rec(&w, "a:p3", 5, 3);
+    rec(&w, "a:p4", 2, 4);
+    rec(&w, "a:p5", 5, 5);
+    rec(&w, "b:q1", -1, 5);
+    rec(&w, "b:q2", 7, 6);
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "a[0,10):p2,p3,p5=3@9 b[0,10):q2=1@9");
+    win_close(&w);
+
+    /* sessions: the higher side wins a merge, both on a tie */
+    win_open(&w, "list_max", "assigner=session gap_ms=10");
+    rec(&w, "a:x", 4, 0);
+    rec(&w, "a:y", 9, 20);
+    rec(&w, "a:z", 4, 10); /* bridges [0,10) and [20,30) */
+    rec(&w, "c:x", 4, 0);
+    rec(&w, "c:y", 4, 20);
+    rec(&w, "c:z", 4, 10);
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "a[0,30):y=1@29 c[0,30):x,y,z=3@29");
+    win_close(&w);
+}
+
+Test(window, max_by_restores_lists_written_without_it_keeping_the_best)
+{
+    win_t l, m;
+    win_open(&l, "list", "assigner=tumbling size_ms=10");
+    win_open(&m, "list_max", "assigner=tumbling size_ms=10");
+    rec(&l, "a:p1", 3, 1);
+    rec(&l, "a:p2", 8, 2);
+    rec(&l, "a:p3", 1, 3);
+    rec(&l, "a:p4", 8, 4);
+    copy_all_groups(&l, &m);
+    rec(&m, "a:p5", 6, 5); /* below the restored best: not kept */
+    rec(&m, "a:p6", 8, 6);
+    wm(&m, EDDY_WATERMARK_MAX);
+    EXPECT(&m, "a[0,10):p2,p4,p6=3@9");
+    win_close(&m);
+    win_close(&l);
 }
