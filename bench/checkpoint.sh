@@ -40,7 +40,7 @@ bench_need_bin "$EDDY" "$PROBE"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/eddy-bench-ckpt.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PORT=$((20000 + RANDOM % 20000))
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
 printf '%-9s %-5s %9s %9s %9s %8s %8s %8s %12s %12s %12s\n' keys mode p50_ms p99_ms max_ms \
     p50_x p99_x max_x barrier_ms barrier_max serialise_ms
 
@@ -74,9 +74,8 @@ for keys in $KEYS; do
         read -r p50 p99 max bm bx sm <<<"$r"
         [[ $mode == off ]] && base="$p50 $p99 $max" && bm=- && bx=- && sm=-
         read -r b50 b99 bmax <<<"${base:-0 0 0}"
-        ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
         printf '%-9s %-5s %9s %9s %9s %8s %8s %8s %12s %12s %12s\n' "$keys" "$mode" "$p50" "$p99" \
-            "$max" "$(ratio "$p50" "$b50")" "$(ratio "$p99" "$b99")" "$(ratio "$max" "$bmax")" \
+            "$max" "$(bench_ratio "$p50" "$b50")" "$(bench_ratio "$p99" "$b99")" "$(bench_ratio "$max" "$bmax")" \
             "$bm" "$bx" "$sm"
     done
 done

@@ -41,7 +41,7 @@ bench_need_bin "$EDDY" "$PROBE"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/eddy-bench-incr.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PORT=$((20000 + RANDOM % 20000))
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
 echo "changed keys per checkpoint: ~$((RATE * INTERVAL_MS / 1000)) (markers at $RATE lines/s)"
 printf '%-9s %-12s %5s %12s %9s %11s %9s\n' keys mode n bytes objects referenced ms
 
@@ -73,6 +73,5 @@ for keys in $KEYS; do
     read -r inn ib if_ ir im <<<"$(run "$keys" "$FULL_EVERY")" || continue
     printf '%-9s %-12s %5s %12s %9s %11s %9s\n' "$keys" "full" "$fn" "$fb" "$ff" "$fr" "$fm"
     printf '%-9s %-12s %5s %12s %9s %11s %9s\n' "$keys" "incr/$FULL_EVERY" "$inn" "$ib" "$if_" "$ir" "$im"
-    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
-    echo "ratio incremental/full at $keys keys: bytes $(ratio "$ib" "$fb"), objects $(ratio "$if_" "$ff"), time $(ratio "$im" "$fm")"
+    echo "ratio incremental/full at $keys keys: bytes $(bench_ratio "$ib" "$fb" 3), objects $(bench_ratio "$if_" "$ff" 3), time $(bench_ratio "$im" "$fm" 3)"
 done

@@ -8,6 +8,10 @@
 #                              error (exit 2)
 #   bench_need_bin PATH...     each PATH must be an executable, else the
 #                              bench says how to build it and exits 2
+#   bench_machine              prints the "machine: N cores, load average"
+#                              line every result starts with
+#   bench_ratio A B [DIGITS]   prints A / B with DIGITS decimals (2), or
+#                              "-" when B is not positive
 #
 # The caller sets ROOT (the checkout) before bench_need_bin.
 
@@ -33,4 +37,12 @@ bench_need_bin() {
             exit 2
         fi
     done
+}
+
+bench_machine() {
+    echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+bench_ratio() {
+    awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { if (b > 0) printf "%.*f", d, a / b; else print "-" }'
 }

@@ -43,7 +43,7 @@ PORT=$((20000 + RANDOM % 20000))
 PREFIX=()
 if [[ ${LINEBUF:-0} == 1 ]]; then PREFIX=(stdbuf -oL); fi
 
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
 
 run() { # NAME RATE SECONDS [CMD]: one fresh eddy local; eddy's log in $TMP/eddy.log
     local spec="$1,$2,$3${4:+,$4}" line

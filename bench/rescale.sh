@@ -57,7 +57,7 @@ else
 fi
 # a free control port for each run
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
 
 # analyse MARKS: one line of figures from a probe's marker file:
 # during_max during_p99 before_max before_p99 window_ms buckets empty_buckets
