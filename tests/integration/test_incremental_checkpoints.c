@@ -394,37 +394,55 @@ static bool referenced_object(const char *root, uint64_t id, bool older, char *k
     return found;
 }
 
-Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardown, .timeout = 180)
+/* A wordcount on one coordinator and two workers, incremental checkpoints
+ * every interval (a full one only every 1000th), `retained` kept; the
+ * input, output and file storage root come back through the pointers. */
+static void start_wordcount(const char *tag, const char *interval, const char *retained,
+                            const char *parallelism, const char *rate, char **input,
+                            char **output, const char **root)
 {
-    const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", "1", NULL};
-    eddy_test_cluster_opts_t o = {.tag = "incr-bad", .coordinators = 1, .workers = 2,
-                                  .checkpoint_interval = "300", .heartbeat_timeout_ms = HB_TIMEOUT,
-                                  .coord_args = args};
+    const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", retained,
+                          NULL};
+    eddy_test_cluster_opts_t o = {.tag = tag, .coordinators = 1, .workers = 2,
+                                  .checkpoint_interval = interval,
+                                  .heartbeat_timeout_ms = HB_TIMEOUT, .coord_args = args};
     eddy_err_t err = {{0}};
     cl = eddy_test_cluster_new(&o, &err);
     cr_assert(cl, "%s", err.msg);
-    char *input = eddy_test_cluster_path(cl, "input.txt");
-    char *output = eddy_test_cluster_path(cl, "counts.tsv");
-    const char *root = eddy_test_cluster_path(cl, "snapshots");
-    write_input(input);
-    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
-                         "--parallelism", "2", "--rate", "1000", NULL};
+    *input = eddy_test_cluster_path(cl, "input.txt");
+    *output = eddy_test_cluster_path(cl, "counts.tsv");
+    *root = eddy_test_cluster_path(cl, "snapshots");
+    write_input(*input);
+    const char *job[] = {"--job", "wordcount", "--input", *input, "--output", *output,
+                         "--parallelism", parallelism, "--rate", rate, NULL};
     char *out = NULL;
     cr_assert(eddy_test_cluster_submit(cl, job, &out, &err) == 0, "%s", err.msg);
     free(out);
-    /* a checkpoint that refers to an older one's objects, which the
-     * collection left in place for it */
-    char key[256] = "";
+}
+
+/* Polls (every nap_ms, up to 60 s) for a completed checkpoint of id at
+ * least min_id that refers to more than 64 objects, one of them stored
+ * (of an older checkpoint when older, else of its own) whose key comes
+ * back in key. Returns the checkpoint's id. */
+static long long wait_for_reference(const char *root, long long min_id, bool older, char *key,
+                                    size_t cap, unsigned nap_ms, const char *what)
+{
     uint64_t deadline = eddy_mono_ms() + 60000;
     for (;;) {
         json_t *ck = last_checkpoint();
         long long id = ck ? ck_field(ck, "id") : 0, refs = ck ? ck_field(ck, "objects_referenced") : 0;
         json_decref(ck);
-        if (refs > 64 && referenced_object(root, (uint64_t)id, true, key, sizeof key))
-            break;
-        cr_assert_lt(eddy_mono_ms(), deadline, "no checkpoint referring to an older object");
-        eddy_nap_ms(50);
+        if (id >= min_id && refs > 64 && referenced_object(root, (uint64_t)id, older, key, cap))
+            return id;
+        cr_assert_lt(eddy_mono_ms(), deadline, "%s", what);
+        eddy_nap_ms(nap_ms);
     }
+}
+
+/* Overwrites two bytes of ROOT/key's payload, then kills -9 a worker that
+ * runs tasks: the restore that follows must read that object. */
+static void corrupt_and_kill_a_worker(const char *root, const char *key)
+{
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", root, key);
     FILE *f = fopen(path, "r+b");
@@ -436,10 +454,23 @@ Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardo
     pid_t victim = eddy_test_busy_worker(eddy_test_cluster_port(cl, 0), 0);
     cr_assert_gt(victim, 0, "no worker with tasks");
     cr_assert_eq(kill(victim, SIGKILL), 0);
+}
+
+Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardown, .timeout = 180)
+{
+    char *input, *output;
+    const char *root;
+    start_wordcount("incr-bad", "300", "1", "2", "1000", &input, &output, &root);
+    /* a checkpoint that refers to an older one's objects, which the
+     * collection left in place for it */
+    char key[256] = "";
+    wait_for_reference(root, 0, true, key, sizeof key, 50,
+                       "no checkpoint referring to an older object");
+    corrupt_and_kill_a_worker(root, key);
     /* the restore names the object and the checkpoint holding it */
     char needle[300];
     snprintf(needle, sizeof needle, "%s", strrchr(key, '/') + 1); /* kg-N.snap */
-    deadline = eddy_mono_ms() + 60000;
+    uint64_t deadline = eddy_mono_ms() + 60000;
     char *l = NULL;
     for (;;) {
         free(l);
@@ -458,54 +489,21 @@ Test(incremental_checkpoints, corrupt_referenced_object_is_named, .fini = teardo
 Test(incremental_checkpoints, older_retained_restores_through_references, .fini = teardown,
      .timeout = 240)
 {
-    const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", "2", NULL};
-    eddy_test_cluster_opts_t o = {.tag = "incr-old", .coordinators = 1, .workers = 2,
-                                  .checkpoint_interval = "1000", .heartbeat_timeout_ms = HB_TIMEOUT,
-                                  .coord_args = args};
-    eddy_err_t err = {{0}};
-    cl = eddy_test_cluster_new(&o, &err);
-    cr_assert(cl, "%s", err.msg);
-    char *input = eddy_test_cluster_path(cl, "input.txt");
-    char *output = eddy_test_cluster_path(cl, "counts.tsv");
-    const char *root = eddy_test_cluster_path(cl, "snapshots");
-    write_input(input);
+    char *input, *output;
+    const char *root;
     char rate[32];
     snprintf(rate, sizeof rate, "%d", (FIRST_LINES + LATER_LINES) / RUN_SECONDS);
-    const char *job[] = {"--job", "wordcount", "--input", input, "--output", output,
-                         "--parallelism", "3", "--rate", rate, NULL};
-    char *out = NULL;
-    cr_assert(eddy_test_cluster_submit(cl, job, &out, &err) == 0, "%s", err.msg);
-    free(out);
+    start_wordcount("incr-old", "1000", "2", "3", rate, &input, &output, &root);
     /* the newest checkpoint refers to older objects, and so does the one
      * before it (both retained) */
     char key[256] = "";
-    long long id = 0;
-    uint64_t deadline = eddy_mono_ms() + 60000;
-    for (;;) {
-        json_t *ck = last_checkpoint();
-        id = ck ? ck_field(ck, "id") : 0;
-        long long refs = ck ? ck_field(ck, "objects_referenced") : 0;
-        json_decref(ck);
-        if (id >= 4 && refs > 64 && referenced_object(root, (uint64_t)id, false, key, sizeof key))
-            break;
-        cr_assert_lt(eddy_mono_ms(), deadline, "no incremental checkpoint after another");
-        eddy_nap_ms(20);
-    }
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", root, key);
-    FILE *f = fopen(path, "r+b");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 30, SEEK_SET);
-    fputc('!', f);
-    fputc('!', f);
-    fclose(f);
-    pid_t victim = eddy_test_busy_worker(eddy_test_cluster_port(cl, 0), 0);
-    cr_assert_gt(victim, 0, "no worker with tasks");
-    cr_assert_eq(kill(victim, SIGKILL), 0);
+    long long id = wait_for_reference(root, 4, false, key, sizeof key, 20,
+                                      "no incremental checkpoint after another");
+    corrupt_and_kill_a_worker(root, key);
     /* checkpoint id is unusable: the restore falls back to the one before */
     char needle[96];
     snprintf(needle, sizeof needle, "checkpoint %lld cannot be restored", id);
-    deadline = eddy_mono_ms() + 60000;
+    uint64_t deadline = eddy_mono_ms() + 60000;
     while (eddy_test_cluster_log_count(cl, "coordinator.log", needle) == 0) {
         if (eddy_mono_ms() > deadline) {
             char *l = eddy_test_cluster_log_text(cl);
