@@ -5,7 +5,6 @@
  * kept ones are untouched, restore still reads every group afterwards, and
  * an unreadable kept manifest stops the collection before any delete. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +14,10 @@
 #include "state/snapshot_gc.h"
 #include "state/snapshot_manifest.h"
 #include "state/snapshot_store.h"
+#include "tests/support/etcd.h" /* eddy_test_rm_rf */
 
 static char tmpdir[64];
 static eddy_snapshot_store_t *store;
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void setup(void)
 {
@@ -39,7 +31,7 @@ static void setup(void)
 static void teardown(void)
 {
     eddy_snapshot_store_destroy(&store);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    eddy_test_rm_rf(tmpdir);
 }
 
 TestSuite(snapshot_gc, .init = setup, .fini = teardown);

@@ -8,7 +8,6 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,11 @@
 #include <xxhash.h>
 
 #include "state/snapshot_store.h"
+#include "tests/support/etcd.h" /* eddy_test_rm_rf */
 
 static char tmpdir[64];
 static char root[128];
 static eddy_snapshot_store_t *store;
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void setup(void)
 {
@@ -44,7 +36,7 @@ static void teardown(void)
 {
     eddy_snapshot_store_destroy(&store);
     cr_assert_null(store);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    eddy_test_rm_rf(tmpdir);
 }
 
 TestSuite(snapshot_store, .init = setup, .fini = teardown);

@@ -5,7 +5,6 @@
  * unit releases the view. The files hold what the state held when the view
  * was taken, byte for byte what the synchronous path writes. */
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include "state/keyed_state.h"
 #include "state/snapshot_store.h"
 #include "state/snapshot_writer.h"
+#include "tests/support/etcd.h" /* eddy_test_rm_rf */
 
 #define K 8u
 
@@ -30,12 +30,6 @@ static void release(void *view)
     eddy_keyed_state_view_t *v = view;
     eddy_keyed_state_view_destroy(&v);
     released++;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
 }
 
 static int64_t *slot(eddy_keyed_state_t *st, int i)
@@ -108,5 +102,5 @@ Test(snapshot_writer, async_unit_is_serialised_on_the_writer_thread)
     eddy_snapshot_store_destroy(&store);
     eddy_snapshot_writer_destroy(&w);
     eddy_keyed_state_destroy(&st);
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    eddy_test_rm_rf(dir);
 }
