@@ -215,6 +215,19 @@ static inline size_t ks_slab_entry_size(const eddy_keyed_state_t *self, uint32_t
            (((size_t)key_len + 7u) & ~(size_t)7);
 }
 
+/* Places an entry with a key of key_len at `at` inside slab (preceded by
+ * its offset from the slab, which ks_free_entry reads back) and counts it
+ * live. The caller fills the rest and moves past ks_slab_entry_size. */
+static ks_entry_t *ks_slab_place(ks_slab_t *slab, unsigned char *at, uint32_t key_len)
+{
+    uint64_t back = (uint64_t)(at + sizeof back - (unsigned char *)slab);
+    memcpy(at, &back, sizeof back);
+    ks_entry_t *e = (ks_entry_t *)(void *)(at + sizeof back);
+    e->klen_slab = key_len | KS_SLAB_BIT;
+    slab->live++;
+    return e;
+}
+
 /* Lets go of g's open slab (freed if no entry of it is live). */
 static void ks_close_open_slab(ks_group_t *g)
 {
@@ -243,12 +256,7 @@ static ks_entry_t *ks_alloc_entry(const eddy_keyed_state_t *self, ks_group_t *g,
         ks_close_open_slab(g);
         g->open = slab;
     }
-    unsigned char *at = (unsigned char *)(g->open + 1) + g->open_used;
-    uint64_t back = (uint64_t)(at + sizeof back - (unsigned char *)g->open);
-    memcpy(at, &back, sizeof back);
-    ks_entry_t *e = (ks_entry_t *)(void *)(at + sizeof back);
-    e->klen_slab = key_len | KS_SLAB_BIT;
-    g->open->live++;
+    ks_entry_t *e = ks_slab_place(g->open, (unsigned char *)(g->open + 1) + g->open_used, key_len);
     g->open_used += need;
     return e;
 }
@@ -1094,10 +1102,7 @@ static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char
             bad = "duplicate key";
             break;
         }
-        uint64_t back = (uint64_t)(at + sizeof back - (unsigned char *)slab);
-        memcpy(at, &back, sizeof back);
-        ks_entry_t *e = (ks_entry_t *)(void *)(at + sizeof back);
-        e->klen_slab = kl | KS_SLAB_BIT;
+        ks_entry_t *e = ks_slab_place(slab, at, kl);
         e->version = self->version;
         memcpy(e->data, value, value_size);
         memset(e->data + value_size, 0, self->value_stride - value_size);
@@ -1105,7 +1110,6 @@ static int ks_read_v2(eddy_keyed_state_t *self, uint32_t kg, const unsigned char
         at += ks_slab_entry_size(self, kl);
         g->slots[j].hash = hash;
         g->slots[j].entry = e;
-        slab->live++;
         g->count++;
         g->key_bytes += kl;
         self->keys++;
