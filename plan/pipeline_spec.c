@@ -379,22 +379,17 @@ static int key_groups(const ctx_t *c, eddy_pipeline_spec_t *s)
     return 0;
 }
 
-eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
-                                               eddy_err_t *err)
+/* The spec of document root (see eddy_pipeline_spec_from_tree). */
+static eddy_pipeline_spec_t *from_tree(const ctx_t *cp, const eddy_ynode_t *root)
 {
     static const char *const keys[] = {"name", "source", "steps", "sink", "parallelism",
                                        "max_parallelism", NULL};
-    ctx_t c = {file ? file : "pipeline", err, NULL};
-    eddy_err_t yerr = {{0}};
-    eddy_ydoc_t *doc = eddy_ydoc_parse(text, len, &yerr);
-    if (!doc) {
-        eddy_err_set(err, "%s:%s", c.file, yerr.msg);
-        return NULL;
-    }
+    ctx_t c = *cp;
+    eddy_err_t *err = c.err;
     eddy_pipeline_spec_t *s = calloc(1, sizeof *s);
     if (s)
         s->time_column = -1;
-    const eddy_ynode_t *root = eddy_ydoc_root(doc), *v;
+    const eddy_ynode_t *v;
     int rc = s ? 0 : eddy_err_set(err, "out of memory");
     if (rc == 0 && (!root || root->kind != EDDY_YNODE_MAP))
         rc = fail(&c, root, NULL, "a pipeline is a mapping with source, steps and sink");
@@ -414,10 +409,31 @@ eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *tex
         rc = parse_sink(&c, v, s);
     if (rc == 0)
         rc = key_groups(&c, s);
-    eddy_ydoc_destroy(&doc);
     if (rc < 0)
         eddy_pipeline_spec_destroy(&s);
     return s;
+}
+
+eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
+                                               eddy_err_t *err)
+{
+    ctx_t c = {file ? file : "pipeline", err, NULL};
+    eddy_err_t yerr = {{0}};
+    eddy_ydoc_t *doc = eddy_ydoc_parse(text, len, &yerr);
+    if (!doc) {
+        eddy_err_set(err, "%s:%s", c.file, yerr.msg);
+        return NULL;
+    }
+    eddy_pipeline_spec_t *s = from_tree(&c, eddy_ydoc_root(doc));
+    eddy_ydoc_destroy(&doc);
+    return s;
+}
+
+eddy_pipeline_spec_t *eddy_pipeline_spec_from_tree(const char *file, const eddy_ynode_t *root,
+                                                   eddy_err_t *err)
+{
+    ctx_t c = {file ? file : "pipeline", err, NULL};
+    return from_tree(&c, root);
 }
 
 static void strs_free(char **v, uint32_t n)

@@ -103,6 +103,12 @@ static inline bool eddy_pstep_sets_columns(const eddy_pstep_t *st)
 /* Parses and checks a spec; file names it in errors. */
 eddy_pipeline_spec_t *eddy_pipeline_spec_parse(const char *file, const char *text, size_t len,
                                                eddy_err_t *err);
+/* The same from a document tree built in memory (plan/sql_compile.c builds
+ * one from SQL: the same checks, the same derived fields); its nodes'
+ * lines are the lines errors name. */
+struct eddy_ynode;
+eddy_pipeline_spec_t *eddy_pipeline_spec_from_tree(const char *file, const struct eddy_ynode *root,
+                                                   eddy_err_t *err);
 void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p);
 
 /* The columns the step at position pos of order sees (pos = n_steps: the
