@@ -105,5 +105,8 @@ int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int a
  * *text (the caller frees it after job_args) holds the spec. */
 int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
                           eddy_err_t *err);
+/* The same for --sql FILE: the text as the job pipeline's --sql (docs/sql.md). */
+int eddy_cli_sql_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
+                     eddy_err_t *err);
 
 #endif

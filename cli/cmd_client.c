@@ -410,6 +410,7 @@ static int run_submit(int argc, char **argv, char **spec_text)
 {
     const char *coordinator = eddy_client_default_coordinator(), *keys_dir = eddy_cli_default_keys();
     const char *job = NULL, *plugin = NULL, *guarantee_name = NULL, *pipeline = NULL;
+    const char *sql = NULL;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys_dir),
                            EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
                            EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
@@ -418,16 +419,21 @@ static int run_submit(int argc, char **argv, char **spec_text)
                                          "upload this plugin first (its jobs and kinds)"),
                            EDDY_FLAG_STR("pipeline", &pipeline, "FILE",
                                          "submit a declarative pipeline (docs/pipelines.md)"),
+                           EDDY_FLAG_STR("sql", &sql, "FILE", "submit SQL statements (docs/sql.md)"),
                            EDDY_FLAG_END};
     eddy_args_t rest = {0};
     eddy_err_t err = {{0}};
     int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
     if (rc == 1) {
-        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE) [job flags] [--coordinator tcp://HOST:PORT] [--keys DIR]\n\nflags:\n");
+        printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE | --sql FILE) [job flags] [--coordinator tcp://HOST:PORT] [--keys DIR]\n\nflags:\n");
         eddy_flags_print_help(stdout, flags);
         eddy_args_free(&rest);
         return 0;
     }
+    if (rc == 0 && pipeline && sql)
+        rc = eddy_err_set(&err, "give --pipeline or --sql, not both");
+    if (rc == 0 && sql && eddy_cli_sql_job(sql, &job, &rest, spec_text, &err) < 0)
+        rc = -1;
     if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &rest, spec_text, &err) < 0)
         rc = -1;
     if (rc < 0 || !job) {

@@ -106,7 +106,7 @@ static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *
 }
 
 static const char *local_usage =
-    "--workers N (--job JOB | --pipeline FILE) [job flags]\n\n"
+    "--workers N (--job JOB | --pipeline FILE | --sql FILE) [job flags]\n\n"
     "Runs a coordinator, N worker processes (and with --autoscale the controller)\n"
     "on this machine and runs JOB on them; exits when a bounded job finishes.\n"
     "With --pool the controller also adds workers when the job needs more than N\n"
@@ -115,6 +115,7 @@ static const char *local_usage =
     "one that keeps dying ends the run.\n"
     "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
     "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n"
+    "--sql FILE runs SQL statements as a pipeline (docs/sql.md).\n"
     "What the job prints (wordcount's changelog without --output) goes to stdout,\n"
     "or to --changelog FILE; logs and progress lines go to stderr, whole lines each.\n\n"
     "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
@@ -151,7 +152,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     uint32_t full_every = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
-    const char *pipeline = NULL;
+    const char *pipeline = NULL, *sql = NULL;
     const char *token_file = NULL;
     const char *changelog = NULL;
     const char *storage = NULL, *storage_dir = NULL, *storage_uri = NULL;
@@ -169,6 +170,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or one of --plugin's)"),
         EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load jobs and kinds from a plugin; workers fetch it"),
         EDDY_FLAG_STR("pipeline", &pipeline, "FILE", "run a declarative pipeline (docs/pipelines.md)"),
+        EDDY_FLAG_STR("sql", &sql, "FILE", "run SQL statements (docs/sql.md)"),
         EDDY_FLAG_STR("guarantee", &guarantee_name, "G", "exactly-once (default), at-least-once or at-most-once (docs/connectors.md)"),
         EDDY_FLAG_U32("control-port", &control_port, 1, EDDY_FLAG_PORT_MAX, "PORT", "coordinator control port (7600)"),
         EDDY_FLAG_U32("http-port", &http_port, 0, EDDY_FLAG_PORT_MAX, "PORT", "coordinator HTTP port: the dashboard at /, /metrics, the JSON API (9250, 0 = off)"),
@@ -216,7 +218,11 @@ static int run_local(int argc, char **argv, char **spec_text)
         rc = -1;
         eddy_err_set(&err, "--migration: expected sudden or fluid, got '%.64s'", migration_name);
     }
+    if (rc == 0 && pipeline && sql)
+        rc = eddy_err_set(&err, "give --pipeline or --sql, not both");
     if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0)
+        rc = -1;
+    if (rc == 0 && sql && eddy_cli_sql_job(sql, &job, &job_args, spec_text, &err) < 0)
         rc = -1;
     if (rc < 0) {
         eddy_args_free(&job_args);

@@ -101,24 +101,27 @@ int eddy_cmd_plan(int argc, char **argv)
 
 static int run_plan(int argc, char **argv, char **spec_text)
 {
-    const char *job = NULL, *plugin = NULL, *pipeline = NULL;
+    const char *job = NULL, *plugin = NULL, *pipeline = NULL, *sql = NULL;
     bool json = false;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("job", &job, "NAME", "the job (see eddy jobs)"),
         EDDY_FLAG_STR("plugin", &plugin, "FILE.so", "load the job (or its kinds) from a plugin"),
         EDDY_FLAG_STR("pipeline", &pipeline, "FILE", "a declarative pipeline (docs/pipelines.md)"),
+        EDDY_FLAG_STR("sql", &sql, "FILE", "SQL statements (docs/sql.md): the pipeline they compile to"),
         EDDY_FLAG_SWITCH("json", &json, "print the plan as JSON"),
         EDDY_FLAG_END,
     };
     eddy_args_t job_args = {0};
     int code;
-    if (eddy_cli_parse("plan", "(--job NAME [--plugin FILE.so] | --pipeline FILE) [--json] [job flags]",
+    if (eddy_cli_parse("plan", "(--job NAME [--plugin FILE.so] | --pipeline FILE | --sql FILE) [--json] [job flags]",
                        flags, argc, argv, NULL, &job_args, &code) < 0) {
         eddy_args_free(&job_args);
         return code;
     }
     eddy_err_t err = {{0}};
-    if (pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0) {
+    if ((pipeline && sql && eddy_err_set(&err, "give --pipeline or --sql, not both") < 0) ||
+        (sql && eddy_cli_sql_job(sql, &job, &job_args, spec_text, &err) < 0) ||
+        (pipeline && eddy_cli_pipeline_job(pipeline, &job, &job_args, spec_text, &err) < 0)) {
         eddy_args_free(&job_args);
         return eddy_usage_error("plan", err.msg);
     }
@@ -151,7 +154,7 @@ static int run_plan(int argc, char **argv, char **spec_text)
         free(text);
         json_decref(doc);
     } else if (eddy_plan_explain_text(plan, stdout, &err) < 0 ||
-               (pipeline && print_pipeline(job_args.count, job_args.items, &err) < 0)) {
+               ((pipeline || sql) && print_pipeline(job_args.count, job_args.items, &err) < 0)) {
         rc = 1;
     }
     eddy_args_free(&job_args);

@@ -103,14 +103,16 @@ int eddy_cli_parse(const char *sub, const char *usage, eddy_flag_t *flags, int a
 }
 
 
-int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
-                          eddy_err_t *err)
+/* --pipeline FILE or --sql FILE (flag): the file's text as the job
+ * pipeline's --spec or --sql, and its name as --spec-file or --sql-file. */
+static int pipeline_text_job(const char *flag, const char *file, const char **job,
+                             eddy_args_t *job_args, char **text, eddy_err_t *err)
 {
     if (*job && strcmp(*job, "pipeline"))
-        return eddy_err_set(err, "--pipeline runs the job 'pipeline': give --job or --pipeline, not both");
+        return eddy_err_set(err, "--%s runs the job 'pipeline': give --job or --%s, not both", flag, flag);
     FILE *f = fopen(file, "rb");
     if (!f)
-        return eddy_err_set(err, "--pipeline %s: %s", file, strerror(errno));
+        return eddy_err_set(err, "--%s %s: %s", flag, file, strerror(errno));
     size_t cap = EDDY_ARG_MAX, n = 0;
     char *buf = malloc(cap);
     if (buf)
@@ -121,13 +123,13 @@ int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_a
     if (!buf || failed || too_big) {
         free(buf);
         if (too_big)
-            return eddy_err_set(err, "--pipeline %s: larger than %u bytes", file, EDDY_ARG_MAX - 1);
-        return eddy_err_set(err, "--pipeline %s: cannot read it", file);
+            return eddy_err_set(err, "--%s %s: larger than %u bytes", flag, file, EDDY_ARG_MAX - 1);
+        return eddy_err_set(err, "--%s %s: cannot read it", flag, file);
     }
     buf[n] = '\0';
     if (strlen(buf) != n) {
         free(buf);
-        return eddy_err_set(err, "--pipeline %s: not a text file (NUL byte)", file);
+        return eddy_err_set(err, "--%s %s: not a text file (NUL byte)", flag, file);
     }
     char **items = realloc(job_args->items, (size_t)(job_args->count + 5) * sizeof *items);
     if (!items) {
@@ -135,13 +137,26 @@ int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_a
         return eddy_err_set(err, "out of memory");
     }
     memmove(items + 4, items, (size_t)job_args->count * sizeof *items);
-    items[0] = "--spec";
+    bool sql = !strcmp(flag, "sql");
+    items[0] = sql ? "--sql" : "--spec";
     items[1] = buf;
-    items[2] = "--spec-file";
+    items[2] = sql ? "--sql-file" : "--spec-file";
     items[3] = (char *)file;
     job_args->items = items;
     job_args->count += 4;
     *job = "pipeline";
     *text = buf;
     return 0;
+}
+
+int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
+                          eddy_err_t *err)
+{
+    return pipeline_text_job("pipeline", file, job, job_args, text, err);
+}
+
+int eddy_cli_sql_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
+                     eddy_err_t *err)
+{
+    return pipeline_text_job("sql", file, job, job_args, text, err);
 }

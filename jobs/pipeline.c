@@ -27,9 +27,10 @@
 #include "plan/pipeline_opt.h"
 #include "plan/registry.h"
 #include "plan/pipeline_spec.h"
+#include "plan/sql_compile.h"
 
 typedef struct pipeline_flags {
-    const char *spec, *spec_file, *input, *output, *rate;
+    const char *spec, *spec_file, *sql, *sql_file, *input, *output, *rate;
     uint32_t parallelism;
     bool no_optimize;
 } pipeline_flags_t;
@@ -80,6 +81,8 @@ static int parse_flags(int argc, char **argv, pipeline_flags_t *f, eddy_err_t *e
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("spec", &f->spec, "YAML", "the pipeline (eddy local --pipeline FILE gives it)"),
         EDDY_FLAG_STR("spec-file", &f->spec_file, "FILE", "the spec's file name, for messages"),
+        EDDY_FLAG_STR("sql", &f->sql, "SQL", "SQL statements instead of a spec (eddy local --sql FILE gives them)"),
+        EDDY_FLAG_STR("sql-file", &f->sql_file, "FILE", "the SQL's file name, for messages"),
         EDDY_FLAG_STR("input", &f->input, "FILE|URI", "read lines from here (overrides source.input)"),
         EDDY_FLAG_STR("output", &f->output, "FILE", "result rows, byte-sorted, at end of input"),
         EDDY_FLAG_STR("rate", &f->rate, "R|T:R,..", "cap the source at R lines/s"),
@@ -93,8 +96,9 @@ static int parse_flags(int argc, char **argv, pipeline_flags_t *f, eddy_err_t *e
         return eddy_err_set(err, "pipeline: --help is handled by the caller");
     if (rc < 0)
         return eddy_err_wrap(err, "pipeline");
-    if (!f->spec)
-        return eddy_err_set(err, "pipeline needs --spec (eddy local --pipeline FILE)");
+    if (!f->spec == !f->sql)
+        return eddy_err_set(err, "pipeline needs --spec or --sql (eddy local --pipeline FILE or "
+                            "--sql FILE), not both");
     return 0;
 }
 
@@ -102,8 +106,14 @@ static int parse_flags(int argc, char **argv, pipeline_flags_t *f, eddy_err_t *e
 static int load(const pipeline_flags_t *f, eddy_pipeline_spec_t **spec, eddy_pipeline_opt_t *opt,
                 eddy_err_t *err)
 {
-    *spec = eddy_pipeline_spec_parse(f->spec_file ? f->spec_file : "pipeline", f->spec,
-                                     strlen(f->spec), err);
+    if (f->sql) {
+        /* SQL compiles into the same spec (plan/sql_compile.h) */
+        eddy_sql_compile_opts_t so = {.has_output = f->output != NULL};
+        *spec = eddy_sql_compile(f->sql_file ? f->sql_file : "sql", f->sql, strlen(f->sql), &so, err);
+    } else {
+        *spec = eddy_pipeline_spec_parse(f->spec_file ? f->spec_file : "pipeline", f->spec,
+                                         strlen(f->spec), err);
+    }
     if (!*spec)
         return -1;
     if (eddy_pipeline_optimize(*spec, !f->no_optimize, opt, err) < 0) {
@@ -402,7 +412,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
     int rc = 0;
     if (!input)
         rc = eddy_err_set(err, "%s: no input (source.input in the spec, or --input)",
-                          f.spec_file ? f.spec_file : "pipeline");
+                          f.spec_file ? f.spec_file : f.sql_file ? f.sql_file : "pipeline");
     if (rc == 0)
         rc = eddy_line_source_check("pipeline", input, NULL, false, err);
     if (rc < 0) {
@@ -422,7 +432,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         source = eddy_event_time(source, &et);
     }
     side_t sd = {b, s, &o, source, true, "", parallelism, !f.no_optimize,
-                 f.spec_file ? f.spec_file : "pipeline", false};
+                 f.spec_file ? f.spec_file : f.sql_file ? f.sql_file : "pipeline", false};
     if (!strcmp(s->format, "text") && o.n_groups == 0)
         sd.raw = false; /* a text line is its own one-column row */
     uint32_t g_from = 0;
@@ -464,6 +474,7 @@ static const eddy_job_kind_t pipeline_job = {
     .name = "pipeline",
     .summary = "a declarative pipeline from a YAML spec (eddy local --pipeline FILE; docs/pipelines.md)",
     .usage = "  --spec YAML                    the spec's text (--pipeline FILE reads it for you)\n"
+             "  --sql SQL                      SQL statements instead (--sql FILE reads them; docs/sql.md)\n"
              "  --input FILE|URI               read lines from here instead of source.input\n"
              "  --output FILE                  rows, byte-sorted, at end of input, instead of\n"
              "                                 sink.output (neither: rows on stdout as they come)\n"
