@@ -68,8 +68,9 @@ static int fail_here(parser_t *p, const char *expected)
 
 static int unsupported(parser_t *p, uint32_t pos, const char *what)
 {
-    return eddy_sql_fail(p->src, pos, p->err, "%s %s not supported", what,
-                         what[strlen(what) - 1] == 's' ? "are" : "is");
+    /* "ORDER BY ... is", "LIMIT, FETCH and OFFSET are", "named arguments (...) are" */
+    bool plural = what[strlen(what) - 1] == 's' || strstr(what, " and ") || strstr(what, "s (");
+    return eddy_sql_fail(p->src, pos, p->err, "%s %s not supported", what, plural ? "are" : "is");
 }
 
 static int expect(parser_t *p, const char *kw)
@@ -463,7 +464,8 @@ static int parse_unary(parser_t *p, eddy_sql_expr_t **out)
 
 static eddy_sql_expr_t *binary(parser_t *p, eddy_sql_op_t op, uint32_t pos, eddy_sql_expr_t *l)
 {
-    eddy_sql_expr_t *x = node(p, EDDY_SQL_X_BINARY, pos);
+    /* errors about the whole expression point at its start */
+    eddy_sql_expr_t *x = node(p, EDDY_SQL_X_BINARY, l ? l->pos : pos);
     if (!x || add_arg(p, x, l) < 0) {
         if (!x)
             eddy_sql_expr_free(l);

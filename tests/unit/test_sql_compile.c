@@ -1,0 +1,187 @@
+/* test_sql_compile.c - SQL compiled into pipeline specs
+ * (plan/sql_compile.h): the examples/sql Nexmark scripts become the steps
+ * the YAML specs in examples/pipelines/ hold; unknown tables and columns
+ * name the closest one, type mismatches and unsupported constructs are
+ * named, each at its line and column with a caret. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/pipeline_join.h"
+#include "plan/sql_compile.h"
+#include "tests/unit/leak_check.h"
+
+TestSuite(sql_compile, .fini = eddy_test_leak_check);
+
+static eddy_pipeline_spec_t *compile(const char *text, bool output, eddy_err_t *err)
+{
+    eddy_sql_compile_opts_t o = {.has_output = output};
+    return eddy_sql_compile("t.sql", text, strlen(text), &o, err);
+}
+
+static char *example(const char *q)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/examples/sql/%s.sql", EDDY_SOURCE_DIR, q);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The kinds of s's steps as letters: f filter, m map, k key_by, w window,
+ * a aggregate, x max_by, j join. */
+static void kinds(const eddy_pipeline_spec_t *s, char *out)
+{
+    for (uint32_t i = 0; i < s->n_steps; i++)
+        out[i] = "fmjpkwax"[s->steps[i].kind];
+    out[s->n_steps] = '\0';
+}
+
+Test(sql_compile, nexmark_examples)
+{
+    static const struct {
+        const char *q, *kinds;
+    } cases[] = {
+        {"q0", "fmmm"}, {"q1", "fmmm"}, {"q2", "fmfmm"}, {"q3", "fmfjmm"},
+        {"q5", "fmkwammkwxmm"}, {"q7", "fmmmkwxmm"}, {"q11", "fmkwamm"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        eddy_err_t err = {{0}};
+        eddy_pipeline_spec_t *s = compile(example(cases[i].q), true, &err);
+        cr_assert(s, "%s: %s", cases[i].q, err.msg);
+        char k[64];
+        kinds(s, k);
+        cr_expect_str_eq(k, cases[i].kinds, "%s", cases[i].q);
+        cr_expect_eq(s->time_column, strcmp(cases[i].q, "q5") && strcmp(cases[i].q, "q7") &&
+                                         strcmp(cases[i].q, "q11") ? -1 : 1, "%s", cases[i].q);
+        if (s->time_column >= 0)
+            cr_expect_eq(s->watermark_delay_ms, 4000);
+        eddy_pipeline_spec_destroy(&s);
+    }
+}
+
+Test(sql_compile, blackhole_and_filesystem_sinks)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(example("q2"), false, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_expect_str_eq(s->steps[s->n_steps - 1].filter, "false"); /* nothing reaches a blackhole */
+    eddy_pipeline_spec_destroy(&s);
+    const char *fs =
+        "CREATE TABLE src (k STRING, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)\n"
+        "  WITH ('connector' = 'filesystem', 'path' = '/in.csv', 'format' = 'csv');\n"
+        "CREATE TABLE dst (k STRING, n BIGINT, total BIGINT, w TIMESTAMP(3))\n"
+        "  WITH ('connector' = 'filesystem', 'path' = '/out.tsv', 'format' = 'csv');\n"
+        "INSERT INTO dst SELECT k, COUNT(*), SUM(v), window_end\n"
+        "FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '1' MINUTE))\n"
+        "WHERE v > 0 GROUP BY k, window_start, window_end HAVING COUNT(*) > 1;\n";
+    s = compile(fs, false, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_expect_str_eq(s->input, "/in.csv");
+    cr_expect_str_eq(s->output, "/out.tsv");
+    cr_expect_eq(s->time_column, 2);
+    char k[64];
+    kinds(s, k);
+    cr_expect_str_eq(k, "fkwafmm");
+    cr_expect_eq(s->steps[2].window.size_ms, 60000);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+static void bad(const char *text, const char *want)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(text, true, &err);
+    cr_expect_null(s, "'%s' compiled", text);
+    eddy_pipeline_spec_destroy(&s);
+    cr_expect(strstr(err.msg, want), "got '%s'\nwant '%s'", err.msg, want);
+}
+
+Test(sql_compile, unknown_names_suggest_the_closest)
+{
+    bad("SELECT auction FROM bids", "t.sql:1:21: unknown table 'bids' (did you mean 'bid'?)\n"
+                                    "  SELECT auction FROM bids\n"
+                                    "                      ^");
+    bad("SELECT auction,\n  prise FROM bid", "t.sql:2:3: unknown column 'prise' (did you mean 'price'?)\n"
+                                            "    prise FROM bid\n"
+                                            "    ^");
+    bad("SELECT B.auction FROM bid AS A", "unknown table or alias 'B' in 'B.auction'");
+    bad("SELECT id FROM auction A JOIN person P ON A.seller = P.id", "t.sql:1:8: ambiguous column 'id'");
+    bad("SELECT lowr(name) FROM person", "unknown function 'lowr' (did you mean LOWER?)");
+    bad("INSERT INTO nowhere SELECT id FROM person", "t.sql:1:13: unknown table 'nowhere'");
+    bad("SELECT a FROM v2; CREATE VIEW v AS SELECT id AS a FROM person", "unknown table 'v2' (did you mean 'v'?)");
+}
+
+Test(sql_compile, type_mismatches)
+{
+    bad("SELECT id FROM person WHERE id + 1", "t.sql:1:29: type mismatch: WHERE needs a BOOLEAN, not BIGINT");
+    bad("SELECT id FROM person WHERE name = 3", "t.sql:1:29: type mismatch: STRING = INT cannot be compared");
+    bad("SELECT name + 1 FROM person", "type mismatch: STRING + INT");
+    bad("SELECT id FROM person WHERE id LIKE 'a%'", "type mismatch: BIGINT LIKE STRING");
+    bad("SELECT SUM(name) FROM person GROUP BY id", "type mismatch: SUM of STRING");
+    bad("CREATE TABLE t (a BIGINT, WATERMARK FOR a AS a) WITH ('connector' = 'print'); SELECT id FROM person",
+        "type mismatch: WATERMARK FOR a BIGINT column");
+}
+
+Test(sql_compile, unsupported_constructs_are_named)
+{
+    bad("SELECT * FROM (SELECT auction, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bid) WHERE rn <= 1",
+        "ROW_NUMBER() OVER is not supported");
+    bad("SELECT auction, SUM(price) OVER (PARTITION BY auction) FROM bid",
+        "OVER windows other than a top-1 by RANK() are not supported");
+    bad("SELECT * FROM (SELECT auction, RANK() OVER (PARTITION BY auction ORDER BY price DESC) AS rk FROM bid) WHERE rk <= 3",
+        "top-N with N other than 1 is not supported");
+    bad("SELECT P.name FROM person P LEFT JOIN auction A ON P.id = A.seller",
+        "LEFT, RIGHT and FULL joins are not supported");
+    bad("SELECT window_start, COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "CUMULATE windows are not supported");
+    bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
+        "unknown column 'expires'");
+    bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
+        "DESCRIPTOR(expires): not a time attribute");
+    bad("CREATE TABLE t (a BIGINT) WITH ('connector' = 'kafka'); SELECT id FROM person",
+        "t.sql:1:33: connector 'kafka' is not supported");
+    bad("CREATE TABLE t (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '/x', 'format' = 'csv', 'pth' = 'y'); SELECT id FROM person",
+        "unknown option 'pth' for connector 'filesystem' (did you mean 'path'?)");
+    bad("CREATE TABLE t (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '/x', 'format' = 'csv'); SELECT a FROM t JOIN person ON a = id",
+        "reading table 'person' besides 't' is not supported");
+    bad("SELECT id FROM person; SELECT id FROM person", "a second INSERT or query is not supported");
+    bad("SELECT DISTINCT id FROM person", "SELECT DISTINCT is not supported");
+    bad("SELECT id FROM person UNION ALL SELECT id FROM person", "UNION ALL is not supported");
+    bad("SELECT P.id FROM person P, auction A WHERE P.id > A.seller", "a join without an equality");
+    bad("CREATE TABLE t (a BIGINT) WITH ('connector' = 'print'); INSERT INTO t SELECT id, name FROM person",
+        "the query has 2 columns, table 't' has 1");
+    bad("CREATE VIEW v AS SELECT * FROM v; SELECT * FROM v", "view 'v' refers to itself");
+    bad("SELECT name, COUNT(*) FROM person GROUP BY id", "t.sql:1:8: column 'name' is neither in GROUP BY nor in an aggregate");
+    bad("SELECT COUNT(*) FROM TABLE(HOP(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '3' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "HOP windows whose size is not a multiple of their slide are not supported");
+}
+
+Test(sql_compile, expressions_become_pipeline_expressions)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT CASE WHEN price BETWEEN 1 AND 10 THEN 'low' ELSE 'high' END AS c,\n"
+        "       UPPER(channel) || '!' AS u, CAST(price AS DOUBLE) / 2 AS h,\n"
+        "       dateTime + INTERVAL '1' MINUTE AS later, SUBSTRING(channel, 2, 3) AS s\n"
+        "FROM bid WHERE channel LIKE 'A_c%' AND NOT auction IN (1, 2) AND url IS NULL", true, &err);
+    cr_assert(s, "%s", err.msg);
+    const eddy_pstep_t *m = &s->steps[s->n_steps - 2];
+    cr_assert_eq(m->kind, EDDY_PSTEP_MAP);
+    cr_expect_str_eq(m->exprs[0], "if(((price >= 1) and (price <= 10)), 'low', 'high')");
+    cr_expect_str_eq(m->exprs[1], "concat(upper(channel), '!')");
+    cr_expect_str_eq(m->exprs[2], "(float(price) / 2)");
+    cr_expect_str_eq(m->exprs[3], "(dateTime + 60000)");
+    cr_expect_str_eq(m->exprs[4], "substr(channel, (2) - 1, 3)");
+    cr_expect_str_eq(s->steps[2].filter, "(matches(channel, '^A.c.*$'))");
+    cr_expect_str_eq(s->steps[3].filter, "(not ((auction == 1) or (auction == 2)))");
+    cr_expect_str_eq(s->steps[4].filter, "(is_null(url))");
+    /* TIMESTAMP(3) is written as text at the end */
+    cr_expect(strstr(s->steps[s->n_steps - 1].exprs[3], "datetime(later)"), "%s",
+              s->steps[s->n_steps - 1].exprs[3]);
+    eddy_pipeline_spec_destroy(&s);
+}
