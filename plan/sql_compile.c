@@ -629,7 +629,7 @@ static int compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps
         rc = fail(c, f->pos, "a join without an equality of a column of each side is not "
                   "supported (eddy's joins are equi-joins)");
     bool windowed = out->w.kind == WIN_TVF && r.w.kind == WIN_TVF;
-    if (rc == 0 && windowed != window_eq && (out->w.kind == WIN_TVF || r.w.kind == WIN_TVF))
+    if (rc == 0 && (out->w.kind == WIN_TVF || r.w.kind == WIN_TVF) && !(windowed && window_eq))
         rc = fail(c, f->pos, "a join of window TVFs needs both sides windowed and "
                   "L.window_start = R.window_start (a window join); other joins of windowed rows "
                   "are not supported");
@@ -695,6 +695,106 @@ static int compile_from(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps
         return compile_join(c, f, steps, out, where);
     }
     return fail(c, f->pos, "unsupported FROM item");
+}
+
+/* WHERE x IN (SELECT y FROM t [WHERE ...]): a semi-join, each row of in
+ * once when t has a row whose y equals its x; the subquery's conditions on
+ * its own columns filter t, and L.window_start = R.window_start (with
+ * window_end) of two tumbling window TVFs makes it a window semi-join
+ * (Flink's form). */
+static int compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sql_expr_t *x)
+{
+    const eddy_sql_select_t *sub = x->sub;
+    if (x->negated)
+        return fail(c, x->pos, "NOT IN (SELECT ...) (an anti-join) is not supported");
+    if (sub->n_items != 1 || sub->items[0]->kind == EDDY_SQL_X_STAR || sub->n_group_by ||
+        sub->having || sub->distinct || sub->union_all ||
+        (sub->from->kind != EDDY_SQL_FROM_TABLE && sub->from->kind != EDDY_SQL_FROM_TVF))
+        return fail(c, sub->pos, "IN (SELECT ...) other than one column of a table or window TVF "
+                    "with a WHERE is not supported");
+    rel_t r, all;
+    rel_init(&r);
+    rel_init(&all);
+    eddy_ynode_t *rsteps = eddy_sql_yseq(line_of(c, sub->pos));
+    const eddy_sql_expr_t **cs = NULL;
+    uint32_t n_cs = 0;
+    int rc = rsteps ? 0 : oom(c);
+    const eddy_sql_from_t *rf = sub->from;
+    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TABLE)
+        rc = scan(c, rf->name, rf->pos, rf->alias, rsteps, &in->r, &r);
+    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TVF) {
+        rc = compile_tvf(c, rf, rsteps, &in->r, &r);
+        if (rc == 0 && rf->alias)
+            rc = requalify(c, &r, rf->alias);
+    }
+    /* the subquery sees its own columns and, qualified, the outer's */
+    for (uint32_t i = 0; rc == 0 && i < in->r.n + r.r.n; i++) {
+        const eddy_sql_col_t *col = i < in->r.n ? &in->r.cols[i] : &r.r.cols[i - in->r.n];
+        if (eddy_sql_rel_add(&all.r, col->qual, col->name, col->field, col->type, false) < 0)
+            rc = oom(c);
+    }
+    const char *lkey = NULL, *rkey = NULL;
+    bool window_eq = false;
+    if (rc == 0)
+        rc = translate(c, &in->r, NULL, x->args[0], &lkey, NULL);
+    if (rc == 0)
+        rc = translate(c, &r.r, NULL, sub->items[0], &rkey, NULL);
+    if (rc == 0)
+        rc = conjuncts(c, sub->where, &cs, &n_cs);
+    for (uint32_t k = 0; rc == 0 && k < n_cs; k++) {
+        const eddy_sql_expr_t *e = cs[k];
+        int m = sides(c, &all.r, in->r.n, e);
+        const char *text;
+        if (m < 0) {
+            rc = -1;
+        } else if (m == 2 && !(r.w.kind == WIN_TVF && reads_window(&r, e))) {
+            rc = translate(c, &r.r, NULL, e, &text, NULL);
+            if (rc == 0)
+                rc = add_filter(c, rsteps, text, e->pos);
+        } else if (m == 3 && e->kind == EDDY_SQL_X_BINARY && e->op == EDDY_SQL_OP_EQ &&
+                   e->args[0]->kind == EDDY_SQL_X_COLUMN && e->args[1]->kind == EDDY_SQL_X_COLUMN &&
+                   !strcmp(e->args[0]->name, e->args[1]->name) &&
+                   (!strcmp(e->args[0]->name, "window_start") || !strcmp(e->args[0]->name, "window_end")) &&
+                   in->w.kind == WIN_TVF && r.w.kind == WIN_TVF) {
+            window_eq = true;
+        } else {
+            rc = fail(c, e->pos, "in IN (SELECT ...), conditions other than on the subquery's "
+                      "columns and L.window_start = R.window_start are not supported");
+        }
+    }
+    bool windowed = in->w.kind == WIN_TVF && r.w.kind == WIN_TVF;
+    if (rc == 0 && (in->w.kind == WIN_TVF || r.w.kind == WIN_TVF) && !(windowed && window_eq))
+        rc = fail(c, sub->pos, "a semi-join of window TVFs needs both sides windowed and "
+                  "L.window_start = R.window_start in the subquery's WHERE");
+    if (rc == 0 && windowed && (strcmp(in->w.type, "tumbling") || strcmp(r.w.type, "tumbling") ||
+                                in->w.size != r.w.size))
+        rc = fail(c, sub->pos, "window semi-joins of other than tumbling windows of the same size "
+                  "are not supported");
+    if (rc == 0) {
+        uint32_t line = line_of(c, x->pos);
+        eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
+        int e = eddy_sql_yput(with, "steps", rsteps);
+        rsteps = NULL;
+        e |= eddy_sql_yput(j, "with", with);
+        e |= eddy_sql_yput_str(j, "left_key", lkey, line);
+        e |= eddy_sql_yput_str(j, "right_key", rkey, line);
+        e |= eddy_sql_yput_str(j, "type", "semi", line);
+        if (windowed) {
+            eddy_ynode_t *w = eddy_sql_ymap(line);
+            e |= eddy_sql_yput_str(w, "size", fmt(c, "%lldms", (long long)in->w.size), line);
+            e |= eddy_sql_yput_str(w, "left_time", in->r.cols[in->w.rowtime].field, line);
+            e |= eddy_sql_yput_str(w, "right_time", r.r.cols[r.w.rowtime].field, line);
+            e |= eddy_sql_yput(j, "window", w);
+        }
+        e |= eddy_sql_yput(st, "join", j);
+        e |= eddy_sql_ypush(steps, st);
+        rc = e || c->oom ? oom(c) : 0;
+    }
+    eddy_sql_yfree(rsteps);
+    free(cs);
+    rel_clear(&r);
+    rel_clear(&all);
+    return rc;
 }
 
 /* ---- top-N -------------------------------------------------------------- */
@@ -1197,6 +1297,10 @@ static int compile_select(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *s
     for (uint32_t k = 0; rc == 0 && k < n_cs; k++) {
         if (!cs[k])
             continue;
+        if (cs[k]->kind == EDDY_SQL_X_IN && cs[k]->sub) {
+            rc = compile_semi(c, steps, &in, cs[k]);
+            continue;
+        }
         if (in.w.kind == WIN_TVF && reads_window(&in, cs[k]))
             rc = materialize(c, steps, &in);
         const char *text;

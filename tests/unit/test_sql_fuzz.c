@@ -12,7 +12,7 @@
 
 TestSuite(sql_fuzz, .fini = eddy_test_leak_check, .timeout = 120);
 
-static const char *const queries[] = {"q0", "q1", "q2", "q3", "q5", "q7", "q11"};
+static const char *const queries[] = {"q0", "q1", "q2", "q3", "q5", "q7", "q8", "q11"};
 
 static char *example(const char *q, size_t *len)
 {
