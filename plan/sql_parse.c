@@ -146,6 +146,17 @@ static int add_arg(parser_t *p, eddy_sql_expr_t *x, eddy_sql_expr_t *arg)
 static int parse_expr(parser_t *p, eddy_sql_expr_t **out);
 static int parse_select(parser_t *p, eddy_sql_select_t **out);
 
+/* Parses a child of x with fn and links it; a half-built child is freed. */
+static int child(parser_t *p, eddy_sql_expr_t *x, int (*fn)(parser_t *, eddy_sql_expr_t **))
+{
+    eddy_sql_expr_t *a = NULL;
+    if (fn(p, &a) < 0) {
+        eddy_sql_expr_free(a);
+        return -1;
+    }
+    return add_arg(p, x, a);
+}
+
 static int enter(parser_t *p)
 {
     if (++p->depth > MAX_DEPTH)
@@ -259,8 +270,10 @@ static int parse_list(parser_t *p, eddy_sql_expr_t ***v, uint32_t *n)
 {
     do {
         eddy_sql_expr_t *x = NULL;
-        if (parse_expr(p, &x) < 0)
+        if (parse_expr(p, &x) < 0) {
+            eddy_sql_expr_free(x);
             return -1;
+        }
         if (append(p, (void ***)v, n, x) < 0) {
             eddy_sql_expr_free(x);
             return -1;
@@ -282,8 +295,10 @@ static int parse_over(parser_t *p, eddy_sql_expr_t *x)
             return -1;
         do {
             eddy_sql_expr_t *o = NULL;
-            if (parse_expr(p, &o) < 0)
+            if (parse_expr(p, &o) < 0) {
+                eddy_sql_expr_free(o);
                 return -1;
+            }
             if (append(p, (void ***)&x->order, &x->n_order, o) < 0) {
                 eddy_sql_expr_free(o);
                 return -1;
@@ -333,14 +348,12 @@ static int parse_case(parser_t *p, eddy_sql_expr_t *x)
     if (!is(p, "WHEN"))
         return fail_here(p, "WHEN");
     while (accept(p, "WHEN")) {
-        eddy_sql_expr_t *w = NULL, *t = NULL;
-        if (parse_expr(p, &w) < 0 || add_arg(p, x, w) < 0 || expect(p, "THEN") < 0 ||
-            parse_expr(p, &t) < 0 || add_arg(p, x, t) < 0)
+        if (child(p, x, parse_expr) < 0 || expect(p, "THEN") < 0 ||
+            child(p, x, parse_expr) < 0)
             return -1;
     }
     if (accept(p, "ELSE")) {
-        eddy_sql_expr_t *e = NULL;
-        if (parse_expr(p, &e) < 0 || add_arg(p, x, e) < 0)
+        if (child(p, x, parse_expr) < 0)
             return -1;
         x->has_else = true;
     }
@@ -404,9 +417,8 @@ static int parse_primary(parser_t *p, eddy_sql_expr_t **out)
         if (accept(p, "CAST") || accept(p, "TRY_CAST")) {
             if (!(*out = x = node(p, EDDY_SQL_X_CAST, pos)))
                 return -1;
-            eddy_sql_expr_t *a = NULL;
             uint32_t prec, scale;
-            if (expect(p, "(") < 0 || parse_expr(p, &a) < 0 || add_arg(p, x, a) < 0 ||
+            if (expect(p, "(") < 0 || child(p, x, parse_expr) < 0 ||
                 expect(p, "AS") < 0 || parse_type(p, &x->cast_type, &prec, &scale) < 0)
                 return -1;
             return expect(p, ")");
@@ -450,9 +462,9 @@ static int parse_unary(parser_t *p, eddy_sql_expr_t **out)
 {
     uint32_t pos = tok(p)->pos;
     if (accept(p, "-")) {
-        eddy_sql_expr_t *x = node(p, EDDY_SQL_X_NEG, pos), *a = NULL;
+        eddy_sql_expr_t *x = node(p, EDDY_SQL_X_NEG, pos);
         *out = x;
-        if (!x || enter(p) < 0 || parse_unary(p, &a) < 0 || add_arg(p, x, a) < 0)
+        if (!x || enter(p) < 0 || child(p, x, parse_unary) < 0)
             return -1;
         p->depth--;
         return 0;
@@ -491,8 +503,7 @@ static int parse_product(parser_t *p, eddy_sql_expr_t **out)
             op = EDDY_SQL_OP_MOD;
         else
             return 0;
-        eddy_sql_expr_t *r = NULL;
-        if (!(*out = binary(p, op, pos, *out)) || parse_unary(p, &r) < 0 || add_arg(p, *out, r) < 0)
+        if (!(*out = binary(p, op, pos, *out)) || child(p, *out, parse_unary) < 0)
             return -1;
     }
 }
@@ -512,8 +523,7 @@ static int parse_sum(parser_t *p, eddy_sql_expr_t **out)
             op = EDDY_SQL_OP_CONCAT;
         else
             return 0;
-        eddy_sql_expr_t *r = NULL;
-        if (!(*out = binary(p, op, pos, *out)) || parse_product(p, &r) < 0 || add_arg(p, *out, r) < 0)
+        if (!(*out = binary(p, op, pos, *out)) || child(p, *out, parse_product) < 0)
             return -1;
     }
 }
@@ -530,11 +540,9 @@ static int parse_predicate(parser_t *p, eddy_sql_expr_t **out)
     uint32_t pos = tok(p)->pos;
     for (size_t k = 0; k < sizeof cmps / sizeof cmps[0]; k++)
         if (accept(p, cmps[k].tok)) {
-            eddy_sql_expr_t *r = NULL;
             if (is(p, "ANY") || is(p, "ALL") || is(p, "SOME"))
                 return unsupported(p, tok(p)->pos, "quantified comparisons (ANY, ALL, SOME)");
-            if (!(*out = binary(p, cmps[k].op, pos, *out)) || parse_sum(p, &r) < 0 ||
-                add_arg(p, *out, r) < 0)
+            if (!(*out = binary(p, cmps[k].op, pos, *out)) || child(p, *out, parse_sum) < 0)
                 return -1;
             return 0;
         }
@@ -578,15 +586,14 @@ static int parse_predicate(parser_t *p, eddy_sql_expr_t **out)
     }
     *out = x;
     x->negated = negated;
-    eddy_sql_expr_t *a = NULL, *b = NULL;
     if (kind == EDDY_SQL_X_BETWEEN) {
         if (accept(p, "SYMMETRIC") || accept(p, "ASYMMETRIC"))
             return unsupported(p, tok(p)->pos, "BETWEEN SYMMETRIC");
-        return parse_sum(p, &a) < 0 || add_arg(p, x, a) < 0 || expect(p, "AND") < 0 ||
-               parse_sum(p, &b) < 0 || add_arg(p, x, b) < 0 ? -1 : 0;
+        return child(p, x, parse_sum) < 0 || expect(p, "AND") < 0 ||
+               child(p, x, parse_sum) < 0 ? -1 : 0;
     }
     if (kind == EDDY_SQL_X_LIKE) {
-        if (parse_sum(p, &a) < 0 || add_arg(p, x, a) < 0)
+        if (child(p, x, parse_sum) < 0)
             return -1;
         if (is(p, "ESCAPE"))
             return unsupported(p, tok(p)->pos, "LIKE ... ESCAPE");
@@ -599,9 +606,8 @@ static int parse_predicate(parser_t *p, eddy_sql_expr_t **out)
             return -1;
     } else {
         do {
-            if (parse_expr(p, &a) < 0 || add_arg(p, x, a) < 0)
+            if (child(p, x, parse_expr) < 0)
                 return -1;
-            a = NULL;
         } while (accept(p, ","));
     }
     return expect(p, ")");
@@ -611,9 +617,9 @@ static int parse_not(parser_t *p, eddy_sql_expr_t **out)
 {
     uint32_t pos = tok(p)->pos;
     if (accept(p, "NOT")) {
-        eddy_sql_expr_t *x = node(p, EDDY_SQL_X_NOT, pos), *a = NULL;
+        eddy_sql_expr_t *x = node(p, EDDY_SQL_X_NOT, pos);
         *out = x;
-        if (!x || enter(p) < 0 || parse_not(p, &a) < 0 || add_arg(p, x, a) < 0)
+        if (!x || enter(p) < 0 || child(p, x, parse_not) < 0)
             return -1;
         p->depth--;
         return 0;
@@ -626,9 +632,7 @@ static int parse_and(parser_t *p, eddy_sql_expr_t **out)
     if (parse_not(p, out) < 0)
         return -1;
     for (uint32_t pos = tok(p)->pos; accept(p, "AND"); pos = tok(p)->pos) {
-        eddy_sql_expr_t *r = NULL;
-        if (!(*out = binary(p, EDDY_SQL_OP_AND, pos, *out)) || parse_not(p, &r) < 0 ||
-            add_arg(p, *out, r) < 0)
+        if (!(*out = binary(p, EDDY_SQL_OP_AND, pos, *out)) || child(p, *out, parse_not) < 0)
             return -1;
     }
     return 0;
@@ -641,9 +645,7 @@ static int parse_expr(parser_t *p, eddy_sql_expr_t **out)
     if (parse_and(p, out) < 0)
         return -1;
     for (uint32_t pos = tok(p)->pos; accept(p, "OR"); pos = tok(p)->pos) {
-        eddy_sql_expr_t *r = NULL;
-        if (!(*out = binary(p, EDDY_SQL_OP_OR, pos, *out)) || parse_and(p, &r) < 0 ||
-            add_arg(p, *out, r) < 0)
+        if (!(*out = binary(p, EDDY_SQL_OP_OR, pos, *out)) || child(p, *out, parse_and) < 0)
             return -1;
     }
     p->depth--;
