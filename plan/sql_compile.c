@@ -528,6 +528,32 @@ static int materialize(comp_t *c, eddy_ynode_t *steps, rel_t *in)
     return rc;
 }
 
+/* The join step {join: {with: {steps: rsteps}, left_key, right_key, [type:
+ * semi], [window: tumbling l's size, each side's event time]}} (taking
+ * rsteps); l is NULL for a join without a window. */
+static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *rsteps,
+                    const char *lkey, const char *rkey, bool semi, const rel_t *l, const rel_t *r)
+{
+    uint32_t line = line_of(c, pos);
+    eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
+    int e = eddy_sql_yput(with, "steps", rsteps);
+    e |= eddy_sql_yput(j, "with", with);
+    e |= eddy_sql_yput_str(j, "left_key", lkey, line);
+    e |= eddy_sql_yput_str(j, "right_key", rkey, line);
+    if (semi)
+        e |= eddy_sql_yput_str(j, "type", "semi", line);
+    if (l) {
+        eddy_ynode_t *w = eddy_sql_ymap(line);
+        e |= eddy_sql_yput_str(w, "size", fmt(c, "%lldms", (long long)l->w.size), line);
+        e |= eddy_sql_yput_str(w, "left_time", l->r.cols[l->w.rowtime].field, line);
+        e |= eddy_sql_yput_str(w, "right_time", r->r.cols[r->w.rowtime].field, line);
+        e |= eddy_sql_yput(j, "window", w);
+    }
+    e |= eddy_sql_yput(st, "join", j);
+    e |= eddy_sql_ypush(steps, st);
+    return e || c->oom ? oom(c) : 0;
+}
+
 static int compile_from(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps,
                         const eddy_sql_rel_t *avoid, rel_t *out, const eddy_sql_expr_t **where);
 
@@ -638,31 +664,16 @@ static int compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps
         rc = fail(c, f->pos, "window joins of other than tumbling windows of the same size are not "
                   "supported");
     if (rc == 0) {
-        uint32_t line = line_of(c, f->pos);
-        eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
-        int e = eddy_sql_yput(with, "steps", rsteps);
+        rc = add_join(c, steps, f->pos, rsteps, lkey, rkey, false, windowed ? out : NULL, &r);
         rsteps = NULL;
-        e |= eddy_sql_yput(j, "with", with);
-        e |= eddy_sql_yput_str(j, "left_key", lkey, line);
-        e |= eddy_sql_yput_str(j, "right_key", rkey, line);
-        if (windowed) {
-            eddy_ynode_t *w = eddy_sql_ymap(line);
-            e |= eddy_sql_yput_str(w, "size", fmt(c, "%lldms", (long long)out->w.size), line);
-            e |= eddy_sql_yput_str(w, "left_time", out->r.cols[out->w.rowtime].field, line);
-            e |= eddy_sql_yput_str(w, "right_time", r.r.cols[r.w.rowtime].field, line);
-            e |= eddy_sql_yput(j, "window", w);
-            /* the right's window columns are the left's */
-            for (int k = 0; k < 3; k++) {
-                int ri = (int)split + (k == 0 ? r.w.ws : k == 1 ? r.w.we : r.w.wt);
-                int li = k == 0 ? out->w.ws : k == 1 ? out->w.we : out->w.wt;
-                free(out->r.cols[ri].field);
-                out->r.cols[ri].field = strdup(out->r.cols[li].field);
-                e |= out->r.cols[ri].field ? 0 : -1;
-            }
+        /* the right's window columns are the left's */
+        for (int k = 0; rc == 0 && windowed && k < 3; k++) {
+            int ri = (int)split + (k == 0 ? r.w.ws : k == 1 ? r.w.we : r.w.wt);
+            int li = k == 0 ? out->w.ws : k == 1 ? out->w.we : out->w.wt;
+            free(out->r.cols[ri].field);
+            out->r.cols[ri].field = strdup(out->r.cols[li].field);
+            rc = out->r.cols[ri].field ? 0 : oom(c);
         }
-        e |= eddy_sql_yput(st, "join", j);
-        e |= eddy_sql_ypush(steps, st);
-        rc = e || c->oom ? oom(c) : 0;
         if (!windowed)
             out->w.kind = WIN_NONE; /* an equi-join's rows are not a window's */
         for (uint32_t i = split; i < out->r.n; i++)
@@ -771,24 +782,8 @@ static int compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sq
         rc = fail(c, sub->pos, "window semi-joins of other than tumbling windows of the same size "
                   "are not supported");
     if (rc == 0) {
-        uint32_t line = line_of(c, x->pos);
-        eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
-        int e = eddy_sql_yput(with, "steps", rsteps);
+        rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, true, windowed ? in : NULL, &r);
         rsteps = NULL;
-        e |= eddy_sql_yput(j, "with", with);
-        e |= eddy_sql_yput_str(j, "left_key", lkey, line);
-        e |= eddy_sql_yput_str(j, "right_key", rkey, line);
-        e |= eddy_sql_yput_str(j, "type", "semi", line);
-        if (windowed) {
-            eddy_ynode_t *w = eddy_sql_ymap(line);
-            e |= eddy_sql_yput_str(w, "size", fmt(c, "%lldms", (long long)in->w.size), line);
-            e |= eddy_sql_yput_str(w, "left_time", in->r.cols[in->w.rowtime].field, line);
-            e |= eddy_sql_yput_str(w, "right_time", r.r.cols[r.w.rowtime].field, line);
-            e |= eddy_sql_yput(j, "window", w);
-        }
-        e |= eddy_sql_yput(st, "join", j);
-        e |= eddy_sql_ypush(steps, st);
-        rc = e || c->oom ? oom(c) : 0;
     }
     eddy_sql_yfree(rsteps);
     free(cs);
