@@ -189,3 +189,19 @@ Test(sql_compile, expressions_become_pipeline_expressions)
               s->steps[s->n_steps - 1].exprs[3]);
     eddy_pipeline_spec_destroy(&s);
 }
+
+Test(sql_compile, window_join)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT P.id, P.name, A.id AS auction, P.window_start\n"
+        "FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) P\n"
+        "JOIN TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) A\n"
+        "ON P.id = A.seller AND P.window_start = A.window_start AND P.window_end = A.window_end",
+        true, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_assert_eq(s->steps[2].kind, EDDY_PSTEP_JOIN);
+    cr_expect_eq(s->steps[2].join->window_ms, 10000);
+    cr_expect(!s->steps[2].join->semi);
+    eddy_pipeline_spec_destroy(&s);
+}
