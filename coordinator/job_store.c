@@ -742,6 +742,7 @@ static int load_history(coord_t *c, const coord_job_record_t *rec, eddy_err_t *s
     j->history = true;
     j->state = !strcmp(rec->state, "finished") ? JOB_FINISHED
                : !strcmp(rec->state, "failed") ? JOB_FAILED
+               : !strcmp(rec->state, "stopped") ? JOB_STOPPED
                                                 : JOB_CANCELLED;
     j->guarantee = rec->guarantee;
     j->submitted_wall_ms = rec->submitted_ms;
@@ -792,7 +793,7 @@ int coord_jobs_restore_from_store(coord_t *c, eddy_err_t *serr)
         }
         coord_job_id_reserve(c, rec.id);
         if (!strcmp(rec.state, "finished") || !strcmp(rec.state, "failed") ||
-            !strcmp(rec.state, "cancelled")) {
+            !strcmp(rec.state, "cancelled") || !strcmp(rec.state, "stopped")) {
             rc = load_history(c, &rec, serr);
             coord_job_record_clear(&rec);
             if (rc < 0)
