@@ -110,7 +110,8 @@ int eddy_cmd_rescale(int argc, char **argv)
 static bool job_ended(const json_t *j)
 {
     const char *s = json_string_value(json_object_get(j, "state"));
-    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
+                 !strcmp(s, "stopped"));
 }
 
 /* The lines an operator's instances reported about themselves (a
@@ -234,6 +235,11 @@ static int render_status(json_t *doc, bool all, const char *job)
                (long long)json_integer_value(json_object_get(j, "restarts")));
         if (json_string_value(json_object_get(j, "error")))
             printf("    error: %s\n", json_string_value(json_object_get(j, "error")));
+        if (json_string_value(json_object_get(j, "savepoint")))
+            printf("    savepoint: %s\n", json_string_value(json_object_get(j, "savepoint")));
+        if (json_string_value(json_object_get(j, "restored_from_savepoint")))
+            printf("    started from savepoint: %s\n",
+                   json_string_value(json_object_get(j, "restored_from_savepoint")));
         if (job)
             render_checkpoint(ck);
         size_t k;
@@ -335,7 +341,7 @@ int eddy_cmd_status(int argc, char **argv)
     /* With JOB: that job only (ended or not), with each operator's own
      * report lines (a pipeline's filter order and figures). */
     return view_command("status", "[JOB] [--all] [--json] [flags]",
-                        "include ended jobs (finished, cancelled, failed)", true, argc, argv,
+                        "include ended jobs (finished, cancelled, failed, stopped)", true, argc, argv,
                         render_status);
 }
 
