@@ -81,9 +81,9 @@ static int default_dir(const coord_t *c, char *out, size_t cap, eddy_err_t *err)
     char *slash = strrchr(parent, '/');
     if (slash && slash != parent)
         *slash = '\0';
-    if ((size_t)snprintf(out, cap, "%s/savepoints", parent) >= cap)
-        return eddy_err_set(err, "savepoint directory too long");
-    return 0;
+    char dir[EDDY_STORAGE_URI_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/savepoints", parent);
+    return eddy_savepoint_location(dir, out, cap, err); /* absolute */
 }
 
 int coord_savepoint_request(coord_t *c, const char *job_id, const char *dir, bool stop,
