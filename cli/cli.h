@@ -12,6 +12,7 @@
 #include "common/flags.h"
 #include "net/client.h"
 #include "net/keys.h"
+#include "state/savepoint_manifest.h"
 
 #define EDDY_DEFAULT_CONTROL_PORT 7600
 #define EDDY_DEFAULT_HTTP_PORT 9250
@@ -33,6 +34,15 @@ int eddy_cmd_cancel(int argc, char **argv);
 int eddy_cmd_plan(int argc, char **argv);
 int eddy_cmd_nexmark(int argc, char **argv);
 int eddy_cmd_keygen(int argc, char **argv);
+int eddy_cmd_savepoint(int argc, char **argv);
+/* --from-savepoint LOC of local and submit (cmd_savepoint.c): makes LOC a
+ * root, reads its manifest and every file it names, and checks it against
+ * the job's graph g; prints one line and returns 2 when anything is wrong
+ * (m cleared), else 0 with root and m filled. */
+struct eddy_job_graph;
+int eddy_cli_open_savepoint(const char *sub, const char *loc, const struct eddy_job_graph *g,
+                            bool allow_non_restored, char *root, size_t cap,
+                            eddy_savepoint_manifest_t *m);
 
 /* --keys DIR: CURVE keys from `eddy keygen` (net/keys.h); default $EDDY_KEYS. */
 #define EDDY_CLI_KEYS_FLAG(var)                                                                    \

@@ -110,7 +110,8 @@ int eddy_cmd_rescale(int argc, char **argv)
 static bool job_ended(const json_t *j)
 {
     const char *s = json_string_value(json_object_get(j, "state"));
-    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled"));
+    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
+                 !strcmp(s, "stopped"));
 }
 
 /* The lines an operator's instances reported about themselves (a
@@ -234,6 +235,11 @@ static int render_status(json_t *doc, bool all, const char *job)
                (long long)json_integer_value(json_object_get(j, "restarts")));
         if (json_string_value(json_object_get(j, "error")))
             printf("    error: %s\n", json_string_value(json_object_get(j, "error")));
+        if (json_string_value(json_object_get(j, "savepoint")))
+            printf("    savepoint: %s\n", json_string_value(json_object_get(j, "savepoint")));
+        if (json_string_value(json_object_get(j, "restored_from_savepoint")))
+            printf("    started from savepoint: %s\n",
+                   json_string_value(json_object_get(j, "restored_from_savepoint")));
         if (job)
             render_checkpoint(ck);
         size_t k;
@@ -335,7 +341,7 @@ int eddy_cmd_status(int argc, char **argv)
     /* With JOB: that job only (ended or not), with each operator's own
      * report lines (a pipeline's filter order and figures). */
     return view_command("status", "[JOB] [--all] [--json] [flags]",
-                        "include ended jobs (finished, cancelled, failed)", true, argc, argv,
+                        "include ended jobs (finished, cancelled, failed, stopped)", true, argc, argv,
                         render_status);
 }
 
@@ -411,7 +417,13 @@ static int run_submit(int argc, char **argv, char **spec_text)
     const char *coordinator = eddy_client_default_coordinator(), *keys_dir = eddy_cli_default_keys();
     const char *job = NULL, *plugin = NULL, *guarantee_name = NULL, *pipeline = NULL;
     const char *sql = NULL;
+    const char *from_savepoint = NULL;
+    bool allow_non_restored = false;
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys_dir),
+                           EDDY_FLAG_STR("from-savepoint", &from_savepoint, "LOC",
+                                         "start the job from this savepoint (docs/savepoints.md)"),
+                           EDDY_FLAG_SWITCH("allow-non-restored-state", &allow_non_restored,
+                                            "with --from-savepoint: drop saved state no operator claims"),
                            EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
                            EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
                                          "exactly-once (default), at-least-once or at-most-once"),
@@ -454,24 +466,54 @@ static int run_submit(int argc, char **argv, char **spec_text)
         eddy_args_free(&rest);
         return eddy_usage_error("submit", err.msg);
     }
+    /* A savepoint is read and checked here; its manifest goes with the request. */
+    char sp_root[EDDY_STORAGE_URI_MAX];
+    eddy_savepoint_manifest_t sp = {0};
+    char *sp_text = NULL;
+    if (from_savepoint && eddy_cli_open_savepoint("submit", from_savepoint, &g, allow_non_restored,
+                                                  sp_root, sizeof sp_root, &sp) != 0) {
+        eddy_graph_clear(&g);
+        eddy_args_free(&rest);
+        return 2;
+    }
     eddy_graph_clear(&g);
+    if (from_savepoint) {
+        sp_text = eddy_savepoint_manifest_encode(&sp, NULL);
+        eddy_savepoint_manifest_clear(&sp);
+        if (!sp_text || strlen(sp_text) >= EDDY_ARG_MAX) {
+            free(sp_text);
+            eddy_args_free(&rest);
+            fprintf(stderr, "eddy submit: --from-savepoint: its manifest is too large to send\n");
+            return 2;
+        }
+    }
     if (plugin) {
         eddy_keys_t *keys;
         if (eddy_cli_load_keys("submit", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0) {
+            free(sp_text);
             eddy_args_free(&rest);
             return 2;
         }
         rc = upload_plugin(coordinator, keys, plugin, hash, &err);
         eddy_keys_destroy(&keys);
         if (rc < 0) {
+            free(sp_text);
             eddy_args_free(&rest);
             fprintf(stderr, "eddy submit: %s\n", err.msg);
             return 1;
         }
     }
     /* The coordinator's submit request: [--guarantee G] JOB [job flags]. */
-    char **args = calloc((size_t)rest.count + 4, sizeof *args);
+    char **args = calloc((size_t)rest.count + 9, sizeof *args);
     int n = 0;
+    if (sp_text) {
+        args[n++] = "--from-savepoint";
+        args[n++] = sp_root;
+        args[n++] = "--savepoint-manifest";
+        args[n++] = sp_text;
+        if (allow_non_restored)
+            args[n++] = "--allow-non-restored-state";
+    }
     if (guarantee_name) {
         args[n++] = "--guarantee";
         args[n++] = (char *)guarantee_name;
@@ -481,6 +523,7 @@ static int run_submit(int argc, char **argv, char **spec_text)
         args[n++] = rest.items[i];
     rc = call_and_print("submit", coordinator, keys_dir, "submit", n, args, 10000, true, NULL, false, NULL);
     free(args);
+    free(sp_text);
     eddy_args_free(&rest);
     return rc;
 }

@@ -156,6 +156,8 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *token_file = NULL;
     const char *changelog = NULL;
     const char *storage = NULL, *storage_dir = NULL, *storage_uri = NULL;
+    const char *from_savepoint = NULL, *savepoint_dir = NULL;
+    bool allow_non_restored = false;
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
     bool no_rebalance = false, insecure = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
@@ -178,6 +180,9 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("http-token-file", &token_file, "FILE", "require this bearer token (file mode 0600) on HTTP, except /healthz"),
         EDDY_FLAG_STR("state-dir", &state_dir, "DIR", "keep metadata and snapshots in DIR (default: temporary)"),
         EDDY_CLI_STORAGE_FLAG(storage),
+        EDDY_FLAG_STR("from-savepoint", &from_savepoint, "LOC", "start the job from this savepoint (docs/savepoints.md): state by operator uid at any parallelism, sources from their saved positions"),
+        EDDY_FLAG_SWITCH("allow-non-restored-state", &allow_non_restored, "with --from-savepoint: drop saved state that no operator of the job claims (else an error)"),
+        EDDY_FLAG_STR("savepoint-dir", &savepoint_dir, "URI", "where `eddy savepoint` puts savepoints without --dir (default: STATE_DIR/savepoints, beside the snapshots)"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
@@ -291,6 +296,16 @@ static int run_local(int argc, char **argv, char **spec_text)
         return eddy_usage_error("local", err.msg);
     }
     int inputs_ok = check_local_inputs(&graph, &err);
+    /* A savepoint is read whole and checked against the job before anything starts. */
+    char savepoint_root[EDDY_STORAGE_URI_MAX];
+    eddy_savepoint_manifest_t savepoint = {0};
+    if (inputs_ok == 0 && from_savepoint &&
+        eddy_cli_open_savepoint("local", from_savepoint, &graph, allow_non_restored, savepoint_root,
+                                sizeof savepoint_root, &savepoint) != 0) {
+        eddy_graph_clear(&graph);
+        eddy_args_free(&job_args);
+        return 2;
+    }
     eddy_graph_clear(&graph);
     if (inputs_ok < 0) {
         eddy_args_free(&job_args);
@@ -416,8 +431,12 @@ static int run_local(int argc, char **argv, char **spec_text)
         .n_plugin_files = plugin ? 1 : 0, .http_token = token, .no_rebalance = no_rebalance,
         .rebalance_interval_ms = rebalance_ms, .limits = limits, .migration = migration,
         .migration_step_key_groups = migration_step,
-        .migration_step_bytes = migration_step_bytes};
+        .migration_step_bytes = migration_step_bytes,
+        .submit_savepoint = from_savepoint ? savepoint_root : NULL,
+        .submit_savepoint_manifest = &savepoint, .submit_allow_non_restored = allow_non_restored,
+        .savepoint_dir = savepoint_dir};
     rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
+    eddy_savepoint_manifest_clear(&savepoint);
     char cause[512];
     bool gave_up = eddy_local_supervisor_gave_up(sup, cause, sizeof cause);
     eddy_local_supervisor_destroy(&sup);

@@ -48,6 +48,8 @@ static void print_step(const eddy_pstep_t *st, const char *indent)
         printf("   [parallelism %u]", st->parallelism);
     if (st->max_parallelism)
         printf("   [max_parallelism %u]", st->max_parallelism);
+    if (st->uid)
+        printf("   [uid %s]", st->uid);
     printf("   (line %u)\n", st->line);
     if (st->kind == EDDY_PSTEP_JOIN) {
         char deeper[32];
@@ -62,6 +64,26 @@ static void print_steps(const eddy_pipeline_spec_t *spec, const char *indent)
 {
     for (uint32_t i = 0; i < spec->n_steps; i++)
         print_step(&spec->steps[i], indent);
+}
+
+/* A step that keeps state (an aggregate or max_by, with its window, or a
+ * join) without `uid:` has its state saved under a uid derived from its
+ * position: a savepoint does not survive a step added before it. Flink
+ * warns the same way. */
+static void warn_missing_uids(const eddy_pipeline_spec_t *spec)
+{
+    for (uint32_t i = 0; i < spec->n_steps; i++) {
+        const eddy_pstep_t *st = &spec->steps[i];
+        bool stateful = st->kind == EDDY_PSTEP_AGGREGATE || st->kind == EDDY_PSTEP_MAX_BY ||
+                        st->kind == EDDY_PSTEP_JOIN;
+        const eddy_pstep_t *win = i && spec->steps[i - 1].kind == EDDY_PSTEP_WINDOW
+                                      ? &spec->steps[i - 1] : NULL;
+        if (stateful && !st->uid && !(win && win->uid))
+            fprintf(stderr, "eddy plan: warning: steps[%u] (line %u) keeps state but has no uid: "
+                    "its state is saved under one derived from its position, so a savepoint "
+                    "does not survive steps added before it; give it `uid: NAME` "
+                    "(docs/savepoints.md)\n", st->index, st->line);
+    }
 }
 
 /* The pipeline's steps before and after the optimizer, and its rewrites. */
@@ -84,6 +106,7 @@ static int print_pipeline(int argc, char **argv, eddy_err_t *err)
     printf("rewrites:%s\n", opt.n_log ? "" : " none");
     for (uint32_t i = 0; i < opt.n_log; i++)
         printf("  - %s\n", opt.log[i]);
+    warn_missing_uids(spec);
     eddy_pipeline_opt_clear(&opt);
     eddy_pipeline_spec_destroy(&spec);
     return 0;

@@ -123,6 +123,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
+    const char *savepoint_dir = NULL;
     uint32_t full_every = 10;
     bool heartbeat_only = false, no_rebalance = false, insecure = false;
     uint32_t rebalance_ms = 3000;
@@ -143,6 +144,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_CLI_INSECURE_FLAG(insecure),
         EDDY_FLAG_STR("snapshot-dir", &snapshots, "DIR", "snapshot store shared with workers (/tmp/eddy/snapshots); with an s3:// --checkpoint-storage only uploaded plugins are kept here"),
         EDDY_CLI_STORAGE_FLAG(storage),
+        EDDY_FLAG_STR("savepoint-dir", &savepoint_dir, "URI", "where `eddy savepoint` without --dir puts savepoints: a directory every worker can write, file:///DIR or s3://BUCKET/PREFIX (default: savepoints/ beside a directory checkpoint storage; with s3:// storage, --dir is then required)"),
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
@@ -208,7 +210,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
     eddy_coordinator_options_t opts = {
         .bind = bind, .keys = keys, .http_host = http_host, .http_port = (uint16_t)http_port, .http_token = token,
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
-        .snapshot_dir = snapshots, .checkpoint_storage = storage_uri, .heartbeat_ms = hb,
+        .snapshot_dir = snapshots, .checkpoint_storage = storage_uri, .savepoint_dir = savepoint_dir,
+        .heartbeat_ms = hb,
         .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained, .checkpoint_full_every = full_every,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,

@@ -362,6 +362,8 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     j->next_checkpoint++;
     pc->pause = pause;
     j->pending = pc;
+    const char *savepoint = pause ? NULL : coord_savepoint_on_trigger(j, pc);
+    pause = pc->pause;
     coord_finished_mark(j);
     j->last_trigger_ms = now;
     if (pause)
@@ -378,7 +380,9 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     m.u.trigger.migrate_parallelism = !pause || j->rescale_stage < 0 ? 0
                                       : j->fluid && j->fluid_phase == COORD_FLUID_EXPAND ? j->rescale_from
                                                                                             : j->rescale_to;
-    m.u.trigger.moving = pause ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
+    m.u.trigger.moving = pause && !savepoint ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
+    if (savepoint)
+        snprintf(m.u.trigger.savepoint_uri, sizeof m.u.trigger.savepoint_uri, "%s", savepoint);
     for (coord_worker_t *w = c->workers; w; w = w->next)
         if (!coord_send_worker(c, w, &m) && w->alive && !pc->undelivered[0] && coord_job_on_worker(j, w->id))
             /* its tasks would never see the barrier: the tick gives it up at
@@ -395,7 +399,10 @@ void coord_checkpoint_discard(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_t *pc = j->pending;
     if (!pc)
         return;
-    j->checkpoints_failed++;
+    if (pc->savepoint) /* its client hears why; a savepoint is no checkpoint to count */
+        coord_savepoint_fail(c, j, "its checkpoint was abandoned");
+    else
+        j->checkpoints_failed++;
     if (pc->committing) {
         /* its metadata put may still land: delete the key, then the files */
         delete_checkpoint(c, j, pc->id);
@@ -411,9 +418,18 @@ void coord_checkpoint_abort(coord_t *c, coord_job_t *j, const char *why, bool co
         return;
     uint64_t id = j->pending->id;
     bool paused = j->pending->pause;
+    bool savepoint = j->pending->savepoint;
     eddy_warn("job %s: checkpoint %" PRIu64 " abandoned: %s", j->id, id, why);
+    if (savepoint)
+        coord_savepoint_fail(c, j, why);
     coord_checkpoint_discard(c, j);
-    if (paused) {
+    if (paused && savepoint) {
+        /* a stop-with-savepoint that failed: the sources go on */
+        eddy_msg_t start = {.type = EDDY_MSG_START};
+        start.u.start.job = j->num;
+        start.u.start.epoch = j->epoch;
+        coord_broadcast(c, &start);
+    } else if (paused) {
         /* the sources stopped behind the barrier: let them go on */
         eddy_msg_t start = {.type = EDDY_MSG_START};
         start.u.start.job = j->num;
@@ -617,7 +633,9 @@ void coord_job_on_ack(coord_t *c, const eddy_msg_t *m)
     }
     if (!coord_pending_checkpoint_all_acked(pc))
         return;
-    if (pc->pause && j->rescale_stage >= 0)
+    if (pc->savepoint)
+        coord_savepoint_on_acked(c, j);
+    else if (pc->pause && j->rescale_stage >= 0)
         coord_rescale_on_snapshot(c, j);
     else
         commit(c, j);
@@ -648,6 +666,12 @@ void coord_checkpoint_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
                 snprintf(why, sizeof why, "timed out while its metadata was being recorded");
             coord_checkpoint_abort(c, j, why, true);
         }
+        coord_savepoint_tick(c, j);
+        return;
+    }
+    if (j->savepoint && j->state == JOB_RUNNING && !coord_fluid_step_in_flight(j) &&
+        !j->deploys_pending && !j->deploy_persisting) {
+        coord_checkpoint_trigger(c, j, false); /* the savepoint requested */
         return;
     }
     if (j->state == JOB_RESCALING && !j->deploys_pending && !j->deploy_persisting && j->rescale_stage >= 0) {

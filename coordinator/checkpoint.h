@@ -54,6 +54,7 @@ typedef struct coord_pending_checkpoint {
     uint32_t epoch;
     bool pause;        /* sources stop behind its barrier (a rescale) */
     bool committing;   /* every task acknowledged; its metadata is being written */
+    bool savepoint;    /* a savepoint (coordinator/savepoint.c): not a recovery point */
     /* Why a task cannot take part: its TRIGGER was not sent (empty: it was);
      * the checkpoint is given up at the next tick. */
     char undelivered[EDDY_NAME_MAX + 192];

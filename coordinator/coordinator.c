@@ -361,6 +361,86 @@ static void reply_json(coord_t *c, const unsigned char *id, size_t len, json_t *
     json_decref(doc);
 }
 
+/* submit [--guarantee G] [--from-savepoint LOC --savepoint-manifest JSON
+ * [--allow-non-restored-state]] JOB [job flags]: the options eddy submit
+ * puts before JOB; what follows JOB are the job's own flags. The manifest
+ * was read and checked by the client (the coordinator reads no state). */
+static void on_submit(coord_t *c, const unsigned char *id, size_t id_len, uint32_t argc, char **argv)
+{
+    eddy_guarantee_t guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
+    const char *location = NULL, *manifest_text = NULL;
+    bool allow = false;
+    while (argc >= 1 && !strncmp(argv[0], "--", 2)) {
+        if (!strcmp(argv[0], "--allow-non-restored-state")) {
+            allow = true;
+            argc--, argv++;
+            continue;
+        }
+        if (argc < 2)
+            break;
+        if (!strcmp(argv[0], "--guarantee")) {
+            if (eddy_guarantee_parse(argv[1], &guarantee) < 0) {
+                coord_reply(c, id, id_len, 2,
+                            "--guarantee: expected exactly-once, at-least-once or at-most-once");
+                return;
+            }
+        } else if (!strcmp(argv[0], "--from-savepoint")) {
+            location = argv[1];
+        } else if (!strcmp(argv[0], "--savepoint-manifest")) {
+            manifest_text = argv[1];
+        } else {
+            break;
+        }
+        argc -= 2;
+        argv += 2;
+    }
+    if (argc < 1 || !location != !manifest_text) {
+        coord_reply(c, id, id_len, 2, "usage: submit [--guarantee G] [--from-savepoint LOC "
+                    "--savepoint-manifest JSON [--allow-non-restored-state]] JOB [job flags]");
+        return;
+    }
+    eddy_err_t err = {{0}};
+    eddy_savepoint_manifest_t m = {0};
+    coord_savepoint_from_t from = {location, &m, allow};
+    if (manifest_text &&
+        eddy_savepoint_manifest_decode(manifest_text, strlen(manifest_text), &m, &err) < 0) {
+        eddy_err_wrap(&err, "%s", location);
+        eddy_savepoint_manifest_clear(&m);
+        coord_reply(c, id, id_len, 2, err.msg);
+        return;
+    }
+    coord_job_t *j = coord_job_submit(c, argv[0], guarantee, (int)argc - 1, argv + 1,
+                                      location ? &from : NULL, &err);
+    eddy_savepoint_manifest_clear(&m);
+    if (!j) {
+        coord_reply(c, id, id_len, 2, err.msg);
+        return;
+    }
+    coord_reply(c, id, id_len, 0, j->id);
+}
+
+/* savepoint JOB [--stop] [--dir URI]: answered when it is written. */
+static void on_savepoint(coord_t *c, const unsigned char *id, size_t id_len, uint32_t argc, char **argv)
+{
+    bool stop = false;
+    const char *dir = NULL;
+    for (uint32_t i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--stop"))
+            stop = true;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else
+            argc = 0; /* usage */
+    }
+    if (argc < 1) {
+        coord_reply(c, id, id_len, 2, "usage: savepoint JOB [--stop] [--dir URI]");
+        return;
+    }
+    eddy_err_t err = {{0}};
+    if (coord_savepoint_request(c, argv[0], dir, stop, id, id_len, &err) < 0)
+        coord_reply(c, id, id_len, 1, err.msg);
+}
+
 static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const eddy_msg_t *m)
 {
     const char *verb = m->u.request.verb;
@@ -416,30 +496,9 @@ static void on_request(coord_t *c, const unsigned char *id, size_t id_len, const
         if (coord_job_rescale(c, argv[0], argv[1], (uint32_t)p, id, id_len, &err) < 0)
             coord_reply(c, id, id_len, 1, err.msg);
     } else if (!strcmp(verb, "submit")) {
-        /* An optional leading "--guarantee G" (eddy submit --guarantee):
-         * what follows JOB are the job's own flags. */
-        eddy_guarantee_t guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
-        if (argc >= 2 && !strcmp(argv[0], "--guarantee")) {
-            if (eddy_guarantee_parse(argv[1], &guarantee) < 0) {
-                coord_reply(c, id, id_len, 2,
-                            "--guarantee: expected exactly-once, at-least-once or at-most-once");
-                return;
-            }
-            argc -= 2;
-            argv += 2;
-        }
-        if (argc < 1) {
-            coord_reply(c, id, id_len, 2, "usage: submit [--guarantee G] JOB [job flags]");
-            return;
-        }
-        coord_job_t *j = coord_job_submit(c, argv[0], guarantee, (int)argc - 1, argv + 1, &err);
-        if (!j) {
-            coord_reply(c, id, id_len, 2, err.msg);
-            return;
-        }
-        char body[128];
-        snprintf(body, sizeof body, "%s", j->id);
-        coord_reply(c, id, id_len, 0, body);
+        on_submit(c, id, id_len, argc, argv);
+    } else if (!strcmp(verb, "savepoint")) {
+        on_savepoint(c, id, id_len, argc, argv);
     } else if (!strcmp(verb, "cancel")) {
         if (argc != 1) {
             coord_reply(c, id, id_len, 2, "usage: cancel JOB");
@@ -1072,8 +1131,10 @@ int coord_run_leader(const eddy_coordinator_options_t *opts, eddy_election_t *el
         if (opts->submit_job && !c.submitted && coord_alive_workers(&c) >= opts->min_workers) {
             c.submitted = true;
             eddy_err_t serr = {{0}};
+            coord_savepoint_from_t from = {opts->submit_savepoint, opts->submit_savepoint_manifest,
+                                           opts->submit_allow_non_restored};
             if (!coord_job_submit(&c, opts->submit_job, opts->submit_guarantee, opts->submit_argc,
-                                  opts->submit_argv, &serr)) {
+                                  opts->submit_argv, from.location ? &from : NULL, &serr)) {
                 eddy_err_set(err, "%s", serr.msg);
                 goto out;
             }

@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/guarantee.h"
 #include "net/keys.h"
+#include "state/savepoint_manifest.h"
 
 /* Caps on what peers can make the coordinator hold (docs/security.md).
  * Each is a flag of `eddy coordinator` and `eddy local`; 0 means the
@@ -89,6 +90,14 @@ typedef struct eddy_coordinator_options {
     eddy_guarantee_t submit_guarantee;
     int submit_argc;
     char **submit_argv;
+    /* eddy local --from-savepoint: the job starts from this savepoint (its
+     * location and manifest, opened and checked by the caller; NULL: none) */
+    const char *submit_savepoint;
+    const eddy_savepoint_manifest_t *submit_savepoint_manifest;
+    bool submit_allow_non_restored;
+    /* --savepoint-dir: where `eddy savepoint` without --dir puts savepoints
+     * (NULL: "savepoints" next to a directory checkpoint storage) */
+    const char *savepoint_dir;
     uint32_t min_workers;
     bool exit_when_done;
     bool progress;                   /* print progress lines to stderr */
@@ -129,5 +138,14 @@ typedef struct eddy_coordinator_options {
  * (err names it), -1 with err when it could not start. */
 int eddy_coordinator_run(const eddy_coordinator_options_t *opts, volatile sig_atomic_t *stop,
                          eddy_err_t *err);
+
+/* Whether a savepoint fits a job's graph (coordinator/savepoint.c): the
+ * same max parallelism, and every saved keyed operator's and source's state
+ * claimed by a stage of its uid unless allow_non_restored. Pure. 0, or -1
+ * with err naming location and the problem. */
+struct eddy_job_graph;
+int eddy_savepoint_check_graph(const struct eddy_job_graph *g, const char *location,
+                               const eddy_savepoint_manifest_t *m, bool allow_non_restored,
+                               eddy_err_t *err);
 
 #endif

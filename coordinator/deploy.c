@@ -46,6 +46,11 @@ static void send_deploy(coord_t *c, coord_job_t *j)
         snprintf(d->storage_uri, sizeof d->storage_uri, "%s", c->opts->checkpoint_storage);
     else
         snprintf(d->snapshot_dir, sizeof d->snapshot_dir, "%s", c->opts->snapshot_dir);
+    /* a restore from the savepoint the job started from reads it there */
+    if (j->restore_savepoint && j->deploy_checkpoint == j->restore_savepoint) {
+        snprintf(d->restore_uri, sizeof d->restore_uri, "%s", j->restore_uri);
+        snprintf(d->restore_job, sizeof d->restore_job, "%s", j->restore_job);
+    }
     d->max_parallelism = j->graph.max_parallelism;
     d->guarantee = j->guarantee;
     d->checkpoint_full_every = c->opts->checkpoint_full_every;

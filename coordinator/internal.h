@@ -109,6 +109,7 @@ typedef enum job_state {
     JOB_FINISHED,
     JOB_FAILED,
     JOB_CANCELLED,
+    JOB_STOPPED,    /* stopped with a savepoint (eddy savepoint --stop) */
 } job_state_t;
 
 typedef struct rescale_record {
@@ -213,6 +214,14 @@ typedef struct coord_job {
     /* checkpoints (checkpoint.c) */
     uint64_t next_checkpoint;
     coord_pending_checkpoint_t *pending; /* NULL: none in flight */
+    /* savepoints (savepoint.c): the one requested or in flight (NULL:
+     * none), the location of the last one taken, and the savepoint the job
+     * was restored from (its location, job name and checkpoint id; 0: none) */
+    struct coord_savepoint *savepoint;
+    char savepoint_last[EDDY_STORAGE_URI_MAX];
+    char restore_uri[EDDY_STORAGE_URI_MAX];
+    char restore_job[EDDY_NAME_MAX];
+    uint64_t restore_savepoint;
     uint32_t consecutive_checkpoint_failures;
     uint64_t last_checkpoint;     /* newest complete (= retained[n_retained-1].id), 0 none */
     coord_retained_t retained[COORD_MAX_RETAINED]; /* complete checkpoints, oldest first */
@@ -476,9 +485,34 @@ void coord_job_add(coord_t *c, coord_job_t *j);
 void coord_recovery_on_metrics(coord_t *c, const eddy_task_metrics_t *m, uint32_t n);
 /* A heartbeat's task metrics into each job's counters (counters.h). */
 void coord_jobs_on_metrics(coord_t *c, const coord_worker_t *w);
+/* from: restore the new job from a savepoint (NULL: none); see savepoint.c */
+typedef struct coord_savepoint_from {
+    const char *location;
+    const eddy_savepoint_manifest_t *manifest;
+    bool allow_non_restored;
+} coord_savepoint_from_t;
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
-                              int argc, char **argv,
+                              int argc, char **argv, const coord_savepoint_from_t *from,
                               eddy_err_t *err);
+
+/* savepoint.c: savepoints taken (eddy savepoint) and jobs started from one */
+typedef struct coord_savepoint coord_savepoint_t;
+/* Starts a savepoint of job_id under dir (NULL: the default) and answers
+ * the client (identity) when it is written or failed. 0, or -1 with err. */
+int coord_savepoint_request(coord_t *c, const char *job_id, const char *dir, bool stop,
+                            const unsigned char *identity, size_t identity_len, eddy_err_t *err);
+/* A savepoint requested and no checkpoint in flight: its TRIGGER's location
+ * (the pending checkpoint pc becomes the savepoint); NULL otherwise. */
+const char *coord_savepoint_on_trigger(coord_job_t *j, coord_pending_checkpoint_t *pc);
+/* Every task acknowledged the savepoint: its manifest is written on a thread. */
+void coord_savepoint_on_acked(coord_t *c, coord_job_t *j);
+/* The manifest written (or not): the savepoint ends (with --stop, the job). */
+void coord_savepoint_tick(coord_t *c, coord_job_t *j);
+/* The savepoint's checkpoint was abandoned, or the job ended: its client hears why. */
+void coord_savepoint_fail(coord_t *c, coord_job_t *j, const char *why);
+/* Checks a savepoint against a new job's graph and makes it the job's
+ * first restore point. 0, or -1 with err (nothing changed). */
+int coord_savepoint_restore(coord_job_t *j, const coord_savepoint_from_t *from, eddy_err_t *err);
 void coord_jobs_tick(coord_t *c, uint64_t now_ms);
 void coord_job_on_task_done(coord_t *c, const eddy_msg_t *m);
 void coord_jobs_on_worker_joined(coord_t *c);

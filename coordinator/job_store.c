@@ -121,6 +121,8 @@ char *coord_job_record_encode(const coord_job_record_t *r)
         json_decref(counters);
     if (doc && r->ended_ms)
         json_object_set_new(doc, "ended_ms", json_integer((json_int_t)r->ended_ms));
+    if (doc && r->savepoint[0])
+        json_object_set_new(doc, "savepoint", json_string(r->savepoint));
     return dump(doc);
 }
 
@@ -193,6 +195,9 @@ int coord_job_record_parse(const char *text, coord_job_record_t *r, eddy_err_t *
     }
     json_t *ended = json_object_get(doc, "ended_ms");
     r->ended_ms = json_is_integer(ended) ? json_integer_value(ended) : 0;
+    const char *savepoint = json_string_value(json_object_get(doc, "savepoint"));
+    if (savepoint)
+        snprintf(r->savepoint, sizeof r->savepoint, "%.*s", (int)sizeof r->savepoint - 1, savepoint);
     json_t *plugins = json_object_get(doc, "plugins"); /* absent in records before plugins */
     r->n_plugins = json_is_array(plugins) ? (uint32_t)json_array_size(plugins) : 0;
     r->plugins = calloc(r->n_plugins + 1, sizeof *r->plugins);
@@ -479,6 +484,7 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
     const char *names[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         names[s] = j->graph.stages[s].name;
+    snprintf(r.savepoint, sizeof r.savepoint, "%s", j->savepoint_last);
     json_t *counters = coord_counters_to_json(j->counters, names, j->graph.n_stages, eddy_wall_ms());
     r.counters = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
     json_decref(counters);
@@ -742,10 +748,12 @@ static int load_history(coord_t *c, const coord_job_record_t *rec, eddy_err_t *s
     j->history = true;
     j->state = !strcmp(rec->state, "finished") ? JOB_FINISHED
                : !strcmp(rec->state, "failed") ? JOB_FAILED
+               : !strcmp(rec->state, "stopped") ? JOB_STOPPED
                                                 : JOB_CANCELLED;
     j->guarantee = rec->guarantee;
     j->submitted_wall_ms = rec->submitted_ms;
     j->ended_wall_ms = rec->ended_ms;
+    snprintf(j->savepoint_last, sizeof j->savepoint_last, "%s", rec->savepoint);
     j->epoch = rec->epoch;
     j->last_checkpoint = rec->last_checkpoint;
     for (uint32_t s = 0; s < j->graph.n_stages; s++) {
@@ -792,7 +800,7 @@ int coord_jobs_restore_from_store(coord_t *c, eddy_err_t *serr)
         }
         coord_job_id_reserve(c, rec.id);
         if (!strcmp(rec.state, "finished") || !strcmp(rec.state, "failed") ||
-            !strcmp(rec.state, "cancelled")) {
+            !strcmp(rec.state, "cancelled") || !strcmp(rec.state, "stopped")) {
             rc = load_history(c, &rec, serr);
             coord_job_record_clear(&rec);
             if (rc < 0)

@@ -37,6 +37,8 @@ typedef struct coord_job_record {
     eddy_guarantee_t guarantee;  /* "guarantee" in the JSON; absent: exactly-once */
     int64_t ended_ms;            /* wall clock when it ended, 0: not ended (or unknown) */
     char *counters;              /* owned: the job's counters as compact JSON (counters.h), NULL none */
+    /* "savepoint": the location of the job's last savepoint (absent: none) */
+    char savepoint[EDDY_STORAGE_URI_MAX];
 } coord_job_record_t;
 
 /* JSON {"stage", "instance", "position", "state"?}: state is the source's

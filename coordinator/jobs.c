@@ -23,7 +23,7 @@
 #include "coordinator/internal.h"
 
 static const char *state_names[] = {"waiting", "deploying", "running", "rescaling",
-                                    "restoring", "finished", "failed", "cancelled"};
+                                    "restoring", "finished", "failed", "cancelled", "stopped"};
 
 const char *coord_job_state_name(job_state_t s)
 {
@@ -32,7 +32,8 @@ const char *coord_job_state_name(job_state_t s)
 
 bool coord_job_ended(const coord_job_t *j)
 {
-    return j->state == JOB_FINISHED || j->state == JOB_FAILED || j->state == JOB_CANCELLED;
+    return j->state == JOB_FINISHED || j->state == JOB_FAILED || j->state == JOB_CANCELLED ||
+           j->state == JOB_STOPPED;
 }
 
 static coord_job_t *job_with_id(coord_t *c, const char *id)
@@ -95,6 +96,7 @@ void coord_job_free(coord_job_t *j)
     for (uint32_t s = 0; s < EDDY_MAX_STAGES; s++)
         free(j->placement[s].worker_of);
     coord_pending_checkpoint_destroy(&j->pending);
+    coord_savepoint_fail(NULL, j, "the job ended");
     coord_fluid_clear(j); /* a job can end while its fluid migration runs */
     coord_retained_clear(j);
     coord_progress_free(&j->deploy_positions, j->n_deploy_positions);
@@ -143,6 +145,11 @@ void coord_job_set_state(coord_t *c, coord_job_t *j, job_state_t s)
                  j->id, coord_job_state_name(s));
         coord_rescale_abandon(c, j, why);
     }
+    if (coord_job_ended(j) && j->savepoint) {
+        char why[96];
+        snprintf(why, sizeof why, "the job %s first", coord_job_state_name(s));
+        coord_savepoint_fail(c, j, why);
+    }
     if (coord_job_ended(j) && !j->ended_wall_ms)
         j->ended_wall_ms = eddy_wall_ms();
     if (coord_job_ended(j))
@@ -158,7 +165,7 @@ void coord_job_release(coord_t *c, coord_job_t *j)
      * not: then transactional sinks roll back what they prepared. */
     rel.u.release.reason = j->state == JOB_CANCELLED ? EDDY_RELEASE_CANCELLED
                            : j->state == JOB_FAILED  ? EDDY_RELEASE_FAILED
-                           : j->state == JOB_FINISHED ? EDDY_RELEASE_FINISHED
+                           : j->state == JOB_FINISHED || j->state == JOB_STOPPED ? EDDY_RELEASE_FINISHED
                                                       : EDDY_RELEASE_RESTORE;
     coord_broadcast(c, &rel);
 }
@@ -280,11 +287,16 @@ void coord_job_add(coord_t *c, coord_job_t *j)
 }
 
 coord_job_t *coord_job_submit(coord_t *c, const char *job_name, eddy_guarantee_t guarantee,
-                              int argc, char **argv, eddy_err_t *err)
+                              int argc, char **argv, const coord_savepoint_from_t *from,
+                              eddy_err_t *err)
 {
     coord_job_t *j = coord_job_new(c, job_name, argc, argv, NULL, 0, err);
     if (!j)
         return NULL;
+    if (from && coord_savepoint_restore(j, from, err) < 0) {
+        coord_job_free(j);
+        return NULL;
+    }
     j->guarantee = guarantee;
     coord_job_add(c, j);
     coord_job_store_save(c, j, 3, NULL, NULL);

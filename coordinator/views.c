@@ -206,6 +206,11 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
     json_object_set_new(doc, "rescale_bytes_total", json_integer((json_int_t)(j->rescale_bytes_total & INT64_MAX)));
     json_object_set_new(doc, "migration_bytes_total", json_integer((json_int_t)(j->migration_bytes_total & INT64_MAX)));
     json_object_set_new(doc, "guarantee", json_string(eddy_guarantee_name(j->guarantee)));
+    /* savepoints (docs/savepoints.md): the last one taken, where it started from */
+    if (j->savepoint_last[0])
+        json_object_set_new(doc, "savepoint", json_string(j->savepoint_last));
+    if (j->restore_uri[0])
+        json_object_set_new(doc, "restored_from_savepoint", json_string(j->restore_uri));
     /* wall-clock epoch ms; ended_ms only once the job has ended */
     json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
     if (j->ended_wall_ms)

@@ -289,7 +289,10 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
         return;
     }
     char uid[64];
-    snprintf(uid, sizeof uid, "step%u_join", st->index);
+    if (st->uid)
+        snprintf(uid, sizeof uid, "%s", st->uid);
+    else
+        snprintf(uid, sizeof uid, "step%u_join", st->index);
     sd->rows = eddy_set_parallelism(eddy_process2(eddy_key_by(sd->rows, "tab_prefix"),
                                                   eddy_key_by(right.rows, "tab_prefix"), uid,
                                                   j->left_from ? EDDY_PIPELINE_INTERVAL_JOIN_KIND
@@ -327,7 +330,10 @@ static void add_plugin(side_t *sd, const eddy_pstep_t *st)
         return;
     }
     char uid[64];
-    snprintf(uid, sizeof uid, "%sstep%u_plugin", sd->tag, st->index);
+    if (st->uid)
+        snprintf(uid, sizeof uid, "%s%s", sd->tag, st->uid);
+    else
+        snprintf(uid, sizeof uid, "%sstep%u_plugin", sd->tag, st->index);
     sd->rows = eddy_set_parallelism(eddy_flat_map(sd->rows, uid, st->plugin, c),
                                     step_parallelism(sd, st));
 }

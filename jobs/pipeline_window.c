@@ -108,8 +108,12 @@ eddy_stream_t eddy_pipeline_add_window(eddy_stream_t rows, const eddy_pipeline_s
         eddy_builder_fail(rows.builder, "out of memory");
     }
     char uid[64];
-    snprintf(uid, sizeof uid, "step%u_%s", st->index,
-             st->kind == EDDY_PSTEP_MAX_BY ? "max_by" : "aggregate");
+    const char *given = st->uid ? st->uid : window ? window->uid : NULL; /* `uid:` */
+    if (given)
+        snprintf(uid, sizeof uid, "%s", given);
+    else
+        snprintf(uid, sizeof uid, "step%u_%s", st->index,
+                 st->kind == EDDY_PSTEP_MAX_BY ? "max_by" : "aggregate");
     const char *kind = st->state == EDDY_PIPELINE_STATE_FIXED     ? EDDY_PIPELINE_WINDOW_FIXED_KIND
                        : st->state == EDDY_PIPELINE_STATE_ORDERED ? EDDY_PIPELINE_WINDOW_ORDERED_KIND
                        : st->kind == EDDY_PSTEP_MAX_BY            ? EDDY_PIPELINE_WINDOW_MAX_BY_KIND

@@ -40,7 +40,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
 {
     const char *input = NULL, *socket = NULL, *output = NULL, *rate = NULL, *rate_schedule = NULL;
     bool generate = false, cost_sleep = false, no_combine = false;
-    uint32_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM;
+    uint32_t parallelism = 2, max_parallelism = EDDY_DEFAULT_MAX_PARALLELISM, source_parallelism = 0;
     uint32_t vocabulary = 10000, words = 8;
     uint64_t lines = 1000000, seed = 42;
     double cost_us = 0, hot_key_share = 0;
@@ -58,6 +58,7 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
         EDDY_FLAG_STR("rate", &rate, "R|T:R,..", "cap the source at R lines/s (or a schedule)"),
         EDDY_FLAG_STR("rate-schedule", &rate_schedule, "T:R,..", "same as --rate"),
         EDDY_FLAG_U32("parallelism", &parallelism, 1, EDDY_MAX_KEY_GROUPS, "P", "parallelism of source and count (2)"),
+        EDDY_FLAG_U32("source-parallelism", &source_parallelism, 1, EDDY_MAX_KEY_GROUPS, "S", "parallelism of the source alone (default --parallelism; a savepoint resumes at the same)"),
         EDDY_FLAG_U32("max-parallelism", &max_parallelism, 1, EDDY_MAX_KEY_GROUPS, "K", "key groups (128)"),
         EDDY_FLAG_F64("cost-us", &cost_us, 0, MAX_COST_US, "US", "simulated cost per counted word (0)"),
         EDDY_FLAG_SWITCH("cost-sleep", &cost_sleep, "the cost sleeps instead of spinning"),
@@ -111,7 +112,8 @@ static int build(eddy_job_builder_t *b, int argc, char **argv, eddy_err_t *err)
             eddy_config_set_double(gen, "hot_key_share", hot_key_share);
     }
     eddy_line_source_flags_t src = {.input = input, .socket = socket, .generate = generate,
-                                    .rate = rate, .parallelism = parallelism,
+                                    .rate = rate,
+                                    .parallelism = source_parallelism ? source_parallelism : parallelism,
                                     .generator_kind = "generator", .generator = gen};
     eddy_stream_t lines_s = eddy_line_source_add(b, &src);
     eddy_stream_t words_s = eddy_set_parallelism(eddy_flat_map(lines_s, "split", "split_words", NULL),
@@ -170,6 +172,7 @@ const eddy_job_kind_t eddy_wordcount_job = {
              "  --rate R | --rate T:R,T:R      cap the source at R lines/s (schedule: from T s)\n"
              "  --rate-schedule T:R,T:R        same as --rate\n"
              "  --parallelism P                source and count instances (default 2)\n"
+             "  --source-parallelism S         source instances alone (default P)\n"
              "  --max-parallelism K            key groups (default 128)\n"
              "  --cost-us US                   simulated per-word cost in count (demos)\n"
              "  --cost-sleep                   the cost sleeps instead of spinning (needs no CPU:\n"

@@ -699,6 +699,11 @@ static const field_t deploy_fields[] = {
     {.kind = FIELD_TEXT, .offset = MSG(deploy.storage_uri), .max = TEXT_SIZE(deploy.storage_uri)},
     /* optional: --checkpoint-full-every (absent: 0, every checkpoint full) */
     {.kind = FIELD_U32, .offset = MSG(deploy.checkpoint_full_every), .max = EDDY_CHECKPOINT_FULL_EVERY_MAX},
+    /* optional: where restore_checkpoint is when not in the checkpoint
+     * storage (a savepoint's location) and the job name its files are under
+     * (absent: "", the checkpoint storage and job_id) */
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.restore_uri), .max = TEXT_SIZE(deploy.restore_uri)},
+    {.kind = FIELD_TEXT, .offset = MSG(deploy.restore_job), .max = TEXT_SIZE(deploy.restore_job)},
 };
 
 static const field_t deployed_fields[] = {
@@ -757,6 +762,8 @@ static const field_t trigger_fields[] = {
     {.kind = FIELD_U32, .offset = MSG(trigger.migrate_parallelism), .max = EDDY_MAX_PARALLELISM},
     /* optional: a migration's moving instances (rebalancing) */
     {.kind = FIELD_CUSTOM, .encode = encode_moving, .decode = decode_moving, .clear = clear_moving},
+    /* optional: a savepoint's location (absent: "", a checkpoint) */
+    {.kind = FIELD_TEXT, .offset = MSG(trigger.savepoint_uri), .max = TEXT_SIZE(trigger.savepoint_uri)},
 };
 
 static const field_t ack_fields[] = {
@@ -894,10 +901,10 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
-    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 4},
+    [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 6},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
-    [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 1},
+    [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 2},
     [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 6},
     [EDDY_MSG_COMPLETE] = {complete_fields, ELEMS(complete_fields), {0}, 0},
     [EDDY_MSG_TASK_DONE] = {task_done_fields, ELEMS(task_done_fields), {0}, 0},

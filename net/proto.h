@@ -216,6 +216,12 @@ typedef struct eddy_deploy {
     /* --checkpoint-full-every (optional last field; absent: 1, every
      * checkpoint full as before incremental checkpoints). */
     uint32_t checkpoint_full_every;
+    /* A restore from a savepoint (optional last fields; absent: ""): the
+     * location restore_checkpoint's files are read from instead of the
+     * checkpoint storage, and the job name they are stored under (the
+     * savepoint's job; "": job_id). Later checkpoints go to the storage. */
+    char restore_uri[EDDY_STORAGE_URI_MAX];
+    char restore_job[EDDY_NAME_MAX];
 } eddy_deploy_t;
 
 typedef struct eddy_msg {
@@ -278,6 +284,11 @@ typedef struct eddy_msg {
              * field (an older peer's) decodes as none. */
             uint32_t *moving;
             uint32_t n_moving;
+            /* A savepoint (optional last field; absent or "": a checkpoint):
+             * every task writes all its key groups (no references to
+             * earlier checkpoints, no manifest) under this location instead
+             * of the checkpoint storage (docs/savepoints.md). */
+            char savepoint_uri[EDDY_STORAGE_URI_MAX];
         } trigger;
         struct {
             uint32_t job, epoch;

@@ -251,13 +251,35 @@ static int parse_step_parallelism(const ctx_t *c, const eddy_ynode_t *m, const c
     return 0;
 }
 
+/* A step's `uid:`: a stable operator id ([A-Za-z0-9_.-], at most 48
+ * characters), unique among the spec's steps. */
+static int parse_step_uid(const ctx_t *c, const eddy_ynode_t *m, const char *field,
+                          const eddy_pipeline_spec_t *s, eddy_pstep_t *st)
+{
+    const eddy_ynode_t *v = eddy_ynode_get(m, "uid");
+    if (!v)
+        return 0;
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s.uid", field);
+    if (scalar(c, v, sub, &st->uid) < 0)
+        return -1;
+    size_t n = strlen(st->uid);
+    if (n == 0 || n > 48 || strspn(st->uid, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                            "0123456789_.-") != n)
+        return fail(c, v, sub, "expected 1 to 48 letters, digits, '_', '.' or '-'");
+    for (uint32_t i = 0; i + 1 < s->n_steps; i++)
+        if (s->steps[i].uid && !strcmp(s->steps[i].uid, st->uid))
+            return fail(c, v, sub, "steps[%u] has the uid '%s' too", s->steps[i].index, st->uid);
+    return 0;
+}
+
 static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
     static const char *const kinds[] = {"filter", "map", "key_by", "window", "aggregate",
                                         "max_by", "join", "plugin", NULL};
-    static const char *const common[] = {"parallelism", "max_parallelism", NULL};
+    static const char *const common[] = {"parallelism", "max_parallelism", "uid", NULL};
     static const char *const plugin_keys[] = {"plugin", "config", "columns", "parallelism",
-                                              "max_parallelism", NULL};
+                                              "max_parallelism", "uid", NULL};
     const char *prefix = c->prefix ? c->prefix : "";
     if (n->kind != EDDY_YNODE_SEQ)
         return fail(c, n, "steps", "expected a list of steps");
@@ -287,7 +309,7 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
                         "key_by: EXPR, window: {...}, aggregate: {COLUMN: FUNC(EXPR), ...}, "
                         "max_by: EXPR, join: {...}, plugin: NAME");
         }
-        const char *allowed[8] = {kind, common[0], common[1], NULL};
+        const char *allowed[8] = {kind, common[0], common[1], common[2], NULL};
         if (check_keys(c, m, field, !strcmp(kind, "plugin") ? plugin_keys : allowed) < 0)
             return -1;
         eddy_pstep_t *st = &s->steps[s->n_steps++];
@@ -325,7 +347,7 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
             if (eddy_pipeline_plugin_step_parse(c, m, base, cols, n_cols, st) < 0)
                 return -1;
         }
-        if (parse_step_parallelism(c, m, base, st) < 0)
+        if (parse_step_parallelism(c, m, base, st) < 0 || parse_step_uid(c, m, base, s, st) < 0)
             return -1;
         if (eddy_pstep_sets_columns(st)) {
             cols = st->columns;
@@ -450,6 +472,7 @@ void eddy_pipeline_spec_destroy(eddy_pipeline_spec_t **self_p)
         return;
     for (uint32_t i = 0; i < s->n_steps; i++) {
         free(s->steps[i].filter);
+        free(s->steps[i].uid);
         strs_free(s->steps[i].columns, s->steps[i].n);
         strs_free(s->steps[i].exprs, s->steps[i].n);
         free(s->steps[i].expr);

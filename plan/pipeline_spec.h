@@ -39,6 +39,8 @@ typedef struct eddy_pstep {
     eddy_pstep_kind_t kind;
     uint32_t line;
     uint32_t index;      /* its position in the spec's steps (steps[index]) */
+    char *uid;           /* `uid:` - the stable operator id its state is saved under
+                          * (savepoints, docs/savepoints.md); NULL: derived from index */
     char *filter;        /* FILTER: the predicate */
     char **columns;      /* MAP: output columns and their expressions; JOIN, PLUGIN: output columns */
     char **exprs;

@@ -51,6 +51,17 @@ typedef struct eddy_task_env {
     /* Makes a checkpoint unit durable, then sends its ACK; takes ownership. */
     void (*submit_snapshot)(void *host, eddy_snapshot_unit_t *unit);
     eddy_snapshot_store_t *store;
+    /* A restore from a savepoint (DEPLOY restore_uri): its store and the job
+     * name its files are under; NULL/"": restores read store under the
+     * task's job id. Owned by the worker's job. */
+    eddy_snapshot_store_t *restore_store;
+    char restore_job[EDDY_NAME_MAX];
+    uint64_t restore_savepoint; /* the savepoint's checkpoint id */
+    /* A savepoint in progress (TRIGGER savepoint_uri), 0: none. At its
+     * barrier every task writes all its key groups, with no references to
+     * earlier checkpoints and no manifest, under savepoint_root. */
+    uint64_t savepoint_checkpoint;
+    char savepoint_root[EDDY_STORAGE_URI_MAX];
     uint32_t self_worker_id;
     /* A rescale's migration snapshot in progress (set from TRIGGER), 0: none.
      * Its barrier makes the rescaled stage write only the key groups that

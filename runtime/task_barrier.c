@@ -91,8 +91,8 @@ int task_restore_source_time(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *er
 {
     char *data;
     size_t len;
-    if (eddy_snapshot_store_read_group(t->env->store, t->job_id, checkpoint, t->def->name,
-                                       t->instance, &data, &len, err) < 0)
+    if (eddy_snapshot_store_read_group(task_restore_store(t, checkpoint), task_restore_job(t, checkpoint), checkpoint,
+                                       t->def->name, t->instance, &data, &len, err) < 0)
         return eddy_err_wrap(err, "source %s[%u]: event time of checkpoint %llu", t->def->name,
                              t->instance, (unsigned long long)checkpoint);
     eddy_source_time_t st;
@@ -194,6 +194,7 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         source_state_into_ack(t, &ack);
     eddy_snapshot_unit_t *unit = NULL;
     bool migration = checkpoint == t->env->migration_checkpoint;
+    bool savepoint = checkpoint == t->env->savepoint_checkpoint;
     eddy_err_t perr = {{0}};
     eddy_sync_list_t *sync = eddy_sync_list_new();
     if (!ack.u.ack.error[0] && task_prepare_chain(t, checkpoint, sync, &perr) < 0)
@@ -203,11 +204,11 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         eddy_err_t err = {{0}};
         uint32_t referenced = 0;
         if (!migration) /* which groups are written, which referred to */
-            task_chain_plan(t, checkpoint, &referenced);
+            task_chain_plan(t, checkpoint, savepoint, &referenced);
         /* Asynchronous: a view now, bytes (and bytes_written) on the writer. */
         unit = !migration && t->env->snapshot_async ? task_view_state(t, checkpoint, &err)
                                                     : task_serialise_state(t, checkpoint, migration, &err);
-        if (unit && !migration && task_chain_manifest(t, unit, &err) < 0) {
+        if (unit && !migration && !savepoint && task_chain_manifest(t, unit, &err) < 0) {
             eddy_snapshot_unit_free(unit);
             unit = NULL;
         }
@@ -226,6 +227,9 @@ void task_take_checkpoint(eddy_task_t *t, uint64_t checkpoint)
         if (!unit)
             snprintf(ack.u.ack.error, sizeof ack.u.ack.error, "%s", err.msg);
     }
+    /* A savepoint's state goes to its own location, self-contained. */
+    if (unit && savepoint)
+        snprintf(unit->root, sizeof unit->root, "%s", t->env->savepoint_root);
     /* The barrier goes downstream behind everything emitted before it. */
     task_broadcast_small(t, checkpoint, false);
     if (unit) {

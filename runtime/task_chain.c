@@ -42,13 +42,13 @@ void task_chain_close(eddy_task_t *t)
     t->chain_holder = NULL;
 }
 
-void task_chain_plan(eddy_task_t *t, uint64_t checkpoint, uint32_t *n_referenced)
+void task_chain_plan(eddy_task_t *t, uint64_t checkpoint, bool force_full, uint32_t *n_referenced)
 {
     *n_referenced = 0;
     if (!t->chain)
         return;
     uint32_t k = t->graph->max_parallelism;
-    bool full = eddy_snapshot_chain_begin(t->chain, checkpoint);
+    bool full = eddy_snapshot_chain_begin(t->chain, checkpoint) || force_full;
     for (uint32_t kg = 0; kg < k; kg++) {
         if (eddy_keyed_state_take_changed(t->state, kg))
             eddy_snapshot_chain_forget(t->chain, kg);

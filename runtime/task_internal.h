@@ -242,7 +242,8 @@ int task_chain_open(eddy_task_t *t, eddy_err_t *err);
 void task_chain_close(eddy_task_t *t);
 /* At checkpoint's barrier (not a migration snapshot's): fills
  * chain_holder, and the unit's manifest once the unit exists. */
-void task_chain_plan(eddy_task_t *t, uint64_t checkpoint, uint32_t *n_referenced);
+/* force_full: a savepoint, every held group written, none referred to. */
+void task_chain_plan(eddy_task_t *t, uint64_t checkpoint, bool force_full, uint32_t *n_referenced);
 /* Whether held group kg is written at the checkpoint being taken. */
 bool task_chain_writes(const eddy_task_t *t, uint32_t kg);
 int task_chain_manifest(eddy_task_t *t, eddy_snapshot_unit_t *u, eddy_err_t *err);
@@ -322,5 +323,20 @@ int task_write_group(eddy_task_t *t, uint32_t kg, char **out, size_t *len, eddy_
  * a copy-on-write view of the keyed state that the snapshot writer's thread
  * serialises (task_migrate.c). */
 eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err);
+
+/* Where a restore reads the task's groups: a savepoint's store and job
+ * name when the DEPLOY named one, else the job's checkpoint storage. */
+static inline bool task_from_savepoint(const eddy_task_t *t, uint64_t checkpoint)
+{
+    return t->env->restore_store && checkpoint == t->env->restore_savepoint;
+}
+static inline eddy_snapshot_store_t *task_restore_store(const eddy_task_t *t, uint64_t checkpoint)
+{
+    return task_from_savepoint(t, checkpoint) ? t->env->restore_store : t->env->store;
+}
+static inline const char *task_restore_job(const eddy_task_t *t, uint64_t checkpoint)
+{
+    return task_from_savepoint(t, checkpoint) ? t->env->restore_job : t->job_id;
+}
 
 #endif

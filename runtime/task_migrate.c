@@ -265,8 +265,8 @@ int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *b
                                 self->def->name, self->instance, kg);
         char *data;
         size_t len;
-        if (eddy_snapshot_store_read_group(self->env->store, self->job_id, checkpoint,
-                                           self->def->name, kg, &data, &len, err) < 0)
+        if (eddy_snapshot_store_read_group(task_restore_store(self, checkpoint), task_restore_job(self, checkpoint),
+                                           checkpoint, self->def->name, kg, &data, &len, err) < 0)
             return -1;
         int64_t group_wm = EDDY_GROUP_NO_WATERMARK;
         int rc = read_group(self, kg, data, len, &group_wm, err);

@@ -371,6 +371,7 @@ static void destroy_job(worker_t *w, wjob_t *j)
         eddy_task_destroy(&j->tasks[i]);
     free(j->tasks);
     eddy_snapshot_store_destroy(&j->store);
+    eddy_snapshot_store_destroy(&j->env.restore_store);
     eddy_graph_clear(&j->graph);
     free(j->env.migrate_moving);
     free(j);
@@ -435,6 +436,19 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                                .send_local = env_send_local, .notify = env_notify,
                                .submit_snapshot = env_submit_snapshot, .store = j->store,
                                .self_worker_id = w->id, .guarantee = d->guarantee};
+    /* A restore from a savepoint reads its groups there (docs/savepoints.md). */
+    if (d->restore_uri[0] && d->restore_checkpoint) {
+        j->env.restore_store = eddy_snapshot_store_new(d->restore_uri, err);
+        if (!j->env.restore_store) {
+            eddy_snapshot_store_destroy(&j->store);
+            eddy_graph_clear(&j->graph);
+            free(j);
+            return NULL;
+        }
+        snprintf(j->env.restore_job, sizeof j->env.restore_job, "%s",
+                 d->restore_job[0] ? d->restore_job : d->job_id);
+        j->env.restore_savepoint = d->restore_checkpoint;
+    }
     const char *mode = getenv("EDDY_SNAPSHOT_MODE"); /* sync|async (runtime/task.h) */
     j->env.snapshot_async = !mode || strcmp(mode, "sync") != 0;
     j->env.checkpoint_full_every = d->checkpoint_full_every;
@@ -869,7 +883,9 @@ static bool defer_for_restore(worker_t *w, const eddy_msg_t *m)
 {
     const eddy_deploy_t *d = &m->u.deploy;
     const char *root = storage_of(w, d);
-    if (w->applying || !d->restore_checkpoint || !eddy_snapshot_store_root_is_remote(root))
+    /* a savepoint's groups are read where it is, on the loop */
+    if (w->applying || !d->restore_checkpoint || !eddy_snapshot_store_root_is_remote(root) ||
+        d->restore_uri[0])
         return false;
     /* The graph: the running one if this is a rescale that keeps its tasks
      * (apply_deploy's test), else the DEPLOY's plan. */
@@ -1178,6 +1194,11 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
                 memcpy(j->env.migrate_moving, m->u.trigger.moving, bytes);
                 j->env.n_migrate_moving = m->u.trigger.n_moving;
             }
+        }
+        if (j && j->epoch == m->u.trigger.epoch && m->u.trigger.savepoint_uri[0]) {
+            j->env.savepoint_checkpoint = m->u.trigger.checkpoint;
+            snprintf(j->env.savepoint_root, sizeof j->env.savepoint_root, "%s",
+                     m->u.trigger.savepoint_uri);
         }
         if (j && j->epoch == m->u.trigger.epoch)
             for (uint32_t i = 0; i < j->n_tasks; i++)

@@ -107,6 +107,8 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         strcpy(d->snapshot_dir, "/var/lib/eddy/snapshots/wordcount-prod");
         strcpy(d->storage_uri, "s3://eddy-ck/prod?endpoint=http://127.0.0.1:9000&region=eu-west-1");
         d->checkpoint_full_every = 10;
+        strcpy(d->restore_uri, "/var/lib/eddy/savepoints/savepoint-wordcount-17");
+        strcpy(d->restore_job, "wordcount");
         d->max_parallelism = 128;
         d->guarantee = EDDY_GUARANTEE_AT_MOST_ONCE;
         d->n_stages = 3;
@@ -158,6 +160,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.trigger.moving = malloc(2 * sizeof *m.u.trigger.moving);
         m.u.trigger.moving[0] = 0;
         m.u.trigger.moving[1] = 16;
+        strcpy(m.u.trigger.savepoint_uri, "s3://sp/wordcount?endpoint=http://127.0.0.1:9000");
         break;
     case EDDY_MSG_ACK:
         m.u.ack.job = 2;
@@ -334,6 +337,8 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_str_eq(x->snapshot_dir, y->snapshot_dir);
         cr_assert_str_eq(x->storage_uri, y->storage_uri);
         cr_assert_eq(x->checkpoint_full_every, y->checkpoint_full_every);
+        cr_assert_str_eq(x->restore_uri, y->restore_uri);
+        cr_assert_str_eq(x->restore_job, y->restore_job);
         cr_assert_eq(x->max_parallelism, y->max_parallelism);
         cr_assert_eq(x->guarantee, y->guarantee);
         cr_assert_eq(x->n_stages, y->n_stages);
@@ -384,6 +389,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.trigger.n_moving, b->u.trigger.n_moving);
         for (uint32_t i = 0; i < a->u.trigger.n_moving; i++)
             cr_assert_eq(a->u.trigger.moving[i], b->u.trigger.moving[i]);
+        cr_assert_str_eq(a->u.trigger.savepoint_uri, b->u.trigger.savepoint_uri);
         break;
     case EDDY_MSG_ACK:
         cr_assert_eq(a->u.ack.job, b->u.ack.job);
@@ -1236,7 +1242,7 @@ Test(proto, leader_epoch_and_registered_leader)
     cr_assert(!d.u.registered.not_leader && !d.u.registered.fatal);
     eddy_msg_clear(&d);
     /* a TRIGGER without the epoch is not an older form: rejected */
-    expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 8");
+    expect_reject("\x97\x07\x01\x01\x01\xc2\x01\x01", 8, "TRIGGER message: 6 fields, expected 9");
 }
 
 /* A migration TRIGGER names the instances that change worker; one without
@@ -1340,6 +1346,8 @@ Test(proto, deploy_finished_is_optional_and_checked)
     m.u.deploy.n_finished = 0;
     m.u.deploy.storage_uri[0] = '\0'; /* encoded as 0xa0, cut with the list */
     m.u.deploy.checkpoint_full_every = 0; /* encoded as 0x00, cut too */
+    m.u.deploy.restore_uri[0] = '\0';     /* 0xa0, cut too */
+    m.u.deploy.restore_job[0] = '\0';     /* 0xa0, cut too */
     size_t len0;
     char *enc0 = eddy_msg_encode(&m, &len0);
     m.u.deploy.n_finished = n;
@@ -1355,20 +1363,25 @@ Test(proto, deploy_finished_is_optional_and_checked)
     cr_assert(strstr(err.msg, "finished task 1[5]"), "%s", err.msg);
     eddy_msg_clear(&d);
     /* enc0 ends with 0x90 (the empty list), 0xa0 (no storage URI), 0x00
-     * (no --checkpoint-full-every) and the leader epoch: remove the three
-     * (older forms) and lower the array's length by three */
+     * (no --checkpoint-full-every), 0xa0 0xa0 (no savepoint to restore
+     * from) and the leader epoch: remove the five (older forms) and lower
+     * the array's length by five */
     unsigned char *b = (unsigned char *)enc0;
     cr_assert_eq(b[0], 0xdc, "a DEPLOY is a msgpack array16");
-    size_t at = len0 - 4; /* the empty list, the empty URI, 0, a one-byte leader epoch */
+    size_t at = len0 - 6; /* the five, a one-byte leader epoch */
     cr_assert_eq(b[at], 0x90);
     cr_assert_eq(b[at + 1], 0xa0);
     cr_assert_eq(b[at + 2], 0x00);
-    memmove(b + at, b + at + 3, 1);
+    cr_assert_eq(b[at + 3], 0xa0);
+    cr_assert_eq(b[at + 4], 0xa0);
+    memmove(b + at, b + at + 5, 1);
     uint16_t count = (uint16_t)((b[1] << 8) | b[2]);
-    count -= 3;
+    count -= 5;
     b[1] = (unsigned char)(count >> 8);
     b[2] = (unsigned char)count;
-    d = decode_ok(enc0, len0 - 3);
+    d = decode_ok(enc0, len0 - 5);
+    cr_assert_str_eq(d.u.deploy.restore_uri, "");
+    cr_assert_str_eq(d.u.deploy.restore_job, "");
     cr_assert_eq(d.u.deploy.checkpoint_full_every, 0);
     cr_assert_eq(d.u.deploy.n_finished, 0);
     cr_assert_str_eq(d.u.deploy.storage_uri, "");
