@@ -194,7 +194,7 @@ static int add_map(comp_t *c, eddy_ynode_t *steps, const char *const *names,
     eddy_ynode_t *st = eddy_sql_ymap(line), *m = eddy_sql_ymap(line);
     for (uint32_t i = 0; i < n; i++)
         if (eddy_sql_yput_str(m, names[i], exprs[i], line) < 0) {
-            eddy_sql_yfree(st);
+            eddy_ynode_free(st);
             return oom(c);
         }
     if (eddy_sql_yput(st, "map", m) < 0 || eddy_sql_ypush(steps, st) < 0)
@@ -232,8 +232,8 @@ static int add_window(comp_t *c, eddy_ynode_t *steps, const win_t *w, uint32_t p
                           : t->watermark >= 0                        ? t->names[t->watermark]
                                                                      : NULL;
         if (!col) {
-            eddy_sql_yfree(st);
-            eddy_sql_yfree(m);
+            eddy_ynode_free(st);
+            eddy_ynode_free(m);
             return fail(c, pos, "table '%s' has no WATERMARK: windows need event time", t->name);
         }
         rc |= eddy_sql_yput_str(m, "timestamp", col, line);
@@ -682,7 +682,7 @@ static int compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps
     if (rc == 0 && post.n)
         rc = add_filter(c, steps, keep(c, eddy_sql_buf_take(&post)), f->pos);
     eddy_sql_buf_clear(&post);
-    eddy_sql_yfree(rsteps);
+    eddy_ynode_free(rsteps);
     free(cs);
     rel_clear(&r);
     return rc;
@@ -785,7 +785,7 @@ static int compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sq
         rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, true, windowed ? in : NULL, &r);
         rsteps = NULL;
     }
-    eddy_sql_yfree(rsteps);
+    eddy_ynode_free(rsteps);
     free(cs);
     rel_clear(&r);
     rel_clear(&all);
@@ -1067,7 +1067,7 @@ static int compile_aggregate(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t
         rc = eddy_sql_ypush(steps, after->items[i]) < 0 ? oom(c) : 0;
         after->items[i] = NULL;
     }
-    eddy_sql_yfree(after);
+    eddy_ynode_free(after);
     free(a.names);
     free(a.funcs);
     if (rc == 0 && w.kind == WIN_AGG) {
@@ -1366,7 +1366,7 @@ static eddy_ynode_t *source_node(comp_t *c)
         e |= eddy_sql_yput_str(src, "ragged", "true", 1);
     e |= eddy_sql_yput(src, "columns", cols);
     if (e) {
-        eddy_sql_yfree(src);
+        eddy_ynode_free(src);
         return NULL;
     }
     return src;
@@ -1444,8 +1444,8 @@ static eddy_pipeline_spec_t *compile(comp_t *c, const eddy_sql_script_t *script,
             eddy_err_set(c->err, "%s: the SQL compiled into a pipeline that does not load: %s",
                          c->src->file, e2.msg);
     }
-    eddy_sql_yfree(steps);
-    eddy_sql_yfree(root);
+    eddy_ynode_free(steps);
+    eddy_ynode_free(root);
     rel_clear(&out);
     return spec;
 }

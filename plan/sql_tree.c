@@ -39,7 +39,7 @@ eddy_ynode_t *eddy_sql_yscalar(const char *text, bool quoted, uint32_t line)
 static int add(eddy_ynode_t *parent, const char *key, eddy_ynode_t *v)
 {
     if (!parent || !v) {
-        eddy_sql_yfree(v);
+        eddy_ynode_free(v);
         return -1;
     }
     eddy_ynode_t **items = realloc(parent->items, (parent->n + 1) * sizeof *items);
@@ -53,7 +53,7 @@ static int add(eddy_ynode_t *parent, const char *key, eddy_ynode_t *v)
     }
     char *k = key && keys ? strdup(key) : NULL;
     if (!items || (key && !k)) {
-        eddy_sql_yfree(v);
+        eddy_ynode_free(v);
         return -1;
     }
     if (key)
@@ -77,17 +77,3 @@ int eddy_sql_yput_str(eddy_ynode_t *map, const char *key, const char *text, uint
     return text ? add(map, key, eddy_sql_yscalar(text, false, line)) : 0;
 }
 
-void eddy_sql_yfree(eddy_ynode_t *n)
-{
-    if (!n)
-        return;
-    for (uint32_t i = 0; i < n->n; i++) {
-        eddy_sql_yfree(n->items[i]);
-        if (n->keys)
-            free(n->keys[i]);
-    }
-    free(n->items);
-    free(n->keys);
-    free(n->scalar);
-    free(n);
-}

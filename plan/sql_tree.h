@@ -24,6 +24,5 @@ int eddy_sql_yput(eddy_ynode_t *map, const char *key, eddy_ynode_t *v);
 int eddy_sql_ypush(eddy_ynode_t *seq, eddy_ynode_t *v);
 /* map[key] = a plain scalar text (NULL text: nothing is put). */
 int eddy_sql_yput_str(eddy_ynode_t *map, const char *key, const char *text, uint32_t line);
-void eddy_sql_yfree(eddy_ynode_t *n);
 
 #endif

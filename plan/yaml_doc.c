@@ -27,12 +27,12 @@ typedef struct loader {
     eddy_err_t *err;
 } loader_t;
 
-static void node_free(eddy_ynode_t *n)
+void eddy_ynode_free(eddy_ynode_t *n)
 {
     if (!n)
         return;
     for (uint32_t i = 0; i < n->n; i++) {
-        node_free(n->items[i]);
+        eddy_ynode_free(n->items[i]);
         if (n->keys)
             free(n->keys[i]);
     }
@@ -72,7 +72,7 @@ static int place(loader_t *l, eddy_ynode_t *n, const yaml_mark_t *m, bool *consu
     *consumed = false;
     if (l->depth == 0) {
         if (l->root) {
-            node_free(n);
+            eddy_ynode_free(n);
             return fail_at(l, m, "more than one document");
         }
         l->root = n;
@@ -81,20 +81,20 @@ static int place(loader_t *l, eddy_ynode_t *n, const yaml_mark_t *m, bool *consu
     eddy_ynode_t *parent = l->stack[l->depth - 1];
     if (parent->kind == EDDY_YNODE_MAP && !l->pending_key[l->depth - 1]) {
         if (n->kind != EDDY_YNODE_SCALAR) {
-            node_free(n);
+            eddy_ynode_free(n);
             return fail_at(l, m, "a mapping key must be a plain scalar");
         }
         for (uint32_t i = 0; i < parent->n; i++) {
             if (!strcmp(parent->keys[i], n->scalar)) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "duplicate key '%.100s'", n->scalar);
-                node_free(n);
+                eddy_ynode_free(n);
                 return fail_at(l, m, msg);
             }
         }
         l->pending_key[l->depth - 1] = n->scalar;
         n->scalar = NULL;
-        node_free(n);
+        eddy_ynode_free(n);
         *consumed = true;
         return 0;
     }
@@ -105,7 +105,7 @@ static int place(loader_t *l, eddy_ynode_t *n, const yaml_mark_t *m, bool *consu
     }
     if (append(parent, key, n) < 0) {
         free(key);
-        node_free(n);
+        eddy_ynode_free(n);
         return fail_at(l, m, "out of memory");
     }
     return 0;
@@ -149,7 +149,7 @@ static int on_event(loader_t *l, const yaml_event_t *ev)
         memcpy(n->scalar, ev->data.scalar.value, ev->data.scalar.length);
         n->scalar[ev->data.scalar.length] = '\0';
         if (strlen(n->scalar) != ev->data.scalar.length) {
-            node_free(n);
+            eddy_ynode_free(n);
             return fail_at(l, m, "a value contains a NUL byte");
         }
         n->quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
@@ -225,7 +225,7 @@ eddy_ydoc_t *eddy_ydoc_parse(const char *text, size_t len, eddy_err_t *err)
     }
     if (rc < 0 || !doc) {
         if (l)
-            node_free(l->root);
+            eddy_ynode_free(l->root);
         free(l);
         free(doc);
         return NULL;
@@ -239,7 +239,7 @@ void eddy_ydoc_destroy(eddy_ydoc_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    node_free((*self_p)->root);
+    eddy_ynode_free((*self_p)->root);
     free(*self_p);
     *self_p = NULL;
 }

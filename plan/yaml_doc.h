@@ -40,6 +40,10 @@ void eddy_ydoc_destroy(eddy_ydoc_t **self_p);
 /* The root node (NULL for an empty document). */
 const eddy_ynode_t *eddy_ydoc_root(const eddy_ydoc_t *self);
 
+/* Frees a node and everything below it (a tree built outside a document,
+ * as plan/sql_tree.c builds one); NULL is a no-op. */
+void eddy_ynode_free(eddy_ynode_t *n);
+
 /* The value under key in a mapping, NULL when absent or not a mapping. */
 const eddy_ynode_t *eddy_ynode_get(const eddy_ynode_t *map, const char *key);
 
