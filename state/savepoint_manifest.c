@@ -105,7 +105,7 @@ static int uint_of(json_t *o, const char *member, uint64_t max, uint64_t *out, e
 static int decode_operator(json_t *o, uint32_t max_parallelism, eddy_savepoint_operator_t *op,
                            eddy_err_t *err)
 {
-    uint64_t p;
+    uint64_t p = 0; /* uint_of sets it; initialised because -O3 cannot see that */
     if (!json_is_object(o) || name_of(o, "uid", op->uid, err) < 0 ||
         uint_of(o, "parallelism", EDDY_SAVEPOINT_MAX_INSTANCES, &p, err) < 0)
         return eddy_err_wrap(err, "an operator");
@@ -139,7 +139,7 @@ static int decode_operator(json_t *o, uint32_t max_parallelism, eddy_savepoint_o
 
 static int decode_position(json_t *o, eddy_savepoint_position_t *p, eddy_err_t *err)
 {
-    uint64_t inst;
+    uint64_t inst = 0;
     json_t *pos = json_object_get(o, "position");
     if (!json_is_object(o) || name_of(o, "operator", p->op, err) < 0 ||
         uint_of(o, "instance", EDDY_SAVEPOINT_MAX_INSTANCES - 1, &inst, err) < 0)
@@ -186,7 +186,7 @@ static json_t *array_of(json_t *doc, const char *member, size_t max, eddy_err_t 
 
 static int decode_doc(json_t *doc, eddy_savepoint_manifest_t *m, eddy_err_t *err)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (!json_is_object(doc))
         return eddy_err_set(err, "not a JSON object");
     if (uint_of(doc, "format_version", UINT32_MAX, &v, err) < 0)
