@@ -108,13 +108,6 @@ static void on_exit_status(eddy_local_supervisor_t *self, child_t *c, int status
               MAX_QUICK_RESTARTS);
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-    }
-}
-
 /* SIGTERM to every running child; SIGKILL to those still running after the
  * grace period; reap all. Runs on the supervising thread, the parent of the
  * children (see PR_SET_PDEATHSIG in the header). */
@@ -135,7 +128,7 @@ static void stop_children(eddy_local_supervisor_t *self)
                 waitpid(c->pid, NULL, 0);
                 c->pid = 0;
             } else {
-                sleep_ms(10);
+                eddy_sleep_ms(10);
             }
         }
     }
@@ -176,7 +169,7 @@ static void *supervise(void *arg)
                     c->restart_at_ms = now + MAX_BACKOFF_MS;
             }
         }
-        sleep_ms(POLL_MS);
+        eddy_sleep_ms(POLL_MS);
     }
     /* Here, on the children's parent thread, before it ends and their
      * PR_SET_PDEATHSIG would SIGKILL them. */

@@ -1,6 +1,7 @@
 /* clock.c - clock_gettime wrappers (see clock.h). */
 #include "common/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,13 @@ uint64_t eddy_mono_ns(void)
 uint64_t eddy_mono_ms(void)
 {
     return eddy_mono_ns() / 1000000ull;
+}
+
+void eddy_sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }
 
 int64_t eddy_wall_ms(void)

@@ -9,6 +9,9 @@ uint64_t eddy_mono_ns(void);   /* monotonic, for durations and deadlines */
 uint64_t eddy_mono_ms(void);
 int64_t eddy_wall_ms(void);    /* Unix epoch milliseconds, for logs and records */
 int64_t eddy_wall_us(void);    /* Unix epoch microseconds: record latency across processes */
+/* Sleeps ms milliseconds whatever signals arrive meanwhile (for a process's
+ * own pacing and polling: an event loop never sleeps). */
+void eddy_sleep_ms(unsigned ms);
 
 /* wall_ms as local time in ISO 8601 with its UTC offset,
  * "2026-12-03T10:15:02+01:00" (at least 26 bytes). Returns buf. */
