@@ -36,6 +36,7 @@ int task_write_group(eddy_task_t *t, uint32_t kg, char **out, size_t *len, eddy_
             goto out;
         }
         env.ops[i] = parts[i];
+        env.kinds[i] = ops->kind;
     }
     *out = eddy_group_envelope_encode(&env, len);
     rc = *out ? 0 : eddy_err_set(err, "out of memory");
@@ -108,6 +109,7 @@ typedef struct task_view {
     char **parts;   /* [n_groups * n_ops] operator bytes, by unit group index */
     size_t *lens;
     const uint32_t *groups; /* the unit's group ids (for the index) */
+    const char *kinds[EDDY_GROUP_MAX_OPS]; /* the operators' kinds (static strings) */
 } task_view_t;
 
 static void view_release(void *arg)
@@ -141,6 +143,7 @@ static int view_serialise(void *arg, uint32_t kg, char **out, size_t *len, eddy_
     for (uint32_t i = 0; i < v->n_ops; i++) {
         env.ops[i] = v->parts[(size_t)at * v->n_ops + i];
         env.op_lens[i] = v->lens[(size_t)at * v->n_ops + i];
+        env.kinds[i] = v->kinds[i];
     }
     *out = eddy_group_envelope_encode(&env, len);
     free(keyed);
@@ -168,6 +171,8 @@ eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_
     }
     v->watermark = t->watermark;
     v->n_ops = n_ops;
+    for (uint32_t i = 0; i < n_ops && i < EDDY_GROUP_MAX_OPS; i++)
+        v->kinds[i] = t->def->ops[i].ops->kind;
     v->groups = u->groups;
     u->view = v;
     u->serialise = view_serialise;
@@ -227,23 +232,58 @@ int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t pl
     return 0;
 }
 
+/* Which saved operator's bytes operator i of the chain gets: the saved
+ * operator of the same kind, the n-th of that kind for the chain's n-th
+ * (so a new version may chain a stateless step before or after a stateful
+ * one); by position for an envelope without kinds. -1: none (the operator
+ * starts empty). */
+static int saved_index(const eddy_task_t *t, const eddy_group_envelope_t *env, bool kinds,
+                       uint32_t i)
+{
+    if (!kinds)
+        return i < env->n_ops ? (int)i : -1;
+    const char *kind = t->def->ops[i].ops->kind ? t->def->ops[i].ops->kind : "";
+    size_t len = strlen(kind);
+    uint32_t nth = 0;
+    for (uint32_t k = 0; k < i; k++)
+        nth += t->def->ops[k].ops->kind && !strcmp(t->def->ops[k].ops->kind, kind);
+    for (uint32_t k = 0; k < env->n_ops; k++)
+        if (env->kind_lens[k] == len && !memcmp(env->kinds[k], kind, len) && nth-- == 0)
+            return (int)k;
+    return -1;
+}
+
 static int read_group(eddy_task_t *t, uint32_t kg, const char *data, size_t len, int64_t *wm,
                       eddy_err_t *err)
 {
     eddy_group_envelope_t env;
     if (eddy_group_envelope_decode(data, len, &env, err) < 0)
         return -1;
-    if (env.n_ops != 0 && env.n_ops != t->def->n_ops)
+    bool kinds = false;
+    for (uint32_t k = 0; k < env.n_ops; k++)
+        kinds = kinds || env.kind_lens[k] > 0;
+    if (!kinds && env.n_ops != 0 && env.n_ops != t->def->n_ops)
         return eddy_err_set(err, "the snapshot holds state of %u operators, the stage chains %u",
                             env.n_ops, t->def->n_ops);
+    int from[EDDY_MAX_CHAIN];
+    bool claimed[EDDY_GROUP_MAX_OPS] = {false};
+    for (uint32_t i = 0; i < t->def->n_ops; i++)
+        if ((from[i] = saved_index(t, &env, kinds, i)) >= 0)
+            claimed[from[i]] = true;
+    /* saved bytes that no operator of the chain takes would be lost */
+    for (uint32_t k = 0; k < env.n_ops; k++)
+        if (env.ops[k] && !claimed[k])
+            return eddy_err_set(err, "the snapshot holds state of operator %u of %u (%.*s) that no "
+                                "operator of the stage's chain takes", k + 1, env.n_ops,
+                                (int)env.kind_lens[k], env.kind_lens[k] ? env.kinds[k] : "");
     if (eddy_keyed_state_read_group(t->state, kg, env.keyed, env.keyed_len, err) < 0)
         return -1;
     for (uint32_t i = 0; i < t->def->n_ops; i++) {
         const eddy_operator_ops_t *ops = t->def->ops[i].ops;
         if (!ops->read_group)
             continue;
-        if (ops->read_group(t->ops[i], kg, i < env.n_ops ? env.ops[i] : NULL,
-                            i < env.n_ops ? env.op_lens[i] : 0, err) < 0)
+        if (ops->read_group(t->ops[i], kg, from[i] >= 0 ? env.ops[from[i]] : NULL,
+                            from[i] >= 0 ? env.op_lens[from[i]] : 0, err) < 0)
             return eddy_err_wrap(err, "%s", ops->kind);
     }
     *wm = env.watermark;

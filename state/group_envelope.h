@@ -3,11 +3,16 @@
  * serialised group) and each chained operator's own bytes for the group
  * (window contents, timers, join buffers: api/operator.h write_group).
  *
- * Encoding (msgpack): ["eddy-kg", 2, watermark (int), keyed (bin),
- * [op0 (bin), op1 (bin), ...]]. A file that does not start so is read as a
- * bare keyed-state group (the format before event time), with watermark
- * EDDY_GROUP_NO_WATERMARK and no operator bytes. The decoder bounds-checks
- * everything; decoded pointers point into the caller's buffer. */
+ * Encoding (msgpack): ["eddy-kg", 3, watermark (int), keyed (bin),
+ * [op0 (bin), op1 (bin), ...], [kind0 (str), kind1 (str), ...]]: each
+ * chained operator's bytes and its kind, which a restore matches the
+ * stage's operators by (a new version may chain another stateless step
+ * beside a stateful one: runtime/task_migrate.c). Version 2 is the same
+ * without the kinds (matched by position). A file that does not start so
+ * is read as a bare keyed-state group (the format before event time), with
+ * watermark EDDY_GROUP_NO_WATERMARK and no operator bytes. The decoder
+ * bounds-checks everything; decoded pointers point into the caller's
+ * buffer. */
 #ifndef EDDY_STATE_GROUP_ENVELOPE_H
 #define EDDY_STATE_GROUP_ENVELOPE_H
 
@@ -26,9 +31,17 @@ typedef struct eddy_group_envelope {
     uint32_t n_ops;
     const char *ops[EDDY_GROUP_MAX_OPS]; /* NULL/0: the operator had nothing */
     size_t op_lens[EDDY_GROUP_MAX_OPS];
+    /* Each operator's kind (api/operator.h): encoded from the NUL-ended
+     * strings (NULL: ""); decoded as pointers into the data with their
+     * lengths, kind_lens all 0 for a version 2 envelope. */
+    const char *kinds[EDDY_GROUP_MAX_OPS];
+    size_t kind_lens[EDDY_GROUP_MAX_OPS];
 } eddy_group_envelope_t;
 
-/* Malloc'd bytes (NULL when out of memory or n_ops is too large). */
+#define EDDY_GROUP_KIND_MAX 255
+
+/* Malloc'd bytes (NULL when out of memory, n_ops is too large or a kind
+ * longer than EDDY_GROUP_KIND_MAX). */
 char *eddy_group_envelope_encode(const eddy_group_envelope_t *env, size_t *len);
 /* Fills env from data (which must outlive it); -1 with err when malformed.
  * env->ops[i] for i >= n_ops are NULL. */

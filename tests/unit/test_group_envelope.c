@@ -75,3 +75,41 @@ Test(group_envelope, damaged_input_is_rejected)
     eddy_group_envelope_t too_many = {.n_ops = EDDY_GROUP_MAX_OPS + 1};
     cr_assert_null(eddy_group_envelope_encode(&too_many, &len));
 }
+
+/* Each operator's kind goes with its bytes (a restore matches a chain's
+ * operators by it); a version 2 envelope has none (matched by position). */
+Test(group_envelope, kinds_round_trip_and_version_2_has_none)
+{
+    eddy_group_envelope_t in = {.watermark = 7, .keyed = "K", .keyed_len = 1, .n_ops = 2};
+    in.ops[0] = "agg";
+    in.op_lens[0] = 3;
+    in.kinds[0] = "pipeline_aggregate";
+    in.kinds[1] = NULL; /* "" */
+    size_t len;
+    char *enc = eddy_group_envelope_encode(&in, &len);
+    cr_assert_not_null(enc);
+    eddy_group_envelope_t out;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_group_envelope_decode(enc, len, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out.n_ops, 2);
+    cr_assert_eq(out.kind_lens[0], strlen("pipeline_aggregate"));
+    cr_assert(!memcmp(out.kinds[0], "pipeline_aggregate", out.kind_lens[0]));
+    cr_assert_eq(out.kind_lens[1], 0);
+    free(enc);
+
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, 5);
+    eddy_mpw_str(&w, "eddy-kg");
+    eddy_mpw_u64(&w, 2);
+    eddy_mpw_i64(&w, 9);
+    eddy_mpw_bin(&w, "K", 1);
+    eddy_mpw_array(&w, 1);
+    eddy_mpw_bin(&w, "op", 2);
+    cr_assert_eq(eddy_group_envelope_decode(w.buf.data, w.buf.size, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out.watermark, 9);
+    cr_assert_eq(out.n_ops, 1);
+    cr_assert_eq(out.op_lens[0], 2);
+    cr_assert_eq(out.kind_lens[0], 0);
+    eddy_mpw_free(&w);
+}
