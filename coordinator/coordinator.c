@@ -364,11 +364,15 @@ static void reply_json(coord_t *c, const unsigned char *id, size_t len, json_t *
 /* submit [--guarantee G] [--from-savepoint LOC --savepoint-manifest JSON
  * [--allow-non-restored-state]] JOB [job flags]: the options eddy submit
  * puts before JOB; what follows JOB are the job's own flags. The manifest
- * was read and checked by the client (the coordinator reads no state). */
+ * was read and checked by the client (the coordinator reads no state).
+ * `--like OLD` instead of JOB and its flags: the job OLD was (its name,
+ * its flags as given, credentials included, and its guarantee unless
+ * --guarantee) submitted again, ended or not: eddy upgrade's rollback. */
 static void on_submit(coord_t *c, const unsigned char *id, size_t id_len, uint32_t argc, char **argv)
 {
     eddy_guarantee_t guarantee = EDDY_GUARANTEE_EXACTLY_ONCE;
-    const char *location = NULL, *manifest_text = NULL;
+    bool guarantee_given = false;
+    const char *location = NULL, *manifest_text = NULL, *like = NULL;
     bool allow = false;
     while (argc >= 1 && !strncmp(argv[0], "--", 2)) {
         if (!strcmp(argv[0], "--allow-non-restored-state")) {
@@ -384,34 +388,60 @@ static void on_submit(coord_t *c, const unsigned char *id, size_t id_len, uint32
                             "--guarantee: expected exactly-once, at-least-once or at-most-once");
                 return;
             }
+            guarantee_given = true;
         } else if (!strcmp(argv[0], "--from-savepoint")) {
             location = argv[1];
         } else if (!strcmp(argv[0], "--savepoint-manifest")) {
             manifest_text = argv[1];
+        } else if (!strcmp(argv[0], "--like")) {
+            like = argv[1];
         } else {
             break;
         }
         argc -= 2;
         argv += 2;
     }
-    if (argc < 1 || !location != !manifest_text) {
+    if ((like ? argc != 0 : argc < 1) || !location != !manifest_text) {
         coord_reply(c, id, id_len, 2, "usage: submit [--guarantee G] [--from-savepoint LOC "
-                    "--savepoint-manifest JSON [--allow-non-restored-state]] JOB [job flags]");
+                    "--savepoint-manifest JSON [--allow-non-restored-state]] (JOB [job flags] | "
+                    "--like JOB_ID)");
         return;
     }
     eddy_err_t err = {{0}};
-    eddy_savepoint_manifest_t m = {0};
-    coord_savepoint_from_t from = {location, &m, allow};
-    if (manifest_text &&
-        eddy_savepoint_manifest_decode(manifest_text, strlen(manifest_text), &m, &err) < 0) {
-        eddy_err_wrap(&err, "%s", location);
-        eddy_savepoint_manifest_clear(&m);
-        coord_reply(c, id, id_len, 2, err.msg);
+    /* --like: the old job's name and flags, copied (submitting may forget
+     * an ended job to keep --max-ended-jobs) */
+    char name[EDDY_NAME_MAX];
+    uint32_t n_args = argc > 0 ? argc - 1 : 0;
+    char **args = argc > 0 ? eddy_strv_dup(n_args, argv + 1) : NULL;
+    if (like) {
+        coord_job_t *old = coord_job_with_id(c, like);
+        if (!old) {
+            snprintf(err.msg, sizeof err.msg, "--like: no job '%s'", like);
+            coord_reply(c, id, id_len, 2, err.msg);
+            return;
+        }
+        snprintf(name, sizeof name, "%s", old->name);
+        n_args = old->argc;
+        args = eddy_strv_dup(old->argc, old->argv);
+        if (!guarantee_given)
+            guarantee = old->guarantee;
+    } else {
+        snprintf(name, sizeof name, "%s", argv[0]);
+    }
+    if (n_args && !args) {
+        coord_reply(c, id, id_len, 1, "out of memory");
         return;
     }
-    coord_job_t *j = coord_job_submit(c, argv[0], guarantee, (int)argc - 1, argv + 1,
-                                      location ? &from : NULL, &err);
+    eddy_savepoint_manifest_t m = {0};
+    coord_savepoint_from_t from = {location, &m, allow};
+    coord_job_t *j = NULL;
+    if (manifest_text &&
+        eddy_savepoint_manifest_decode(manifest_text, strlen(manifest_text), &m, &err) < 0)
+        eddy_err_wrap(&err, "%s", location);
+    else
+        j = coord_job_submit(c, name, guarantee, (int)n_args, args, location ? &from : NULL, &err);
     eddy_savepoint_manifest_clear(&m);
+    eddy_strv_free(n_args, args);
     if (!j) {
         coord_reply(c, id, id_len, 2, err.msg);
         return;

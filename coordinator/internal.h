@@ -470,6 +470,8 @@ void coord_reaper_destroy(coord_reaper_t **self_p);
 /* The job with this id, unless it ended and a job of that name runs:
  * then the newest such job (a name follows its resubmissions). */
 coord_job_t *coord_job_find(coord_t *c, const char *id);
+/* The job whose id is exactly id, ended or not (NULL: none in memory). */
+coord_job_t *coord_job_with_id(coord_t *c, const char *id);
 bool coord_job_id_taken(coord_t *c, const char *id);
 void coord_job_id_reserve(coord_t *c, const char *id);
 coord_job_t *coord_job_by_num(coord_t *c, uint32_t num);

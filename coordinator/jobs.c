@@ -36,7 +36,7 @@ bool coord_job_ended(const coord_job_t *j)
            j->state == JOB_STOPPED;
 }
 
-static coord_job_t *job_with_id(coord_t *c, const char *id)
+coord_job_t *coord_job_with_id(coord_t *c, const char *id)
 {
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (!strcmp(j->id, id))
@@ -46,7 +46,7 @@ static coord_job_t *job_with_id(coord_t *c, const char *id)
 
 coord_job_t *coord_job_find(coord_t *c, const char *id)
 {
-    coord_job_t *exact = job_with_id(c, id);
+    coord_job_t *exact = coord_job_with_id(c, id);
     if (exact && !coord_job_ended(exact))
         return exact;
     /* A job's name names its newest submission that has not ended (the
@@ -60,7 +60,7 @@ coord_job_t *coord_job_find(coord_t *c, const char *id)
 
 bool coord_job_id_taken(coord_t *c, const char *id)
 {
-    return job_with_id(c, id) || (c->used_ids && json_object_get(c->used_ids, id));
+    return coord_job_with_id(c, id) || (c->used_ids && json_object_get(c->used_ids, id));
 }
 
 void coord_job_id_reserve(coord_t *c, const char *id)

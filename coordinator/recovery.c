@@ -47,6 +47,9 @@ void coord_fail_job(coord_t *c, coord_job_t *j, const char *why)
     size_t n = strnlen(why, sizeof j->error - 1);
     memcpy(j->error, why, n);
     j->error[n] = '\0';
+    /* the status's last_failure: this failure is the last one */
+    memmove(j->last_cause, why, n); /* why may be last_cause */
+    j->last_cause[n] = '\0';
     eddy_error("job %s failed: %s", j->id, why);
     j->ended_ms = eddy_mono_ms();
     j->restore_scheduled = false;

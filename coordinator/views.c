@@ -219,6 +219,10 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
                         json_integer(live ? eddy_wall_ms() : coord_counters_shown_ms(j->counters)));
     if (j->error[0])
         json_object_set_new(doc, "error", json_string(j->error));
+    /* the cause of its last restore after a failure, or of its failure
+     * (absent while it has had none): `eddy upgrade` names it */
+    if (j->last_cause[0])
+        json_object_set_new(doc, "last_failure", json_string(j->last_cause));
     return doc;
 }
 
