@@ -12,6 +12,8 @@
 #include "common/flags.h"
 #include "net/client.h"
 #include "net/keys.h"
+#include "plan/graph.h"
+#include "plan/plugin.h"
 #include "state/savepoint_manifest.h"
 
 #define EDDY_DEFAULT_CONTROL_PORT 7600
@@ -35,14 +37,58 @@ int eddy_cmd_plan(int argc, char **argv);
 int eddy_cmd_nexmark(int argc, char **argv);
 int eddy_cmd_keygen(int argc, char **argv);
 int eddy_cmd_savepoint(int argc, char **argv);
+int eddy_cmd_upgrade(int argc, char **argv);
 /* --from-savepoint LOC of local and submit (cmd_savepoint.c): makes LOC a
  * root, reads its manifest and every file it names, and checks it against
  * the job's graph g; prints one line and returns 2 when anything is wrong
  * (m cleared), else 0 with root and m filled. */
-struct eddy_job_graph;
-int eddy_cli_open_savepoint(const char *sub, const char *loc, const struct eddy_job_graph *g,
+int eddy_cli_open_savepoint(const char *sub, const char *loc, const eddy_job_graph_t *g,
                             bool allow_non_restored, char *root, size_t cap,
                             eddy_savepoint_manifest_t *m);
+/* The same without printing: -1 with err (m cleared). */
+int eddy_cli_savepoint_read(const char *loc, const eddy_job_graph_t *g, bool allow_non_restored,
+                            char *root, size_t cap, eddy_savepoint_manifest_t *m, eddy_err_t *err);
+
+/* A job to submit to a running coordinator (cli/submit_job.c), the one
+ * copy `eddy submit` and `eddy upgrade` share. The caller fills what the
+ * user gave (EDDY_CLI_JOB_FLAGS) and the job flags in args (taken over);
+ * eddy_cli_job_prepare reads --pipeline/--sql into args, loads --plugin
+ * and builds the graph (-1 with err: a usage error, nothing sent);
+ * eddy_cli_job_submit checks --from-savepoint against that graph, uploads
+ * the plugin and sends `submit`: 0 with the new job's id in *job_id
+ * (malloc'd), or the exit status (1 the cluster failed or refused, 2 the
+ * savepoint or a flag is wrong) with err. eddy_cli_job_clear frees. */
+typedef struct eddy_cli_job {
+    const char *job, *plugin, *pipeline, *sql, *guarantee;
+    eddy_args_t args;
+    char *spec_text;
+    char hash[EDDY_PLUGIN_HASH_LEN + 1];
+    eddy_job_graph_t graph;
+    bool built, uploaded;
+} eddy_cli_job_t;
+#define EDDY_CLI_JOB_FLAGS(j)                                                                      \
+    EDDY_FLAG_STR("job", &(j).job, "JOB", "job to run (see eddy jobs, or the plugin's)"),          \
+    EDDY_FLAG_STR("guarantee", &(j).guarantee, "G",                                                \
+                  "exactly-once (default), at-least-once or at-most-once"),                        \
+    EDDY_FLAG_STR("plugin", &(j).plugin, "FILE.so", "upload this plugin first (its jobs and kinds)"), \
+    EDDY_FLAG_STR("pipeline", &(j).pipeline, "FILE",                                               \
+                  "a declarative pipeline (docs/pipelines.md)"),                                   \
+    EDDY_FLAG_STR("sql", &(j).sql, "FILE", "SQL statements (docs/sql.md)")
+int eddy_cli_job_prepare(eddy_cli_job_t *j, eddy_err_t *err);
+int eddy_cli_job_submit(eddy_cli_job_t *j, const char *coordinator, const char *keys_dir,
+                        const char *from_savepoint, bool allow_non_restored, char **job_id,
+                        eddy_err_t *err);
+/* Only the plugin's upload (submit does it when it was not done): 0, or
+ * the exit status with err. */
+int eddy_cli_job_upload(eddy_cli_job_t *j, const char *coordinator, const char *keys_dir,
+                        eddy_err_t *err);
+void eddy_cli_job_clear(eddy_cli_job_t *j);
+/* One request to the coordinator: 0 with its answer in *body (malloc'd;
+ * body may be NULL), or the exit status it means (1: unreachable or
+ * failed, 2: the coordinator called it a usage error) with the answer or
+ * the failure in err. */
+int eddy_cli_request(const char *coordinator, const eddy_keys_t *keys, const char *verb, int argc,
+                     char **argv, uint32_t timeout_ms, char **body, eddy_err_t *err);
 
 /* --keys DIR: CURVE keys from `eddy keygen` (net/keys.h); default $EDDY_KEYS. */
 #define EDDY_CLI_KEYS_FLAG(var)                                                                    \

@@ -1,6 +1,5 @@
 /* cmd_client.c - subcommands that talk to a running coordinator: submit,
  * rescale, status, scaling, cancel; and `jobs`, which lists built-in jobs. */
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,6 @@
 #include "common/clock.h"
 #include "common/guarantee.h"
 #include "controller/decision_text.h"
-#include "plan/plugin.h"
 #include "plan/registry.h"
 
 /* What a view prints: with `all` false, only what matters now (running
@@ -42,23 +40,15 @@ static int call_and_print(const char *sub, const char *coordinator, const char *
                           const char *verb, int argc, char **argv, uint32_t timeout_ms,
                           bool json_out, render_fn render, bool all, const char *job)
 {
-    int64_t status;
     char *body = NULL;
     eddy_err_t err = {{0}};
     eddy_keys_t *keys;
     if (eddy_cli_load_keys(sub, keys_dir, EDDY_KEYS_CLIENT, &keys) != 0)
         return 2;
-    int called = eddy_client_call(coordinator, keys, verb, argc, argv, timeout_ms, &status, &body,
-                                  &err);
+    int rc = eddy_cli_request(coordinator, keys, verb, argc, argv, timeout_ms, &body, &err);
     eddy_keys_destroy(&keys);
-    if (called < 0) {
+    if (rc != 0) {
         fprintf(stderr, "eddy %s: %s\n", sub, err.msg);
-        return 1;
-    }
-    int rc = 0;
-    if (status != 0) {
-        fprintf(stderr, "eddy %s: %s\n", sub, body);
-        rc = status == 2 ? 2 : 1;
     } else if (json_out || !render) {
         printf("%s\n", body);
     } else {
@@ -374,166 +364,42 @@ int eddy_cmd_scaling(int argc, char **argv)
                         render_scaling);
 }
 
-/* Sends the plugin's bytes to the coordinator (PLUGIN), which stores it by
- * content hash and serves it to the workers. */
-static int upload_plugin(const char *coordinator, const eddy_keys_t *keys, const char *path,
-                         const char *hash, eddy_err_t *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eddy_err_set(err, "cannot open plugin %s: %s", path, strerror(errno));
-    eddy_msg_t up = {.type = EDDY_MSG_PLUGIN};
-    snprintf(up.u.plugin.hash, sizeof up.u.plugin.hash, "%s", hash);
-    char *data = NULL;
-    size_t len = 0, n;
-    char buf[65536];
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        char *grown = len + n <= EDDY_PLUGIN_MAX_WIRE ? realloc(data, len + n) : NULL;
-        if (!grown) {
-            free(data);
-            fclose(f);
-            return eddy_err_set(err, "plugin %s is larger than %u bytes", path, EDDY_PLUGIN_MAX_WIRE);
-        }
-        data = grown;
-        memcpy(data + len, buf, n);
-        len += n;
-    }
-    fclose(f);
-    up.u.plugin.data = data;
-    up.u.plugin.len = (uint32_t)len;
-    int64_t status = -1;
-    char *body = NULL;
-    int rc = eddy_client_send(coordinator, keys, &up, 30000, &status, &body, err);
-    free(data);
-    if (rc == 0 && status != 0)
-        rc = eddy_err_set(err, "the coordinator refused plugin %s: %s", path, body ? body : "");
-    free(body);
-    return rc;
-}
-
-/* spec_text: a --pipeline spec read here, freed by the caller. */
-static int run_submit(int argc, char **argv, char **spec_text)
+int eddy_cmd_submit(int argc, char **argv)
 {
     const char *coordinator = eddy_client_default_coordinator(), *keys_dir = eddy_cli_default_keys();
-    const char *job = NULL, *plugin = NULL, *guarantee_name = NULL, *pipeline = NULL;
-    const char *sql = NULL;
     const char *from_savepoint = NULL;
     bool allow_non_restored = false;
+    eddy_cli_job_t job = {0};
     eddy_flag_t flags[] = {COORDINATOR_FLAG(coordinator), EDDY_CLI_KEYS_FLAG(keys_dir),
                            EDDY_FLAG_STR("from-savepoint", &from_savepoint, "LOC",
                                          "start the job from this savepoint (docs/savepoints.md)"),
                            EDDY_FLAG_SWITCH("allow-non-restored-state", &allow_non_restored,
                                             "with --from-savepoint: drop saved state no operator claims"),
-                           EDDY_FLAG_STR("job", &job, "JOB", "job to run (see eddy jobs, or the plugin's)"),
-                           EDDY_FLAG_STR("guarantee", &guarantee_name, "G",
-                                         "exactly-once (default), at-least-once or at-most-once"),
-                           EDDY_FLAG_STR("plugin", &plugin, "FILE.so",
-                                         "upload this plugin first (its jobs and kinds)"),
-                           EDDY_FLAG_STR("pipeline", &pipeline, "FILE",
-                                         "submit a declarative pipeline (docs/pipelines.md)"),
-                           EDDY_FLAG_STR("sql", &sql, "FILE", "submit SQL statements (docs/sql.md)"),
-                           EDDY_FLAG_END};
-    eddy_args_t rest = {0};
+                           EDDY_CLI_JOB_FLAGS(job), EDDY_FLAG_END};
     eddy_err_t err = {{0}};
-    int rc = eddy_flags_parse(flags, argc, argv, NULL, &rest, &err);
+    int rc = eddy_flags_parse(flags, argc, argv, NULL, &job.args, &err);
     if (rc == 1) {
         printf("usage: eddy submit [--plugin FILE.so] [--guarantee G] (--job JOB | --pipeline FILE | --sql FILE) [job flags] [--coordinator tcp://HOST:PORT] [--keys DIR]\n\nflags:\n");
         eddy_flags_print_help(stdout, flags);
-        eddy_args_free(&rest);
+        eddy_cli_job_clear(&job);
         return 0;
-    }
-    if (rc == 0 && pipeline && sql)
-        rc = eddy_err_set(&err, "give --pipeline or --sql, not both");
-    if (rc == 0 && sql && eddy_cli_sql_job(sql, &job, &rest, spec_text, &err) < 0)
-        rc = -1;
-    if (rc == 0 && pipeline && eddy_cli_pipeline_job(pipeline, &job, &rest, spec_text, &err) < 0)
-        rc = -1;
-    if (rc < 0 || !job) {
-        eddy_args_free(&rest);
-        return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
-    }
-    eddy_guarantee_t guarantee;
-    if (guarantee_name && eddy_guarantee_parse(guarantee_name, &guarantee) < 0) {
-        eddy_args_free(&rest);
-        return eddy_usage_error("submit", "--guarantee: expected exactly-once, at-least-once or at-most-once");
     }
     /* Load and build here first: a plugin that fails, or bad job flags, stop
      * the submit before anything reaches the cluster. */
-    char hash[EDDY_PLUGIN_HASH_LEN + 1];
-    eddy_job_graph_t g;
-    if ((plugin && eddy_plugin_load(plugin, eddy_registry_default(), hash, &err) < 0) ||
-        eddy_job_build(&g, job, rest.count, rest.items, &err) < 0) {
-        eddy_args_free(&rest);
+    if (rc < 0 || eddy_cli_job_prepare(&job, &err) < 0) {
+        eddy_cli_job_clear(&job);
         return eddy_usage_error("submit", err.msg);
     }
-    /* A savepoint is read and checked here; its manifest goes with the request. */
-    char sp_root[EDDY_STORAGE_URI_MAX];
-    eddy_savepoint_manifest_t sp = {0};
-    char *sp_text = NULL;
-    if (from_savepoint && eddy_cli_open_savepoint("submit", from_savepoint, &g, allow_non_restored,
-                                                  sp_root, sizeof sp_root, &sp) != 0) {
-        eddy_graph_clear(&g);
-        eddy_args_free(&rest);
-        return 2;
+    char *id = NULL;
+    rc = eddy_cli_job_submit(&job, coordinator, keys_dir, from_savepoint, allow_non_restored, &id, &err);
+    eddy_cli_job_clear(&job);
+    if (rc != 0) {
+        fprintf(stderr, "eddy submit: %s\n", err.msg);
+        return rc;
     }
-    eddy_graph_clear(&g);
-    if (from_savepoint) {
-        sp_text = eddy_savepoint_manifest_encode(&sp, NULL);
-        eddy_savepoint_manifest_clear(&sp);
-        if (!sp_text || strlen(sp_text) >= EDDY_ARG_MAX) {
-            free(sp_text);
-            eddy_args_free(&rest);
-            fprintf(stderr, "eddy submit: --from-savepoint: its manifest is too large to send\n");
-            return 2;
-        }
-    }
-    if (plugin) {
-        eddy_keys_t *keys;
-        if (eddy_cli_load_keys("submit", keys_dir, EDDY_KEYS_CLIENT, &keys) != 0) {
-            free(sp_text);
-            eddy_args_free(&rest);
-            return 2;
-        }
-        rc = upload_plugin(coordinator, keys, plugin, hash, &err);
-        eddy_keys_destroy(&keys);
-        if (rc < 0) {
-            free(sp_text);
-            eddy_args_free(&rest);
-            fprintf(stderr, "eddy submit: %s\n", err.msg);
-            return 1;
-        }
-    }
-    /* The coordinator's submit request: [--guarantee G] JOB [job flags]. */
-    char **args = calloc((size_t)rest.count + 9, sizeof *args);
-    int n = 0;
-    if (sp_text) {
-        args[n++] = "--from-savepoint";
-        args[n++] = sp_root;
-        args[n++] = "--savepoint-manifest";
-        args[n++] = sp_text;
-        if (allow_non_restored)
-            args[n++] = "--allow-non-restored-state";
-    }
-    if (guarantee_name) {
-        args[n++] = "--guarantee";
-        args[n++] = (char *)guarantee_name;
-    }
-    args[n++] = (char *)job;
-    for (int i = 0; i < rest.count; i++)
-        args[n++] = rest.items[i];
-    rc = call_and_print("submit", coordinator, keys_dir, "submit", n, args, 10000, true, NULL, false, NULL);
-    free(args);
-    free(sp_text);
-    eddy_args_free(&rest);
-    return rc;
-}
-
-int eddy_cmd_submit(int argc, char **argv)
-{
-    char *spec_text = NULL;
-    int rc = run_submit(argc, argv, &spec_text);
-    free(spec_text);
-    return rc;
+    printf("%s\n", id);
+    free(id);
+    return 0;
 }
 
 int eddy_cmd_cancel(int argc, char **argv)

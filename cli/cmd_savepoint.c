@@ -15,15 +15,24 @@
 #include "plan/graph.h"
 #include "state/savepoint.h"
 
-int eddy_cli_open_savepoint(const char *sub, const char *loc, const struct eddy_job_graph *g,
+int eddy_cli_savepoint_read(const char *loc, const eddy_job_graph_t *g, bool allow_non_restored,
+                            char *root, size_t cap, eddy_savepoint_manifest_t *m, eddy_err_t *err)
+{
+    if (eddy_savepoint_location(loc, root, cap, err) < 0 ||
+        eddy_savepoint_open(root, true, m, err) < 0 ||
+        (g && eddy_savepoint_check_graph(g, root, m, allow_non_restored, err) < 0)) {
+        eddy_savepoint_manifest_clear(m);
+        return -1;
+    }
+    return 0;
+}
+
+int eddy_cli_open_savepoint(const char *sub, const char *loc, const eddy_job_graph_t *g,
                             bool allow_non_restored, char *root, size_t cap,
                             eddy_savepoint_manifest_t *m)
 {
     eddy_err_t err = {{0}};
-    if (eddy_savepoint_location(loc, root, cap, &err) < 0 ||
-        eddy_savepoint_open(root, true, m, &err) < 0 ||
-        (g && eddy_savepoint_check_graph(g, root, m, allow_non_restored, &err) < 0)) {
-        eddy_savepoint_manifest_clear(m);
+    if (eddy_cli_savepoint_read(loc, g, allow_non_restored, root, cap, m, &err) < 0) {
         fprintf(stderr, "eddy %s: --from-savepoint: %s\n", sub, err.msg);
         return 2;
     }
@@ -134,21 +143,14 @@ int eddy_cmd_savepoint(int argc, char **argv)
         eddy_args_free(&pos);
         return 2;
     }
-    int64_t status;
     char *body = NULL;
-    int called = eddy_client_call(coordinator, k, "savepoint", n, args, timeout, &status, &body, &err);
+    int rc = eddy_cli_request(coordinator, k, "savepoint", n, args, timeout, &body, &err);
     eddy_keys_destroy(&k);
     eddy_args_free(&pos);
-    int rc = 0;
-    if (called < 0) {
+    if (rc != 0)
         fprintf(stderr, "eddy savepoint: %s\n", err.msg);
-        rc = 1;
-    } else if (status != 0) {
-        fprintf(stderr, "eddy savepoint: %s\n", body);
-        rc = status == 2 ? 2 : 1;
-    } else {
+    else
         printf("%s\n", body); /* the location, the last line */
-    }
     free(body);
     return rc;
 }

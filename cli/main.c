@@ -43,6 +43,7 @@ static const subcommand_t commands[] = {
     {"jobs", eddy_cmd_jobs, "list the jobs (built in and from loaded plugins)"},
     {"cancel", eddy_cmd_cancel, "cancel a running job"},
     {"savepoint", eddy_cmd_savepoint, "take a savepoint of a job (--stop: and stop it); savepoint inspect LOCATION"},
+    {"upgrade", eddy_cmd_upgrade, "replace a running job by a new version that keeps its state (rolls back if it fails)"},
     {"nexmark", eddy_cmd_nexmark, "write Nexmark benchmark events: nexmark generate --events N"},
     {"keygen", eddy_cmd_keygen, "make a cluster's CURVE keys: keygen DIR (then --keys DIR everywhere)"},
     {"plan", eddy_cmd_plan, "print a job's plan (stages, chaining, parallelism, keys) without running it"},
