@@ -7,7 +7,10 @@
  * at the end. An upgrade whose new pipeline has a typo in the aggregate's
  * uid is refused after the stop-with-savepoint (its state would be claimed
  * by no operator): the command exits 1 naming the cause, the old version
- * runs again from the same savepoint and ends with exact counts. A typo
+ * runs again from the same savepoint; so does it when a new version whose
+ * aggregate keeps other accumulators under the same uid fails its restore
+ * (the cause from the new job's last_failure), and the old version, then
+ * upgraded to v2, ends with exact counts. A typo
  * the spec check finds (an unknown step) stops the command before anything
  * is touched: exit status 2. */
 #include <criterion/criterion.h>
@@ -18,9 +21,10 @@
 #include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
-#define LINES 2500
+#define LINES 3000
 #define WORDS 40
-#define RATE "500"
+#define RATE "300"
+#define RATE_V2 "100000"
 
 static eddy_test_cluster_t *cl;
 static char *input, *output, *expected;
@@ -91,7 +95,8 @@ static char *spec(const char *name, const char *text)
 }
 
 /* Submits v1 and waits until it has completed a checkpoint (the input
- * lasts 5 s at the rate: enough for the upgrades below under ASan). */
+ * lasts 10 s at RATE: time for the upgrades below under ASan on a busy
+ * machine; v2 reads the rest at RATE_V2). */
 static void start_v1(void)
 {
     eddy_err_t err = {{0}};
@@ -108,11 +113,21 @@ static void start_v1(void)
 }
 
 /* eddy upgrade JOB --pipeline NEW_SPEC: its exit status, stdout and stderr. */
+static int upgrade_with(const char *job, const char *new_spec, const char *rate, char **out,
+                        char **errout)
+{
+    const char *args[16] = {"upgrade", job, "--pipeline", new_spec, "--dir",
+                            eddy_test_cluster_path(cl, "savepoints"), "--timeout-ms", "60000"};
+    if (rate) { /* job flags given: exactly these */
+        const char *flags[] = {"--input", input, "--output", output, "--rate", rate};
+        memcpy(args + 8, flags, sizeof flags);
+    }
+    return eddy_test_cluster_ctl(cl, args, 90000, out, errout);
+}
+
 static int upgrade(const char *job, const char *new_spec, char **out, char **errout)
 {
-    const char *args[] = {"upgrade", job, "--pipeline", new_spec, "--dir",
-                          eddy_test_cluster_path(cl, "savepoints"), "--timeout-ms", "60000", NULL};
-    return eddy_test_cluster_ctl(cl, args, 90000, out, errout);
+    return upgrade_with(job, new_spec, NULL, out, errout);
 }
 
 /* The last line of text (trailing newlines dropped, in place). */
@@ -177,16 +192,42 @@ Test(upgrade, typos_roll_back_and_v1_to_v2_keeps_exact_counts)
     free(out);
     free(errout);
 
-    /* v2 chains a stateless filter after the aggregate: the aggregate's
-     * state is found by its kind in the chain, the filter starts empty */
+    /* a new version whose aggregate under the same uid keeps other
+     * accumulators: it is submitted but its restore fails; it is cancelled
+     * and the old version runs again, the cause from its last_failure */
     out = errout = NULL;
-    rc = upgrade("pipeline-2", spec("v2.yaml", v2), &out, &errout);
+    rc = upgrade("pipeline-2", spec("bad.yaml", "source: {format: text, columns: [word]}\n"
+                                                "steps:\n"
+                                                "  - key_by: word\n"
+                                                "  - aggregate:\n"
+                                                "      n: count()\n"
+                                                "      q: quantile(word, 0.5)\n"
+                                                "    uid: counts\n"),
+                 &out, &errout);
+    cr_assert_eq(rc, 1, "rc %d: %s", rc, errout);
+    cr_assert(strstr(errout, "the new version (pipeline-3) failed to start: deploy failed: "), "%s", errout);
+    cr_assert(strstr(errout, "holds accumulators of"), "%s", errout);
+    cr_assert(strstr(errout, "rolled back: pipeline-2 runs again as pipeline-4"), "%s", errout);
+    json_t *st = eddy_test_cluster_status(cl);
+    json_t *bad = eddy_test_status_job(st, "pipeline-3");
+    cr_assert_str_eq(json_string_value(json_object_get(bad, "state")), "cancelled");
+    cr_assert(strstr(json_string_value(json_object_get(bad, "last_failure")), "holds accumulators of"));
+    json_decref(st);
+    free(out);
+    free(errout);
+
+    /* v2 chains a stateless filter after the aggregate: the aggregate's
+     * state is found by its kind in the chain, the filter starts empty.
+     * Its job flags are given: the same but the rate, so that the rest of
+     * the input goes at once */
+    out = errout = NULL;
+    rc = upgrade_with("pipeline-4", spec("v2.yaml", v2), RATE_V2, &out, &errout);
     cr_assert_eq(rc, 0, "eddy upgrade exited %d: %s", rc, errout);
     cr_assert(!strncmp(out, "savepoint ", 10), "%s", out);
     char *id = last_line(out);
-    cr_assert_str_eq(id, "pipeline-3");
-    json_t *st = eddy_test_cluster_status(cl);
-    json_t *old = eddy_test_status_job(st, "pipeline-2");
+    cr_assert_str_eq(id, "pipeline-5");
+    st = eddy_test_cluster_status(cl);
+    json_t *old = eddy_test_status_job(st, "pipeline-4");
     cr_assert_str_eq(json_string_value(json_object_get(old, "state")), "stopped");
     json_decref(st);
     expect_finished_exact(id);
