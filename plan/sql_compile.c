@@ -97,7 +97,7 @@ static eddy_pipeline_spec_t *compile(comp_t *c, const eddy_sql_script_t *script,
     sqlc_rel_init(&out);
     int rc = root && steps ? 0 : sqlc_oom(c);
     if (rc == 0)
-        rc = sqlc_compile_select(c, run->query, steps, NULL, &out);
+        rc = sqlc_compile_query(c, run->query, steps, NULL, &out);
     if (rc == 0 && out.top.pending)
         rc = sqlc_fail(c, out.top.pos, "OVER windows other than a top-1 by RANK() (an outer WHERE "
                   "rk <= 1) are not supported");

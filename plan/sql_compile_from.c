@@ -52,7 +52,7 @@ int sqlc_scan(comp_t *c, const char *name, uint32_t pos, const char *alias, eddy
         if (++c->depth > MAX_VIEW_DEPTH)
             return sqlc_fail(c, pos, "view '%s' refers to itself (or views nest more than %u deep)",
                         name, MAX_VIEW_DEPTH);
-        if (sqlc_compile_select(c, t->stmt->query, steps, avoid, out) < 0)
+        if (sqlc_compile_query(c, t->stmt->query, steps, avoid, out) < 0)
             return -1;
         c->depth--;
         if (out->top.pending)
@@ -229,7 +229,7 @@ int sqlc_compile_from(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps,
             return -1;
         return f->alias ? sqlc_requalify(c, out, f->alias) : 0;
     case EDDY_SQL_FROM_SUBQUERY:
-        if (sqlc_compile_select(c, f->sub, steps, avoid, out) < 0)
+        if (sqlc_compile_query(c, f->sub, steps, avoid, out) < 0)
             return -1;
         return sqlc_requalify(c, out, f->alias);
     case EDDY_SQL_FROM_JOIN:

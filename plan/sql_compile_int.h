@@ -16,6 +16,7 @@
  *                         aggregates and HAVING
  *   sql_compile_select.c  a SELECT: its WHERE, then its aggregate or its
  *                         SELECT list
+ *   sql_compile_union.c   a query: SELECTs joined by UNION ALL
  *
  * A query is planned bottom-up: each FROM item appends the steps that make
  * its rows to a step list (the pipeline's, or a join's right side's) and
@@ -162,8 +163,14 @@ int sqlc_compile_aggregate(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *
 /* The SELECT list as one map over in (or over an aggregate's output, g). */
 int sqlc_select_items(comp_t *c, const eddy_sql_select_t *s, const rel_t *in,
                       const eddy_sql_group_t *g, eddy_ynode_t *steps, rel_t *out);
-/* A SELECT's steps into steps and its columns into out. */
+/* A SELECT's steps into steps and its columns into out (its UNION ALL
+ * ignored: sqlc_compile_query plans that). */
 int sqlc_compile_select(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *steps,
                         const eddy_sql_rel_t *avoid, rel_t *out);
+
+/* ---- sql_compile_union.c ---- */
+/* A query (a SELECT and the SELECTs UNION ALL adds to it) into steps. */
+int sqlc_compile_query(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *steps,
+                       const eddy_sql_rel_t *avoid, rel_t *out);
 
 #endif

@@ -1,8 +1,8 @@
 /* sql_compile_select.c - one SELECT (plan/sql_compile_int.h): its FROM,
  * then its WHERE (a pending top-N's rk <= 1, IN (SELECT ...) semi-joins,
- * filters), then either its GROUP BY (sql_compile_agg.c) or its SELECT list
- * as one map, where a RANK() OVER item becomes hidden key and order fields
- * for the top-N. */
+ * filters), then either its GROUP BY (sql_compile_agg.c; SELECT DISTINCT is
+ * a GROUP BY of its items) or its SELECT list as one map, where a RANK()
+ * OVER item becomes hidden key and order fields for the top-N. */
 #include "plan/sql_compile_int.h"
 
 #include <stdlib.h>
@@ -196,14 +196,39 @@ int sqlc_select_items(comp_t *c, const eddy_sql_select_t *s, const rel_t *in,
     return rc;
 }
 
+/* SELECT DISTINCT items as GROUP BY items (*g, a shallow copy of s): each
+ * distinct row once, when its group ends (per window over a window TVF's
+ * window_start and window_end; otherwise at the end of the input). */
+static int distinct_as_group_by(comp_t *c, const eddy_sql_select_t *s, eddy_sql_select_t *g)
+{
+    if (s->n_group_by || s->having)
+        return sqlc_fail(c, s->pos, "SELECT DISTINCT with GROUP BY or HAVING is not supported");
+    for (uint32_t i = 0; i < s->n_items; i++) {
+        const eddy_sql_expr_t *x = s->items[i];
+        if (x->kind == EDDY_SQL_X_STAR)
+            return sqlc_fail(c, x->pos, "SELECT DISTINCT * is not supported (name the columns)");
+        if (x->kind == EDDY_SQL_X_OVER || eddy_sql_has_aggregate(x))
+            return sqlc_fail(c, x->pos, "SELECT DISTINCT with an aggregate or OVER is not "
+                             "supported");
+    }
+    *g = *s;
+    g->distinct = false;
+    g->group_by = s->items;
+    g->n_group_by = s->n_items;
+    g->union_all = NULL;
+    return 0;
+}
+
 int sqlc_compile_select(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *steps,
                         const eddy_sql_rel_t *avoid, rel_t *out)
 {
     (void)avoid;
-    if (s->union_all)
-        return sqlc_fail(c, s->union_pos, "UNION ALL is not supported");
-    if (s->distinct)
-        return sqlc_fail(c, s->pos, "SELECT DISTINCT is not supported (GROUP BY the columns)");
+    eddy_sql_select_t grouped;
+    if (s->distinct) {
+        if (distinct_as_group_by(c, s, &grouped) < 0)
+            return -1;
+        s = &grouped;
+    }
     rel_t in;
     sqlc_rel_init(&in);
     sqlc_rel_init(out);

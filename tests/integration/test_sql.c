@@ -3,7 +3,9 @@
  * events must give the reference's rows (tests/support/nexmark_ref.c), with
  * its epoch-millisecond columns written as SQL's TIMESTAMP(3) text; a bad
  * script is exit 2 with FILE:LINE:COLUMN, the line and a caret, before
- * anything starts. Kept small (10000 events, one run per query): CI time. */
+ * anything starts. UNION ALL and SELECT DISTINCT are checked against rows
+ * made from q2's reference (each row twice; each distinct auction once).
+ * Kept small (10000 events, one run per query): CI time. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,4 +144,74 @@ Test(sql, bad_scripts_exit_2_with_line_column_and_caret)
               "%s", errout);
     free(out);
     free(errout);
+}
+
+/* The rows of script (a file in the test's directory) run by eddy local. */
+static char *run_script(const char *name, const char *script, size_t *len)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(eddy_write_file(path, script, strlen(script)), 0);
+    eddy_err_t err = {{0}};
+    const char *argv[] = {"--sql", path, "--input", events_path, "--output", output, NULL};
+    int rc = eddy_test_cluster_run_local(cl, argv, 120000, &err);
+    cr_assert_eq(rc, 0, "%s exited %d; log:\n%s", name, rc, eddy_test_cluster_log_text(cl));
+    char *got = eddy_read_file(output, len);
+    cr_assert(got, "%s wrote no output", name);
+    return got;
+}
+
+/* ref's lines (taken), sorted, as one text. */
+static char *sorted_text(eddy_ref_lines_t *ref, size_t *len)
+{
+    qsort(ref->items, ref->count, sizeof *ref->items, cmp_bytes);
+    char *text = eddy_ref_lines_join(ref, len);
+    eddy_ref_lines_free(ref);
+    return text;
+}
+
+Test(sql, union_all_and_distinct_equal_rows_made_from_the_reference)
+{
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_nexmark_generate(events_path, "10000", NULL, &err) == 0, "%s", err.msg);
+    eddy_ref_lines_t q2;
+    cr_assert_eq(eddy_nexmark_reference("q2", events_path, &q2, &err), 0, "%s", err.msg);
+    cr_assert(q2.count > 1, "q2's reference has too few rows to prove anything");
+    /* UNION ALL of q2 with itself: every row twice */
+    eddy_ref_lines_t twice = {calloc(2 * q2.count, sizeof(char *)), 0};
+    for (size_t i = 0; i < q2.count; i++) {
+        twice.items[twice.count++] = strdup(q2.items[i]);
+        twice.items[twice.count++] = strdup(q2.items[i]);
+    }
+    /* DISTINCT auction: each first field once */
+    eddy_ref_lines_t auctions = {calloc(q2.count, sizeof(char *)), 0};
+    for (size_t i = 0; i < q2.count; i++) {
+        char *a = strndup(q2.items[i], strcspn(q2.items[i], "\t"));
+        bool seen = false;
+        for (size_t k = 0; k < auctions.count && !seen; k++)
+            seen = !strcmp(auctions.items[k], a);
+        if (seen)
+            free(a);
+        else
+            auctions.items[auctions.count++] = a;
+    }
+    cr_assert(auctions.count < q2.count, "no auction has two bids: DISTINCT proves nothing");
+    eddy_ref_lines_free(&q2);
+    static const char *const scripts[2] = {
+        "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0\n"
+        "UNION ALL\n"
+        "SELECT auction, price FROM bid WHERE auction % 123 = 0;\n",
+        "SELECT DISTINCT auction FROM bid WHERE MOD(auction, 123) = 0;\n",
+    };
+    eddy_ref_lines_t *want[2] = {&twice, &auctions};
+    for (int i = 0; i < 2; i++) {
+        size_t el, gl;
+        char *expected = sorted_text(want[i], &el);
+        char *got = run_script(i ? "distinct.sql" : "union.sql", scripts[i], &gl);
+        cr_assert(gl == el && memcmp(got, expected, el) == 0,
+                  "%s: SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.300s\n"
+                  "--- expected:\n%.300s", i ? "DISTINCT" : "UNION ALL", gl, el, got, expected);
+        free(expected);
+        free(got);
+    }
 }
