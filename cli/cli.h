@@ -118,5 +118,9 @@ int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_a
 /* The same for --sql FILE: the text as the job pipeline's --sql (docs/sql.md). */
 int eddy_cli_sql_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
                      eddy_err_t *err);
-
+/* A --sql script with an EXPLAIN statement is run by printing its plan,
+ * as Flink's SQL client prints an EXPLAIN's: `eddy plan --sql FILE [job
+ * flags]` (job_args as eddy_cli_sql_job made them), its exit status; -1
+ * (nothing done) when text has no EXPLAIN. */
+int eddy_cli_sql_explain(const char *file, const char *text, const eddy_args_t *job_args);
 #endif

@@ -452,6 +452,11 @@ static int run_submit(int argc, char **argv, char **spec_text)
         eddy_args_free(&rest);
         return eddy_usage_error("submit", rc < 0 ? err.msg : "--job is required (see eddy jobs)");
     }
+    /* EXPLAIN: the plan is printed, nothing is submitted */
+    if (sql && (rc = eddy_cli_sql_explain(sql, *spec_text, &rest)) >= 0) {
+        eddy_args_free(&rest);
+        return rc;
+    }
     eddy_guarantee_t guarantee;
     if (guarantee_name && eddy_guarantee_parse(guarantee_name, &guarantee) < 0) {
         eddy_args_free(&rest);

@@ -66,9 +66,14 @@ static eddy_pipeline_spec_t *compile(comp_t *c, const eddy_sql_script_t *script,
         const eddy_sql_stmt_t *st = &script->stmts[i];
         if (st->kind != EDDY_SQL_INSERT && st->kind != EDDY_SQL_QUERY)
             continue;
+        if (run && (run->explain || st->explain)) {
+            sqlc_fail(c, st->pos, "EXPLAIN beside another INSERT or query is not supported (a "
+                      "script with EXPLAIN is run by printing that statement's plan)");
+            return NULL;
+        }
         if (run) {
-            sqlc_fail(c, st->pos, "a second INSERT or query is not supported (an eddy SQL job has one "
-                 "sink)");
+            sqlc_fail(c, st->pos, "a second INSERT or query is not supported (an eddy SQL job has "
+                      "one sink)");
             return NULL;
         }
         run = st;
@@ -158,4 +163,18 @@ eddy_pipeline_spec_t *eddy_sql_compile(const char *file, const char *text, size_
     eddy_sql_catalog_clear(&c.cat);
     eddy_sql_script_destroy(&script);
     return spec;
+}
+
+bool eddy_sql_explains(const char *text, size_t len)
+{
+    eddy_sql_src_t src = {"sql", text, len};
+    if (memchr(text, '\0', len))
+        return false;
+    eddy_err_t err = {{0}};
+    eddy_sql_script_t *script = eddy_sql_parse(&src, &err);
+    bool explain = false;
+    for (uint32_t i = 0; script && i < script->n; i++)
+        explain |= script->stmts[i].explain;
+    eddy_sql_script_destroy(&script);
+    return explain;
 }

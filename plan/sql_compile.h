@@ -28,4 +28,9 @@ typedef struct eddy_sql_compile_opts {
 eddy_pipeline_spec_t *eddy_sql_compile(const char *file, const char *text, size_t len,
                                        const eddy_sql_compile_opts_t *opts, eddy_err_t *err);
 
+/* The script (when it parses) has an EXPLAIN statement: it is run by
+ * printing the plan its statement compiles to (eddy plan --sql), not by
+ * running it; eddy_sql_compile compiles it as that statement. */
+bool eddy_sql_explains(const char *text, size_t len);
+
 #endif

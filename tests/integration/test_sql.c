@@ -5,7 +5,8 @@
  * script is exit 2 with FILE:LINE:COLUMN, the line and a caret, before
  * anything starts. UNION ALL and SELECT DISTINCT are checked against rows
  * made from q2's reference (each row twice; each distinct auction once).
- * Kept small (10000 events, one run per query): CI time. */
+ * EXPLAIN in a script run by eddy local prints the plan and starts
+ * nothing. Kept small (10000 events, one run per query): CI time. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,4 +215,23 @@ Test(sql, union_all_and_distinct_equal_rows_made_from_the_reference)
         free(expected);
         free(got);
     }
+}
+
+Test(sql, explain_in_eddy_local_prints_the_plan_and_starts_nothing)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/explain.sql", dir);
+    const char *text = "CREATE TABLE s (auction BIGINT) WITH ('connector' = 'print');\n"
+                       "EXPLAIN PLAN FOR INSERT INTO s SELECT auction FROM bid WHERE price > 9;\n";
+    cr_assert_eq(eddy_write_file(path, text, strlen(text)), 0);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--sql", path, "--input", "/dev/null",
+                    NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &errout);
+    cr_assert_eq(rc, 0, "exit %d (%s)", rc, errout ? errout : "");
+    cr_expect(out && strstr(out, "pipeline steps as written:") &&
+                  strstr(out, "filter (price > 9)   (line 2)"), "%s", out ? out : "");
+    cr_expect(errout && !strstr(errout, "worker"), "something started: %s", errout);
+    free(out);
+    free(errout);
 }

@@ -3,7 +3,9 @@
  * the YAML specs in examples/pipelines/ hold; unknown tables and columns
  * name the closest one, type mismatches and unsupported constructs are
  * named, each at its line and column with a caret; UNION ALL becomes a
- * union step and SELECT DISTINCT a GROUP BY of its columns. */
+ * union step and SELECT DISTINCT a GROUP BY of its columns; an EXPLAIN
+ * statement compiles as its statement and marks the script as one whose
+ * plan is printed. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,4 +288,38 @@ Test(sql_compile, select_distinct_is_a_group_by_of_its_columns)
     bad("SELECT DISTINCT * FROM bid", "t.sql:1:17: SELECT DISTINCT * is not supported (name the columns)");
     bad("SELECT DISTINCT COUNT(*) FROM bid", "SELECT DISTINCT with an aggregate or OVER is not supported");
     bad("SELECT DISTINCT auction FROM bid GROUP BY auction", "SELECT DISTINCT with GROUP BY or HAVING");
+}
+
+Test(sql_compile, explain_compiles_as_its_statement)
+{
+    const char *plain = "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0";
+    static const char *const explained[] = {
+        "EXPLAIN SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0",
+        "-- the plan\nexplain plan for\nSELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;",
+    };
+    cr_expect(!eddy_sql_explains(plain, strlen(plain)));
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *want = compile(plain, true, &err);
+    cr_assert(want, "%s", err.msg);
+    char wk[64], k[64];
+    kinds(want, wk);
+    for (size_t i = 0; i < 2; i++) {
+        cr_expect(eddy_sql_explains(explained[i], strlen(explained[i])), "%s", explained[i]);
+        eddy_pipeline_spec_t *s = compile(explained[i], true, &err);
+        cr_assert(s, "%s", err.msg);
+        kinds(s, k);
+        cr_expect_str_eq(k, wk);
+        cr_expect_str_eq(s->steps[2].filter, want->steps[2].filter);
+        eddy_pipeline_spec_destroy(&s);
+    }
+    eddy_pipeline_spec_destroy(&want);
+    const char *broken = "EXPLAIN SELEC 1";
+    cr_expect(!eddy_sql_explains(broken, strlen(broken)), "a script that does not parse");
+    bad("EXPLAIN CHANGELOG_MODE SELECT id FROM person",
+        "t.sql:1:9: EXPLAIN other than EXPLAIN [PLAN FOR] INSERT or SELECT (details such as "
+        "CHANGELOG_MODE, other statements) is not supported");
+    bad("EXPLAIN CREATE VIEW v AS SELECT id FROM person", "EXPLAIN other than EXPLAIN [PLAN FOR]");
+    bad("EXPLAIN PLAN SELECT id FROM person", "t.sql:1:14: expected 'FOR'");
+    bad("EXPLAIN SELECT id FROM person;\nSELECT id FROM person",
+        "t.sql:2:1: EXPLAIN beside another INSERT or query is not supported");
 }
