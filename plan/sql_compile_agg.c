@@ -125,6 +125,9 @@ int sqlc_compile_aggregate(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *
     for (uint32_t i = 0; i < s->n_group_by; i++) {
         const eddy_sql_expr_t *x = s->group_by[i];
         if (is_window_call(x)) {
+            if (!strcasecmp(x->name, "CUMULATE"))
+                return sqlc_fail(c, x->pos, "GROUP BY CUMULATE(...) is not SQL: CUMULATE is a window "
+                                 "TVF, TABLE(CUMULATE(TABLE t, DESCRIPTOR(time), step, size))");
             if (w.kind != WIN_NONE || in->w.kind == WIN_TVF)
                 return sqlc_fail(c, x->pos, "a second window in one GROUP BY");
             if (x->n_args < 2 || x->args[0]->kind != EDDY_SQL_X_COLUMN)

@@ -1,9 +1,9 @@
 /* sql_compile_from.c - FROM items (plan/sql_compile_int.h): a table's
  * rows from the one source (the Nexmark tables as filters of one event
  * stream), a view or subquery compiled in place, and window TVFs (TUMBLE,
- * HOP, SESSION) with their window_start, window_end and window_time
- * columns. The pipeline is linear with one source, so a second source is
- * refused by name; so are window kinds pipelines have not got (CUMULATE). */
+ * HOP, CUMULATE, SESSION) with their window_start, window_end and
+ * window_time columns. The pipeline is linear with one source, so a second
+ * source is refused by name. */
 #include "plan/sql_compile_int.h"
 
 #include <stdlib.h>
@@ -102,6 +102,30 @@ static int interval_arg(comp_t *c, const eddy_sql_expr_t *x, const char *what, i
     return 0;
 }
 
+/* HOP(slide, size) and CUMULATE(step, size) (name): a window of type
+ * whose slide (or step) divides its size; a tumbling one when they are
+ * equal. */
+static int slide_and_size(comp_t *c, const char *name, uint32_t pos, eddy_sql_expr_t *const *iv,
+                          uint32_t n, const char *type, const char *slide, win_t *w)
+{
+    if (n != 2)
+        return n > 2 ? sqlc_fail(c, pos, "%s with an offset is not supported", name)
+                     : sqlc_fail(c, pos, "%s needs its %s and size", name, slide);
+    w->type = type;
+    if (interval_arg(c, iv[0], slide, &w->slide) < 0 ||
+        interval_arg(c, iv[1], "window size", &w->size) < 0)
+        return -1;
+    if (w->size % w->slide)
+        return sqlc_fail(c, pos, "%s windows whose size is not a multiple of their %s are not "
+                         "supported", name, slide);
+    if (w->size / w->slide > 1000)
+        return sqlc_fail(c, pos, "%s windows of more than 1000 times their %s are not supported",
+                         name, slide);
+    if (w->size == w->slide)
+        w->type = "tumbling";
+    return 0;
+}
+
 /* A window from its function name and arguments (a TVF's or a legacy GROUP
  * BY TUMBLE(...)'s intervals). */
 int sqlc_window_of(comp_t *c, const char *fn, uint32_t pos, eddy_sql_expr_t *const *iv,
@@ -114,21 +138,8 @@ int sqlc_window_of(comp_t *c, const char *fn, uint32_t pos, eddy_sql_expr_t *con
         w->type = "tumbling";
         return interval_arg(c, iv[0], "window size", &w->size);
     }
-    if (!strcasecmp(fn, "HOP")) {
-        if (n != 2)
-            return sqlc_fail(c, pos, n > 2 ? "HOP with an offset is not supported"
-                                      : "HOP needs its slide and size");
-        w->type = "sliding";
-        if (interval_arg(c, iv[0], "slide", &w->slide) < 0 ||
-            interval_arg(c, iv[1], "window size", &w->size) < 0)
-            return -1;
-        if (w->size % w->slide)
-            return sqlc_fail(c, pos, "HOP windows whose size is not a multiple of their slide are not "
-                        "supported");
-        if (w->size == w->slide)
-            w->type = "tumbling";
-        return 0;
-    }
+    if (!strcasecmp(fn, "HOP"))
+        return slide_and_size(c, "HOP", pos, iv, n, "sliding", "slide", w);
     if (!strcasecmp(fn, "SESSION")) {
         if (n != 1)
             return sqlc_fail(c, pos, "SESSION needs its gap (INTERVAL '10' SECOND)");
@@ -136,9 +147,8 @@ int sqlc_window_of(comp_t *c, const char *fn, uint32_t pos, eddy_sql_expr_t *con
         return interval_arg(c, iv[0], "session gap", &w->gap);
     }
     if (!strcasecmp(fn, "CUMULATE"))
-        return sqlc_fail(c, pos, "CUMULATE windows are not supported (eddy's windows are tumbling, "
-                    "hopping and session)");
-    return sqlc_fail(c, pos, "unknown window function '%s' (TUMBLE, HOP, SESSION)", fn);
+        return slide_and_size(c, "CUMULATE", pos, iv, n, "cumulate", "step", w);
+    return sqlc_fail(c, pos, "unknown window function '%s' (TUMBLE, HOP, CUMULATE, SESSION)", fn);
 }
 
 int sqlc_compile_tvf(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps,

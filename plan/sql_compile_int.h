@@ -9,7 +9,8 @@
  *                         names, the simple steps, expressions and
  *                         conjuncts
  *   sql_compile_from.c    FROM items: tables, views, subqueries, window
- *                         TVFs and their window columns
+ *                         TVFs (TUMBLE, HOP, CUMULATE, SESSION) and their
+ *                         window columns
  *   sql_compile_join.c    joins, window joins and IN (SELECT ...) semi-joins
  *   sql_compile_topn.c    a top-1 by RANK() and its outer WHERE rk <= 1
  *   sql_compile_agg.c     GROUP BY (keys, windows, legacy group windows),
@@ -45,7 +46,7 @@ typedef enum { WIN_NONE, WIN_TVF, WIN_AGG } win_kind_t;
  * aggregate's result rows. */
 typedef struct win {
     win_kind_t kind;
-    const char *type; /* tumbling | sliding | session */
+    const char *type; /* tumbling | sliding | session | cumulate (slide: its step) */
     int64_t size, slide, gap;
     int ws, we, wt;   /* columns window_start, window_end, window_time (-1 none) */
     int rowtime;      /* TVF: the descriptor column */

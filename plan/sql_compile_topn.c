@@ -32,7 +32,8 @@ int sqlc_compile_topn(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sql_
             win_t w = in->top.w;
             /* a window after a window: the rows' time is their window's end - 1 */
             if (w.kind == WIN_AGG) {
-                w.size = !strcmp(w.type, "sliding") ? w.slide : w.size;
+                /* sliding and cumulate windows end every slide (step) */
+                w.size = strcmp(w.type, "tumbling") ? w.slide : w.size;
                 w.type = "tumbling";
             }
             if (sqlc_add_window(c, steps, &w, in->top.pos) < 0)

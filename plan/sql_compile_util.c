@@ -161,8 +161,9 @@ int sqlc_add_window(comp_t *c, eddy_ynode_t *steps, const win_t *w, uint32_t pos
         rc |= eddy_sql_yput_str(m, "gap", sqlc_fmt(c, "%lldms", (long long)w->gap), line);
     } else {
         rc |= eddy_sql_yput_str(m, "size", sqlc_fmt(c, "%lldms", (long long)w->size), line);
-        if (!strcmp(w->type, "sliding"))
-            rc |= eddy_sql_yput_str(m, "slide", sqlc_fmt(c, "%lldms", (long long)w->slide), line);
+        if (!strcmp(w->type, "sliding") || !strcmp(w->type, "cumulate"))
+            rc |= eddy_sql_yput_str(m, strcmp(w->type, "cumulate") ? "slide" : "step",
+                                    sqlc_fmt(c, "%lldms", (long long)w->slide), line);
     }
     if (!c->time_used) {
         const eddy_sql_table_t *t = c->source;

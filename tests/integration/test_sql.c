@@ -6,7 +6,8 @@
  * anything starts. UNION ALL and SELECT DISTINCT are checked against rows
  * made from q2's reference (each row twice; each distinct auction once).
  * EXPLAIN in a script run by eddy local prints the plan and starts
- * nothing. Kept small (10000 events, one run per query): CI time. */
+ * nothing. A CUMULATE window's counts and sums are checked against ones
+ * summed here from the events file. Kept small (10000 events, one run per query): CI time. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,4 +235,67 @@ Test(sql, explain_in_eddy_local_prints_the_plan_and_starts_nothing)
     cr_expect(errout && !strstr(errout, "worker"), "something started: %s", errout);
     free(out);
     free(errout);
+}
+
+/* Per cumulating window (size 4 s, a window ending every second) of the
+ * bids in events_path: "START<TAB>END<TAB>COUNT<TAB>SUM" lines as text. */
+static char *cumulate_rows(size_t *len)
+{
+    enum { SIZE = 4000, STEP = 1000, K = SIZE / STEP, MAX_WINDOWS = 4096 };
+    static long long count[MAX_WINDOWS][K], sum[MAX_WINDOWS][K];
+    memset(count, 0, sizeof count);
+    memset(sum, 0, sizeof sum);
+    size_t n;
+    char *text = eddy_read_file(events_path, &n), *save = NULL;
+    cr_assert(text);
+    long long base = -1;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        long long t, price;
+        if (sscanf(line, "B,%lld,%*[^,],%*[^,],%lld", &t, &price) != 2)
+            continue;
+        long long start = t - t % SIZE;
+        if (base < 0)
+            base = start; /* the generated events are in time order */
+        long long w = (start - base) / SIZE;
+        cr_assert(w >= 0 && w < MAX_WINDOWS, "bid at %lld", t);
+        for (int k = 0; k < K; k++)
+            if (start + (k + 1) * STEP > t) {
+                count[w][k]++;
+                sum[w][k] += price;
+            }
+    }
+    free(text);
+    eddy_ref_lines_t lines = {calloc(MAX_WINDOWS * K, sizeof(char *)), 0};
+    for (long long w = 0; w < MAX_WINDOWS; w++)
+        for (int k = 0; k < K; k++) {
+            if (!count[w][k])
+                continue;
+            char start[40], end[40], ms[32], line[160];
+            snprintf(ms, sizeof ms, "%lld", base + w * SIZE);
+            timestamp_text(ms, start, sizeof start);
+            snprintf(ms, sizeof ms, "%lld", base + w * SIZE + (k + 1) * STEP);
+            timestamp_text(ms, end, sizeof end);
+            snprintf(line, sizeof line, "%s\t%s\t%lld\t%lld", start, end, count[w][k], sum[w][k]);
+            lines.items[lines.count++] = strdup(line);
+        }
+    cr_assert(lines.count > K, "too few windows to prove anything");
+    return sorted_text(&lines, len);
+}
+
+Test(sql, cumulate_windows_equal_sums_made_from_the_events)
+{
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_nexmark_generate(events_path, "10000", NULL, &err) == 0, "%s", err.msg);
+    size_t el, gl;
+    char *expected = cumulate_rows(&el);
+    char *got = run_script("cumulate.sql",
+                           "SELECT window_start, window_end, COUNT(*), SUM(price)\n"
+                           "FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime),\n"
+                           "                    INTERVAL '1' SECOND, INTERVAL '4' SECOND))\n"
+                           "GROUP BY window_start, window_end;\n", &gl);
+    cr_assert(gl == el && memcmp(got, expected, el) == 0,
+              "CUMULATE: SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.400s\n"
+              "--- expected:\n%.400s", gl, el, got, expected);
+    free(expected);
+    free(got);
 }

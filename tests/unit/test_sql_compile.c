@@ -5,7 +5,7 @@
  * named, each at its line and column with a caret; UNION ALL becomes a
  * union step and SELECT DISTINCT a GROUP BY of its columns; an EXPLAIN
  * statement compiles as its statement and marks the script as one whose
- * plan is printed. */
+ * plan is printed; a CUMULATE TVF becomes a cumulate window. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,8 +141,6 @@ Test(sql_compile, unsupported_constructs_are_named)
         "top-N with N other than 1 is not supported");
     bad("SELECT P.name FROM person P LEFT JOIN auction A ON P.id = A.seller",
         "LEFT, RIGHT and FULL joins are not supported");
-    bad("SELECT window_start, COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
-        "CUMULATE windows are not supported");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
         "unknown column 'expires'");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
@@ -322,4 +320,44 @@ Test(sql_compile, explain_compiles_as_its_statement)
     bad("EXPLAIN PLAN SELECT id FROM person", "t.sql:1:14: expected 'FOR'");
     bad("EXPLAIN SELECT id FROM person;\nSELECT id FROM person",
         "t.sql:2:1: EXPLAIN beside another INSERT or query is not supported");
+}
+
+Test(sql_compile, cumulate_windows)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT auction, window_start, window_end, COUNT(*) AS bids\n"
+        "FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))\n"
+        "GROUP BY auction, window_start, window_end", true, &err);
+    cr_assert(s, "%s", err.msg);
+    char k[64];
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkwamm");
+    cr_expect_str_eq(s->steps[3].window.type, "cumulate");
+    cr_expect_eq(s->steps[3].window.size_ms, 10000);
+    cr_expect_eq(s->steps[3].window.slide_ms, 2000);
+    cr_expect_eq(s->time_column, 1);
+    eddy_pipeline_spec_destroy(&s);
+    /* the top auctions of every cumulating window: the second window is
+     * tumbling by the step, over the first's result times */
+    s = compile("SELECT auction, n, window_end FROM (\n"
+                "  SELECT *, RANK() OVER (PARTITION BY window_start, window_end ORDER BY n DESC) AS rk\n"
+                "  FROM (SELECT auction, window_start, window_end, COUNT(*) AS n\n"
+                "        FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))\n"
+                "        GROUP BY auction, window_start, window_end))\n"
+                "WHERE rk <= 1", true, &err);
+    cr_assert(s, "%s", err.msg);
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkwammkwxmm");
+    cr_expect_str_eq(s->steps[8].window.type, "tumbling");
+    cr_expect_eq(s->steps[8].window.size_ms, 2000);
+    eddy_pipeline_spec_destroy(&s);
+    bad("SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '3' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "t.sql:1:28: CUMULATE windows whose size is not a multiple of their step are not supported");
+    bad("SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+        "CUMULATE needs its step and size");
+    bad("SELECT auction, window_start FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))",
+        "rows of a cumulate window TVF are supported only grouped by window_start and window_end");
+    bad("SELECT auction, COUNT(*) FROM bid GROUP BY auction, CUMULATE(dateTime, INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
+        "GROUP BY CUMULATE(...) is not SQL");
 }
