@@ -77,6 +77,7 @@ typedef struct comp {
     const eddy_sql_table_t *source; /* the one source table (any built-in one for Nexmark) */
     bool time_used;                 /* the first event-time window has its timestamp */
     uint32_t depth;
+    uint32_t other_side;            /* compiling a join's right side (no joins or unions there) */
     char **kept;
     uint32_t n_kept;
     bool oom;

@@ -34,6 +34,22 @@ static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *
     return e || c->oom ? sqlc_oom(c) : 0;
 }
 
+/* A join's other side, a table (or view) or a window TVF over one, into
+ * rsteps and r (fields not among avoid's); what it compiles knows it is on
+ * the other side (c->other_side), where pipelines have no joins or unions. */
+static int other_side(comp_t *c, const eddy_sql_from_t *rf, eddy_ynode_t *rsteps,
+                      const eddy_sql_rel_t *avoid, rel_t *r)
+{
+    c->other_side++;
+    int rc = rf->kind == EDDY_SQL_FROM_TABLE
+                 ? sqlc_scan(c, rf->name, rf->pos, rf->alias, rsteps, avoid, r)
+                 : sqlc_compile_tvf(c, rf, rsteps, avoid, r);
+    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TVF && rf->alias)
+        rc = sqlc_requalify(c, r, rf->alias);
+    c->other_side--;
+    return rc;
+}
+
 /* left JOIN right ON cond (and an inner join's WHERE, taken from *where):
  * conditions on one side filter it before the join, the first equality of
  * a column of each side is the join key, window_start = window_start of
@@ -46,6 +62,9 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
         return sqlc_fail(c, f->pos, "LEFT, RIGHT and FULL joins are not supported (eddy's joins are "
                     "inner)");
     const eddy_sql_from_t *rf = f->right;
+    if (c->other_side)
+        return sqlc_fail(c, f->pos, "a join inside a join's right side (a view that joins) is not "
+                         "supported (put that view on the left)");
     if (rf->kind != EDDY_SQL_FROM_TABLE && rf->kind != EDDY_SQL_FROM_TVF)
         return sqlc_fail(c, rf->pos, "a join's right side other than a table or a window TVF over "
                     "one is not supported (put the subquery on the left)");
@@ -57,13 +76,8 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
     int rc = rsteps ? 0 : sqlc_oom(c);
     if (rc == 0)
         rc = sqlc_compile_from(c, f->left, steps, NULL, out, NULL);
-    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TABLE)
-        rc = sqlc_scan(c, rf->name, rf->pos, rf->alias, rsteps, &out->r, &r);
-    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TVF) {
-        rc = sqlc_compile_tvf(c, rf, rsteps, &out->r, &r);
-        if (rc == 0 && rf->alias)
-            rc = sqlc_requalify(c, &r, rf->alias);
-    }
+    if (rc == 0)
+        rc = other_side(c, rf, rsteps, &out->r, &r);
     if (rc == 0 && r.top.pending)
         rc = sqlc_fail(c, rf->pos, "a top-N on a join's side is not supported");
     /* the combined relation: left's columns, then right's */
@@ -188,13 +202,8 @@ int sqlc_compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sql_
     uint32_t n_cs = 0;
     int rc = rsteps ? 0 : sqlc_oom(c);
     const eddy_sql_from_t *rf = sub->from;
-    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TABLE)
-        rc = sqlc_scan(c, rf->name, rf->pos, rf->alias, rsteps, &in->r, &r);
-    if (rc == 0 && rf->kind == EDDY_SQL_FROM_TVF) {
-        rc = sqlc_compile_tvf(c, rf, rsteps, &in->r, &r);
-        if (rc == 0 && rf->alias)
-            rc = sqlc_requalify(c, &r, rf->alias);
-    }
+    if (rc == 0)
+        rc = other_side(c, rf, rsteps, &in->r, &r);
     /* the subquery sees its own columns and, qualified, the outer's */
     for (uint32_t i = 0; rc == 0 && i < in->r.n + r.r.n; i++) {
         const eddy_sql_col_t *col = i < in->r.n ? &in->r.cols[i] : &r.r.cols[i - in->r.n];

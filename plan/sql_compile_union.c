@@ -105,6 +105,9 @@ static int compile_branch(comp_t *c, const eddy_sql_select_t *first, const eddy_
 int sqlc_compile_query(comp_t *c, const eddy_sql_select_t *s, eddy_ynode_t *steps,
                        const eddy_sql_rel_t *avoid, rel_t *out)
 {
+    if (s->union_all && c->other_side)
+        return sqlc_fail(c, s->union_pos, "UNION ALL inside a join's right side (a view) is not "
+                         "supported (put that view on the left)");
     if (sqlc_compile_select(c, s, steps, avoid, out) < 0)
         return -1;
     for (const eddy_sql_select_t *a = s; a->union_all; a = a->union_all)

@@ -260,6 +260,12 @@ Test(sql_compile, union_all_needs_the_same_columns)
         "UNION without ALL (use UNION ALL) is not supported");
     bad("SELECT id FROM person WHERE id IN (SELECT seller FROM auction UNION ALL SELECT bidder FROM bid)",
         "IN (SELECT ...) other than one column of a table");
+    bad("CREATE VIEW v AS SELECT id, name FROM person\nUNION ALL SELECT seller, itemName FROM auction;\n"
+        "SELECT B.auction, v.name FROM bid B JOIN v ON B.bidder = v.id",
+        "t.sql:2:1: UNION ALL inside a join's right side (a view) is not supported");
+    bad("CREATE VIEW v AS SELECT P.id FROM person P JOIN auction A ON P.id = A.seller;\n"
+        "SELECT B.auction FROM bid B JOIN v ON B.bidder = v.id",
+        "a join inside a join's right side (a view that joins) is not supported");
 }
 
 Test(sql_compile, select_distinct_is_a_group_by_of_its_columns)
