@@ -3,11 +3,10 @@
  * events must give the reference's rows (tests/support/nexmark_ref.c), with
  * its epoch-millisecond columns written as SQL's TIMESTAMP(3) text; a bad
  * script is exit 2 with FILE:LINE:COLUMN, the line and a caret, before
- * anything starts. UNION ALL and SELECT DISTINCT are checked against rows
- * made from q2's reference (each row twice; each distinct auction once).
+ * anything starts. One script checks SELECT DISTINCT over CUMULATE windows
+ * and a UNION ALL after it against rows made here from the events file.
  * EXPLAIN in a script run by eddy local prints the plan and starts
- * nothing. A CUMULATE window's counts and sums are checked against ones
- * summed here from the events file. Kept small (10000 events, one run per query): CI time. */
+ * nothing. Kept small (10000 events, one run per query): CI time. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,52 +171,6 @@ static char *sorted_text(eddy_ref_lines_t *ref, size_t *len)
     return text;
 }
 
-Test(sql, union_all_and_distinct_equal_rows_made_from_the_reference)
-{
-    eddy_err_t err = {{0}};
-    cr_assert(eddy_test_nexmark_generate(events_path, "10000", NULL, &err) == 0, "%s", err.msg);
-    eddy_ref_lines_t q2;
-    cr_assert_eq(eddy_nexmark_reference("q2", events_path, &q2, &err), 0, "%s", err.msg);
-    cr_assert(q2.count > 1, "q2's reference has too few rows to prove anything");
-    /* UNION ALL of q2 with itself: every row twice */
-    eddy_ref_lines_t twice = {calloc(2 * q2.count, sizeof(char *)), 0};
-    for (size_t i = 0; i < q2.count; i++) {
-        twice.items[twice.count++] = strdup(q2.items[i]);
-        twice.items[twice.count++] = strdup(q2.items[i]);
-    }
-    /* DISTINCT auction: each first field once */
-    eddy_ref_lines_t auctions = {calloc(q2.count, sizeof(char *)), 0};
-    for (size_t i = 0; i < q2.count; i++) {
-        char *a = strndup(q2.items[i], strcspn(q2.items[i], "\t"));
-        bool seen = false;
-        for (size_t k = 0; k < auctions.count && !seen; k++)
-            seen = !strcmp(auctions.items[k], a);
-        if (seen)
-            free(a);
-        else
-            auctions.items[auctions.count++] = a;
-    }
-    cr_assert(auctions.count < q2.count, "no auction has two bids: DISTINCT proves nothing");
-    eddy_ref_lines_free(&q2);
-    static const char *const scripts[2] = {
-        "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0\n"
-        "UNION ALL\n"
-        "SELECT auction, price FROM bid WHERE auction % 123 = 0;\n",
-        "SELECT DISTINCT auction FROM bid WHERE MOD(auction, 123) = 0;\n",
-    };
-    eddy_ref_lines_t *want[2] = {&twice, &auctions};
-    for (int i = 0; i < 2; i++) {
-        size_t el, gl;
-        char *expected = sorted_text(want[i], &el);
-        char *got = run_script(i ? "distinct.sql" : "union.sql", scripts[i], &gl);
-        cr_assert(gl == el && memcmp(got, expected, el) == 0,
-                  "%s: SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.300s\n"
-                  "--- expected:\n%.300s", i ? "DISTINCT" : "UNION ALL", gl, el, got, expected);
-        free(expected);
-        free(got);
-    }
-}
-
 Test(sql, explain_in_eddy_local_prints_the_plan_and_starts_nothing)
 {
     char path[700];
@@ -237,64 +190,85 @@ Test(sql, explain_in_eddy_local_prints_the_plan_and_starts_nothing)
     free(errout);
 }
 
-/* Per cumulating window (size 4 s, a window ending every second) of the
- * bids in events_path: "START<TAB>END<TAB>COUNT<TAB>SUM" lines as text. */
-static char *cumulate_rows(size_t *len)
+/* Appends a copy of line to v. */
+static void add_line(eddy_ref_lines_t *v, size_t *cap, const char *line)
 {
-    enum { SIZE = 4000, STEP = 1000, K = SIZE / STEP, MAX_WINDOWS = 4096 };
-    static long long count[MAX_WINDOWS][K], sum[MAX_WINDOWS][K];
-    memset(count, 0, sizeof count);
-    memset(sum, 0, sizeof sum);
-    size_t n;
-    char *text = eddy_read_file(events_path, &n), *save = NULL;
-    cr_assert(text);
-    long long base = -1;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        long long t, price;
-        if (sscanf(line, "B,%lld,%*[^,],%*[^,],%lld", &t, &price) != 2)
-            continue;
-        long long start = t - t % SIZE;
-        if (base < 0)
-            base = start; /* the generated events are in time order */
-        long long w = (start - base) / SIZE;
-        cr_assert(w >= 0 && w < MAX_WINDOWS, "bid at %lld", t);
-        for (int k = 0; k < K; k++)
-            if (start + (k + 1) * STEP > t) {
-                count[w][k]++;
-                sum[w][k] += price;
-            }
+    if (v->count == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        v->items = realloc(v->items, *cap * sizeof *v->items);
+        cr_assert(v->items);
     }
-    free(text);
-    eddy_ref_lines_t lines = {calloc(MAX_WINDOWS * K, sizeof(char *)), 0};
-    for (long long w = 0; w < MAX_WINDOWS; w++)
-        for (int k = 0; k < K; k++) {
-            if (!count[w][k])
-                continue;
-            char start[40], end[40], ms[32], line[160];
-            snprintf(ms, sizeof ms, "%lld", base + w * SIZE);
-            timestamp_text(ms, start, sizeof start);
-            snprintf(ms, sizeof ms, "%lld", base + w * SIZE + (k + 1) * STEP);
-            timestamp_text(ms, end, sizeof end);
-            snprintf(line, sizeof line, "%s\t%s\t%lld\t%lld", start, end, count[w][k], sum[w][k]);
-            lines.items[lines.count++] = strdup(line);
-        }
-    cr_assert(lines.count > K, "too few windows to prove anything");
-    return sorted_text(&lines, len);
+    v->items[v->count++] = strdup(line);
 }
 
-Test(sql, cumulate_windows_equal_sums_made_from_the_events)
+/* The rows of union_script below, made from the bids of events_path: per
+ * cumulating window (size 4 s, ending every second) its distinct
+ * auctions, then every bid on every 123rd auction; sorted, as text. */
+static char *distinct_cumulate_union_rows(size_t *len)
+{
+    enum { SIZE = 4000, STEP = 1000 };
+    size_t n, cap_w = 0, cap_u = 0;
+    char *text = eddy_read_file(events_path, &n), *save = NULL;
+    cr_assert(text);
+    eddy_ref_lines_t windowed = {0}, unioned = {0};
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        long long t, auction;
+        if (sscanf(line, "B,%lld,%lld,", &t, &auction) != 2)
+            continue;
+        char ms[32], at[40], start[40], end[40], row[160];
+        snprintf(ms, sizeof ms, "%lld", t);
+        timestamp_text(ms, at, sizeof at);
+        if (auction % 123 == 0) {
+            snprintf(row, sizeof row, "%s\t%s\t%lld", at, at, auction);
+            add_line(&unioned, &cap_u, row);
+        }
+        long long first = t - t % SIZE;
+        snprintf(ms, sizeof ms, "%lld", first);
+        timestamp_text(ms, start, sizeof start);
+        for (long long e = first + STEP; e <= first + SIZE; e += STEP) {
+            if (e <= t)
+                continue; /* the window [first, e) ended before the bid */
+            snprintf(ms, sizeof ms, "%lld", e);
+            timestamp_text(ms, end, sizeof end);
+            snprintf(row, sizeof row, "%s\t%s\t%lld", start, end, auction);
+            add_line(&windowed, &cap_w, row);
+        }
+    }
+    free(text);
+    /* DISTINCT: each window's auctions once */
+    qsort(windowed.items, windowed.count, sizeof *windowed.items, cmp_bytes);
+    size_t kept = 0;
+    for (size_t i = 0; i < windowed.count; i++) {
+        if (kept && !strcmp(windowed.items[kept - 1], windowed.items[i])) {
+            free(windowed.items[i]);
+            continue;
+        }
+        windowed.items[kept++] = windowed.items[i];
+    }
+    cr_assert(kept < windowed.count, "no window has an auction twice: DISTINCT proves nothing");
+    cr_assert(unioned.count > 1, "too few bids on every 123rd auction to prove anything");
+    windowed.count = kept;
+    for (size_t i = 0; i < unioned.count; i++)
+        add_line(&windowed, &cap_w, unioned.items[i]);
+    eddy_ref_lines_free(&unioned);
+    return sorted_text(&windowed, len);
+}
+
+Test(sql, distinct_cumulate_and_union_all_equal_rows_made_from_the_events)
 {
     eddy_err_t err = {{0}};
     cr_assert(eddy_test_nexmark_generate(events_path, "10000", NULL, &err) == 0, "%s", err.msg);
     size_t el, gl;
-    char *expected = cumulate_rows(&el);
-    char *got = run_script("cumulate.sql",
-                           "SELECT window_start, window_end, COUNT(*), SUM(price)\n"
+    char *expected = distinct_cumulate_union_rows(&el);
+    char *got = run_script("union.sql",
+                           "SELECT DISTINCT window_start, window_end, auction\n"
                            "FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime),\n"
                            "                    INTERVAL '1' SECOND, INTERVAL '4' SECOND))\n"
-                           "GROUP BY window_start, window_end;\n", &gl);
+                           "UNION ALL\n"
+                           "SELECT dateTime, dateTime, auction FROM bid WHERE MOD(auction, 123) = 0;\n",
+                           &gl);
     cr_assert(gl == el && memcmp(got, expected, el) == 0,
-              "CUMULATE: SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.400s\n"
+              "SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.400s\n"
               "--- expected:\n%.400s", gl, el, got, expected);
     free(expected);
     free(got);
