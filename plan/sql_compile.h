@@ -6,8 +6,9 @@
  * The script is parsed (plan/sql_parse.h), its tables checked
  * (plan/sql_catalog.h), and its INSERT (or bare SELECT) planned onto
  * pipeline steps: WHERE -> filter, SELECT -> map, GROUP BY -> key_by
- * [+ window] + aggregate, window TVFs and legacy group windows -> window,
- * a top-1 by RANK() -> key_by + window + max_by, joins -> join. The steps
+ * [+ window] + aggregate (SELECT DISTINCT too), window TVFs and legacy
+ * group windows -> window, a top-1 by RANK() -> key_by + window + max_by,
+ * joins -> join, UNION ALL -> union. The steps
  * are built as a document tree and loaded by eddy_pipeline_spec_from_tree,
  * so every check of pipelines applies. */
 #ifndef EDDY_PLAN_SQL_COMPILE_H
