@@ -13,9 +13,10 @@
  *
  * Step config (clear errors name the key; other keys are left for the
  * user's functions, which see the config):
- *   assigner    "tumbling" | "sliding" | "session" (required)
- *   size_ms     window size, > 0 (tumbling, sliding)
- *   slide_ms    slide, > 0 (sliding; at most 65536 windows per record)
+ *   assigner    "tumbling" | "sliding" | "session" | "cumulate" (required)
+ *   size_ms     window size, > 0 (tumbling, sliding; cumulate: the max size)
+ *   slide_ms    slide, > 0 (sliding; at most 65536 windows per record);
+ *               cumulate: the step, dividing size_ms
  *   panes       true (default) | false: a sliding event-time window with
  *               slide <= size, slide / gcd(size, slide) <= 16 and an
  *               accumulator that merges (reduce, or
@@ -27,7 +28,7 @@
  *               those of per-window state. A snapshot of one does not
  *               restore into the other (a clear error says which 'panes'
  *               reads it).
- *   offset_ms   |offset| < size (tumbling) or < slide (sliding); default 0
+ *   offset_ms   |offset| < size (tumbling, cumulate) or < slide (sliding); default 0
  *   gap_ms      session gap, > 0 (session)
  *   time        "event" (default) | "processing"
  *   lateness_ms allowed lateness >= 0, event time only; default 0
@@ -43,7 +44,10 @@
  *
  * Windows are [start, end). Tumbling: start = ts - ((ts - offset) mod size)
  * (mod >= 0, also for negative times). Sliding: every window of `size`
- * whose start is aligned to slide/offset and that contains ts. Session:
+ * whose start is aligned to slide/offset and that contains ts. Cumulate
+ * (Flink's cumulating windows): the windows [start, start + k * slide),
+ * k = 1 .. size / slide, of the tumbling window of `size` that holds ts,
+ * each that contains ts (no combiner; no panes). Session:
  * [ts, ts + gap), merged with every window of the key it intersects
  * (touching windows merge too, as in Flink), also when a record bridges two
  * sessions; merged state is combined with the aggregate's merge() (or the

@@ -52,7 +52,8 @@ int eddy_cli_savepoint_read(const char *loc, const eddy_job_graph_t *g, bool all
 /* A job to submit to a running coordinator (cli/submit_job.c), the one
  * copy `eddy submit` and `eddy upgrade` share. The caller fills what the
  * user gave (EDDY_CLI_JOB_FLAGS) and the job flags in args (taken over);
- * eddy_cli_job_prepare reads --pipeline/--sql into args, loads --plugin
+ * eddy_cli_job_resolve only reads --pipeline/--sql into args (the job's
+ * text in spec_text); eddy_cli_job_prepare does that, loads --plugin
  * and builds the graph (-1 with err: a usage error, nothing sent);
  * eddy_cli_job_submit checks --from-savepoint against that graph, uploads
  * the plugin and sends `submit`: 0 with the new job's id in *job_id
@@ -64,7 +65,7 @@ typedef struct eddy_cli_job {
     char *spec_text;
     char hash[EDDY_PLUGIN_HASH_LEN + 1];
     eddy_job_graph_t graph;
-    bool built, uploaded;
+    bool resolved, built, uploaded;
 } eddy_cli_job_t;
 #define EDDY_CLI_JOB_FLAGS(j)                                                                      \
     EDDY_FLAG_STR("job", &(j).job, "JOB", "job to run (see eddy jobs, or the plugin's)"),          \
@@ -74,6 +75,7 @@ typedef struct eddy_cli_job {
     EDDY_FLAG_STR("pipeline", &(j).pipeline, "FILE",                                               \
                   "a declarative pipeline (docs/pipelines.md)"),                                   \
     EDDY_FLAG_STR("sql", &(j).sql, "FILE", "SQL statements (docs/sql.md)")
+int eddy_cli_job_resolve(eddy_cli_job_t *j, eddy_err_t *err);
 int eddy_cli_job_prepare(eddy_cli_job_t *j, eddy_err_t *err);
 int eddy_cli_job_submit(eddy_cli_job_t *j, const char *coordinator, const char *keys_dir,
                         const char *from_savepoint, bool allow_non_restored, char **job_id,
@@ -164,5 +166,9 @@ int eddy_cli_pipeline_job(const char *file, const char **job, eddy_args_t *job_a
 /* The same for --sql FILE: the text as the job pipeline's --sql (docs/sql.md). */
 int eddy_cli_sql_job(const char *file, const char **job, eddy_args_t *job_args, char **text,
                      eddy_err_t *err);
-
+/* A --sql script with an EXPLAIN statement is run by printing its plan,
+ * as Flink's SQL client prints an EXPLAIN's: `eddy plan --sql FILE [job
+ * flags]` (job_args as eddy_cli_sql_job made them), its exit status; -1
+ * (nothing done) when text has no EXPLAIN. */
+int eddy_cli_sql_explain(const char *file, const char *text, const eddy_args_t *job_args);
 #endif

@@ -384,6 +384,14 @@ int eddy_cmd_submit(int argc, char **argv)
         eddy_cli_job_clear(&job);
         return 0;
     }
+    /* EXPLAIN: the plan is printed, nothing is submitted */
+    if (rc == 0 && job.sql && eddy_cli_job_resolve(&job, &err) == 0) {
+        int explained = eddy_cli_sql_explain(job.sql, job.spec_text, &job.args);
+        if (explained >= 0) {
+            eddy_cli_job_clear(&job);
+            return explained;
+        }
+    }
     /* Load and build here first: a plugin that fails, or bad job flags, stop
      * the submit before anything reaches the cluster. */
     if (rc < 0 || eddy_cli_job_prepare(&job, &err) < 0) {

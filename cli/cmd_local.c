@@ -115,7 +115,8 @@ static const char *local_usage =
     "one that keeps dying ends the run.\n"
     "`eddy jobs` lists the jobs; `eddy local --job JOB --help` shows a job's flags.\n"
     "--pipeline FILE runs a declarative pipeline (docs/pipelines.md).\n"
-    "--sql FILE runs SQL statements as a pipeline (docs/sql.md).\n"
+    "--sql FILE runs SQL statements as a pipeline (docs/sql.md); a script with EXPLAIN\n"
+    "prints its plan (as eddy plan --sql) and starts nothing.\n"
     "What the job prints (wordcount's changelog without --output) goes to stdout,\n"
     "or to --changelog FILE; logs and progress lines go to stderr, whole lines each.\n\n"
     "exit status: 0 the job finished, 1 it failed or its workers could not be kept\n"
@@ -254,6 +255,11 @@ static int run_local(int argc, char **argv, char **spec_text)
             snprintf(msg, sizeof msg, "--job is required (see eddy jobs)");
         eddy_args_free(&job_args);
         return eddy_usage_error("local", msg);
+    }
+    /* EXPLAIN: the plan is printed, nothing starts */
+    if (sql && (rc = eddy_cli_sql_explain(sql, *spec_text, &job_args)) >= 0) {
+        eddy_args_free(&job_args);
+        return rc;
     }
     /* file:///DIR: the snapshots go to DIR rather than the state dir's;
      * s3://: to the bucket, given to the workers in DEPLOY */

@@ -32,7 +32,10 @@ static void print_step(const eddy_pstep_t *st, const char *indent)
             printf("%s %s=%s", j ? "," : "", st->config_keys[j], st->config_values[j]);
     } else if (st->kind == EDDY_PSTEP_JOIN) {
         const eddy_pipeline_join_t *j = st->join;
-        printf("join (%s) on %s = %s", j->semi ? "semi" : "inner", j->left_key, j->right_key);
+        if (j->union_all)
+            printf("union all (spread by %s / %s)", j->left_key, j->right_key);
+        else
+            printf("join (%s) on %s = %s", j->semi ? "semi" : "inner", j->left_key, j->right_key);
         if (j->window_ms)
             printf(", tumbling %lld ms windows of %s / %s", (long long)j->window_ms, j->left_time,
                    j->right_time);

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "net/proto.h"
+#include "plan/sql_compile.h"
 
 const char *eddy_cli_default_keys(void)
 {
@@ -159,4 +160,21 @@ int eddy_cli_sql_job(const char *file, const char **job, eddy_args_t *job_args, 
                      eddy_err_t *err)
 {
     return pipeline_text_job("sql", file, job, job_args, text, err);
+}
+
+int eddy_cli_sql_explain(const char *file, const char *text, const eddy_args_t *job_args)
+{
+    if (!text || !eddy_sql_explains(text, strlen(text)))
+        return -1;
+    int n = job_args->count - 4 + 2; /* --sql FILE, then the job flags */
+    char **argv = calloc((size_t)n + 1, sizeof *argv);
+    if (!argv)
+        return eddy_usage_error("plan", "out of memory");
+    argv[0] = "--sql";
+    argv[1] = (char *)file;
+    for (int i = 4; i < job_args->count; i++)
+        argv[i - 2] = job_args->items[i];
+    int rc = eddy_cmd_plan(n, argv);
+    free(argv);
+    return rc;
 }

@@ -17,16 +17,30 @@
 #include "cli/cli.h"
 #include "common/guarantee.h"
 #include "plan/registry.h"
+#include "plan/sql_compile.h"
 #include "state/savepoint.h"
 
-int eddy_cli_job_prepare(eddy_cli_job_t *j, eddy_err_t *err)
+int eddy_cli_job_resolve(eddy_cli_job_t *j, eddy_err_t *err)
 {
+    if (j->resolved)
+        return 0;
     if (j->pipeline && j->sql)
         return eddy_err_set(err, "give --pipeline or --sql, not both");
     if (j->sql && eddy_cli_sql_job(j->sql, &j->job, &j->args, &j->spec_text, err) < 0)
         return -1;
     if (j->pipeline && eddy_cli_pipeline_job(j->pipeline, &j->job, &j->args, &j->spec_text, err) < 0)
         return -1;
+    j->resolved = true;
+    return 0;
+}
+
+int eddy_cli_job_prepare(eddy_cli_job_t *j, eddy_err_t *err)
+{
+    if (eddy_cli_job_resolve(j, err) < 0)
+        return -1;
+    if (j->sql && j->spec_text && eddy_sql_explains(j->spec_text, strlen(j->spec_text)))
+        return eddy_err_set(err, "%s is an EXPLAIN: it prints a plan and runs nothing (eddy plan --sql)",
+                            j->sql);
     if (!j->job)
         return eddy_err_set(err, "--job is required (see eddy jobs)");
     eddy_guarantee_t g;

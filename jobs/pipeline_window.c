@@ -67,7 +67,7 @@ static int window_keys(eddy_config_t *c, const eddy_pstep_t *w)
         rc |= eddy_config_set_int(c, "gap_ms", win->gap_ms);
     else
         rc |= eddy_config_set_int(c, "size_ms", win->size_ms);
-    if (!strcmp(win->type, "sliding"))
+    if (!strcmp(win->type, "sliding") || !strcmp(win->type, "cumulate")) /* cumulate: its step */
         rc |= eddy_config_set_int(c, "slide_ms", win->slide_ms);
     rc |= eddy_config_set_str(c, "time", win->processing ? "processing" : "event");
     if (!win->processing && win->lateness_ms)

@@ -16,13 +16,15 @@
 
 typedef struct join_conf {
     bool semi;
+    bool union_all;
     int64_t window_ms;
 } join_conf_t;
 
 static join_conf_t conf_of(eddy_process_context_t *ctx)
 {
     const eddy_config_t *c = eddy_process_config(ctx);
-    join_conf_t j = {!strcmp(eddy_config_str(c, "type", "inner"), "semi"),
+    const char *type = eddy_config_str(c, "type", "inner");
+    join_conf_t j = {!strcmp(type, "semi"), !strcmp(type, "union"),
                      eddy_config_int(c, "window_ms", 0)};
     return j;
 }
@@ -257,6 +259,11 @@ static int join_process(eddy_process_context_t *ctx, const eddy_record_t *rec,
         return eddy_err_set(err, "pipeline join: a row without its key%s: '%.*s'",
                             j.window_ms ? " and time" : "", (int)(rec->len > 60 ? 60 : rec->len),
                             rec->data);
+    if (j.union_all) { /* a union: every row of either side goes on, as it came */
+        eddy_record_t row = {cols, len, EDDY_INSERT, 1, ts};
+        eddy_emit(out, &row);
+        return 0;
+    }
     if (j.window_ms) {
         start = ts - ((ts % j.window_ms) + j.window_ms) % j.window_ms;
         if (start > INT64_MAX - j.window_ms)

@@ -3,16 +3,17 @@
  * field (key_by "tab_prefix"): each side's last chain writes
  * "KEY<TAB>[TIME<TAB>]COLUMNS..." (pipeline rows, operators/pipeline_row.h;
  * TIME, an integer epoch ms, only when windowed). Config:
- *   type       "inner" (default) | "semi"
+ *   type       "inner" (default) | "semi" | "union"
  *   window_ms  > 0: tumbling event-time windows of this size (default 0: none)
  * Inner: every pair of a left and a right row with the same key (and
  * window) is emitted once, when its second row arrives, as the left's
  * columns then the right's. Semi: each left row is emitted once, when it
  * and a right row with its key (and window) have both arrived; right rows
- * beyond the first are not kept. Without a window both sides are kept in
- * keyed state for good (an unbounded join); with one, a window's rows are
- * dropped when the watermark passes its end, and a row whose window has
- * ended is late (eddy_process_late).
+ * beyond the first are not kept. Union: every row of either side is emitted
+ * as it came (its columns, at its time), with no state. Without a window
+ * both sides are kept in keyed state for good (an unbounded join); with
+ * one, a window's rows are dropped when the watermark passes its end, and a
+ * row whose window has ended is late (eddy_process_late).
  *
  * EDDY_PIPELINE_INTERVAL_JOIN_KIND is the interval join (an inner join;
  * config ignored): left rows come as "KEY<TAB>FROM<TAB>TO<TAB>COLUMNS...",

@@ -45,11 +45,12 @@
 #define WIN_MAX_PANES_PER_SLIDE 16
 #define WIN_MAX_ACC EDDY_WINDOW_MAX_ACC
 
-typedef enum { ASSIGN_TUMBLING, ASSIGN_SLIDING, ASSIGN_SESSION } assigner_t;
+/* Snapshot values too: append only. */
+typedef enum { ASSIGN_TUMBLING, ASSIGN_SLIDING, ASSIGN_SESSION, ASSIGN_CUMULATE } assigner_t;
 /* Snapshot values: never renumber (a restore compares them). */
 typedef enum { STORE_REDUCE, STORE_AGGREGATE, STORE_LIST, STORE_ACCUMULATOR } store_t;
 
-static const char *const assigner_names[] = {"tumbling", "sliding", "session"};
+static const char *const assigner_names[] = {"tumbling", "sliding", "session", "cumulate"};
 static const char *const store_names[] = {"reduce values", "aggregate accumulators",
                                           "element lists", "accumulators"};
 
@@ -893,6 +894,18 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
     } else if (c->panes) {
         if (pane_add(op, kg, key, klen, ts, rec, NULL, out, &skipped, err) < 0)
             return -1;
+    } else if (c->assigner == ASSIGN_CUMULATE) {
+        /* every window [start, start + k * slide) of ts's max window that
+         * holds ts, the largest first */
+        __int128 start = window_start(ts, c->offset, c->size);
+        for (__int128 end = start + c->size; end > (__int128)ts; end -= c->slide) {
+            eddy_window_t w = {sat64(start), sat64(end)};
+            if (window_late(op, w))
+                continue;
+            skipped = false;
+            if (add_to_window(op, kg, key, klen, w, rec, out, err) < 0)
+                return -1;
+        }
     } else if (c->assigner == ASSIGN_SLIDING) {
         /* Flink's order: the latest window first. */
         for (__int128 start = window_start(ts, c->offset, c->slide); start > (__int128)ts - c->size;
@@ -1499,7 +1512,9 @@ static int window_read_group(void *self, uint32_t kg, const void *data, size_t l
 
 static bool combinable(const window_conf_t *c)
 {
-    if (c->processing || c->assigner == ASSIGN_SESSION || c->lateness != 0 || c->emit_late)
+    /* cumulate: its partial records would need its own assignment */
+    if (c->processing || c->assigner == ASSIGN_SESSION || c->assigner == ASSIGN_CUMULATE ||
+        c->lateness != 0 || c->emit_late)
         return false;
     return mergeable(c);
 }
@@ -1733,21 +1748,24 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
         get_int(cfg, name, "lateness_ms", 0, &c->lateness, err) < 0)
         return -1;
     if (!assigner)
-        return eddy_err_set(err, "window '%s': 'assigner' is required (tumbling, sliding or session)",
-                            name);
+        return eddy_err_set(err, "window '%s': 'assigner' is required (tumbling, sliding, session or "
+                            "cumulate)", name);
     if (!strcmp(assigner, "tumbling"))
         c->assigner = ASSIGN_TUMBLING;
     else if (!strcmp(assigner, "sliding"))
         c->assigner = ASSIGN_SLIDING;
     else if (!strcmp(assigner, "session"))
         c->assigner = ASSIGN_SESSION;
+    else if (!strcmp(assigner, "cumulate"))
+        c->assigner = ASSIGN_CUMULATE;
     else
-        return eddy_err_set(err, "window '%s': 'assigner' is '%s'; expected tumbling, sliding or session",
-                            name, assigner);
+        return eddy_err_set(err, "window '%s': 'assigner' is '%s'; expected tumbling, sliding, "
+                            "session or cumulate", name, assigner);
     /* Keys of other assigners are mistakes, not parameters of the user's. */
-    static const char *const only[3][3] = {{"slide_ms", "gap_ms", NULL},
+    static const char *const only[4][3] = {{"slide_ms", "gap_ms", NULL},
                                            {"gap_ms", NULL, NULL},
-                                           {"size_ms", "slide_ms", "offset_ms"}};
+                                           {"size_ms", "slide_ms", "offset_ms"},
+                                           {"gap_ms", NULL, NULL}};
     for (int i = 0; i < 3 && only[c->assigner][i]; i++)
         if (eddy_config_has(cfg, only[c->assigner][i]))
             return eddy_err_set(err, "window '%s': '%s' does not apply to assigner '%s'", name,
@@ -1767,10 +1785,19 @@ static int parse_config(const eddy_config_t *cfg, const window_kind_t *k, window
             if (c->size / c->slide + 1 > WIN_MAX_PER_RECORD)
                 return eddy_err_set(err, "window '%s': 'size_ms' / 'slide_ms' puts a record in more than %d windows",
                                     name, WIN_MAX_PER_RECORD);
+        } else if (c->assigner == ASSIGN_CUMULATE) {
+            if (c->slide <= 0 || c->size % c->slide)
+                return eddy_err_set(err, "window '%s': 'slide_ms' (the step) must be > 0 and divide "
+                                    "'size_ms' (got %" PRId64 " and %" PRId64 ")", name, c->slide,
+                                    c->size);
+            if (c->size / c->slide > WIN_MAX_PER_RECORD)
+                return eddy_err_set(err, "window '%s': 'size_ms' / 'slide_ms' puts a record in more than %d windows",
+                                    name, WIN_MAX_PER_RECORD);
         } else {
             c->slide = c->size;
         }
-        if (c->offset <= -c->slide || c->offset >= c->slide)
+        int64_t period = c->assigner == ASSIGN_CUMULATE ? c->size : c->slide;
+        if (c->offset <= -period || c->offset >= period)
             return eddy_err_set(err, "window '%s': 'offset_ms' must satisfy |offset_ms| < %s (got %" PRId64 ")",
                                 name, c->assigner == ASSIGN_SLIDING ? "'slide_ms'" : "'size_ms'",
                                 c->offset);

@@ -189,6 +189,18 @@ static int parse_interval(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, cons
     return 0;
 }
 
+/* st's join with its other side (body's `with`), for a join or a union. */
+static int join_with(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body, const char *field,
+                     const eddy_pipeline_spec_t *left, eddy_pstep_t *st)
+{
+    eddy_pipeline_join_t *j = st->join = calloc(1, sizeof *j);
+    if (!j)
+        return eddy_err_set(c->err, "out of memory");
+    if (!eddy_ynode_get(body, "with"))
+        return eddy_pspec_fail(c, body, field, "needs with: {steps: [...]} (the other side)");
+    return parse_right(c, eddy_ynode_get(body, "with"), field, left, j);
+}
+
 int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body, const char *field,
                              const eddy_pipeline_spec_t *left, char **cols, uint32_t n_cols,
                              eddy_pstep_t *st)
@@ -201,13 +213,9 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
                                "right_key, type, window)");
     if (eddy_pspec_check_keys(c, body, field, keys) < 0)
         return -1;
-    eddy_pipeline_join_t *j = st->join = calloc(1, sizeof *j);
-    if (!j)
-        return eddy_err_set(c->err, "out of memory");
-    if (!eddy_ynode_get(body, "with"))
-        return eddy_pspec_fail(c, body, field, "needs with: {steps: [...]} (the other side)");
-    if (parse_right(c, eddy_ynode_get(body, "with"), field, left, j) < 0)
+    if (join_with(c, body, field, left, st) < 0)
         return -1;
+    eddy_pipeline_join_t *j = st->join;
     uint32_t nr;
     char **rcols = eddy_pipeline_spec_columns_at(j->right, NULL, j->right->n_steps, &nr);
     j->n_left = n_cols;
@@ -240,6 +248,42 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
             return -1;
     }
     return output_columns(c, body, field, cols, n_cols, rcols, nr, j->semi, st);
+}
+
+/* A union side's key: its first column's text (never null: a null key
+ * would drop the row, as a join's does). */
+static char *union_key(const char *col)
+{
+    size_t n = strlen(col) + 32;
+    char *k = malloc(n);
+    if (k)
+        snprintf(k, n, "coalesce(string(%s), '')", col);
+    return k;
+}
+
+int eddy_pipeline_union_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body,
+                              const char *field, const eddy_pipeline_spec_t *left, char **cols,
+                              uint32_t n_cols, eddy_pstep_t *st)
+{
+    static const char *const keys[] = {"with", NULL};
+    if (body->kind != EDDY_YNODE_MAP)
+        return eddy_pspec_fail(c, body, field, "expected a mapping (with)");
+    if (eddy_pspec_check_keys(c, body, field, keys) < 0)
+        return -1;
+    if (join_with(c, body, field, left, st) < 0)
+        return -1;
+    eddy_pipeline_join_t *j = st->join;
+    j->union_all = true;
+    uint32_t nr;
+    char **rcols = eddy_pipeline_spec_columns_at(j->right, NULL, j->right->n_steps, &nr);
+    if (nr != n_cols)
+        return eddy_pspec_fail(c, body, field, "the other side has %u columns, the rows so far "
+                               "%u: a union takes them by position, so as many are needed", nr,
+                               n_cols);
+    j->n_left = j->n_right = n_cols;
+    if (!(j->left_key = union_key(cols[0])) || !(j->right_key = union_key(rcols[0])))
+        return eddy_err_set(c->err, "out of memory");
+    return output_columns(c, body, field, cols, n_cols, rcols, nr, true, st);
 }
 
 void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p)

@@ -17,7 +17,11 @@
  *       window: {from: date_time, to: expires, time: date_time}
  *
  * Output columns: inner, the left's then the right's (a right column whose
- * name the left has too is called right_NAME); semi, the left's. The right
+ * name the left has too is called right_NAME); semi, the left's.
+ *
+ * A `union` step (`- union: {with: {steps: [...]}}`, SQL's UNION ALL) is
+ * the same two-input step without keys or state: every row of either side
+ * goes on, the other side's columns by position under the left's names. The right
  * side reads the pipeline source's format and columns. Runs as a keyed
  * two-input step (operators/pipeline_join.h). */
 #ifndef EDDY_PLAN_PIPELINE_JOIN_H
@@ -34,6 +38,7 @@ typedef struct eddy_pipeline_join {
     eddy_pipeline_spec_t *right;
     char *left_key, *right_key;   /* expressions over each side's columns */
     bool semi;                    /* emit each left row once, when it has a match */
+    bool union_all;               /* a `union` step: every row of either side, as it is */
     int64_t window_ms;            /* 0: no window (state kept for good) */
     char *left_time, *right_time; /* window: each side's event time (epoch ms) */
     /* An interval window (then window_ms is 0 and left_time NULL): a right
@@ -51,6 +56,14 @@ struct eddy_ynode;
 int eddy_pipeline_join_parse(const struct eddy_pspec_ctx *c, const struct eddy_ynode *body,
                              const char *field, const eddy_pipeline_spec_t *left, char **cols,
                              uint32_t n_cols, eddy_pstep_t *st);
+/* Parses body (the mapping under `union:`, {with: {input, steps}}) of step
+ * st: the rows so far and the other side's, whose columns are taken by
+ * position (as many as cols[0..n_cols), whose names the output keeps). It
+ * runs as a join without state (union_all), keyed by each side's first
+ * column so that its rows spread over its instances. */
+int eddy_pipeline_union_parse(const struct eddy_pspec_ctx *c, const struct eddy_ynode *body,
+                              const char *field, const eddy_pipeline_spec_t *left, char **cols,
+                              uint32_t n_cols, eddy_pstep_t *st);
 void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p);
 
 #endif

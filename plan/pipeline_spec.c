@@ -276,7 +276,7 @@ static int parse_step_uid(const ctx_t *c, const eddy_ynode_t *m, const char *fie
 static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec_t *s)
 {
     static const char *const kinds[] = {"filter", "map", "key_by", "window", "aggregate",
-                                        "max_by", "join", "plugin", NULL};
+                                        "max_by", "join", "union", "plugin", NULL};
     static const char *const common[] = {"parallelism", "max_parallelism", "uid", NULL};
     static const char *const plugin_keys[] = {"plugin", "config", "columns", "parallelism",
                                               "max_parallelism", "uid", NULL};
@@ -307,7 +307,7 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
                 return check_keys(c, m, field, kinds);
             return fail(c, m, field, "expected one of: filter: EXPR, map: {COLUMN: EXPR, ...}, "
                         "key_by: EXPR, window: {...}, aggregate: {COLUMN: FUNC(EXPR), ...}, "
-                        "max_by: EXPR, join: {...}, plugin: NAME");
+                        "max_by: EXPR, join: {...}, union: {...}, plugin: NAME");
         }
         const char *allowed[8] = {kind, common[0], common[1], common[2], NULL};
         if (check_keys(c, m, field, !strcmp(kind, "plugin") ? plugin_keys : allowed) < 0)
@@ -333,6 +333,12 @@ static int parse_steps(const ctx_t *c, const eddy_ynode_t *n, eddy_pipeline_spec
             if (c->prefix)
                 return fail(c, m, field, "a join's other side cannot itself join");
             if (eddy_pipeline_join_parse(c, body, field, s, cols, n_cols, st) < 0)
+                return -1;
+        } else if (!strcmp(kind, "union")) {
+            st->kind = EDDY_PSTEP_JOIN; /* a join without keys or state */
+            if (c->prefix)
+                return fail(c, m, field, "a join's other side cannot itself union");
+            if (eddy_pipeline_union_parse(c, body, field, s, cols, n_cols, st) < 0)
                 return -1;
         } else if (strcmp(kind, "plugin")) {
             /* key_by, window, aggregate, max_by (plan/pipeline_window.h) */

@@ -271,17 +271,18 @@ static int parse_event_time(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, co
 static int parse_window(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const char *field,
                         eddy_pipeline_spec_t *s, eddy_pstep_t *st, uint32_t pos)
 {
-    static const char *const keys[] = {"type", "size", "slide", "gap", "time", "timestamp",
+    static const char *const keys[] = {"type", "size", "slide", "step", "gap", "time", "timestamp",
                                        "watermark_delay", "lateness", NULL};
     if (w->kind != EDDY_YNODE_MAP)
-        return eddy_pspec_fail(c, w, field, "expected a mapping {type: tumbling|sliding|session, size, ...}");
+        return eddy_pspec_fail(c, w, field, "expected a mapping {type: tumbling|sliding|session|cumulate, "
+                               "size, ...}");
     for (uint32_t i = 0; i < w->n; i++) {
         bool ok = false;
         for (const char *const *k = keys; *k; k++)
             ok |= !strcmp(w->keys[i], *k);
         if (!ok)
             return eddy_pspec_fail(c, w->items[i], field, "unknown key '%.60s' (expected type, size, slide, "
-                         "gap, time, timestamp, watermark_delay, lateness)", w->keys[i]);
+                         "step, gap, time, timestamp, watermark_delay, lateness)", w->keys[i]);
     }
     if (!open_key_by(s, pos) || s->steps[pos - 1].kind == EDDY_PSTEP_WINDOW)
         return eddy_pspec_fail(c, w, field, "a window groups keyed rows: it needs a key_by before it");
@@ -291,8 +292,9 @@ static int parse_window(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const 
     snprintf(sub, sizeof sub, "%s.type", field);
     if (!type || type->kind != EDDY_YNODE_SCALAR ||
         (strcmp(type->scalar, "tumbling") && strcmp(type->scalar, "sliding") &&
-         strcmp(type->scalar, "session")))
-        return eddy_pspec_fail(c, type ? type : w, sub, "expected tumbling, sliding or session");
+         strcmp(type->scalar, "session") && strcmp(type->scalar, "cumulate")))
+        return eddy_pspec_fail(c, type ? type : w, sub, "expected tumbling, sliding, session or "
+                               "cumulate");
     snprintf(win->type, sizeof win->type, "%s", type->scalar);
     bool session = !strcmp(win->type, "session"), sliding = !strcmp(win->type, "sliding");
     int has_size = duration_key(c, w, field, "size", &win->size_ms);
@@ -310,6 +312,19 @@ static int parse_window(const eddy_pspec_ctx_t *c, const eddy_ynode_t *w, const 
                                           : "slide is for sliding windows");
     if (sliding && win->size_ms / win->slide_ms > 1000)
         return eddy_pspec_fail(c, w, field, "size / slide puts a row in more than 1000 windows");
+    /* cumulate: the step is kept as slide_ms (its windows end every step) */
+    bool cumulate = !strcmp(win->type, "cumulate");
+    int64_t step = 0;
+    int has_step = duration_key(c, w, field, "step", &step);
+    if (has_step < 0)
+        return -1;
+    if (cumulate != (has_step > 0) || (cumulate && (step == 0 || win->size_ms % step)))
+        return eddy_pspec_fail(c, w, field, cumulate ? "a cumulate window needs step (> 0, dividing "
+                                                       "size)" : "step is for cumulate windows");
+    if (cumulate && win->size_ms / step > 1000)
+        return eddy_pspec_fail(c, w, field, "size / step puts a row in more than 1000 windows");
+    if (cumulate)
+        win->slide_ms = step;
     const eddy_ynode_t *time = eddy_ynode_get(w, "time");
     snprintf(sub, sizeof sub, "%s.time", field);
     if (time && (time->kind != EDDY_YNODE_SCALAR ||
@@ -525,7 +540,8 @@ void eddy_pipeline_stateful_describe(const eddy_pstep_t *st, char *out, size_t s
         else {
             char slide[48] = "";
             if (w->slide_ms)
-                snprintf(slide, sizeof slide, " slide %" PRId64 " ms", w->slide_ms);
+                snprintf(slide, sizeof slide, " %s %" PRId64 " ms",
+                         strcmp(w->type, "cumulate") ? "slide" : "step", w->slide_ms);
             snprintf(out, size, "window %s size %" PRId64 " ms%s (%s time)", w->type, w->size_ms,
                      slide, w->processing ? "processing" : "event");
         }

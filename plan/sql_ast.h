@@ -152,6 +152,7 @@ typedef struct eddy_sql_stmt {
     char *name;          /* the table or view created, the INSERT's target */
     uint32_t name_pos;
     bool temporary;
+    bool explain;        /* EXPLAIN [PLAN FOR] INSERT ... / SELECT ...: its plan, not its rows */
     eddy_sql_column_t *columns; /* CREATE TABLE */
     uint32_t n_columns;
     char *watermark;     /* WATERMARK FOR watermark AS watermark - INTERVAL ... */

@@ -6,8 +6,9 @@
  * The script is parsed (plan/sql_parse.h), its tables checked
  * (plan/sql_catalog.h), and its INSERT (or bare SELECT) planned onto
  * pipeline steps: WHERE -> filter, SELECT -> map, GROUP BY -> key_by
- * [+ window] + aggregate, window TVFs and legacy group windows -> window,
- * a top-1 by RANK() -> key_by + window + max_by, joins -> join. The steps
+ * [+ window] + aggregate (SELECT DISTINCT too), window TVFs and legacy
+ * group windows -> window, a top-1 by RANK() -> key_by + window + max_by,
+ * joins -> join, UNION ALL -> union. The steps
  * are built as a document tree and loaded by eddy_pipeline_spec_from_tree,
  * so every check of pipelines applies. */
 #ifndef EDDY_PLAN_SQL_COMPILE_H
@@ -27,5 +28,10 @@ typedef struct eddy_sql_compile_opts {
  * "FILE:LINE:COLUMN: message" and the line with a caret. */
 eddy_pipeline_spec_t *eddy_sql_compile(const char *file, const char *text, size_t len,
                                        const eddy_sql_compile_opts_t *opts, eddy_err_t *err);
+
+/* The script (when it parses) has an EXPLAIN statement: it is run by
+ * printing the plan its statement compiles to (eddy plan --sql), not by
+ * running it; eddy_sql_compile compiles it as that statement. */
+bool eddy_sql_explains(const char *text, size_t len);
 
 #endif

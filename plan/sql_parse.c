@@ -1011,7 +1011,19 @@ static int parse_stmt(parser_t *p, eddy_sql_stmt_t *st)
         st->kind = EDDY_SQL_QUERY;
         return parse_select(p, &st->query);
     }
-    static const char *const other[] = {"SET", "RESET", "USE", "SHOW", "DROP", "ALTER", "EXPLAIN",
+    if (accept(p, "EXPLAIN")) {
+        if (accept(p, "PLAN") && expect(p, "FOR") < 0)
+            return -1;
+        if (!is(p, "INSERT") && !is(p, "SELECT"))
+            return unsupported(p, tok(p)->pos, "EXPLAIN other than EXPLAIN [PLAN FOR] INSERT or "
+                               "SELECT (details such as CHANGELOG_MODE, other statements)");
+        uint32_t pos = st->pos;
+        int rc = parse_stmt(p, st);
+        st->pos = pos;
+        st->explain = true;
+        return rc;
+    }
+    static const char *const other[] = {"SET", "RESET", "USE", "SHOW", "DROP", "ALTER",
                                         "DESCRIBE", "DESC", "EXECUTE", "BEGIN", "END", "LOAD",
                                         "UNLOAD", "ADD", "REMOVE", "DELETE", "UPDATE", "TRUNCATE",
                                         "ANALYZE", "CALL", NULL};

@@ -3,7 +3,10 @@
  * events must give the reference's rows (tests/support/nexmark_ref.c), with
  * its epoch-millisecond columns written as SQL's TIMESTAMP(3) text; a bad
  * script is exit 2 with FILE:LINE:COLUMN, the line and a caret, before
- * anything starts. Kept small (10000 events, one run per query): CI time. */
+ * anything starts. One script checks SELECT DISTINCT over CUMULATE windows
+ * and a UNION ALL after it against rows made here from the events file.
+ * EXPLAIN in a script run by eddy local prints the plan and starts
+ * nothing. Kept small (10000 events, one run per query): CI time. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,4 +145,131 @@ Test(sql, bad_scripts_exit_2_with_line_column_and_caret)
               "%s", errout);
     free(out);
     free(errout);
+}
+
+/* The rows of script (a file in the test's directory) run by eddy local. */
+static char *run_script(const char *name, const char *script, size_t *len)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(eddy_write_file(path, script, strlen(script)), 0);
+    eddy_err_t err = {{0}};
+    const char *argv[] = {"--sql", path, "--input", events_path, "--output", output, NULL};
+    int rc = eddy_test_cluster_run_local(cl, argv, 120000, &err);
+    cr_assert_eq(rc, 0, "%s exited %d; log:\n%s", name, rc, eddy_test_cluster_log_text(cl));
+    char *got = eddy_read_file(output, len);
+    cr_assert(got, "%s wrote no output", name);
+    return got;
+}
+
+/* ref's lines (taken), sorted, as one text. */
+static char *sorted_text(eddy_ref_lines_t *ref, size_t *len)
+{
+    qsort(ref->items, ref->count, sizeof *ref->items, cmp_bytes);
+    char *text = eddy_ref_lines_join(ref, len);
+    eddy_ref_lines_free(ref);
+    return text;
+}
+
+Test(sql, explain_in_eddy_local_prints_the_plan_and_starts_nothing)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/explain.sql", dir);
+    const char *text = "CREATE TABLE s (auction BIGINT) WITH ('connector' = 'print');\n"
+                       "EXPLAIN PLAN FOR INSERT INTO s SELECT auction FROM bid WHERE price > 9;\n";
+    cr_assert_eq(eddy_write_file(path, text, strlen(text)), 0);
+    char *argv[] = {EDDY_BINARY, "local", "--workers", "1", "--sql", path, "--input", "/dev/null",
+                    NULL};
+    char *out = NULL, *errout = NULL;
+    int rc = eddy_proc_run(argv, 60000, &out, &errout);
+    cr_assert_eq(rc, 0, "exit %d (%s)", rc, errout ? errout : "");
+    cr_expect(out && strstr(out, "pipeline steps as written:") &&
+                  strstr(out, "filter (price > 9)   (line 2)"), "%s", out ? out : "");
+    cr_expect(errout && !strstr(errout, "worker"), "something started: %s", errout);
+    free(out);
+    free(errout);
+}
+
+/* Appends a copy of line to v. */
+static void add_line(eddy_ref_lines_t *v, size_t *cap, const char *line)
+{
+    if (v->count == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        v->items = realloc(v->items, *cap * sizeof *v->items);
+        cr_assert(v->items);
+    }
+    v->items[v->count++] = strdup(line);
+}
+
+/* The rows of union_script below, made from the bids of events_path: per
+ * cumulating window (size 4 s, ending every second) its distinct
+ * auctions, then every bid on every 123rd auction; sorted, as text. */
+static char *distinct_cumulate_union_rows(size_t *len)
+{
+    enum { SIZE = 4000, STEP = 1000 };
+    size_t n, cap_w = 0, cap_u = 0;
+    char *text = eddy_read_file(events_path, &n), *save = NULL;
+    cr_assert(text);
+    eddy_ref_lines_t windowed = {0}, unioned = {0};
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        long long t, auction;
+        if (sscanf(line, "B,%lld,%lld,", &t, &auction) != 2)
+            continue;
+        char ms[32], at[40], start[40], end[40], row[160];
+        snprintf(ms, sizeof ms, "%lld", t);
+        timestamp_text(ms, at, sizeof at);
+        if (auction % 123 == 0) {
+            snprintf(row, sizeof row, "%s\t%s\t%lld", at, at, auction);
+            add_line(&unioned, &cap_u, row);
+        }
+        long long first = t - t % SIZE;
+        snprintf(ms, sizeof ms, "%lld", first);
+        timestamp_text(ms, start, sizeof start);
+        for (long long e = first + STEP; e <= first + SIZE; e += STEP) {
+            if (e <= t)
+                continue; /* the window [first, e) ended before the bid */
+            snprintf(ms, sizeof ms, "%lld", e);
+            timestamp_text(ms, end, sizeof end);
+            snprintf(row, sizeof row, "%s\t%s\t%lld", start, end, auction);
+            add_line(&windowed, &cap_w, row);
+        }
+    }
+    free(text);
+    /* DISTINCT: each window's auctions once */
+    qsort(windowed.items, windowed.count, sizeof *windowed.items, cmp_bytes);
+    size_t kept = 0;
+    for (size_t i = 0; i < windowed.count; i++) {
+        if (kept && !strcmp(windowed.items[kept - 1], windowed.items[i])) {
+            free(windowed.items[i]);
+            continue;
+        }
+        windowed.items[kept++] = windowed.items[i];
+    }
+    cr_assert(kept < windowed.count, "no window has an auction twice: DISTINCT proves nothing");
+    cr_assert(unioned.count > 1, "too few bids on every 123rd auction to prove anything");
+    windowed.count = kept;
+    for (size_t i = 0; i < unioned.count; i++)
+        add_line(&windowed, &cap_w, unioned.items[i]);
+    eddy_ref_lines_free(&unioned);
+    return sorted_text(&windowed, len);
+}
+
+Test(sql, distinct_cumulate_and_union_all_equal_rows_made_from_the_events)
+{
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_nexmark_generate(events_path, "10000", NULL, &err) == 0, "%s", err.msg);
+    size_t el, gl;
+    char *expected = distinct_cumulate_union_rows(&el);
+    char *got = run_script("union.sql",
+                           "SELECT DISTINCT window_start, window_end, auction\n"
+                           "FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime),\n"
+                           "                    INTERVAL '1' SECOND, INTERVAL '4' SECOND))\n"
+                           "UNION ALL\n"
+                           "SELECT dateTime, dateTime, auction FROM bid WHERE MOD(auction, 123) = 0;\n",
+                           &gl);
+    cr_assert(gl == el && memcmp(got, expected, el) == 0,
+              "SQL output (%zu bytes) differs from the expected (%zu bytes):\n%.400s\n"
+              "--- expected:\n%.400s", gl, el, got, expected);
+    free(expected);
+    free(got);
 }

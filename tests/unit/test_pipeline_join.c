@@ -5,7 +5,9 @@
  * makes it, joins a right row to the left rows whose [from, to] holds its
  * time in either arrival order, drops each row when the watermark passes
  * its end, counts late rows, and keeps its rows and timer in key groups
- * that move on a rescale. */
+ * that move on a rescale. A `union` step is the join without keys or
+ * state: its other side's columns by position, every row of both sides
+ * passed on as it came. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,18 +132,26 @@ typedef struct fixture {
     rows_t out;
 } fixture_t;
 
-static void fixture_init(fixture_t *f)
+/* The operator of kind with config type (NULL: none). */
+static void fixture_init_kind(fixture_t *f, const char *kind, const char *type)
 {
     memset(f, 0, sizeof *f);
     f->out.base.emit = collect;
     eddy_err_t err = {{0}};
     f->registry = eddy_registry_new();
     cr_assert_eq(eddy_pipeline_join_register(f->registry, &err), 0, "%s", err.msg);
-    f->kind = eddy_registry_operator(f->registry, EDDY_PIPELINE_INTERVAL_JOIN_KIND);
+    f->kind = eddy_registry_operator(f->registry, kind);
     cr_assert_not_null(f->kind);
     f->config = eddy_config_new();
+    if (type)
+        cr_assert_eq(eddy_config_set_str(f->config, "type", type), 0);
     f->configured = f->kind->configure(f->config, f->kind->arg, &err);
     cr_assert_not_null(f->configured, "%s", err.msg);
+}
+
+static void fixture_init(fixture_t *f)
+{
+    fixture_init_kind(f, EDDY_PIPELINE_INTERVAL_JOIN_KIND, NULL);
 }
 
 static void fixture_fini(fixture_t *f)
@@ -332,5 +342,74 @@ Test(pipeline_join, rows_and_timers_move_with_their_key_groups)
         expect_no_state(&f, to[i]);
         f.kind->ops->close(to[i]);
     }
+    fixture_fini(&f);
+}
+
+/* ---- union -------------------------------------------------------------- */
+
+static const char *unioned =
+    "source: {format: csv, columns: [event, t, id, price]}\n"
+    "steps:\n"
+    "  - filter: event == 'A'\n"
+    "  - map: {id: id, t: t}\n"
+    "  - union:\n"
+    "      with:\n"
+    "        steps:\n"
+    "          - filter: event == 'B'\n"
+    "          - map: {auction: id, at: t}\n"
+    "  - filter: id > 3\n";
+
+Test(pipeline_join, a_union_takes_the_other_sides_columns_by_position)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = eddy_pipeline_spec_parse("p.yaml", unioned, strlen(unioned), &err);
+    cr_assert(s, "%s", err.msg);
+    const eddy_pstep_t *st = &s->steps[2];
+    cr_assert_eq(st->kind, EDDY_PSTEP_JOIN);
+    cr_assert(st->join->union_all);
+    cr_assert_eq(st->n, 2);
+    cr_expect_str_eq(st->columns[0], "id");
+    cr_expect_str_eq(st->columns[1], "t");
+    cr_expect_str_eq(st->join->left_key, "coalesce(string(id), '')");
+    cr_expect_str_eq(st->join->right_key, "coalesce(string(auction), '')");
+    eddy_pipeline_spec_destroy(&s);
+    static const struct {
+        const char *from, *to, *want;
+    } bad[] = {
+        {"{auction: id, at: t}", "{auction: id}",
+         "p.yaml:6: steps[2].union: the other side has 1 columns, the rows so far 2"},
+        {"      with:\n", "      on: id\n      with:\n", "steps[2].union: unknown key 'on'"},
+        {"          - map: {auction: id, at: t}\n",
+         "          - map: {auction: id, at: t}\n          - key_by: at\n",
+         "steps[2].union.with.steps[2].key_by: a join's other side has no keyed steps"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1200];
+        const char *at = strstr(unioned, bad[i].from);
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - unioned), unioned, bad[i].to,
+                 at + strlen(bad[i].from));
+        s = eddy_pipeline_spec_parse("p.yaml", text, strlen(text), &err);
+        cr_expect_null(s, "accepted: %s", text);
+        eddy_pipeline_spec_destroy(&s);
+        cr_expect(strstr(err.msg, bad[i].want), "got '%s' want '%s'", err.msg, bad[i].want);
+    }
+}
+
+Test(pipeline_join, a_union_passes_every_row_of_both_sides_on_and_keeps_no_state)
+{
+    fixture_t f;
+    fixture_init_kind(&f, EDDY_PIPELINE_JOIN_KIND, "union");
+    void *op = open_instance(&f, 0, 1);
+    left(&f, op, "k\tL1\t1");
+    right(&f, op, "k\tR1\t1"); /* the same row on both sides: twice */
+    left(&f, op, "k\tR1\t1");
+    right(&f, op, "j\tR2\t2");
+    watermark(&f, op, EDDY_WATERMARK_MAX);
+    cr_assert_eq(f.out.n, 4);
+    const char *want[] = {"L1\t1", "R1\t1", "R1\t1", "R2\t2"};
+    for (int i = 0; i < 4; i++)
+        cr_expect_str_eq(f.out.row[i], want[i]);
+    expect_no_state(&f, op);
+    f.kind->ops->close(op);
     fixture_fini(&f);
 }

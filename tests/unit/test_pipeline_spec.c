@@ -39,7 +39,7 @@ static void bad(const char *t, const char *want) {
 Test(pipeline_spec, errors) {
     bad("source: {format: csv, columns: [a, b]}\nsteps:\n  - filter: c > 1\n", "p.yaml:3: steps[0].filter: column 1: unknown field 'c'");
     bad("source: {format: csv, columns: [a, b]}\nsteps:\n  - map: {x: a}\n  - filter: b > 1\n", "p.yaml:4: steps[1].filter: column 1: unknown field 'b'");
-    bad("source: {format: csv, columns: [a, b]}\nsteps:\n  - fliter: a\n", "p.yaml:3: steps[0]: unknown key 'fliter' (expected filter, map, key_by, window, aggregate, max_by, join, plugin)");
+    bad("source: {format: csv, columns: [a, b]}\nsteps:\n  - fliter: a\n", "p.yaml:3: steps[0]: unknown key 'fliter' (expected filter, map, key_by, window, aggregate, max_by, join, union, plugin)");
     bad("source: {format: xml}\n", "p.yaml:1: source.format: 'xml' is not csv, json or text");
     bad("source: {format: csv}\n", "csv input needs columns");
     bad("source: {format: csv, columns: [a, a]}\n", "column 'a' named twice");

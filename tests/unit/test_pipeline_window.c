@@ -1,7 +1,7 @@
 /* test_pipeline_window.c - a spec's stateful steps (plan/pipeline_window.h):
  * windows, aggregates and max_by load with their columns and event time;
  * every misuse is an error naming file, line and field; aggregate
- * functions and durations parse. */
+ * functions and durations parse; a cumulate window keeps its step. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +57,20 @@ Test(pipeline_window, windowed_aggregate_columns_and_event_time)
     eddy_pipeline_spec_destroy(&s);
 }
 
+Test(pipeline_window, a_cumulate_window_keeps_its_step)
+{
+    eddy_pipeline_spec_t *s = load(SRC "steps:\n  - key_by: auction\n"
+                                   "  - window: {type: cumulate, size: 10s, step: 2s, timestamp: ts}\n"
+                                   "  - aggregate: {bids: count()}\n");
+    cr_assert_str_eq(s->steps[1].window.type, "cumulate");
+    cr_assert_eq(s->steps[1].window.size_ms, 10000);
+    cr_assert_eq(s->steps[1].window.slide_ms, 2000);
+    char what[200];
+    eddy_pipeline_stateful_describe(&s->steps[1], what, sizeof what);
+    cr_expect_str_eq(what, "window cumulate size 10000 ms step 2000 ms (event time)");
+    eddy_pipeline_spec_destroy(&s);
+}
+
 Test(pipeline_window, misuse_names_file_line_and_field)
 {
     bad(SRC "steps:\n  - window: {type: tumbling, size: 1s, timestamp: ts}\n  - aggregate: {n: count()}\n",
@@ -71,7 +85,16 @@ Test(pipeline_window, misuse_names_file_line_and_field)
             "  - max_by: price\n",
         "w.yaml:4: steps[1].window.size: 'ten' is not a duration");
     bad(SRC "steps:\n  - key_by: auction\n  - window: {type: hopping, size: 1s}\n  - max_by: price\n",
-        "w.yaml:4: steps[1].window.type: expected tumbling, sliding or session");
+        "w.yaml:4: steps[1].window.type: expected tumbling, sliding, session or cumulate");
+    bad(SRC "steps:\n  - key_by: auction\n  - window: {type: cumulate, size: 10s, timestamp: ts}\n"
+            "  - max_by: price\n",
+        "w.yaml:4: steps[1].window: a cumulate window needs step (> 0, dividing size)");
+    bad(SRC "steps:\n  - key_by: auction\n  - window: {type: cumulate, size: 10s, step: 3s, timestamp: ts}\n"
+            "  - max_by: price\n",
+        "a cumulate window needs step (> 0, dividing size)");
+    bad(SRC "steps:\n  - key_by: auction\n  - window: {type: tumbling, size: 10s, step: 2s, timestamp: ts}\n"
+            "  - max_by: price\n",
+        "step is for cumulate windows");
     bad(SRC "steps:\n  - key_by: auction\n  - window: {type: session, size: 1s, timestamp: ts}\n"
             "  - max_by: price\n",
         "a session window takes gap (> 0), not size or slide");

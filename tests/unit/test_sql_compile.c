@@ -2,7 +2,10 @@
  * (plan/sql_compile.h): the examples/sql Nexmark scripts become the steps
  * the YAML specs in examples/pipelines/ hold; unknown tables and columns
  * name the closest one, type mismatches and unsupported constructs are
- * named, each at its line and column with a caret. */
+ * named, each at its line and column with a caret; UNION ALL becomes a
+ * union step and SELECT DISTINCT a GROUP BY of its columns; an EXPLAIN
+ * statement compiles as its statement and marks the script as one whose
+ * plan is printed; a CUMULATE TVF becomes a cumulate window. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,8 +141,6 @@ Test(sql_compile, unsupported_constructs_are_named)
         "top-N with N other than 1 is not supported");
     bad("SELECT P.name FROM person P LEFT JOIN auction A ON P.id = A.seller",
         "LEFT, RIGHT and FULL joins are not supported");
-    bad("SELECT window_start, COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
-        "CUMULATE windows are not supported");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
         "unknown column 'expires'");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
@@ -151,8 +152,6 @@ Test(sql_compile, unsupported_constructs_are_named)
     bad("CREATE TABLE t (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '/x', 'format' = 'csv'); SELECT a FROM t JOIN person ON a = id",
         "reading table 'person' besides 't' is not supported");
     bad("SELECT id FROM person; SELECT id FROM person", "a second INSERT or query is not supported");
-    bad("SELECT DISTINCT id FROM person", "SELECT DISTINCT is not supported");
-    bad("SELECT id FROM person UNION ALL SELECT id FROM person", "UNION ALL is not supported");
     bad("SELECT P.id FROM person P, auction A WHERE P.id > A.seller", "a join without an equality");
     bad("SELECT id FROM person WHERE id NOT IN (SELECT seller FROM auction)", "NOT IN (SELECT ...) (an anti-join) is not supported");
     bad("SELECT id FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) P "
@@ -204,4 +203,167 @@ Test(sql_compile, window_join)
     cr_expect_eq(s->steps[2].join->window_ms, 10000);
     cr_expect(!s->steps[2].join->semi);
     eddy_pipeline_spec_destroy(&s);
+}
+
+Test(sql_compile, union_all_becomes_a_union_step_whose_other_side_reads_the_source_again)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT auction AS id, price FROM bid WHERE price > 100\n"
+        "UNION ALL SELECT id, CAST(initialBid AS DOUBLE) FROM auction\n"
+        "UNION ALL SELECT id, 0 FROM person WHERE state = 'OR'", true, &err);
+    cr_assert(s, "%s", err.msg);
+    char k[64];
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmfmjjm"); /* bids, then two unions, then the output map */
+    for (int i = 4; i < 6; i++) {
+        const eddy_pipeline_join_t *j = s->steps[i].join;
+        cr_assert(j->union_all);
+        cr_expect_eq(s->steps[i].line, (uint32_t)i - 2, "the UNION's line");
+        cr_expect_eq(s->steps[i].n, 2);
+        cr_expect_str_eq(s->steps[i].columns[0], "id"); /* the first SELECT's names */
+        cr_expect_str_eq(s->steps[i].columns[1], "price");
+        char rk[16];
+        kinds(j->right, rk);
+        cr_expect_str_eq(rk, i == 4 ? "fmm" : "fmfm", "steps[%d]'s other side", i);
+    }
+    cr_expect_str_eq(s->steps[4].join->right->steps[0].filter, "event == 'A'");
+    eddy_pipeline_spec_destroy(&s);
+    /* a view of a union, read by a query that windows it */
+    s = compile("CREATE VIEW v AS SELECT auction, dateTime FROM bid\n"
+                "  UNION ALL SELECT id, dateTime FROM auction;\n"
+                "SELECT auction, COUNT(*) FROM v GROUP BY auction", true, &err);
+    cr_assert(s, "%s", err.msg);
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmmjkamm");
+    eddy_pipeline_spec_destroy(&s);
+}
+
+Test(sql_compile, union_all_needs_the_same_columns)
+{
+    bad("SELECT auction, price FROM bid UNION ALL SELECT id FROM auction",
+        "t.sql:1:32: UNION ALL of SELECTs with 2 and 1 columns: each SELECT needs as many "
+        "columns as the first\n"
+        "  SELECT auction, price FROM bid UNION ALL SELECT id FROM auction\n"
+        "                                 ^");
+    bad("SELECT auction, price FROM bid\nUNION ALL SELECT id, name FROM person",
+        "t.sql:2:22: type mismatch: UNION ALL column 2 ('price') is BIGINT in the first SELECT "
+        "(line 1) and STRING here\n"
+        "  UNION ALL SELECT id, name FROM person\n"
+        "                       ^");
+    bad("SELECT dateTime FROM bid UNION ALL SELECT 1.5 FROM auction",
+        "type mismatch: UNION ALL column 1 ('dateTime') is TIMESTAMP(3)");
+    bad("SELECT auction FROM bid UNION ALL SELECT seller FROM auction GROUP BY seller",
+        "t.sql:1:35: a SELECT after the first of a UNION ALL that groups, windows, joins or ranks "
+        "is not supported");
+    bad("SELECT auction FROM bid UNION SELECT seller FROM auction",
+        "UNION without ALL (use UNION ALL) is not supported");
+    bad("SELECT id FROM person WHERE id IN (SELECT seller FROM auction UNION ALL SELECT bidder FROM bid)",
+        "IN (SELECT ...) other than one column of a table");
+    bad("CREATE VIEW v AS SELECT id, name FROM person\nUNION ALL SELECT seller, itemName FROM auction;\n"
+        "SELECT B.auction, v.name FROM bid B JOIN v ON B.bidder = v.id",
+        "t.sql:2:1: UNION ALL inside a join's right side (a view) is not supported");
+    bad("CREATE VIEW v AS SELECT P.id FROM person P JOIN auction A ON P.id = A.seller;\n"
+        "SELECT B.auction FROM bid B JOIN v ON B.bidder = v.id",
+        "a join inside a join's right side (a view that joins) is not supported");
+}
+
+Test(sql_compile, select_distinct_is_a_group_by_of_its_columns)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile("SELECT DISTINCT auction, channel FROM bid", true, &err);
+    cr_assert(s, "%s", err.msg);
+    char k[64];
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkamm");
+    cr_expect(strstr(s->steps[2].expr, "auction") && strstr(s->steps[2].expr, "channel"), "%s",
+              s->steps[2].expr);
+    eddy_pipeline_spec_destroy(&s);
+    /* per window: each window's distinct rows when it ends */
+    s = compile("SELECT DISTINCT window_start, window_end, auction\n"
+                "FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))",
+                true, &err);
+    cr_assert(s, "%s", err.msg);
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkwamm");
+    cr_expect_str_eq(s->steps[2].expr, "auction");
+    cr_expect_eq(s->steps[3].window.size_ms, 10000);
+    eddy_pipeline_spec_destroy(&s);
+    bad("SELECT DISTINCT * FROM bid", "t.sql:1:17: SELECT DISTINCT * is not supported (name the columns)");
+    bad("SELECT DISTINCT COUNT(*) FROM bid", "SELECT DISTINCT with an aggregate or OVER is not supported");
+    bad("SELECT DISTINCT auction FROM bid GROUP BY auction", "SELECT DISTINCT with GROUP BY or HAVING");
+}
+
+Test(sql_compile, explain_compiles_as_its_statement)
+{
+    const char *plain = "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0";
+    static const char *const explained[] = {
+        "EXPLAIN SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0",
+        "-- the plan\nexplain plan for\nSELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;",
+    };
+    cr_expect(!eddy_sql_explains(plain, strlen(plain)));
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *want = compile(plain, true, &err);
+    cr_assert(want, "%s", err.msg);
+    char wk[64], k[64];
+    kinds(want, wk);
+    for (size_t i = 0; i < 2; i++) {
+        cr_expect(eddy_sql_explains(explained[i], strlen(explained[i])), "%s", explained[i]);
+        eddy_pipeline_spec_t *s = compile(explained[i], true, &err);
+        cr_assert(s, "%s", err.msg);
+        kinds(s, k);
+        cr_expect_str_eq(k, wk);
+        cr_expect_str_eq(s->steps[2].filter, want->steps[2].filter);
+        eddy_pipeline_spec_destroy(&s);
+    }
+    eddy_pipeline_spec_destroy(&want);
+    const char *broken = "EXPLAIN SELEC 1";
+    cr_expect(!eddy_sql_explains(broken, strlen(broken)), "a script that does not parse");
+    bad("EXPLAIN CHANGELOG_MODE SELECT id FROM person",
+        "t.sql:1:9: EXPLAIN other than EXPLAIN [PLAN FOR] INSERT or SELECT (details such as "
+        "CHANGELOG_MODE, other statements) is not supported");
+    bad("EXPLAIN CREATE VIEW v AS SELECT id FROM person", "EXPLAIN other than EXPLAIN [PLAN FOR]");
+    bad("EXPLAIN PLAN SELECT id FROM person", "t.sql:1:14: expected 'FOR'");
+    bad("EXPLAIN SELECT id FROM person;\nSELECT id FROM person",
+        "t.sql:2:1: EXPLAIN beside another INSERT or query is not supported");
+}
+
+Test(sql_compile, cumulate_windows)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT auction, window_start, window_end, COUNT(*) AS bids\n"
+        "FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))\n"
+        "GROUP BY auction, window_start, window_end", true, &err);
+    cr_assert(s, "%s", err.msg);
+    char k[64];
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkwamm");
+    cr_expect_str_eq(s->steps[3].window.type, "cumulate");
+    cr_expect_eq(s->steps[3].window.size_ms, 10000);
+    cr_expect_eq(s->steps[3].window.slide_ms, 2000);
+    cr_expect_eq(s->time_column, 1);
+    eddy_pipeline_spec_destroy(&s);
+    /* the top auctions of every cumulating window: the second window is
+     * tumbling by the step, over the first's result times */
+    s = compile("SELECT auction, n, window_end FROM (\n"
+                "  SELECT *, RANK() OVER (PARTITION BY window_start, window_end ORDER BY n DESC) AS rk\n"
+                "  FROM (SELECT auction, window_start, window_end, COUNT(*) AS n\n"
+                "        FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))\n"
+                "        GROUP BY auction, window_start, window_end))\n"
+                "WHERE rk <= 1", true, &err);
+    cr_assert(s, "%s", err.msg);
+    kinds(s, k);
+    cr_expect_str_eq(k, "fmkwammkwxmm");
+    cr_expect_str_eq(s->steps[8].window.type, "tumbling");
+    cr_expect_eq(s->steps[8].window.size_ms, 2000);
+    eddy_pipeline_spec_destroy(&s);
+    bad("SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '3' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "t.sql:1:28: CUMULATE windows whose size is not a multiple of their step are not supported");
+    bad("SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '3' SECOND)) GROUP BY window_start, window_end",
+        "CUMULATE needs its step and size");
+    bad("SELECT auction, window_start FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))",
+        "rows of a cumulate window TVF are supported only grouped by window_start and window_end");
+    bad("SELECT auction, COUNT(*) FROM bid GROUP BY auction, CUMULATE(dateTime, INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
+        "GROUP BY CUMULATE(...) is not SQL");
 }

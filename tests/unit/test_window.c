@@ -361,6 +361,40 @@ Test(window, sliding_every_window_that_contains_the_record)
     win_close(&w);
 }
 
+Test(window, cumulate_every_window_of_its_max_window_that_holds_the_record)
+{
+    win_t w;
+    /* max windows of 12 ms, a window ending every 4 ms: [0,4) [0,8) [0,12) */
+    win_open(&w, "sum", "assigner=cumulate size_ms=12 slide_ms=4");
+    rec(&w, "a", 1, 1);  /* [0,4) [0,8) [0,12) */
+    rec(&w, "a", 2, 5);  /* [0,8) [0,12) */
+    rec(&w, "a", 4, 11); /* [0,12) */
+    rec(&w, "a", 8, 12); /* [12,16) [12,20) [12,24) */
+    rec(&w, "a", 16, 3); /* out of order: [0,4) [0,8) [0,12) */
+    wm(&w, 3);
+    EXPECT(&w, "a=17@3");
+    wm(&w, 11);
+    EXPECT(&w, "a=19@7 a=23@11");
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "a=8@15 a=8@19 a=8@23");
+    assert_no_state(&w);
+    cr_assert_eq(w.late, 0);
+    /* a record whose every window ended is late; one with a window left is not */
+    rec(&w, "a", 1, 13);
+    cr_assert_eq(w.late, 1);
+    win_close(&w);
+
+    win_open(&w, "sum", "assigner=cumulate size_ms=12 slide_ms=4");
+    rec(&w, "a", 1, 1);
+    wm(&w, 5); /* [0,4) fired */
+    EXPECT(&w, "a=1@3");
+    rec(&w, "a", 2, 2); /* [0,4) ended: into [0,8) and [0,12) only */
+    cr_assert_eq(w.late, 0);
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "a=3@7 a=3@11");
+    win_close(&w);
+}
+
 Test(window, sessions_merge_in_and_out_of_order)
 {
     win_t w;
@@ -749,6 +783,9 @@ Test(window, config_errors_name_the_key)
     config_error("sum", "assigner=sliding size_ms=10 slide_ms=5 offset_ms=5", "'offset_ms'");
     config_error("sum", "assigner=sliding size_ms=1000000 slide_ms=1", "windows");
     config_error("sum", "assigner=sliding size_ms=10 slide_ms=5 gap_ms=3", "'gap_ms' does not apply");
+    config_error("sum", "assigner=cumulate size_ms=10", "'slide_ms' (the step) must be > 0 and divide");
+    config_error("sum", "assigner=cumulate size_ms=10 slide_ms=4", "'slide_ms' (the step) must be > 0 and divide");
+    config_error("sum", "assigner=cumulate size_ms=10 slide_ms=5 gap_ms=3", "'gap_ms' does not apply");
     config_error("sum", "assigner=session", "'gap_ms' must be > 0");
     config_error("sum", "assigner=session gap_ms=5 size_ms=10", "'size_ms' does not apply");
     config_error("sum", "assigner=tumbling size_ms=10 time=ingestion", "'time' is 'ingestion'");
