@@ -1,4 +1,4 @@
-/* test_catch_up.c - the controller's backlog-aware targets and its latency
+/* test_catch_up_target.c - the controller's backlog-aware targets and its latency
  * objective (issue 29 items 2 and 3), computed by hand.
  *
  * - eddy_catch_up_target (controller/catch_up.h): arrival = read/window +
