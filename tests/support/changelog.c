@@ -7,11 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/proc.h"
 
-/* The index of word in the sorted reference (sorted by memcmp, shorter
- * first), or n when it is not there. */
-static size_t find_word(const eddy_wc_entry_t *ref, size_t n, const char *word, uint32_t wl)
+size_t eddy_changelog_find(const eddy_wc_entry_t *ref, size_t n, const char *word, uint32_t wl)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -26,6 +23,26 @@ static size_t find_word(const eddy_wc_entry_t *ref, size_t n, const char *word, 
             hi = mid;
     }
     return lo < n && ref[lo].len == wl && !memcmp(ref[lo].word, word, wl) ? lo : n;
+}
+
+int eddy_changelog_row(const char *line, size_t l, eddy_changelog_row_t *row)
+{
+    if (l < 7 || line[l - 1] != ']' || line[2] != '[' || (line[0] != '+' && line[0] != '-'))
+        return -1;
+    const char *sep = NULL;
+    for (const char *q = line + l - 2; q > line + 3; q--)
+        if (q[0] == ',' && q[1] == ' ') {
+            sep = q;
+            break;
+        }
+    if (!sep)
+        return -1;
+    memcpy(row->kind, line, 2);
+    row->kind[2] = '\0';
+    row->word = line + 3;
+    row->len = (uint32_t)(sep - (line + 3));
+    row->value = strtoull(sep + 2, NULL, 10);
+    return 0;
 }
 
 bool eddy_changelog_matches(const char *path, const char *text, size_t len, char *why,
@@ -53,28 +70,22 @@ bool eddy_changelog_matches(const char *path, const char *text, size_t len, char
         if (open && open - line >= 2)
             line = open - 2;
         size_t l = (size_t)(nl - line);
+        eddy_changelog_row_t row;
         if (l < 7 || line[l - 1] != ']' || (strncmp(line, "+I[", 3) && strncmp(line, "+U[", 3)))
             continue;
-        char *sep = NULL;
-        for (char *q = line + l - 2; q > line + 3; q--)
-            if (q[0] == ',' && q[1] == ' ') {
-                sep = q;
-                break;
-            }
-        if (!sep) {
+        if (eddy_changelog_row(line, l, &row) < 0) {
             snprintf(why, why_size, "malformed changelog line '%.*s'", (int)l, line);
             ok = false;
             break;
         }
-        uint32_t wl = (uint32_t)(sep - (line + 3));
-        size_t k = find_word(ref, n, line + 3, wl);
+        size_t k = eddy_changelog_find(ref, n, row.word, row.len);
         if (k == n) {
             snprintf(why, why_size, "the changelog names a word the input does not have: '%.*s'",
-                     (int)wl, line + 3);
+                     (int)row.len, row.word);
             ok = false;
             break;
         }
-        last[k] = strtoull(sep + 2, NULL, 10);
+        last[k] = row.value;
     }
     for (size_t k = 0; ok && k < n; k++)
         if (last[k] != ref[k].count) {
