@@ -17,7 +17,8 @@
  *
  * Checked: count scaled out while the source had a lag, by an applied
  * decision whose reason names the backlog and whose rates carry it; the
- * lag went to ~0; count scaled back in to 1 after that; the changelog's
+ * lag went to ~0 (`source_lag` in status, " lag N" in `eddy status`);
+ * count scaled back in to 1 after that; the changelog's
  * final counts equal the reference counts of every line XADDed
  * (tests/support/changelog.h). Conditions are polled with deadlines;
  * nothing about durations is asserted. */
@@ -58,6 +59,7 @@ typedef struct run {
     bool back_in;           /* count at 1 again after the drain */
     int64_t last_lag;
     uint64_t t_out, t_drained, t_in; /* ms after the start, for the log only */
+    char *status_text;      /* `eddy status` when count first ran above 1 */
 } run_t;
 
 static const char *str(const json_t *obj, const char *key)
@@ -137,6 +139,8 @@ static bool observe(void *arg)
         if (p > 1 && r->max_p <= 1) {
             r->max_p_lag = r->last_lag;
             r->t_out = t;
+            const char *args[] = {"status", NULL};
+            eddy_test_cluster_ctl(r->cl, args, 10000, &r->status_text, NULL);
         }
         if (p > r->max_p)
             r->max_p = p;
@@ -223,6 +227,8 @@ Test(catch_up, scales_out_to_drain_the_backlog_then_back_in_counting_each_entry_
     cr_assert_gt(r.max_p, 1);
     cr_assert_gt(r.max_p_lag, 2 * TRICKLE, "count scaled out without a backlog (lag %lld)",
                  (long long)r.max_p_lag);
+    cr_assert(r.status_text && strstr(r.status_text, " lag "),
+              "eddy status shows no source lag:\n%s", r.status_text ? r.status_text : "(none)");
     json_t *up = first_scale_up(r.decisions);
     cr_assert(up, "no applied scale-up of count; decisions: %s", seen);
     const char *reason = json_string_value(json_object_get(up, "reason"));
@@ -254,6 +260,7 @@ Test(catch_up, scales_out_to_drain_the_backlog_then_back_in_counting_each_entry_
               "a process failed; log:\n%s", l ? l : "(none)");
     free(l);
     free(seen);
+    free(r.status_text);
     json_decref(r.decisions);
     redisFree(r.client);
     eddy_test_redis_destroy(&r.redis);
