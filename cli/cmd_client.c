@@ -241,6 +241,9 @@ static int render_status(json_t *doc, bool all, const char *job)
                    (long long)json_integer_value(json_object_get(op, "parallelism")),
                    (long long)json_integer_value(json_object_get(op, "records_in")),
                    (long long)json_integer_value(json_object_get(op, "records_out")));
+            const json_t *lag = json_object_get(op, "source_lag"); /* entries not read yet */
+            if (json_is_integer(lag))
+                printf(" lag %lld", (long long)json_integer_value(lag));
             if (json_is_true(json_object_get(op, "keyed"))) {
                 printf(" key groups");
                 size_t m;

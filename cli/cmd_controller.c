@@ -79,6 +79,7 @@ int eddy_cmd_controller(int argc, char **argv)
     bool dry_run = false, oversubscribe = false, exit_when_done = false;
     double effectiveness = pc.effectiveness;
     uint64_t state_budget_mb = 0;
+    double catch_up_s = pc.catch_up_s, latency_slo_ms = 0;
     eddy_pool_config_t pool_cfg = eddy_pool_config_default();
     pool_flags_t pf = {.kind = NULL, .docker_socket = EDDY_DOCKER_DEFAULT_SOCKET, .prefix = "eddy-pool"};
     uint64_t pool_cooldown = (uint64_t)pool_cfg.cooldown_ms, pool_idle = (uint64_t)pool_cfg.idle_grace_ms,
@@ -107,6 +108,10 @@ int eddy_cmd_controller(int argc, char **argv)
                       "a scale-up bringing less than F of its predicted gain marks the operator's limit (0.5, 0 = off)"),
         EDDY_FLAG_U64("state-budget-mb", &state_budget_mb, 0, 1u << 30, "MB",
                       "keyed state per instance: scale an operator out before its state would exceed MB per instance (0 = no budget)"),
+        EDDY_FLAG_F64("catch-up-s", &catch_up_s, 0, 1e6, "S",
+                      "size for draining a source's backlog (its reported lag) within S seconds on top of what arrives (30, 0 = ignore backlogs)"),
+        EDDY_FLAG_F64("latency-slo-ms", &latency_slo_ms, 0, 1e9, "MS",
+                      "p99 latency objective: above it, add an instance to operators that are the queue (busy or backpressured upstream) (0 = none)"),
         EDDY_FLAG_STR("pool", &pf.kind, "local|docker", "run an elastic worker pool with this backend (default: none)"),
         EDDY_FLAG_U32("min-workers", &pool_cfg.min_workers, 0, 1024, "N", "pool: never fewer live workers (1)"),
         EDDY_FLAG_U32("max-workers", &pool_cfg.max_workers, 1, 1024, "N", "pool: never more live workers (4)"),
@@ -199,6 +204,8 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.allow_oversubscribe = oversubscribe;
     pc.effectiveness = effectiveness;
     pc.state_budget_bytes = state_budget_mb * 1024u * 1024u;
+    pc.catch_up_s = catch_up_s;
+    pc.latency_slo_ms = latency_slo_ms;
     eddy_log_set_component("controller");
     eddy_cli_install_signals();
     eddy_info("autoscaling %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
@@ -208,6 +215,10 @@ int eddy_cmd_controller(int argc, char **argv)
               dry_run ? ", dry run" : "");
     if (state_budget_mb)
         eddy_info("state budget: %llu MB of keyed state per instance", (unsigned long long)state_budget_mb);
+    if (catch_up_s > 0)
+        eddy_info("backlogs: drained within %g s (--catch-up-s)", catch_up_s);
+    if (latency_slo_ms > 0)
+        eddy_info("latency objective: p99 %g ms", latency_slo_ms);
     if (pool)
         eddy_info("worker pool (%s): %u to %u workers x %u slot%s, idle grace %llu ms, cooldown %llu ms, "
                   "start wait %llu ms (or %u workers alive)",

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/histogram.h"
+#include "controller/catch_up.h"
 #include "controller/ds2.h"
 
 typedef struct op_snapshot {
@@ -19,6 +21,11 @@ typedef struct op_snapshot {
     double hot_key_share; /* 0: unknown (a gauge: the latest, not a window's) */
     uint32_t hot_key_group;
     double state_bytes;   /* keyed state over the instances (a gauge); 0: none */
+    double blocked_ns;    /* cumulative time blocked sending (0 when not reported) */
+    double lag;           /* sources: records behind (a gauge); -1 unknown */
+    double ratio;         /* sources: records emitted per record read, NaN unknown */
+    bool has_latency;
+    eddy_histogram_t latency; /* cumulative, since the job started */
 } op_snapshot_t;
 
 typedef struct snapshot {
@@ -32,6 +39,7 @@ typedef struct snapshot {
 struct eddy_controller {
     eddy_scaling_policy_t *policy;
     uint32_t min_parallelism, max_parallelism; /* job-wide, for keyed operators */
+    double catch_up_s;
     snapshot_t prev;
     eddy_scaling_decision_t *decisions;
     size_t decisions_capacity;
@@ -66,6 +74,7 @@ eddy_controller_t *eddy_controller_new(const eddy_scaling_policy_config_t *confi
     }
     self->min_parallelism = min;
     self->max_parallelism = max ? max : UINT32_MAX;
+    self->catch_up_s = config->catch_up_s;
     return self;
 }
 
@@ -116,6 +125,23 @@ static int get_u32(const json_t *op, const char *key, size_t i, uint32_t *out, e
     return 0;
 }
 
+/* The operator's "latency" histogram (views.c: per-bucket counts since the
+ * job started); false when absent or not of eddy's bucket layout. */
+static bool parse_latency(const json_t *op, eddy_histogram_t *h)
+{
+    const json_t *counts = json_object_get(json_object_get(op, "latency"), "counts");
+    if (!json_is_array(counts) || json_array_size(counts) != EDDY_HIST_BUCKETS)
+        return false;
+    memset(h, 0, sizeof *h);
+    for (size_t b = 0; b < EDDY_HIST_BUCKETS; b++) {
+        const json_t *v = json_array_get(counts, b);
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return false;
+        h->counts[b] = (uint64_t)json_integer_value(v);
+    }
+    return true;
+}
+
 static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy_err_t *err)
 {
     memset(s, 0, sizeof *s);
@@ -163,6 +189,15 @@ static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy
         const json_t *state = json_object_get(o, "state_bytes"); /* optional */
         if (json_is_number(state) && json_number_value(state) > 0)
             p->state_bytes = json_number_value(state);
+        const json_t *blocked = json_object_get(o, "blocked_ns"); /* optional */
+        if (json_is_number(blocked) && json_number_value(blocked) > 0)
+            p->blocked_ns = json_number_value(blocked);
+        p->lag = -1;
+        p->ratio = NAN;
+        const json_t *lag = json_object_get(o, "source_lag"); /* sources that report one */
+        if (p->source && json_is_integer(lag) && json_integer_value(lag) >= 0)
+            p->lag = (double)json_integer_value(lag);
+        p->has_latency = parse_latency(o, &p->latency);
         p->upstream = -1;
         p->upstream2 = -1;
         const json_t *in2 = json_object_get(o, "second_input");
@@ -231,6 +266,66 @@ static void skip(eddy_controller_t *self, snapshot_t *cur, eddy_controller_step_
 static bool is_ended(const char *state)
 {
     return !strcmp(state, "finished") || !strcmp(state, "failed") || !strcmp(state, "cancelled");
+}
+
+/* A source's target (controller.h, sources; catch_up.h): offered_rate
+ * counts what the source reads, DS2 wants what the source stage emits
+ * (its chained operators included), so rates are scaled by the records
+ * emitted per record read, the last known ratio when it read nothing. */
+static void source_target(const eddy_controller_t *self, const op_snapshot_t *a, op_snapshot_t *b,
+                          double d_in, double d_out, uint64_t window_ns, eddy_ds2_metrics_t *m)
+{
+    eddy_catch_up_input_t in = {
+        .offered_rate = b->offered_rate > 0 ? b->offered_rate : 0.0,
+        .read = d_in,
+        .window_s = (double)window_ns / 1e9,
+        .lag_before = a->lag,
+        .lag_now = b->lag,
+        .catch_up_s = self->catch_up_s,
+    };
+    eddy_catch_up_t t = eddy_catch_up_target(&in);
+    b->ratio = d_in > 0 ? d_out / d_in : a->ratio;
+    double ratio = d_in > 0 || b->lag >= 0 ? b->ratio : NAN; /* the old rule without a lag */
+    m->offered_rate = NAN;
+    if (t.target_rate == 0.0)
+        m->offered_rate = 0.0; /* nothing to read: whatever it would emit */
+    else if (isfinite(t.target_rate) && t.target_rate > 0 && isfinite(ratio))
+        m->offered_rate = t.target_rate * ratio;
+    if (isfinite(t.backlog) && t.backlog > 0) {
+        m->backlog = t.backlog;
+        if (isfinite(ratio))
+            m->catch_up_rate = t.catch_up_rate * ratio;
+    }
+}
+
+/* The p99 (ms) of the records through the operator between a and b; 0
+ * when none were measured (or the histogram restarted). */
+static double window_p99_ms(const op_snapshot_t *a, const op_snapshot_t *b)
+{
+    if (!a->has_latency || !b->has_latency || !eddy_hist_grew_from(&b->latency, &a->latency))
+        return 0.0;
+    eddy_histogram_t d;
+    eddy_hist_delta(&d, &b->latency, &a->latency);
+    double us = eddy_hist_quantile_us(&d, 0.99);
+    return us > 0 ? us / 1e3 : 0.0;
+}
+
+/* The largest share of the window any upstream of operator i spent
+ * blocked sending (per instance); 0 when unknown. */
+static double upstream_blocked(const snapshot_t *prev, const snapshot_t *cur, size_t i,
+                               uint64_t window_ns)
+{
+    long ups[2] = {cur->ops[i].upstream, cur->ops[i].upstream2};
+    double worst = 0.0;
+    for (size_t k = 0; k < 2 && window_ns; k++) {
+        if (ups[k] < 0)
+            continue;
+        const op_snapshot_t *a = &prev->ops[ups[k]], *b = &cur->ops[ups[k]];
+        double share = (b->blocked_ns - a->blocked_ns) / ((double)window_ns * b->parallelism);
+        if (share > worst)
+            worst = share > 1.0 ? 1.0 : share;
+    }
+    return worst;
 }
 
 int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t now_ms,
@@ -366,13 +461,12 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
         o->metrics.state_bytes = b->state_bytes;
         if (window_ns && b->state_bytes > 0)
             o->metrics.state_growth_per_s = (b->state_bytes - a->state_bytes) / ((double)window_ns / 1e9);
-        if (b->source) {
-            /* offered_rate counts what the source reads; DS2 wants what
-             * the source stage emits (its chained operators included). */
-            if (b->offered_rate > 0 && d_in > 0)
-                o->metrics.offered_rate = b->offered_rate * (d_out / d_in);
-        }
+        if (b->source)
+            source_target(self, a, &cur.ops[i], d_in, d_out, window_ns, &o->metrics);
+        o->metrics.latency_p99_ms = window_p99_ms(a, b);
     }
+    for (size_t i = 0; i < cur.count; i++)
+        ops[i].metrics.upstream_blocked = upstream_blocked(prev, &cur, i, window_ns);
     int rc = eddy_scaling_policy_decide(self->policy, now_ms, ops, cur.count, self->decisions, err);
     free(ops);
     free(ups);

@@ -15,7 +15,9 @@
  *    two-input operator's second upstream, optional), "records_in",
  *    "records_out", "busy_ns", "offered_rate" (sources), "min_parallelism",
  *    "max_parallelism", "hot_key_group" and "hot_key_share" (keyed
- *    operators, when known), "state_bytes" (keyed state, optional)}, ...]}
+ *    operators, when known), "state_bytes" (keyed state, optional),
+ *    "blocked_ns" (optional), "source_lag" (sources that report one, when
+ *    every instance did), "latency" {"counts": [per bucket]} (optional)}, ...]}
  * with the operators in topological order and counters cumulative per task
  * since the task started (summed over the current epoch's tasks). The hot
  * key is a gauge (the senders' latest seconds), passed to the policy as it
@@ -41,7 +43,16 @@
  *                words after the line splitter). DS2 wants the latter, so
  *                the offered output rate is offered_rate * (records_out delta
  *                / records_in delta). An unlimited source (offered_rate 0)
- *                or one that read nothing in the window has no known target.
+ *                or one that read nothing in the window has no known target,
+ *                unless it reports a lag: then its target is what arrived
+ *                plus its backlog drained within the policy's catch_up_s
+ *                (controller/catch_up.h), scaled the same way (by the last
+ *                known ratio when it read nothing), and the backlog and
+ *                catch-up rate go to the policy for its reasons.
+ *   latency      the p99 of the window's growth of each operator's latency
+ *                histogram, and the share of the window its upstreams'
+ *                instances were blocked sending (blocked_ns delta / (window x
+ *                their parallelism)): the policy's latency objective.
  *   bounds       only keyed operators can be rescaled (the coordinator
  *                rejects the rest), so every other operator is pinned to its
  *                current parallelism; keyed ones get their own bounds

@@ -14,16 +14,19 @@ typedef struct rate_field {
     const char *key;
     size_t offset;
     int is_fraction_of_one;
+    int optional; /* written only when known; absent reads as NaN */
 } rate_field_t;
 
 static const rate_field_t RATE_FIELDS[] = {
-    {"target_input_rate", offsetof(eddy_scaling_rates_t, target_input_rate), 0},
-    {"true_rate_per_instance", offsetof(eddy_scaling_rates_t, true_rate_per_instance), 0},
-    {"observed_input_rate", offsetof(eddy_scaling_rates_t, observed_input_rate), 0},
-    {"selectivity", offsetof(eddy_scaling_rates_t, selectivity), 0},
-    {"utilisation", offsetof(eddy_scaling_rates_t, utilisation), 0},
-    {"target_utilisation", offsetof(eddy_scaling_rates_t, target_utilisation), 1},
-    {"projected_utilisation", offsetof(eddy_scaling_rates_t, projected_utilisation), 0},
+    {"target_input_rate", offsetof(eddy_scaling_rates_t, target_input_rate), 0, 0},
+    {"true_rate_per_instance", offsetof(eddy_scaling_rates_t, true_rate_per_instance), 0, 0},
+    {"observed_input_rate", offsetof(eddy_scaling_rates_t, observed_input_rate), 0, 0},
+    {"selectivity", offsetof(eddy_scaling_rates_t, selectivity), 0, 0},
+    {"utilisation", offsetof(eddy_scaling_rates_t, utilisation), 0, 0},
+    {"target_utilisation", offsetof(eddy_scaling_rates_t, target_utilisation), 1, 0},
+    {"projected_utilisation", offsetof(eddy_scaling_rates_t, projected_utilisation), 0, 0},
+    {"backlog", offsetof(eddy_scaling_rates_t, backlog), 0, 1},
+    {"latency_p99_ms", offsetof(eddy_scaling_rates_t, latency_p99_ms), 0, 1},
 };
 #define RATE_FIELD_COUNT (sizeof RATE_FIELDS / sizeof RATE_FIELDS[0])
 
@@ -56,6 +59,8 @@ static json_t *rates_to_json(const eddy_scaling_rates_t *rates)
         return NULL;
     for (size_t i = 0; i < RATE_FIELD_COUNT; i++) {
         const double *value = (const double *)((const char *)rates + RATE_FIELDS[i].offset);
+        if (RATE_FIELDS[i].optional && !isfinite(*value))
+            continue;
         if (set_owned(obj, RATE_FIELDS[i].key, rate_value(*value)) < 0) {
             json_decref(obj);
             return NULL;
@@ -148,6 +153,10 @@ static int decode_rate(const json_t *rates, const rate_field_t *field, double *o
                        eddy_err_t *err)
 {
     const json_t *value = json_object_get(rates, field->key);
+    if (!value && field->optional) {
+        *out = NAN;
+        return 0;
+    }
     if (!value)
         return eddy_err_set(err, "decision json: missing key \"rates.%s\"", field->key);
     if (json_is_null(value)) {

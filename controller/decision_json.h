@@ -8,8 +8,13 @@
  *    "rates": {"target_input_rate": 25000, "true_rate_per_instance": 10000,
  *              "observed_input_rate": 10000, "selectivity": 1,
  *              "utilisation": 1, "target_utilisation": 0.8,
- *              "projected_utilisation": 0.625}}
- * An unknown (NaN) rate is written as null, since JSON has no NaN. Decoding
+ *              "projected_utilisation": 0.625, "backlog": 20000,
+ *              "latency_p99_ms": 850}}
+ * An unknown (NaN) rate is written as null, since JSON has no NaN; the
+ * optional inputs "backlog" (records behind at the sources upstream) and
+ * "latency_p99_ms" (the job's p99 in the window, under a latency objective)
+ * are left out instead, and read as NaN when absent (decisions stored
+ * before they existed). Decoding
  * checks every key's presence, type and range, and that the action agrees
  * with the two parallelisms, so a corrupt store entry is an error, not a
  * decision. Besides these keys a decision may carry only what its writers

@@ -69,6 +69,19 @@ typedef struct eddy_ds2_metrics {
      * policy's state budget (policy.h) reads them. */
     double state_bytes;
     double state_growth_per_s;
+    /* Sources that report a lag: the records behind (the source's own
+     * records, e.g. Redis entries) and the part of offered_rate that drains
+     * them within the catch-up time (controller/catch_up.h; records/s as
+     * offered_rate). 0: none or unknown. Not used by DS2 itself: the policy
+     * names them in its reasons. */
+    double backlog;
+    double catch_up_rate;
+    /* The p99 latency (ms since ingest) of the records through this
+     * operator in the window, and the share of the window its upstreams'
+     * instances spent blocked sending to it (backpressure). 0: unknown or
+     * none. Not used by DS2 itself: the policy's latency objective reads them. */
+    double latency_p99_ms;
+    double upstream_blocked;
 } eddy_ds2_metrics_t;
 
 /* One operator of the job graph. Everything is borrowed from the caller for

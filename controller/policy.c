@@ -22,7 +22,13 @@
  *                       below 10% of the expected gain; eddy's CPU-bound case
  *                       (instances sharing two cores) brought about a third
  *                       of it, so the bar is higher: half of what DS2
- *                       promised, or the operator is at its limit. */
+ *                       promised, or the operator is at its limit.
+ *   catch-up 30 s       catch_up.h.
+ *   blocked 10%         the share of a window an upstream may spend blocked
+ *                       sending to an operator before that operator counts
+ *                       as the queue behind a latency above the objective:
+ *                       credit-based flow control blocks briefly even with
+ *                       room to spare, a tenth of the time does not. */
 #include "controller/policy.h"
 
 #include <math.h>
@@ -32,7 +38,11 @@
 #include <string.h>
 
 #include "common/fmt.h"
+#include "controller/catch_up.h"
 #include "state/keygroup.h"
+
+/* Upstream blocked this share of the window: the operator is a queue. */
+#define SLO_BLOCKED_SHARE 0.1
 
 typedef struct operator_state {
     char name[EDDY_SCALING_NAME_MAX];
@@ -81,6 +91,8 @@ eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void)
         .core_limit = 0,
         .allow_oversubscribe = false,
         .effectiveness = 0.5,
+        .catch_up_s = EDDY_CATCH_UP_DEFAULT_S,
+        .latency_slo_ms = 0.0,
     };
     return config;
 }
@@ -134,6 +146,11 @@ static int validate_config(const eddy_scaling_policy_config_t *c, eddy_err_t *er
     if (!(c->effectiveness >= 0.0 && c->effectiveness <= 1.0))
         return eddy_err_set(err, "scaling policy: effectiveness %g must be in [0, 1]",
                             c->effectiveness);
+    if (!(c->catch_up_s >= 0.0 && isfinite(c->catch_up_s)))
+        return eddy_err_set(err, "scaling policy: catch-up time %g s must be >= 0", c->catch_up_s);
+    if (!(c->latency_slo_ms >= 0.0 && isfinite(c->latency_slo_ms)))
+        return eddy_err_set(err, "scaling policy: latency objective %g ms must be >= 0",
+                            c->latency_slo_ms);
     if (c->min_parallelism < 1 || c->max_parallelism < c->min_parallelism)
         return eddy_err_set(err, "scaling policy: parallelism bounds [%u, %u] need 1 <= min <= max",
                             c->min_parallelism, c->max_parallelism);
@@ -289,6 +306,55 @@ static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *es
     d->rates.target_utilisation = target_utilisation;
     d->rates.projected_utilisation =
         est->target_input_rate / ((double)d->new_parallelism * est->true_rate_per_instance);
+    d->rates.backlog = NAN;        /* set by the caller when known */
+    d->rates.latency_p99_ms = NAN;
+}
+
+/* Marks in seen[] operator i and everything upstream of it. */
+static void mark_upstream(const eddy_ds2_operator_t *ops, size_t i, bool *seen)
+{
+    if (seen[i])
+        return;
+    seen[i] = true;
+    for (size_t u = 0; u < ops[i].upstream_count; u++)
+        mark_upstream(ops, ops[i].upstreams[u], seen);
+}
+
+/* The backlog of the sources upstream of operator i (itself included):
+ * the sum into d's rates (NaN when none has one) and, for each source
+ * whose catch-up rate is part of the targets, one clause of the reason. */
+static void note_backlog(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *ops,
+                         size_t count, size_t i, bool *seen, eddy_scaling_decision_t *d)
+{
+    memset(seen, 0, count * sizeof *seen);
+    mark_upstream(ops, i, seen);
+    double sum = 0.0;
+    for (size_t k = 0; k <= i; k++) {
+        const eddy_ds2_metrics_t *m = &ops[k].metrics;
+        if (!seen[k] || ops[k].upstream_count > 0 || !(m->backlog > 0.0))
+            continue;
+        sum += m->backlog;
+        if (!(m->catch_up_rate > 0.0))
+            continue;
+        reason_append(d->reason,
+                      "backlog: %s is %.0f records behind; draining them within %.0f s "
+                      "(--catch-up-s) adds %.0f rec/s to the %.0f rec/s arriving; ",
+                      ops[k].name, m->backlog, self->config.catch_up_s, m->catch_up_rate,
+                      m->offered_rate - m->catch_up_rate);
+    }
+    d->rates.backlog = sum > 0.0 ? sum : NAN;
+}
+
+/* The job's p99 latency in the window: its slowest operator's (each
+ * operator's latency counts from ingest, so the last one's includes the
+ * queues before it); 0 when none measured one. */
+static double job_p99_ms(const eddy_ds2_operator_t *ops, size_t count)
+{
+    double p99 = 0.0;
+    for (size_t i = 0; i < count; i++)
+        if (ops[i].metrics.latency_p99_ms > p99)
+            p99 = ops[i].metrics.latency_p99_ms;
+    return p99;
 }
 
 /* Lowers *up_to to what can help: the operator's recorded limit, the
@@ -521,6 +587,60 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
         d->wanted_parallelism = d->new_parallelism;
 }
 
+/* The latency objective (policy.h, latency): one instance more for an
+ * operator that is the queue behind a p99 above the objective. */
+static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                                const eddy_ds2_estimate_t *est, operator_state_t *state,
+                                double p99_ms, eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    if (!(c->latency_slo_ms > 0.0) || !(p99_ms > c->latency_slo_ms) ||
+        op->min_parallelism == op->max_parallelism)
+        return;
+    double busy = est->observed_utilisation;
+    double blocked = op->metrics.upstream_blocked;
+    bool is_busy = busy >= c->target_utilisation;
+    bool pressed = blocked >= SLO_BLOCKED_SHARE;
+    reason_append(d->reason, "; p99 latency %.0f ms is above the %.0f ms objective", p99_ms,
+                  c->latency_slo_ms);
+    if (!is_busy && !pressed) {
+        reason_append(d->reason,
+                      " but %s is not queueing (busy %.2f, upstream blocked %.0f%% of the "
+                      "time): the latency is the sink's or the network's; no instance added "
+                      "for it",
+                      op->name, isfinite(busy) ? busy : 0.0, blocked * 100.0);
+        return;
+    }
+    if (is_busy)
+        reason_append(d->reason, " and %s is queueing (busy %.2f >= %.2f)", op->name, busy,
+                      c->target_utilisation);
+    else
+        reason_append(d->reason, " and %s is queueing (upstream blocked %.0f%% of the time)",
+                      op->name, blocked * 100.0);
+    uint32_t current = op->parallelism;
+    uint32_t want = current < op->max_parallelism ? current + 1 : current;
+    if (d->new_parallelism >= want) {
+        if (d->action == EDDY_SCALING_SCALE_UP)
+            reason_append(d->reason, ": already scaling out");
+        else
+            reason_append(d->reason, ": at max parallelism %u", op->max_parallelism);
+        return;
+    }
+    uint32_t capped = want;
+    char cause[160] = "";
+    limit_scale_up(self, op, est, state, &capped, cause, sizeof cause);
+    if (capped <= current) {
+        reason_append(d->reason, ": no instance added, limited by %s", cause);
+        return;
+    }
+    state->down_streak = 0;
+    d->action = EDDY_SCALING_SCALE_UP;
+    d->new_parallelism = capped;
+    reason_append(d->reason, ": one more instance, %u", capped);
+    if (d->wanted_parallelism < capped)
+        d->wanted_parallelism = capped;
+}
+
 static int validate_names(const eddy_ds2_operator_t *operators, size_t count, eddy_err_t *err)
 {
     for (size_t i = 0; i < count; i++) {
@@ -623,6 +743,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         return eddy_err_set(err, "scaling policy: out of memory");
     }
     int rc = -1;
+    bool *seen = NULL;
     if (eddy_ds2_estimate(bounded, count, self->config.target_utilisation, estimates, err) < 0) {
         eddy_err_wrap(err, "scaling policy");
         goto done;
@@ -633,7 +754,13 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             goto done;
     }
 
+    seen = calloc(count ? count : 1, sizeof *seen);
+    if (!seen) {
+        eddy_err_set(err, "scaling policy: out of memory");
+        goto done;
+    }
     const eddy_scaling_policy_config_t *c = &self->config;
+    double p99_ms = job_p99_ms(bounded, count);
     bool warming_up = self->has_rescaled && now_ms - self->last_rescale_ms < c->warmup_ms;
     bool any_applied = false;
     for (size_t i = 0; i < count; i++) {
@@ -654,11 +781,17 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         }
 
         check_effect(self, &bounded[i], &estimates[i], state);
+        note_backlog(self, bounded, count, i, seen, d);
         propose(self, &bounded[i], &estimates[i], state, d);
+        propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
         if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
             estimates[i].status != EDDY_DS2_NO_TARGET)
             d->wanted_parallelism = d->new_parallelism;
+        double backlog = d->rates.backlog; /* note_backlog's, before fill_rates */
         fill_rates(d, &estimates[i], c->target_utilisation);
+        d->rates.backlog = backlog;
+        if (c->latency_slo_ms > 0.0 && p99_ms > 0.0)
+            d->rates.latency_p99_ms = p99_ms;
         if (d->action == EDDY_SCALING_NO_CHANGE)
             continue;
         bool cooling_down =
@@ -696,6 +829,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
     self->last_evaluation_ms = now_ms;
     rc = 1;
 done:
+    free(seen);
     free(estimates);
     free(bounded);
     return rc;

@@ -47,6 +47,21 @@
  *              crosses the budget, not after; such a scale-up is applied
  *              even in the operator's cooldown, and no scale-down goes
  *              below that need. memory_parallelism says what it was.
+ *   backlog    a source that reports a lag is offered its arrival rate plus
+ *              the rate that drains its backlog within catch_up_s (the
+ *              controller computes it: controller/catch_up.h), so DS2 sizes
+ *              everything downstream for the catch-up; the reasons of the
+ *              operators it drove name the backlog and that target. Once
+ *              the backlog is gone the target falls back to the arrival rate
+ *              and the usual scale-down rules bring the operators back in.
+ *   latency    with a latency objective (latency_slo_ms), when the job's p99
+ *              latency in the window (its slowest operator's) is above it, an
+ *              operator that is the queue -- busy at or above the target
+ *              utilisation, or its upstreams blocked sending to it for at
+ *              least 10% of the window -- gets at least one instance more
+ *              (within the limits above, subject to the cooldown) and is not
+ *              scaled down; an idle operator gets nothing for it (the
+ *              latency is the sink's or the network's), and its reason says so.
  *   dry run    decisions are computed and reported but never applied.
  * A decision with applied = true is assumed to be carried out at now_ms; its
  * time starts the job's warm-up and the operator's cooldown. Rescales the
@@ -84,6 +99,9 @@ typedef struct eddy_scaling_policy_config {
     double effectiveness;              /* [0, 1]: a scale-up must bring this share of
                                         * the gain it predicted (0 disables the check) */
     uint64_t state_budget_bytes;       /* keyed state per instance; 0: no budget */
+    double catch_up_s;                 /* >= 0: sources drain a backlog within this
+                                        * (controller/catch_up.h); 0: backlogs ignored */
+    double latency_slo_ms;             /* >= 0: the p99 latency objective; 0: none */
 } eddy_scaling_policy_config_t;
 
 typedef enum eddy_scaling_action {
@@ -101,6 +119,10 @@ typedef struct eddy_scaling_rates {
     double utilisation;            /* observed: busy fraction of the instances */
     double target_utilisation;     /* the utilisation the policy provisions for */
     double projected_utilisation;  /* target_input_rate / (new_parallelism * true rate) */
+    /* Optional inputs (NaN: not reported; omitted from the JSON): */
+    double backlog;                /* records behind at the sources upstream, summed */
+    double latency_p99_ms;         /* the job's p99 latency in the window (its slowest
+                                    * operator's), with a latency objective only */
 } eddy_scaling_rates_t;
 
 typedef struct eddy_scaling_decision {
@@ -124,7 +146,8 @@ typedef struct eddy_scaling_decision {
 /* The defaults (see policy.c for why each value):
  *   interval 10 s, warm-up 30 s, cooldown 60 s, target utilisation 0.8,
  *   scale-down utilisation 0.7, 3 confirmations, parallelism [1, 128],
- *   dry run off, no core limit, effectiveness 0.5, no state budget. */
+ *   dry run off, no core limit, effectiveness 0.5, no state budget,
+ *   catch-up 30 s, no latency objective. */
 eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void);
 
 /* Returns NULL and fills err on an invalid config or out of memory. */

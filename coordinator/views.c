@@ -25,11 +25,13 @@ typedef struct op_totals {
     uint64_t records_in, records_out, busy_ns, idle_ns, blocked_ns, late_records, state_keys, state_bytes;
     double offered_rate;
     uint32_t instances_reporting;
+    int64_t source_lag;         /* summed over the instances; -1 unless every one knows its own */
 } op_totals_t;
 
 static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, bool live, op_totals_t *t)
 {
     memset(t, 0, sizeof *t);
+    bool lag_known = true;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
         if (!w->alive)
             continue;
@@ -41,8 +43,14 @@ static void totals_for(coord_t *c, const coord_job_t *j, uint32_t stage, bool li
             t->state_bytes += m->state_bytes;
             t->offered_rate += m->offered_rate;
             t->instances_reporting++;
+            if (m->source_lag < 0)
+                lag_known = false;
+            else
+                t->source_lag += m->source_lag;
         }
     }
+    if (!lag_known || !t->instances_reporting)
+        t->source_lag = -1;
     coord_counts_t n;
     coord_counters_stage(j->counters, stage, live, &n);
     t->records_in = n.records_in;
@@ -121,6 +129,8 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool 
     json_object_set_new(op, "state_bytes", json_integer((json_int_t)t.state_bytes));
     if (def->source)
         json_object_set_new(op, "offered_rate", json_real(t.offered_rate));
+    if (def->source && t.source_lag >= 0) /* the controller's backlog (controller/catch_up.h) */
+        json_object_set_new(op, "source_lag", json_integer((json_int_t)t.source_lag));
     uint32_t hot_group;
     double hot_share;
     if (coord_hot_key(c, j, s, &hot_group, &hot_share)) { /* hot_key.c; the policy reads it */

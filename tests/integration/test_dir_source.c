@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
+#include "tests/support/changelog.h"
 #include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
@@ -150,73 +151,10 @@ static pid_t busy_worker(void)
 
 /* ---- the changelog -------------------------------------------------------------------- */
 
-/* Compares the last +I/+U value of every word with the reference; fills
- * why with the first difference. */
-static bool changelog_matches(char *why, size_t why_size)
-{
-    size_t n;
-    eddy_wc_entry_t *ref = eddy_reference_counts(all_text, all_len, &n);
-    cr_assert(ref);
-    uint64_t *last = calloc(n + 1, sizeof *last);
-    size_t len = 0;
-    char *log = eddy_read_file(out_path, &len);
-    bool ok = log != NULL;
-    snprintf(why, why_size, "no changelog yet");
-    for (char *line = log, *nl; ok && line < log + len; line = nl + 1) {
-        nl = memchr(line, '\n', (size_t)(log + len - line));
-        if (!nl)
-            break; /* a partly written last line */
-        /* A worker killed mid-line leaves a torn line, and the next sink's
-         * output goes on right after it: the row is what follows the last
-         * '[' (words here have none). */
-        char *open = memrchr(line, '[', (size_t)(nl - line));
-        if (open && open - line >= 2)
-            line = open - 2;
-        size_t l = (size_t)(nl - line);
-        if (l < 7 || line[l - 1] != ']' || (strncmp(line, "+I[", 3) && strncmp(line, "+U[", 3)))
-            continue;
-        char *sep = NULL;
-        for (char *q = line + l - 2; q > line + 3; q--)
-            if (q[0] == ',' && q[1] == ' ') {
-                sep = q;
-                break;
-            }
-        cr_assert(sep, "malformed changelog line '%.*s'", (int)l, line);
-        uint32_t wl = (uint32_t)(sep - (line + 3));
-        const char *word = line + 3;
-        size_t lo = 0, hi = n; /* the reference is sorted by memcmp, shorter first */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            uint32_t m = wl < ref[mid].len ? wl : ref[mid].len;
-            int c = memcmp(ref[mid].word, word, m);
-            if (!c)
-                c = ref[mid].len < wl ? -1 : ref[mid].len > wl;
-            if (c < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t k = lo < n && ref[lo].len == wl && !memcmp(ref[lo].word, word, wl) ? lo : n;
-        cr_assert(k < n, "the changelog names a word no published file has: '%.*s'", (int)wl, line + 3);
-        last[k] = strtoull(sep + 2, NULL, 10);
-    }
-    for (size_t k = 0; ok && k < n; k++)
-        if (last[k] != ref[k].count) {
-            snprintf(why, why_size, "word '%.*s': last changelog value %llu, reference %llu",
-                     (int)ref[k].len, ref[k].word, (unsigned long long)last[k],
-                     (unsigned long long)ref[k].count);
-            ok = false;
-        }
-    free(last);
-    free(ref);
-    free(log);
-    return ok;
-}
-
 static bool changelog_final(void *arg)
 {
     char *why = arg;
-    return changelog_matches(why, 256) || !eddy_proc_alive(local);
+    return eddy_changelog_matches(out_path, all_text, all_len, why, 256) || !eddy_proc_alive(local);
 }
 
 static void start_local(void)

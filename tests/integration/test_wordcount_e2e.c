@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/changelog.h"
 #include "tests/support/cluster.h"
 #include "tests/support/proc.h"
 
@@ -127,35 +128,16 @@ Test(wordcount, changelog_last_value_is_reference_count, .init = setup, .fini = 
         size_t l = (size_t)(nl - line);
         if (l < 7 || line[l - 1] != ']')
             continue;
-        int plus = !strncmp(line, "+I[", 3) || !strncmp(line, "+U[", 3);
-        if (!plus) {
-            cr_assert(!strncmp(line, "-U[", 3), "unexpected changelog line '%.*s'", (int)l, line);
+        eddy_changelog_row_t row;
+        cr_assert(eddy_changelog_row(line, l, &row) == 0, "malformed changelog line '%.*s'", (int)l,
+                  line);
+        if (strcmp(row.kind, "+I") && strcmp(row.kind, "+U")) {
+            cr_assert(!strcmp(row.kind, "-U"), "unexpected changelog line '%.*s'", (int)l, line);
             continue;
         }
-        char *sep = NULL;
-        for (char *q = line + l - 2; q > line + 3; q--)
-            if (q[0] == ',' && q[1] == ' ') {
-                sep = q;
-                break;
-            }
-        cr_assert(sep, "malformed changelog line '%.*s'", (int)l, line);
-        eddy_wc_entry_t key = {line + 3, (uint32_t)(sep - (line + 3)), 0};
-        /* binary search in the sorted reference */
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            uint32_t m = key.len < ref[mid].len ? key.len : ref[mid].len;
-            int c = memcmp(ref[mid].word, key.word, m);
-            if (!c)
-                c = ref[mid].len < key.len ? -1 : ref[mid].len > key.len;
-            if (c < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        cr_assert(lo < n && ref[lo].len == key.len && !memcmp(ref[lo].word, key.word, key.len),
-                  "changelog names a word not in the input: '%.*s'", (int)key.len, key.word);
-        last[lo] = strtoull(sep + 2, NULL, 10);
+        size_t k = eddy_changelog_find(ref, n, row.word, row.len);
+        cr_assert(k < n, "changelog names a word not in the input: '%.*s'", (int)row.len, row.word);
+        last[k] = row.value;
         lines++;
     }
     size_t wrong = 0;
