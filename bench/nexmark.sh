@@ -15,7 +15,10 @@
 # (build/nexmark_baseline: parse + compute in one thread over the same
 # events in memory, generation not timed; bench/nexmark_baseline.c) runs
 # every query, best of RUNS. eddy's stdout rows are counted and must equal
-# the baseline's row count (the script fails otherwise). Prints a Markdown
+# the baseline's row count: a difference is marked in the table and the
+# script exits 1 after it; unless the job restored (a worker declared dead
+# on a loaded machine): stdout is at least once, so the row is then marked
+# "restored" and its count not checked. Prints a Markdown
 # table (eddy events/s per core, baseline events/s, eddy per core / baseline,
 # Flink per core, eddy per core / Flink) and writes OUT/nexmark.md,
 # OUT/nexmark.dat and OUT/nexmark.png (gnuplot).
@@ -64,6 +67,7 @@ done < <("$BUILD/nexmark_baseline" --events "$EVENTS" --runs "$RUNS" --queries "
          grep '^baseline')
 
 port=$((17000 + RANDOM % 2000))
+mismatch=0
 dat=$OUT/nexmark.dat
 md=$OUT/nexmark.md
 : >"$dat"
@@ -91,10 +95,15 @@ for q in $QUERIES; do
             s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
             if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
             rows=$(<"$TMP/rows")
-            if [[ -n ${BASE_ROWS[$q]:-} && $rows != "${BASE_ROWS[$q]}" ]]; then
-                echo "nexmark $q with $w workers: $rows rows, the baseline $(
-                    )${BASE_ROWS[$q]}" >&2
-                exit 1
+            if grep -q "restoring" "$OUT/nexmark-$q-$w.log"; then
+                # stdout is at least once: a restore prints rows again
+                rows="$rows (restored)"
+                echo "nexmark $q with $w workers: the job restored (see $OUT/nexmark-$q-$w.log);" \
+                     "its rows are not checked" >&2
+            elif [[ -n ${BASE_ROWS[$q]:-} && $rows != "${BASE_ROWS[$q]}" ]]; then
+                echo "nexmark $q with $w workers: $rows rows, the baseline ${BASE_ROWS[$q]}" >&2
+                rows="$rows (baseline ${BASE_ROWS[$q]}!)"
+                mismatch=1
             fi
         done
         eps=$(awk -v n="$EVENTS" -v s="$best" 'BEGIN { printf "%.0f", n / s }')
@@ -126,3 +135,4 @@ plot "< awk '\$2==1' $dat" using 3:xtic(1) title "eddy, 1 worker", \
 GP
     echo "wrote $md and $OUT/nexmark.png"
 fi
+exit "$mismatch"
