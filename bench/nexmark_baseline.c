@@ -244,6 +244,15 @@ static void wclock_init(wclock_t *c, int64_t size, int64_t slide, int64_t disord
                     .ring = (size_t)((size + disorder) / slide + 4)};
 }
 
+/* The caller's ring of open windows: c->ring zeroed slots of size bytes. */
+static void *wclock_ring(const wclock_t *c, size_t size)
+{
+    void *w = calloc(c->ring, size);
+    if (!w)
+        die("out of memory");
+    return w;
+}
+
 /* The windows [*first, *last] that hold time t. */
 static void wclock_span(wclock_t *c, int64_t t, int64_t *first, int64_t *last)
 {
@@ -413,9 +422,7 @@ static void q8(const char *text, size_t len, int64_t disorder, sink_t *out)
 {
     wclock_t c;
     wclock_init(&c, 10000, 10000, disorder);
-    q8_window_t *w = calloc(c.ring, sizeof *w);
-    if (!w)
-        die("out of memory");
+    q8_window_t *w = wclock_ring(&c, sizeof *w);
     eddy_nexmark_event_t ev;
     int64_t first, last, k;
     FOR_EACH_EVENT(text, len, ev)
@@ -528,9 +535,7 @@ static void q5(const char *text, size_t len, int64_t disorder, sink_t *out)
 {
     wclock_t c;
     wclock_init(&c, 10000, 2000, disorder);
-    i64map_t *w = calloc(c.ring, sizeof *w); /* per window: auction -> bids */
-    if (!w)
-        die("out of memory");
+    i64map_t *w = wclock_ring(&c, sizeof *w); /* per window: auction -> bids */
     eddy_nexmark_event_t ev;
     int64_t first, last, k;
     FOR_EACH_EVENT(text, len, ev)
@@ -581,9 +586,7 @@ static void q7(const char *text, size_t len, int64_t disorder, sink_t *out)
 {
     wclock_t c;
     wclock_init(&c, 10000, 10000, disorder);
-    q7_window_t *w = calloc(c.ring, sizeof *w);
-    if (!w)
-        die("out of memory");
+    q7_window_t *w = wclock_ring(&c, sizeof *w);
     for (size_t i = 0; i < c.ring; i++)
         w[i].max = -1;
     eddy_nexmark_event_t ev;
