@@ -403,7 +403,7 @@ typedef struct socket_source {
     connection_t *conn;
     int fd;               /* the connected socket (owned by conn), -1 until then */
     char buf[65536];
-    size_t len;
+    size_t pos, len;      /* buf[pos, len) is read but not yet emitted */
     int64_t consumed;
     bool eof;
     char where[300];
@@ -483,25 +483,34 @@ static int socket_poll(void *self, eddy_collector_t *out, uint32_t max, eddy_err
         return connected < 0 ? -1 : EDDY_SOURCE_IDLE;
     uint32_t emitted = 0;
     while (emitted < max) {
-        char *nl = memchr(s->buf, '\n', s->len);
+        /* Lines are emitted from buf at pos; the unread rest moves to the
+         * front only when the buffer must be refilled, so a full buffer of
+         * short lines costs one copy, not one per line. */
+        char *line = s->buf + s->pos;
+        size_t avail = s->len - s->pos;
+        char *nl = memchr(line, '\n', avail);
         if (nl) {
-            size_t n = (size_t)(nl - s->buf);
-            eddy_record_t rec = eddy_record_make(s->buf, (uint32_t)n, 1);
+            size_t n = (size_t)(nl - line);
+            eddy_record_t rec = eddy_record_make(line, (uint32_t)n, 1);
             eddy_emit(out, &rec);
-            memmove(s->buf, nl + 1, s->len - n - 1);
-            s->len -= n + 1;
+            s->pos += n + 1;
             s->consumed += (int64_t)n + 1;
             emitted++;
             continue;
         }
         if (s->eof) {
-            if (s->len) {
-                eddy_record_t rec = eddy_record_make(s->buf, (uint32_t)s->len, 1);
+            if (avail) {
+                eddy_record_t rec = eddy_record_make(line, (uint32_t)avail, 1);
                 eddy_emit(out, &rec);
-                s->consumed += (int64_t)s->len;
-                s->len = 0;
+                s->consumed += (int64_t)avail;
             }
+            s->pos = s->len = 0;
             return 0;
+        }
+        if (s->pos) {
+            memmove(s->buf, line, avail);
+            s->pos = 0;
+            s->len = avail;
         }
         if (s->len == sizeof s->buf)
             return eddy_err_set(err, "socket source %s: line longer than %zu bytes", s->where,
