@@ -59,7 +59,7 @@ typedef struct run {
     bool back_in;           /* count at 1 again after the drain */
     int64_t last_lag;
     uint64_t t_out, t_drained, t_in; /* ms after the start, for the log only */
-    char *status_text;      /* `eddy status` when count first ran above 1 */
+    char *status_text;      /* `eddy status` once it shows the lag */
 } run_t;
 
 static const char *str(const json_t *obj, const char *key)
@@ -133,14 +133,21 @@ static bool observe(void *arg)
     }
     if (json_is_integer(lag))
         r->last_lag = json_integer_value(lag);
+    /* the text view of a lag the JSON shows; right after a rescale the
+     * new instances have not reported theirs yet, so ask again until the
+     * text has one */
+    if (json_is_integer(lag) && (!r->status_text || !strstr(r->status_text, " lag "))) {
+        const char *args[] = {"status", NULL};
+        free(r->status_text);
+        r->status_text = NULL;
+        eddy_test_cluster_ctl(r->cl, args, 10000, &r->status_text, NULL);
+    }
     if (count) {
         json_int_t p = json_integer_value(json_object_get(count, "parallelism"));
         uint64_t t = eddy_mono_ms() - r->started_ms;
         if (p > 1 && r->max_p <= 1) {
             r->max_p_lag = r->last_lag;
             r->t_out = t;
-            const char *args[] = {"status", NULL};
-            eddy_test_cluster_ctl(r->cl, args, 10000, &r->status_text, NULL);
         }
         if (p > r->max_p)
             r->max_p = p;
