@@ -60,12 +60,11 @@ const char *sqlc_fmt(comp_t *c, const char *f, ...)
 
 int sqlc_fail(comp_t *c, uint32_t pos, const char *f, ...)
 {
-    char msg[300];
     va_list ap;
     va_start(ap, f);
-    vsnprintf(msg, sizeof msg, f, ap);
+    int rc = eddy_sql_vfail(c->src, pos, c->err, f, ap);
     va_end(ap);
-    return eddy_sql_fail(c->src, pos, c->err, "%s", msg);
+    return rc;
 }
 
 void sqlc_rel_clear(rel_t *r)

@@ -139,12 +139,11 @@ static int fail(const eddy_sql_xctx_t *c, uint32_t pos, const char *fmt, ...)
 {
     if (c->quiet)
         return -1;
-    char msg[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = eddy_sql_vfail(c->src, pos, c->err, fmt, ap);
     va_end(ap);
-    return eddy_sql_fail(c->src, pos, c->err, "%s", msg);
+    return rc;
 }
 
 int eddy_sql_resolve(const eddy_sql_xctx_t *c, const eddy_sql_expr_t *x)

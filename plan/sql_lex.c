@@ -18,11 +18,18 @@
 
 int eddy_sql_fail(const eddy_sql_src_t *src, uint32_t pos, eddy_err_t *err, const char *fmt, ...)
 {
-    char msg[300];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = eddy_sql_vfail(src, pos, err, fmt, ap);
     va_end(ap);
+    return rc;
+}
+
+int eddy_sql_vfail(const eddy_sql_src_t *src, uint32_t pos, eddy_err_t *err, const char *fmt,
+                   va_list ap)
+{
+    char msg[300];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     if (pos > src->len)
         pos = (uint32_t)src->len;
     uint32_t line = 1, start = 0;

@@ -10,6 +10,7 @@
 #ifndef EDDY_PLAN_SQL_LEX_H
 #define EDDY_PLAN_SQL_LEX_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,5 +57,8 @@ bool eddy_sql_tok_is(const eddy_sql_tok_t *tok, const char *kw);
 /* "FILE:LINE:COLUMN: message", then the line and a caret under pos; returns -1. */
 int eddy_sql_fail(const eddy_sql_src_t *src, uint32_t pos, eddy_err_t *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with a va_list, for the compiler's own error wrappers. */
+int eddy_sql_vfail(const eddy_sql_src_t *src, uint32_t pos, eddy_err_t *err, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 4, 0)));
 
 #endif
