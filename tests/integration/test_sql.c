@@ -48,7 +48,8 @@ static void timestamp_text(const char *ms_text, char *out, size_t size)
     gmtime_r(&secs, &tm);
     char day[40];
     strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
-    snprintf(out, size, "%s.%03lld", day, ms % 1000);
+    int n = snprintf(out, size, "%s.%03lld", day, ms % 1000);
+    cr_assert(n > 0 && (size_t)n < size, "timestamp text of %s does not fit", ms_text);
 }
 
 static int cmp_bytes(const void *a, const void *b)
