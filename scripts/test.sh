@@ -86,7 +86,7 @@ if ((SANITIZE)); then
   # Every test runs once: unit and integration tests under the sanitizers
   # (slower, and they catch what a release run would not), the compose test
   # with the release binary its image is built from. Running the whole suite
-  # twice no longer fits CI's 30 minutes on two cores.
+  # twice would not fit CI's 45 minutes on two cores (once takes about 32).
   run_ctest "$ROOT/build" release -L docker
 else
   run_ctest "$ROOT/build" release
