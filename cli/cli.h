@@ -48,6 +48,13 @@ int eddy_cli_open_savepoint(const char *sub, const char *loc, const eddy_job_gra
 /* The same without printing: -1 with err (m cleared). */
 int eddy_cli_savepoint_read(const char *loc, const eddy_job_graph_t *g, bool allow_non_restored,
                             char *root, size_t cap, eddy_savepoint_manifest_t *m, eddy_err_t *err);
+/* eddy_cli_savepoint_read, then its manifest encoded for a submit
+ * request (*text malloc'd, at most EDDY_ARG_MAX): 0, or -1 with err. */
+int eddy_cli_savepoint_text(const char *loc, const eddy_job_graph_t *g, bool allow_non_restored,
+                            char *root, size_t cap, char **text, eddy_err_t *err);
+/* A state of `eddy status --json`'s jobs that is final: finished, failed,
+ * cancelled or stopped (NULL is not). */
+bool eddy_cli_job_state_ended(const char *state);
 
 /* A job to submit to a running coordinator (cli/submit_job.c), the one
  * copy `eddy submit` and `eddy upgrade` share. The caller fills what the

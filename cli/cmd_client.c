@@ -99,9 +99,7 @@ int eddy_cmd_rescale(int argc, char **argv)
 
 static bool job_ended(const json_t *j)
 {
-    const char *s = json_string_value(json_object_get(j, "state"));
-    return s && (!strcmp(s, "finished") || !strcmp(s, "failed") || !strcmp(s, "cancelled") ||
-                 !strcmp(s, "stopped"));
+    return eddy_cli_job_state_ended(json_string_value(json_object_get(j, "state")));
 }
 
 /* The lines an operator's instances reported about themselves (a

@@ -39,10 +39,9 @@ typedef struct upgrade {
     char location[EDDY_STORAGE_URI_MAX];
 } upgrade_t;
 
-static bool ended(const char *state)
+static bool ended(const json_t *job)
 {
-    return state && (!strcmp(state, "finished") || !strcmp(state, "failed") ||
-                     !strcmp(state, "cancelled") || !strcmp(state, "stopped"));
+    return eddy_cli_job_state_ended(json_string_value(json_object_get(job, "state")));
 }
 
 static json_t *fetch_status(upgrade_t *u, eddy_err_t *err)
@@ -69,13 +68,13 @@ static const json_t *find_job(const json_t *status, const char *name)
     {
         const char *id = json_string_value(json_object_get(j, "id"));
         const char *job = json_string_value(json_object_get(j, "job"));
-        bool live = !ended(json_string_value(json_object_get(j, "state")));
+        bool live = !ended(j);
         if (id && !strcmp(id, name))
             exact = j;
         if (live && job && !strcmp(job, name))
             named = j; /* oldest first: the last is the newest */
     }
-    if (exact && !ended(json_string_value(json_object_get(exact, "state"))))
+    if (exact && !ended(exact))
         return exact;
     return named ? named : exact;
 }
@@ -146,13 +145,9 @@ static int wait_running(upgrade_t *u, const char *id, eddy_err_t *err)
 static int roll_back(upgrade_t *u, char **id, eddy_err_t *err)
 {
     char root[EDDY_STORAGE_URI_MAX];
-    eddy_savepoint_manifest_t m = {0};
-    if (eddy_cli_savepoint_read(u->location, NULL, false, root, sizeof root, &m, err) < 0)
+    char *text;
+    if (eddy_cli_savepoint_text(u->location, NULL, false, root, sizeof root, &text, err) < 0)
         return -1;
-    char *text = eddy_savepoint_manifest_encode(&m, NULL);
-    eddy_savepoint_manifest_clear(&m);
-    if (!text)
-        return eddy_err_set(err, "out of memory");
     char *args[] = {"--from-savepoint", root, "--savepoint-manifest", text, "--like", u->old_id};
     int rc = eddy_cli_request(u->coordinator, u->keys, "submit", 6, args, 10000, id, err);
     free(text);
@@ -277,8 +272,7 @@ int eddy_cmd_upgrade(int argc, char **argv)
     } else if (!(u.status = fetch_status(&u, &err))) {
         fprintf(stderr, "eddy upgrade: %s\n", err.msg);
         rc = 1;
-    } else if (!(u.old = find_job(u.status, argv[0])) ||
-               ended(json_string_value(json_object_get(u.old, "state")))) {
+    } else if (!(u.old = find_job(u.status, argv[0])) || ended(u.old)) {
         fprintf(stderr, "eddy upgrade: no running job '%s' (eddy status lists them)\n", argv[0]);
         rc = 2;
     } else {

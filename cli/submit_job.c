@@ -101,25 +101,27 @@ static int upload_plugin(const char *coordinator, const eddy_keys_t *keys, const
     return rc;
 }
 
-/* The savepoint at loc read, checked against g and encoded for the
- * request (*text malloc'd); root gets its location. 2 with err. */
-static int savepoint_text(const char *loc, const eddy_job_graph_t *g, bool allow, char *root,
-                          size_t cap, char **text, eddy_err_t *err)
+int eddy_cli_savepoint_text(const char *loc, const eddy_job_graph_t *g, bool allow_non_restored,
+                            char *root, size_t cap, char **text, eddy_err_t *err)
 {
     eddy_savepoint_manifest_t m = {0};
-    if (eddy_cli_savepoint_read(loc, g, allow, root, cap, &m, err) < 0) {
-        eddy_err_wrap(err, "--from-savepoint");
-        return 2;
-    }
+    *text = NULL;
+    if (eddy_cli_savepoint_read(loc, g, allow_non_restored, root, cap, &m, err) < 0)
+        return -1;
     *text = eddy_savepoint_manifest_encode(&m, NULL);
     eddy_savepoint_manifest_clear(&m);
     if (!*text || strlen(*text) >= EDDY_ARG_MAX) {
         free(*text);
         *text = NULL;
-        eddy_err_set(err, "--from-savepoint: its manifest is too large to send");
-        return 2;
+        return eddy_err_set(err, "its manifest is too large to send");
     }
     return 0;
+}
+
+bool eddy_cli_job_state_ended(const char *state)
+{
+    return state && (!strcmp(state, "finished") || !strcmp(state, "failed") ||
+                     !strcmp(state, "cancelled") || !strcmp(state, "stopped"));
 }
 
 /* The coordinator's request: [--from-savepoint LOC --savepoint-manifest
@@ -183,11 +185,13 @@ int eddy_cli_job_submit(eddy_cli_job_t *j, const char *coordinator, const char *
 {
     char root[EDDY_STORAGE_URI_MAX];
     char *sp_text = NULL;
-    int rc;
-    if (from_savepoint && (rc = savepoint_text(from_savepoint, &j->graph, allow_non_restored, root,
-                                               sizeof root, &sp_text, err)) != 0)
-        return rc;
+    if (from_savepoint && eddy_cli_savepoint_text(from_savepoint, &j->graph, allow_non_restored,
+                                                  root, sizeof root, &sp_text, err) < 0) {
+        eddy_err_wrap(err, "--from-savepoint");
+        return 2;
+    }
     eddy_keys_t *keys;
+    int rc;
     if ((rc = eddy_cli_job_upload(j, coordinator, keys_dir, err)) == 0 &&
         (rc = load_keys(keys_dir, &keys, err)) == 0) {
         rc = send_submit(coordinator, keys, j, root, sp_text, allow_non_restored, job_id, err);
