@@ -306,8 +306,6 @@ static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *es
     d->rates.target_utilisation = target_utilisation;
     d->rates.projected_utilisation =
         est->target_input_rate / ((double)d->new_parallelism * est->true_rate_per_instance);
-    d->rates.backlog = NAN;        /* set by the caller when known */
-    d->rates.latency_p99_ms = NAN;
 }
 
 /* Marks in seen[] operator i and everything upstream of it. */
@@ -699,6 +697,8 @@ static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_ope
     d->new_parallelism = op->parallelism;
     d->action = EDDY_SCALING_NO_CHANGE;
     d->applied = false;
+    d->rates.backlog = NAN; /* optional inputs: unknown until noted */
+    d->rates.latency_p99_ms = NAN;
 }
 
 /* An applied decision: a scale-up is checked after its warm-up; a
@@ -787,9 +787,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
             estimates[i].status != EDDY_DS2_NO_TARGET)
             d->wanted_parallelism = d->new_parallelism;
-        double backlog = d->rates.backlog; /* note_backlog's, before fill_rates */
         fill_rates(d, &estimates[i], c->target_utilisation);
-        d->rates.backlog = backlog;
         if (c->latency_slo_ms > 0.0 && p99_ms > 0.0)
             d->rates.latency_p99_ms = p99_ms;
         if (d->action == EDDY_SCALING_NO_CHANGE)
