@@ -1,5 +1,6 @@
 /* sql_compile_join.c - joins (plan/sql_compile_int.h): inner equi-joins,
- * window joins of two tumbling TVFs, and WHERE x IN (SELECT ...) as a
+ * interval joins (a right time column between bounds over the left's
+ * columns), window joins of two tumbling TVFs, and WHERE x IN (SELECT ...) as a
  * (window) semi-join, each onto the pipelines' join step, whose right side
  * re-reads the source through its own steps. Other joins are refused by
  * name. */
@@ -8,11 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An interval join's bounds, pipeline expressions: a right row joins a
+ * left row when from <= time <= to (docs/pipelines.md), from and to over
+ * the left's columns, time over the right's. Each bound keeps the
+ * conjunct it came from, for the joined rows' filter when the pair is not
+ * complete. */
+typedef struct interval {
+    const char *from, *to, *time;
+    const eddy_sql_expr_t *from_x, *to_x;
+} interval_t;
+
 /* The join step {join: {with: {steps: rsteps}, left_key, right_key, [type:
  * semi], [window: tumbling l's size, each side's event time]}} (taking
  * rsteps); l is NULL for a join without a window. */
 static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *rsteps,
-                    const char *lkey, const char *rkey, bool semi, const rel_t *l, const rel_t *r)
+                    const char *lkey, const char *rkey, bool semi, const rel_t *l, const rel_t *r,
+                    const interval_t *iv)
 {
     uint32_t line = sqlc_line_of(c, pos);
     eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
@@ -27,6 +39,12 @@ static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *
         e |= eddy_sql_yput_str(w, "size", sqlc_fmt(c, "%lldms", (long long)l->w.size), line);
         e |= eddy_sql_yput_str(w, "left_time", l->r.cols[l->w.rowtime].field, line);
         e |= eddy_sql_yput_str(w, "right_time", r->r.cols[r->w.rowtime].field, line);
+        e |= eddy_sql_yput(j, "window", w);
+    } else if (iv) {
+        eddy_ynode_t *w = eddy_sql_ymap(line);
+        e |= eddy_sql_yput_str(w, "from", iv->from, line);
+        e |= eddy_sql_yput_str(w, "to", iv->to, line);
+        e |= eddy_sql_yput_str(w, "time", iv->time, line);
         e |= eddy_sql_yput(j, "window", w);
     }
     e |= eddy_sql_yput(st, "join", j);
@@ -48,6 +66,67 @@ static int other_side(comp_t *c, const eddy_sql_from_t *rf, eddy_ynode_t *rsteps
         rc = sqlc_requalify(c, r, rf->alias);
     c->other_side--;
     return rc;
+}
+
+/* Whether x bounds a right time column by left expressions: R.t BETWEEN
+ * L.a AND L.b, or R.t >= L.a, R.t <= L.b (either way round; > and < on
+ * epoch milliseconds become >= a + 1 and <= b - 1). Fills iv's bounds it
+ * gives; 1 when it is one, 0 when not, -1 on an error (set in c). */
+static int interval_bound(comp_t *c, const eddy_sql_rel_t *all, uint32_t split,
+                          const eddy_sql_rel_t *lonly, const eddy_sql_rel_t *ronly,
+                          const eddy_sql_expr_t *x, interval_t *iv)
+{
+    const eddy_sql_expr_t *t, *lo = NULL, *hi = NULL;
+    bool lo_strict = false, hi_strict = false;
+    if (x->kind == EDDY_SQL_X_BETWEEN && !x->negated) {
+        t = x->args[0];
+        lo = x->args[1];
+        hi = x->args[2];
+    } else if (x->kind == EDDY_SQL_X_BINARY &&
+               (x->op == EDDY_SQL_OP_GE || x->op == EDDY_SQL_OP_GT || x->op == EDDY_SQL_OP_LE ||
+                x->op == EDDY_SQL_OP_LT)) {
+        bool right_first = sqlc_sides(c, all, split, x->args[0]) == 2;
+        t = right_first ? x->args[0] : x->args[1];
+        const eddy_sql_expr_t *b = right_first ? x->args[1] : x->args[0];
+        /* as "t OP b" */
+        bool lower = right_first ? (x->op == EDDY_SQL_OP_GE || x->op == EDDY_SQL_OP_GT)
+                                 : (x->op == EDDY_SQL_OP_LE || x->op == EDDY_SQL_OP_LT);
+        bool strict = x->op == EDDY_SQL_OP_GT || x->op == EDDY_SQL_OP_LT;
+        if (lower) {
+            lo = b;
+            lo_strict = strict;
+        } else {
+            hi = b;
+            hi_strict = strict;
+        }
+    } else {
+        return 0;
+    }
+    if (t->kind != EDDY_SQL_X_COLUMN || sqlc_sides(c, all, split, t) != 2 ||
+        (lo && sqlc_sides(c, all, split, lo) != 1) || (hi && sqlc_sides(c, all, split, hi) != 1))
+        return 0;
+    const char *time = NULL, *from = NULL, *to = NULL;
+    eddy_sql_type_t tt, bt;
+    if (sqlc_translate(c, ronly, NULL, t, &time, &tt) < 0)
+        return -1;
+    if (tt != EDDY_SQL_T_TIMESTAMP && tt != EDDY_SQL_T_BIGINT && tt != EDDY_SQL_T_INT)
+        return 0;
+    if (lo && sqlc_translate(c, lonly, NULL, lo, &from, &bt) < 0)
+        return -1;
+    if (hi && sqlc_translate(c, lonly, NULL, hi, &to, &bt) < 0)
+        return -1;
+    if ((iv->time && strcmp(iv->time, time)) || (from && iv->from) || (to && iv->to))
+        return 0; /* a second time column or bound: an ordinary condition */
+    iv->time = time;
+    if (from) {
+        iv->from = lo_strict ? sqlc_fmt(c, "(%s) + 1", from) : from;
+        iv->from_x = x;
+    }
+    if (to) {
+        iv->to = hi_strict ? sqlc_fmt(c, "(%s) - 1", to) : to;
+        iv->to_x = x;
+    }
+    return c->oom ? sqlc_oom(c) : 1;
 }
 
 /* left JOIN right ON cond (and an inner join's WHERE, taken from *where):
@@ -95,6 +174,8 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
     }
     const char *lkey = NULL, *rkey = NULL;
     bool window_eq = false;
+    bool tvf = out->w.kind == WIN_TVF || r.w.kind == WIN_TVF;
+    interval_t iv = {0};
     eddy_sql_buf_t post = {0};
     eddy_sql_rel_t lonly = {out->r.cols, split};
     for (uint32_t k = 0; rc == 0 && k < n_cs; k++) {
@@ -138,9 +219,24 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
                 eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
             }
         } else {
-            rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
-            eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
+            int ib = m == 3 && !tvf ? interval_bound(c, &out->r, split, &lonly, &r.r, x, &iv) : 0;
+            if (ib < 0)
+                rc = -1;
+            else if (ib == 0)
+                rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
+            if (rc == 0 && ib == 0)
+                eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
         }
+    }
+    /* half an interval is an ordinary condition on the joined rows */
+    bool interval = iv.from && iv.to;
+    for (int k = 0; rc == 0 && !interval && k < 2; k++) {
+        const eddy_sql_expr_t *x = k == 0 ? iv.from_x : iv.to_x;
+        const char *text = NULL;
+        if (!x || (k == 1 && x == iv.from_x))
+            continue;
+        rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
+        eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
     }
     if (rc == 0 && !lkey)
         rc = sqlc_fail(c, f->pos, "a join without an equality of a column of each side is not "
@@ -155,7 +251,8 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
         rc = sqlc_fail(c, f->pos, "window joins of other than tumbling windows of the same size are not "
                   "supported");
     if (rc == 0) {
-        rc = add_join(c, steps, f->pos, rsteps, lkey, rkey, false, windowed ? out : NULL, &r);
+        rc = add_join(c, steps, f->pos, rsteps, lkey, rkey, false, windowed ? out : NULL, &r,
+                      interval ? &iv : NULL);
         rsteps = NULL;
         /* the right's window columns are the left's */
         for (int k = 0; rc == 0 && windowed && k < 3; k++) {
@@ -248,7 +345,7 @@ int sqlc_compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sql_
         rc = sqlc_fail(c, sub->pos, "window semi-joins of other than tumbling windows of the same size "
                   "are not supported");
     if (rc == 0) {
-        rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, true, windowed ? in : NULL, &r);
+        rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, true, windowed ? in : NULL, &r, NULL);
         rsteps = NULL;
     }
     eddy_ynode_free(rsteps);

@@ -99,6 +99,18 @@ remove_pool_workers() {
 cleanup() {
   local rc=$?
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+    # What the step that failed was waiting for comes first: long container
+    # logs are cut from the middle where CI output is shown.
+    if [ -n "${diag_job:-}" ] && [ -n "${coord:-}" ]; then
+      log "FAILED; $diag_job as the leader sees it:"
+      docker exec "$coord" eddy status "$diag_job" 2>&1 | head -n 40 | sed 's/^/    /'
+      log "the leader's last log lines about $diag_job:"
+      docker logs "${c[${lead:-1}]}" 2>&1 | grep -F "$diag_job" | tail -n 30 | sed 's/^/    /'
+      log "warnings and errors of the workers (pool ones included):"
+      for w in $(compose ps -q worker) $(docker ps -aq --filter "label=$pool_label"); do
+        docker logs "$w" 2>&1 | grep -E ' (WARN|ERROR) ' | tail -n 8 | sed "s/^/    ${w:0:12} /"
+      done
+    fi
     log "FAILED; container logs:"
     compose logs --no-color --tail=40 2>&1 | sed 's/^/    /'
   fi
@@ -433,7 +445,7 @@ rate2=${EDDY_TEST_RATE2:-250}
 before=$(compose ps -q worker | sort)
 job2=$(docker exec "$coord" eddy submit --job wordcount --input /data/in.txt \
          --output /data/out2.tsv --rate "$rate2" --parallelism 4) || fail "submit of the second job failed"
-t7=$(date +%s)
+t7=$(date +%s) diag_job=$job2
 wait_until 60 "$job2 running" job_running "$job2"
 log "submitted $job2 (--parallelism 4, --rate $rate2); instances on workers $(job_workers "$job2" | tr '\n' ' ')"
 compose up -d --scale worker=5 >"$work/scale.log" 2>&1 || { cat "$work/scale.log"; fail "--scale worker=5 failed"; }

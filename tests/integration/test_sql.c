@@ -96,7 +96,7 @@ Test(sql, nexmark_queries_equal_the_reference)
         const char *query;
         int ts[4]; /* the reference's epoch-ms columns, -1 ends */
     } cases[] = {
-        {"q0", {3, -1}},    {"q1", {3, -1}},    {"q2", {-1}},       {"q3", {-1}},
+        {"q0", {3, -1}},    {"q1", {3, -1}},    {"q2", {-1}},       {"q3", {-1}},  {"q4", {-1}},
         {"q5", {0, 1, -1}}, {"q7", {0, 1, 5, -1}}, {"q8", {2, -1}},  {"q11", {2, 3, -1}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -50,7 +50,7 @@ Test(sql_compile, nexmark_examples)
     static const struct {
         const char *q, *kinds;
     } cases[] = {
-        {"q0", "fmmm"}, {"q1", "fmmm"}, {"q2", "fmfmm"}, {"q3", "fmfjmm"},
+        {"q0", "fmmm"}, {"q1", "fmmm"}, {"q2", "fmfmm"}, {"q3", "fmfjmm"}, {"q4", "fmjkamkamm"},
         {"q5", "fmkwammkwxmm"}, {"q7", "fmmmkwxmm"}, {"q8", "fmjmmm"}, {"q11", "fmkwamm"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -59,7 +59,7 @@ Test(sql_compile, nexmark_examples)
         cr_assert(s, "%s: %s", cases[i].q, err.msg);
         char k[64];
         kinds(s, k);
-        cr_expect_str_eq(k, cases[i].kinds, "%s", cases[i].q);
+        cr_expect_str_eq(k, cases[i].kinds, "%s: %s", cases[i].q, k);
         bool windowed = !strcmp(cases[i].q, "q5") || !strcmp(cases[i].q, "q7") ||
                         !strcmp(cases[i].q, "q11");
         cr_expect_eq(s->time_column, windowed ? 1 : -1, "%s", cases[i].q);
@@ -202,6 +202,47 @@ Test(sql_compile, window_join)
     cr_assert_eq(s->steps[2].kind, EDDY_PSTEP_JOIN);
     cr_expect_eq(s->steps[2].join->window_ms, 10000);
     cr_expect(!s->steps[2].join->semi);
+    eddy_pipeline_spec_destroy(&s);
+}
+
+/* A right time column between bounds over the left's columns is an
+ * interval join (Flink's q4 writes one as a regular join's WHERE): the
+ * bounds become the join window's from and to, strict comparisons move by
+ * a millisecond, and half an interval stays a filter of the joined rows. */
+Test(sql_compile, interval_join)
+{
+    static const struct {
+        const char *cond, *from, *to;
+    } cases[] = {
+        {"B.dateTime BETWEEN A.dateTime AND A.expires", "dateTime", "expires"},
+        {"A.dateTime <= B.dateTime AND B.dateTime < A.expires", "dateTime", "(expires) - 1"},
+        {"B.dateTime > A.dateTime - INTERVAL '1' SECOND AND A.expires >= B.dateTime",
+         "((dateTime - 1000)) + 1", "expires"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char q[512];
+        snprintf(q, sizeof q, "SELECT A.id, B.price FROM auction A, bid B WHERE A.id = B.auction AND %s",
+                 cases[i].cond);
+        eddy_err_t err = {{0}};
+        eddy_pipeline_spec_t *s = compile(q, true, &err);
+        cr_assert(s, "%s: %s", cases[i].cond, err.msg);
+        cr_assert_eq(s->steps[2].kind, EDDY_PSTEP_JOIN, "%s", cases[i].cond);
+        const eddy_pipeline_join_t *j = s->steps[2].join;
+        cr_expect_eq(j->window_ms, 0);
+        cr_expect_str_eq(j->left_from ? j->left_from : "(none)", cases[i].from, "%s", cases[i].cond);
+        cr_expect_str_eq(j->left_to ? j->left_to : "(none)", cases[i].to, "%s", cases[i].cond);
+        cr_expect_str_eq(j->right_time ? j->right_time : "(none)", "dateTime_2", "%s", cases[i].cond);
+        eddy_pipeline_spec_destroy(&s);
+    }
+    /* one bound only: a join without a window, the bound filters its rows */
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile("SELECT A.id, B.price FROM auction A JOIN bid B ON A.id = B.auction "
+                                      "AND B.dateTime >= A.dateTime", true, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_assert_eq(s->steps[2].kind, EDDY_PSTEP_JOIN);
+    cr_expect(!s->steps[2].join->left_from && !s->steps[2].join->window_ms);
+    cr_assert_eq(s->steps[3].kind, EDDY_PSTEP_FILTER);
+    cr_expect(strstr(s->steps[3].filter, "dateTime_2 >= dateTime"), "%s", s->steps[3].filter);
     eddy_pipeline_spec_destroy(&s);
 }
 
