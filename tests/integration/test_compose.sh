@@ -102,10 +102,12 @@ cleanup() {
     # What the step that failed was waiting for comes first: long container
     # logs are cut from the middle where CI output is shown.
     if [ -n "${diag_job:-}" ] && [ -n "${coord:-}" ]; then
-      log "FAILED; $diag_job as the leader sees it:"
+      log "FAILED; coordinator-1 is $(role_of 1), coordinator-2 is $(role_of 2); $diag_job as the leader sees it:"
       docker exec "$coord" eddy status "$diag_job" 2>&1 | head -n 40 | sed 's/^/    /'
-      log "the leader's last log lines about $diag_job:"
-      docker logs "${c[${lead:-1}]}" 2>&1 | grep -F "$diag_job" | tail -n 30 | sed 's/^/    /'
+      for i in 1 2; do
+        log "coordinator-$i's last log lines about $diag_job or its role:"
+        docker logs "${c[$i]}" 2>&1 | grep -E -e "$diag_job|leader|standby" | tail -n 25 | sed 's/^/    /'
+      done
       log "warnings and errors of the workers (pool ones included):"
       for w in $(compose ps -q worker) $(docker ps -aq --filter "label=$pool_label"); do
         docker logs "$w" 2>&1 | grep -E ' (WARN|ERROR) ' | tail -n 8 | sed "s/^/    ${w:0:12} /"
@@ -434,13 +436,19 @@ log "PASS: Redis stream -> PostgreSQL table matches ($(wc -l <"$work/demo-table.
 # (`up` runs keygen again: it keeps the keys, or nothing could connect.)
 alive() { docker exec "$coord" eddy status | grep -c ' alive$'; }
 alive_is() { [ "$(alive)" -eq "$1" ]; }
-job_doc() { curl -fsS "${api[$lead]}/api/v1/jobs" | jq -c --arg id "$1" '(if type == "array" then . else .jobs end)[] | select(.id == $id)'; }
+# The leader's API: under load the lease may move between the coordinators
+# (that is their job), and a standby knows no jobs.
+leader_api() {
+  if leads "$lead"; then echo "${api[$lead]}"; elif leads "$standby"; then echo "${api[$standby]}"
+  else echo "${api[$lead]}"; fi
+}
+job_doc() { curl -fsS "$(leader_api)/api/v1/jobs" | jq -c --arg id "$1" '(if type == "array" then . else .jobs end)[] | select(.id == $id)'; }
 job_state() { job_doc "$1" | jq -r .state; }
 job_running() { [ "$(job_state "$1")" = running ]; }
 # the worker ids holding instances of job $1, one a line
 job_workers() { job_doc "$1" | jq -r '.operators[].instances[].worker // empty' | sort -u; }
 worker_id() { docker exec "$coord" eddy status --json | jq -r --arg n "$1" '.workers[] | select(.name == $n and .alive) | .id'; }
-migrations() { curl -fsS "${api[$lead]}/metrics" | grep "^eddy_migrations_total{job=\"$1\"" | awk '{print $2}' | head -n 1; }
+migrations() { curl -fsS "$(leader_api)/metrics" | grep "^eddy_migrations_total{job=\"$1\"" | awk '{print $2}' | head -n 1; }
 rate2=${EDDY_TEST_RATE2:-250}
 before=$(compose ps -q worker | sort)
 job2=$(docker exec "$coord" eddy submit --job wordcount --input /data/in.txt \
