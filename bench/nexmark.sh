@@ -23,9 +23,17 @@
 # / baseline, Flink per core, eddy per core / Flink) and writes OUT/nexmark.md,
 # OUT/nexmark.dat and OUT/nexmark.png (gnuplot).
 #
+# With SQL=1 (the default) each query that has Flink's SQL text in
+# examples/sql/ runs that too, the same way (`eddy local --sql Q.sql
+# --input EVENTS_FILE --parallelism W`, its blackhole sink made a print
+# sink so that its rows reach stdout as the C query's do, and are counted
+# and checked the same way), and the table adds its events/s per core and
+# SQL / C query: what compiling to a pipeline costs against the query
+# written in C on the same runtime.
+#
 # Environment: BUILD (default <repo>/build; use a Release build), EVENTS
 # (2000000), WORKERS_LIST ("1 2"), QUERIES ("q0 q1 q2 q3 q5 q7 q8 q11"),
-# RUNS (1), BASE_RUNS (3), OUT (bench/out).
+# RUNS (1), BASE_RUNS (3), SQL (1), OUT (bench/out).
 set -euo pipefail
 # No flags: --help prints the header above; anything else is an error.
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -38,6 +46,7 @@ WORKERS_LIST=${WORKERS_LIST:-"1 2"}
 QUERIES=${QUERIES:-"q0 q1 q2 q3 q5 q7 q8 q11"}
 RUNS=${RUNS:-1}
 BASE_RUNS=${BASE_RUNS:-3}
+SQL=${SQL:-1}
 OUT=${OUT:-$HERE/out}
 CORES=$(nproc)
 
@@ -72,49 +81,76 @@ mismatch=0
 dat=$OUT/nexmark.dat
 md=$OUT/nexmark.md
 : >"$dat"
+sql_cols="" sql_sep=""
+if [[ $SQL == 1 ]]; then sql_cols=" SQL per core | SQL / C query |" sql_sep="---|---|"; fi
 {
     echo "Nexmark, $EVENTS events from a file, $CORES cores, load average" \
          "$(cut -d' ' -f1 /proc/loadavg) ($(date -u +%Y-%m-%d)); generator ${gen_s} s apart"
     echo
-    echo "| query | workers | eddy events/s | eddy per core | C baseline events/s (1 core) | eddy per core / C | Flink per core | eddy per core / Flink | rows |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| query | workers | eddy events/s | eddy per core | C baseline events/s (1 core) | eddy per core / C | Flink per core | eddy per core / Flink | rows |$sql_cols"
+    echo "|---|---|---|---|---|---|---|---|---|$sql_sep"
 } >"$md"
+
+# run_eddy NAME Q W ARGS...: eddy local with ARGS, RUNS times; sets best
+# (seconds, the fastest run) and rows (stdout lines, checked against the
+# baseline's count unless the job restored).
+run_eddy() {
+    local name=$1 q=$2 w=$3 r s t0 t1 log
+    shift 3
+    log=$OUT/nexmark-$name-$w.log
+    best=""
+    for ((r = 0; r < RUNS; r++)); do
+        t0=$(date +%s.%N)
+        if ! "$BUILD/eddy" local --workers "$w" --control-port "$port" --http-port $((port + 1)) \
+            --quiet --checkpoint-interval 2000 "$@" --input "$events" --parallelism "$w" \
+            2>"$log" | wc -l >"$TMP/rows"; then
+            echo "nexmark $name with $w workers failed; see $log" >&2
+            exit 1
+        fi
+        t1=$(date +%s.%N)
+        port=$((port + 2))
+        s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+        if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
+        rows=$(<"$TMP/rows")
+        if grep -q "restoring" "$log"; then
+            # stdout is at least once: a restore prints rows again
+            rows="$rows (restored)"
+            echo "nexmark $name with $w workers: the job restored (see $log); its rows are not checked" >&2
+        elif [[ -n ${BASE_ROWS[$q]:-} && $rows != "${BASE_ROWS[$q]}" ]]; then
+            echo "nexmark $name with $w workers: $rows rows, the baseline ${BASE_ROWS[$q]}" >&2
+            rows="$rows (baseline ${BASE_ROWS[$q]}!)"
+            mismatch=1
+        fi
+    done
+}
+
 for q in $QUERIES; do
+    sql=""
+    if [[ $SQL == 1 && -f $ROOT/examples/sql/$q.sql ]]; then
+        sql=$TMP/$q.sql
+        sed "s/'connector' *= *'blackhole'/'connector' = 'print'/" "$ROOT/examples/sql/$q.sql" >"$sql"
+    fi
     for w in $WORKERS_LIST; do
         used=$(( w < CORES ? w : CORES ))
-        best=""
-        for ((r = 0; r < RUNS; r++)); do
-            t0=$(date +%s.%N)
-            if ! "$BUILD/eddy" local --workers "$w" --control-port "$port" --http-port $((port + 1)) \
-                --quiet --checkpoint-interval 2000 --job nexmark --query "$q" --input "$events" \
-                --parallelism "$w" 2>"$OUT/nexmark-$q-$w.log" | wc -l >"$TMP/rows"; then
-                echo "nexmark $q with $w workers failed; see $OUT/nexmark-$q-$w.log" >&2
-                exit 1
-            fi
-            t1=$(date +%s.%N)
-            port=$((port + 2))
-            s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
-            if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
-            rows=$(<"$TMP/rows")
-            if grep -q "restoring" "$OUT/nexmark-$q-$w.log"; then
-                # stdout is at least once: a restore prints rows again
-                rows="$rows (restored)"
-                echo "nexmark $q with $w workers: the job restored (see $OUT/nexmark-$q-$w.log);" \
-                     "its rows are not checked" >&2
-            elif [[ -n ${BASE_ROWS[$q]:-} && $rows != "${BASE_ROWS[$q]}" ]]; then
-                echo "nexmark $q with $w workers: $rows rows, the baseline ${BASE_ROWS[$q]}" >&2
-                rows="$rows (baseline ${BASE_ROWS[$q]}!)"
-                mismatch=1
-            fi
-        done
+        run_eddy "$q" "$q" "$w" --job nexmark --query "$q"
         eps=$(awk -v n="$EVENTS" -v s="$best" 'BEGIN { printf "%.0f", n / s }')
         per=$(( eps / used ))
+        c_rows=$rows
+        sql_txt="" sql_per=0
+        if [[ -n $sql ]]; then
+            run_eddy "$q-sql" "$q" "$w" --sql "$sql"
+            sql_per=$(( $(awk -v n="$EVENTS" -v s="$best" 'BEGIN { printf "%.0f", n / s }') / used ))
+            sql_txt=" $sql_per | $(bench_ratio "$sql_per" "$per")x |"
+            [[ $rows == "$c_rows" ]] || sql_txt=" $sql_per ($rows rows) | $(bench_ratio "$sql_per" "$per")x |"
+        elif [[ $SQL == 1 ]]; then
+            sql_txt=" - | - |"
+        fi
         base=${BASE[$q]:-0}
         base_txt=$(printf "%.0f" "$base")
         flink=${FLINK[$q]}
         echo "| $q | $w | $eps | $per | $base_txt | $(bench_ratio "$per" "$base")x | $flink |" \
-             "$(bench_ratio "$per" "$flink" 1)x | $rows |" >>"$md"
-        echo "$q $w $per $flink $base" >>"$dat"
+             "$(bench_ratio "$per" "$flink" 1)x | $c_rows |$sql_txt" >>"$md"
+        echo "$q $w $per $flink $base $sql_per" >>"$dat"
     done
 done
 cat "$md"
