@@ -4,7 +4,9 @@
  * and, when windowed, the window's start; an event-time timer at the
  * window's last millisecond clears both. A semi-join keeps one right row
  * per key (and window) as the mark that there is a match, and only the
- * left rows still waiting for one. The interval join (its own kind, with a
+ * left rows still waiting for one. A left join (windowed) emits, when the
+ * window ends, each left row of a key whose right list is empty with the
+ * right's columns null. The interval join (its own kind, with a
  * per-key value for its timer) is below. */
 #include "operators/pipeline_join.h"
 
@@ -17,15 +19,17 @@
 typedef struct join_conf {
     bool semi;
     bool union_all;
+    bool left_outer;
     int64_t window_ms;
+    int64_t right_columns; /* a left join's null row has this many */
 } join_conf_t;
 
 static join_conf_t conf_of(eddy_process_context_t *ctx)
 {
     const eddy_config_t *c = eddy_process_config(ctx);
     const char *type = eddy_config_str(c, "type", "inner");
-    join_conf_t j = {!strcmp(type, "semi"), !strcmp(type, "union"),
-                     eddy_config_int(c, "window_ms", 0)};
+    join_conf_t j = {!strcmp(type, "semi"), !strcmp(type, "union"), !strcmp(type, "left"),
+                     eddy_config_int(c, "window_ms", 0), eddy_config_int(c, "right_columns", 0)};
     return j;
 }
 
@@ -306,12 +310,37 @@ static int join_process(eddy_process_context_t *ctx, const eddy_record_t *rec,
     return eddy_process_list_add(ctx, own, ns_len, &row) < 0 ? eddy_err_set(err, "out of memory") : 0;
 }
 
+/* A left join's rows without a match in their window: each left row of
+ * list l, then the right's columns as nulls (\N), at time. */
+static int emit_unmatched(eddy_process_context_t *ctx, const join_conf_t *j, const char *l,
+                          uint32_t ns_len, int64_t time, eddy_collector_t *out, eddy_err_t *err)
+{
+    if (j->right_columns <= 0 || j->right_columns > 100000)
+        return eddy_err_set(err, "pipeline join: a left join without its right columns");
+    size_t nulls = (size_t)j->right_columns * 3 - 1; /* \N, tab-separated */
+    eddy_record_t row;
+    for (size_t i = 0; eddy_process_list_at(ctx, l, ns_len, i, &row); i++) {
+        size_t n = (size_t)row.len + 1 + nulls;
+        char *text = malloc(n);
+        if (!text)
+            return eddy_err_set(err, "out of memory");
+        memcpy(text, row.data, row.len);
+        char *p = text + row.len;
+        for (int64_t c = 0; c < j->right_columns; c++) {
+            memcpy(p, "\t\\N", 3);
+            p += 3;
+        }
+        eddy_record_t rec = {text, (uint32_t)n, EDDY_INSERT, 1, time};
+        eddy_emit(out, &rec);
+        free(text);
+    }
+    return 0;
+}
+
 static int join_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,
                          const void *tns, uint32_t tns_len, eddy_collector_t *out, eddy_err_t *err)
 {
     (void)domain;
-    (void)out;
-    (void)time;
     join_conf_t j = conf_of(ctx);
     int64_t start;
     if (tns_len != sizeof start || !j.window_ms)
@@ -320,6 +349,9 @@ static int join_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain,
     char l[9], r[9];
     uint32_t ns_len = namespace_of(l, 'L', &j, start);
     namespace_of(r, 'R', &j, start);
+    if (j.left_outer && eddy_process_list_size(ctx, r, ns_len) == 0 &&
+        emit_unmatched(ctx, &j, l, ns_len, time, out, err) < 0)
+        return -1;
     eddy_process_list_clear(ctx, l, ns_len);
     eddy_process_list_clear(ctx, r, ns_len);
     return 0;

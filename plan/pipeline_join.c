@@ -224,9 +224,11 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
     if ((v = eddy_ynode_get(body, "type"))) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s.type", field);
-        if (v->kind != EDDY_YNODE_SCALAR || (strcmp(v->scalar, "inner") && strcmp(v->scalar, "semi")))
-            return eddy_pspec_fail(c, v, sub, "expected inner or semi");
+        if (v->kind != EDDY_YNODE_SCALAR ||
+            (strcmp(v->scalar, "inner") && strcmp(v->scalar, "semi") && strcmp(v->scalar, "left")))
+            return eddy_pspec_fail(c, v, sub, "expected inner, semi or left");
         j->semi = !strcmp(v->scalar, "semi");
+        j->left_outer = !strcmp(v->scalar, "left");
     }
     /* Keys: on: COLUMN (both sides), or left_key and right_key. */
     const char *const key_names[] = {"on", "left_key", "right_key"};
@@ -247,6 +249,12 @@ int eddy_pipeline_join_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *body
         if (rc < 0)
             return -1;
     }
+    /* Without a window's end nothing says a left row will never match: an
+     * append-only result cannot take its null row back. */
+    if (j->left_outer && (!j->window_ms || j->left_from))
+        return eddy_pspec_fail(c, eddy_ynode_get(body, "type"), field,
+                               "type: left needs a tumbling window (window: {size, time}): a left "
+                               "row without a match comes out when its window ends");
     return output_columns(c, body, field, cols, n_cols, rcols, nr, j->semi, st);
 }
 

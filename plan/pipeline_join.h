@@ -38,6 +38,8 @@ typedef struct eddy_pipeline_join {
     eddy_pipeline_spec_t *right;
     char *left_key, *right_key;   /* expressions over each side's columns */
     bool semi;                    /* emit each left row once, when it has a match */
+    bool left_outer;              /* type: left (windowed only): a left row without a match
+                                   * in its window comes out once, the right's columns null */
     bool union_all;               /* a `union` step: every row of either side, as it is */
     int64_t window_ms;            /* 0: no window (state kept for good) */
     char *left_time, *right_time; /* window: each side's event time (epoch ms) */

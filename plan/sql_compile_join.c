@@ -1,9 +1,9 @@
 /* sql_compile_join.c - joins (plan/sql_compile_int.h): inner equi-joins,
  * interval joins (a right time column between bounds over the left's
- * columns), window joins of two tumbling TVFs, and WHERE x IN (SELECT ...) as a
- * (window) semi-join, each onto the pipelines' join step, whose right side
- * re-reads the source through its own steps. Other joins are refused by
- * name. */
+ * columns), inner and LEFT window joins of two tumbling TVFs, and WHERE x
+ * IN (SELECT ...) as a (window) semi-join, each onto the pipelines' join
+ * step, whose right side re-reads the source through its own steps. Other
+ * joins are refused by name. */
 #include "plan/sql_compile_int.h"
 
 #include <stdlib.h>
@@ -20,11 +20,12 @@ typedef struct interval {
 } interval_t;
 
 /* The join step {join: {with: {steps: rsteps}, left_key, right_key, [type:
- * semi], [window: tumbling l's size, each side's event time]}} (taking
- * rsteps); l is NULL for a join without a window. */
+ * semi or left], [window: tumbling l's size, each side's event time, or
+ * iv's interval]}} (taking rsteps); l is NULL for a join without a
+ * tumbling window. */
 static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *rsteps,
-                    const char *lkey, const char *rkey, bool semi, const rel_t *l, const rel_t *r,
-                    const interval_t *iv)
+                    const char *lkey, const char *rkey, const char *type, const rel_t *l,
+                    const rel_t *r, const interval_t *iv)
 {
     uint32_t line = sqlc_line_of(c, pos);
     eddy_ynode_t *st = eddy_sql_ymap(line), *j = eddy_sql_ymap(line), *with = eddy_sql_ymap(line);
@@ -32,8 +33,8 @@ static int add_join(comp_t *c, eddy_ynode_t *steps, uint32_t pos, eddy_ynode_t *
     e |= eddy_sql_yput(j, "with", with);
     e |= eddy_sql_yput_str(j, "left_key", lkey, line);
     e |= eddy_sql_yput_str(j, "right_key", rkey, line);
-    if (semi)
-        e |= eddy_sql_yput_str(j, "type", "semi", line);
+    if (type)
+        e |= eddy_sql_yput_str(j, "type", type, line);
     if (l) {
         eddy_ynode_t *w = eddy_sql_ymap(line);
         e |= eddy_sql_yput_str(w, "size", sqlc_fmt(c, "%lldms", (long long)l->w.size), line);
@@ -136,10 +137,10 @@ static int interval_bound(comp_t *c, const eddy_sql_rel_t *all, uint32_t split,
 int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, rel_t *out,
                       const eddy_sql_expr_t **where)
 {
-    if (f->join_type == EDDY_SQL_JOIN_LEFT || f->join_type == EDDY_SQL_JOIN_RIGHT ||
-        f->join_type == EDDY_SQL_JOIN_FULL)
-        return sqlc_fail(c, f->pos, "LEFT, RIGHT and FULL joins are not supported (eddy's joins are "
-                    "inner)");
+    if (f->join_type == EDDY_SQL_JOIN_RIGHT || f->join_type == EDDY_SQL_JOIN_FULL)
+        return sqlc_fail(c, f->pos, "RIGHT and FULL joins are not supported (write the RIGHT JOIN as "
+                    "a LEFT JOIN of the other order; a LEFT JOIN must be a window join)");
+    bool outer = f->join_type == EDDY_SQL_JOIN_LEFT;
     const eddy_sql_from_t *rf = f->right;
     if (c->other_side)
         return sqlc_fail(c, f->pos, "a join inside a join's right side (a view that joins) is not "
@@ -168,7 +169,7 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
     }
     if (rc == 0)
         rc = sqlc_conjuncts(c, f->on, &cs, &n_cs);
-    if (rc == 0 && where && *where) {
+    if (rc == 0 && where && *where && !outer) { /* after a LEFT JOIN the WHERE filters its rows */
         rc = sqlc_conjuncts(c, *where, &cs, &n_cs);
         *where = NULL;
     }
@@ -184,6 +185,9 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
         const char *text = NULL;
         if (m < 0) {
             rc = -1;
+        } else if (m == 1 && outer) {
+            rc = sqlc_fail(c, x->pos, "a condition on the left side alone in a LEFT JOIN's ON is not "
+                      "supported (it keeps the row, unmatched; filter in WHERE or a subquery)");
         } else if (m == 1) {
             bool win = out->w.kind == WIN_TVF && sqlc_reads_window(out, x);
             rc = win ? sqlc_fail(c, x->pos, "a condition on a window column before a join is not "
@@ -238,10 +242,16 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
         rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
         eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
     }
+    if (rc == 0 && outer && post.n)
+        rc = sqlc_fail(c, f->pos, "a LEFT JOIN's ON takes the key, the window equalities and "
+                  "conditions on the right side only; other conditions on both sides are not supported");
     if (rc == 0 && !lkey)
         rc = sqlc_fail(c, f->pos, "a join without an equality of a column of each side is not "
                   "supported (eddy's joins are equi-joins)");
     bool windowed = out->w.kind == WIN_TVF && r.w.kind == WIN_TVF;
+    if (rc == 0 && outer && !(windowed && window_eq))
+        rc = sqlc_fail(c, f->pos, "a LEFT JOIN must be a window join (two TUMBLE TVFs and "
+                  "L.window_start = R.window_start): only a window's end says a row found no match");
     if (rc == 0 && (out->w.kind == WIN_TVF || r.w.kind == WIN_TVF) && !(windowed && window_eq))
         rc = sqlc_fail(c, f->pos, "a join of window TVFs needs both sides windowed and "
                   "L.window_start = R.window_start (a window join); other joins of windowed rows "
@@ -251,8 +261,8 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
         rc = sqlc_fail(c, f->pos, "window joins of other than tumbling windows of the same size are not "
                   "supported");
     if (rc == 0) {
-        rc = add_join(c, steps, f->pos, rsteps, lkey, rkey, false, windowed ? out : NULL, &r,
-                      interval ? &iv : NULL);
+        rc = add_join(c, steps, f->pos, rsteps, lkey, rkey, outer ? "left" : NULL,
+                      windowed ? out : NULL, &r, interval ? &iv : NULL);
         rsteps = NULL;
         /* the right's window columns are the left's */
         for (int k = 0; rc == 0 && windowed && k < 3; k++) {
@@ -345,7 +355,7 @@ int sqlc_compile_semi(comp_t *c, eddy_ynode_t *steps, rel_t *in, const eddy_sql_
         rc = sqlc_fail(c, sub->pos, "window semi-joins of other than tumbling windows of the same size "
                   "are not supported");
     if (rc == 0) {
-        rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, true, windowed ? in : NULL, &r, NULL);
+        rc = add_join(c, steps, x->pos, rsteps, lkey, rkey, "semi", windowed ? in : NULL, &r, NULL);
         rsteps = NULL;
     }
     eddy_ynode_free(rsteps);

@@ -93,6 +93,10 @@ Test(pipeline_join, interval_window_mistakes_name_file_line_and_field)
                "p.yaml:13: steps[2].join.window: an interval window joins inner only");
     bad_window("      window: {from: start, to: until, time: t, upto: 3}", NULL,
                "steps[2].join.window: unknown key 'upto'");
+    bad_window("      window: {from: start, to: until, time: t}", "      type: left\n",
+               "steps[2].join: type: left needs a tumbling window");
+    bad_window("      window: {from: start, to: until, time: t}", "      type: outer\n",
+               "steps[2].join.type: expected inner, semi or left");
 }
 
 /* ---- the operator ------------------------------------------------------- */

@@ -139,8 +139,8 @@ Test(sql_compile, unsupported_constructs_are_named)
         "OVER windows other than a top-1 by RANK() are not supported");
     bad("SELECT * FROM (SELECT auction, RANK() OVER (PARTITION BY auction ORDER BY price DESC) AS rk FROM bid) WHERE rk <= 3",
         "top-N with N other than 1 is not supported");
-    bad("SELECT P.name FROM person P LEFT JOIN auction A ON P.id = A.seller",
-        "LEFT, RIGHT and FULL joins are not supported");
+    bad("SELECT P.name FROM person P FULL JOIN auction A ON P.id = A.seller",
+        "RIGHT and FULL joins are not supported");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
         "unknown column 'expires'");
     bad("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(expires), INTERVAL '2' SECOND)) GROUP BY window_start, window_end",
@@ -244,6 +244,48 @@ Test(sql_compile, interval_join)
     cr_assert_eq(s->steps[3].kind, EDDY_PSTEP_FILTER);
     cr_expect(strstr(s->steps[3].filter, "dateTime_2 >= dateTime"), "%s", s->steps[3].filter);
     eddy_pipeline_spec_destroy(&s);
+}
+
+/* LEFT JOIN: a window join only (a window's end says a row found no match),
+ * conditions on the left alone in its ON refused; RIGHT and FULL refused. */
+Test(sql_compile, left_window_join)
+{
+    eddy_err_t err = {{0}};
+    eddy_pipeline_spec_t *s = compile(
+        "SELECT P.id, A.id AS auction, P.window_start\n"
+        "FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) P\n"
+        "LEFT JOIN TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) A\n"
+        "ON P.id = A.seller AND P.window_start = A.window_start AND A.category = 10",
+        true, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_assert_eq(s->steps[2].kind, EDDY_PSTEP_JOIN);
+    cr_expect(s->steps[2].join->left_outer && !s->steps[2].join->semi);
+    cr_expect_eq(s->steps[2].join->window_ms, 10000);
+    /* the right side's own condition filters it before the join */
+    const eddy_pipeline_spec_t *r = s->steps[2].join->right;
+    bool filtered = false;
+    for (uint32_t i = 0; i < r->n_steps; i++)
+        filtered |= r->steps[i].kind == EDDY_PSTEP_FILTER && strstr(r->steps[i].filter, "category");
+    cr_expect(filtered, "the right's condition is not a filter of the right side");
+    eddy_pipeline_spec_destroy(&s);
+    static const struct {
+        const char *q, *msg;
+    } bad_cases[] = {
+        {"SELECT P.id FROM person P LEFT JOIN auction A ON P.id = A.seller",
+         "a LEFT JOIN must be a window join"},
+        {"SELECT P.id FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) P "
+         "LEFT JOIN TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) A "
+         "ON P.id = A.seller AND P.window_start = A.window_start AND P.id > 5",
+         "a condition on the left side alone in a LEFT JOIN's ON is not supported"},
+        {"SELECT P.id FROM person P RIGHT JOIN auction A ON P.id = A.seller",
+         "RIGHT and FULL joins are not supported"},
+    };
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        eddy_err_t e = {{0}};
+        eddy_pipeline_spec_t *b = compile(bad_cases[i].q, true, &e);
+        cr_expect(!b && strstr(e.msg, bad_cases[i].msg), "%s: %s", bad_cases[i].q, e.msg);
+        eddy_pipeline_spec_destroy(&b);
+    }
 }
 
 Test(sql_compile, union_all_becomes_a_union_step_whose_other_side_reads_the_source_again)
