@@ -375,12 +375,11 @@ void coord_checkpoint_trigger(coord_t *c, coord_job_t *j, bool pause)
     m.u.trigger.pause_after = pause;
     /* A rescale's barrier is a migration snapshot, not a recovery point. */
     m.u.trigger.migrate_stage = pause && j->rescale_stage >= 0 ? (uint32_t)j->rescale_stage : EDDY_NO_STAGE;
-    /* A fluid rescale's barrier moves no state: the groups stay with their
-     * owners (fluid.c). */
-    m.u.trigger.migrate_parallelism = !pause || j->rescale_stage < 0 ? 0
-                                      : j->fluid && j->fluid_phase == COORD_FLUID_EXPAND ? j->rescale_from
-                                                                                            : j->rescale_to;
-    m.u.trigger.moving = pause && !savepoint ? coord_migration_moving(j, &m.u.trigger.n_moving) : NULL;
+    /* A fluid rescale's or migration's barrier moves no state (0): the
+     * groups stay with their owners and move in steps (fluid.c). */
+    m.u.trigger.migrate_parallelism = !pause || j->rescale_stage < 0 || j->fluid ? 0 : j->rescale_to;
+    m.u.trigger.moving = pause && !savepoint && !j->fluid ? coord_migration_moving(j, &m.u.trigger.n_moving)
+                                                          : NULL;
     if (savepoint)
         snprintf(m.u.trigger.savepoint_uri, sizeof m.u.trigger.savepoint_uri, "%s", savepoint);
     for (coord_worker_t *w = c->workers; w; w = w->next)

@@ -88,6 +88,8 @@ static void send_deploy(coord_t *c, coord_job_t *j)
     d->positions = pos;
     d->n_finished = j->n_deploy_finished; /* borrowed for the encoding */
     d->finished = j->deploy_finished;
+    if (j->deploy_mode == EDDY_DEPLOY_RESCALE)
+        d->renames = coord_fluid_renames(j, &d->n_renames); /* a fluid migration's end */
     j->deploys_pending = 0;
     j->deploy_started_ms = now;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
@@ -99,6 +101,7 @@ static void send_deploy(coord_t *c, coord_job_t *j)
     j->n_deploy_targets = j->deploys_pending;
     free(eps);
     free(pos);
+    free(d->renames);
     if (j->deploy_checkpoint)
         eddy_info("job %s: deploying epoch %u (%s, from checkpoint %" PRIu64 ") on %u workers", j->id,
                   j->epoch, mode_names[j->deploy_mode], j->deploy_checkpoint, j->deploys_pending);

@@ -22,6 +22,12 @@
  *    snapshot; no step starts while a checkpoint is in flight.
  *  SHRINK (q < p): the instances the steps emptied are removed, like
  *    EXPAND behind a barrier that writes no state.
+ * A migration (rebalancing, migrate.c: instances of S move to other workers
+ * at the same parallelism p) is the same machinery (coord_fluid_migrate):
+ *  EXPAND to p + n, instance p + k on move k's target worker owning nothing;
+ *  STEPS moving each moved instance's key groups to its new instance;
+ *  SHRINK back to p, where instance p + k takes the moved instance's number
+ *    (DEPLOY renames; the emptied old task goes) and keeps its state.
  * A failure meanwhile restores the job from its last complete checkpoint
  * (recovery.c calls coord_rescale_abandon, which clears this), at the
  * placement of then: checkpoint files are per key group, so whatever steps
@@ -117,14 +123,34 @@ static void pause_for_deploy(coord_t *c, coord_job_t *j)
     /* else: checkpoint.c's tick triggers it when the running one ends */
 }
 
-/* The plan from the committed routing to the uniform one at rescale_to. */
+/* A migration's plan: each moved instance's groups (as at rescale_from)
+ * to its new instance rescale_from + k. */
+static int plan_moves(coord_t *c, coord_job_t *j, eddy_err_t *err)
+{
+    eddy_route_table_t to;
+    if (eddy_route_table_init_as(&to, j->fluid_table.n_groups, j->fluid_table.parallelism,
+                                 j->rescale_from, err) < 0)
+        return -1;
+    for (uint32_t k = 0; k < j->n_moves; k++)
+        for (uint32_t kg = 0; kg < to.n_groups; kg++)
+            if (to.owner[kg] == j->moves[k].instance && j->rescale_from + k < to.parallelism)
+                to.owner[kg] = (uint16_t)(j->rescale_from + k);
+    int rc = eddy_route_plan_between(&j->fluid_table, &to, step_groups(c), &j->fluid_plan, err);
+    eddy_route_table_free(&to);
+    return rc;
+}
+
+/* The plan from the committed routing to the uniform one at rescale_to,
+ * or for a migration to the moved instances' new ones. */
 static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as_p)
 {
     eddy_err_t err = {{0}};
     eddy_route_table_free(&j->fluid_table);
     eddy_route_plan_free(&j->fluid_plan);
     if (eddy_route_table_init_as(&j->fluid_table, j->graph.max_parallelism, table_p, as_p, &err) < 0 ||
-        eddy_route_plan_to(&j->fluid_table, j->rescale_to, step_groups(c), &j->fluid_plan, &err) < 0) {
+        (j->n_moves ? plan_moves(c, j, &err)
+                    : eddy_route_plan_to(&j->fluid_table, j->rescale_to, step_groups(c), &j->fluid_plan,
+                                         &err)) < 0) {
         coord_restore_job(c, j, err.msg, true);
         return -1;
     }
@@ -132,10 +158,16 @@ static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as
     j->fluid_next_step = 0;
     j->fluid_step_off = 0;
     j->fluid_version = 0;
-    eddy_info("job %s: fluid rescale of %s %u -> %u: %u key groups to move in %u steps of at most "
-              "%u key groups and about %" PRIu64 " bytes", j->id,
-              j->graph.stages[j->rescale_stage].name, j->rescale_from, j->rescale_to,
-              j->fluid_plan.n_groups, j->fluid_plan.n_steps, step_groups(c), step_bytes(c));
+    if (j->n_moves)
+        eddy_info("job %s: fluid migration of %u instance%s of %s: %u key groups to move in %u steps "
+                  "of at most %u key groups and about %" PRIu64 " bytes", j->id, j->n_moves,
+                  j->n_moves == 1 ? "" : "s", j->graph.stages[j->rescale_stage].name,
+                  j->fluid_plan.n_groups, j->fluid_plan.n_steps, step_groups(c), step_bytes(c));
+    else
+        eddy_info("job %s: fluid rescale of %s %u -> %u: %u key groups to move in %u steps of at "
+                  "most %u key groups and about %" PRIu64 " bytes", j->id,
+                  j->graph.stages[j->rescale_stage].name, j->rescale_from, j->rescale_to,
+                  j->fluid_plan.n_groups, j->fluid_plan.n_steps, step_groups(c), step_bytes(c));
     coord_fluid_tick(c, j, eddy_mono_ms());
     return 0;
 }
@@ -152,7 +184,10 @@ static void done(coord_t *c, coord_job_t *j)
     r->new_p = j->rescale_to;
     r->pause_ms = j->fluid_pause_ms;
     r->bytes_moved = j->fluid_bytes;
-    j->rescale_bytes_total += r->bytes_moved;
+    if (j->n_moves) /* a migration's bytes are counted apart, like its count */
+        j->migration_bytes_total += r->bytes_moved;
+    else
+        j->rescale_bytes_total += r->bytes_moved;
     r->groups_moved = j->fluid_groups;
     r->fluid_steps = j->fluid_steps_taken ? j->fluid_steps_taken : 1;
     r->migration_ms = total_ms;
@@ -161,13 +196,27 @@ static void done(coord_t *c, coord_job_t *j)
     if (j->fluid_transfer_us)
         snprintf(transfer, sizeof transfer, ", copied in %.1f ms (%.0f MB/s)", r->transfer_ms,
                  (double)r->bytes_moved / 1048576.0 / (r->transfer_ms / 1e3));
-    char msg[320];
+    char msg[320], what[160];
+    if (j->n_moves)
+        snprintf(what, sizeof what, "migrated %u instance%s of %s/%s", j->n_moves,
+                 j->n_moves == 1 ? "" : "s", j->id, r->stage);
+    else
+        snprintf(what, sizeof what, "rescaled %s/%s %u -> %u", j->id, r->stage, r->old_p, r->new_p);
     snprintf(msg, sizeof msg,
-             "rescaled %s/%s %u -> %u (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %"
-             PRIu64 " key groups (%" PRIu64 " bytes)%s",
-             j->id, r->stage, r->old_p, r->new_p, r->fluid_steps, total_ms, r->pause_ms,
-             r->groups_moved, r->bytes_moved, transfer);
+             "%s (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %" PRIu64
+             " key groups (%" PRIu64 " bytes)%s",
+             what, r->fluid_steps, total_ms, r->pause_ms, r->groups_moved, r->bytes_moved, transfer);
     eddy_info("%s", msg);
+    if (j->n_moves) {
+        r->instances_moved = j->n_moves;
+        snprintf(r->why, sizeof r->why, "%s", j->migration_why);
+        j->n_migrations++;
+        j->instances_migrated += j->n_moves;
+        free(j->moves);
+        j->moves = NULL;
+        j->n_moves = 0;
+        coord_rebalance_migration_ended(c);
+    }
     if (j->rescale_client.waiting) {
         coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 0, msg);
         j->rescale_client.waiting = false;
@@ -177,10 +226,9 @@ static void done(coord_t *c, coord_job_t *j)
     coord_job_store_save(c, j, 3, NULL, NULL);
 }
 
-int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
-                      const unsigned char *identity, size_t identity_len, eddy_err_t *err)
+static void init(coord_job_t *j, int stage, uint32_t to, const unsigned char *identity,
+                 size_t identity_len)
 {
-    (void)err;
     uint32_t from = j->placement[stage].parallelism;
     j->rescale_stage = stage;
     j->rescale_from = from;
@@ -197,6 +245,14 @@ int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
     j->fluid_transfer_us = 0;
     j->fluid_steps_taken = 0;
     j->fluid_pause_ms = 0;
+}
+
+int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
+                      const unsigned char *identity, size_t identity_len, eddy_err_t *err)
+{
+    (void)err;
+    uint32_t from = j->placement[stage].parallelism;
+    init(j, stage, to, identity, identity_len);
     eddy_info("job %s: rescaling %s %u -> %u (fluid, steps of %u key groups)", j->id,
               j->graph.stages[stage].name, from, to, step_groups(c));
     if (to > from) {
@@ -205,6 +261,51 @@ int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
         return 0;
     }
     start_steps(c, j, from, from); /* a failure restores the job */
+    return 0;
+}
+
+void coord_fluid_migrate(coord_t *c, coord_job_t *j, int stage)
+{
+    uint32_t p = j->placement[stage].parallelism;
+    init(j, stage, p, NULL, 0);
+    eddy_info("job %s: %u instance%s of %s to move (fluid, steps of %u key groups)", j->id,
+              j->n_moves, j->n_moves == 1 ? "" : "s", j->graph.stages[stage].name, step_groups(c));
+    j->fluid_phase = COORD_FLUID_EXPAND;
+    pause_for_deploy(c, j);
+}
+
+eddy_task_rename_t *coord_fluid_renames(const coord_job_t *j, uint32_t *n)
+{
+    *n = 0;
+    if (!j->fluid || !j->n_moves || j->fluid_phase != COORD_FLUID_SHRINK)
+        return NULL;
+    eddy_task_rename_t *r = malloc(j->n_moves * sizeof *r);
+    for (uint32_t k = 0; r && k < j->n_moves; k++)
+        r[(*n)++] = (eddy_task_rename_t){(uint32_t)j->rescale_stage, j->rescale_from + k,
+                                         j->moves[k].instance};
+    return r;
+}
+
+/* A migration's placement before coord_place keeps it: at EXPAND the new
+ * instances rescale_from + k on the moves' targets, at SHRINK each moved
+ * instance where its new one ran (the new ones then go). */
+static int place_moves(coord_job_t *j)
+{
+    eddy_stage_placement_t *pl = &j->placement[j->rescale_stage];
+    uint32_t p = j->rescale_from;
+    if (j->fluid_phase == COORD_FLUID_SHRINK) {
+        for (uint32_t k = 0; k < j->n_moves && p + k < pl->parallelism; k++)
+            if (j->moves[k].instance < p)
+                pl->worker_of[j->moves[k].instance] = pl->worker_of[p + k];
+        return 0;
+    }
+    uint32_t *w = realloc(pl->worker_of, (p + j->n_moves) * sizeof *w);
+    if (!w)
+        return -1;
+    for (uint32_t k = 0; k < j->n_moves; k++)
+        w[p + k] = j->moves[k].to;
+    pl->worker_of = w;
+    pl->parallelism = p + j->n_moves;
     return 0;
 }
 
@@ -220,7 +321,14 @@ void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j)
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         p[s] = coord_job_parallelism(j, s);
     p[j->rescale_stage] = j->rescale_to;
-    eddy_err_t err;
+    if (j->n_moves && j->fluid_phase == COORD_FLUID_EXPAND)
+        p[j->rescale_stage] = j->rescale_from + j->n_moves;
+    eddy_err_t err = {{0}};
+    if (j->n_moves && place_moves(j) < 0) {
+        coord_pending_checkpoint_destroy(&pc);
+        coord_restore_job(c, j, "out of memory", true);
+        return;
+    }
     if (coord_place(c, j, p, &err) < 0) {
         coord_pending_checkpoint_destroy(&pc);
         coord_restore_job(c, j, err.msg, true);
@@ -251,7 +359,7 @@ void coord_fluid_on_deployed(coord_t *c, coord_job_t *j)
 static void next_step(coord_t *c, coord_job_t *j)
 {
     if (j->fluid_next_step == j->fluid_plan.n_steps) {
-        if (j->rescale_to < j->rescale_from) {
+        if (j->rescale_to < j->rescale_from || j->n_moves) {
             j->fluid_phase = COORD_FLUID_SHRINK;
             pause_for_deploy(c, j);
         } else {

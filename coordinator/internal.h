@@ -123,8 +123,9 @@ typedef struct rescale_record {
      * worker and why; 0 and "" for a parallelism change. */
     uint32_t instances_moved;
     char why[COORD_MIGRATION_WHY_MAX];
-    /* A fluid rescale (fluid.c): its steps and their total time (pause_ms
-     * is then only its EXPAND/SHRINK pause); 0 for a sudden one. */
+    /* A fluid rescale or migration (fluid.c): its steps and their total
+     * time (pause_ms is then only its EXPAND/SHRINK pause); 0 for a
+     * sudden one. */
     uint32_t fluid_steps;
     double migration_ms;
     /* Of a fluid rescale: the steps' copy time summed (each from the old
@@ -615,6 +616,14 @@ typedef enum coord_fluid_phase {
 } coord_fluid_phase_t;
 int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
                       const unsigned char *identity, size_t identity_len, eddy_err_t *err);
+/* A migration (j->moves set, all of `stage`) done fluidly: EXPAND with one
+ * new instance per move on its target worker owning nothing, steps moving
+ * each moved instance's key groups to its new one, SHRINK renumbering the
+ * new ones into the moved ones' places (DEPLOY renames). */
+void coord_fluid_migrate(coord_t *c, coord_job_t *j, int stage);
+/* SHRINK's renames of a fluid migration (malloc'd, *n set; NULL with *n 0
+ * otherwise): DEPLOY tells the workers which task takes which number. */
+eddy_task_rename_t *coord_fluid_renames(const coord_job_t *j, uint32_t *n);
 void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j);
 void coord_fluid_on_deployed(coord_t *c, coord_job_t *j);
 void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m);

@@ -493,7 +493,10 @@ void coord_job_store_save(coord_t *c, coord_job_t *j, int retries, eddy_meta_don
     snprintf(r.state, sizeof r.state, "%s", coord_job_state_name(j->state));
     for (uint32_t s = 0; s < j->graph.n_stages; s++) {
         snprintf(r.stage[s], sizeof r.stage[s], "%s", j->graph.stages[s].name);
-        r.parallelism[s] = coord_job_parallelism(j, s);
+        /* a fluid migration's extra instances are not the job's */
+        r.parallelism[s] = j->fluid && j->n_moves && (int)s == j->rescale_stage
+                               ? j->rescale_from
+                               : coord_job_parallelism(j, s);
     }
     char *text = coord_job_record_encode(&r);
     free(r.counters);

@@ -11,7 +11,9 @@
  * A failure meanwhile restores the job from its last complete checkpoint.
  * A migration (migrate.c, rebalancing) is the same at the same parallelism:
  * its moves give some instances another worker, and only those instances
- * write (all) their key groups into the migration snapshot. */
+ * write (all) their key groups into the migration snapshot. With
+ * --migration fluid both go through fluid.c instead (key groups move in
+ * steps while the sources run). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,12 @@
 
 void coord_rescale_abandon(coord_t *c, coord_job_t *j, const char *why)
 {
+    /* A fluid migration's EXPAND added instances that a restore does not
+     * keep: the stage goes back to its parallelism (the moved instances stay
+     * where they were; the next rebalance plans again). */
+    if (j->fluid && j->n_moves && j->rescale_stage >= 0 &&
+        j->placement[j->rescale_stage].parallelism > j->rescale_from)
+        j->placement[j->rescale_stage].parallelism = j->rescale_from;
     coord_fluid_clear(j);
     if (j->rescale_client.waiting) {
         coord_reply(c, j->rescale_client.identity, j->rescale_client.identity_len, 1, why);
@@ -140,7 +148,10 @@ int coord_job_migrate(coord_t *c, coord_job_t *j, const eddy_rebalance_move_t *m
     memcpy(j->moves, moves, n * sizeof *moves);
     j->n_moves = n;
     snprintf(j->migration_why, sizeof j->migration_why, "%s", why);
-    begin(c, j, (int)s, j->placement[s].parallelism, NULL, 0);
+    if (c->opts->migration == EDDY_MIGRATION_FLUID)
+        coord_fluid_migrate(c, j, (int)s);
+    else
+        begin(c, j, (int)s, j->placement[s].parallelism, NULL, 0);
     return 0;
 }
 

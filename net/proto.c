@@ -610,6 +610,44 @@ static void clear_deploy_finished(void *obj)
     free(((eddy_msg_t *)obj)->u.deploy.finished);
 }
 
+/* DEPLOY's renames: flat (stage, from, to) triples. */
+static void encode_deploy_renames(eddy_mpw_t *w, const void *obj)
+{
+    const eddy_deploy_t *d = &((const eddy_msg_t *)obj)->u.deploy;
+    eddy_mpw_array(w, d->n_renames * 3);
+    for (uint32_t i = 0; i < d->n_renames; i++) {
+        eddy_mpw_u64(w, d->renames[i].stage);
+        eddy_mpw_u64(w, d->renames[i].from);
+        eddy_mpw_u64(w, d->renames[i].to);
+    }
+}
+
+static void decode_deploy_renames(eddy_mpr_t *r, void *obj)
+{
+    eddy_deploy_t *d = &((eddy_msg_t *)obj)->u.deploy;
+    const msgpack_object *si;
+    uint32_t sc, sn;
+    uint32_t n = eddy_mpr_enter(r, EDDY_MAX_PARALLELISM * 3, &si, &sc, &sn);
+    d->n_renames = 0;
+    if (n % 3)
+        eddy_mpr_fail(r, "renames are not (stage, from, to) triples");
+    d->renames = r->ok ? calloc(n / 3 ? n / 3 : 1, sizeof *d->renames) : NULL;
+    if (r->ok && !d->renames)
+        eddy_mpr_fail(r, "out of memory");
+    for (uint32_t i = 0; r->ok && i < n / 3; i++) {
+        d->renames[i].stage = (uint32_t)eddy_mpr_u64(r, MAX_STAGE_INDEX);
+        d->renames[i].from = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
+        d->renames[i].to = (uint32_t)eddy_mpr_u64(r, MAX_INSTANCE_INDEX);
+        d->n_renames = i + 1;
+    }
+    eddy_mpr_leave(r, si, sc, sn);
+}
+
+static void clear_deploy_renames(void *obj)
+{
+    free(((eddy_msg_t *)obj)->u.deploy.renames);
+}
+
 /* ---- the messages ------------------------------------------------------------ */
 
 #define MSG(member) offsetof(eddy_msg_t, u.member)
@@ -704,6 +742,9 @@ static const field_t deploy_fields[] = {
      * (absent: "", the checkpoint storage and job_id) */
     {.kind = FIELD_TEXT, .offset = MSG(deploy.restore_uri), .max = TEXT_SIZE(deploy.restore_uri)},
     {.kind = FIELD_TEXT, .offset = MSG(deploy.restore_job), .max = TEXT_SIZE(deploy.restore_job)},
+    /* optional: a fluid migration's renumbered tasks (absent: none) */
+    {.kind = FIELD_CUSTOM, .encode = encode_deploy_renames, .decode = decode_deploy_renames,
+     .clear = clear_deploy_renames},
 };
 
 static const field_t deployed_fields[] = {
@@ -1222,6 +1263,13 @@ int eddy_deploy_check(const eddy_deploy_t *d, uint32_t graph_stages,
         if (f->stage >= d->n_stages || f->instance >= d->stages[f->stage].parallelism)
             return eddy_err_set(err, "invalid DEPLOY: finished task %u[%u], which is not placed",
                                 f->stage, f->instance);
+    }
+    for (uint32_t i = 0; i < d->n_renames; i++) {
+        const eddy_task_rename_t *rn = &d->renames[i];
+        if (d->mode != EDDY_DEPLOY_RESCALE || rn->stage >= d->n_stages ||
+            rn->to >= d->stages[rn->stage].parallelism || rn->from == rn->to)
+            return eddy_err_set(err, "invalid DEPLOY: renaming task %u[%u] to %u[%u]", rn->stage,
+                                rn->from, rn->stage, rn->to);
     }
     return 0;
 }

@@ -173,6 +173,13 @@ typedef struct eddy_task_ref {
     uint32_t stage, instance;
 } eddy_task_ref_t;
 
+/* A fluid migration's end (coordinator/fluid.c): the task `from` of
+ * `stage` becomes instance `to` on the worker that runs it, keeping its
+ * state; the task `to` was elsewhere and is removed. */
+typedef struct eddy_task_rename {
+    uint32_t stage, from, to;
+} eddy_task_rename_t;
+
 /* Where a source instance resumes: its position and, for sources with
  * write_state, its state bytes (at most EDDY_SOURCE_STATE_MAX; NULL/0 none). */
 typedef struct eddy_source_position {
@@ -222,6 +229,13 @@ typedef struct eddy_deploy {
      * savepoint's job; "": job_id). Later checkpoints go to the storage. */
     char restore_uri[EDDY_STORAGE_URI_MAX];
     char restore_job[EDDY_NAME_MAX];
+    /* A fluid migration's last deploy (RESCALE; optional last field,
+     * absent: none): tasks renumbered before the placement applies, so an
+     * instance that took over another's key groups on another worker takes
+     * its number too (protocol 9). Borrowed when sending; owned when
+     * decoded. */
+    uint32_t n_renames;
+    eddy_task_rename_t *renames;
 } eddy_deploy_t;
 
 typedef struct eddy_msg {
@@ -276,7 +290,7 @@ typedef struct eddy_msg {
              * that change owner at the new parallelism are written, without
              * fsync; it is not a recovery point. EDDY_NO_STAGE: a checkpoint. */
             uint32_t migrate_stage;
-            uint32_t migrate_parallelism;
+            uint32_t migrate_parallelism; /* 0: no group moves (a fluid pause) */
             /* A migration (a rebalance: same parallelism, new placement):
              * the instances of migrate_stage that change worker write every
              * key group they own. Borrowed when sending; owned (heap,

@@ -65,7 +65,9 @@ typedef struct eddy_task_env {
     uint32_t self_worker_id;
     /* A rescale's migration snapshot in progress (set from TRIGGER), 0: none.
      * Its barrier makes the rescaled stage write only the key groups that
-     * change owner, without fsync, and the other stages write nothing. */
+     * change owner at migrate_parallelism, without fsync, and the other
+     * stages write nothing; migrate_parallelism 0 (a fluid rescale's or
+     * migration's pause, coordinator/fluid.c): no stage writes any. */
     uint64_t migration_checkpoint;
     uint32_t migrate_stage, migrate_parallelism;
     /* A migration (a rebalance: the parallelism stays, instances change
@@ -127,6 +129,13 @@ void eddy_task_abort(eddy_task_t *self);
 /* Re-wires the task for a new epoch and placement (rescale): rebuilds input
  * and output channels; keyed tasks drop key groups they no longer own. The
  * caller then loads the newly owned groups with eddy_task_restore_groups. */
+/* A fluid migration's end (DEPLOY renames): the task becomes instance
+ * `instance` of its stage, keeping its state, before eddy_task_rewire
+ * wires it as that instance. Its operators keep the context they were
+ * opened with (as they keep their parallelism across a rescale); its next
+ * checkpoint writes every group it holds (no incremental reference to
+ * what it wrote under its old number). */
+void eddy_task_renumber(eddy_task_t *self, uint32_t instance);
 int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,
                      eddy_err_t *err);
 /* Loads the key groups in range that are not yet held, from checkpoint. */

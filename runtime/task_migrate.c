@@ -73,9 +73,11 @@ eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, 
     for (uint32_t kg = 0; kg < k; kg++) {
         if (!t->held[kg])
             continue;
-        /* A migration snapshot carries only the groups that change owner. */
+        /* A migration snapshot carries only the groups that change owner;
+         * a fluid one's (migrate_parallelism 0) none: they move in steps. */
         if (migration && !moving &&
-            eddy_kg_owner(kg, t->env->migrate_parallelism, t->graph->max_parallelism) == t->instance)
+            (!t->env->migrate_parallelism ||
+             eddy_kg_owner(kg, t->env->migrate_parallelism, t->graph->max_parallelism) == t->instance))
             continue;
         /* An incremental checkpoint refers to unchanged groups (task_chain.c). */
         if (!migration && !task_chain_writes(t, kg))
@@ -201,6 +203,14 @@ eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_
         }
     }
     return u;
+}
+
+void eddy_task_renumber(eddy_task_t *self, uint32_t instance)
+{
+    self->instance = instance;
+    self->ctx.instance = instance;
+    for (uint32_t kg = 0; self->chain && kg < self->graph->max_parallelism; kg++)
+        eddy_snapshot_chain_forget(self->chain, kg);
 }
 
 int eddy_task_rewire(eddy_task_t *self, uint32_t epoch, eddy_placement_view_t placement,

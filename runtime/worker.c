@@ -360,6 +360,42 @@ static eddy_task_t *find_task(wjob_t *j, uint32_t stage, uint32_t instance)
     return NULL;
 }
 
+/* The task that becomes instance k of stage s here under DEPLOY d: one
+ * that a rename gives that number (a fluid migration's end), else the
+ * task of that number. */
+static eddy_task_t *placed_task(wjob_t *j, const eddy_deploy_t *d, uint32_t s, uint32_t k)
+{
+    for (uint32_t i = 0; i < d->n_renames; i++)
+        if (d->renames[i].stage == s && d->renames[i].to == k) {
+            eddy_task_t *t = find_task(j, s, d->renames[i].from);
+            if (t)
+                return t;
+        }
+    return find_task(j, s, k);
+}
+
+/* A fluid migration's end: each renamed task placed here takes its new
+ * number; the task that had it (emptied by the migration's steps) goes. */
+static void apply_renames(worker_t *w, wjob_t *j, const eddy_deploy_t *d)
+{
+    for (uint32_t r = 0; r < d->n_renames; r++) {
+        const eddy_task_rename_t *rn = &d->renames[r];
+        eddy_task_t *t = find_task(j, rn->stage, rn->from);
+        if (!t || d->stages[rn->stage].worker_of[rn->to] != w->id)
+            continue;
+        for (uint32_t i = 0; i < j->n_tasks; i++)
+            if (eddy_task_stage(j->tasks[i]) == rn->stage && eddy_task_instance(j->tasks[i]) == rn->to) {
+                eddy_task_destroy(&j->tasks[i]);
+                j->tasks[i] = j->tasks[--j->n_tasks];
+                break;
+            }
+        eddy_info("job %s epoch %u: task %s[%u] becomes %s[%u] (fluid migration)", d->job_id,
+                  d->epoch, j->graph.stages[rn->stage].name, rn->from,
+                  j->graph.stages[rn->stage].name, rn->to);
+        eddy_task_renumber(t, rn->to);
+    }
+}
+
 static void destroy_job(worker_t *w, wjob_t *j)
 {
     for (wjob_t **pp = &w->jobs; *pp; pp = &(*pp)->next)
@@ -516,6 +552,8 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
         if (d->workers[i].id != w->id &&
             eddy_peers_set(w->peers, d->workers[i].id, d->workers[i].endpoint, err) < 0)
             return -1;
+    if (d->mode == EDDY_DEPLOY_RESCALE)
+        apply_renames(w, j, d); /* a job rebuilt fresh has no tasks to renumber */
     j->epoch = d->epoch;
     eddy_placement_view_t view = {d->n_stages, d->stages};
 
@@ -928,7 +966,7 @@ static bool defer_for_restore(worker_t *w, const eddy_msg_t *m)
         for (uint32_t k = 0; (keyed || source_time) && k < pl->parallelism; k++) {
             if (pl->worker_of[k] != w->id || restored_finished(d, s, k))
                 continue;
-            eddy_task_t *t = keep ? find_task(j, s, k) : NULL;
+            eddy_task_t *t = keep ? placed_task(j, d, s, k) : NULL;
             if (keyed) {
                 /* task_owned_range */
                 uint32_t p = pl->parallelism, as_p = pl->route_parallelism;

@@ -78,8 +78,9 @@ void eddy_route_plan_free(eddy_route_plan_t *plan)
     memset(plan, 0, sizeof *plan);
 }
 
-int eddy_route_plan_to(const eddy_route_table_t *from, uint32_t p, uint32_t step_groups,
-                       eddy_route_plan_t *plan, eddy_err_t *err)
+/* The plan from `from` to `to` (NULL: the uniform assignment at p). */
+static int plan(const eddy_route_table_t *from, const eddy_route_table_t *to, uint32_t p,
+                uint32_t step_groups, eddy_route_plan_t *plan, eddy_err_t *err)
 {
     memset(plan, 0, sizeof *plan);
     uint32_t k = from->n_groups;
@@ -96,7 +97,7 @@ int eddy_route_plan_to(const eddy_route_table_t *from, uint32_t p, uint32_t step
      * contiguous range of moved groups shares its pair, so steps are runs. */
     eddy_route_step_t *cur = NULL;
     for (uint32_t kg = 0; kg < k; kg++) {
-        uint32_t a = from->owner[kg], b = eddy_kg_owner(kg, p, k);
+        uint32_t a = from->owner[kg], b = to ? to->owner[kg] : eddy_kg_owner(kg, p, k);
         if (a == b)
             continue;
         if (!cur || cur->from != a || cur->to != b || cur->n == step_groups ||
@@ -108,4 +109,21 @@ int eddy_route_plan_to(const eddy_route_table_t *from, uint32_t p, uint32_t step
         cur->n++;
     }
     return 0;
+}
+
+int eddy_route_plan_to(const eddy_route_table_t *from, uint32_t p, uint32_t step_groups,
+                       eddy_route_plan_t *out, eddy_err_t *err)
+{
+    return plan(from, NULL, p, step_groups, out, err);
+}
+
+int eddy_route_plan_between(const eddy_route_table_t *from, const eddy_route_table_t *to,
+                            uint32_t step_groups, eddy_route_plan_t *out, eddy_err_t *err)
+{
+    if (to->n_groups != from->n_groups || to->parallelism != from->parallelism) {
+        memset(out, 0, sizeof *out);
+        return eddy_err_set(err, "migration plan between tables of %u and %u key groups",
+                            from->n_groups, to->n_groups);
+    }
+    return plan(from, to, from->parallelism, step_groups, out, err);
 }

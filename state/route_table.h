@@ -71,6 +71,10 @@ typedef struct eddy_route_plan {
  * when nothing moves. -1 with err on bad arguments or out of memory. */
 int eddy_route_plan_to(const eddy_route_table_t *from, uint32_t p, uint32_t step_groups,
                        eddy_route_plan_t *plan, eddy_err_t *err);
+/* The same towards any table `to` of the same size and parallelism (a
+ * migration: one instance's groups to another). */
+int eddy_route_plan_between(const eddy_route_table_t *from, const eddy_route_table_t *to,
+                            uint32_t step_groups, eddy_route_plan_t *plan, eddy_err_t *err);
 void eddy_route_plan_free(eddy_route_plan_t *plan);
 
 #endif

@@ -7,8 +7,10 @@
  * completed checkpoint, a third worker starts. With rebalancing the
  * coordinator migrates count instances onto it: `eddy status --json` shows
  * instances placed on it and its heartbeats report tasks, the job's
- * rescale history has a "migration" naming the worker, /metrics counts it
- * in eddy_migrations_total, and the final --output equals the reference
+ * rescale history has a "migration" naming the worker, done fluidly (issue
+ * 25: key groups moved in steps while the sources ran; the log says
+ * "(fluid)"), /metrics counts it in eddy_migrations_total, and the final
+ * --output equals the reference
  * (nothing lost or counted twice by the move). With --no-rebalance the
  * third worker stays empty for the rest of the job (sampled until the job
  * ends, which must be seconds after the join), and the output is exact too.
@@ -23,7 +25,9 @@
  * A fresh wordcount on three workers (issue 23) is placed on all three
  * (2/2/1, no rebalancing needed), and `eddy status` prints that spread.
  * Four workers and two jobs of three instances each: the fourth worker,
- * which joined before both jobs and idles, gets instances by a migration.
+ * which joined before both jobs and idles, gets instances by a migration;
+ * that test runs --migration sudden, so the paused path stays covered (the
+ * others use the default, fluid).
  *
  * Every wait is a poll with a deadline on status, the log or process exit. */
 #include <criterion/criterion.h>
@@ -73,12 +77,27 @@ static char *log_text(void)
     return eddy_test_cluster_log_text(cl);
 }
 
-static void start_coordinator(bool rebalance)
+/* The logs contain the text `needle`. */
+static bool log_says(void *needle)
+{
+    char *l = log_text();
+    bool ok = l && strstr(l, needle);
+    free(l);
+    return ok;
+}
+
+static void start_coordinator_as(bool rebalance, const char *migration)
 {
     eddy_err_t err = {{0}};
-    const char *no[] = {"--no-rebalance", NULL};
-    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, rebalance ? NULL : no, &err) == 0,
+    const char *no[] = {"--no-rebalance", "--migration", migration, NULL};
+    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, rebalance ? no + 1 : no, &err) == 0,
               "%s", err.msg);
+}
+
+/* --migration fluid, the default */
+static void start_coordinator(bool rebalance)
+{
+    start_coordinator_as(rebalance, "fluid");
 }
 
 static void start_worker(void)
@@ -177,14 +196,20 @@ static void submit(const char *parallelism)
     submit_to(output, parallelism, RATE);
 }
 
-/* Two workers, the job running with a checkpoint, then the third worker. */
-static void run_until_third_joined(bool rebalance)
+/* A coordinator with coord_args (NULL: none), two workers (hold_ms, may be
+ * NULL: the test hook's hold of each fluid step's state), the job running
+ * at `rate` lines/s with a checkpoint, then the third worker. */
+static void run_until_third_joined_with(const char *const *coord_args, const char *hold_ms,
+                                        const char *rate)
 {
-    start_coordinator(rebalance);
+    eddy_err_t err = {{0}};
+    cr_assert(eddy_test_cluster_start_coordinator_with(cl, 0, coord_args, &err) == 0, "%s", err.msg);
+    if (hold_ms)
+        setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1); /* the workers inherit it */
     start_worker();
     start_worker();
     expect_alive(2);
-    submit("4");
+    submit_to(output, "4", rate);
     if (!eddy_poll_until(running, NULL, 30000))
         cr_assert_fail("the job never ran with a completed checkpoint:\n%s", log_text());
     json_t *st = eddy_test_status(ports[0]);
@@ -193,6 +218,13 @@ static void run_until_third_joined(bool rebalance)
                  9, "4 sources + 4 counts + 1 sink on the two workers");
     json_decref(st);
     start_worker();
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+}
+
+static void run_until_third_joined(bool rebalance)
+{
+    const char *no[] = {"--no-rebalance", NULL};
+    run_until_third_joined_with(rebalance ? NULL : no, NULL, RATE);
 }
 
 static void expect_finished_exactly(void)
@@ -287,6 +319,9 @@ Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = 
     cr_assert_gt(json_integer_value(json_object_get(mig, "instances_moved")), 0);
     cr_assert_gt(json_integer_value(json_object_get(mig, "key_groups_moved")), 0,
                  "a moved instance carries its key groups");
+    /* issue 25: moved in steps while the sources ran */
+    cr_assert_str_eq(json_string_value(json_object_get(mig, "migration")), "fluid");
+    cr_assert_gt(json_integer_value(json_object_get(mig, "steps")), 0);
     char want[64];
     snprintf(want, sizeof want, "worker %lld (worker-3) joined", (long long)t.id);
     const char *reason = json_string_value(json_object_get(mig, "reason"));
@@ -302,6 +337,7 @@ Test(rebalance, a_joining_worker_gets_instances_and_output_stays_exact, .init = 
                  "eddy_rescale_bytes_total counts a migration's bytes");
     char *l = log_text();
     cr_assert(strstr(l, "job wordcount: migrating count["), "no migration line in the log:\n%s", l);
+    cr_assert(strstr(l, "of wordcount/count (fluid): "), "no fluid migration in the log:\n%s", l);
     for (const char *p = strstr(l, "job wordcount: migrating"); p; p = NULL) /* for the record */
         cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
     for (const char *p = strstr(l, "migrated "); p; p = NULL)
@@ -532,7 +568,7 @@ static bool both_running(void *arg)
 Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = setup, .fini = teardown,
      .timeout = 180)
 {
-    start_coordinator(true);
+    start_coordinator_as(true, "sudden"); /* the other tests' migrations are fluid */
     for (int i = 0; i < 4; i++)
         start_worker();
     expect_alive(4);
@@ -547,6 +583,65 @@ Test(rebalance, an_idle_worker_that_joined_before_the_jobs_gets_work, .init = se
     const char *m = strstr(l, ": migrating ");
     cr_assert(m, "no migration in the log:\n%s", l);
     cr_log_info("%.*s", (int)strcspn(m, "\n"), m);
+    free(l);
+    /* --migration sudden keeps rebalancing on the paused path */
+    cr_assert(eddy_poll_until(log_says, "migrated ", 30000), "no migration ended:\n%s", log_text());
+    l = log_text();
+    const char *done = strstr(l, "migrated ");
+    cr_assert(done && strstr(done, ": paused ") && !strstr(l, "(fluid)"),
+              "not a sudden migration:\n%s", l);
+    free(l);
+    expect_finished_exactly();
+}
+
+/* The parallelism of wordcount's count in status, -1 if unknown. */
+static json_int_t count_parallelism(json_t *st)
+{
+    size_t i;
+    json_t *op;
+    json_array_foreach(json_object_get(eddy_test_status_job(st, "wordcount"), "operators"), i, op)
+    {
+        const char *name = json_string_value(json_object_get(op, "name"));
+        if (name && !strcmp(name, "count"))
+            return json_integer_value(json_object_get(op, "parallelism"));
+    }
+    return -1;
+}
+
+/* Issue 25: a fluid migration that fails half-way restores the job from its
+ * last complete checkpoint, at the stage's own parallelism (the instances
+ * the migration added go), and the output stays exact. Every old owner
+ * holds a step's state back 1.5 s (EDDY_TEST_FLUID_HOLD_MS, read by the
+ * workers), steps of 32 key groups (one per moved instance), and the
+ * worker that joined, where the new instances run, is killed (-9) in the
+ * middle of the first step. */
+Test(rebalance, a_fluid_migration_cut_short_by_a_kill_restores_exactly, .init = setup,
+     .fini = teardown, .timeout = 180)
+{
+    const char *args[] = {"--migration-step-key-groups", "32", NULL};
+    /* ~13 s of input: the migration starts and is cut short long before
+     * its end, also on a loaded machine under ASan */
+    run_until_third_joined_with(args, "1500", "6000");
+    if (!eddy_poll_until(log_says, "fluid migration of ", 30000))
+        cr_assert_fail("no fluid migration started:\n%s", log_text());
+    eddy_nap_ms(300); /* into the first step's hold */
+    cr_assert(kill(worker_pid(2), SIGKILL) == 0);
+    bool restored = true;
+    if (!eddy_poll_until(running, &restored, 30000))
+        cr_assert_fail("the job was never restored and running:\n%s", log_text());
+    json_t *st = eddy_test_status(ports[0]);
+    cr_assert_eq(count_parallelism(st), 4, "count does not have its own parallelism:\n%s",
+                 log_text());
+    cr_assert_null(first_migration(st), "the interrupted migration was recorded as done");
+    json_decref(st);
+    char *l = log_text();
+    cr_assert(!strstr(l, "migrated "), "the interrupted migration completed:\n%s", l);
+    const char *marks[] = {"migrating count[", "fluid migration of ", "restoring from checkpoint"};
+    for (size_t k = 0; k < sizeof marks / sizeof *marks; k++) { /* for the record */
+        const char *p = strstr(l, marks[k]);
+        cr_assert(p, "no '%s' in the log:\n%s", marks[k], l);
+        cr_log_info("%.*s", (int)strcspn(p, "\n"), p);
+    }
     free(l);
     expect_finished_exactly();
 }

@@ -136,6 +136,9 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         d->finished = calloc(2, sizeof *d->finished);
         d->finished[0] = (eddy_task_ref_t){0, 1};
         d->finished[1] = (eddy_task_ref_t){1, 4};
+        d->n_renames = 1;
+        d->renames = calloc(1, sizeof *d->renames);
+        d->renames[0] = (eddy_task_rename_t){1, 6, 2};
         break;
     }
     case EDDY_MSG_DEPLOYED:
@@ -365,6 +368,12 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         for (uint32_t i = 0; i < x->n_finished; i++) {
             cr_assert_eq(x->finished[i].stage, y->finished[i].stage);
             cr_assert_eq(x->finished[i].instance, y->finished[i].instance);
+        }
+        cr_assert_eq(x->n_renames, y->n_renames);
+        for (uint32_t i = 0; i < x->n_renames; i++) {
+            cr_assert_eq(x->renames[i].stage, y->renames[i].stage);
+            cr_assert_eq(x->renames[i].from, y->renames[i].from);
+            cr_assert_eq(x->renames[i].to, y->renames[i].to);
         }
         break;
     }
@@ -1342,8 +1351,9 @@ Test(proto, deploy_finished_is_optional_and_checked)
     char *enc = eddy_msg_encode(&m, &len);
     cr_assert_not_null(enc);
     /* the same DEPLOY without finished tasks, to cut its last field below */
-    uint32_t n = m.u.deploy.n_finished;
+    uint32_t n = m.u.deploy.n_finished, n_renames = m.u.deploy.n_renames;
     m.u.deploy.n_finished = 0;
+    m.u.deploy.n_renames = 0;             /* 0x90, cut too */
     m.u.deploy.storage_uri[0] = '\0'; /* encoded as 0xa0, cut with the list */
     m.u.deploy.checkpoint_full_every = 0; /* encoded as 0x00, cut too */
     m.u.deploy.restore_uri[0] = '\0';     /* 0xa0, cut too */
@@ -1351,6 +1361,7 @@ Test(proto, deploy_finished_is_optional_and_checked)
     size_t len0;
     char *enc0 = eddy_msg_encode(&m, &len0);
     m.u.deploy.n_finished = n;
+    m.u.deploy.n_renames = n_renames;
     cr_assert_not_null(enc0);
     eddy_msg_t d = decode_ok(enc, len);
     cr_assert_eq(d.u.deploy.n_finished, 2);
@@ -1361,25 +1372,36 @@ Test(proto, deploy_finished_is_optional_and_checked)
     d.u.deploy.finished[1].instance = 5; /* stage 1 has 5 instances */
     cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
     cr_assert(strstr(err.msg, "finished task 1[5]"), "%s", err.msg);
+    d.u.deploy.finished[1].instance = 4;
+    /* a fluid migration's renames: to an instance that is placed, in a rescale */
+    cr_assert_eq(d.u.deploy.n_renames, 1);
+    d.u.deploy.renames[0].to = 5;
+    cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
+    cr_assert(strstr(err.msg, "renaming task 1[6] to 1[5]"), "%s", err.msg);
+    d.u.deploy.renames[0].to = 2;
+    d.u.deploy.mode = EDDY_DEPLOY_RESTORE;
+    cr_assert_eq(eddy_deploy_check(&d.u.deploy, 3, 128, &err), -1);
     eddy_msg_clear(&d);
     /* enc0 ends with 0x90 (the empty list), 0xa0 (no storage URI), 0x00
      * (no --checkpoint-full-every), 0xa0 0xa0 (no savepoint to restore
-     * from) and the leader epoch: remove the five (older forms) and lower
-     * the array's length by five */
+     * from), 0x90 (no renames) and the leader epoch: remove the six (older
+     * forms) and lower the array's length by six */
     unsigned char *b = (unsigned char *)enc0;
     cr_assert_eq(b[0], 0xdc, "a DEPLOY is a msgpack array16");
-    size_t at = len0 - 6; /* the five, a one-byte leader epoch */
+    size_t at = len0 - 7; /* the six, a one-byte leader epoch */
     cr_assert_eq(b[at], 0x90);
     cr_assert_eq(b[at + 1], 0xa0);
     cr_assert_eq(b[at + 2], 0x00);
     cr_assert_eq(b[at + 3], 0xa0);
     cr_assert_eq(b[at + 4], 0xa0);
-    memmove(b + at, b + at + 5, 1);
+    cr_assert_eq(b[at + 5], 0x90);
+    memmove(b + at, b + at + 6, 1);
     uint16_t count = (uint16_t)((b[1] << 8) | b[2]);
-    count -= 5;
+    count -= 6;
     b[1] = (unsigned char)(count >> 8);
     b[2] = (unsigned char)count;
-    d = decode_ok(enc0, len0 - 5);
+    d = decode_ok(enc0, len0 - 6);
+    cr_assert_eq(d.u.deploy.n_renames, 0);
     cr_assert_str_eq(d.u.deploy.restore_uri, "");
     cr_assert_str_eq(d.u.deploy.restore_job, "");
     cr_assert_eq(d.u.deploy.checkpoint_full_every, 0);

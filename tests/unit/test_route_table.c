@@ -109,3 +109,41 @@ Test(route_table, nothing_moves_at_the_same_parallelism)
     cr_assert_eq(eddy_route_plan_to(&t, 4, 0, &plan, &err), -1);
     eddy_route_table_free(&t);
 }
+
+/* A fluid migration's plan (coordinator/fluid.c): 4 instances routed as at
+ * 4 over a table of 6; instances 1 and 3 give every group to 4 and 5, in
+ * steps of at most 3 groups from one old owner to one new one; applied in
+ * order, the table routes them there and leaves every other group alone. */
+Test(route_table, a_plan_between_two_tables_moves_whole_instances)
+{
+    eddy_route_table_t from, to;
+    eddy_err_t err = {{0}};
+    cr_assert_eq(eddy_route_table_init_as(&from, 128, 6, 4, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_route_table_init_as(&to, 128, 6, 4, &err), 0, "%s", err.msg);
+    uint32_t moved = 0;
+    for (uint32_t kg = 0; kg < 128; kg++)
+        if (to.owner[kg] == 1 || to.owner[kg] == 3) {
+            to.owner[kg] = to.owner[kg] == 1 ? 4 : 5;
+            moved++;
+        }
+    eddy_route_plan_t plan;
+    cr_assert_eq(eddy_route_plan_between(&from, &to, 3, &plan, &err), 0, "%s", err.msg);
+    cr_assert_eq(plan.n_groups, moved);
+    for (uint32_t s = 0; s < plan.n_steps; s++) {
+        const eddy_route_step_t *st = &plan.steps[s];
+        cr_assert(st->n >= 1 && st->n <= 3);
+        cr_assert((st->from == 1 && st->to == 4) || (st->from == 3 && st->to == 5));
+        cr_assert_eq(eddy_route_table_apply(&from, s + 1, &plan.kgs[st->first], st->n, st->to, &err),
+                     0, "%s", err.msg);
+    }
+    for (uint32_t kg = 0; kg < 128; kg++)
+        cr_assert_eq(from.owner[kg], to.owner[kg], "key group %u", kg);
+    eddy_route_plan_free(&plan);
+    /* tables of another size or parallelism: refused */
+    eddy_route_table_t other;
+    cr_assert_eq(eddy_route_table_init(&other, 128, 5, &err), 0);
+    cr_assert_eq(eddy_route_plan_between(&from, &other, 3, &plan, &err), -1);
+    eddy_route_table_free(&other);
+    eddy_route_table_free(&from);
+    eddy_route_table_free(&to);
+}
