@@ -314,18 +314,18 @@ static void send_durable_acks(worker_t *w)
         if (u->error[0])
             eddy_error("checkpoint %llu of %s/%s: %s", (unsigned long long)u->checkpoint, u->job,
                        u->op, u->error);
-        else if (u->keep_local && m->type == EDDY_MSG_ACK && !m->u.ack.error[0]) {
+        else if (u->n_groups)
+            eddy_debug("checkpoint %llu of %s/%s: %u groups, %s; barrier %.3f ms, serialise "
+                       "%.3f ms, write %.3f ms", (unsigned long long)u->checkpoint, u->job, u->op,
+                       u->n_groups, u->serialise ? "async" : "sync", u->barrier_ns / 1e6,
+                       u->serialise_ns / 1e6, u->write_ns / 1e6);
+        if (!u->error[0] && u->keep_local && m->type == EDDY_MSG_ACK && !m->u.ack.error[0]) {
             /* only the current epoch's: an older one's checkpoint ids may
              * be taken again (local_copies.h) */
             wjob_t *j = find_job(w, m->u.ack.job);
             if (j && j->epoch == m->u.ack.epoch && !strcmp(j->job_id, u->job))
                 eddy_local_recovery_keep(w->local, u);
         }
-        else if (u->n_groups)
-            eddy_debug("checkpoint %llu of %s/%s: %u groups, %s; barrier %.3f ms, serialise "
-                       "%.3f ms, write %.3f ms", (unsigned long long)u->checkpoint, u->job, u->op,
-                       u->n_groups, u->serialise ? "async" : "sync", u->barrier_ns / 1e6,
-                       u->serialise_ns / 1e6, u->write_ns / 1e6);
         if (u->error[0] && m->type == EDDY_MSG_TASK_DONE) {
             eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
             f.u.task_failed.job = m->u.task_done.job;
