@@ -53,7 +53,7 @@ static int open_backend(const pool_flags_t *f, const char *coordinator, const ch
                         eddy_pool_backend_t *out, eddy_err_t *err)
 {
     if (!strcmp(f->kind, "local")) {
-        eddy_local_worker_flags_t wf = {coordinator, f->snapshot_dir, keys_dir, false, false};
+        eddy_local_worker_flags_t wf = {coordinator, f->snapshot_dir, keys_dir, false, false, false};
         return eddy_pool_local_new(&wf, out, err);
     }
     if (!strcmp(f->kind, "docker")) {

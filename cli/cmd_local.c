@@ -57,14 +57,16 @@ static void release_run(eddy_keys_t **keys, const char *temp_dir, eddy_args_t *j
 
 /* The workers, and with autoscale the controller, as supervised children. */
 static int start_children(eddy_local_supervisor_t *sup, uint32_t workers, char *connect,
-                          char *snaps, const char *keys_dir, bool insecure, const char *autoscale_job,
+                          char *snaps, const char *keys_dir, bool insecure,
+                          bool no_local_recovery, const char *autoscale_job,
                           const char *controller_flags, uint32_t pool_max, eddy_err_t *err)
 {
     for (uint32_t i = 0; i < workers; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%u", i + 1);
         /* eddy local stops them after its coordinator ended: nobody to tell */
-        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir, true, insecure};
+        eddy_local_worker_flags_t wflags = {connect, snaps, keys_dir, true, insecure,
+                                            no_local_recovery};
         char *wargv[EDDY_LOCAL_WORKER_ARGV_MAX];
         eddy_local_worker_argv(&wflags, name, wargv);
         if (eddy_local_supervisor_add(sup, name, wargv, false, err) < 0)
@@ -160,7 +162,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *from_savepoint = NULL, *savepoint_dir = NULL;
     bool allow_non_restored = false;
     bool autoscale = false, quiet = false, heartbeat_only = false, pool = false;
-    bool no_rebalance = false, insecure = false;
+    bool no_rebalance = false, insecure = false, no_local_recovery = false;
     uint32_t max_workers = 0, rebalance_ms = 3000;
     eddy_coordinator_limits_t limits = {0};
     const char *migration_name = "fluid";
@@ -194,6 +196,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("max-restarts", &max_restarts, 1, 1000000, "N", "fail a job after N restores in a row without a completed checkpoint (10)"),
         EDDY_FLAG_U32("deploy-timeout-ms", &deploy_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "quarantine a worker that does not confirm a deploy within MS (10000)"),
         EDDY_FLAG_SWITCH("no-rebalance", &no_rebalance, "never move running instances onto a joined or less loaded worker"),
+        EDDY_FLAG_SWITCH("no-local-recovery", &no_local_recovery, "workers keep no in-memory copy of their last checkpoint: a restore reads every key group from checkpoint storage (eddy worker --no-local-recovery)"),
         EDDY_FLAG_U32("rebalance-interval-ms", &rebalance_ms, 1, EDDY_FLAG_MS_MAX, "MS", "at most one rebalancing migration per MS, none within MS of a job's rescale (3000)"),
         EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step, at most (8)"),
@@ -416,7 +419,8 @@ static int run_local(int argc, char **argv, char **spec_text)
         }
     }
     eddy_local_supervisor_t *sup = eddy_local_supervisor_new(&eddy_cli_stop);
-    if (!sup || start_children(sup, workers, connect, snaps, keys_dir, insecure, autoscale ? job : NULL,
+    if (!sup || start_children(sup, workers, connect, snaps, keys_dir, insecure, no_local_recovery,
+                               autoscale ? job : NULL,
                                controller_flags, pool ? max_workers : 0, &err) < 0) {
         fprintf(stderr, "eddy local: %s\n", sup ? err.msg : "out of memory");
         eddy_local_supervisor_destroy(&sup);

@@ -39,7 +39,7 @@ int eddy_cmd_worker(int argc, char **argv)
     const char *bind_host = "127.0.0.1", *advertise = NULL, *snapshots = NULL;
     const char *plugin_cache = NULL, *storage = NULL, *storage_uri = NULL;
     uint32_t port = 0, register_timeout = 10000;
-    bool hostname_identity = false, insecure = false;
+    bool hostname_identity = false, insecure = false, no_local_recovery = false;
     uint32_t leave_wait = 300;
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -53,6 +53,7 @@ int eddy_cmd_worker(int argc, char **argv)
         EDDY_FLAG_STR("plugin-cache", &plugin_cache, "DIR", "cache of plugins fetched from the coordinator: a directory private to this user (created 0700; refused if another user owns it or others may access it). Default $XDG_RUNTIME_DIR/eddy-plugins, else a fresh directory removed at exit"),
         EDDY_FLAG_U32("register-timeout-ms", &register_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "give up reaching the coordinator after MS (10000)"),
         EDDY_FLAG_U32("leave-wait-ms", &leave_wait, 0, EDDY_FLAG_MS_MAX, "MS", "asked to stop, tell the coordinator this worker leaves and wait up to MS for its answer (300; 0: stop without a word, logged as dead)"),
+        EDDY_FLAG_SWITCH("no-local-recovery", &no_local_recovery, "keep no in-memory copy of what this worker's tasks checkpoint: a restore reads all its key groups from checkpoint storage (default: the last completed checkpoint's groups are kept and a restore placing them here again loads them from memory)"),
         EDDY_FLAG_SWITCH("hostname-identity", &hostname_identity, "--name and --advertise-host default to this host's name (one scalable compose service)"),
         EDDY_CLI_KEYS_FLAG(keys_dir),
         EDDY_CLI_INSECURE_FLAG(insecure),
@@ -100,7 +101,8 @@ int eddy_cmd_worker(int argc, char **argv)
     eddy_log_set_component(name);
     eddy_cli_install_signals();
     eddy_worker_options_t opts = {coordinator, name, bind_host, advertise, port, register_timeout,
-                                  snapshots, keys, leave_wait, plugin_cache, storage_uri};
+                                  snapshots, keys, leave_wait, plugin_cache, storage_uri,
+                                  no_local_recovery};
     eddy_err_t err = {{0}};
     int rc = eddy_worker_run(&opts, &eddy_cli_stop, &err);
     eddy_keys_destroy(&keys);

@@ -56,6 +56,8 @@ void eddy_local_worker_argv(const eddy_local_worker_flags_t *f, const char *name
     }
     if (f->insecure)
         argv[k++] = "--insecure";
+    if (f->no_local_recovery)
+        argv[k++] = "--no-local-recovery";
     argv[k] = NULL;
 }
 
@@ -78,7 +80,7 @@ static int local_grow(void *backend, const char *name, eddy_err_t *err)
     }
     /* released while the coordinator runs: they say they leave */
     eddy_local_worker_flags_t flags = {p->coordinator, p->snapshot_dir, p->keys_dir, false,
-                                       p->insecure};
+                                       p->insecure, false};
     char *argv[EDDY_LOCAL_WORKER_ARGV_MAX];
     eddy_local_worker_argv(&flags, name, argv);
     pid_t pid = eddy_spawn_self(argv);

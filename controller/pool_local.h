@@ -24,6 +24,9 @@ typedef struct eddy_local_worker_flags {
     /* --insecure: no keys, and the coordinator beyond loopback (eddy local
      * --insecure --bind-host ADDR) */
     bool insecure;
+    /* --no-local-recovery: the workers keep no local copies of their
+     * checkpoints; restores read everything from checkpoint storage */
+    bool no_local_recovery;
 } eddy_local_worker_flags_t;
 
 #define EDDY_LOCAL_WORKER_ARGV_MAX 16

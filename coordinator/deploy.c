@@ -179,6 +179,7 @@ void coord_deploy(coord_t *c, coord_job_t *j, eddy_deploy_mode_t mode, uint64_t 
                                &keep);
     j->deploys_pending = 0;
     j->deploy_bytes = j->deploy_groups = 0;
+    j->deploy_local_bytes = j->deploy_local_groups = 0;
     j->tasks_done = 0;
     j->any_done = false;
     j->finishing = false;
@@ -244,6 +245,8 @@ void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     j->deploy_awaiting[k] = j->deploy_awaiting[--j->deploys_pending];
     j->deploy_bytes += m->u.deployed.bytes_loaded;
     j->deploy_groups += m->u.deployed.groups_loaded;
+    j->deploy_local_bytes += m->u.deployed.bytes_local;
+    j->deploy_local_groups += m->u.deployed.groups_local;
     if (j->deploys_pending > 0)
         return;
     eddy_msg_t start = {.type = EDDY_MSG_START};
@@ -252,9 +255,24 @@ void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     coord_broadcast(c, &start);
     if (j->state == JOB_RESCALING)
         coord_rescale_done(c, j);
-    else if (j->state == JOB_RESTORING)
-        eddy_info("job %s: restored in %" PRIu64 " ms, running again", j->id,
-                  eddy_mono_ms() - j->deploy_started_ms);
+    else if (j->state == JOB_RESTORING) {
+        uint64_t ms = eddy_mono_ms() - j->deploy_started_ms;
+        /* a worker cannot claim more from its copies than it loaded */
+        if (j->deploy_local_groups > j->deploy_groups)
+            j->deploy_local_groups = j->deploy_groups;
+        if (j->deploy_local_bytes > j->deploy_bytes)
+            j->deploy_local_bytes = j->deploy_bytes;
+        j->last_restore.groups = j->deploy_groups;
+        j->last_restore.bytes = j->deploy_bytes;
+        j->last_restore.local_groups = j->deploy_local_groups;
+        j->last_restore.local_bytes = j->deploy_local_bytes;
+        j->last_restore.restored_ms = ms ? ms : 1;
+        eddy_info("job %s: restored in %" PRIu64 " ms, running again; %" PRIu64 " key groups (%"
+                  PRIu64 " bytes) loaded from workers' local copies, %" PRIu64 " (%" PRIu64
+                  " bytes) from checkpoint storage", j->id, ms, j->deploy_local_groups,
+                  j->deploy_local_bytes, j->deploy_groups - j->deploy_local_groups,
+                  j->deploy_bytes - j->deploy_local_bytes);
+    }
     coord_job_set_state(c, j, JOB_RUNNING);
     j->last_trigger_ms = eddy_mono_ms();
 }

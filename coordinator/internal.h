@@ -189,7 +189,13 @@ typedef struct coord_job {
     uint32_t *deploy_awaiting;    /* [deploys_pending] their ids */
     uint32_t n_deploy_targets;    /* workers the DEPLOY went to */
     uint64_t deploy_bytes, deploy_groups;
+    uint64_t deploy_local_bytes, deploy_local_groups; /* of those, from workers' local copies */
     uint64_t deploy_started_ms;
+    /* The last restore's loads (local recovery): key groups and bytes in
+     * all, and from the workers' local copies; restored_ms 0: none yet. */
+    struct {
+        uint64_t groups, bytes, local_groups, local_bytes, restored_ms;
+    } last_restore;
     /* The last fresh or restore deploy: its placement saw the workers of
      * then, so only workers that joined later are a reason to migrate. */
     uint64_t placed_ms;

@@ -221,6 +221,16 @@ static json_t *job_json(coord_t *c, const coord_job_t *j, bool live)
         json_object_set_new(doc, "savepoint", json_string(j->savepoint_last));
     if (j->restore_uri[0])
         json_object_set_new(doc, "restored_from_savepoint", json_string(j->restore_uri));
+    /* local recovery: what the last restore after a failure loaded, and
+     * from where (absent until one happened under this coordinator) */
+    if (j->last_restore.restored_ms)
+        json_object_set_new(
+            doc, "last_restore",
+            json_pack("{s:I, s:I, s:I, s:I, s:I}", "key_groups", (json_int_t)j->last_restore.groups,
+                      "bytes", (json_int_t)j->last_restore.bytes, "local_key_groups",
+                      (json_int_t)j->last_restore.local_groups, "local_bytes",
+                      (json_int_t)j->last_restore.local_bytes, "duration_ms",
+                      (json_int_t)j->last_restore.restored_ms));
     /* wall-clock epoch ms; ended_ms only once the job has ended */
     json_object_set_new(doc, "submitted_ms", json_integer(j->submitted_wall_ms));
     if (j->ended_wall_ms)
@@ -717,6 +727,31 @@ static void checkpoint_costs(text_buf_t *b, coord_t *c)
     }
 }
 
+/* What the last restore after a failure loaded (local recovery): key
+ * groups and bytes from the workers' local copies and from checkpoint
+ * storage; jobs not restored under this coordinator have no line. */
+static void restore_loads(text_buf_t *b, coord_t *c)
+{
+    static const struct {
+        const char *name, *help;
+    } fams[] = {
+        {"eddy_restore_key_groups", "Key groups the job's last restore loaded, by where from: the workers' local copies of their last checkpoint (local recovery) or checkpoint storage."},
+        {"eddy_restore_bytes", "State bytes the job's last restore loaded, by where from (see eddy_restore_key_groups)."},
+    };
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        family(b, fams[f].name, "gauge", fams[f].help);
+        for (coord_job_t *j = c->jobs; j; j = j->next) {
+            if (!j->last_restore.restored_ms)
+                continue;
+            uint64_t all = f ? j->last_restore.bytes : j->last_restore.groups;
+            uint64_t local = f ? j->last_restore.local_bytes : j->last_restore.local_groups;
+            tb_printf(b, "%s{job=\"%s\",from=\"local\"} %" PRIu64 "\n", fams[f].name, j->id, local);
+            tb_printf(b, "%s{job=\"%s\",from=\"storage\"} %" PRIu64 "\n", fams[f].name, j->id,
+                      all - local);
+        }
+    }
+}
+
 /* Served by every coordinator, a standby too: Prometheus scrapes them all,
  * so a standby's scrape must succeed (up = 1 says the process is fine) and
  * say which one leads, without any of the leader's series. */
@@ -838,6 +873,7 @@ char *coord_view_metrics(coord_t *c)
     for (coord_job_t *j = c->jobs; j; j = j->next)
         tb_printf(&b, "eddy_checkpoint_duration_seconds{job=\"%s\"} %.6f\n", j->id, j->last_checkpoint_ms / 1000.0);
     checkpoint_costs(&b, c);
+    restore_loads(&b, c);
     family(&b, "eddy_rescale_pause_seconds", "gauge", "Pause of the last rescale or migration (sources paused to resumed).");
     for (coord_job_t *j = c->jobs; j; j = j->next)
         if (j->n_rescales)

@@ -753,6 +753,9 @@ static const field_t deployed_fields[] = {
     {.kind = FIELD_U64, .offset = MSG(deployed.bytes_loaded), .max = UINT64_MAX},
     {.kind = FIELD_U64, .offset = MSG(deployed.groups_loaded), .max = UINT64_MAX},
     {.kind = FIELD_TEXT, .offset = MSG(deployed.error), .max = TEXT_SIZE(deployed.error)},
+    /* optional: what of it came from the worker's local copies (local recovery) */
+    {.kind = FIELD_U64, .offset = MSG(deployed.groups_local), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(deployed.bytes_local), .max = UINT64_MAX},
 };
 
 static const field_t start_fields[] = {
@@ -943,7 +946,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
     [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 6},
-    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 0},
+    [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 2},
     [EDDY_MSG_START] = {start_fields, ELEMS(start_fields), {0}, 0},
     [EDDY_MSG_TRIGGER] = {trigger_fields, ELEMS(trigger_fields), {0}, 2},
     [EDDY_MSG_ACK] = {ack_fields, ELEMS(ack_fields), {0}, 6},

@@ -278,6 +278,8 @@ typedef struct eddy_msg {
             uint32_t job, epoch;
             uint64_t bytes_loaded, groups_loaded;
             char error[EDDY_ERROR_MAX];
+            /* optional (absent: 0): of those, from the worker's local copies */
+            uint64_t groups_local, bytes_local;
         } deployed;
         struct {
             uint32_t job, epoch;

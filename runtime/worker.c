@@ -25,6 +25,7 @@
 #include "state/snapshot_store.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
+#include "runtime/local_recovery.h"
 #include "runtime/peers.h"
 #include "runtime/task.h"
 
@@ -79,6 +80,7 @@ typedef struct pending_restore {
     uint32_t units_out, groups;
     eddy_snapshot_unit_t *done; /* the units back, chained by next */
     uint64_t started_ns;
+    eddy_local_restore_stats_t local; /* groups taken from local copies */
 } pending_restore_t;
 
 typedef struct worker {
@@ -131,6 +133,13 @@ typedef struct worker {
     uint64_t suspect_until_ms;
     eddy_log_limit_t fenced_log;
     char fatal[EDDY_ERROR_MAX + 64]; /* a final refusal: the worker exits with it */
+    /* Local recovery (runtime/local_recovery.h): copies of what this
+     * worker's tasks wrote for their last checkpoints; NULL when off
+     * (--no-local-recovery). restore_local counts what the DEPLOY being
+     * applied took from them. */
+    eddy_local_copies_t *local;
+    bool local_corrupt; /* test hook EDDY_TEST_LOCAL_COPY_CORRUPT=1 */
+    eddy_local_restore_stats_t restore_local;
 } worker_t;
 
 #define FIXED_ITEMS 3
@@ -248,9 +257,19 @@ static void env_notify(void *host, const eddy_msg_t *msg)
     send_ctrl(host, msg);
 }
 
+static wjob_t *find_job(worker_t *w, uint32_t num);
+
+/* A checkpoint's groups bound for the job's own checkpoint storage (not a
+ * savepoint's location, not a migration snapshot) are kept as local copies
+ * once durable. */
 static void env_submit_snapshot(void *host, eddy_snapshot_unit_t *unit)
 {
     worker_t *w = host;
+    if (w->local && unit->durable && unit->ack.type == EDDY_MSG_ACK && !unit->read &&
+        !unit->sync_only) {
+        wjob_t *j = find_job(w, unit->ack.u.ack.job);
+        unit->keep_local = j && !strcmp(unit->root, eddy_snapshot_store_root(j->store));
+    }
     eddy_snapshot_writer_submit(w->snapshots, unit);
 }
 
@@ -300,6 +319,13 @@ static void send_durable_acks(worker_t *w)
                        "%.3f ms, write %.3f ms", (unsigned long long)u->checkpoint, u->job, u->op,
                        u->n_groups, u->serialise ? "async" : "sync", u->barrier_ns / 1e6,
                        u->serialise_ns / 1e6, u->write_ns / 1e6);
+        if (!u->error[0] && u->keep_local && m->type == EDDY_MSG_ACK && !m->u.ack.error[0]) {
+            /* only the current epoch's: an older one's checkpoint ids may
+             * be taken again (local_copies.h) */
+            wjob_t *j = find_job(w, m->u.ack.job);
+            if (j && j->epoch == m->u.ack.epoch && !strcmp(j->job_id, u->job))
+                eddy_local_recovery_keep(w->local, u);
+        }
         if (u->error[0] && m->type == EDDY_MSG_TASK_DONE) {
             eddy_msg_t f = {.type = EDDY_MSG_TASK_FAILED};
             f.u.task_failed.job = m->u.task_done.job;
@@ -496,11 +522,12 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
     return j;
 }
 
-/* The groups a read-ahead got, handed to the job's store (moved out of
- * the units). One that cannot be handed over is read again, on the loop. */
-static void preload_restore(pending_restore_t *pr, eddy_snapshot_store_t *store)
+/* The groups read units got (read ahead from storage, or taken from local
+ * copies), handed to the job's store (moved out of the units). One that
+ * cannot be handed over is read again, on the loop. */
+static void preload_units(eddy_snapshot_unit_t *units, eddy_snapshot_store_t *store)
 {
-    for (eddy_snapshot_unit_t *u = pr->done; u; u = u->next)
+    for (eddy_snapshot_unit_t *u = units; u; u = u->next)
         for (uint32_t i = 0; i < u->n_groups; i++) {
             eddy_err_t err = {{0}};
             if (u->data[i] && eddy_snapshot_store_preload(store, u->job, u->checkpoint, u->op,
@@ -508,6 +535,89 @@ static void preload_restore(pending_restore_t *pr, eddy_snapshot_store_t *store)
                                                           &err) == 0)
                 u->data[i] = NULL;
         }
+}
+
+/* The groups of stage s (of graph g) that this worker loads for a DEPLOY
+ * restoring from a checkpoint, at most cap of them, into kgs: a keyed
+ * stage's owned ranges (task_owned_range) minus what tasks j keeps hold,
+ * and a source's event time (group = instance) when event time is on;
+ * nothing for tasks restored as finished. j NULL: no task is kept. */
+static uint32_t groups_to_load(const worker_t *w, const eddy_deploy_t *d,
+                               const eddy_job_graph_t *g, wjob_t *j, uint32_t s, uint32_t *kgs,
+                               size_t cap)
+{
+    const eddy_stage_def_t *def = &g->stages[s];
+    bool keyed = eddy_stage_is_keyed(def);
+    bool source_time = def->source && def->event_time.enabled;
+    const eddy_stage_placement_t *pl = &d->stages[s];
+    uint32_t n = 0;
+    for (uint32_t k = 0; (keyed || source_time) && k < pl->parallelism; k++) {
+        if (pl->worker_of[k] != w->id || restored_finished(d, s, k))
+            continue;
+        eddy_task_t *t = j ? placed_task(j, d, s, k) : NULL;
+        if (keyed) {
+            uint32_t p = pl->parallelism, as_p = pl->route_parallelism;
+            eddy_kg_range_t r = !as_p || as_p >= p ? eddy_kg_range_for(k, p, g->max_parallelism)
+                                : k >= as_p ? (eddy_kg_range_t){0, 0}
+                                            : eddy_kg_range_for(k, as_p, g->max_parallelism);
+            for (uint32_t kg = r.start; kg < r.end && n < cap; kg++)
+                if (!t || !eddy_task_holds_group(t, kg))
+                    kgs[n++] = kg;
+        }
+        const eddy_source_position_t *from = position_of(d, s, k);
+        if (source_time && !t && from && from->position >= 0 && n < cap)
+            kgs[n++] = k;
+    }
+    return n;
+}
+
+/* Whether a DEPLOY restores from the job's own checkpoint storage, where
+ * local copies may serve it (a savepoint's groups are read where it is). */
+static bool local_copies_serve(worker_t *w, const eddy_deploy_t *d)
+{
+    if (!w->local || !d->restore_checkpoint || d->restore_uri[0])
+        return false;
+    if (w->local_corrupt) /* the test hook: every copy fails its checksum */
+        eddy_local_copies_corrupt(w->local, d->job_id);
+    return true;
+}
+
+/* Stage s's groups kgs[0..*n) that have local copies for the DEPLOY's
+ * checkpoint: chained onto *units (as read units), counted in stats; kgs
+ * keeps the others. */
+static void take_local(worker_t *w, const eddy_deploy_t *d, const char *op, uint32_t *kgs,
+                       uint32_t *n, eddy_snapshot_unit_t **units,
+                       eddy_local_restore_stats_t *stats)
+{
+    eddy_snapshot_unit_t *u =
+        eddy_local_recovery_take(w->local, d->job_id, d->restore_checkpoint, op, kgs, n, stats);
+    if (u) {
+        u->next = *units;
+        *units = u;
+    }
+}
+
+/* A restore applied at once (a directory store): the groups with local
+ * copies are preloaded into the job's store, the restore reads the rest. */
+static void preload_local(worker_t *w, const eddy_deploy_t *d, wjob_t *j)
+{
+    if (!local_copies_serve(w, d))
+        return;
+    size_t cap = (size_t)j->graph.max_parallelism + EDDY_MAX_PARALLELISM;
+    uint32_t *kgs = malloc(cap * sizeof *kgs);
+    eddy_snapshot_unit_t *units = NULL;
+    for (uint32_t s = 0; kgs && s < d->n_stages && s < j->graph.n_stages; s++) {
+        uint32_t n = groups_to_load(w, d, &j->graph, j, s, kgs, cap);
+        if (n)
+            take_local(w, d, j->graph.stages[s].name, kgs, &n, &units, &w->restore_local);
+    }
+    free(kgs);
+    preload_units(units, j->store);
+    while (units) {
+        eddy_snapshot_unit_t *u = units;
+        units = u->next;
+        eddy_snapshot_unit_free(u);
+    }
 }
 
 static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, uint64_t *groups,
@@ -545,8 +655,13 @@ static int apply_deploy(worker_t *w, const eddy_deploy_t *d, uint64_t *bytes, ui
         j->next = w->jobs;
         w->jobs = j;
     }
+    /* checkpoint ids that never completed may be taken again now */
+    if (w->local)
+        eddy_local_copies_new_epoch(w->local, d->job_id);
     if (w->applying)
-        preload_restore(w->applying, j->store);
+        preload_units(w->applying->done, j->store);
+    else
+        preload_local(w, d, j);
     forget_send_failures(w, d->job);
     for (uint32_t i = 0; i < d->n_workers; i++)
         if (d->workers[i].id != w->id &&
@@ -957,39 +1072,22 @@ static bool defer_for_restore(worker_t *w, const eddy_msg_t *m)
     pr->epoch = d->epoch;
     pr->checkpoint = d->restore_checkpoint;
     snprintf(pr->job_id, sizeof pr->job_id, "%s", d->job_id);
+    bool local = local_copies_serve(w, d);
     for (uint32_t s = 0; s < d->n_stages; s++) {
-        const eddy_stage_def_t *def = &g->stages[s];
-        bool keyed = eddy_stage_is_keyed(def);
-        bool source_time = def->source && def->event_time.enabled;
-        const eddy_stage_placement_t *pl = &d->stages[s];
-        uint32_t n = 0;
-        for (uint32_t k = 0; (keyed || source_time) && k < pl->parallelism; k++) {
-            if (pl->worker_of[k] != w->id || restored_finished(d, s, k))
-                continue;
-            eddy_task_t *t = keep ? placed_task(j, d, s, k) : NULL;
-            if (keyed) {
-                /* task_owned_range */
-                uint32_t p = pl->parallelism, as_p = pl->route_parallelism;
-                eddy_kg_range_t r = !as_p || as_p >= p ? eddy_kg_range_for(k, p, g->max_parallelism)
-                                    : k >= as_p ? (eddy_kg_range_t){0, 0}
-                                                : eddy_kg_range_for(k, as_p, g->max_parallelism);
-                for (uint32_t kg = r.start; kg < r.end && n < g->max_parallelism; kg++)
-                    if (!t || !eddy_task_holds_group(t, kg))
-                        kgs[n++] = kg;
-            }
-            const eddy_source_position_t *from = position_of(d, s, k);
-            if (source_time && !t && from && from->position >= 0 && n < cap)
-                kgs[n++] = k;
-        }
-        if (n && submit_read(w, pr, d, root, def->name, kgs, n) < 0)
+        uint32_t n = groups_to_load(w, d, g, keep ? j : NULL, s, kgs, cap);
+        if (n && local)
+            take_local(w, d, g->stages[s].name, kgs, &n, &pr->done, &pr->local);
+        if (n && submit_read(w, pr, d, root, g->stages[s].name, kgs, n) < 0)
             break; /* the rest is read on the loop */
     }
-    if (pr->units_out) {
+    if (pr->units_out || pr->done) {
         pr->started_ns = eddy_mono_ns();
         pr->next = w->restores;
         w->restores = pr;
-        eddy_info("job %s epoch %u: reading %u key groups of checkpoint %llu ahead, off the loop",
-                  d->job_id, d->epoch, pr->groups, (unsigned long long)d->restore_checkpoint);
+        eddy_info("job %s epoch %u: reading %u key groups of checkpoint %llu ahead, off the loop "
+                  "(%llu from local copies)", d->job_id, d->epoch, pr->groups,
+                  (unsigned long long)d->restore_checkpoint,
+                  (unsigned long long)pr->local.groups);
         pr = NULL;
         deferred = true;
     }
@@ -1176,6 +1274,10 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             supersede_restores(w, m->u.deploy.job);
         if (defer_for_plugins(w, m) || defer_for_restore(w, m))
             break;
+        if (w->applying)
+            w->restore_local = w->applying->local;
+        else
+            memset(&w->restore_local, 0, sizeof w->restore_local);
         eddy_msg_t reply = {.type = EDDY_MSG_DEPLOYED};
         reply.u.deployed.job = m->u.deploy.job;
         reply.u.deployed.epoch = m->u.deploy.epoch;
@@ -1193,12 +1295,27 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             wjob_t *j = find_job(w, m->u.deploy.job);
             if (j)
                 eddy_snapshot_store_preload_clear(j->store); /* what no task read */
+            const eddy_local_restore_stats_t *lr = &w->restore_local;
+            uint64_t gs = reply.u.deployed.groups_loaded, bs = reply.u.deployed.bytes_loaded;
+            char from[160] = "";
+            if (gs)
+                snprintf(from, sizeof from, ": %llu groups (%llu bytes) from local copies, %llu "
+                         "(%llu bytes) from checkpoint storage", (unsigned long long)lr->groups,
+                         (unsigned long long)lr->bytes,
+                         (unsigned long long)(gs > lr->groups ? gs - lr->groups : 0),
+                         (unsigned long long)(bs > lr->bytes ? bs - lr->bytes : 0));
             eddy_info("job %s epoch %u: %u tasks here, loaded %llu key groups (%llu bytes) in "
-                      "%.1f ms [leader epoch %llu]",
+                      "%.1f ms%s [leader epoch %llu]",
                       m->u.deploy.job_id, m->u.deploy.epoch, j ? j->n_tasks : 0,
-                      (unsigned long long)reply.u.deployed.groups_loaded,
-                      (unsigned long long)reply.u.deployed.bytes_loaded,
-                      (double)(eddy_mono_ns() - t0) / 1e6, (unsigned long long)m->leader_epoch);
+                      (unsigned long long)gs, (unsigned long long)bs,
+                      (double)(eddy_mono_ns() - t0) / 1e6, from,
+                      (unsigned long long)m->leader_epoch);
+            if (lr->corrupt)
+                eddy_warn("job %s epoch %u: %llu local copies were not used (%s); read from "
+                          "checkpoint storage instead", m->u.deploy.job_id, m->u.deploy.epoch,
+                          (unsigned long long)lr->corrupt, lr->why);
+            reply.u.deployed.groups_local = lr->groups;
+            reply.u.deployed.bytes_local = lr->bytes;
         }
         send_ctrl(w, &reply);
         break;
@@ -1252,6 +1369,8 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         wjob_t *j = find_job(w, m->u.complete.job);
         if (!j)
             break;
+        if (w->local && m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
+            eddy_local_copies_complete(w->local, j->job_id, m->u.complete.checkpoint);
         for (uint32_t i = 0; i < j->n_tasks; i++) {
             /* The commits' directory fsyncs run off the loop. */
             eddy_sync_list_t *sync = eddy_sync_list_new();
@@ -1289,6 +1408,9 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
         if (reason == EDDY_RELEASE_CANCELLED || reason == EDDY_RELEASE_FAILED)
             for (uint32_t i = 0; i < j->n_tasks; i++)
                 eddy_task_abort(j->tasks[i]);
+        /* the job ended: nothing will restore from its copies */
+        if (w->local && reason != EDDY_RELEASE_RESTORE)
+            eddy_local_copies_drop_job(w->local, j->job_id);
         destroy_job(w, j);
         /* The acknowledgement: a heartbeat without the job's tasks. eddy
          * local waits for it before it stops the workers. */
@@ -1482,6 +1604,7 @@ static void teardown(worker_t *w)
         free(dd);
     }
     eddy_snapshot_writer_destroy(&w->snapshots);
+    eddy_local_copies_destroy(&w->local);
     while (w->restores) {
         pending_restore_t *pr = w->restores;
         w->restores = pr->next;
@@ -1647,7 +1770,15 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
         }
     }
     w->snapshots = eddy_snapshot_writer_new(err);
-    if (!w->snapshots || setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
+    if (!w->snapshots)
+        goto out;
+    if (!opts->no_local_recovery && !(w->local = eddy_local_copies_new())) {
+        eddy_err_set(err, "out of memory");
+        goto out;
+    }
+    const char *corrupt = getenv("EDDY_TEST_LOCAL_COPY_CORRUPT"); /* a test hook */
+    w->local_corrupt = corrupt && !strcmp(corrupt, "1");
+    if (setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
         goto out;
     eddy_info("registered as worker %u with %s, data at %s", w->id, w->coords[w->cur], w->endpoint);
     w->last_ctrl_ms = eddy_mono_ms();

@@ -9,6 +9,7 @@
 #define EDDY_RUNTIME_WORKER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -36,6 +37,10 @@ typedef struct eddy_worker_options {
      * (probed) at start, so wrong credentials fail there. NULL: the
      * coordinator's, else snapshot_dir. */
     const char *checkpoint_storage;
+    /* --no-local-recovery: keep no local copies of what this worker's
+     * tasks checkpoint; every restore reads all its groups from checkpoint
+     * storage (runtime/local_recovery.h). */
+    bool no_local_recovery;
 } eddy_worker_options_t;
 
 /* Runs until *stop becomes non-zero or the coordinator cannot be reached at

@@ -15,6 +15,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "common/clock.h"
 #include "state/snapshot_store.h"
 
@@ -132,6 +134,9 @@ static void write_unit(eddy_snapshot_writer_t *w, eddy_snapshot_unit_t *u)
                                                 u->manifest_instance, u->manifest,
                                                 u->manifest_len, &err) < 0)
         fail_unit(u, err.msg);
+    else if (u->keep_local && u->n_groups && (u->hashes = malloc(u->n_groups * sizeof *u->hashes)))
+        for (uint32_t i = 0; i < u->n_groups; i++)
+            u->hashes[i] = XXH64(u->data[i], u->lens[i], 0);
     u->write_ns = eddy_mono_ns() - t0;
 }
 
@@ -234,6 +239,7 @@ void eddy_snapshot_unit_free(eddy_snapshot_unit_t *u)
     eddy_sync_list_destroy(&u->sync);
     eddy_msg_clear(&u->ack); /* an ACK's source state */
     free(u->manifest);
+    free(u->hashes);
     free(u->groups);
     free(u->data);
     free(u->lens);

@@ -53,6 +53,12 @@ typedef struct eddy_snapshot_unit {
     char *manifest;
     size_t manifest_len;
     uint32_t manifest_instance;
+    /* Local recovery (state/local_copies.h): once the groups are durable
+     * the writer thread fills hashes[i] = XXH64(data[i]) (malloc'd, freed
+     * with the unit) so the worker can keep data[i] as a verified local
+     * copy without hashing on its loop. */
+    bool keep_local;
+    uint64_t *hashes;
     /* A read unit (a restore's read-ahead): the writer thread READS groups
      * of checkpoint from root into data[i]/lens[i] instead of writing them;
      * a group it cannot read stays NULL (the first error in error) and is

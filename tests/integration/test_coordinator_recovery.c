@@ -193,13 +193,19 @@ static void start_coordinator_with(char *const *extra)
               "%s", err.msg);
 }
 
-static void start_worker(void)
+/* A worker with these flags (NULL: none). */
+static void start_worker_with(const char *const *extra)
 {
     cr_assert(n_workers < MAX_WORKERS);
     eddy_err_t err = {{0}};
-    int i = eddy_test_cluster_start_worker(cl, &err);
+    int i = eddy_test_cluster_start_worker_as(cl, NULL, extra, &err);
     cr_assert(i >= 0, "%s", err.msg);
     workers[n_workers++] = eddy_test_cluster_worker(cl, i);
+}
+
+static void start_worker(void)
+{
+    start_worker_with(NULL);
 }
 
 static const char *job_id(void)
@@ -513,8 +519,11 @@ Test(coordinator_recovery, corrupt_newest_checkpoint, .fini = teardown, .timeout
 {
     setup_job(false, false);
     start_coordinator("--heartbeat-timeout-ms", "4000");
+    /* the restore must read the truncated file: no survivor may serve its
+     * groups from its local copies */
+    const char *const no_local[] = {"--no-local-recovery", NULL};
     for (int i = 0; i < 3; i++)
-        start_worker();
+        start_worker_with(no_local);
     submit();
     wait_view("running", 3, 30000, "three completed checkpoints");
     /* no checkpoint completes while a worker is stopped: the newest stays */

@@ -403,9 +403,13 @@ static void start_wordcount(const char *tag, const char *interval, const char *r
 {
     const char *args[] = {"--checkpoint-full-every", "1000", "--checkpoints-retained", retained,
                           NULL};
+    /* restores read what the store holds (objects are corrupted on purpose):
+     * no survivor serves its groups from its local copies */
+    const char *worker_args[] = {"--no-local-recovery", NULL};
     eddy_test_cluster_opts_t o = {.tag = tag, .coordinators = 1, .workers = 2,
                                   .checkpoint_interval = interval,
-                                  .heartbeat_timeout_ms = HB_TIMEOUT, .coord_args = args};
+                                  .heartbeat_timeout_ms = HB_TIMEOUT, .coord_args = args,
+                                  .worker_args = worker_args};
     eddy_err_t err = {{0}};
     cl = eddy_test_cluster_new(&o, &err);
     cr_assert(cl, "%s", err.msg);

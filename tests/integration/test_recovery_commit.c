@@ -82,8 +82,11 @@ static void start_cluster(void)
 {
     eddy_err_t err = {{0}};
     start_coordinator();
+    /* the restore must read the truncated file: no survivor may serve its
+     * groups from its local copies */
+    const char *const no_local[] = {"--no-local-recovery", NULL};
     for (int i = 0; i < WORKERS; i++)
-        cr_assert(eddy_test_cluster_start_worker(cl, &err) >= 0, "%s", err.msg);
+        cr_assert(eddy_test_cluster_start_worker_as(cl, NULL, no_local, &err) >= 0, "%s", err.msg);
 }
 
 static void submit(void)

@@ -146,6 +146,8 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.deployed.epoch = 9;
         m.u.deployed.bytes_loaded = 5ull << 33;
         m.u.deployed.groups_loaded = 128;
+        m.u.deployed.groups_local = 85;
+        m.u.deployed.bytes_local = 3ull << 32;
         strcpy(m.u.deployed.error, "checkpoint 17: key group 5: checksum mismatch");
         break;
     case EDDY_MSG_START:
@@ -382,6 +384,8 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.deployed.epoch, b->u.deployed.epoch);
         cr_assert_eq(a->u.deployed.bytes_loaded, b->u.deployed.bytes_loaded);
         cr_assert_eq(a->u.deployed.groups_loaded, b->u.deployed.groups_loaded);
+        cr_assert_eq(a->u.deployed.groups_local, b->u.deployed.groups_local);
+        cr_assert_eq(a->u.deployed.bytes_local, b->u.deployed.bytes_local);
         cr_assert_str_eq(a->u.deployed.error, b->u.deployed.error);
         break;
     case EDDY_MSG_START:
@@ -831,7 +835,8 @@ Test(proto, wrong_field_counts_rejected)
          * is an older peer's, still read, and a TRIGGER, ACK or STEP_DONE
          * one without its optional last field; anything else is rejected. */
         if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER &&
-            t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY && t != EDDY_MSG_STEP_DONE)
+            t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY && t != EDDY_MSG_STEP_DONE &&
+            t != EDDY_MSG_DEPLOYED)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
@@ -1310,6 +1315,22 @@ Test(proto, ack_ended_inputs_are_optional_and_bounded)
                   20, "pairs");
     expect_reject("\x9f\x08\x01\x02\x03\x01\x00\xff\x00\x00\x00\xa0\xc4\x00\xc2\x92\x40\x00\x09",
                   19, "out of range");
+}
+
+/* A DEPLOYED may end with what the worker loaded from its local copies
+ * (local recovery); absent, 0. */
+Test(proto, deployed_local_loads_are_optional)
+{
+    eddy_msg_t d = decode_ok("\x97\x05\x02\x09\x00\x03\xa0\x07", 8);
+    cr_assert_eq(d.u.deployed.groups_loaded, 3);
+    cr_assert_eq(d.u.deployed.groups_local + d.u.deployed.bytes_local, 0, "absent: 0");
+    cr_assert_eq(d.leader_epoch, 7);
+    eddy_msg_clear(&d);
+    d = decode_ok("\x99\x05\x02\x09\x00\x03\xa0\x02\x40\x07", 10);
+    cr_assert_eq(d.u.deployed.groups_local, 2);
+    cr_assert_eq(d.u.deployed.bytes_local, 64);
+    cr_assert_eq(d.leader_epoch, 7);
+    eddy_msg_clear(&d);
 }
 
 /* An ACK may end with what the checkpoint cost the task (protocol 9,
