@@ -39,6 +39,7 @@
 
 #include "common/fmt.h"
 #include "controller/catch_up.h"
+#include "controller/policy_alt.h"
 #include "state/keygroup.h"
 
 /* Upstream blocked this share of the window: the operator is a queue. */
@@ -61,6 +62,7 @@ typedef struct operator_state {
     uint32_t limit;          /* 0: none */
     double limit_achieved;
     char limit_cause[128];
+    eddy_policy_alt_state_t alt; /* the flink policy's scale-down delay */
 } operator_state_t;
 
 struct eddy_scaling_policy {
@@ -93,8 +95,38 @@ eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void)
         .effectiveness = 0.5,
         .catch_up_s = EDDY_CATCH_UP_DEFAULT_S,
         .latency_slo_ms = 0.0,
+        .kind = EDDY_POLICY_EDDY,
+        .scale_down_delay_ms = 60000,
     };
     return config;
+}
+
+const char *eddy_scaling_policy_kind_name(eddy_scaling_policy_kind_t kind)
+{
+    switch (kind) {
+    case EDDY_POLICY_EDDY:
+        return "eddy";
+    case EDDY_POLICY_DS2:
+        return "ds2";
+    case EDDY_POLICY_THRESHOLD:
+        return "threshold";
+    case EDDY_POLICY_FLINK:
+        return "flink";
+    }
+    return "unknown";
+}
+
+int eddy_scaling_policy_kind_parse(const char *name, eddy_scaling_policy_kind_t *kind)
+{
+    static const eddy_scaling_policy_kind_t all[] = {EDDY_POLICY_EDDY, EDDY_POLICY_DS2,
+                                                     EDDY_POLICY_THRESHOLD, EDDY_POLICY_FLINK};
+    for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, eddy_scaling_policy_kind_name(all[i])) == 0) {
+            *kind = all[i];
+            return 0;
+        }
+    }
+    return -1;
 }
 
 const char *eddy_scaling_action_name(eddy_scaling_action_t action)
@@ -130,8 +162,12 @@ static int validate_config(const eddy_scaling_policy_config_t *c, eddy_err_t *er
     if (c->job && strlen(c->job) >= EDDY_SCALING_NAME_MAX)
         return eddy_err_set(err, "scaling policy: job name longer than %d bytes",
                             EDDY_SCALING_NAME_MAX - 1);
-    if (c->interval_ms < 0 || c->warmup_ms < 0 || c->cooldown_ms < 0)
-        return eddy_err_set(err, "scaling policy: interval, warm-up and cooldown must be >= 0");
+    if (c->interval_ms < 0 || c->warmup_ms < 0 || c->cooldown_ms < 0 ||
+        c->scale_down_delay_ms < 0)
+        return eddy_err_set(err, "scaling policy: interval, warm-up, cooldown and scale-down "
+                                 "delay must be >= 0");
+    if (strcmp(eddy_scaling_policy_kind_name(c->kind), "unknown") == 0)
+        return eddy_err_set(err, "scaling policy: unknown policy kind %d", (int)c->kind);
     if (!(c->target_utilisation > 0.0 && c->target_utilisation <= 1.0))
         return eddy_err_set(err, "scaling policy: target utilisation %g must be in (0, 1]",
                             c->target_utilisation);
@@ -264,8 +300,7 @@ int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *op
 }
 
 /* Appends to a fixed-size reason; silently truncates (reasons are for people). */
-static void reason_append(char *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reason_append(char *reason, const char *fmt, ...)
+void eddy_scaling_reason_append(char *reason, const char *fmt, ...)
 {
     size_t used = strnlen(reason, EDDY_SCALING_REASON_MAX - 1);
     va_list ap;
@@ -287,11 +322,11 @@ static void reason_append_formula(char *reason, const eddy_ds2_estimate_t *est,
                                                 est->true_rate_per_instance, utilisation,
                                                 bounds->min_parallelism, bounds->max_parallelism);
     char shown[32];
-    reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %s -> %u",
+    eddy_scaling_reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %s -> %u",
                   est->target_input_rate, est->true_rate_per_instance, utilisation,
                   eddy_fmt_ceil_operand(shown, sizeof shown, exact, unclamped), unclamped);
     if (clamped != unclamped)
-        reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
+        eddy_scaling_reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
                       bounds->min_parallelism, bounds->max_parallelism);
 }
 
@@ -334,7 +369,7 @@ static void note_backlog(const eddy_scaling_policy_t *self, const eddy_ds2_opera
         sum += m->backlog;
         if (!(m->catch_up_rate > 0.0))
             continue;
-        reason_append(d->reason,
+        eddy_scaling_reason_append(d->reason,
                       "backlog: %s is %.0f records behind; draining them within %.0f s "
                       "(--catch-up-s) adds %.0f rec/s to the %.0f rec/s arriving; ",
                       ops[k].name, m->backlog, self->config.catch_up_s, m->catch_up_rate,
@@ -440,14 +475,14 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
 
     if (est->status == EDDY_DS2_NO_MEASUREMENT) {
         state->down_streak = 0;
-        reason_append(d->reason,
+        eddy_scaling_reason_append(d->reason,
                       "no useful-time measurement in this window; keeping parallelism %u",
                       current);
         return;
     }
     if (est->status == EDDY_DS2_NO_TARGET) {
         state->down_streak = 0;
-        reason_append(d->reason,
+        eddy_scaling_reason_append(d->reason,
                       "target input rate unknown (a source without offered rate, or an "
                       "upstream without data); keeping parallelism %u",
                       current);
@@ -469,18 +504,18 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
             d->wanted_parallelism = up_to;
         if (capped < up_to) {
             d->infeasible = true;
-            reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
+            eddy_scaling_reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
                           est->target_input_rate, est->observed_input_rate, current, cause);
         }
         reason_append_formula(d->reason, est, c->target_utilisation, op);
         if (capped <= current) {
-            reason_append(d->reason, "; staying at %u", current);
+            eddy_scaling_reason_append(d->reason, "; staying at %u", current);
             return;
         }
         d->action = EDDY_SCALING_SCALE_UP;
         d->new_parallelism = capped;
         if (capped < up_to)
-            reason_append(d->reason, "; only to %u", capped);
+            eddy_scaling_reason_append(d->reason, "; only to %u", capped);
         return;
     }
     if (down_to < current) {
@@ -496,28 +531,28 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
         }
         state->down_streak++;
         reason_append_formula(d->reason, est, c->scale_down_utilisation, op);
-        reason_append(d->reason, " at scale-down utilisation, below %u for %u/%u intervals",
+        eddy_scaling_reason_append(d->reason, " at scale-down utilisation, below %u for %u/%u intervals",
                       current, state->down_streak, c->scale_down_confirmations);
         if (state->down_streak >= c->scale_down_confirmations) {
             d->action = EDDY_SCALING_SCALE_DOWN;
             d->new_parallelism = state->down_candidate;
             if (state->down_candidate != down_to)
-                reason_append(d->reason, "; largest proposal in the streak: %u",
+                eddy_scaling_reason_append(d->reason, "; largest proposal in the streak: %u",
                               state->down_candidate);
         } else {
-            reason_append(d->reason, "; waiting before scaling down");
+            eddy_scaling_reason_append(d->reason, "; waiting before scaling down");
         }
         return;
     }
     state->down_streak = 0;
     reason_append_formula(d->reason, est, c->target_utilisation, op);
     if (up_to == current) {
-        reason_append(d->reason, "; already at %u", current);
+        eddy_scaling_reason_append(d->reason, "; already at %u", current);
     } else {
         /* Here min <= up_to < current, so current - 1 >= 1. */
         double utilisation_one_fewer =
             est->target_input_rate / ((double)(current - 1) * est->true_rate_per_instance);
-        reason_append(d->reason,
+        eddy_scaling_reason_append(d->reason,
                       "; keeping %u: %u instances would run at %.2f, above the scale-down "
                       "utilisation %.2f",
                       current, current - 1, utilisation_one_fewer, c->scale_down_utilisation);
@@ -560,26 +595,26 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
     d->memory_parallelism = feasible;
     if (d->new_parallelism >= need)
         return;
-    reason_append(d->reason, "; state %.1f MB (%.1f MB per instance), %.1f MB in %.0f s at "
+    eddy_scaling_reason_append(d->reason, "; state %.1f MB (%.1f MB per instance), %.1f MB in %.0f s at "
                   "%.2f MB/s: a budget of %.1f MB per instance needs %u",
                   op->metrics.state_bytes / mb, op->metrics.state_bytes / mb / current,
                   projected / mb, horizon_s, op->metrics.state_growth_per_s / mb,
                   (double)self->config.state_budget_bytes / mb, need);
     if (need > op->max_parallelism) {
         d->infeasible = true;
-        reason_append(d->reason, " (infeasible: limited by max parallelism %u)",
+        eddy_scaling_reason_append(d->reason, " (infeasible: limited by max parallelism %u)",
                       op->max_parallelism);
     }
     if (feasible > current) {
         state->down_streak = 0;
         d->action = EDDY_SCALING_SCALE_UP;
         d->new_parallelism = feasible;
-        reason_append(d->reason, "; scaling out to %u for memory", feasible);
+        eddy_scaling_reason_append(d->reason, "; scaling out to %u for memory", feasible);
     } else if (d->action == EDDY_SCALING_SCALE_DOWN) {
         state->down_streak = 0;
         d->action = EDDY_SCALING_NO_CHANGE;
         d->new_parallelism = current;
-        reason_append(d->reason, "; not scaling down");
+        eddy_scaling_reason_append(d->reason, "; not scaling down");
     }
     if (d->wanted_parallelism && d->wanted_parallelism < d->new_parallelism)
         d->wanted_parallelism = d->new_parallelism;
@@ -599,10 +634,10 @@ static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds
     double blocked = op->metrics.upstream_blocked;
     bool is_busy = busy >= c->target_utilisation;
     bool pressed = blocked >= SLO_BLOCKED_SHARE;
-    reason_append(d->reason, "; p99 latency %.0f ms is above the %.0f ms objective", p99_ms,
+    eddy_scaling_reason_append(d->reason, "; p99 latency %.0f ms is above the %.0f ms objective", p99_ms,
                   c->latency_slo_ms);
     if (!is_busy && !pressed) {
-        reason_append(d->reason,
+        eddy_scaling_reason_append(d->reason,
                       " but %s is not queueing (busy %.2f, upstream blocked %.0f%% of the "
                       "time): the latency is the sink's or the network's; no instance added "
                       "for it",
@@ -610,33 +645,64 @@ static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds
         return;
     }
     if (is_busy)
-        reason_append(d->reason, " and %s is queueing (busy %.2f >= %.2f)", op->name, busy,
+        eddy_scaling_reason_append(d->reason, " and %s is queueing (busy %.2f >= %.2f)", op->name, busy,
                       c->target_utilisation);
     else
-        reason_append(d->reason, " and %s is queueing (upstream blocked %.0f%% of the time)",
+        eddy_scaling_reason_append(d->reason, " and %s is queueing (upstream blocked %.0f%% of the time)",
                       op->name, blocked * 100.0);
     uint32_t current = op->parallelism;
     uint32_t want = current < op->max_parallelism ? current + 1 : current;
     if (d->new_parallelism >= want) {
         if (d->action == EDDY_SCALING_SCALE_UP)
-            reason_append(d->reason, ": already scaling out");
+            eddy_scaling_reason_append(d->reason, ": already scaling out");
         else
-            reason_append(d->reason, ": at max parallelism %u", op->max_parallelism);
+            eddy_scaling_reason_append(d->reason, ": at max parallelism %u", op->max_parallelism);
         return;
     }
     uint32_t capped = want;
     char cause[160] = "";
     limit_scale_up(self, op, est, state, &capped, cause, sizeof cause);
     if (capped <= current) {
-        reason_append(d->reason, ": no instance added, limited by %s", cause);
+        eddy_scaling_reason_append(d->reason, ": no instance added, limited by %s", cause);
         return;
     }
     state->down_streak = 0;
     d->action = EDDY_SCALING_SCALE_UP;
     d->new_parallelism = capped;
-    reason_append(d->reason, ": one more instance, %u", capped);
+    eddy_scaling_reason_append(d->reason, ": one more instance, %u", capped);
     if (d->wanted_parallelism < capped)
         d->wanted_parallelism = capped;
+}
+
+/* The other kinds' proposal (policy_alt.h) in place of the rules above;
+ * only flink keeps the backlog clause (its catch-up duration). */
+static void propose_alt(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                        const eddy_ds2_estimate_t *est, operator_state_t *state, int64_t now_ms,
+                        eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    if (c->kind != EDDY_POLICY_FLINK)
+        d->reason[0] = '\0';
+    if (c->kind == EDDY_POLICY_DS2)
+        eddy_policy_ds2_propose(op, est, d);
+    else if (c->kind == EDDY_POLICY_THRESHOLD)
+        eddy_policy_threshold_propose(op, est, d);
+    else
+        eddy_policy_flink_propose(op, est, now_ms, c->scale_down_delay_ms,
+                                  EDDY_DEFAULT_MAX_PARALLELISM, &state->alt, d);
+}
+
+/* Plain DS2 sizes the sources for what arrives: their catch-up rate
+ * (controller/catch_up.h) comes off the offered rate. */
+static void without_catch_up(eddy_ds2_operator_t *ops, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        eddy_ds2_metrics_t *m = &ops[i].metrics;
+        if (ops[i].upstream_count > 0 || !(m->catch_up_rate > 0.0) || !isfinite(m->offered_rate))
+            continue;
+        m->offered_rate = m->offered_rate > m->catch_up_rate ? m->offered_rate - m->catch_up_rate
+                                                             : 0.0;
+    }
 }
 
 static int validate_names(const eddy_ds2_operator_t *operators, size_t count, eddy_err_t *err)
@@ -693,6 +759,7 @@ static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_ope
     d->time_ms = now_ms;
     memcpy(d->job, self->job, sizeof d->job);
     memcpy(d->operator_name, op->name, strlen(op->name) + 1);
+    snprintf(d->policy, sizeof d->policy, "%s", eddy_scaling_policy_kind_name(self->config.kind));
     d->old_parallelism = op->parallelism;
     d->new_parallelism = op->parallelism;
     d->action = EDDY_SCALING_NO_CHANGE;
@@ -744,6 +811,8 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
     }
     int rc = -1;
     bool *seen = NULL;
+    if (self->config.kind == EDDY_POLICY_DS2)
+        without_catch_up(bounded, count);
     if (eddy_ds2_estimate(bounded, count, self->config.target_utilisation, estimates, err) < 0) {
         eddy_err_wrap(err, "scaling policy");
         goto done;
@@ -771,7 +840,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         if (warming_up) {
             state->down_streak = 0;
             /* the controller's clock is the job's time (loop.c) */
-            reason_append(d->reason,
+            eddy_scaling_reason_append(d->reason,
                           "warm-up after the deploy at %.1f s (job start, rescale or restore): "
                           "metrics ignored until %.1f s",
                           (double)self->last_rescale_ms / 1000.0,
@@ -780,10 +849,14 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             continue;
         }
 
-        check_effect(self, &bounded[i], &estimates[i], state);
         note_backlog(self, bounded, count, i, seen, d);
-        propose(self, &bounded[i], &estimates[i], state, d);
-        propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
+        if (c->kind == EDDY_POLICY_EDDY) {
+            check_effect(self, &bounded[i], &estimates[i], state);
+            propose(self, &bounded[i], &estimates[i], state, d);
+            propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
+        } else {
+            propose_alt(self, &bounded[i], &estimates[i], state, now_ms, d);
+        }
         if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
             estimates[i].status != EDDY_DS2_NO_TARGET)
             d->wanted_parallelism = d->new_parallelism;
@@ -800,13 +873,13 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             cooling_down = false;
             if (d->new_parallelism > d->memory_parallelism) {
                 d->new_parallelism = d->memory_parallelism;
-                reason_append(d->reason, "; only to %u in the cooldown", d->new_parallelism);
+                eddy_scaling_reason_append(d->reason, "; only to %u in the cooldown", d->new_parallelism);
             }
         }
         if (c->dry_run) {
-            reason_append(d->reason, "; dry run, not applied");
+            eddy_scaling_reason_append(d->reason, "; dry run, not applied");
         } else if (cooling_down) {
-            reason_append(d->reason, "; not applied: cooldown until %.1f s",
+            eddy_scaling_reason_append(d->reason, "; not applied: cooldown until %.1f s",
                           (double)(state->last_rescale_ms + c->cooldown_ms) / 1000.0);
         } else {
             d->applied = true;
