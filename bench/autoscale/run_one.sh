@@ -6,11 +6,15 @@
 #   bench/autoscale/run_one.sh --eddy PATH --out DIR --policy P
 #       --schedule T:R,... --duration S [--cost-us US] [--words N]
 #       [--spin] [--hot-key-share F] [--parallelism P] [--cap N]
-#       [--controller "FLAGS"] [--redis BACKLOG:ARRIVAL]
+#       [--controller "FLAGS"] [--redis BACKLOG:ARRIVAL] [--workers N]
+#       [--migration fluid|sudden]
 #
 # suite.sh calls it once per scenario and policy. --spin makes the per-word
 # cost burn CPU (the CPU-contention scenario); otherwise it sleeps, so that
-# instances scale like independent machines on this 2-core box. --cap is
+# instances scale like independent machines on this 2-core box; a worker
+# runs its tasks on one thread, so a sleeping instance holds up the others
+# on its worker: --workers (10) gives each of up to 8 count instances,
+# the source and the sink a worker of its own. --cap is
 # the most instances that can help (hot key, cores): the feasible optimum
 # never exceeds it.
 # --redis BACKLOG:ARRIVAL reads a Redis stream instead (a redis-server
@@ -22,7 +26,7 @@
 # DIR/decisions.dat (t_s old new applied), DIR/local.log, DIR/scaling.txt.
 set -euo pipefail
 eddy="" out="" policy="" schedule="" duration=45 cost_us=1000 words=4 spin=0 hot=0 par=1 cap=0
-controller="" redis=""
+controller="" redis="" workers=10 migration=fluid
 while [ $# -gt 0 ]; do
   case "$1" in
     --eddy) eddy=$2; shift 2 ;;
@@ -38,12 +42,16 @@ while [ $# -gt 0 ]; do
     --cap) cap=$2; shift 2 ;;
     --controller) controller=$2; shift 2 ;;
     --redis) redis=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --migration) migration=$2; shift 2 ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_one.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+# shellcheck source=../common.sh
+. "$(dirname "$0")/../common.sh"
+port=$(bench_free_port)
 coord="tcp://127.0.0.1:$port"
 cost_mode=(--cost-sleep)
 [ "$spin" = 1 ] && cost_mode=()
@@ -60,7 +68,7 @@ cleanup() {
 trap cleanup EXIT
 if [ -n "$redis" ]; then
   backlog=${redis%%:*} arrival=${redis##*:}
-  rport=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  rport=$(bench_free_port)
   redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no >"$out/redis.log" 2>&1 &
   redis_pid=$!
   for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -74,7 +82,7 @@ if [ -n "$redis" ]; then
   input=(--input "redis://127.0.0.1:$rport/lines")
 fi
 
-"$eddy" local --workers 3 --job wordcount "${input[@]}" \
+"$eddy" local --workers "$workers" --migration "$migration" --job wordcount "${input[@]}" \
   --cost-us "$cost_us" "${cost_mode[@]}" "${hot_flags[@]}" \
   --parallelism "$par" --source-parallelism 1 --heartbeat-timeout-ms 30000 --autoscale \
   --controller-flags "--policy $policy $controller" \

@@ -4,31 +4,34 @@
 #
 #   bench/autoscale/suite.sh [--eddy PATH] [--out DIR]
 #       [--scenarios "step_up step_down ..."] [--policies "eddy ds2 ..."]
-#       [--duration S]
+#       [--duration S] [--migration fluid|sudden]
 #
 # The job: wordcount on a generated, rate-scheduled source (--rate-schedule,
-# lines/s), 4 words a line, count costing --cost-us per word (sleeping,
-# except in cpu_contention). count starts at 1 instance (step_down at 3).
-# One unit of load = one busy count instance: 250 lines/s at 1000 us/word.
+# lines/s), 4 words a line, count costing 4000 us per word (sleeping,
+# except in cpu_contention), so few records carry much load and the
+# machine's other work (the generator, the changelog on stdout) stays
+# small. count starts at 1 instance (step_down at 3). One unit of load = one
+# busy count instance = 62.5 lines/s.
 # Scenarios (--duration, default 45 s each; rate steps at 15 s):
-#   step_up         100 -> 700 lines/s (need 1 -> 3)
-#   step_down       700 -> 150 lines/s, from 3 instances (need 3 -> 1)
-#   noisy_plateau   500 lines/s +-20% every 2 s, seeded (need 2-3)
-#   periodic        a compressed day: a 30 s sine between 100 and 700
-#   hot_key         900 lines/s, 30% of the words are one key: one instance
-#                   cannot carry its key (1.08 units); past 4 instances
-#                   nothing helps (cap 4)
-#   cpu_contention  the cost spins: 600 lines/s at 1000 us/word wants 2.4
-#                   cores, the machine has 2 and other processes (cap 2)
-#   backlog         a Redis stream 6000 lines behind (40 s of downtime at
-#                   150 lines/s) with 150 lines/s arriving; --catch-up-s
-#                   10: need 3 until drained, then 1 (needs redis-server)
+#   step_up         25 -> 175 lines/s (need 1 -> 3)
+#   step_down       175 -> 40 lines/s, from 3 instances (need 3 -> 1)
+#   noisy_plateau   125 lines/s +-20% every 2 s, seeded (need 2-3)
+#   periodic        a compressed day: a 30 s sine between 25 and 175
+#   hot_key         75 -> 225 lines/s, 30% of the words one key: at 225 one
+#                   instance cannot carry that key (1.08 units); past 4
+#                   instances nothing helps (cap 4)
+#   cpu_contention  the cost spins: 25 -> 150 lines/s wants 2.4 cores, the
+#                   machine has 2 and other processes (cap 2)
+#   backlog         a Redis stream 1400 lines behind (35 s of downtime at
+#                   40 lines/s) with 40 lines/s arriving; --catch-up-s 10:
+#                   need 3 until drained, then 1 (needs redis-server)
 # Policies (eddy controller --policy): eddy ds2 threshold flink, all with
 # the same timing, the production values compressed 10x: interval 1 s,
 # warm-up 3 s, cooldown 6 s, 3 confirmations, flink's scale-down delay
 # 6 s, catch-up 10 s, max parallelism 8; --allow-oversubscribe except in
 # cpu_contention.
-# A flap is a reversal within 6 s (60 s compressed).
+# A flap is a reversal within 6 s (60 s compressed). --migration (fluid,
+# eddy's default) is how rescales move state.
 # Output: DIR/SCENARIO/POLICY/ (run_one.sh, score.py), DIR/results.tsv,
 # the table on stdout, and DIR/SCENARIO.png when gnuplot is there.
 set -euo pipefail
@@ -39,7 +42,9 @@ out="$root/build/bench-autoscale-suite"
 scenarios="step_up step_down noisy_plateau periodic hot_key cpu_contention backlog"
 policies="eddy ds2 threshold flink"
 duration=45
+migration=fluid
 flap_s=6
+cost_us=4000
 while [ $# -gt 0 ]; do
   case "$1" in
     --eddy) eddy=$2; shift 2 ;;
@@ -47,7 +52,8 @@ while [ $# -gt 0 ]; do
     --scenarios) scenarios=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --migration) migration=$2; shift 2 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "suite.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,19 +67,19 @@ timing="--interval-ms 1000 --warmup-ms 3000 --cooldown-ms 6000 --scale-down-conf
 
 # T:R pairs every 2 s: base +- spread, seeded
 noisy() { awk -v d="$duration" 'BEGIN { srand(29); s = ""; for (t = 0; t < d; t += 2) {
-  r = int(500 * (0.8 + 0.4 * rand())); s = s (s ? "," : "") t ":" r } print s }'; }
+  r = int(125 * (0.8 + 0.4 * rand())); s = s (s ? "," : "") t ":" r } print s }'; }
 sine() { awk -v d="$duration" 'BEGIN { s = ""; for (t = 0; t < d; t += 2) {
-  r = int(400 - 300 * cos(2 * 3.14159265 * t / 30)); s = s (s ? "," : "") t ":" r } print s }'; }
+  r = int(100 - 75 * cos(2 * 3.14159265 * t / 30)); s = s (s ? "," : "") t ":" r } print s }'; }
 
 scenario_args() { # prints run_one.sh flags, then "|CAP"
   case "$1" in
-    step_up) echo "--schedule 0:100,15:700|8" ;;
-    step_down) echo "--schedule 0:700,15:150 --parallelism 3|8" ;;
+    step_up) echo "--schedule 0:25,15:175|8" ;;
+    step_down) echo "--schedule 0:175,15:40 --parallelism 3|8" ;;
     noisy_plateau) echo "--schedule $(noisy)|8" ;;
     periodic) echo "--schedule $(sine)|8" ;;
-    hot_key) echo "--schedule 0:300,15:900 --hot-key-share 0.3|4" ;;
-    cpu_contention) echo "--schedule 0:100,15:600 --spin|2" ;;
-    backlog) echo "--redis 6000:150|8" ;;
+    hot_key) echo "--schedule 0:75,15:225 --hot-key-share 0.3|4" ;;
+    cpu_contention) echo "--schedule 0:25,15:150 --spin|2" ;;
+    backlog) echo "--redis 1400:40|8" ;;
     *) echo "suite.sh: unknown scenario $1" >&2; return 2 ;;
   esac
 }
@@ -92,11 +98,12 @@ for sc in $scenarios; do
     echo "== $sc / $pol ($(date +%H:%M:%S))"
     # shellcheck disable=SC2086
     if ! "$here/run_one.sh" --eddy "$eddy" --out "$dir" --policy "$pol" --duration "$duration" \
+        --cost-us "$cost_us" --migration "$migration" \
         --controller "$ctl" $args; then
       echo -e "$sc\t$pol\tfailed" >>"$results"
       continue
     fi
-    line=$(python3 "$here/score.py" "$dir" 1000 4 "$cap" "$flap_s" 10)
+    line=$(python3 "$here/score.py" "$dir" "$cost_us" 4 "$cap" "$flap_s" 10)
     echo -e "$sc\t$pol\t$line" >>"$results"
     echo -e "   $line"
   done
@@ -113,14 +120,14 @@ set terminal pngcairo size 1200,600 font "Sans,10"
 set output "$out/$sc.png"
 set title "autoscale suite: $sc (count parallelism per policy; seconds behind the schedule)"
 set xlabel "time (s)"
-set ylabel "lines/s / 100, seconds behind"
+set ylabel "lines/s / 25, seconds behind"
 set y2label "count parallelism"
 set y2tics 1
 set ytics nomirror
 set y2range [0:9]
 set key outside bottom center horizontal
 set grid
-plot '$first' using 1:(\$2/100) with steps lw 2 lc rgb "#777777" title 'offered (lines/s / 100)', \
+plot '$first' using 1:(\$2/25) with steps lw 2 lc rgb "#777777" title 'offered (lines/s / 25)', \
      '$first' using 1:3 axes x1y2 with steps lw 4 lc rgb "#dddddd" title 'need', $plots
 GP
   fi
