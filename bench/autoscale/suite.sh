@@ -4,7 +4,7 @@
 #
 #   bench/autoscale/suite.sh [--eddy PATH] [--out DIR]
 #       [--scenarios "step_up step_down ..."] [--policies "eddy ds2 ..."]
-#       [--duration S] [--migration fluid|sudden]
+#       [--duration S] [--migration fluid|sudden] [--plot-only]
 #
 # The job: wordcount on a generated, rate-scheduled source (--rate-schedule,
 # lines/s), 4 words a line, count costing 4000 us per word (sleeping,
@@ -33,7 +33,8 @@
 # A flap is a reversal within 6 s (60 s compressed). --migration (fluid,
 # eddy's default) is how rescales move state.
 # Output: DIR/SCENARIO/POLICY/ (run_one.sh, score.py), DIR/results.tsv,
-# the table on stdout, and DIR/SCENARIO.png when gnuplot is there.
+# the table on stdout, and DIR/SCENARIO.png when gnuplot is there
+# (--plot-only redraws them and reprints the table from an earlier run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -43,6 +44,7 @@ scenarios="step_up step_down noisy_plateau periodic hot_key cpu_contention backl
 policies="eddy ds2 threshold flink"
 duration=45
 migration=fluid
+plot_only=0
 flap_s=6
 cost_us=4000
 while [ $# -gt 0 ]; do
@@ -53,7 +55,8 @@ while [ $# -gt 0 ]; do
     --policies) policies=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --migration) migration=$2; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --plot-only) plot_only=1; shift ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "suite.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,8 +87,43 @@ scenario_args() { # prints run_one.sh flags, then "|CAP"
   esac
 }
 
-bench_machine
+# One PNG per scenario: offered rate, need, and per policy count's
+# parallelism (solid) and seconds behind (dashed) in the policy's colour.
+plot_scenario() {
+  local sc=$1 plots="" first="" pol colour
+  command -v gnuplot >/dev/null || return 0
+  for pol in $policies; do
+    [ -s "$out/$sc/$pol/plot.dat" ] || continue
+    case $pol in eddy) colour="#d62728" ;; ds2) colour="#1f77b4" ;; threshold) colour="#2ca02c" ;; *) colour="#9467bd" ;; esac
+    first=${first:-$out/$sc/$pol/plot.dat}
+    plots="$plots, '$out/$sc/$pol/plot.dat' using 1:4 axes x1y2 with steps lw 2 lc rgb '$colour' title 'p $pol'"
+    plots="$plots, '$out/$sc/$pol/plot.dat' using 1:5 axes x1y1 with lines dt 2 lc rgb '$colour' title 'behind s $pol'"
+  done
+  [ -n "$first" ] || return 0
+  gnuplot <<GP || true
+set terminal pngcairo noenhanced size 1200,600 font "Sans,10"
+set output "$out/$sc.png"
+set title "autoscale suite: $sc (count parallelism per policy; seconds behind the schedule)"
+set xlabel "time (s)"
+set ylabel "offered lines/s / 25; seconds behind"
+set y2label "count parallelism"
+set y2tics 1
+set ytics nomirror
+set y2range [0:9]
+set key outside bottom center horizontal
+set grid
+plot '$first' using 1:(\$2/25) with steps lw 2 lc rgb "#777777" title 'offered (lines/s / 25)', \
+     '$first' using 1:3 axes x1y2 with steps lw 5 lc rgb "#cccccc" title 'need'$plots
+GP
+}
+
 results="$out/results.tsv"
+if [ "$plot_only" = 1 ]; then
+  for sc in $scenarios; do plot_scenario "$sc"; done
+  column -t -s $'\t' "$results"
+  exit 0
+fi
+bench_machine
 echo -e "scenario\tpolicy\tdecisions\tflaps\tt_opt_s\tover_pct\tover_inst_s\tbacklog_s\tmax_behind_s\tpause_ms\tdrained_s" >"$results"
 for sc in $scenarios; do
   spec=$(scenario_args "$sc")
@@ -107,30 +145,7 @@ for sc in $scenarios; do
     echo -e "$sc\t$pol\t$line" >>"$results"
     echo -e "   $line"
   done
-  if command -v gnuplot >/dev/null; then
-    plots=""
-    for pol in $policies; do
-      [ -s "$out/$sc/$pol/plot.dat" ] || continue
-      plots="$plots${plots:+, }'$out/$sc/$pol/plot.dat' using 1:4 axes x1y2 with steps lw 2 title 'p $pol'"
-      plots="$plots, '$out/$sc/$pol/plot.dat' using 1:5 axes x1y1 with lines dt 2 title 'behind s $pol'"
-    done
-    first=$(for pol in $policies; do [ -s "$out/$sc/$pol/plot.dat" ] && { echo "$out/$sc/$pol/plot.dat"; break; }; done)
-    [ -n "$first" ] && gnuplot <<GP || true
-set terminal pngcairo size 1200,600 font "Sans,10"
-set output "$out/$sc.png"
-set title "autoscale suite: $sc (count parallelism per policy; seconds behind the schedule)"
-set xlabel "time (s)"
-set ylabel "lines/s / 25, seconds behind"
-set y2label "count parallelism"
-set y2tics 1
-set ytics nomirror
-set y2range [0:9]
-set key outside bottom center horizontal
-set grid
-plot '$first' using 1:(\$2/25) with steps lw 2 lc rgb "#777777" title 'offered (lines/s / 25)', \
-     '$first' using 1:3 axes x1y2 with steps lw 4 lc rgb "#dddddd" title 'need', $plots
-GP
-  fi
+  plot_scenario "$sc"
 done
 echo
 echo "flap window ${flap_s} s; need = ceil(load), capped where more instances cannot help"
