@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # score.py - scores one run of run_one.sh (bench/autoscale/README in
 # bench/README.md, "Autoscaling policies"): prints one tab-separated line
-#   decisions flaps t_opt_s over_pct over_inst_s backlog_s max_behind_s pause_ms drained_s
+#   decisions flaps t_opt_s over_pct over_inst_s backlog_s max_behind_s rescale_ms drained_s
 # and writes DIR/plot.dat (t offered need p_count behind_s) for the plot.
 #
 #   score.py DIR COST_US WORDS CAP FLAP_S [CATCH_UP_S]
@@ -22,8 +22,8 @@
 # over        instance-seconds above need, and their share of all.
 # backlog_s   seconds the job was more than 1 s of arrivals behind the
 #             schedule (lines offered so far minus lines read).
-# pause_ms    the rescales' pause as the controller logged it ("rescaled
-#             ... in N ms"), summed.
+# rescale_ms  the rescales' time, request to completion, as the controller
+#             logged it ("rescaled ... in N ms"), summed.
 import math, re, sys
 
 d, cost_us, words, cap, flap_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
@@ -49,6 +49,15 @@ over = total = backlog_s = max_behind = 0.0
 offered_sum = None
 plot = []
 drained = None
+has_lag = any(lag_of(r) >= 0 for r in s)
+if has_lag:  # a sample without the lag (an instance not reporting): the last one
+    last = -1
+    for r in s:
+        if len(r) > 4 and r[4] >= 0:
+            last = r[4]
+        elif len(r) > 4:
+            r[4] = last
+behind = 0.0
 for i, row in enumerate(s):
     t, offered, read, p = row[:4]
     lag = lag_of(row)
@@ -64,6 +73,8 @@ for i, row in enumerate(s):
         behind = lag / offered if offered > 0 else 0.0
         if drained is None and behind <= 1.0:
             drained = t
+    elif has_lag:
+        pass  # no lag known yet
     else:
         behind = max(0.0, offered_sum - read) / offered if offered > 0 else 0.0
     if i > 0 and behind > 1.0:
@@ -112,6 +123,5 @@ with open(d + '/plot.dat', 'w') as f:
     for r in plot:
         f.write('%.2f %.0f %d %d %.2f\n' % r)
 pct = 100.0 * over / total if total else 0.0
-has_lag = any(lag_of(r) >= 0 for r in s)
 drained_s = ('%.0f' % drained if drained is not None else 'never') if has_lag else '-'
 print('%d\t%d\t%s\t%.0f\t%.0f\t%.0f\t%.1f\t%d\t%s' % (len(dec), flaps, t_opt, pct, over, backlog_s, max_behind, pause, drained_s))

@@ -124,7 +124,7 @@ if [ "$plot_only" = 1 ]; then
   exit 0
 fi
 bench_machine
-echo -e "scenario\tpolicy\tdecisions\tflaps\tt_opt_s\tover_pct\tover_inst_s\tbacklog_s\tmax_behind_s\tpause_ms\tdrained_s" >"$results"
+echo -e "scenario\tpolicy\tdecisions\tflaps\tt_opt_s\tover_pct\tover_inst_s\tbacklog_s\tmax_behind_s\trescale_ms\tdrained_s" >"$results"
 for sc in $scenarios; do
   spec=$(scenario_args "$sc")
   args=${spec%|*} cap=${spec##*|}
