@@ -300,12 +300,27 @@ int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *op
 }
 
 /* Appends to a fixed-size reason; silently truncates (reasons are for people). */
-void eddy_scaling_reason_append(char *reason, const char *fmt, ...)
+static void vreason_append(char *reason, const char *fmt, va_list ap)
 {
     size_t used = strnlen(reason, EDDY_SCALING_REASON_MAX - 1);
+    vsnprintf(reason + used, EDDY_SCALING_REASON_MAX - used, fmt, ap);
+}
+
+static void reason_append(char *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reason_append(char *reason, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(reason + used, EDDY_SCALING_REASON_MAX - used, fmt, ap);
+    vreason_append(reason, fmt, ap);
+    va_end(ap);
+}
+
+/* The same for the other policies (policy_alt.h). */
+void eddy_scaling_reason_append(char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreason_append(reason, fmt, ap);
     va_end(ap);
 }
 
@@ -322,11 +337,11 @@ static void reason_append_formula(char *reason, const eddy_ds2_estimate_t *est,
                                                 est->true_rate_per_instance, utilisation,
                                                 bounds->min_parallelism, bounds->max_parallelism);
     char shown[32];
-    eddy_scaling_reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %s -> %u",
+    reason_append(reason, "target %.0f rec/s / (%.0f rec/s per instance x %.2f) = %s -> %u",
                   est->target_input_rate, est->true_rate_per_instance, utilisation,
                   eddy_fmt_ceil_operand(shown, sizeof shown, exact, unclamped), unclamped);
     if (clamped != unclamped)
-        eddy_scaling_reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
+        reason_append(reason, ", clamped to %u by bounds [%u, %u]", clamped,
                       bounds->min_parallelism, bounds->max_parallelism);
 }
 
@@ -369,7 +384,7 @@ static void note_backlog(const eddy_scaling_policy_t *self, const eddy_ds2_opera
         sum += m->backlog;
         if (!(m->catch_up_rate > 0.0))
             continue;
-        eddy_scaling_reason_append(d->reason,
+        reason_append(d->reason,
                       "backlog: %s is %.0f records behind; draining them within %.0f s "
                       "(--catch-up-s) adds %.0f rec/s to the %.0f rec/s arriving; ",
                       ops[k].name, m->backlog, self->config.catch_up_s, m->catch_up_rate,
@@ -475,14 +490,14 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
 
     if (est->status == EDDY_DS2_NO_MEASUREMENT) {
         state->down_streak = 0;
-        eddy_scaling_reason_append(d->reason,
+        reason_append(d->reason,
                       "no useful-time measurement in this window; keeping parallelism %u",
                       current);
         return;
     }
     if (est->status == EDDY_DS2_NO_TARGET) {
         state->down_streak = 0;
-        eddy_scaling_reason_append(d->reason,
+        reason_append(d->reason,
                       "target input rate unknown (a source without offered rate, or an "
                       "upstream without data); keeping parallelism %u",
                       current);
@@ -504,18 +519,18 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
             d->wanted_parallelism = up_to;
         if (capped < up_to) {
             d->infeasible = true;
-            eddy_scaling_reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
+            reason_append(d->reason, "infeasible: target %.0f rec/s, achieved %.0f rec/s at parallelism %u, limited by %s; ",
                           est->target_input_rate, est->observed_input_rate, current, cause);
         }
         reason_append_formula(d->reason, est, c->target_utilisation, op);
         if (capped <= current) {
-            eddy_scaling_reason_append(d->reason, "; staying at %u", current);
+            reason_append(d->reason, "; staying at %u", current);
             return;
         }
         d->action = EDDY_SCALING_SCALE_UP;
         d->new_parallelism = capped;
         if (capped < up_to)
-            eddy_scaling_reason_append(d->reason, "; only to %u", capped);
+            reason_append(d->reason, "; only to %u", capped);
         return;
     }
     if (down_to < current) {
@@ -531,28 +546,28 @@ static void propose_by_rates(const eddy_scaling_policy_t *self, const eddy_ds2_o
         }
         state->down_streak++;
         reason_append_formula(d->reason, est, c->scale_down_utilisation, op);
-        eddy_scaling_reason_append(d->reason, " at scale-down utilisation, below %u for %u/%u intervals",
+        reason_append(d->reason, " at scale-down utilisation, below %u for %u/%u intervals",
                       current, state->down_streak, c->scale_down_confirmations);
         if (state->down_streak >= c->scale_down_confirmations) {
             d->action = EDDY_SCALING_SCALE_DOWN;
             d->new_parallelism = state->down_candidate;
             if (state->down_candidate != down_to)
-                eddy_scaling_reason_append(d->reason, "; largest proposal in the streak: %u",
+                reason_append(d->reason, "; largest proposal in the streak: %u",
                               state->down_candidate);
         } else {
-            eddy_scaling_reason_append(d->reason, "; waiting before scaling down");
+            reason_append(d->reason, "; waiting before scaling down");
         }
         return;
     }
     state->down_streak = 0;
     reason_append_formula(d->reason, est, c->target_utilisation, op);
     if (up_to == current) {
-        eddy_scaling_reason_append(d->reason, "; already at %u", current);
+        reason_append(d->reason, "; already at %u", current);
     } else {
         /* Here min <= up_to < current, so current - 1 >= 1. */
         double utilisation_one_fewer =
             est->target_input_rate / ((double)(current - 1) * est->true_rate_per_instance);
-        eddy_scaling_reason_append(d->reason,
+        reason_append(d->reason,
                       "; keeping %u: %u instances would run at %.2f, above the scale-down "
                       "utilisation %.2f",
                       current, current - 1, utilisation_one_fewer, c->scale_down_utilisation);
@@ -595,26 +610,26 @@ static void propose(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t
     d->memory_parallelism = feasible;
     if (d->new_parallelism >= need)
         return;
-    eddy_scaling_reason_append(d->reason, "; state %.1f MB (%.1f MB per instance), %.1f MB in %.0f s at "
+    reason_append(d->reason, "; state %.1f MB (%.1f MB per instance), %.1f MB in %.0f s at "
                   "%.2f MB/s: a budget of %.1f MB per instance needs %u",
                   op->metrics.state_bytes / mb, op->metrics.state_bytes / mb / current,
                   projected / mb, horizon_s, op->metrics.state_growth_per_s / mb,
                   (double)self->config.state_budget_bytes / mb, need);
     if (need > op->max_parallelism) {
         d->infeasible = true;
-        eddy_scaling_reason_append(d->reason, " (infeasible: limited by max parallelism %u)",
+        reason_append(d->reason, " (infeasible: limited by max parallelism %u)",
                       op->max_parallelism);
     }
     if (feasible > current) {
         state->down_streak = 0;
         d->action = EDDY_SCALING_SCALE_UP;
         d->new_parallelism = feasible;
-        eddy_scaling_reason_append(d->reason, "; scaling out to %u for memory", feasible);
+        reason_append(d->reason, "; scaling out to %u for memory", feasible);
     } else if (d->action == EDDY_SCALING_SCALE_DOWN) {
         state->down_streak = 0;
         d->action = EDDY_SCALING_NO_CHANGE;
         d->new_parallelism = current;
-        eddy_scaling_reason_append(d->reason, "; not scaling down");
+        reason_append(d->reason, "; not scaling down");
     }
     if (d->wanted_parallelism && d->wanted_parallelism < d->new_parallelism)
         d->wanted_parallelism = d->new_parallelism;
@@ -634,10 +649,10 @@ static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds
     double blocked = op->metrics.upstream_blocked;
     bool is_busy = busy >= c->target_utilisation;
     bool pressed = blocked >= SLO_BLOCKED_SHARE;
-    eddy_scaling_reason_append(d->reason, "; p99 latency %.0f ms is above the %.0f ms objective", p99_ms,
+    reason_append(d->reason, "; p99 latency %.0f ms is above the %.0f ms objective", p99_ms,
                   c->latency_slo_ms);
     if (!is_busy && !pressed) {
-        eddy_scaling_reason_append(d->reason,
+        reason_append(d->reason,
                       " but %s is not queueing (busy %.2f, upstream blocked %.0f%% of the "
                       "time): the latency is the sink's or the network's; no instance added "
                       "for it",
@@ -645,31 +660,31 @@ static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds
         return;
     }
     if (is_busy)
-        eddy_scaling_reason_append(d->reason, " and %s is queueing (busy %.2f >= %.2f)", op->name, busy,
+        reason_append(d->reason, " and %s is queueing (busy %.2f >= %.2f)", op->name, busy,
                       c->target_utilisation);
     else
-        eddy_scaling_reason_append(d->reason, " and %s is queueing (upstream blocked %.0f%% of the time)",
+        reason_append(d->reason, " and %s is queueing (upstream blocked %.0f%% of the time)",
                       op->name, blocked * 100.0);
     uint32_t current = op->parallelism;
     uint32_t want = current < op->max_parallelism ? current + 1 : current;
     if (d->new_parallelism >= want) {
         if (d->action == EDDY_SCALING_SCALE_UP)
-            eddy_scaling_reason_append(d->reason, ": already scaling out");
+            reason_append(d->reason, ": already scaling out");
         else
-            eddy_scaling_reason_append(d->reason, ": at max parallelism %u", op->max_parallelism);
+            reason_append(d->reason, ": at max parallelism %u", op->max_parallelism);
         return;
     }
     uint32_t capped = want;
     char cause[160] = "";
     limit_scale_up(self, op, est, state, &capped, cause, sizeof cause);
     if (capped <= current) {
-        eddy_scaling_reason_append(d->reason, ": no instance added, limited by %s", cause);
+        reason_append(d->reason, ": no instance added, limited by %s", cause);
         return;
     }
     state->down_streak = 0;
     d->action = EDDY_SCALING_SCALE_UP;
     d->new_parallelism = capped;
-    eddy_scaling_reason_append(d->reason, ": one more instance, %u", capped);
+    reason_append(d->reason, ": one more instance, %u", capped);
     if (d->wanted_parallelism < capped)
         d->wanted_parallelism = capped;
 }
@@ -840,7 +855,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
         if (warming_up) {
             state->down_streak = 0;
             /* the controller's clock is the job's time (loop.c) */
-            eddy_scaling_reason_append(d->reason,
+            reason_append(d->reason,
                           "warm-up after the deploy at %.1f s (job start, rescale or restore): "
                           "metrics ignored until %.1f s",
                           (double)self->last_rescale_ms / 1000.0,
@@ -873,13 +888,13 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             cooling_down = false;
             if (d->new_parallelism > d->memory_parallelism) {
                 d->new_parallelism = d->memory_parallelism;
-                eddy_scaling_reason_append(d->reason, "; only to %u in the cooldown", d->new_parallelism);
+                reason_append(d->reason, "; only to %u in the cooldown", d->new_parallelism);
             }
         }
         if (c->dry_run) {
-            eddy_scaling_reason_append(d->reason, "; dry run, not applied");
+            reason_append(d->reason, "; dry run, not applied");
         } else if (cooling_down) {
-            eddy_scaling_reason_append(d->reason, "; not applied: cooldown until %.1f s",
+            reason_append(d->reason, "; not applied: cooldown until %.1f s",
                           (double)(state->last_rescale_ms + c->cooldown_ms) / 1000.0);
         } else {
             d->applied = true;
