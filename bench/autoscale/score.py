@@ -34,6 +34,11 @@ def rows(path):
         return [list(map(float, l.split())) for l in f if l.strip() and not l.startswith('#')]
 
 s = rows(d + '/samples.dat')
+# While a rescale redeploys the source, its instances may report no
+# offered rate (0): the schedule did not change, carry the last one.
+for i in range(1, len(s)):
+    if s[i][1] == 0 and s[i - 1][1] > 0:
+        s[i][1] = s[i - 1][1]
 dec = [r for r in rows(d + '/decisions.dat') if r[3] == 1]
 
 def need_of(offered, lag=-1):
