@@ -48,7 +48,9 @@ done
 command -v gnuplot >/dev/null || { echo "autoscale.sh: needs gnuplot (apt-get install gnuplot-nox)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "autoscale.sh: needs jq" >&2; exit 1; }
 mkdir -p "$out"
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+# shellcheck source=common.sh
+. "$here/bench/common.sh"
+port=$(bench_free_port)
 coord="tcp://127.0.0.1:$port"
 
 # --cost-sleep: the cost does not need a core, so 5 instances behave like 5

@@ -12,6 +12,7 @@
 #                              line every result starts with
 #   bench_ratio A B [DIGITS]   prints A / B with DIGITS decimals (2), or
 #                              "-" when B is not positive
+#   bench_free_port            prints a free TCP port on 127.0.0.1
 #
 # The caller sets ROOT (the checkout) before bench_need_bin.
 
@@ -45,4 +46,8 @@ bench_machine() {
 
 bench_ratio() {
     awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { if (b > 0) printf "%.*f", d, a / b; else print "-" }'
+}
+
+bench_free_port() {
+    python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }

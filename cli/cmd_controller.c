@@ -41,7 +41,17 @@ static const char *controller_usage =
     "--max-workers, and scale-ups wait for them; a worker it started that has run\n"
     "no instance for --pool-idle-ms after the jobs scaled down is released, down\n"
     "to --min-workers. Every pool change is a decision in `eddy scaling`\n"
-    "(operator \"pool\") with its reason.";
+    "(operator \"pool\") with its reason.\n\n"
+    "--policy chooses the rules that propose the changes (the interval, warm-up,\n"
+    "cooldown, bounds and dry run apply to every one):\n"
+    "  eddy       the above, with catch-up, latency objective, state budget, core,\n"
+    "             hot-key and effectiveness limits (default)\n"
+    "  ds2        plain DS2: ceil(target / true rate per instance), no headroom,\n"
+    "             up or down at once, sources sized for what arrives (no catch-up)\n"
+    "  threshold  one instance more above 80% busy, one fewer below 30%\n"
+    "  flink      Flink's autoscaler: utilisation 0.7 unless within [0.4, 1.0],\n"
+    "             busiest-instance busy time, key-group-aligned parallelism,\n"
+    "             catch-up, scale-down after --scale-down-delay-ms";
 
 /* The backend --pool names, with the flags it takes. */
 typedef struct pool_flags {
@@ -80,6 +90,8 @@ int eddy_cmd_controller(int argc, char **argv)
     double effectiveness = pc.effectiveness;
     uint64_t state_budget_mb = 0;
     double catch_up_s = pc.catch_up_s, latency_slo_ms = 0;
+    const char *policy = "eddy";
+    uint64_t scale_down_delay = (uint64_t)pc.scale_down_delay_ms;
     eddy_pool_config_t pool_cfg = eddy_pool_config_default();
     pool_flags_t pf = {.kind = NULL, .docker_socket = EDDY_DOCKER_DEFAULT_SOCKET, .prefix = "eddy-pool"};
     uint64_t pool_cooldown = (uint64_t)pool_cfg.cooldown_ms, pool_idle = (uint64_t)pool_cfg.idle_grace_ms,
@@ -112,6 +124,10 @@ int eddy_cmd_controller(int argc, char **argv)
                       "size for draining a source's backlog (its reported lag) within S seconds on top of what arrives (30, 0 = ignore backlogs)"),
         EDDY_FLAG_F64("latency-slo-ms", &latency_slo_ms, 0, 1e9, "MS",
                       "p99 latency objective: above it, add an instance to operators that are the queue (busy or backpressured upstream) (0 = none)"),
+        EDDY_FLAG_STR("policy", &policy, "eddy|ds2|threshold|flink",
+                      "the scaling rules (eddy; see above)"),
+        EDDY_FLAG_U64("scale-down-delay-ms", &scale_down_delay, 0, EDDY_FLAG_MS_MAX, "MS",
+                      "--policy flink: scale down only once it has been wanted for MS (60000)"),
         EDDY_FLAG_STR("pool", &pf.kind, "local|docker", "run an elastic worker pool with this backend (default: none)"),
         EDDY_FLAG_U32("min-workers", &pool_cfg.min_workers, 0, 1024, "N", "pool: never fewer live workers (1)"),
         EDDY_FLAG_U32("max-workers", &pool_cfg.max_workers, 1, 1024, "N", "pool: never more live workers (4)"),
@@ -137,6 +153,8 @@ int eddy_cmd_controller(int argc, char **argv)
         return code;
     if (exit_when_done && (!job || !*job))
         return eddy_usage_error("controller", "--exit-when-done needs --job");
+    if (eddy_scaling_policy_kind_parse(policy, &pc.kind) < 0)
+        return eddy_usage_error("controller", "--policy: expected eddy, ds2, threshold or flink");
     if (!(target > 0 && target <= 1))
         return eddy_usage_error("controller", "--target-utilisation must be in (0, 1]");
     if (down < 0)
@@ -206,11 +224,12 @@ int eddy_cmd_controller(int argc, char **argv)
     pc.state_budget_bytes = state_budget_mb * 1024u * 1024u;
     pc.catch_up_s = catch_up_s;
     pc.latency_slo_ms = latency_slo_ms;
+    pc.scale_down_delay_ms = (int64_t)scale_down_delay;
     eddy_log_set_component("controller");
     eddy_cli_install_signals();
-    eddy_info("autoscaling %s via %s: interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
+    eddy_info("autoscaling %s via %s: policy %s, interval %llu ms, warm-up %llu ms, cooldown %llu ms, "
               "target utilisation %.2f, scale-down below %.2f after %llu intervals%s",
-              job && *job ? job : "every running job", coordinator, (unsigned long long)interval, (unsigned long long)warmup,
+              job && *job ? job : "every running job", coordinator, policy, (unsigned long long)interval, (unsigned long long)warmup,
               (unsigned long long)cooldown, target, down, (unsigned long long)confirmations,
               dry_run ? ", dry run" : "");
     if (state_budget_mb)

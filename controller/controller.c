@@ -11,6 +11,10 @@
 #include "controller/catch_up.h"
 #include "controller/ds2.h"
 
+/* Per-instance busy time is read for operators of at most this many
+ * instances (the flink policy's max aggregation; wider ones go without). */
+#define BUSY_INSTANCES_MAX 64
+
 typedef struct op_snapshot {
     char name[EDDY_SCALING_NAME_MAX];
     uint32_t parallelism, min_parallelism, max_parallelism;
@@ -26,6 +30,8 @@ typedef struct op_snapshot {
     double ratio;         /* sources: records emitted per record read, NaN unknown */
     bool has_latency;
     eddy_histogram_t latency; /* cumulative, since the job started */
+    uint32_t busy_instances;  /* instance_busy_ns[0..busy_instances) known; 0: none */
+    double instance_busy_ns[BUSY_INSTANCES_MAX]; /* cumulative, per instance */
 } op_snapshot_t;
 
 typedef struct snapshot {
@@ -142,6 +148,40 @@ static bool parse_latency(const json_t *op, eddy_histogram_t *h)
     return true;
 }
 
+/* The instances' cumulative busy_ns (views.c), when every one has it. */
+static void parse_instance_busy(const json_t *op, op_snapshot_t *p)
+{
+    const json_t *instances = json_object_get(op, "instances");
+    size_t n = json_array_size(instances);
+    p->busy_instances = 0;
+    if (n == 0 || n > BUSY_INSTANCES_MAX || n != p->parallelism)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *v = json_object_get(json_array_get(instances, k), "busy_ns");
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return;
+        p->instance_busy_ns[k] = (double)json_integer_value(v);
+    }
+    p->busy_instances = (uint32_t)n;
+}
+
+/* The busiest instance's share of the window; 0 when unknown. */
+static double busy_max_share(const op_snapshot_t *a, const op_snapshot_t *b, uint64_t window_ns)
+{
+    if (!window_ns || !a->busy_instances || a->busy_instances != b->busy_instances)
+        return 0.0;
+    double max = 0.0;
+    for (uint32_t k = 0; k < b->busy_instances; k++) {
+        double d = b->instance_busy_ns[k] - a->instance_busy_ns[k];
+        if (d < 0)
+            return 0.0;
+        if (d > max)
+            max = d;
+    }
+    double share = max / (double)window_ns;
+    return share > 1.0 ? 1.0 : share;
+}
+
 static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy_err_t *err)
 {
     memset(s, 0, sizeof *s);
@@ -198,6 +238,7 @@ static int parse_snapshot(const json_t *job, int64_t now_ms, snapshot_t *s, eddy
         if (p->source && json_is_integer(lag) && json_integer_value(lag) >= 0)
             p->lag = (double)json_integer_value(lag);
         p->has_latency = parse_latency(o, &p->latency);
+        parse_instance_busy(o, p);
         p->upstream = -1;
         p->upstream2 = -1;
         const json_t *in2 = json_object_get(o, "second_input");
@@ -464,6 +505,7 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
         if (b->source)
             source_target(self, a, &cur.ops[i], d_in, d_out, window_ns, &o->metrics);
         o->metrics.latency_p99_ms = window_p99_ms(a, b);
+        o->metrics.busy_max_share = busy_max_share(a, b, window_ns);
     }
     for (size_t i = 0; i < cur.count; i++)
         ops[i].metrics.upstream_blocked = upstream_blocked(prev, &cur, i, window_ns);

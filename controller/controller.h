@@ -17,7 +17,9 @@
  *    "max_parallelism", "hot_key_group" and "hot_key_share" (keyed
  *    operators, when known), "state_bytes" (keyed state, optional),
  *    "blocked_ns" (optional), "source_lag" (sources that report one, when
- *    every instance did), "latency" {"counts": [per bucket]} (optional)}, ...]}
+ *    every instance did), "latency" {"counts": [per bucket]} (optional),
+ *    "instances" [{"busy_ns"}] (optional: each instance's cumulative busy
+ *    time, whose busiest share of the window the flink policy reads)}, ...]}
  * with the operators in topological order and counters cumulative per task
  * since the task started (summed over the current epoch's tasks). The hot
  * key is a gauge (the senders' latest seconds), passed to the policy as it

@@ -37,7 +37,7 @@ static const rate_field_t RATE_FIELDS[] = {
 static const char *const DECISION_KEYS[] = {
     "time_ms", "job", "operator", "old_parallelism", "new_parallelism", "action", "applied",
     "infeasible", "reason", "rates", "job_time_ms", "kind", "target_workers", "worker",
-    "memory_parallelism", NULL};
+    "memory_parallelism", "policy", NULL};
 /* The worker pool's "worker": a container or process name. */
 #define DECISION_WORKER_MAX 128
 
@@ -93,6 +93,8 @@ json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *d, eddy_err
     failed |= set_owned(obj, "rates", rates_to_json(&d->rates));
     if (d->memory_parallelism)
         failed |= set_owned(obj, "memory_parallelism", json_integer(d->memory_parallelism));
+    if (d->policy[0])
+        failed |= set_owned(obj, "policy", json_string(d->policy));
     if (failed) {
         /* json_string() also fails on invalid UTF-8, e.g. a cut-off name. */
         json_decref(obj);
@@ -313,6 +315,10 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
     if (infeasible && !json_is_boolean(infeasible))
         return eddy_err_set(err, "decision json: \"infeasible\" must be true or false");
     d.infeasible = json_is_true(infeasible);
+    /* optional: decisions stored before policies were selectable have none */
+    if (json_object_get(obj, "policy") &&
+        decode_string(obj, "policy", d.policy, sizeof d.policy, 0, err) < 0)
+        return -1;
     /* optional: only decisions under a state budget have it */
     if (json_object_get(obj, "memory_parallelism") &&
         decode_parallelism(obj, "memory_parallelism", 1, &d.memory_parallelism, err) < 0)

@@ -21,7 +21,8 @@
  * add: "job_time_ms" (the controller: ms since the job started), and for
  * the worker pool's decisions "kind": "pool" (its parallelisms count live
  * workers and may be 0), "target_workers" and "worker"; any other key, at
- * the top or in "rates", is refused. Strings are bounded (job and operator
+ * the top or in "rates", is refused. "policy" (optional: "eddy", "ds2",
+ * "threshold" or "flink", policy.h) names the rules that made the decision. Strings are bounded (job and operator
  * EDDY_SCALING_NAME_MAX, reason EDDY_SCALING_REASON_MAX, worker 128 bytes,
  * all with the NUL), integers must be JSON integers. */
 #ifndef EDDY_CONTROLLER_DECISION_JSON_H

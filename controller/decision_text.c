@@ -38,8 +38,11 @@ char *eddy_scaling_decision_text(const json_t *d, char *buf, size_t size)
     const char *applied = !eddy_scaling_decision_changes(d) || json_is_true(json_object_get(d, "applied"))
                               ? ""
                               : " (not applied)";
-    snprintf(buf, size, "%s %s/%s %s %s%s%s: %s", when, str_or(d, "job", "?"),
+    char policy[40] = ""; /* only decisions that name theirs */
+    if (json_is_string(json_object_get(d, "policy")))
+        snprintf(policy, sizeof policy, " [%.24s]", str_or(d, "policy", ""));
+    snprintf(buf, size, "%s %s/%s %s %s%s%s%s: %s", when, str_or(d, "job", "?"),
              str_or(d, "operator", "?"), change, str_or(d, "action", "?"), applied, job_time,
-             str_or(d, "reason", ""));
+             policy, str_or(d, "reason", ""));
     return buf;
 }

@@ -82,6 +82,10 @@ typedef struct eddy_ds2_metrics {
      * none. Not used by DS2 itself: the policy's latency objective reads them. */
     double latency_p99_ms;
     double upstream_blocked;
+    /* The busiest instance's busy share of the window (0, 1]; 0: unknown.
+     * Not used by DS2 itself: the flink policy (policy_alt.h) aggregates
+     * busy time by the maximum, as Flink's autoscaler does. */
+    double busy_max_share;
 } eddy_ds2_metrics_t;
 
 /* One operator of the job graph. Everything is borrowed from the caller for

@@ -104,10 +104,10 @@ static void log_decision(const eddy_scaling_decision_t *d)
                    d->reason);
         return;
     }
-    eddy_info("%s/%s %u -> %u %s%s: %s", d->job, d->operator_name, d->old_parallelism,
+    eddy_info("%s/%s %u -> %u %s%s [%s]: %s", d->job, d->operator_name, d->old_parallelism,
               d->new_parallelism, eddy_scaling_action_name(d->action),
               d->action == EDDY_SCALING_NO_CHANGE ? "" : d->applied ? " (applied)" : " (not applied)",
-              d->reason);
+              d->policy, d->reason);
 }
 
 /* Rescales d's operator; on failure marks the decision not applied and

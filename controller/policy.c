@@ -39,6 +39,7 @@
 
 #include "common/fmt.h"
 #include "controller/catch_up.h"
+#include "controller/policy_alt.h"
 #include "state/keygroup.h"
 
 /* Upstream blocked this share of the window: the operator is a queue. */
@@ -61,6 +62,7 @@ typedef struct operator_state {
     uint32_t limit;          /* 0: none */
     double limit_achieved;
     char limit_cause[128];
+    eddy_policy_alt_state_t alt; /* the flink policy's scale-down delay */
 } operator_state_t;
 
 struct eddy_scaling_policy {
@@ -93,8 +95,38 @@ eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void)
         .effectiveness = 0.5,
         .catch_up_s = EDDY_CATCH_UP_DEFAULT_S,
         .latency_slo_ms = 0.0,
+        .kind = EDDY_POLICY_EDDY,
+        .scale_down_delay_ms = 60000,
     };
     return config;
+}
+
+const char *eddy_scaling_policy_kind_name(eddy_scaling_policy_kind_t kind)
+{
+    switch (kind) {
+    case EDDY_POLICY_EDDY:
+        return "eddy";
+    case EDDY_POLICY_DS2:
+        return "ds2";
+    case EDDY_POLICY_THRESHOLD:
+        return "threshold";
+    case EDDY_POLICY_FLINK:
+        return "flink";
+    }
+    return "unknown";
+}
+
+int eddy_scaling_policy_kind_parse(const char *name, eddy_scaling_policy_kind_t *kind)
+{
+    static const eddy_scaling_policy_kind_t all[] = {EDDY_POLICY_EDDY, EDDY_POLICY_DS2,
+                                                     EDDY_POLICY_THRESHOLD, EDDY_POLICY_FLINK};
+    for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, eddy_scaling_policy_kind_name(all[i])) == 0) {
+            *kind = all[i];
+            return 0;
+        }
+    }
+    return -1;
 }
 
 const char *eddy_scaling_action_name(eddy_scaling_action_t action)
@@ -130,8 +162,12 @@ static int validate_config(const eddy_scaling_policy_config_t *c, eddy_err_t *er
     if (c->job && strlen(c->job) >= EDDY_SCALING_NAME_MAX)
         return eddy_err_set(err, "scaling policy: job name longer than %d bytes",
                             EDDY_SCALING_NAME_MAX - 1);
-    if (c->interval_ms < 0 || c->warmup_ms < 0 || c->cooldown_ms < 0)
-        return eddy_err_set(err, "scaling policy: interval, warm-up and cooldown must be >= 0");
+    if (c->interval_ms < 0 || c->warmup_ms < 0 || c->cooldown_ms < 0 ||
+        c->scale_down_delay_ms < 0)
+        return eddy_err_set(err, "scaling policy: interval, warm-up, cooldown and scale-down "
+                                 "delay must be >= 0");
+    if (strcmp(eddy_scaling_policy_kind_name(c->kind), "unknown") == 0)
+        return eddy_err_set(err, "scaling policy: unknown policy kind %d", (int)c->kind);
     if (!(c->target_utilisation > 0.0 && c->target_utilisation <= 1.0))
         return eddy_err_set(err, "scaling policy: target utilisation %g must be in (0, 1]",
                             c->target_utilisation);
@@ -264,13 +300,27 @@ int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *op
 }
 
 /* Appends to a fixed-size reason; silently truncates (reasons are for people). */
+static void vreason_append(char *reason, const char *fmt, va_list ap)
+{
+    size_t used = strnlen(reason, EDDY_SCALING_REASON_MAX - 1);
+    vsnprintf(reason + used, EDDY_SCALING_REASON_MAX - used, fmt, ap);
+}
+
 static void reason_append(char *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reason_append(char *reason, const char *fmt, ...)
 {
-    size_t used = strnlen(reason, EDDY_SCALING_REASON_MAX - 1);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(reason + used, EDDY_SCALING_REASON_MAX - used, fmt, ap);
+    vreason_append(reason, fmt, ap);
+    va_end(ap);
+}
+
+/* The same for the other policies (policy_alt.h). */
+void eddy_scaling_reason_append(char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreason_append(reason, fmt, ap);
     va_end(ap);
 }
 
@@ -639,6 +689,37 @@ static void propose_for_latency(const eddy_scaling_policy_t *self, const eddy_ds
         d->wanted_parallelism = capped;
 }
 
+/* The other kinds' proposal (policy_alt.h) in place of the rules above;
+ * only flink keeps the backlog clause (its catch-up duration). */
+static void propose_alt(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                        const eddy_ds2_estimate_t *est, operator_state_t *state, int64_t now_ms,
+                        eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    if (c->kind != EDDY_POLICY_FLINK)
+        d->reason[0] = '\0';
+    if (c->kind == EDDY_POLICY_DS2)
+        eddy_policy_ds2_propose(op, est, d);
+    else if (c->kind == EDDY_POLICY_THRESHOLD)
+        eddy_policy_threshold_propose(op, est, d);
+    else
+        eddy_policy_flink_propose(op, est, now_ms, c->scale_down_delay_ms,
+                                  EDDY_DEFAULT_MAX_PARALLELISM, &state->alt, d);
+}
+
+/* Plain DS2 sizes the sources for what arrives: their catch-up rate
+ * (controller/catch_up.h) comes off the offered rate. */
+static void without_catch_up(eddy_ds2_operator_t *ops, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        eddy_ds2_metrics_t *m = &ops[i].metrics;
+        if (ops[i].upstream_count > 0 || !(m->catch_up_rate > 0.0) || !isfinite(m->offered_rate))
+            continue;
+        m->offered_rate = m->offered_rate > m->catch_up_rate ? m->offered_rate - m->catch_up_rate
+                                                             : 0.0;
+    }
+}
+
 static int validate_names(const eddy_ds2_operator_t *operators, size_t count, eddy_err_t *err)
 {
     for (size_t i = 0; i < count; i++) {
@@ -693,6 +774,7 @@ static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_ope
     d->time_ms = now_ms;
     memcpy(d->job, self->job, sizeof d->job);
     memcpy(d->operator_name, op->name, strlen(op->name) + 1);
+    snprintf(d->policy, sizeof d->policy, "%s", eddy_scaling_policy_kind_name(self->config.kind));
     d->old_parallelism = op->parallelism;
     d->new_parallelism = op->parallelism;
     d->action = EDDY_SCALING_NO_CHANGE;
@@ -744,6 +826,8 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
     }
     int rc = -1;
     bool *seen = NULL;
+    if (self->config.kind == EDDY_POLICY_DS2)
+        without_catch_up(bounded, count);
     if (eddy_ds2_estimate(bounded, count, self->config.target_utilisation, estimates, err) < 0) {
         eddy_err_wrap(err, "scaling policy");
         goto done;
@@ -780,10 +864,14 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             continue;
         }
 
-        check_effect(self, &bounded[i], &estimates[i], state);
         note_backlog(self, bounded, count, i, seen, d);
-        propose(self, &bounded[i], &estimates[i], state, d);
-        propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
+        if (c->kind == EDDY_POLICY_EDDY) {
+            check_effect(self, &bounded[i], &estimates[i], state);
+            propose(self, &bounded[i], &estimates[i], state, d);
+            propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
+        } else {
+            propose_alt(self, &bounded[i], &estimates[i], state, now_ms, d);
+        }
         if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
             estimates[i].status != EDDY_DS2_NO_TARGET)
             d->wanted_parallelism = d->new_parallelism;

@@ -63,6 +63,12 @@
  *              scaled down; an idle operator gets nothing for it (the
  *              latency is the sink's or the network's), and its reason says so.
  *   dry run    decisions are computed and reported but never applied.
+ * Those rules are the "eddy" policy (kind EDDY_POLICY_EDDY, the default).
+ * The other kinds (policy_alt.h: plain DS2, a busy threshold, a Flink-
+ * autoscaler-like rule) replace how an operator's proposal is made -- the
+ * scale-up, scale-down, limits, memory and latency rules above -- and keep
+ * the interval, warm-up, cooldown, bounds and dry run, so that a benchmark
+ * compares the rules under the same timing (bench/autoscale).
  * A decision with applied = true is assumed to be carried out at now_ms; its
  * time starts the job's warm-up and the operator's cooldown. Rescales the
  * policy did not order (manual, job start) are reported with
@@ -80,8 +86,23 @@
 /* Buffer sizes, including the terminating NUL. Longer names are rejected. */
 #define EDDY_SCALING_NAME_MAX 64
 #define EDDY_SCALING_REASON_MAX 512
+#define EDDY_SCALING_POLICY_NAME_MAX 16
 
 typedef struct eddy_scaling_policy eddy_scaling_policy_t;
+
+/* Which rules propose the changes (--policy; policy_alt.h for the others). */
+typedef enum eddy_scaling_policy_kind {
+    EDDY_POLICY_EDDY,      /* the rules above (default) */
+    EDDY_POLICY_DS2,       /* plain DS2: the optimum at utilisation 1, up and down at once */
+    EDDY_POLICY_THRESHOLD, /* one instance more above 80% busy, one fewer below 30% */
+    EDDY_POLICY_FLINK,     /* Flink's autoscaler: utilisation 0.7 within [0.4, 1],
+                            * max-busy aggregation, key-group alignment, scale-down delay */
+} eddy_scaling_policy_kind_t;
+
+/* "eddy", "ds2", "threshold", "flink". */
+const char *eddy_scaling_policy_kind_name(eddy_scaling_policy_kind_t kind);
+/* Returns 0 and sets *kind for a name above, -1 otherwise. */
+int eddy_scaling_policy_kind_parse(const char *name, eddy_scaling_policy_kind_t *kind);
 
 typedef struct eddy_scaling_policy_config {
     const char *job;                   /* copied; NULL means "" */
@@ -102,6 +123,9 @@ typedef struct eddy_scaling_policy_config {
     double catch_up_s;                 /* >= 0: sources drain a backlog within this
                                         * (controller/catch_up.h); 0: backlogs ignored */
     double latency_slo_ms;             /* >= 0: the p99 latency objective; 0: none */
+    eddy_scaling_policy_kind_t kind;   /* the rules that propose changes */
+    int64_t scale_down_delay_ms;       /* >= 0, flink only: a scale-down waits until it
+                                        * has been wanted this long */
 } eddy_scaling_policy_config_t;
 
 typedef enum eddy_scaling_action {
@@ -129,6 +153,7 @@ typedef struct eddy_scaling_decision {
     int64_t time_ms;
     char job[EDDY_SCALING_NAME_MAX];
     char operator_name[EDDY_SCALING_NAME_MAX];
+    char policy[EDDY_SCALING_POLICY_NAME_MAX]; /* the kind's name; "" for the pool's */
     uint32_t old_parallelism;
     uint32_t new_parallelism; /* what the policy wants; == old for no_change */
     eddy_scaling_action_t action;
@@ -147,7 +172,8 @@ typedef struct eddy_scaling_decision {
  *   interval 10 s, warm-up 30 s, cooldown 60 s, target utilisation 0.8,
  *   scale-down utilisation 0.7, 3 confirmations, parallelism [1, 128],
  *   dry run off, no core limit, effectiveness 0.5, no state budget,
- *   catch-up 30 s, no latency objective. */
+ *   catch-up 30 s, no latency objective, policy eddy, scale-down delay
+ *   60 s (flink only). */
 eddy_scaling_policy_config_t eddy_scaling_policy_config_default(void);
 
 /* Returns NULL and fills err on an invalid config or out of memory. */

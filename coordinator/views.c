@@ -92,6 +92,19 @@ static json_t *reports_json(coord_t *c, const coord_job_t *j, uint32_t stage)
     return out;
 }
 
+/* An instance's busy time from the job's counters (cumulative, as the
+ * operator's busy_ns); -1 when the counters have no slot for it. The
+ * controller's flink policy takes the busiest instance's share. */
+static double instance_busy_ns(const coord_job_t *j, uint32_t s, uint32_t instance, bool live)
+{
+    for (uint32_t i = 0; i < coord_counters_slot_count(j->counters); i++) {
+        const coord_counter_slot_t *slot = coord_counters_slot(j->counters, i);
+        if (slot->stage == s && slot->instance == instance)
+            return (double)(live ? slot->total.busy_ns : slot->shown.busy_ns);
+    }
+    return -1;
+}
+
 static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool live)
 {
     const eddy_stage_def_t *def = &j->graph.stages[s];
@@ -114,6 +127,9 @@ static json_t *operator_json(coord_t *c, const coord_job_t *j, uint32_t s, bool 
             eddy_kg_range_t r = eddy_kg_range_for(i, p, j->graph.max_parallelism);
             json_object_set_new(inst, "key_groups", json_pack("[i,i]", r.start, r.end));
         }
+        double busy = instance_busy_ns(j, s, i, live);
+        if (busy >= 0)
+            json_object_set_new(inst, "busy_ns", json_integer((json_int_t)busy));
         json_array_append_new(instances, inst);
     }
     json_object_set_new(op, "instances", instances);

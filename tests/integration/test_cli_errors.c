@@ -273,6 +273,8 @@ Test(cli, role_numeric_flags_have_real_ranges, .timeout = 120)
     expect_usage_error(k1, "--target-utilisation");
     char *k2[] = {EDDY_BINARY, "controller", "--job", "j", "--min-parallelism", "4294967296", NULL};
     expect_usage_error(k2, "--min-parallelism");
+    char *k3[] = {EDDY_BINARY, "controller", "--job", "j", "--policy", "dhalion", NULL};
+    expect_usage_error(k3, "--policy: expected eddy, ds2, threshold or flink");
     char *r1[] = {EDDY_BINARY, "rescale", "j", "count", "4294967297", NULL};
     expect_usage_error(r1, "PARALLELISM");
     char *r2[] = {EDDY_BINARY, "rescale", "--timeout-ms", "0", "j", "count", "2", NULL};

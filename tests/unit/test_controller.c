@@ -708,3 +708,33 @@ Test(controller, hot_key_group_of_the_metrics_caps_the_scale_up)
         eddy_controller_destroy(&ctl);
     }
 }
+
+/* The flink policy reads the busiest instance (the instances' busy_ns):
+ * count's 10 s of busy time in the window all on instance 0 (share 1.0)
+ * makes its true rate 50000 words / 10 s / (1.0 x 2) = 2500 per instance,
+ * so 15000 words/s need ceil(15000 / (2500 x 0.7)) = 9 -> 16 (the next
+ * divisor of 128 key groups); by the average (5000) it would be 5 -> 8. */
+Test(controller, flink_policy_takes_the_busiest_instance)
+{
+    eddy_scaling_policy_config_t c = short_config();
+    c.kind = EDDY_POLICY_FLINK;
+    eddy_controller_t *ctl = controller_new(&c);
+    job_doc_t j;
+    job_base(&j);
+    j.count_hot = json_pack("{s:[{s:I}, {s:I}]}", "instances", "busy_ns", (json_int_t)3500000000,
+                            "busy_ns", (json_int_t)3500000000);
+    eddy_controller_step_t step;
+    observe(ctl, &j, 1000, &step);
+    add_window(&j, 10000000000);
+    json_decref(j.count_hot);
+    j.count_hot = json_pack("{s:[{s:I}, {s:I}]}", "instances", "busy_ns", (json_int_t)13500000000,
+                            "busy_ns", (json_int_t)3500000000);
+    observe(ctl, &j, 11000, &step);
+    cr_assert(step.evaluated, "%s", step.note);
+    const eddy_scaling_decision_t *d = decision_for(&step, "count");
+    cr_assert_eq(d->new_parallelism, 16, "%s", d->reason);
+    cr_assert_str_eq(d->policy, "flink");
+    cr_assert_not_null(strstr(d->reason, "max busy"), "%s", d->reason);
+    json_decref(j.count_hot);
+    eddy_controller_destroy(&ctl);
+}

@@ -326,3 +326,22 @@ Test(decision_json, memory_parallelism_is_optional)
     expect_rejected(zero_memory, "memory_parallelism");
     expect_rejected(memory_as_string, "memory_parallelism");
 }
+
+/* "policy" (the rules that decided, policy.h) is optional: absent when
+ * empty (the pool's decisions, older ones), round-trips when set, and an
+ * empty or non-string value is refused. */
+static void empty_policy(json_t *o) { json_object_set_new(o, "policy", json_string("")); }
+static void policy_as_number(json_t *o) { json_object_set_new(o, "policy", json_integer(2)); }
+
+Test(decision_json, policy_is_optional)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    json_t *obj = encode(&d);
+    cr_assert_null(json_object_get(obj, "policy"));
+    json_decref(obj);
+    cr_assert_str_eq(round_trip(&d).policy, "");
+    strcpy(d.policy, "flink");
+    cr_assert_str_eq(round_trip(&d).policy, "flink");
+    expect_rejected(empty_policy, "policy");
+    expect_rejected(policy_as_number, "policy");
+}

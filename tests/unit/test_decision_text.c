@@ -61,6 +61,10 @@ Test(decision_text, a_change_with_local_time_and_job_time)
     json_object_set_new(d, "applied", json_false());
     cr_assert(strstr(eddy_scaling_decision_text(d, line, sizeof line), "scale_up (not applied) at 65.2 s: "),
               "%s", line);
+    json_object_set_new(d, "policy", json_string("ds2")); /* the rules that decided */
+    cr_assert(strstr(eddy_scaling_decision_text(d, line, sizeof line),
+                     "scale_up (not applied) at 65.2 s [ds2]: target"),
+              "%s", line);
     json_decref(d);
 }
 
