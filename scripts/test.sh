@@ -87,7 +87,11 @@ if ((SANITIZE)); then
   # (slower, and they catch what a release run would not), the compose test
   # with the release binary its image is built from. Running the whole suite
   # twice would not fit CI's 45 minutes on two cores (once takes about 32).
-  run_ctest "$ROOT/build" release -L docker
+  # With --all-types that binary is build-release/'s (setup.sh then makes
+  # no build/).
+  release_dir="$ROOT/build"
+  ((ALL_TYPES)) && release_dir="$ROOT/build-release"
+  run_ctest "$release_dir" release -L docker
 else
   run_ctest "$ROOT/build" release
 fi

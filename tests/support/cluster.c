@@ -139,11 +139,28 @@ static void stop(eddy_proc_t *p, uint64_t grace_ms)
     }
 }
 
+/* Asks p (continued first: a test may have left it stopped) to end,
+ * without waiting: the cluster's processes then shut down together. */
+static void ask_to_end(eddy_proc_t *p)
+{
+    if (p->pid > 0 && !p->exited) {
+        kill(-p->pid, SIGCONT);
+        kill(-p->pid, SIGTERM);
+    }
+}
+
 void eddy_test_cluster_destroy(eddy_test_cluster_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
     eddy_test_cluster_t *self = *self_p;
+    /* every eddy process at once (a worker takes a second or so to end),
+     * then each reaped, SIGKILLed after its grace; etcd last */
+    ask_to_end(&self->local);
+    for (int i = 0; i < EDDY_TEST_CLUSTER_MAX_COORDS; i++)
+        ask_to_end(&self->coords[i]);
+    for (int i = 0; i < self->n_workers; i++)
+        ask_to_end(&self->workers[i]);
     stop(&self->local, 3000);
     for (int i = 0; i < EDDY_TEST_CLUSTER_MAX_COORDS; i++)
         stop(&self->coords[i], 3000);

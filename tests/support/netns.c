@@ -25,6 +25,7 @@ struct eddy_netns {
     char names[EDDY_NETNS_MAX_HOSTS][64];
     char addrs[EDDY_NETNS_MAX_HOSTS][32];
     bool made[EDDY_NETNS_MAX_HOSTS + 1]; /* hosts, then the hub */
+    bool rated[EDDY_NETNS_MAX_HOSTS];      /* a tc rate limit was set */
 };
 
 /* Runs argv (NULL-terminated); -1 with err naming the command and stderr. */
@@ -92,6 +93,11 @@ int eddy_netns_available(eddy_err_t *err)
     return 0;
 }
 
+/* Host i: its namespace, a veth pair made in the hub with its peer already
+ * in the host (eth0) and its own end on the bridge and up, the address,
+ * and the fault table with its two chains in one nft command. Few commands
+ * on purpose: each is a fork of the (sanitized) test process, and a
+ * harness of six hosts used to take seconds to make on a busy machine. */
 static int make_host(eddy_netns_t *self, int i, eddy_err_t *err)
 {
     char veth[16], cidr[40];
@@ -101,22 +107,29 @@ static int make_host(eddy_netns_t *self, int i, eddy_err_t *err)
     if (ip(err, "netns", "add", ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL) < 0)
         return -1;
     self->made[i] = true;
-    if (ip(err, "-n", ns, "link", "set", "lo", "up", NULL, NULL, NULL, NULL) < 0 ||
-        ip(err, "-n", self->hub, "link", "add", veth, "type", "veth", "peer", "name", "eth0") < 0)
-        return -1;
-    /* the peer is made in the hub, then moved into the host */
-    char *mv[] = {EDDY_NETNS_IP, "-n", self->hub, "link", "set", "eth0", "netns", (char *)ns, NULL};
-    if (run(mv, err) < 0 ||
-        ip(err, "-n", self->hub, "link", "set", veth, "master", "br0", NULL, NULL, NULL) < 0 ||
-        ip(err, "-n", self->hub, "link", "set", veth, "up", NULL, NULL, NULL, NULL) < 0 ||
+    char *pair[] = {EDDY_NETNS_IP, "-n", self->hub, "link", "add", veth, "master", "br0", "up",
+                    "type", "veth", "peer", "name", "eth0", "netns", (char *)ns, NULL};
+    if (run(pair, err) < 0 ||
         ip(err, "-n", ns, "addr", "add", cidr, "dev", "eth0", NULL, NULL, NULL) < 0 ||
-        ip(err, "-n", ns, "link", "set", "eth0", "up", NULL, NULL, NULL, NULL) < 0)
+        ip(err, "-n", ns, "link", "set", "eth0", "up", NULL, NULL, NULL, NULL) < 0 ||
+        ip(err, "-n", ns, "link", "set", "lo", "up", NULL, NULL, NULL, NULL) < 0)
         return -1;
-    if (nft(self, i, "add table " TABLE, err) < 0 ||
-        nft(self, i, "add chain " TABLE " in { type filter hook input priority 0; policy accept; }", err) < 0 ||
-        nft(self, i, "add chain " TABLE " out { type filter hook output priority 0; policy accept; }", err) < 0)
-        return -1;
-    return 0;
+    return nft(self, i,
+               "add table " TABLE "; "
+               "add chain " TABLE " in { type filter hook input priority 0; policy accept; }; "
+               "add chain " TABLE " out { type filter hook output priority 0; policy accept; }",
+               err);
+}
+
+/* Deletes namespace name if it is there (no command when it is not). */
+static void del_if_there(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/run/netns/%s", name);
+    if (access(path, F_OK) != 0)
+        return;
+    eddy_err_t ignored;
+    ip(&ignored, "netns", "del", name, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 /* Namespaces of test processes that died without destroying them (a
@@ -159,15 +172,13 @@ eddy_netns_t *eddy_netns_new(int n_hosts, eddy_err_t *err)
     }
     sweep_dead();
     /* leftovers of an earlier process with this pid */
-    eddy_err_t ignored;
     for (int i = 0; i < n_hosts; i++)
-        ip(&ignored, "netns", "del", self->names[i], NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-    ip(&ignored, "netns", "del", self->hub, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        del_if_there(self->names[i]);
+    del_if_there(self->hub);
     if (ip(err, "netns", "add", self->hub, NULL, NULL, NULL, NULL, NULL, NULL, NULL) < 0)
         goto fail;
     self->made[EDDY_NETNS_MAX_HOSTS] = true;
-    if (ip(err, "-n", self->hub, "link", "add", "br0", "type", "bridge", NULL, NULL, NULL) < 0 ||
-        ip(err, "-n", self->hub, "link", "set", "br0", "up", NULL, NULL, NULL, NULL) < 0)
+    if (ip(err, "-n", self->hub, "link", "add", "br0", "up", "type", "bridge", NULL, NULL) < 0)
         goto fail;
     for (int i = 0; i < n_hosts; i++)
         if (make_host(self, i, err) < 0)
@@ -250,29 +261,36 @@ int eddy_netns_partition(eddy_netns_t *self, int a, int b, bool both_ways, eddy_
 {
     if (!valid(self, a) || !valid(self, b) || a == b)
         return eddy_err_set(err, "partition: bad hosts %d, %d", a, b);
-    if (drop_between(self, a, b, err) < 0)
+    if (!both_ways)
+        return drop_between(self, a, b, err);
+    /* each host's two rules in one nft command (a test that flaps a link
+     * does this every second) */
+    if (nftf(self, a, err, "add rule " TABLE " out ip daddr %s drop; add rule " TABLE " in ip saddr %s drop",
+             self->addrs[b], self->addrs[b]) < 0)
         return -1;
-    return both_ways ? drop_between(self, b, a, err) : 0;
+    return nftf(self, b, err, "add rule " TABLE " out ip daddr %s drop; add rule " TABLE " in ip saddr %s drop",
+                self->addrs[a], self->addrs[a]);
 }
 
 int eddy_netns_isolate(eddy_netns_t *self, int host, eddy_err_t *err)
 {
     if (!valid(self, host))
         return eddy_err_set(err, "isolate: no host %d", host);
-    if (nft(self, host, "add rule " TABLE " out oifname \"eth0\" drop", err) < 0)
-        return -1;
-    return nft(self, host, "add rule " TABLE " in iifname \"eth0\" drop", err);
+    /* both rules in one nft command: one fork, and one transaction */
+    return nft(self, host,
+               "add rule " TABLE " out oifname \"eth0\" drop; "
+               "add rule " TABLE " in iifname \"eth0\" drop",
+               err);
 }
 
 int eddy_netns_loss(eddy_netns_t *self, int host, int percent, eddy_err_t *err)
 {
     if (!valid(self, host) || percent < 0 || percent > 100)
         return eddy_err_set(err, "loss: bad host %d or percent %d", host, percent);
-    if (nftf(self, host, err, "add rule " TABLE " out oifname \"eth0\" numgen random mod 100 < %d drop",
-             percent) < 0)
-        return -1;
-    return nftf(self, host, err, "add rule " TABLE " in iifname \"eth0\" numgen random mod 100 < %d drop",
-                percent);
+    return nftf(self, host, err,
+                "add rule " TABLE " out oifname \"eth0\" numgen random mod 100 < %d drop; "
+                "add rule " TABLE " in iifname \"eth0\" numgen random mod 100 < %d drop",
+                percent, percent);
 }
 
 int eddy_netns_block_connects(eddy_netns_t *self, int from, int to, eddy_err_t *err)
@@ -290,6 +308,7 @@ int eddy_netns_rate(eddy_netns_t *self, int host, const char *rate, eddy_err_t *
     char *argv[] = {EDDY_NETNS_IP, "netns", "exec", self->names[host], EDDY_NETNS_TC, "qdisc",
                     "replace", "dev", "eth0", "root", "tbf", "rate", (char *)rate, "burst", "32kbit",
                     "latency", "400ms", NULL};
+    self->rated[host] = true;
     return run(argv, err);
 }
 
@@ -331,9 +350,9 @@ int eddy_netns_delay(eddy_netns_t *self, int from, int to, int port, int delay_m
         eddy_nap_ms(20);
     }
     /* the table and chain once per host ("add" of an existing one is no error) */
-    if (nft(self, from, "add table ip eddydelay", err) < 0 ||
-        nft(self, from, "add chain ip eddydelay out { type nat hook output priority -100; }", err) < 0 ||
-        nftf(self, from, err,
+    if (nftf(self, from, err,
+             "add table ip eddydelay; "
+             "add chain ip eddydelay out { type nat hook output priority -100; }; "
              "add rule ip eddydelay out meta mark != " DELAY_MARK " ip daddr %s tcp dport %d redirect to :%d",
              self->addrs[to], port, lport) < 0) {
         eddy_proc_kill(proxy, 2000);
@@ -352,12 +371,14 @@ int eddy_netns_heal(eddy_netns_t *self, int host, eddy_err_t *err)
     }
     if (!valid(self, host))
         return eddy_err_set(err, "heal: no host %d", host);
-    if (nft(self, host, "flush chain " TABLE " in", err) < 0 ||
-        nft(self, host, "flush chain " TABLE " out", err) < 0)
+    if (nft(self, host, "flush chain " TABLE " in; flush chain " TABLE " out", err) < 0)
         return -1;
-    /* a rate limit, if any (no qdisc to delete is no error) */
-    char *argv[] = {EDDY_NETNS_IP, "netns", "exec", self->names[host], EDDY_NETNS_TC, "qdisc", "del",
-                    "dev", "eth0", "root", NULL};
-    eddy_proc_run(argv, 10000, NULL, NULL);
+    /* a rate limit, if one was set (no qdisc to delete is no error) */
+    if (self->rated[host]) {
+        char *argv[] = {EDDY_NETNS_IP, "netns", "exec", self->names[host], EDDY_NETNS_TC, "qdisc",
+                        "del", "dev", "eth0", "root", NULL};
+        eddy_proc_run(argv, 10000, NULL, NULL);
+        self->rated[host] = false;
+    }
     return 0;
 }
