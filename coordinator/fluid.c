@@ -196,7 +196,7 @@ static void done(coord_t *c, coord_job_t *j)
     if (j->fluid_transfer_us)
         snprintf(transfer, sizeof transfer, ", copied in %.1f ms (%.0f MB/s)", r->transfer_ms,
                  (double)r->bytes_moved / 1048576.0 / (r->transfer_ms / 1e3));
-    char msg[320], what[160];
+    char msg[512], what[160];
     if (j->n_moves)
         snprintf(what, sizeof what, "migrated %u instance%s of %s/%s", j->n_moves,
                  j->n_moves == 1 ? "" : "s", j->id, r->stage);
