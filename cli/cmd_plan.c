@@ -35,8 +35,7 @@ static void print_step(const eddy_pstep_t *st, const char *indent)
         if (j->union_all)
             printf("union all (spread by %s / %s)", j->left_key, j->right_key);
         else
-            printf("join (%s) on %s = %s", j->semi ? "semi" : j->left_outer ? "left" : "inner", j->left_key,
-                   j->right_key);
+            printf("join (%s) on %s = %s", eddy_pipeline_join_type(j), j->left_key, j->right_key);
         if (j->window_ms)
             printf(", tumbling %lld ms windows of %s / %s", (long long)j->window_ms, j->left_time,
                    j->right_time);

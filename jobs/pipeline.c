@@ -282,8 +282,7 @@ static void add_join(side_t *sd, const eddy_pstep_t *st, eddy_stream_t source, c
     add_steps(&right, 0, ro.n_groups, j->right_key, &rt, st->index);
     eddy_pipeline_opt_clear(&ro);
     eddy_config_t *c = eddy_config_new();
-    const char *type = j->union_all ? "union" : j->semi ? "semi" : j->left_outer ? "left" : "inner";
-    if (!c || eddy_config_set_str(c, "type", type) < 0 ||
+    if (!c || eddy_config_set_str(c, "type", eddy_pipeline_join_type(j)) < 0 ||
         eddy_config_set_int(c, "window_ms", j->window_ms) < 0 ||
         eddy_config_set_int(c, "right_columns", j->n_right) < 0) {
         eddy_config_destroy(&c);

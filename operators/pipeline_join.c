@@ -311,30 +311,24 @@ static int join_process(eddy_process_context_t *ctx, const eddy_record_t *rec,
 }
 
 /* A left join's rows without a match in their window: each left row of
- * list l, then the right's columns as nulls (\N), at time. */
+ * list l paired with a right row of nulls (\N, tab-separated), at time. */
 static int emit_unmatched(eddy_process_context_t *ctx, const join_conf_t *j, const char *l,
                           uint32_t ns_len, int64_t time, eddy_collector_t *out, eddy_err_t *err)
 {
     if (j->right_columns <= 0 || j->right_columns > 100000)
         return eddy_err_set(err, "pipeline join: a left join without its right columns");
-    size_t nulls = (size_t)j->right_columns * 3 - 1; /* \N, tab-separated */
-    eddy_record_t row;
-    for (size_t i = 0; eddy_process_list_at(ctx, l, ns_len, i, &row); i++) {
-        size_t n = (size_t)row.len + 1 + nulls;
-        char *text = malloc(n);
-        if (!text)
-            return eddy_err_set(err, "out of memory");
-        memcpy(text, row.data, row.len);
-        char *p = text + row.len;
-        for (int64_t c = 0; c < j->right_columns; c++) {
-            memcpy(p, "\t\\N", 3);
-            p += 3;
-        }
-        eddy_record_t rec = {text, (uint32_t)n, EDDY_INSERT, 1, time};
-        eddy_emit(out, &rec);
-        free(text);
-    }
-    return 0;
+    size_t len = (size_t)j->right_columns * 3 - 1;
+    char *nulls = malloc(len + 1);
+    if (!nulls)
+        return eddy_err_set(err, "out of memory");
+    for (int64_t c = 0; c < j->right_columns; c++)
+        memcpy(nulls + 3 * c, "\\N\t", 3); /* the last tab is cut off by len */
+    eddy_record_t none = {nulls, (uint32_t)len, EDDY_INSERT, 1, time}, row;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && eddy_process_list_at(ctx, l, ns_len, i, &row); i++)
+        rc = emit_pair_at(&row, &none, time, out, err);
+    free(nulls);
+    return rc;
 }
 
 static int join_on_timer(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,

@@ -294,6 +294,11 @@ int eddy_pipeline_union_parse(const eddy_pspec_ctx_t *c, const eddy_ynode_t *bod
     return output_columns(c, body, field, cols, n_cols, rcols, nr, true, st);
 }
 
+const char *eddy_pipeline_join_type(const eddy_pipeline_join_t *j)
+{
+    return j->union_all ? "union" : j->semi ? "semi" : j->left_outer ? "left" : "inner";
+}
+
 void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p)
 {
     eddy_pipeline_join_t *j = self_p ? *self_p : NULL;

@@ -66,6 +66,9 @@ int eddy_pipeline_join_parse(const struct eddy_pspec_ctx *c, const struct eddy_y
 int eddy_pipeline_union_parse(const struct eddy_pspec_ctx *c, const struct eddy_ynode *body,
                               const char *field, const eddy_pipeline_spec_t *left, char **cols,
                               uint32_t n_cols, eddy_pstep_t *st);
+/* The join's type as the operator's config and `eddy plan` name it:
+ * "union", "semi", "left" or "inner". */
+const char *eddy_pipeline_join_type(const eddy_pipeline_join_t *j);
 void eddy_pipeline_join_destroy(eddy_pipeline_join_t **self_p);
 
 #endif

@@ -69,6 +69,17 @@ static int other_side(comp_t *c, const eddy_sql_from_t *rf, eddy_ynode_t *rsteps
     return rc;
 }
 
+/* Appends condition x, over rel's columns, to the joined rows' filter. */
+static int add_post_condition(comp_t *c, const eddy_sql_rel_t *rel, const eddy_sql_expr_t *x,
+                              eddy_sql_buf_t *post)
+{
+    const char *text;
+    if (sqlc_translate(c, rel, NULL, x, &text, NULL) < 0)
+        return -1;
+    eddy_sql_buf_printf(post, "%s%s", post->n ? " and " : "", text);
+    return 0;
+}
+
 /* Whether x bounds a right time column by left expressions: R.t BETWEEN
  * L.a AND L.b, or R.t >= L.a, R.t <= L.b (either way round; > and < on
  * epoch milliseconds become >= a + 1 and <= b - 1). Fills iv's bounds it
@@ -219,29 +230,19 @@ int sqlc_compile_join(comp_t *c, const eddy_sql_from_t *f, eddy_ynode_t *steps, 
                 if (rc == 0)
                     rc = sqlc_translate(c, &r.r, NULL, rx, &rkey, &rt);
             } else {
-                rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
-                eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
+                rc = add_post_condition(c, &out->r, x, &post);
             }
         } else {
             int ib = m == 3 && !tvf ? interval_bound(c, &out->r, split, &lonly, &r.r, x, &iv) : 0;
-            if (ib < 0)
-                rc = -1;
-            else if (ib == 0)
-                rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
-            if (rc == 0 && ib == 0)
-                eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
+            rc = ib < 0 ? -1 : ib == 0 ? add_post_condition(c, &out->r, x, &post) : 0;
         }
     }
     /* half an interval is an ordinary condition on the joined rows */
     bool interval = iv.from && iv.to;
-    for (int k = 0; rc == 0 && !interval && k < 2; k++) {
-        const eddy_sql_expr_t *x = k == 0 ? iv.from_x : iv.to_x;
-        const char *text = NULL;
-        if (!x || (k == 1 && x == iv.from_x))
-            continue;
-        rc = sqlc_translate(c, &out->r, NULL, x, &text, NULL);
-        eddy_sql_buf_printf(&post, "%s%s", post.n ? " and " : "", text ? text : "");
-    }
+    if (rc == 0 && !interval && iv.from_x)
+        rc = add_post_condition(c, &out->r, iv.from_x, &post);
+    if (rc == 0 && !interval && iv.to_x && iv.to_x != iv.from_x)
+        rc = add_post_condition(c, &out->r, iv.to_x, &post);
     if (rc == 0 && outer && post.n)
         rc = sqlc_fail(c, f->pos, "a LEFT JOIN's ON takes the key, the window equalities and "
                   "conditions on the right side only; other conditions on both sides are not supported");
