@@ -369,6 +369,32 @@ static double upstream_blocked(const snapshot_t *prev, const snapshot_t *cur, si
     return worst;
 }
 
+/* Rescales that moved less than this say more about round trips than
+ * about the transfer rate. */
+#define MOVE_RATE_MIN_BYTES (1024.0 * 1024.0)
+
+/* The bytes/s of the job's last rescale that moved enough state to tell
+ * (its "rescales" records, coordinator/views.c): the copy's own time when
+ * known (fluid: transfer_ms), else the migration's or the pause; NaN when
+ * none did. */
+static double measured_move_rate(const json_t *job)
+{
+    const json_t *rescales = json_object_get(job, "rescales");
+    for (size_t i = json_array_size(rescales); i-- > 0;) {
+        const json_t *r = json_array_get(rescales, i);
+        double bytes = json_number_value(json_object_get(r, "bytes_moved"));
+        if (!(bytes >= MOVE_RATE_MIN_BYTES))
+            continue;
+        const char *keys[] = {"transfer_ms", "migration_ms", "pause_ms"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            double ms = json_number_value(json_object_get(r, keys[k]));
+            if (ms > 0.0)
+                return bytes / (ms / 1000.0);
+        }
+    }
+    return NAN;
+}
+
 int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t now_ms,
                             eddy_controller_step_t *step, eddy_err_t *err)
 {
@@ -395,6 +421,7 @@ int eddy_controller_observe(eddy_controller_t *self, const json_t *job, int64_t 
     if (json_is_integer(cores) && json_integer_value(cores) >= 0 &&
         json_integer_value(cores) <= UINT32_MAX)
         eddy_scaling_policy_set_core_limit(self->policy, (uint32_t)json_integer_value(cores));
+    eddy_scaling_policy_set_move_rate(self->policy, measured_move_rate(job));
     snapshot_t *prev = &self->prev;
 
     if (!prev->valid) {

@@ -27,8 +27,19 @@ static const rate_field_t RATE_FIELDS[] = {
     {"projected_utilisation", offsetof(eddy_scaling_rates_t, projected_utilisation), 0, 0},
     {"backlog", offsetof(eddy_scaling_rates_t, backlog), 0, 1},
     {"latency_p99_ms", offsetof(eddy_scaling_rates_t, latency_p99_ms), 0, 1},
+    {"state_bytes", offsetof(eddy_scaling_rates_t, state_bytes), 0, 1},
 };
 #define RATE_FIELD_COUNT (sizeof RATE_FIELDS / sizeof RATE_FIELDS[0])
+
+/* "effect" (optional): its numbers; decided_ms, from and to are integers. */
+static const rate_field_t EFFECT_FIELDS[] = {
+    {"predicted_rate", offsetof(eddy_scaling_effect_t, predicted_rate), 0, 0},
+    {"observed_rate", offsetof(eddy_scaling_effect_t, observed_rate), 0, 0},
+    {"predicted_utilisation", offsetof(eddy_scaling_effect_t, predicted_utilisation), 0, 0},
+    {"observed_utilisation", offsetof(eddy_scaling_effect_t, observed_utilisation), 0, 0},
+};
+#define EFFECT_FIELD_COUNT (sizeof EFFECT_FIELDS / sizeof EFFECT_FIELDS[0])
+static const char *const EFFECT_INT_KEYS[] = {"decided_ms", "from", "to", NULL};
 
 /* The keys a decision may have besides the struct's own: what its writers
  * add (the controller: job_time_ms; the worker pool: kind "pool",
@@ -37,7 +48,7 @@ static const rate_field_t RATE_FIELDS[] = {
 static const char *const DECISION_KEYS[] = {
     "time_ms", "job", "operator", "old_parallelism", "new_parallelism", "action", "applied",
     "infeasible", "reason", "rates", "job_time_ms", "kind", "target_workers", "worker",
-    "memory_parallelism", "policy", NULL};
+    "memory_parallelism", "policy", "effect", NULL};
 /* The worker pool's "worker": a container or process name. */
 #define DECISION_WORKER_MAX 128
 
@@ -52,19 +63,33 @@ static json_t *rate_value(double rate)
     return isfinite(rate) ? json_real(rate) : json_null();
 }
 
-static json_t *rates_to_json(const eddy_scaling_rates_t *rates)
+/* The fields[0..count) of base as numbers (NaN as null; optional unknown
+ * ones left out). */
+static json_t *numbers_to_json(const void *base, const rate_field_t *fields, size_t count)
 {
     json_t *obj = json_object();
     if (!obj)
         return NULL;
-    for (size_t i = 0; i < RATE_FIELD_COUNT; i++) {
-        const double *value = (const double *)((const char *)rates + RATE_FIELDS[i].offset);
-        if (RATE_FIELDS[i].optional && !isfinite(*value))
+    for (size_t i = 0; i < count; i++) {
+        const double *value = (const double *)((const char *)base + fields[i].offset);
+        if (fields[i].optional && !isfinite(*value))
             continue;
-        if (set_owned(obj, RATE_FIELDS[i].key, rate_value(*value)) < 0) {
+        if (set_owned(obj, fields[i].key, rate_value(*value)) < 0) {
             json_decref(obj);
             return NULL;
         }
+    }
+    return obj;
+}
+
+static json_t *effect_to_json(const eddy_scaling_effect_t *e)
+{
+    json_t *obj = numbers_to_json(e, EFFECT_FIELDS, EFFECT_FIELD_COUNT);
+    if (obj && (set_owned(obj, "decided_ms", json_integer((json_int_t)e->decided_ms)) < 0 ||
+                set_owned(obj, "from", json_integer(e->from)) < 0 ||
+                set_owned(obj, "to", json_integer(e->to)) < 0)) {
+        json_decref(obj);
+        return NULL;
     }
     return obj;
 }
@@ -90,7 +115,9 @@ json_t *eddy_scaling_decision_to_json(const eddy_scaling_decision_t *d, eddy_err
     failed |= set_owned(obj, "applied", json_boolean(d->applied));
     failed |= set_owned(obj, "infeasible", json_boolean(d->infeasible));
     failed |= set_owned(obj, "reason", json_string(d->reason));
-    failed |= set_owned(obj, "rates", rates_to_json(&d->rates));
+    failed |= set_owned(obj, "rates", numbers_to_json(&d->rates, RATE_FIELDS, RATE_FIELD_COUNT));
+    if (d->effect.known)
+        failed |= set_owned(obj, "effect", effect_to_json(&d->effect));
     if (d->memory_parallelism)
         failed |= set_owned(obj, "memory_parallelism", json_integer(d->memory_parallelism));
     if (d->policy[0])
@@ -151,28 +178,61 @@ static int decode_parallelism(const json_t *obj, const char *key, json_int_t min
     return 0;
 }
 
-static int decode_rate(const json_t *rates, const rate_field_t *field, double *out,
-                       eddy_err_t *err)
+/* One number of the object named prefix ("rates", "effect"). */
+static int decode_number(const json_t *obj, const char *prefix, const rate_field_t *field,
+                         double *out, eddy_err_t *err)
 {
-    const json_t *value = json_object_get(rates, field->key);
+    const json_t *value = json_object_get(obj, field->key);
     if (!value && field->optional) {
         *out = NAN;
         return 0;
     }
     if (!value)
-        return eddy_err_set(err, "decision json: missing key \"rates.%s\"", field->key);
+        return eddy_err_set(err, "decision json: missing key \"%s.%s\"", prefix, field->key);
     if (json_is_null(value)) {
         *out = NAN;
         return 0;
     }
     if (!json_is_number(value))
-        return eddy_err_set(err, "decision json: \"rates.%s\" must be a number or null",
+        return eddy_err_set(err, "decision json: \"%s.%s\" must be a number or null", prefix,
                             field->key);
     double number = json_number_value(value);
     if (!isfinite(number) || number < 0.0 || (field->is_fraction_of_one && number > 1.0))
-        return eddy_err_set(err, "decision json: \"rates.%s\" = %g out of range [0, %s]",
+        return eddy_err_set(err, "decision json: \"%s.%s\" = %g out of range [0, %s]", prefix,
                             field->key, number, field->is_fraction_of_one ? "1" : "inf");
     *out = number;
+    return 0;
+}
+
+static int decode_numbers(const json_t *obj, const char *prefix, const rate_field_t *fields,
+                          size_t count, void *base, eddy_err_t *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        double *value = (double *)((char *)base + fields[i].offset);
+        if (decode_number(obj, prefix, &fields[i], value, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* "effect" (optional): an applied rescale's prediction against what it did. */
+static int decode_effect(const json_t *obj, eddy_scaling_effect_t *e, eddy_err_t *err)
+{
+    memset(e, 0, sizeof *e);
+    const json_t *effect = json_object_get(obj, "effect");
+    if (!effect)
+        return 0;
+    if (!json_is_object(effect))
+        return eddy_err_set(err, "decision json: \"effect\" must be an object");
+    const json_t *decided = json_object_get(effect, "decided_ms");
+    if (!json_is_integer(decided) || json_integer_value(decided) < 0)
+        return eddy_err_set(err, "decision json: \"effect.decided_ms\" must be an integer >= 0");
+    e->decided_ms = (int64_t)json_integer_value(decided);
+    if (decode_parallelism(effect, "from", 1, &e->from, err) < 0 ||
+        decode_parallelism(effect, "to", 1, &e->to, err) < 0 ||
+        decode_numbers(effect, "effect", EFFECT_FIELDS, EFFECT_FIELD_COUNT, e, err) < 0)
+        return -1;
+    e->known = true;
     return 0;
 }
 
@@ -206,6 +266,29 @@ static bool known_key(const char *key, const char *const *keys)
     return false;
 }
 
+static bool known_field(const char *key, const rate_field_t *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!strcmp(key, fields[i].key))
+            return true;
+    return false;
+}
+
+/* The object obj[name], when present, has no key but fields' and ints'. */
+static int check_nested_keys(const json_t *obj, const char *name, const rate_field_t *fields,
+                             size_t count, const char *const *ints, eddy_err_t *err)
+{
+    const json_t *nested = json_object_get(obj, name);
+    const char *key;
+    const json_t *value;
+    if (json_is_object(nested))
+        json_object_foreach((json_t *)nested, key, value) {
+            if (!known_field(key, fields, count) && !(ints && known_key(key, ints)))
+                return eddy_err_set(err, "decision json: unknown key \"%s.%.64s\"", name, key);
+        }
+    return 0;
+}
+
 static int check_keys(const json_t *obj, eddy_err_t *err)
 {
     const char *key;
@@ -214,15 +297,10 @@ static int check_keys(const json_t *obj, eddy_err_t *err)
         if (!known_key(key, DECISION_KEYS))
             return eddy_err_set(err, "decision json: unknown key \"%.64s\"", key);
     }
-    const json_t *rates = json_object_get(obj, "rates");
-    if (json_is_object(rates))
-        json_object_foreach((json_t *)rates, key, value) {
-            size_t i = 0;
-            while (i < RATE_FIELD_COUNT && strcmp(key, RATE_FIELDS[i].key))
-                i++;
-            if (i == RATE_FIELD_COUNT)
-                return eddy_err_set(err, "decision json: unknown key \"rates.%.64s\"", key);
-        }
+    if (check_nested_keys(obj, "rates", RATE_FIELDS, RATE_FIELD_COUNT, NULL, err) < 0 ||
+        check_nested_keys(obj, "effect", EFFECT_FIELDS, EFFECT_FIELD_COUNT, EFFECT_INT_KEYS,
+                          err) < 0)
+        return -1;
     return 0;
 }
 
@@ -329,11 +407,9 @@ int eddy_scaling_decision_from_json(const json_t *obj, eddy_scaling_decision_t *
         return -1;
     if (!json_is_object(rates))
         return eddy_err_set(err, "decision json: \"rates\" must be an object");
-    for (size_t i = 0; i < RATE_FIELD_COUNT; i++) {
-        double *value = (double *)((char *)&d.rates + RATE_FIELDS[i].offset);
-        if (decode_rate(rates, &RATE_FIELDS[i], value, err) < 0)
-            return -1;
-    }
+    if (decode_numbers(rates, "rates", RATE_FIELDS, RATE_FIELD_COUNT, &d.rates, err) < 0 ||
+        decode_effect(obj, &d.effect, err) < 0)
+        return -1;
 
     if (check_action_matches(&d, err) < 0)
         return -1;

@@ -11,10 +11,13 @@
  *              "projected_utilisation": 0.625, "backlog": 20000,
  *              "latency_p99_ms": 850}}
  * An unknown (NaN) rate is written as null, since JSON has no NaN; the
- * optional inputs "backlog" (records behind at the sources upstream) and
+ * optional inputs "backlog" (records behind at the sources upstream),
  * "latency_p99_ms" (the job's p99 in the window, under a latency objective)
- * are left out instead, and read as NaN when absent (decisions stored
- * before they existed). Decoding
+ * and "state_bytes" (the operator's keyed state) are left out instead, and
+ * read as NaN when absent (decisions stored before they existed). The
+ * optional "effect" reports an earlier applied rescale of the operator once
+ * it settled: {"decided_ms", "from", "to" (integers), "predicted_rate",
+ * "observed_rate", "predicted_utilisation", "observed_utilisation"}. Decoding
  * checks every key's presence, type and range, and that the action agrees
  * with the two parallelisms, so a corrupt store entry is an error, not a
  * decision. Besides these keys a decision may carry only what its writers

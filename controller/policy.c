@@ -44,6 +44,15 @@
 
 /* Upstream blocked this share of the window: the operator is a queue. */
 #define SLO_BLOCKED_SHARE 0.1
+/* Key groups spread this much over an even share (the busiest instance's
+ * against the mean) are worth one instance more to even them out. */
+#define ALIGN_IMBALANCE 1.05
+/* A scale-down pays for its transfer in saved instances over the time the
+ * lower load lasts; ten transfer times of it make the move a small share
+ * of what it saves. */
+#define MOVE_HOLD_FACTOR 10.0
+/* A move shorter than this costs less than the interval's noise: no wait. */
+#define MOVE_WAIT_MIN_S 1.0
 
 typedef struct operator_state {
     char name[EDDY_SCALING_NAME_MAX];
@@ -63,6 +72,10 @@ typedef struct operator_state {
     double limit_achieved;
     char limit_cause[128];
     eddy_policy_alt_state_t alt; /* the flink policy's scale-down delay */
+    uint32_t up_streak;          /* consecutive evaluations asking for more */
+    /* the last applied rescale, until its effect is reported */
+    bool effect_pending;
+    eddy_scaling_effect_t effect;
 } operator_state_t;
 
 struct eddy_scaling_policy {
@@ -72,6 +85,7 @@ struct eddy_scaling_policy {
     int64_t last_evaluation_ms;
     bool has_rescaled;
     int64_t last_rescale_ms;
+    double move_rate; /* bytes/s; see eddy_scaling_policy_set_move_rate */
     operator_state_t *operators;
     size_t operator_count;
     size_t operator_capacity;
@@ -281,6 +295,12 @@ void eddy_scaling_policy_set_core_limit(eddy_scaling_policy_t *self, uint32_t co
         self->config.core_limit = cores;
 }
 
+void eddy_scaling_policy_set_move_rate(eddy_scaling_policy_t *self, double bytes_per_s)
+{
+    if (self)
+        self->move_rate = bytes_per_s > 0.0 && isfinite(bytes_per_s) ? bytes_per_s : 0.0;
+}
+
 int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *operator_name,
                                      int64_t now_ms, eddy_err_t *err)
 {
@@ -345,9 +365,10 @@ static void reason_append_formula(char *reason, const eddy_ds2_estimate_t *est,
                       bounds->min_parallelism, bounds->max_parallelism);
 }
 
-static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *est,
-                       double target_utilisation)
+static void fill_rates(eddy_scaling_decision_t *d, const eddy_ds2_operator_t *op,
+                       const eddy_ds2_estimate_t *est, double target_utilisation)
 {
+    d->rates.state_bytes = op->metrics.state_bytes > 0.0 ? op->metrics.state_bytes : NAN;
     d->rates.target_input_rate = est->target_input_rate;
     d->rates.true_rate_per_instance = est->true_rate_per_instance;
     d->rates.observed_input_rate = est->observed_input_rate;
@@ -767,6 +788,120 @@ static eddy_ds2_operator_t *bounded_copy(const eddy_scaling_policy_t *self,
     return copy;
 }
 
+/* policy.h, aligned: p + 1 when it evens out the key groups p leaves
+ * uneven; upper is the most instances the limits allow. */
+static uint32_t aligned_parallelism(uint32_t p, uint32_t upper)
+{
+    const uint32_t groups = EDDY_DEFAULT_MAX_PARALLELISM;
+    if (!p || p >= groups || groups % p == 0 || p + 1 > upper || groups % (p + 1) != 0)
+        return p;
+    double busiest = ceil((double)groups / p), even = (double)groups / p;
+    return busiest > ALIGN_IMBALANCE * even ? p + 1 : p;
+}
+
+static void align_to_key_groups(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                                eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    uint32_t upper = op->max_parallelism;
+    if (c->core_limit && !c->allow_oversubscribe && c->core_limit < upper)
+        upper = c->core_limit;
+    if (d->action == EDDY_SCALING_SCALE_DOWN && d->old_parallelism - 1 < upper)
+        upper = d->old_parallelism - 1;
+    if (d->action == EDDY_SCALING_NO_CHANGE || d->infeasible)
+        return;
+    uint32_t p = aligned_parallelism(d->new_parallelism, upper);
+    if (p == d->new_parallelism)
+        return;
+    reason_append(d->reason, "; %u instead of %u: %u key groups divide evenly", p,
+                  d->new_parallelism, EDDY_DEFAULT_MAX_PARALLELISM);
+    d->new_parallelism = p;
+}
+
+/* policy.h, cost of moving: a change whose transfer outweighs what it
+ * brings waits. Returns after turning d into no_change when it must wait. */
+static void weigh_move_cost(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
+                            const eddy_ds2_estimate_t *est, operator_state_t *state,
+                            double p99_ms, eddy_scaling_decision_t *d)
+{
+    const eddy_scaling_policy_config_t *c = &self->config;
+    if (d->action != EDDY_SCALING_SCALE_UP)
+        state->up_streak = 0;
+    else
+        state->up_streak++;
+    double bytes = op->metrics.state_bytes;
+    if (d->action == EDDY_SCALING_NO_CHANGE || !(bytes > 0.0))
+        return;
+    uint32_t from = d->old_parallelism, to = d->new_parallelism;
+    double moved = bytes * (double)(to > from ? to - from : from - to) / (to > from ? to : from);
+    double rate = self->move_rate > 0.0 ? self->move_rate : EDDY_SCALING_DEFAULT_MOVE_RATE;
+    double move_s = moved / rate;
+    const double mb = 1024.0 * 1024.0;
+    if (d->action == EDDY_SCALING_SCALE_DOWN) {
+        double held_s = (double)state->down_streak * (double)c->interval_ms / 1000.0;
+        double need_s = MOVE_HOLD_FACTOR * move_s;
+        if (held_s >= need_s)
+            return;
+        reason_append(d->reason, "; moving ~%.1f MB (~%.1f s at %.0f MB/s%s) waits until the "
+                      "lower load has held %.0f s (%.0f s so far)",
+                      moved / mb, move_s, rate / mb, self->move_rate > 0.0 ? ", measured" : "",
+                      need_s, held_s);
+    } else {
+        bool keeps_up = est->observed_input_rate >= 0.95 * est->target_input_rate;
+        bool backlog = d->rates.backlog > 0.0;
+        bool slo_missed = c->latency_slo_ms > 0.0 && p99_ms > c->latency_slo_ms;
+        bool memory = d->memory_parallelism > from;
+        if (!keeps_up || backlog || slo_missed || memory || d->infeasible ||
+            move_s < MOVE_WAIT_MIN_S || state->up_streak >= 2)
+            return;
+        reason_append(d->reason, "; it keeps up and moving ~%.1f MB takes ~%.1f s: waiting "
+                      "for a second interval to ask for it", moved / mb, move_s);
+    }
+    d->action = EDDY_SCALING_NO_CHANGE;
+    d->new_parallelism = from;
+}
+
+/* policy.h, effect: reports the last applied rescale's effect once, in the
+ * first evaluation past its warm-up; forgets it when the operator was
+ * rescaled to something else meanwhile. */
+static void report_effect(const eddy_ds2_operator_t *op, const eddy_ds2_estimate_t *est,
+                          operator_state_t *state, eddy_scaling_decision_t *d)
+{
+    if (!state->effect_pending)
+        return;
+    if (op->parallelism != state->effect.to) {
+        state->effect_pending = false;
+        return;
+    }
+    if (est->status == EDDY_DS2_NO_MEASUREMENT || !isfinite(est->observed_input_rate))
+        return;
+    state->effect_pending = false;
+    d->effect = state->effect;
+    d->effect.known = true;
+    d->effect.observed_rate = est->observed_input_rate;
+    d->effect.observed_utilisation = est->observed_utilisation;
+    reason_append(d->reason, "; effect of %u -> %u at %.1f s: predicted %.0f rec/s at "
+                  "utilisation %.2f, observed %.0f rec/s at %.2f",
+                  d->effect.from, d->effect.to, (double)d->effect.decided_ms / 1000.0,
+                  d->effect.predicted_rate, d->effect.predicted_utilisation,
+                  d->effect.observed_rate, d->effect.observed_utilisation);
+}
+
+/* An applied decision's prediction, for report_effect. */
+static void expect_effect(operator_state_t *state, const eddy_scaling_decision_t *d,
+                          const eddy_ds2_estimate_t *est)
+{
+    memset(&state->effect, 0, sizeof state->effect);
+    state->effect_pending = true;
+    state->effect.decided_ms = d->time_ms;
+    state->effect.from = d->old_parallelism;
+    state->effect.to = d->new_parallelism;
+    double capacity = (double)d->new_parallelism * est->true_rate_per_instance;
+    state->effect.predicted_rate =
+        est->target_input_rate < capacity ? est->target_input_rate : capacity;
+    state->effect.predicted_utilisation = d->rates.projected_utilisation;
+}
+
 static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
                            int64_t now_ms, eddy_scaling_decision_t *d)
 {
@@ -781,6 +916,7 @@ static void start_decision(const eddy_scaling_policy_t *self, const eddy_ds2_ope
     d->applied = false;
     d->rates.backlog = NAN; /* optional inputs: unknown until noted */
     d->rates.latency_p99_ms = NAN;
+    d->rates.state_bytes = NAN;
 }
 
 /* An applied decision: a scale-up is checked after its warm-up; a
@@ -860,7 +996,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
                           "metrics ignored until %.1f s",
                           (double)self->last_rescale_ms / 1000.0,
                           (double)(self->last_rescale_ms + c->warmup_ms) / 1000.0);
-            fill_rates(d, &estimates[i], c->target_utilisation);
+            fill_rates(d, &bounded[i], &estimates[i], c->target_utilisation);
             continue;
         }
 
@@ -869,13 +1005,16 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             check_effect(self, &bounded[i], &estimates[i], state);
             propose(self, &bounded[i], &estimates[i], state, d);
             propose_for_latency(self, &bounded[i], &estimates[i], state, p99_ms, d);
+            align_to_key_groups(self, &bounded[i], d);
+            weigh_move_cost(self, &bounded[i], &estimates[i], state, p99_ms, d);
         } else {
             propose_alt(self, &bounded[i], &estimates[i], state, now_ms, d);
         }
+        report_effect(&bounded[i], &estimates[i], state, d);
         if (!d->wanted_parallelism && estimates[i].status != EDDY_DS2_NO_MEASUREMENT &&
             estimates[i].status != EDDY_DS2_NO_TARGET)
             d->wanted_parallelism = d->new_parallelism;
-        fill_rates(d, &estimates[i], c->target_utilisation);
+        fill_rates(d, &bounded[i], &estimates[i], c->target_utilisation);
         if (c->latency_slo_ms > 0.0 && p99_ms > 0.0)
             d->rates.latency_p99_ms = p99_ms;
         if (d->action == EDDY_SCALING_NO_CHANGE)
@@ -909,6 +1048,7 @@ int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
             operator_state_t *state = find_operator(self, operators[i].name);
             record_rescale(self, state, now_ms);
             note_scale_up(state, &decisions[i], &estimates[i]);
+            expect_effect(state, &decisions[i], &estimates[i]);
         }
     }
     self->has_evaluated = true;

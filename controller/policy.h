@@ -62,6 +62,22 @@
  *              (within the limits above, subject to the cooldown) and is not
  *              scaled down; an idle operator gets nothing for it (the
  *              latency is the sink's or the network's), and its reason says so.
+ *   aligned    a new parallelism p that leaves the key groups unevenly
+ *              spread (the busiest instance owns over 5% more than an
+ *              even share) becomes p + 1 when p + 1 divides them evenly and
+ *              is within the limits: one instance more at most.
+ *   cost of moving  a rescale from p to q moves about state x |q - p| /
+ *              max(p, q) bytes, at the rate the job's rescales achieved
+ *              (eddy_scaling_policy_set_move_rate). A scale-down waits until
+ *              the lower load has held ten times that transfer time (on top
+ *              of its confirmations); a scale-up of an operator that still
+ *              keeps up (it processed 95% of its target, no backlog, no
+ *              latency objective missed, no memory need) waits for a second
+ *              interval asking for it when the move takes a second or more.
+ *              Overload, backlogs and budgets do not wait.
+ *   effect     (every policy) the first clean window after an applied rescale reports the
+ *              rate and utilisation it predicted beside those observed
+ *              (decision.effect, and a clause of the reason).
  *   dry run    decisions are computed and reported but never applied.
  * Those rules are the "eddy" policy (kind EDDY_POLICY_EDDY, the default).
  * The other kinds (policy_alt.h: plain DS2, a busy threshold, a Flink-
@@ -147,7 +163,21 @@ typedef struct eddy_scaling_rates {
     double backlog;                /* records behind at the sources upstream, summed */
     double latency_p99_ms;         /* the job's p99 latency in the window (its slowest
                                     * operator's), with a latency objective only */
+    double state_bytes;            /* the operator's keyed state, all instances */
 } eddy_scaling_rates_t;
+
+/* What an applied rescale brought, seen in the first clean window after it
+ * settled (past the warm-up): the prediction it was made on beside what
+ * was observed. Reported on that later decision of the same operator. */
+typedef struct eddy_scaling_effect {
+    bool known;                   /* the fields below are valid */
+    int64_t decided_ms;           /* time_ms of the decision it follows */
+    uint32_t from, to;            /* that decision's parallelisms */
+    double predicted_rate;        /* records/s the new parallelism was to process */
+    double observed_rate;         /* records/s it processed */
+    double predicted_utilisation; /* its projected_utilisation */
+    double observed_utilisation;
+} eddy_scaling_effect_t;
 
 typedef struct eddy_scaling_decision {
     int64_t time_ms;
@@ -166,6 +196,7 @@ typedef struct eddy_scaling_decision {
                                   * budget or no state */
     char reason[EDDY_SCALING_REASON_MAX];
     eddy_scaling_rates_t rates;
+    eddy_scaling_effect_t effect; /* of this operator's last applied rescale, once */
 } eddy_scaling_decision_t;
 
 /* The defaults (see policy.c for why each value):
@@ -200,6 +231,15 @@ int eddy_scaling_policy_note_rescale(eddy_scaling_policy_t *self, const char *op
 
 /* The workers' cores changed (0: unknown, no limit): see core_limit. */
 void eddy_scaling_policy_set_core_limit(eddy_scaling_policy_t *self, uint32_t cores);
+
+/* The state transfer rate the job's rescales achieved (bytes/s; <= 0 or
+ * NaN: unknown, the policy assumes EDDY_SCALING_DEFAULT_MOVE_RATE): see
+ * cost of moving. */
+void eddy_scaling_policy_set_move_rate(eddy_scaling_policy_t *self, double bytes_per_s);
+
+/* Bytes/s of state a rescale is assumed to move when none was measured:
+ * what fluid steps reached on loopback (bench/README.md, rescale). */
+#define EDDY_SCALING_DEFAULT_MOVE_RATE (50.0 * 1024.0 * 1024.0)
 
 /* "scale_up", "scale_down", "no_change". */
 const char *eddy_scaling_action_name(eddy_scaling_action_t action);

@@ -375,7 +375,7 @@ json_t *eddy_pool_decision_to_json(const eddy_pool_decision_t *pd, int64_t wall_
                                                 : EDDY_SCALING_NO_CHANGE;
     d.applied = pd->action != EDDY_POOL_NONE;
     snprintf(d.reason, sizeof d.reason, "%s", pd->reason);
-    d.rates = (eddy_scaling_rates_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    d.rates = (eddy_scaling_rates_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     json_t *doc = eddy_scaling_decision_to_json(&d, NULL);
     if (!doc)
         return NULL;

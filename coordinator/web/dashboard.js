@@ -510,6 +510,7 @@ function decisionTip(d) {
   if (r.observed_input_rate !== undefined && r.observed_input_rate !== null) rates.push('observed ' + fmtRate(r.observed_input_rate));
   if (r.true_rate_per_instance !== undefined && r.true_rate_per_instance !== null) rates.push('true rate/instance ' + fmtRate(r.true_rate_per_instance));
   if (r.utilisation !== undefined && r.utilisation !== null) rates.push('utilisation ' + fmtPct(r.utilisation));
+  if (r.state_bytes !== undefined && r.state_bytes !== null) rates.push('state ' + fmtBytes(r.state_bytes));
   return `${fmtDateTime(d.time_ms)} · ${d.action} ${d.operator} ${d.old_parallelism} → ${d.new_parallelism}` +
     ` (${d.applied ? 'applied' : 'not applied'})\n${d.reason || ''}` + (rates.length ? '\n' + rates.join(' · ') : '');
 }

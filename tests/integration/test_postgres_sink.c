@@ -47,6 +47,7 @@ static char uri[300];
 static char *expected;
 static size_t expected_len;
 static char rate[32];
+static size_t input_lines;
 static int ports[2];
 static eddy_test_pg_t *pg;
 static PGconn *db;
@@ -81,10 +82,9 @@ static void setup_wordcount(void)
 {
     setup_common(20);
     eddy_err_t err = {{0}};
-    size_t lines;
-    expected = eddy_test_wc_reference(input, TEXT_BYTES, 777, &expected_len, &lines, &err);
+    expected = eddy_test_wc_reference(input, TEXT_BYTES, 777, &expected_len, &input_lines, &err);
     cr_assert(expected, "%s", err.msg);
-    snprintf(rate, sizeof rate, "%zu", lines / RUN_SECONDS);
+    snprintf(rate, sizeof rate, "%zu", input_lines / RUN_SECONDS);
     eddy_test_pg_uri(pg, "counts", uri, sizeof uri);
 }
 
@@ -266,6 +266,10 @@ static void two_kills(void)
 Test(postgres_sink, wordcount_two_worker_kills, .init = setup_wordcount, .fini = teardown,
      .timeout = 300)
 {
+    /* A checkpoint, a rescale, another checkpoint and only then the kill:
+     * twice the usual run time, so that a loaded machine still kills a
+     * worker before the input ends. */
+    snprintf(rate, sizeof rate, "%zu", input_lines / (2 * RUN_SECONDS));
     start_local_wordcount(NULL, NULL);
     wait_view(local, "running", 1, 0, 60000, "a completed checkpoint");
     /* Rows are published per checkpoint, while the job runs. */

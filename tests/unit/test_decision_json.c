@@ -345,3 +345,66 @@ Test(decision_json, policy_is_optional)
     expect_rejected(empty_policy, "policy");
     expect_rejected(policy_as_number, "policy");
 }
+
+/* "effect" (an earlier rescale's prediction against what it did) and
+ * "rates.state_bytes" are optional: absent when unknown, exact when set,
+ * and a malformed effect is refused by name. */
+static json_t *sample_effect(void)
+{
+    return json_pack("{s:I, s:i, s:i, s:f, s:f, s:f, s:f}", "decided_ms", (json_int_t)1000, "from",
+                     1, "to", 4, "predicted_rate", 25000.0, "observed_rate", 24000.0,
+                     "predicted_utilisation", 0.625, "observed_utilisation", 0.6);
+}
+static void effect_with_unknown_key(json_t *o)
+{
+    json_t *e = sample_effect();
+    json_object_set_new(e, "bogus", json_integer(1));
+    json_object_set_new(o, "effect", e);
+}
+static void effect_without_decided(json_t *o)
+{
+    json_t *e = sample_effect();
+    json_object_del(e, "decided_ms");
+    json_object_set_new(o, "effect", e);
+}
+static void effect_with_negative_rate(json_t *o)
+{
+    json_t *e = sample_effect();
+    json_object_set_new(e, "observed_rate", json_real(-1.0));
+    json_object_set_new(o, "effect", e);
+}
+static void effect_as_string(json_t *o) { json_object_set_new(o, "effect", json_string("good")); }
+
+Test(decision_json, effect_and_state_bytes_are_optional)
+{
+    eddy_scaling_decision_t d = sample_decision();
+    d.rates.state_bytes = NAN;
+    json_t *obj = encode(&d);
+    cr_assert_null(json_object_get(obj, "effect"));
+    cr_assert_null(json_object_get(json_object_get(obj, "rates"), "state_bytes"));
+    json_decref(obj);
+    eddy_scaling_decision_t back = round_trip(&d);
+    cr_assert_not(back.effect.known);
+    cr_assert(isnan(back.rates.state_bytes));
+
+    d.rates.state_bytes = 123456789.0;
+    d.effect = (eddy_scaling_effect_t){.known = true, .decided_ms = 1000, .from = 1, .to = 4,
+                                       .predicted_rate = 25000.0, .observed_rate = 24000.5,
+                                       .predicted_utilisation = 0.625,
+                                       .observed_utilisation = 0.6};
+    back = round_trip(&d);
+    cr_assert_eq(back.rates.state_bytes, 123456789.0);
+    cr_assert(back.effect.known);
+    cr_assert_eq(back.effect.decided_ms, 1000);
+    cr_assert_eq(back.effect.from, 1);
+    cr_assert_eq(back.effect.to, 4);
+    cr_assert_eq(back.effect.predicted_rate, 25000.0);
+    cr_assert_eq(back.effect.observed_rate, 24000.5);
+    cr_assert_eq(back.effect.predicted_utilisation, 0.625);
+    cr_assert_eq(back.effect.observed_utilisation, 0.6);
+
+    expect_rejected(effect_with_unknown_key, "effect.bogus");
+    expect_rejected(effect_without_decided, "effect.decided_ms");
+    expect_rejected(effect_with_negative_rate, "effect.observed_rate");
+    expect_rejected(effect_as_string, "\"effect\" must be an object");
+}

@@ -752,3 +752,144 @@ Test(scaling_policy, state_budget_beyond_max_parallelism_is_infeasible)
     cr_assert_eq(d[MAP].memory_parallelism, 0);
     eddy_scaling_policy_destroy(&policy);
 }
+
+/* 128 key groups over 15 instances: the busiest owns 9 against 8.53 on
+ * average (5.5% more), and 16 divide them evenly: one instance more. Three
+ * instances (43 against 42.7) stay three. */
+Test(scaling_policy, uneven_key_groups_take_one_instance_more)
+{
+    eddy_scaling_policy_config_t config = test_config();
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 1, 116000.0); /* 116000 / 8000 = 14.5 -> 15 */
+    eddy_scaling_decision_t d[OPS];
+    sim_measure(&sim, 1.0, 1.0);
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 16, "reason: %s", d[MAP].reason);
+    cr_assert(strstr(d[MAP].reason, "16 instead of 15: 128 key groups divide evenly"),
+              "reason: %s", d[MAP].reason);
+    eddy_scaling_policy_destroy(&policy);
+
+    policy = new_policy(&config);
+    sim_init(&sim, 1, 20000.0); /* 2.5 -> 3 */
+    sim_measure(&sim, 1.0, 1.0);
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+    cr_assert_eq(d[MAP].new_parallelism, 3, "reason: %s", d[MAP].reason);
+    eddy_scaling_policy_destroy(&policy);
+}
+
+/* 2 GiB over 4 instances, 4 -> 2 moves 1 GiB: 10 s at 100 MiB/s, so the
+ * lower load must hold 100 s (ten intervals), not only three. */
+Test(scaling_policy, scale_down_of_big_state_waits_until_the_move_pays)
+{
+    const double mb = 1024.0 * 1024.0;
+    eddy_scaling_policy_config_t config = test_config();
+    config.warmup_ms = 0;
+    config.cooldown_ms = 0;
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    eddy_scaling_policy_set_move_rate(policy, 100.0 * mb);
+    sim_t sim;
+    sim_init(&sim, 4, 12000.0); /* 12000 / 7000 = 1.71 -> 2 */
+    eddy_scaling_decision_t d[OPS];
+    int64_t applied_at = -1;
+    for (int64_t t = 0; t <= 150000 && applied_at < 0; t += INTERVAL_MS) {
+        sim_measure(&sim, 1.0, 1.0);
+        sim.ops[MAP].metrics.state_bytes = 2048.0 * mb;
+        if (sim_step(&sim, policy, t, d)) {
+            applied_at = t;
+            cr_assert_eq(d[MAP].new_parallelism, 2);
+        } else if (t >= 20000) {
+            cr_assert(strstr(d[MAP].reason, "moving ~1024.0 MB (~10.2 s at 100 MB/s, measured) "
+                                            "waits until the lower load has held 102 s"),
+                      "at %lld: %s", (long long)t, d[MAP].reason);
+        }
+        cr_assert_float_eq(d[MAP].rates.state_bytes, 2048.0 * mb, 1.0);
+    }
+    /* the streak's 11th interval is the first to have held 110 s >= 102 s */
+    cr_assert_eq(applied_at, 100000, "applied at %lld", (long long)applied_at);
+    eddy_scaling_policy_destroy(&policy);
+
+    /* Small state: the confirmations alone (the third interval). */
+    policy = new_policy(&config);
+    sim_init(&sim, 4, 12000.0);
+    applied_at = -1;
+    for (int64_t t = 0; t <= 150000 && applied_at < 0; t += INTERVAL_MS) {
+        sim_measure(&sim, 1.0, 1.0);
+        sim.ops[MAP].metrics.state_bytes = 10.0 * mb;
+        if (sim_step(&sim, policy, t, d))
+            applied_at = t;
+    }
+    cr_assert_eq(applied_at, 20000, "applied at %lld", (long long)applied_at);
+    eddy_scaling_policy_destroy(&policy);
+}
+
+/* An operator that still keeps up (17000 rec/s on 2 x 10000, busy 0.85)
+ * with 1 GiB of state waits one more interval before moving a third of
+ * it; one that falls behind does not wait. */
+Test(scaling_policy, scale_up_that_keeps_up_waits_one_interval_when_the_move_is_big)
+{
+    const double mb = 1024.0 * 1024.0;
+    eddy_scaling_policy_config_t config = test_config();
+    config.warmup_ms = 0;
+    config.cooldown_ms = 0;
+    eddy_scaling_policy_t *policy = new_policy(&config);
+    sim_t sim;
+    sim_init(&sim, 2, 17000.0);
+    eddy_scaling_decision_t d[OPS];
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.state_bytes = 1024.0 * mb;
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 0, "reason: %s", d[MAP].reason);
+    cr_assert(strstr(d[MAP].reason, "it keeps up and moving ~341.3 MB takes ~6.8 s"),
+              "reason: %s", d[MAP].reason);
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.state_bytes = 1024.0 * mb;
+    cr_assert_eq(sim_step(&sim, policy, INTERVAL_MS, d), 1, "reason: %s", d[MAP].reason);
+    cr_assert_eq(d[MAP].new_parallelism, 3);
+    eddy_scaling_policy_destroy(&policy);
+
+    policy = new_policy(&config);
+    sim_init(&sim, 2, 30000.0); /* capacity 20000: behind */
+    sim_measure(&sim, 1.0, 1.0);
+    sim.ops[MAP].metrics.state_bytes = 1024.0 * mb;
+    cr_assert_eq(sim_step(&sim, policy, 0, d), 1, "reason: %s", d[MAP].reason);
+    cr_assert_eq(d[MAP].new_parallelism, 4);
+    eddy_scaling_policy_destroy(&policy);
+}
+
+/* The first evaluation past the warm-up says what the rescale brought,
+ * once; every policy reports it. */
+Test(scaling_policy, effect_of_a_rescale_is_reported_once_it_settled)
+{
+    eddy_scaling_policy_kind_t kinds[] = {EDDY_POLICY_EDDY, EDDY_POLICY_DS2};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        eddy_scaling_policy_config_t config = test_config();
+        config.kind = kinds[k];
+        eddy_scaling_policy_t *policy = new_policy(&config);
+        sim_t sim;
+        sim_init(&sim, 1, 25000.0);
+        eddy_scaling_decision_t d[OPS];
+        sim_measure(&sim, 1.0, 1.0);
+        cr_assert_eq(sim_step(&sim, policy, 0, d), 1);
+        cr_assert_not(d[MAP].effect.known);
+        uint32_t to = sim.ops[MAP].parallelism;
+        int reported = 0;
+        for (int64_t t = INTERVAL_MS; t <= 80000; t += INTERVAL_MS) {
+            sim_measure(&sim, 1.0, 1.0);
+            sim_step(&sim, policy, t, d);
+            if (!d[MAP].effect.known)
+                continue;
+            reported++;
+            cr_assert_geq(t, config.warmup_ms, "reported in the warm-up");
+            cr_assert_eq(d[MAP].effect.decided_ms, 0);
+            cr_assert_eq(d[MAP].effect.from, 1);
+            cr_assert_eq(d[MAP].effect.to, to);
+            cr_assert_float_eq(d[MAP].effect.predicted_rate, 25000.0, 1e-6);
+            cr_assert_float_eq(d[MAP].effect.observed_rate, 25000.0, 1e-6);
+            cr_assert_float_eq(d[MAP].effect.observed_utilisation, 25000.0 / (to * 10000.0),
+                               1e-6);
+            cr_assert(strstr(d[MAP].reason, "effect of 1 -> "), "reason: %s", d[MAP].reason);
+        }
+        cr_assert_eq(reported, 1, "policy %s", eddy_scaling_policy_kind_name(kinds[k]));
+        eddy_scaling_policy_destroy(&policy);
+    }
+}
