@@ -351,6 +351,8 @@ static int render_scaling(json_t *doc, bool all, const char *job)
         }
         char line[1536];
         printf("%s\n", eddy_scaling_decision_text(d, line, sizeof line));
+        if (eddy_scaling_decision_inputs_text(d, line, sizeof line))
+            printf("    %s\n", line);
     }
     if (hidden)
         printf("(%zu no-change decision%s not shown: eddy scaling --all)\n", hidden,

@@ -3,6 +3,7 @@
  * of another type prints as "?" rather than failing the whole listing. */
 #include "controller/decision_text.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,5 +45,64 @@ char *eddy_scaling_decision_text(const json_t *d, char *buf, size_t size)
     snprintf(buf, size, "%s %s/%s %s %s%s%s%s: %s", when, str_or(d, "job", "?"),
              str_or(d, "operator", "?"), change, str_or(d, "action", "?"), applied, job_time,
              policy, str_or(d, "reason", ""));
+    return buf;
+}
+
+/* Appends ", " (after the first input) and text to buf (size bytes). */
+static void add_input(char *buf, size_t size, const char *text)
+{
+    size_t used = strnlen(buf, size);
+    snprintf(buf + used, size - used, "%s%s", used > strlen("inputs: ") ? ", " : "", text);
+}
+
+/* A rate of the decision, or NAN when it is absent or null. */
+static double rate_of(const json_t *d, const char *key)
+{
+    const json_t *v = json_object_get(json_object_get(d, "rates"), key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+char *eddy_scaling_decision_inputs_text(const json_t *d, char *buf, size_t size)
+{
+    if (!size)
+        return NULL;
+    snprintf(buf, size, "inputs: ");
+    double observed = rate_of(d, "observed_input_rate"), target = rate_of(d, "target_input_rate");
+    double per_instance = rate_of(d, "true_rate_per_instance"), busy = rate_of(d, "utilisation");
+    double backlog = rate_of(d, "backlog"), p99 = rate_of(d, "latency_p99_ms");
+    double state = rate_of(d, "state_bytes");
+    char text[96] = "";
+    if (isfinite(observed) && isfinite(target))
+        snprintf(text, sizeof text, "processed %.0f rec/s of %.0f wanted", observed, target);
+    else if (isfinite(observed))
+        snprintf(text, sizeof text, "processed %.0f rec/s", observed);
+    else if (isfinite(target))
+        snprintf(text, sizeof text, "%.0f rec/s wanted", target);
+    if (isfinite(observed) || isfinite(target))
+        add_input(buf, size, text);
+    if (isfinite(per_instance)) {
+        snprintf(text, sizeof text, "%.0f rec/s per instance when busy", per_instance);
+        add_input(buf, size, text);
+    }
+    if (isfinite(busy)) {
+        snprintf(text, sizeof text, "busy %.0f%%", busy * 100.0);
+        add_input(buf, size, text);
+    }
+    if (isfinite(backlog)) {
+        snprintf(text, sizeof text, "backlog %.0f", backlog);
+        add_input(buf, size, text);
+    }
+    if (isfinite(p99)) {
+        snprintf(text, sizeof text, "p99 %.0f ms", p99);
+        add_input(buf, size, text);
+    }
+    if (isfinite(state)) {
+        snprintf(text, sizeof text, "state %.1f MB", state / (1024.0 * 1024.0));
+        add_input(buf, size, text);
+    }
+    if (strlen(buf) == strlen("inputs: ")) {
+        buf[0] = '\0';
+        return NULL;
+    }
     return buf;
 }

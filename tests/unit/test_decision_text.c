@@ -83,3 +83,31 @@ Test(decision_text, no_change_and_old_records)
     cr_assert_str_eq(eddy_scaling_decision_text(empty, line, sizeof line), "? ?/? 0 ?: ");
     json_decref(empty);
 }
+
+/* The inputs line lists what the decision knew, and nothing when it knew
+ * none (older records, the pool's decisions). */
+Test(decision_text, inputs_line_lists_the_known_inputs)
+{
+    json_t *d = json_pack("{s:{s:f, s:f, s:f, s:f, s:n, s:f, s:f}}", "rates", "observed_input_rate",
+                          10000.0, "target_input_rate", 25000.0, "true_rate_per_instance", 10000.0,
+                          "utilisation", 0.99, "selectivity", "backlog", 20000.0, "state_bytes",
+                          12.0 * 1024 * 1024);
+    char line[512];
+    cr_assert_str_eq(eddy_scaling_decision_inputs_text(d, line, sizeof line),
+                     "inputs: processed 10000 rec/s of 25000 wanted, 10000 rec/s per instance "
+                     "when busy, busy 99%, backlog 20000, state 12.0 MB");
+    json_object_del(json_object_get(d, "rates"), "observed_input_rate");
+    json_object_set_new(json_object_get(d, "rates"), "latency_p99_ms", json_real(850.0));
+    cr_assert_str_eq(eddy_scaling_decision_inputs_text(d, line, sizeof line),
+                     "inputs: 25000 rec/s wanted, 10000 rec/s per instance when busy, busy 99%, "
+                     "backlog 20000, p99 850 ms, state 12.0 MB");
+    json_decref(d);
+    d = json_pack("{s:{s:n, s:n}}", "rates", "target_input_rate", "utilisation");
+    cr_assert_null(eddy_scaling_decision_inputs_text(d, line, sizeof line));
+    cr_assert_str_eq(line, "");
+    json_decref(d);
+    char tiny[12];
+    d = json_pack("{s:{s:f}}", "rates", "utilisation", 0.5);
+    cr_assert_str_eq(eddy_scaling_decision_inputs_text(d, tiny, sizeof tiny), "inputs: bus");
+    json_decref(d);
+}
