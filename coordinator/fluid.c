@@ -269,8 +269,10 @@ static void init(coord_job_t *j, int stage, uint32_t to, const unsigned char *id
     j->fluid_most_flight = 0;
     j->fluid_pause_ms = 0;
     /* until EXPAND's barrier or a step measures it: the last checkpoint's
-     * time, which its barriers spent behind the same queues */
-    j->fluid_lag_ms = (uint64_t)j->last_checkpoint_ms;
+     * time without its writers' (what its barriers spent behind the same
+     * queues, and the tasks' time at them) */
+    double async_ms = (double)j->last_checkpoint_cost.async_us / 1e3;
+    j->fluid_lag_ms = j->last_checkpoint_ms > async_ms ? (uint64_t)(j->last_checkpoint_ms - async_ms) : 0;
 }
 
 int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
