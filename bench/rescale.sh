@@ -21,6 +21,16 @@
 # then fluid/sudden ratios per V, and with gnuplot a PNG per V of
 # throughput (50 ms buckets) and marker latency over time for both modes.
 #
+# SCENARIO=backlog runs a job that is BEHIND instead (issue 25): wordcount
+# on a BACKLOG_MB file of text (gen_text) at unlimited rate, parallelism 2,
+# 3 workers, checkpoints every 2 s, and `eddy rescale wordcount count 4` at
+# AT s, once per mode in BACKLOG_MODES (default "sudden fluid fluid-1";
+# fluid-1 is fluid with --migration-steps-in-flight 1: one step after
+# another), ROUNDS times (default 3) in turn. Per run it prints the rescale
+# command's span, the coordinator's line (steps, total time, pause), and
+# whether the output equals the first sudden run's; then per mode the
+# median span and its ratio against sudden's.
+#
 # Environment: BUILD (build dir), KEYS ("1000000"; the issue also asks for
 # 4000000), MODES ("sudden fluid"), RATE (2000), RESCALE_S (8), STEP (8,
 # --migration-step-key-groups), STEP_BYTES (unset: eddy's default;
@@ -58,6 +68,52 @@ fi
 # a free control port for each run
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 bench_machine
+
+# A rescale of a job that is behind (SCENARIO=backlog, above).
+backlog() {
+    local mb=${BACKLOG_MB:-60} at=${AT:-3} rounds=${ROUNDS:-3} modes=${BACKLOG_MODES:-sudden fluid fluid-1}
+    local text=$TMP/text-$mb ref="" r mode
+    bench_need_bin "$BUILD/gen_text"
+    "$BUILD/gen_text" "$text" "$mb" 200000 7 >/dev/null
+    declare -A spans
+    for ((r = 1; r <= rounds; r++)); do
+        for mode in $modes; do
+            local port flags=(--migration "${mode%%-*}") run=$TMP/backlog-$mode-$r
+            [[ $mode == *-* ]] && flags+=(--migration-steps-in-flight "${mode#*-}")
+            port=$(bench_free_port)
+            "$EDDY" local --workers 3 --parallelism 2 --checkpoint-interval 2000 --no-rebalance \
+                "${flags[@]}" --control-port "$port" --http-port 0 --quiet --job wordcount \
+                --input "$text" --output "$run.tsv" >/dev/null 2>"$run.log" &
+            local pid=$! t0 t1
+            sleep "$at"
+            t0=$(date +%s%N)
+            "$EDDY" rescale wordcount count 4 --coordinator "tcp://127.0.0.1:$port" \
+                --timeout-ms 120000 >"$run.out" 2>&1 || true
+            t1=$(date +%s%N)
+            wait "$pid" || true
+            local span=$(( (t1 - t0) / 1000000 )) same=-
+            sort "$run.tsv" >"$run.sorted"
+            if [[ -z $ref && $mode == sudden ]]; then ref=$run.sorted; fi
+            [[ -n $ref ]] && { cmp -s "$ref" "$run.sorted" && same=yes || same=NO; }
+            printf '%-8s round %d: rescale %5d ms, output same as sudden: %s; %s\n' "$mode" "$r" \
+                "$span" "$same" "$(head -c 300 "$run.out")"
+            spans[$mode]+="$span "
+        done
+    done
+    local med
+    median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    local sudden_med
+    sudden_med=$(median "${spans[sudden]:-}")
+    for mode in $modes; do
+        med=$(median "${spans[$mode]}")
+        printf '%-8s median rescale %s ms (%s), %s x sudden\n' "$mode" "$med" "${spans[$mode]% }" \
+            "$(bench_ratio "$med" "${sudden_med:-0}")"
+    done
+}
+if [[ ${SCENARIO:-latency} == backlog ]]; then
+    backlog
+    exit 0
+fi
 
 # analyse MARKS: one line of figures from a probe's marker file:
 # during_max during_p99 before_max before_p99 window_ms buckets empty_buckets

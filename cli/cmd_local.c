@@ -168,6 +168,7 @@ static int run_local(int argc, char **argv, char **spec_text)
     const char *migration_name = "fluid";
     uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     uint64_t migration_step_bytes = EDDY_MIGRATION_STEP_BYTES;
+    uint32_t migration_steps_in_flight = 0;
     const char *controller_flags = "", *guarantee_name = "exactly-once";
     const char *keys_dir = eddy_cli_default_keys();
     eddy_flag_t flags[] = {
@@ -201,6 +202,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step, at most (8)"),
         EDDY_FLAG_U64("migration-step-bytes", &migration_step_bytes, 1, UINT64_MAX / 2, "BYTES", "fluid migration: bytes of state moved per step, about (4194304); a step moves at least one key group"),
+        EDDY_FLAG_U32("migration-steps-in-flight", &migration_steps_in_flight, 0, EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX, "N", "fluid migration: steps in flight at once, at most (0, the default: adaptive, more when the job is behind and markers wait behind queued records; 1: one after another)"),
         EDDY_FLAG_SWITCH("autoscale", &autoscale, "run the DS2 controller too"),
         EDDY_FLAG_STR("controller-flags", &controller_flags, "\"FLAGS\"", "extra flags for the controller"),
         EDDY_FLAG_SWITCH("pool", &pool, "autoscale with an elastic worker pool: the controller starts workers beyond --workers when the job needs them, up to --max-workers, and stops idle ones (pool flags of `eddy controller` go in --controller-flags)"),
@@ -442,6 +444,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         .rebalance_interval_ms = rebalance_ms, .limits = limits, .migration = migration,
         .migration_step_key_groups = migration_step,
         .migration_step_bytes = migration_step_bytes,
+        .migration_steps_in_flight = migration_steps_in_flight,
         .submit_savepoint = from_savepoint ? savepoint_root : NULL,
         .submit_savepoint_manifest = &savepoint, .submit_allow_non_restored = allow_non_restored,
         .savepoint_dir = savepoint_dir};

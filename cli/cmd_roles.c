@@ -133,6 +133,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     const char *migration_name = "fluid";
     uint32_t migration_step = EDDY_MIGRATION_STEP_KEY_GROUPS;
     uint64_t migration_step_bytes = EDDY_MIGRATION_STEP_BYTES;
+    uint32_t migration_steps_in_flight = 0;
     eddy_flag_t flags[] = {
         EDDY_FLAG_STR("bind", &bind, "tcp://ADDR:PORT", "control socket (tcp://127.0.0.1:7600; tcp://0.0.0.0:7600 for other machines)"),
         EDDY_FLAG_STR("http-host", &http_host, "ADDR", "HTTP bind address (127.0.0.1; 0.0.0.0 for other machines)"),
@@ -167,6 +168,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_STR("migration", &migration_name, "MODE", "how a rescale moves key groups: fluid (the default: in steps, worker to worker over the data plane, while the sources run; adding or removing instances pauses them briefly, without moving state) or sudden (the sources pause while the moved groups go through the snapshot store)"),
         EDDY_FLAG_U32("migration-step-key-groups", &migration_step, 1, 32768, "N", "fluid migration: key groups moved per step, at most (8)"),
         EDDY_FLAG_U64("migration-step-bytes", &migration_step_bytes, 1, UINT64_MAX / 2, "BYTES", "fluid migration: bytes of state moved per step, about (4194304); a step moves at least one key group"),
+        EDDY_FLAG_U32("migration-steps-in-flight", &migration_steps_in_flight, 0, EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX, "N", "fluid migration: steps in flight at once, at most (0, the default: adaptive, more when the job is behind and markers wait behind queued records; 1: one after another)"),
         EDDY_FLAG_END,
     };
     int code;
@@ -221,7 +223,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .leader_quorum_timeout_ms = quorum_timeout, .dead_worker_grace_ms = dead_grace,
         .no_rebalance = no_rebalance, .rebalance_interval_ms = rebalance_ms, .limits = limits,
         .migration = migration, .migration_step_key_groups = migration_step,
-        .migration_step_bytes = migration_step_bytes};
+        .migration_step_bytes = migration_step_bytes,
+        .migration_steps_in_flight = migration_steps_in_flight};
     int rc = eddy_coordinator_run(&opts, &eddy_cli_stop, &err);
     eddy_http_token_free(&token);
     eddy_keys_destroy(&keys);

@@ -55,6 +55,12 @@ typedef enum eddy_migration_mode {
 
 #define EDDY_MIGRATION_STEP_KEY_GROUPS 8u /* default --migration-step-key-groups */
 #define EDDY_MIGRATION_STEP_BYTES (4ull << 20) /* default --migration-step-bytes */
+/* Fluid steps in flight at once, at most (--migration-steps-in-flight). */
+#define EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX 64u
+/* With --migration-steps-in-flight 0 (adaptive, the default): one step in
+ * flight, plus one per this many ms that a marker waits behind the records
+ * queued ahead of it (fluid.c). */
+#define EDDY_MIGRATION_STEP_TARGET_MS 20u
 
 /* "sudden" or "fluid"; -1 otherwise. */
 int eddy_migration_mode_parse(const char *name, eddy_migration_mode_t *out);
@@ -123,6 +129,9 @@ typedef struct eddy_coordinator_options {
     eddy_migration_mode_t migration;
     uint32_t migration_step_key_groups;
     uint64_t migration_step_bytes;
+    /* Fluid steps in flight at once (0: adaptive, by how long markers wait
+     * behind queued records; at most EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX). */
+    uint32_t migration_steps_in_flight;
     /* Plugin libraries to store and load at start (eddy local --plugin). */
     const char *const *plugin_files;
     uint32_t n_plugin_files;

@@ -249,6 +249,12 @@ void coord_job_on_deployed(coord_t *c, coord_worker_t *w, const eddy_msg_t *m)
     j->deploy_local_groups += m->u.deployed.groups_local;
     if (j->deploys_pending > 0)
         return;
+    if (j->state == JOB_RESCALING && j->fluid) {
+        uint32_t epoch = j->epoch;
+        coord_fluid_before_start(c, j);
+        if (j->epoch != epoch || j->deploys_pending || j->state != JOB_RESCALING)
+            return; /* its plan failed: the job restores */
+    }
     eddy_msg_t start = {.type = EDDY_MSG_START};
     start.u.start.job = j->num;
     start.u.start.epoch = j->epoch;

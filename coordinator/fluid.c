@@ -16,10 +16,14 @@
  *    before the first the old owner's heap bytes; at least one group),
  *    ROUTE_STEP to every worker; the senders put HANDOFF markers in band,
  *    the old owner sends the groups' state to the new owner over the data
- *    plane, the new owner installs it and answers STEP_DONE; then the next
- *    step. No checkpoint starts while a step is in flight (and a task
- *    declines one that meets a step), so every group is in exactly one
- *    snapshot; no step starts while a checkpoint is in flight.
+ *    plane, the new owner installs it and answers STEP_DONE. Up to
+ *    steps_in_flight steps are out at once (they move disjoint groups; more
+ *    when markers wait long behind queued records, i.e. the job is
+ *    behind), the first ones sent before EXPAND's START so that their
+ *    markers are ahead of every record (coord_fluid_before_start). No
+ *    checkpoint starts while a step is in flight (and a task declines one
+ *    that meets a step), so every group is in exactly one snapshot; no
+ *    step starts while a checkpoint is in flight or due.
  *  SHRINK (q < p): the instances the steps emptied are removed, like
  *    EXPAND behind a barrier that writes no state.
  * A migration (rebalancing, migrate.c: instances of S move to other workers
@@ -101,15 +105,32 @@ void coord_fluid_clear(coord_job_t *j)
         j->placement[s].route_parallelism = 0;
     j->fluid = false;
     j->fluid_phase = 0;
-    j->fluid_version = 0;
+    j->n_fluid_flight = 0;
     j->fluid_next_step = 0;
     j->fluid_step_off = 0;
-    j->fluid_step_n = 0;
 }
 
 bool coord_fluid_step_in_flight(const coord_job_t *j)
 {
-    return j->fluid && j->fluid_version != 0;
+    return j->fluid && j->n_fluid_flight != 0;
+}
+
+/* How many steps go at once. A step's markers wait behind the records
+ * queued ahead of them on their channels, for about the time the job is
+ * behind (fluid_lag_ms); one step after another, a rescale of a job that
+ * is behind took steps x that wait (7-25 s against well under a second).
+ * Steps move disjoint key groups, so several can be in flight: their
+ * markers wait behind the same queued records together. One step per
+ * EDDY_MIGRATION_STEP_TARGET_MS of wait, plus one: a job that keeps up
+ * (markers in at once) moves one step at a time, so a moved group is held
+ * at its new owner no longer than one step's copy; a job that is behind
+ * moves as many as the wait covers (its records wait that long anyway). */
+static uint32_t steps_in_flight(const coord_t *c, const coord_job_t *j)
+{
+    uint64_t n = c->opts->migration_steps_in_flight;
+    if (!n)
+        n = 1 + j->fluid_lag_ms / EDDY_MIGRATION_STEP_TARGET_MS;
+    return n > EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX ? EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX : (uint32_t)n;
 }
 
 /* The sources stop behind a barrier that writes no state (checkpoint.c
@@ -157,7 +178,7 @@ static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as
     j->fluid_phase = COORD_FLUID_STEPS;
     j->fluid_next_step = 0;
     j->fluid_step_off = 0;
-    j->fluid_version = 0;
+    j->n_fluid_flight = 0;
     if (j->n_moves)
         eddy_info("job %s: fluid migration of %u instance%s of %s: %u key groups to move in %u steps "
                   "of at most %u key groups and about %" PRIu64 " bytes", j->id, j->n_moves,
@@ -168,7 +189,6 @@ static int start_steps(coord_t *c, coord_job_t *j, uint32_t table_p, uint32_t as
                   "most %u key groups and about %" PRIu64 " bytes", j->id,
                   j->graph.stages[j->rescale_stage].name, j->rescale_from, j->rescale_to,
                   j->fluid_plan.n_groups, j->fluid_plan.n_steps, step_groups(c), step_bytes(c));
-    coord_fluid_tick(c, j, eddy_mono_ms());
     return 0;
 }
 
@@ -196,16 +216,18 @@ static void done(coord_t *c, coord_job_t *j)
     if (j->fluid_transfer_us)
         snprintf(transfer, sizeof transfer, ", copied in %.1f ms (%.0f MB/s)", r->transfer_ms,
                  (double)r->bytes_moved / 1048576.0 / (r->transfer_ms / 1e3));
-    char msg[512], what[160];
+    char msg[640], what[160], flight[48] = "";
+    if (j->fluid_most_flight > 1)
+        snprintf(flight, sizeof flight, " (up to %u at once)", j->fluid_most_flight);
     if (j->n_moves)
         snprintf(what, sizeof what, "migrated %u instance%s of %s/%s", j->n_moves,
                  j->n_moves == 1 ? "" : "s", j->id, r->stage);
     else
         snprintf(what, sizeof what, "rescaled %s/%s %u -> %u", j->id, r->stage, r->old_p, r->new_p);
     snprintf(msg, sizeof msg,
-             "%s (fluid): %u steps in %.1f ms, sources paused %.1f ms, moved %" PRIu64
+             "%s (fluid): %u steps%s in %.1f ms, sources paused %.1f ms, moved %" PRIu64
              " key groups (%" PRIu64 " bytes)%s",
-             what, r->fluid_steps, total_ms, r->pause_ms, r->groups_moved, r->bytes_moved, transfer);
+             what, r->fluid_steps, flight, total_ms, r->pause_ms, r->groups_moved, r->bytes_moved, transfer);
     eddy_info("%s", msg);
     if (j->n_moves) {
         r->instances_moved = j->n_moves;
@@ -244,7 +266,13 @@ static void init(coord_job_t *j, int stage, uint32_t to, const unsigned char *id
     j->fluid_bytes = j->fluid_groups = 0;
     j->fluid_transfer_us = 0;
     j->fluid_steps_taken = 0;
+    j->fluid_most_flight = 0;
     j->fluid_pause_ms = 0;
+    /* until EXPAND's barrier or a step measures it: the last checkpoint's
+     * time without its writers' (what its barriers spent behind the same
+     * queues, and the tasks' time at them) */
+    double async_ms = (double)j->last_checkpoint_cost.async_us / 1e3;
+    j->fluid_lag_ms = j->last_checkpoint_ms > async_ms ? (uint64_t)(j->last_checkpoint_ms - async_ms) : 0;
 }
 
 int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
@@ -260,7 +288,8 @@ int coord_fluid_begin(coord_t *c, coord_job_t *j, int stage, uint32_t to,
         pause_for_deploy(c, j);
         return 0;
     }
-    start_steps(c, j, from, from); /* a failure restores the job */
+    if (start_steps(c, j, from, from) == 0) /* a failure restores the job */
+        coord_fluid_tick(c, j, eddy_mono_ms());
     return 0;
 }
 
@@ -317,6 +346,9 @@ void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_t *pc = j->pending;
     j->pending = NULL;
     j->migration = pc->id;
+    /* the barrier went behind every queued record: the wait a marker sees */
+    uint64_t now_ms = eddy_mono_ms();
+    j->fluid_lag_ms = now_ms > pc->started_ms ? now_ms - pc->started_ms : 0;
     uint32_t p[EDDY_MAX_STAGES];
     for (uint32_t s = 0; s < j->graph.n_stages; s++)
         p[s] = coord_job_parallelism(j, s);
@@ -340,35 +372,45 @@ void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_destroy(&pc);
 }
 
+static void issue_steps(coord_t *c, coord_job_t *j, bool starting);
+
+/* Every worker confirmed EXPAND's deploy and the sources are about to
+ * start (deploy.c, before START): the first steps go now, so that their
+ * markers are the first thing on every channel, ahead of the records the
+ * sources send when they start. Sent later, behind a job that is behind,
+ * they would wait for the queues that refill at once. */
+void coord_fluid_before_start(coord_t *c, coord_job_t *j)
+{
+    if (!j->fluid || j->fluid_phase != COORD_FLUID_EXPAND)
+        return;
+    uint32_t q = j->placement[j->rescale_stage].parallelism;
+    j->placement[j->rescale_stage].route_parallelism = 0; /* a restore places uniformly */
+    if (start_steps(c, j, q, j->rescale_from) == 0) /* a failure restores the job */
+        issue_steps(c, j, true);
+}
+
 /* Every worker confirmed EXPAND's or SHRINK's deploy (the sources resume). */
 void coord_fluid_on_deployed(coord_t *c, coord_job_t *j)
 {
     j->fluid_pause_ms += (double)(eddy_mono_ns() - j->pause_started_ns) / 1e6;
     coord_reaper_remove(c->reaper, j->id, j->migration);
     j->migration = 0;
-    if (j->fluid_phase == COORD_FLUID_EXPAND) {
-        uint32_t q = j->placement[j->rescale_stage].parallelism;
-        j->placement[j->rescale_stage].route_parallelism = 0; /* a restore places uniformly */
-        start_steps(c, j, q, j->rescale_from);
-        return;
-    }
-    done(c, j);
+    if (j->fluid_phase == COORD_FLUID_SHRINK)
+        done(c, j);
+    /* else the steps began before START (coord_fluid_before_start); the
+     * rest go from coord_fluid_tick and coord_fluid_on_step_done */
 }
 
-/* The next step, or the end of the steps. */
-static void next_step(coord_t *c, coord_job_t *j)
+/* Whether a periodic checkpoint is due but for the steps in flight: no
+ * more steps start, so that it finds a moment with none. */
+static bool checkpoint_waits(const coord_t *c, const coord_job_t *j, uint64_t now_ms)
 {
-    if (j->fluid_next_step == j->fluid_plan.n_steps) {
-        if (j->rescale_to < j->rescale_from || j->n_moves) {
-            j->fluid_phase = COORD_FLUID_SHRINK;
-            pause_for_deploy(c, j);
-        } else {
-            done(c, j);
-        }
-        return;
-    }
-    if (j->pending || j->state != JOB_RUNNING)
-        return; /* a checkpoint first: each group in exactly one snapshot */
+    return c->opts->checkpoint_interval_ms && now_ms >= j->last_trigger_ms + c->opts->checkpoint_interval_ms;
+}
+
+/* Sends the next step. */
+static int issue_step(coord_t *c, coord_job_t *j, bool early)
+{
     const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
     const uint32_t *kgs = &j->fluid_plan.kgs[st->first + j->fluid_step_off];
     uint32_t n = groups_for_bytes(c, j, st->from, st->n - j->fluid_step_off);
@@ -380,12 +422,14 @@ static void next_step(coord_t *c, coord_job_t *j)
     eddy_err_t err = {{0}};
     if (eddy_route_table_apply(&j->fluid_table, version, kgs, n, st->to, &err) < 0) {
         coord_restore_job(c, j, err.msg, true);
-        return;
+        return -1;
     }
-    j->fluid_version = version;
-    j->fluid_step_n = n;
     j->fluid_steps_taken++;
-    j->fluid_step_started_ms = eddy_mono_ms();
+    j->fluid_flight[j->n_fluid_flight++] = (coord_fluid_flight_t){
+        .version = version, .n = n, .from = st->from, .to = st->to,
+        .number = j->fluid_steps_taken, .early = early, .started_ms = eddy_mono_ms()};
+    if (j->n_fluid_flight > j->fluid_most_flight)
+        j->fluid_most_flight = j->n_fluid_flight;
     eddy_msg_t m = {.type = EDDY_MSG_ROUTE_STEP};
     m.u.route_step.job = j->num;
     m.u.route_step.epoch = j->epoch;
@@ -396,64 +440,100 @@ static void next_step(coord_t *c, coord_job_t *j)
     m.u.route_step.kgs = (uint32_t *)kgs;
     coord_broadcast(c, &m);
     eddy_debug("job %s: fluid step %u (plan step %u/%u): %u key groups %u -> %u (routing version %"
-               PRIu64 ")", j->id, j->fluid_steps_taken, j->fluid_next_step + 1, j->fluid_plan.n_steps,
-               n, st->from, st->to, version);
+               PRIu64 "), %u in flight%s", j->id, j->fluid_steps_taken, j->fluid_next_step + 1,
+               j->fluid_plan.n_steps, n, st->from, st->to, version, j->n_fluid_flight,
+               early ? ", before the sources start" : "");
+    j->fluid_step_off += n;
+    if (j->fluid_step_off >= st->n) {
+        j->fluid_next_step++;
+        j->fluid_step_off = 0;
+    }
+    return 0;
+}
+
+/* The next steps, up to steps_in_flight, or the end of the steps.
+ * starting: before START of EXPAND's deploy (the job is not running yet). */
+static void issue_steps(coord_t *c, coord_job_t *j, bool starting)
+{
+    if (j->fluid_next_step == j->fluid_plan.n_steps) {
+        if (j->n_fluid_flight || starting)
+            return;
+        if (j->rescale_to < j->rescale_from || j->n_moves) {
+            j->fluid_phase = COORD_FLUID_SHRINK;
+            pause_for_deploy(c, j);
+        } else {
+            done(c, j);
+        }
+        return;
+    }
+    if (!starting && (j->pending || j->state != JOB_RUNNING))
+        return; /* a checkpoint first: each group in exactly one snapshot */
+    if (!starting && j->n_fluid_flight && checkpoint_waits(c, j, eddy_mono_ms()))
+        return; /* the steps in flight end, then the checkpoint, then more */
+    uint32_t want = steps_in_flight(c, j);
+    while (j->fluid_next_step < j->fluid_plan.n_steps && j->n_fluid_flight < want)
+        if (issue_step(c, j, starting) < 0)
+            return;
 }
 
 void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m)
 {
     coord_job_t *j = coord_job_by_num(c, m->u.step_done.job);
-    if (!j || !j->fluid || j->epoch != m->u.step_done.epoch || !j->fluid_version ||
-        m->u.step_done.version != j->fluid_version || (int)m->u.step_done.stage != j->rescale_stage)
+    if (!j || !j->fluid || j->epoch != m->u.step_done.epoch || (int)m->u.step_done.stage != j->rescale_stage)
         return; /* stale: from before a restore, or of an abandoned migration */
-    const eddy_route_step_t *st = &j->fluid_plan.steps[j->fluid_next_step];
-    if (m->u.step_done.instance != st->to)
+    uint32_t k = 0;
+    while (k < j->n_fluid_flight && j->fluid_flight[k].version != m->u.step_done.version)
+        k++;
+    if (k == j->n_fluid_flight || m->u.step_done.instance != j->fluid_flight[k].to)
         return;
-    uint64_t took_ms = eddy_mono_ms() - j->fluid_step_started_ms;
+    coord_fluid_flight_t f = j->fluid_flight[k];
+    memmove(&j->fluid_flight[k], &j->fluid_flight[k + 1], (j->n_fluid_flight - k - 1) * sizeof f);
+    j->n_fluid_flight--;
+    uint64_t took_ms = eddy_mono_ms() - f.started_ms;
     uint64_t us = m->u.step_done.transfer_us, bytes = m->u.step_done.bytes;
     j->fluid_bytes += bytes;
-    j->fluid_groups += j->fluid_step_n;
+    j->fluid_groups += f.n;
     j->fluid_transfer_us += us;
+    /* What the step spent before its old owner began sending: its markers'
+     * wait behind queued records (a step sent before the sources started
+     * saw empty queues, and says nothing about the job's lag). */
+    uint64_t wait_ms = took_ms > us / 1000 ? took_ms - us / 1000 : 0;
+    if (!f.early)
+        j->fluid_lag_ms = wait_ms;
     if (us)
         eddy_info("job %s: fluid step %u: %u key groups (%" PRIu64 " bytes) %u -> %u copied in %.1f "
-                  "ms (%.0f MB/s), step done in %" PRIu64 " ms", j->id, j->fluid_steps_taken,
-                  j->fluid_step_n, bytes, st->from, st->to, (double)us / 1e3,
-                  (double)bytes / 1048576.0 / ((double)us / 1e6), took_ms);
+                  "ms (%.0f MB/s), step done in %" PRIu64 " ms (markers about %" PRIu64 " ms)",
+                  j->id, f.number, f.n, bytes, f.from, f.to, (double)us / 1e3,
+                  (double)bytes / 1048576.0 / ((double)us / 1e6), took_ms, wait_ms);
     else
         eddy_info("job %s: fluid step %u: %u key groups (%" PRIu64 " bytes) %u -> %u, step done in %"
-                  PRIu64 " ms", j->id, j->fluid_steps_taken, j->fluid_step_n, bytes, st->from,
-                  st->to, took_ms);
-    j->fluid_version = 0;
-    j->fluid_step_off += j->fluid_step_n;
-    if (j->fluid_step_off >= st->n) {
-        j->fluid_next_step++;
-        j->fluid_step_off = 0;
-    }
-    /* A periodic checkpoint that came due during the step goes before the
-     * next step (next_step waits for it; the tick resumes the steps when it
-     * ended): a checkpoint waits for the current step, never for the whole
-     * migration. Otherwise every step started the next at once and no
-     * checkpoint found a moment between two steps. */
+                  PRIu64 " ms", j->id, f.number, f.n, bytes, f.from, f.to, took_ms);
+    /* A periodic checkpoint that came due during the steps goes before
+     * more steps (issue_steps stops sending them; the tick resumes the
+     * steps when it ended): a checkpoint waits for the steps in flight,
+     * never for the whole migration. Otherwise every step started the next
+     * at once and no checkpoint found a moment between two steps. */
     if (j->fluid_next_step < j->fluid_plan.n_steps && coord_checkpoint_due(c, j, eddy_mono_ms())) {
         eddy_debug("job %s: checkpoint before fluid step %u", j->id, j->fluid_steps_taken + 1);
         coord_checkpoint_trigger(c, j, false);
     }
-    next_step(c, j);
+    issue_steps(c, j, false);
 }
 
 void coord_fluid_tick(coord_t *c, coord_job_t *j, uint64_t now_ms)
 {
     if (!j->fluid || j->fluid_phase != COORD_FLUID_STEPS)
         return;
-    if (j->fluid_version) {
-        if (now_ms > j->fluid_step_started_ms + c->opts->checkpoint_timeout_ms) {
+    for (uint32_t k = 0; k < j->n_fluid_flight; k++) {
+        const coord_fluid_flight_t *f = &j->fluid_flight[k];
+        if (now_ms > f->started_ms + c->opts->checkpoint_timeout_ms) {
             char why[200];
-            snprintf(why, sizeof why, "fluid migration step %u (plan step %u of %u) was not done "
-                     "within %u ms", j->fluid_steps_taken, j->fluid_next_step + 1,
-                     j->fluid_plan.n_steps, c->opts->checkpoint_timeout_ms);
+            snprintf(why, sizeof why, "fluid migration step %u (%u key groups %u -> %u) was not "
+                     "done within %u ms", f->number, f->n, f->from, f->to,
+                     c->opts->checkpoint_timeout_ms);
             coord_restore_job(c, j, why, true);
+            return;
         }
-        return;
     }
-    next_step(c, j);
+    issue_steps(c, j, false);
 }

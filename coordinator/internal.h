@@ -148,6 +148,16 @@ typedef struct coord_retained {
     eddy_task_ref_t *finished; /* tasks finished at it (finished.c), owned; NULL: none */
 } coord_retained_t;
 
+/* A fluid step in flight (fluid.c): its routing version, groups, old and
+ * new owner and when its ROUTE_STEP went out. */
+typedef struct coord_fluid_flight {
+    uint64_t version;
+    uint32_t n, from, to;
+    uint32_t number;    /* the rescale's step count when it was sent */
+    bool early;         /* sent before EXPAND's START: its markers met empty queues */
+    uint64_t started_ms;
+} coord_fluid_flight_t;
+
 typedef struct coord_job {
     uint32_t num;
     char id[EDDY_NAME_MAX];
@@ -262,20 +272,24 @@ typedef struct coord_job {
     uint32_t migrations_earlier;  /* at the coordinators before it */
     uint64_t instances_migrated;  /* since the job was submitted */
     /* A fluid rescale in flight (fluid.c): rescale_stage's key groups move
-     * in steps; fluid_table is their routing as the committed steps left
-     * it, fluid_version the step in flight (0: none). */
+     * in steps; fluid_table is their routing as the steps sent so far left
+     * it, fluid_flight the steps in flight (disjoint groups; none: 0). */
     bool fluid;
     int fluid_phase;              /* coord_fluid_phase_t */
     eddy_route_table_t fluid_table;
     eddy_route_plan_t fluid_plan;
     uint32_t fluid_next_step;
-    uint64_t fluid_version;
-    uint64_t fluid_step_started_ms;
+    coord_fluid_flight_t fluid_flight[EDDY_MIGRATION_STEPS_IN_FLIGHT_MAX];
+    uint32_t n_fluid_flight;
+    uint32_t fluid_most_flight;   /* the most steps in flight at once */
+    /* How long an in-band marker waits behind the records queued ahead of
+     * it, as last seen (EXPAND's barrier, a step's wait for its markers);
+     * sets how many steps go at once (fluid.c steps_in_flight). */
+    uint64_t fluid_lag_ms;
     uint64_t fluid_started_ns;
     uint64_t fluid_bytes, fluid_groups;
     uint64_t fluid_transfer_us;   /* the steps' copy time, summed */
-    uint32_t fluid_step_off;      /* groups of plan step fluid_next_step already moved */
-    uint32_t fluid_step_n;        /* groups in the step in flight */
+    uint32_t fluid_step_off;      /* groups of plan step fluid_next_step already sent */
     uint32_t fluid_steps_taken;   /* ROUTE_STEPs sent (steps split by bytes count each) */
     double fluid_pause_ms;        /* sources paused by its expand/shrink deploys */
     /* Routing versions: (epoch << 32) + a count of the epoch's steps, so
@@ -632,6 +646,9 @@ void coord_fluid_migrate(coord_t *c, coord_job_t *j, int stage);
 eddy_task_rename_t *coord_fluid_renames(const coord_job_t *j, uint32_t *n);
 void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j);
 void coord_fluid_on_deployed(coord_t *c, coord_job_t *j);
+/* EXPAND's deploy is confirmed everywhere, START not yet sent: the first
+ * steps go ahead of the sources' records (deploy.c). */
+void coord_fluid_before_start(coord_t *c, coord_job_t *j);
 void coord_fluid_on_step_done(coord_t *c, const eddy_msg_t *m);
 void coord_fluid_tick(coord_t *c, coord_job_t *j, uint64_t now_ms);
 /* Whether a checkpoint must wait: a step is in flight. */

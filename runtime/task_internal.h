@@ -49,6 +49,27 @@ typedef struct input_channel {
     bool hold_full;        /* fluid: stopped at a record the hold has no room for */
 } input_channel_t;
 
+/* Fluid migration, old owner: a step whose HANDOFF markers are arriving. */
+typedef struct fluid_out_step {
+    uint64_t version;
+    uint32_t to, n;
+    uint32_t *kgs;
+} fluid_out_step_t;
+
+/* Fluid migration, new owner: a step adopted here. Chunks may come before
+ * the HANDOFF that names their step, so what was installed is kept by
+ * version (named: the HANDOFF came and kgs are known). sent_us: the old
+ * owner's start (from the chunks), done_us: the last install; their
+ * difference is the copy's time, without the wait for markers. */
+typedef struct fluid_in_step {
+    uint64_t version;
+    uint32_t n;
+    uint32_t *kgs;
+    bool named, reported;
+    uint64_t bytes, load_ns;
+    int64_t sent_us, done_us, first_us;
+} fluid_in_step_t;
+
 typedef struct out_entry {
     struct out_entry *next;
     char *data;
@@ -188,19 +209,20 @@ struct eddy_task {
     int wait_fd;
     bool waiting_fd;
 
-    /* Fluid migration (task_migrate.c). Old owner: the step whose HANDOFF
-     * markers are arriving (its groups go to out_to once every live input
-     * delivered it). New owner: groups adopted whose state has not arrived
-     * (their records wait in the hold, and the watermark waits with them),
-     * and the groups' chunks being put together. */
+    /* Fluid migration (task_migrate.c). Old owner: the steps whose HANDOFF
+     * markers are arriving, oldest first (several may be in flight: they
+     * move disjoint groups, and each input delivers their markers in
+     * version order; the oldest goes to its new owner once every live
+     * input delivered its marker). New owner: groups adopted whose state
+     * has not arrived (their records wait in the hold, and the watermark
+     * waits with them), and the groups' chunks being put together. */
     uint32_t *peer_worker;       /* [parallelism]: the worker of each instance of this stage */
-    uint64_t out_version;
-    uint32_t out_to, n_out;
-    uint32_t *out_kgs;
-    bool out_pending;
+    fluid_out_step_t *outs;      /* [n_outs], oldest first */
+    uint32_t n_outs, cap_outs;
     /* Giving a step away runs a time slice per loop turn (task_fluid_poll),
      * so this worker's other tasks and keys go on between groups: out_next
-     * groups are given so far; the stamp and counters span the slices. */
+     * groups of outs[0] are given so far; the stamp and counters span the
+     * slices. */
     uint32_t out_next;
     int64_t out_sent_us;
     uint64_t out_t0_ns, out_bytes0;
@@ -213,19 +235,12 @@ struct eddy_task {
     bool wm_held;
     int64_t wm_pending;
     group_assembly_t *assembling;
-    /* New owner: the step whose groups it adopts, reported (STEP_DONE)
-     * once every one of them is installed. */
-    uint64_t step_in_version;
-    uint32_t n_step_in;
-    uint32_t *step_in_kgs;
-    bool step_in_reported;
-    /* What was installed for the newest step version seen in a chunk:
-     * chunks may come before the HANDOFF that names their step, so this
-     * is kept by version, not reset when that HANDOFF arrives. sent_us:
-     * the old owner's start (from the chunks), done_us: the last install;
-     * their difference is the copy's time, without the wait for markers. */
-    uint64_t acc_version, acc_bytes, acc_load_ns;
-    int64_t acc_sent_us, acc_done_us, acc_first_us;
+    /* New owner: the steps it adopts groups of (or got chunks of first),
+     * each reported (STEP_DONE) once every one of its groups is installed;
+     * kept until the next rewire, so a late HANDOFF of a reported step does
+     * not report it again. */
+    fluid_in_step_t *ins;
+    uint32_t n_ins, cap_ins;
     uint64_t groups_sent, groups_received, state_bytes_sent, state_bytes_received;
 };
 

@@ -346,7 +346,8 @@ int eddy_task_restore_groups(eddy_task_t *self, uint64_t checkpoint, uint64_t *b
  * migration"). The sender side is eddy_task_route_step; the old owner gives
  * a step's groups away in task_on_handoff once every live input delivered
  * its HANDOFF (so it has processed every record of theirs that was sent to
- * it) and sends their state in checksummed chunks straight to the new owner;
+ * it) and sends their state in checksummed chunks straight to the new owner
+ * (several steps may wait for their markers; they go in version order);
  * the new owner holds records of groups it adopted until their state is
  * installed whole (task_on_state_chunk), then processes them in order. */
 
@@ -404,15 +405,18 @@ void task_free_migration(eddy_task_t *t)
         t->assembling = a->next;
         free_assembly(a);
     }
-    free(t->out_kgs);
-    t->out_kgs = NULL;
-    t->n_out = 0;
-    t->out_pending = false;
+    for (uint32_t i = 0; i < t->n_outs; i++)
+        free(t->outs[i].kgs);
+    free(t->outs);
+    t->outs = NULL;
+    t->n_outs = t->cap_outs = 0;
     t->out_next = 0;
-    free(t->step_in_kgs);
-    t->step_in_kgs = NULL;
-    t->n_step_in = 0;
-    t->step_in_version = 0;
+    t->out_ready_ns = 0;
+    for (uint32_t i = 0; i < t->n_ins; i++)
+        free(t->ins[i].kgs);
+    free(t->ins);
+    t->ins = NULL;
+    t->n_ins = t->cap_ins = 0;
     free(t->peer_worker);
     t->peer_worker = NULL;
     free(t->incoming);
@@ -422,7 +426,7 @@ void task_free_migration(eddy_task_t *t)
 
 bool task_migration_in_flight(const eddy_task_t *t)
 {
-    return t->n_incoming > 0 || t->out_pending || t->assembling;
+    return t->n_incoming > 0 || t->n_outs > 0 || t->assembling;
 }
 
 static void drop_group(eddy_task_t *t, uint32_t kg)
@@ -544,7 +548,7 @@ static void hold_watermark(eddy_task_t *t)
 
 static void release_watermark(eddy_task_t *t)
 {
-    if (t->wm_held && !t->n_incoming && !t->out_pending && !t->fault) {
+    if (t->wm_held && !t->n_incoming && !t->n_outs && !t->fault) {
         t->wm_held = false;
         task_advance_watermark(t, t->wm_pending);
     }
@@ -565,85 +569,136 @@ static bool handoffs_complete(const eddy_task_t *t, uint64_t version)
  * ms on one turn). */
 #define GIVE_SLICE_NS (EDDY_TASK_SLICE_NS / 2)
 
-static void give_step_away(eddy_task_t *t)
+/* Whether the oldest step waiting here can go: every live input delivered
+ * its HANDOFF, and the test hook (if set) let it. */
+static bool head_ready(eddy_task_t *t)
 {
-    if (!t->out_pending || !handoffs_complete(t, t->out_version))
-        return;
+    if (!t->n_outs || !handoffs_complete(t, t->outs[0].version))
+        return false;
     if (t->env->fluid_hold_ms && !t->out_next) { /* the test hook holds the transfer back */
         uint64_t now = eddy_mono_ns();
         if (!t->out_ready_ns)
             t->out_ready_ns = now + (uint64_t)t->env->fluid_hold_ms * 1000000u;
         if (now < t->out_ready_ns)
-            return;
-        t->out_ready_ns = 0;
+            return false;
     }
-    /* What the operators hold back for these groups leaves with their state.
-     * Each group is sent before it is dropped, so the new owner has its
-     * bytes first; the stamp lets it time the copy from the first group
-     * (not the wait for the markers before). */
-    uint64_t t0 = eddy_mono_ns();
-    if (!t->out_next) {
-        t->out_t0_ns = t0;
-        t->out_bytes0 = t->state_bytes_sent;
-        int64_t now_us = eddy_wall_us();
-        t->out_sent_us = now_us ? now_us : 1;
-    }
-    while (t->out_next < t->n_out && !t->fault) {
-        uint32_t kg = t->out_kgs[t->out_next++];
-        give_group(t, kg, t->out_version, t->out_to, t->out_sent_us);
-        if (t->held[kg]) {
-            /* The keyed entries are freed a slice per loop turn
-             * (task_fluid_poll): records of the groups that stay here go on
-             * meanwhile. */
-            eddy_keyed_state_drop_group_later(t->state, kg);
-            drop_group(t, kg);
-        }
-        if (eddy_mono_ns() - t0 >= GIVE_SLICE_NS)
-            break;
-    }
-    if (t->out_next < t->n_out && !t->fault)
-        return; /* the rest on the next turns (task_fluid_wake says when) */
-    eddy_debug("%s[%u]: step %llu: %u key groups (%llu bytes) serialised and sent to [%u] in "
-               "%.1f ms", t->def->name, t->instance, (unsigned long long)t->out_version, t->n_out,
-               (unsigned long long)(t->state_bytes_sent - t->out_bytes0), t->out_to,
-               (double)(eddy_mono_ns() - t->out_t0_ns) / 1e6);
-    t->out_pending = false;
-    t->out_next = 0;
-    release_watermark(t); /* what is left here fires as before */
+    return true;
 }
 
-/* The step adopted here is installed whole: the coordinator hears it. */
-static void report_step_if_done(eddy_task_t *t)
+/* The oldest step's groups go (a slice of them per loop turn); then the
+ * next step's if its markers are in too. Steps go in version order, which
+ * is the order every input delivers their markers in. */
+static void give_step_away(eddy_task_t *t)
 {
-    if (!t->step_in_version || t->step_in_reported)
+    uint64_t t0 = eddy_mono_ns();
+    while (!t->fault && head_ready(t)) {
+        fluid_out_step_t *st = &t->outs[0];
+        /* What the operators hold back for these groups leaves with their
+         * state. Each group is sent before it is dropped, so the new owner
+         * has its bytes first; the stamp lets it time the copy from the
+         * first group (not the wait for the markers before). */
+        if (!t->out_next) {
+            t->out_ready_ns = 0;
+            t->out_t0_ns = eddy_mono_ns();
+            t->out_bytes0 = t->state_bytes_sent;
+            int64_t now_us = eddy_wall_us();
+            t->out_sent_us = now_us ? now_us : 1;
+        }
+        while (t->out_next < st->n && !t->fault) {
+            uint32_t kg = st->kgs[t->out_next++];
+            give_group(t, kg, st->version, st->to, t->out_sent_us);
+            if (t->held[kg]) {
+                /* The keyed entries are freed a slice per loop turn
+                 * (task_fluid_poll): records of the groups that stay here
+                 * go on meanwhile. */
+                eddy_keyed_state_drop_group_later(t->state, kg);
+                drop_group(t, kg);
+            }
+            if (eddy_mono_ns() - t0 >= GIVE_SLICE_NS)
+                break;
+        }
+        if (t->out_next < st->n || t->fault)
+            return; /* the rest on the next turns (task_fluid_wake says when) */
+        eddy_debug("%s[%u]: step %llu: %u key groups (%llu bytes) serialised and sent to [%u] in "
+                   "%.1f ms", t->def->name, t->instance, (unsigned long long)st->version, st->n,
+                   (unsigned long long)(t->state_bytes_sent - t->out_bytes0), st->to,
+                   (double)(eddy_mono_ns() - t->out_t0_ns) / 1e6);
+        free(st->kgs);
+        memmove(&t->outs[0], &t->outs[1], (t->n_outs - 1) * sizeof *t->outs);
+        t->n_outs--;
+        t->out_next = 0;
+        if (eddy_mono_ns() - t0 >= GIVE_SLICE_NS)
+            break; /* the next step on the next turn */
+    }
+    release_watermark(t); /* with no step left, what is left here fires as before */
+}
+
+/* Room for one more element in *arr (n used of *cap, each `size` bytes);
+ * -1: out of memory, the task faulted. */
+static int room_for_one(eddy_task_t *t, void **arr, uint32_t n, uint32_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t more = *cap ? 2 * *cap : 4;
+    void *p = realloc(*arr, more * size);
+    if (!p) {
+        task_set_fault(t, "out of memory");
+        return -1;
+    }
+    *arr = p;
+    *cap = more;
+    return 0;
+}
+
+/* The new owner's record of step `version` (created if absent; NULL: out
+ * of memory, the task faulted). */
+static fluid_in_step_t *in_step(eddy_task_t *t, uint64_t version)
+{
+    for (uint32_t i = 0; i < t->n_ins; i++)
+        if (t->ins[i].version == version)
+            return &t->ins[i];
+    if (room_for_one(t, (void **)&t->ins, t->n_ins, &t->cap_ins, sizeof *t->ins) < 0)
+        return NULL;
+    fluid_in_step_t *st = &t->ins[t->n_ins++];
+    memset(st, 0, sizeof *st);
+    st->version = version;
+    return st;
+}
+
+/* A step adopted here is installed whole: the coordinator hears it. */
+static void report_step_if_done(eddy_task_t *t, fluid_in_step_t *st)
+{
+    if (!st->named || st->reported)
         return;
-    for (uint32_t i = 0; i < t->n_step_in; i++)
-        if (!t->held[t->step_in_kgs[i]])
+    for (uint32_t i = 0; i < st->n; i++)
+        if (!t->held[st->kgs[i]])
             return;
-    t->step_in_reported = true;
+    st->reported = true;
     eddy_msg_t m = {.type = EDDY_MSG_STEP_DONE};
     m.u.step_done.job = t->job;
     m.u.step_done.epoch = t->epoch;
     m.u.step_done.stage = t->stage;
     m.u.step_done.instance = t->instance;
-    m.u.step_done.version = t->step_in_version;
-    m.u.step_done.groups = t->n_step_in;
-    bool acc = t->acc_version == t->step_in_version;
-    m.u.step_done.bytes = acc ? t->acc_bytes : 0;
-    if (acc && t->acc_sent_us > 0 && t->acc_done_us > t->acc_sent_us)
-        m.u.step_done.transfer_us = (uint64_t)(t->acc_done_us - t->acc_sent_us);
+    m.u.step_done.version = st->version;
+    m.u.step_done.groups = st->n;
+    m.u.step_done.bytes = st->bytes;
+    if (st->sent_us > 0 && st->done_us > st->sent_us)
+        m.u.step_done.transfer_us = (uint64_t)(st->done_us - st->sent_us);
     eddy_debug("%s[%u]: step %llu installed: %u key groups, %llu bytes, %.1f ms since the old "
                "owner began sending (first group in after %.1f ms; loading took %.1f ms)",
-               t->def->name, t->instance, (unsigned long long)t->step_in_version, t->n_step_in,
-               (unsigned long long)m.u.step_done.bytes, (double)m.u.step_done.transfer_us / 1e3,
-               acc && t->acc_sent_us ? (double)(t->acc_first_us - t->acc_sent_us) / 1e3 : 0.0,
-               acc ? (double)t->acc_load_ns / 1e6 : 0.0);
+               t->def->name, t->instance, (unsigned long long)st->version, st->n,
+               (unsigned long long)st->bytes, (double)m.u.step_done.transfer_us / 1e3,
+               st->sent_us && st->first_us ? (double)(st->first_us - st->sent_us) / 1e3 : 0.0,
+               (double)st->load_ns / 1e6);
     t->env->notify(t->env->host, &m);
 }
 
 static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
 {
-    if (msg->version > t->step_in_version) {
+    fluid_in_step_t *st = in_step(t, msg->version);
+    if (!st)
+        return;
+    if (!st->named) { /* the first sender's HANDOFF names the step's groups */
         uint32_t *kgs = malloc((msg->n_kgs ? msg->n_kgs : 1) * sizeof *kgs);
         if (!kgs) {
             task_set_fault(t, "out of memory");
@@ -653,11 +708,9 @@ static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
         for (uint32_t i = 0; i < msg->n_kgs; i++)
             if (msg->kgs[i] < t->graph->max_parallelism)
                 kgs[n++] = msg->kgs[i];
-        free(t->step_in_kgs);
-        t->step_in_kgs = kgs;
-        t->n_step_in = n;
-        t->step_in_version = msg->version;
-        t->step_in_reported = false;
+        st->kgs = kgs;
+        st->n = n;
+        st->named = true;
     }
     for (uint32_t i = 0; i < msg->n_kgs; i++) {
         uint32_t kg = msg->kgs[i];
@@ -669,7 +722,7 @@ static void adopt(eddy_task_t *t, const eddy_data_msg_t *msg)
     }
     if (t->n_incoming)
         hold_watermark(t);
-    report_step_if_done(t); /* its chunks may all have come first */
+    report_step_if_done(t, st); /* its chunks may all have come first */
 }
 
 void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t *msg)
@@ -691,29 +744,32 @@ void task_on_handoff(eddy_task_t *t, input_channel_t *in, const eddy_data_msg_t 
         return;
     }
     in->handoff = msg->version;
-    if (!t->out_pending || t->out_version != msg->version) {
-        if (t->out_pending) {
-            task_set_fault(t, "HANDOFF of a second step before the first was given away");
+    bool known = false;
+    for (uint32_t i = 0; i < t->n_outs; i++)
+        known |= t->outs[i].version == msg->version;
+    if (!known) {
+        /* A new step: newer than every one waiting here, since each input
+         * delivers the markers in version order. */
+        if (t->n_outs && t->outs[t->n_outs - 1].version > msg->version) {
+            task_set_fault(t, "HANDOFF of a step older than one waiting to be given away");
             return;
         }
+        for (uint32_t i = 0; i < msg->n_kgs; i++)
+            if (msg->kgs[i] >= t->graph->max_parallelism) {
+                task_set_fault(t, "HANDOFF of a key group out of range");
+                return;
+            }
         uint32_t *kgs = malloc((msg->n_kgs ? msg->n_kgs : 1) * sizeof *kgs);
         if (!kgs) {
             task_set_fault(t, "out of memory");
             return;
         }
+        if (room_for_one(t, (void **)&t->outs, t->n_outs, &t->cap_outs, sizeof *t->outs) < 0) {
+            free(kgs);
+            return;
+        }
         memcpy(kgs, msg->kgs, msg->n_kgs * sizeof *kgs);
-        for (uint32_t i = 0; i < msg->n_kgs; i++)
-            if (kgs[i] >= t->graph->max_parallelism) {
-                free(kgs);
-                task_set_fault(t, "HANDOFF of a key group out of range");
-                return;
-            }
-        free(t->out_kgs);
-        t->out_kgs = kgs;
-        t->n_out = msg->n_kgs;
-        t->out_version = msg->version;
-        t->out_to = msg->handoff_to;
-        t->out_pending = true;
+        t->outs[t->n_outs++] = (fluid_out_step_t){msg->version, msg->handoff_to, msg->n_kgs, kgs};
         hold_watermark(t); /* no window of the leaving groups fires here now */
     }
     give_step_away(t);
@@ -810,26 +866,24 @@ static int install(eddy_task_t *t, uint32_t kg, uint64_t version, const char *da
     t->held[kg] = 1;
     t->groups_received++;
     t->state_bytes_received += total;
-    if (version > t->acc_version) {
-        t->acc_version = version;
-        t->acc_bytes = 0;
-        t->acc_sent_us = 0;
-        t->acc_load_ns = 0;
-        t->acc_first_us = eddy_wall_us() - (int64_t)(load_ns / 1000);
-    }
-    if (version == t->acc_version) {
-        t->acc_bytes += total;
-        t->acc_load_ns += load_ns;
-        if (sent_us > 0 && (!t->acc_sent_us || sent_us < t->acc_sent_us))
-            t->acc_sent_us = sent_us;
-        t->acc_done_us = eddy_wall_us();
+    fluid_in_step_t *st = in_step(t, version);
+    if (st) {
+        int64_t now_us = eddy_wall_us();
+        if (!st->first_us)
+            st->first_us = now_us - (int64_t)(load_ns / 1000);
+        st->bytes += total;
+        st->load_ns += load_ns;
+        if (sent_us > 0 && (!st->sent_us || sent_us < st->sent_us))
+            st->sent_us = sent_us;
+        st->done_us = now_us;
     }
     if (t->incoming[kg]) {
         t->incoming[kg] = 0;
         t->n_incoming--;
     }
     drain_hold(t, kg);
-    report_step_if_done(t);
+    if (st)
+        report_step_if_done(t, st);
     return 0;
 }
 
@@ -928,15 +982,20 @@ uint64_t task_fluid_wake(const eddy_task_t *t)
 {
     if (t->state && eddy_keyed_state_reap_pending(t->state))
         return 0; /* at once: task_fluid_poll frees the next slice */
-    if (t->out_pending && t->out_next)
+    if (!t->n_outs)
+        return UINT64_MAX;
+    if (t->out_next)
         return 0; /* a step half given away goes on */
-    return t->out_pending && t->out_ready_ns ? t->out_ready_ns : UINT64_MAX;
+    if (t->out_ready_ns)
+        return t->out_ready_ns; /* the test hook holds it */
+    /* a step whose markers are all in (the previous one took the slice) */
+    return handoffs_complete(t, t->outs[0].version) ? 0 : UINT64_MAX;
 }
 
 void task_fluid_poll(eddy_task_t *t, uint64_t now_ns)
 {
     if (t->state && eddy_keyed_state_reap_pending(t->state))
         eddy_keyed_state_reap(t->state, REAP_SLICE);
-    if (t->out_pending && (t->out_next || (t->out_ready_ns && now_ns >= t->out_ready_ns)))
+    if (task_fluid_wake(t) <= now_ns)
         give_step_away(t);
 }

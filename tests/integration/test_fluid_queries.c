@@ -13,7 +13,8 @@
  * - the same for a YAML pipeline with a session window
  *   (examples/pipelines/q11.yaml);
  * - a checkpoint in flight during a step: checkpoints every 100 ms while
- *   the test hook EDDY_TEST_FLUID_HOLD_MS holds each step's transfer back,
+ *   the test hook EDDY_TEST_FLUID_HOLD_MS holds each step's transfer back
+ *   (one step at a time: --migration-steps-in-flight 1),
  *   so checkpoints come due while steps are held; the coordinator defers
  *   them (no deadlock, nothing restores), checkpoints complete between the
  *   steps and after the migration, and the output is exact;
@@ -258,7 +259,10 @@ Test(fluid_queries, checkpoints_due_while_a_step_is_held_are_deferred_not_lost)
     /* 2000 events/s: both rescales (steps held 1 s each) fit in the 30 s of
      * input even on a slow (ASan, loaded) machine; at 3000/s the input once
      * ran out in the middle of the second one. */
-    start("32", "2000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    /* one step at a time: with several in flight a checkpoint waits for
+     * them all, and the steps here (held 1 s each) would leave none between */
+    start("32", "2000", "1000", (const char *[]){"--migration-steps-in-flight", "1", "--job",
+                                                 "nexmark", "--query", "q5", NULL});
     static const char *const steps[] = {"3", "2"};
     int64_t events = atoll(EVENTS);
     for (size_t i = 0; i < 2; i++) {
@@ -319,7 +323,9 @@ static void kill_between_steps(const char *op, int instance)
 {
     eddy_test_cluster_opts(cl)->checkpoint_interval = "100";
     eddy_test_cluster_opts(cl)->workers = 3;
-    start("32", "3000", "1000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    /* one step at a time, so that a checkpoint comes between two of them */
+    start("32", "3000", "1000", (const char *[]){"--migration-steps-in-flight", "1", "--job",
+                                                 "nexmark", "--query", "q5", NULL});
     wait_source_in("nexmark", atoll(EVENTS) / 5);
     eddy_test_job_want_t one = {.state = "running", .min_completed = 1};
     cr_assert(eddy_test_job_wait(port, "nexmark", &one, job, 30000, NULL, NULL),
@@ -379,7 +385,11 @@ Test(fluid_queries, a_kill_of_an_upstream_sender_after_a_checkpoint_between_step
  * timeout). The output is still exact. */
 Test(fluid_queries, a_job_that_finishes_during_the_steps_answers_the_rescale)
 {
-    start("32", "3000", "5000", (const char *[]){"--job", "nexmark", "--query", "q5", NULL});
+    /* one step at a time: with all three in flight the tasks finish only
+     * after the steps (a task waits for a step in flight), and the rescale
+     * then completes before the job ends */
+    start("32", "3000", "5000", (const char *[]){"--migration-steps-in-flight", "1", "--job",
+                                                 "nexmark", "--query", "q5", NULL});
     wait_source_in("nexmark", atoll(EVENTS) * 8 / 10);
     char *argv[] = {EDDY_BINARY, "rescale", "nexmark", "bids_per_auction", "3", "--coordinator",
                     eddy_test_cluster_url(cl, 0), NULL};

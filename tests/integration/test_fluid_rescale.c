@@ -14,6 +14,9 @@
  *   exact;
  * - a corrupt state chunk (test hook EDDY_TEST_FLUID_CORRUPT) is named,
  *   nothing of its group is loaded, the job restores and stays exact;
+ * - a job that is behind (read faster than count keeps up): a rescale 2 -> 4
+ *   is exact, and so is a restore after a kill -9 of the old owner while
+ *   all four of its steps are in flight;
  * - other keys keep flowing while a step's transfer is held back: a
  *   wordcount fed over --socket writes its changelog while the first step of
  *   count 2 -> 3 (key groups 43..63, instance 0 -> 1, in steps of 128) is
@@ -191,11 +194,11 @@ Test(fluid, up_down_back_keeps_exact_counts, .fini = teardown, .timeout = 240)
     expect_correct_output();
 }
 
-static bool steps_started(void *arg)
+/* Whether the log says arg (a string). */
+static bool log_says(void *arg)
 {
-    (void)arg;
     char *s = eddy_read_file(logp, NULL);
-    bool yes = s && strstr(s, "fluid rescale of count 3 -> 4");
+    bool yes = s && strstr(s, (const char *)arg);
     free(s);
     return yes;
 }
@@ -223,7 +226,7 @@ static void kill_mid_step(const char *op, int instance)
     wait_progress(1, "no checkpoint completed");
     eddy_proc_t client;
     rescale_start("4", &client);
-    cr_assert(eddy_poll_until(steps_started, NULL, 30000), "the steps never started; log:\n%s",
+    cr_assert(eddy_poll_until(log_says, "fluid rescale of count 3 -> 4", 30000), "the steps never started; log:\n%s",
               log_text());
     eddy_nap_ms(300);
     pid_t victim = worker_of(op, instance);
@@ -282,6 +285,81 @@ Test(fluid, a_corrupt_state_chunk_restores_the_job_exactly, .fini = teardown, .t
     cr_assert(strstr(log, "corrupt state chunk"), "the corruption was not named; log:\n%s", log);
     free(log);
     wait_running();
+    expect_correct_output();
+}
+
+/* ---- a job that is behind ------------------------------------------------- */
+
+/* Read faster than count keeps up under ASan on a loaded machine (140-250k
+ * lines/s here), so the channels and queues are full when the rescale
+ * comes; the rate keeps the job running at least 6 s, so that the rescale
+ * (after a checkpoint, for the kill) comes before the end of the input
+ * wherever it runs. A release build keeps up at that rate (about 900k
+ * lines/s here): the case is ASan's, which CI runs. */
+#define BEHIND_LINES 1200000
+#define BEHIND_RATE "200000"
+
+/* wordcount at parallelism 2 read at BEHIND_RATE, steps of 16
+ * key groups (2 -> 4 moves 64: 4 steps), steps_in_flight as
+ * --migration-steps-in-flight (NULL: the default, adaptive). */
+static void start_behind(const char *hold_ms, const char *steps_in_flight)
+{
+    eddy_err_t err = {{0}};
+    cluster("fluidbehind", 3, "500");
+    input = eddy_test_cluster_path(cl, "input.txt");
+    output = eddy_test_cluster_path(cl, "counts.tsv");
+    cr_assert(eddy_gen_lines(input, BEHIND_LINES, 13, &err) == 0, "%s", err.msg);
+    if (hold_ms)
+        setenv("EDDY_TEST_FLUID_HOLD_MS", hold_ms, 1);
+    const char *argv[] = {"--migration", "fluid", "--migration-step-key-groups", "16",
+                          "--migration-steps-in-flight", steps_in_flight ? steps_in_flight : "0",
+                          "--no-rebalance", "--job", "wordcount", "--input", input, "--output",
+                          output, "--parallelism", "2", "--rate", BEHIND_RATE, NULL};
+    cr_assert(eddy_test_cluster_start_local(cl, argv, &err) == 0, "%s", err.msg);
+    job = eddy_test_cluster_local(cl);
+    unsetenv("EDDY_TEST_FLUID_HOLD_MS");
+}
+
+/* A fluid rescale of a job that is behind: its steps go together, the
+ * first ones ahead of the records the sources send after EXPAND (each
+ * marker behind a full queue, one step after another, took 7-25 s); the
+ * output is exact. */
+Test(fluid, a_rescale_of_a_job_that_is_behind_is_exact, .fini = teardown, .timeout = 240)
+{
+    start_behind(NULL, NULL);
+    wait_running();
+    char *out = NULL, *errout = NULL;
+    int rc = rescale("4", &out, &errout);
+    cr_assert_eq(rc, 0, "eddy rescale wordcount count 4 exited %d: %s\nlog:\n%s", rc, errout,
+                 log_text());
+    cr_assert(out && strstr(out, "(fluid)"), "not a fluid rescale: %s", out ? out : "");
+    free(out);
+    free(errout);
+    char *log = log_text();
+    cr_assert(!strstr(log, "restor"), "the fluid rescale restored the job:\n%s", log);
+    free(log);
+    expect_correct_output();
+}
+
+/* All four steps of 2 -> 4 in flight at once (sent before the sources
+ * start), each old owner holding each step's state 2 s (test hook): a kill
+ * -9 of the worker of count[0], the old owner of two of them, restores the
+ * job from its last checkpoint, and the output is exact. */
+Test(fluid, kill_of_the_old_owner_with_steps_in_flight_restores_exactly, .fini = teardown,
+     .timeout = 240)
+{
+    start_behind("2000", "4");
+    wait_progress(1, "no checkpoint completed");
+    eddy_proc_t client;
+    rescale_start("4", &client);
+    cr_assert(eddy_poll_until(log_says, "fluid rescale of count 2 -> 4", 30000), "the steps never started; "
+              "log:\n%s", log_text());
+    eddy_nap_ms(200);
+    pid_t victim = worker_of("count", 0);
+    cr_assert_gt(victim, 0);
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    int rc = eddy_proc_wait(&client, 60000);
+    cr_assert_neq(rc, 0, "the interrupted rescale reported success; log:\n%s", log_text());
     expect_correct_output();
 }
 
@@ -349,15 +427,6 @@ static size_t file_size(const char *path)
     return s ? n : 0;
 }
 
-static bool steps_of_2_to_3_started(void *arg)
-{
-    (void)arg;
-    char *s = eddy_read_file(logp, NULL);
-    bool yes = s && strstr(s, "fluid rescale of count 2 -> 3");
-    free(s);
-    return yes;
-}
-
 Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeout = 240)
 {
     eddy_err_t err = {{0}};
@@ -386,7 +455,7 @@ Test(fluid, other_keys_flow_while_a_step_is_held_back, .fini = teardown, .timeou
     eddy_nap_ms(1000);
     eddy_proc_t client;
     rescale_start("3", &client);
-    cr_assert(eddy_poll_until(steps_of_2_to_3_started, NULL, 30000), "no steps; log:\n%s", log_text());
+    cr_assert(eddy_poll_until(log_says, "fluid rescale of count 2 -> 3", 30000), "no steps; log:\n%s", log_text());
     /* The first step's old owner holds its state 4 s from when its markers
      * are in; rows of records the old owner had before them may still come
      * in the first moments. */
