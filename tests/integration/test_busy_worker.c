@@ -19,6 +19,8 @@
  * The job is a rate-limited wordcount, so that its first checkpoint comes
  * well before its end. Every wait is the run's own end, with a deadline. */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +36,31 @@ TestSuite(busy_worker, .fini = eddy_test_leak_check);
 
 static eddy_test_cluster_t *cl;
 
+/* Whether `eddy status` (its JSON) ever showed a worker busy. */
+typedef struct busy_seen {
+    int port;
+    bool busy;
+} busy_seen_t;
+
+static void look_for_busy(void *arg)
+{
+    busy_seen_t *seen = arg;
+    json_t *st = eddy_test_status(seen->port);
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w)
+    {
+        if (json_is_true(json_object_get(w, "busy")) && json_is_true(json_object_get(w, "alive")))
+            seen->busy = true;
+    }
+    json_decref(st);
+}
+
 /* Runs eddy local (2 workers) over a wordcount whose loops stall for
  * stall_ms once, with --stuck-timeout-ms stuck_ms (NULL: its default);
- * returns its log (malloc'd) after checking exit 0 and the output. */
-static char *run_stalled(const char *stall_ms, const char *stuck_ms)
+ * returns its log (malloc'd) after checking exit 0 and the output, and
+ * whether its status showed a worker busy meanwhile. */
+static char *run_stalled(const char *stall_ms, const char *stuck_ms, bool *status_busy)
 {
     eddy_err_t err = {{0}};
     eddy_test_cluster_opts_t o = {.tag = "busy-worker", .workers = 2, .checkpoint_interval = "300",
@@ -61,7 +84,11 @@ static char *run_stalled(const char *stall_ms, const char *stuck_ms)
     setenv("EDDY_TEST_STALL_LOOP_MS", stall_ms, 1); /* inherited by the workers */
     const char *job[] = {"--stuck-timeout-ms", stuck_ms ? stuck_ms : "60000", "--job", "wordcount",
                          "--input", input, "--output", out, "--rate", rate, NULL};
-    int rc = eddy_test_cluster_run_local(cl, job, RUN_TIMEOUT_MS, &err);
+    int rc = eddy_test_cluster_start_local(cl, job, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    busy_seen_t seen = {eddy_test_cluster_port(cl, 0), false};
+    rc = eddy_test_cluster_wait_local(cl, RUN_TIMEOUT_MS, 200, look_for_busy, &seen);
+    *status_busy = seen.busy;
     unsetenv("EDDY_TEST_STALL_LOOP_MS");
     char *log = eddy_test_cluster_log_text(cl);
     cr_assert_eq(rc, 0, "eddy local exited %d (%s); logs:\n%s", rc, err.msg, log);
@@ -83,7 +110,9 @@ static void teardown(void)
 
 Test(busy_worker, busy_worker_is_not_declared_dead, .fini = teardown, .timeout = 120)
 {
-    char *log = run_stalled("3500", NULL);
+    bool status_busy = false;
+    char *log = run_stalled("3500", NULL, &status_busy);
+    cr_assert(status_busy, "eddy status never showed a worker busy; logs:\n%s", log);
     cr_assert(strstr(log, "busy: loop silent for"), "no worker was logged busy; logs:\n%s", log);
     cr_assert(!strstr(log, "declared dead"), "a busy worker was declared dead; logs:\n%s", log);
     cr_assert_eq(eddy_test_restores_logged(log, NULL), 0, "the job was restored; logs:\n%s", log);
@@ -93,7 +122,8 @@ Test(busy_worker, busy_worker_is_not_declared_dead, .fini = teardown, .timeout =
 
 Test(busy_worker, stuck_worker_is_restored, .fini = teardown, .timeout = 120)
 {
-    char *log = run_stalled("6000", "2500");
+    bool status_busy = false;
+    char *log = run_stalled("6000", "2500", &status_busy);
     cr_assert(strstr(log, "declared dead: stuck: loop silent for"),
               "no worker was declared dead as stuck; logs:\n%s", log);
     cr_assert(!strstr(log, "no heartbeat for"), "a live worker's liveness went unheard; logs:\n%s",
