@@ -78,19 +78,6 @@ static void send_liveness(eddy_liveness_t *self, void *s, const target_t *t)
     free(data);
 }
 
-static struct timespec deadline_in(uint32_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 static void *run(void *arg)
 {
     eddy_liveness_t *self = arg;
@@ -125,7 +112,7 @@ static void *run(void *arg)
         if (active && s)
             send_liveness(self, s, &t);
         pthread_mutex_lock(&self->lock);
-        struct timespec until = deadline_in(active ? t.interval_ms : 1000);
+        struct timespec until = eddy_timespec_in(CLOCK_MONOTONIC, active ? t.interval_ms : 1000);
         while (!self->stop && self->generation == seen &&
                pthread_cond_timedwait(&self->changed, &self->lock, &until) != ETIMEDOUT) {
         }

@@ -9,11 +9,9 @@
  * (on its own socket) and shares nothing with the tasks. */
 #include "runtime/worker.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -1722,9 +1720,7 @@ static void note_turn(worker_t *w)
         uint32_t ms = w->stall_ms;
         w->stall_ms = 0;
         eddy_warn("test hook EDDY_TEST_STALL_LOOP_MS: blocking the loop for %u ms", ms);
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        }
+        eddy_sleep_ms(ms);
     }
     uint64_t now = eddy_mono_ms();
     if (now - w->last_turn_ms > coordinator_silence_ms(w) / 2)
