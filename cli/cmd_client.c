@@ -290,11 +290,16 @@ static int render_status(json_t *doc, bool all, const char *job)
         const char *state = json_string_value(json_object_get(j, "state"));
         if (!state) /* an older coordinator */
             state = json_is_true(json_object_get(j, "alive")) ? "alive" : "dead";
-        printf("  %-4lld %-12s %-24s pid %-8lld tasks %-4lld %s\n",
+        /* busy: its loop silent past the heartbeat timeout, the process alive */
+        char busy[64] = "";
+        if (json_is_true(json_object_get(j, "busy")))
+            snprintf(busy, sizeof busy, ", busy (loop silent %lld ms)",
+                     (long long)json_integer_value(json_object_get(j, "last_heartbeat_ms_ago")));
+        printf("  %-4lld %-12s %-24s pid %-8lld tasks %-4lld %s%s\n",
                (long long)json_integer_value(json_object_get(j, "id")),
                json_string_value(json_object_get(j, "name")), json_string_value(json_object_get(j, "address")),
                (long long)json_integer_value(json_object_get(j, "pid")),
-               (long long)json_integer_value(json_object_get(j, "tasks")), state);
+               (long long)json_integer_value(json_object_get(j, "tasks")), state, busy);
     }
     return 0;
 }

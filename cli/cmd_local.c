@@ -152,6 +152,7 @@ static int run_local(int argc, char **argv, char **spec_text)
 {
     uint32_t workers = 2, control_port = EDDY_DEFAULT_CONTROL_PORT, http_port = EDDY_DEFAULT_HTTP_PORT;
     uint32_t interval = 2000, hb = 500, hb_timeout = 3000;
+    uint32_t stuck_timeout = EDDY_COORD_DEFAULT_STUCK_TIMEOUT_MS;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, max_restarts = 10;
     uint32_t full_every = 10;
     const char *job = NULL, *state_dir = NULL, *bind_host = "127.0.0.1", *plugin = NULL;
@@ -190,6 +191,7 @@ static int run_local(int argc, char **argv, char **spec_text)
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_U32("stuck-timeout-ms", &stuck_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "a busy worker (heartbeats late while its liveness thread still speaks: its loop blocks) is declared dead only when its loop was silent this long (60000, at least --heartbeat-timeout-ms)"),
         EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
         EDDY_FLAG_U32("checkpoint-full-every", &full_every, 1, EDDY_CHECKPOINT_FULL_EVERY_MAX, "N", "every N-th checkpoint of a keyed task is full; the others write only the key groups changed since its last completed checkpoint and refer to earlier ones for the rest (10; 1 = always full)"),
@@ -288,6 +290,8 @@ static int run_local(int argc, char **argv, char **spec_text)
     if (hb_timeout <= hb) {
         eddy_args_free(&job_args);
         return eddy_usage_error("local", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    if (stuck_timeout < hb_timeout)
+        return eddy_usage_error("local", "--stuck-timeout-ms must be at least --heartbeat-timeout-ms");
     }
     if (limits.max_workers && limits.max_workers < (pool ? max_workers : workers)) {
         eddy_args_free(&job_args);
@@ -434,7 +438,7 @@ static int run_local(int argc, char **argv, char **spec_text)
               temporary ? " (temporary)" : "");
     eddy_coordinator_options_t opts = {
         .bind = bind, .keys = keys, .http_host = bind_host, .http_port = (uint16_t)http_port, .metastore = meta,
-        .snapshot_dir = snaps, .checkpoint_storage = storage_uri, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only,
+        .snapshot_dir = snaps, .checkpoint_storage = storage_uri, .heartbeat_ms = hb, .heartbeat_timeout_ms = hb_timeout, .stuck_timeout_ms = stuck_timeout, .heartbeat_only = heartbeat_only,
         .checkpoint_interval_ms = interval, .checkpoint_timeout_ms = 60000,
         .checkpoints_retained = retained, .checkpoint_full_every = full_every, .tolerable_checkpoint_failures = tolerable,
         .deploy_timeout_ms = deploy_timeout, .max_restarts = max_restarts, .submit_job = job,

@@ -124,6 +124,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
     uint32_t leader_ttl = 3000, dead_grace = 60000, quorum_timeout = 5000;
     const char *keys_dir = eddy_cli_default_keys();
     uint32_t http_port = EDDY_DEFAULT_HTTP_PORT, interval = 2000, hb = 500, hb_timeout = 3000;
+    uint32_t stuck_timeout = EDDY_COORD_DEFAULT_STUCK_TIMEOUT_MS;
     uint32_t retained = 2, tolerable = 3, deploy_timeout = 10000, ck_timeout = 60000, max_restarts = 10;
     const char *savepoint_dir = NULL;
     uint32_t full_every = 10;
@@ -151,6 +152,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         EDDY_FLAG_U32("checkpoint-interval", &interval, 0, EDDY_FLAG_MS_MAX, "MS", "periodic checkpoints (2000, 0 = off)"),
         EDDY_FLAG_U32("heartbeat-ms", &hb, 1, EDDY_FLAG_MS_MAX, "MS", "worker heartbeat interval (500)"),
         EDDY_FLAG_U32("heartbeat-timeout-ms", &hb_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "declare a silent worker dead after (3000)"),
+        EDDY_FLAG_U32("stuck-timeout-ms", &stuck_timeout, 2, EDDY_FLAG_MS_MAX, "MS", "a busy worker (heartbeats late while its liveness thread still speaks: its loop blocks) is declared dead only when its loop was silent this long (60000, at least --heartbeat-timeout-ms)"),
         EDDY_FLAG_SWITCH("heartbeat-only", &heartbeat_only, "detect dead workers only by --heartbeat-timeout-ms, not also at once by their closed connection"),
         EDDY_FLAG_U32("checkpoint-timeout-ms", &ck_timeout, 1, EDDY_FLAG_MS_MAX, "MS", "abandon a checkpoint not complete after MS (60000)"),
         EDDY_FLAG_U32("checkpoints-retained", &retained, 1, 64, "N", "complete checkpoints kept (2)"),
@@ -180,6 +182,8 @@ int eddy_cmd_coordinator(int argc, char **argv)
         snapshots = "/tmp/eddy/snapshots";
     if (hb_timeout <= hb)
         return eddy_usage_error("coordinator", "--heartbeat-timeout-ms must exceed --heartbeat-ms");
+    if (stuck_timeout < hb_timeout)
+        return eddy_usage_error("coordinator", "--stuck-timeout-ms must be at least --heartbeat-timeout-ms");
     eddy_migration_mode_t migration;
     if (eddy_migration_mode_parse(migration_name, &migration) < 0) {
         char msg[160];
@@ -216,7 +220,7 @@ int eddy_cmd_coordinator(int argc, char **argv)
         .metastore = metastore, .etcd_ca = etcd_ca, .etcd_cert = etcd_cert, .etcd_key = etcd_key,
         .snapshot_dir = snapshots, .checkpoint_storage = storage_uri, .savepoint_dir = savepoint_dir,
         .heartbeat_ms = hb,
-        .heartbeat_timeout_ms = hb_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
+        .heartbeat_timeout_ms = hb_timeout, .stuck_timeout_ms = stuck_timeout, .heartbeat_only = heartbeat_only, .checkpoint_interval_ms = interval,
         .checkpoint_timeout_ms = ck_timeout, .checkpoints_retained = retained, .checkpoint_full_every = full_every,
         .tolerable_checkpoint_failures = tolerable, .deploy_timeout_ms = deploy_timeout,
         .max_restarts = max_restarts, .advertise = advertise, .leader_ttl_ms = leader_ttl,

@@ -58,3 +58,16 @@ char *eddy_format_local_time(char *buf, size_t size, int64_t wall_ms)
         snprintf(buf, size, "%s", date);
     return buf;
 }
+
+struct timespec eddy_timespec_in(clockid_t clock, uint32_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}

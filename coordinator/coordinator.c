@@ -1,11 +1,13 @@
 /* coordinator.c - the coordinator's event loop, sockets, worker registry,
- * liveness (heartbeat timeouts) and client request dispatch.
+ * liveness (heartbeat timeouts, busy and stuck workers: check_liveness)
+ * and client request dispatch.
  *
  * One thread: the control ROUTER, and the HTTP server's descriptors, are
  * polled together, so every handler sees a consistent view of the state. */
 #include "coordinator/internal.h"
 
 #include <errno.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +277,13 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     snprintf(w->host, sizeof w->host, "%s", m->u.reg.host);
     w->pid = m->u.reg.pid;
     w->cores = m->u.reg.cores;
+    /* a new secret for this registration's LIVENESS (sent to it alone) */
+    w->liveness_token = 0;
+    while (!w->liveness_token && RAND_bytes((unsigned char *)&w->liveness_token,
+                                            sizeof w->liveness_token) == 1) {
+    }
+    w->last_alive_ms = 0;
+    w->busy = false;
     w->alive = true;
     w->left = false;
     w->dead_since_ms = 0;
@@ -284,6 +293,7 @@ static void on_register(coord_t *c, const unsigned char *identity, size_t identi
     eddy_msg_t reply = {.type = EDDY_MSG_REGISTERED};
     reply.u.registered.worker_id = w->id;
     reply.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
+    reply.u.registered.liveness_token = w->liveness_token;
     send_to(c, identity, identity_len, &reply);
     eddy_info("worker %u (%s, pid %lld) registered, data at %s", w->id, w->name,
               (long long)w->pid, w->endpoint);
@@ -339,16 +349,60 @@ void coord_quarantine_worker(coord_t *c, coord_worker_t *w, const char *why)
     coord_declare_dead(c, w, why);
 }
 
+/* A worker's loop (its heartbeats, and every other message of its main
+ * socket) silent for the heartbeat timeout is dead unless its liveness
+ * thread still speaks (LIVENESS within the heartbeat timeout): then it is
+ * busy (its loop blocks: a large final output, a long state load, a
+ * loaded machine), logged once, shown by status, and declared dead only
+ * once its loop was silent for the stuck timeout. A stopped or cut-off
+ * process says neither: "no heartbeat for" as before. */
+static uint64_t stuck_timeout_ms(const coord_t *c)
+{
+    uint64_t t = c->opts->stuck_timeout_ms ? c->opts->stuck_timeout_ms
+                                           : EDDY_COORD_DEFAULT_STUCK_TIMEOUT_MS;
+    return t > c->opts->heartbeat_timeout_ms ? t : c->opts->heartbeat_timeout_ms;
+}
+
 static void check_liveness(coord_t *c, uint64_t now_ms)
 {
+    uint64_t timeout = c->opts->heartbeat_timeout_ms;
     for (coord_worker_t *w = c->workers; w; w = w->next) {
-        if (w->alive && now_ms - w->last_seen_ms > c->opts->heartbeat_timeout_ms) {
-            char why[96];
-            snprintf(why, sizeof why, "no heartbeat for %llu ms",
-                     (unsigned long long)(now_ms - w->last_seen_ms));
+        if (!w->alive || now_ms - w->last_seen_ms <= timeout)
+            continue;
+        unsigned long long silent = (unsigned long long)(now_ms - w->last_seen_ms);
+        bool alive = w->last_alive_ms && now_ms - w->last_alive_ms <= timeout;
+        char why[128];
+        if (!alive) {
+            snprintf(why, sizeof why, "no heartbeat for %llu ms", silent);
             coord_declare_dead(c, w, why);
+        } else if (now_ms - w->last_seen_ms > stuck_timeout_ms(c)) {
+            snprintf(why, sizeof why, "stuck: loop silent for %llu ms, alive (--stuck-timeout-ms %llu)",
+                     silent, (unsigned long long)stuck_timeout_ms(c));
+            coord_declare_dead(c, w, why);
+        } else if (!w->busy) {
+            w->busy = true;
+            eddy_warn("worker %u (%s, pid %lld) busy: loop silent for %llu ms, alive (its own "
+                      "report: %llu ms); dead if stuck for %llu ms", w->id, w->name,
+                      (long long)w->pid, silent, (unsigned long long)w->reported_loop_silent_ms,
+                      (unsigned long long)stuck_timeout_ms(c));
         }
     }
+}
+
+/* LIVENESS from a worker's liveness thread (its own connection, so not
+ * bound by routing id): it counts only with the token this coordinator
+ * gave that worker's current registration. */
+static void on_liveness(coord_t *c, const eddy_msg_t *m)
+{
+    coord_worker_t *w = coord_find_worker(c, m->u.liveness.worker_id);
+    if (!w || !w->alive || !w->liveness_token || m->u.liveness.token != w->liveness_token) {
+        coord_reject(&c->rejects, COORD_REJECT_LIVENESS,
+                     "a LIVENESS for worker %u without its registration's token",
+                     m->u.liveness.worker_id);
+        return;
+    }
+    w->last_alive_ms = eddy_mono_ms();
+    w->reported_loop_silent_ms = m->u.liveness.loop_silent_ms;
 }
 
 /* ---- client requests ---------------------------------------------------- */
@@ -699,6 +753,11 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         eddy_msg_clear(&m);
         return;
     }
+    if (m.type == EDDY_MSG_LIVENESS) {
+        on_liveness(c, &m);
+        eddy_msg_clear(&m);
+        return;
+    }
     if (m.type != EDDY_MSG_REGISTER && m.type != EDDY_MSG_REQUEST) {
         w = worker_by_identity(c, id, id_len);
         if (!w) {
@@ -712,6 +771,11 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
             return;
         }
         w->last_seen_ms = eddy_mono_ms();
+        if (w->busy) {
+            w->busy = false;
+            eddy_info("worker %u (%s, pid %lld) no longer busy: its loop answers again", w->id,
+                      w->name, (long long)w->pid);
+        }
     }
     switch (m.type) {
     case EDDY_MSG_REGISTER:
@@ -744,6 +808,7 @@ static void handle_message(coord_t *c, const unsigned char *id, size_t id_len, c
         eddy_msg_t ack = {.type = EDDY_MSG_REGISTERED};
         ack.u.registered.worker_id = w->id;
         ack.u.registered.heartbeat_ms = c->opts->heartbeat_ms;
+        ack.u.registered.liveness_token = w->liveness_token;
         send_to(c, id, id_len, &ack);
         break;
     }

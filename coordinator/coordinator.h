@@ -27,6 +27,7 @@
 #define EDDY_COORD_DEFAULT_MAX_ENDED_JOBS 64u           /* ended jobs kept in memory for the views */
 #define EDDY_COORD_DEFAULT_MAX_PLUGINS 64u              /* plugin uploads stored */
 #define EDDY_COORD_DEFAULT_REPLY_HWM 100000u            /* messages queued to one peer */
+#define EDDY_COORD_DEFAULT_STUCK_TIMEOUT_MS 60000u      /* --stuck-timeout-ms */
 
 typedef struct eddy_coordinator_limits {
     uint32_t max_heartbeat_entries;
@@ -81,6 +82,11 @@ typedef struct eddy_coordinator_options {
                                       * Sent to workers in DEPLOY */
     uint32_t heartbeat_ms;           /* interval workers are told to use */
     uint32_t heartbeat_timeout_ms;   /* a worker silent this long is dead */
+    /* A worker whose heartbeats stopped but whose liveness thread still
+     * speaks (busy: its loop blocks) is dead after its loop was silent
+     * this long (stuck); 0: EDDY_COORD_DEFAULT_STUCK_TIMEOUT_MS. At most
+     * heartbeat_timeout_ms: busy workers are not waited for. */
+    uint32_t stuck_timeout_ms;
     bool heartbeat_only;             /* not also dead when its connection closes (disconnect.c) */
     uint32_t checkpoint_interval_ms; /* 0 disables periodic checkpoints */
     uint32_t checkpoint_timeout_ms;

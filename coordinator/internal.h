@@ -77,6 +77,14 @@ typedef struct coord_worker {
     size_t identity_len;
     uint64_t last_seen_ms;
     uint64_t last_heartbeat_ms;    /* when its latest heartbeat (metrics) came */
+    /* Liveness (coordinator.c, check_liveness): the secret its liveness
+     * thread's LIVENESS carries (random per registration), when the last
+     * valid one came (0: none yet) and the loop silence it reported; busy:
+     * "busy" was logged for its current silence. */
+    uint64_t liveness_token;
+    uint64_t last_alive_ms;
+    uint64_t reported_loop_silent_ms;
+    bool busy;
     int64_t registered_wall_ms;
     uint64_t registered_ms;        /* monotonic: rebalancing moves work only to later joiners */
     bool alive;

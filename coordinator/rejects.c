@@ -19,6 +19,7 @@ static const char *const names[COORD_REJECT_COUNT] = {
     [COORD_REJECT_DECISION_BYTES] = "decision_bytes",
     [COORD_REJECT_PLUGINS] = "plugins",
     [COORD_REJECT_REPLY_QUEUE] = "reply_queue",
+    [COORD_REJECT_LIVENESS] = "liveness",
 };
 
 const char *coord_reject_name(coord_reject_reason_t reason)
@@ -37,6 +38,8 @@ void coord_reject(coord_rejects_t *self, coord_reject_reason_t reason, const cha
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     eddy_log_limited(&self->log[reason],
-                     reason == COORD_REJECT_STALE_EPOCH ? EDDY_LOG_INFO : EDDY_LOG_WARN,
+                     reason == COORD_REJECT_STALE_EPOCH || reason == COORD_REJECT_LIVENESS
+                         ? EDDY_LOG_INFO
+                         : EDDY_LOG_WARN,
                      "rejected (%s): %s", names[reason], what);
 }

@@ -30,6 +30,7 @@ typedef enum coord_reject_reason {
     COORD_REJECT_DECISION_BYTES,    /* a decision over --max-decision-bytes */
     COORD_REJECT_PLUGINS,           /* a plugin upload past --max-plugins stored */
     COORD_REJECT_REPLY_QUEUE,       /* a message to a peer whose queue is at --reply-hwm */
+    COORD_REJECT_LIVENESS,          /* LIVENESS without the token of a live worker's registration */
     COORD_REJECT_COUNT
 } coord_reject_reason_t;
 
@@ -42,7 +43,8 @@ typedef struct coord_rejects {
 const char *coord_reject_name(coord_reject_reason_t reason);
 
 /* Counts one rejection and logs `what` (printf) for it, rate-limited per
- * reason. Stale epochs are a normal race after a restore: logged at info. */
+ * reason. Stale epochs are a normal race after a restore, and a stale
+ * liveness token one after a worker registered again: logged at info. */
 void coord_reject(coord_rejects_t *self, coord_reject_reason_t reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -298,11 +298,15 @@ json_t *coord_view_status(coord_t *c)
                             : w->awaiting ? "awaiting heartbeat"
                             : w->left     ? "left"
                                           : "dead";
-        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:i, s:i}", "id", w->id,
-                               "name", w->name, "address", w->endpoint, "host", w->host, "pid",
-                               (json_int_t)w->pid, "alive", w->alive, "state", state,
-                               "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
-                               "tasks", w->alive ? w->n_metrics : 0, "cores", w->cores);
+        /* busy: alive, its loop silent past the heartbeat timeout while
+         * its liveness thread speaks (coordinator.c, check_liveness) */
+        json_t *wj = json_pack("{s:i, s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:i, s:i, s:b, s:I}",
+                               "id", w->id, "name", w->name, "address", w->endpoint, "host",
+                               w->host, "pid", (json_int_t)w->pid, "alive", w->alive, "state",
+                               state, "last_heartbeat_ms_ago", (json_int_t)(now - w->last_seen_ms),
+                               "tasks", w->alive ? w->n_metrics : 0, "cores", w->cores, "busy",
+                               w->alive && w->busy, "last_alive_ms_ago",
+                               w->last_alive_ms ? (json_int_t)(now - w->last_alive_ms) : (json_int_t)-1);
         json_array_insert_new(workers, 0, wj);
     }
     return json_pack("{s:o, s:o, s:f, s:o}", "jobs", coord_view_jobs(c), "workers", workers,

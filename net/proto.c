@@ -25,6 +25,7 @@ static const char *type_names[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REQUEST] = "REQUEST",       [EDDY_MSG_REPLY] = "REPLY",
     [EDDY_MSG_PLUGIN] = "PLUGIN",         [EDDY_MSG_LEAVE] = "LEAVE",
     [EDDY_MSG_ROUTE_STEP] = "ROUTE_STEP", [EDDY_MSG_STEP_DONE] = "STEP_DONE",
+    [EDDY_MSG_LIVENESS] = "LIVENESS",
 };
 
 const char *eddy_msg_type_name(eddy_msg_type_t type)
@@ -669,6 +670,8 @@ static const field_t registered_fields[] = {
     {.kind = FIELD_BOOL, .offset = MSG(registered.not_leader)}, /* the leader fields: protocol 6 */
     {.kind = FIELD_TEXT, .offset = MSG(registered.leader), .max = TEXT_SIZE(registered.leader)},
     {.kind = FIELD_BOOL, .offset = MSG(registered.fatal)},
+    /* optional: the registration's liveness token (absent: 0, none) */
+    {.kind = FIELD_U64, .offset = MSG(registered.liveness_token), .max = UINT64_MAX},
 };
 
 static const field_t heartbeat_fields[] = {
@@ -936,6 +939,12 @@ static const field_t step_done_fields[] = {
     {.kind = FIELD_U64, .offset = MSG(step_done.transfer_us), .max = UINT64_MAX},
 };
 
+static const field_t liveness_fields[] = {
+    {.kind = FIELD_U32, .offset = MSG(liveness.worker_id), .max = UINT32_MAX},
+    {.kind = FIELD_U64, .offset = MSG(liveness.token), .max = UINT64_MAX},
+    {.kind = FIELD_U64, .offset = MSG(liveness.loop_silent_ms), .max = UINT64_MAX},
+};
+
 /* Older forms still read, without the trailing leader epoch: a REGISTER
  * (protocol 5's had no cores; read so an older worker is refused naming
  * both versions), a REGISTERED before the leader fields (so a newer worker
@@ -943,7 +952,7 @@ static const field_t step_done_fields[] = {
  * reason (protocols 4 and 5). */
 static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_REGISTER] = {register_fields, ELEMS(register_fields), {5, 6}, 0},
-    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 0},
+    [EDDY_MSG_REGISTERED] = {registered_fields, ELEMS(registered_fields), {3}, 1},
     [EDDY_MSG_HEARTBEAT] = {heartbeat_fields, ELEMS(heartbeat_fields), {0}, 0},
     [EDDY_MSG_DEPLOY] = {deploy_fields, ELEMS(deploy_fields), {0}, 6},
     [EDDY_MSG_DEPLOYED] = {deployed_fields, ELEMS(deployed_fields), {0}, 2},
@@ -960,6 +969,7 @@ static const layout_t layouts[EDDY_MSG_TYPE_COUNT] = {
     [EDDY_MSG_LEAVE] = {leave_fields, ELEMS(leave_fields), {0}, 0},
     [EDDY_MSG_ROUTE_STEP] = {route_step_fields, ELEMS(route_step_fields), {0}, 0},
     [EDDY_MSG_STEP_DONE] = {step_done_fields, ELEMS(step_done_fields), {0}, 1},
+    [EDDY_MSG_LIVENESS] = {liveness_fields, ELEMS(liveness_fields), {0}, 0},
 };
 
 /* ---- walking a table ----------------------------------------------------------- */

@@ -93,6 +93,8 @@ typedef enum eddy_msg_type {
     EDDY_MSG_ROUTE_STEP,     /* coordinator -> worker: a fluid migration step (its senders route
                               * the step's key groups to the new owner, HANDOFF in band) */
     EDDY_MSG_STEP_DONE,      /* worker -> coordinator: the new owner installed a step's groups */
+    EDDY_MSG_LIVENESS,       /* worker's liveness thread -> coordinator, on its own DEALER:
+                              * the process lives, whatever its loop does (runtime/liveness.h) */
     EDDY_MSG_TYPE_COUNT
 } eddy_msg_type_t;
 
@@ -267,6 +269,10 @@ typedef struct eddy_msg {
             /* The refusal is final (a duplicate worker identity): the
              * worker exits saying why instead of registering again. */
             bool fatal;
+            /* The secret this registration's LIVENESS messages carry
+             * (optional last field; absent or 0: the coordinator takes
+             * none). Random per registration, sent only to the worker. */
+            uint64_t liveness_token;
         } registered;
         struct {
             uint32_t worker_id;
@@ -373,6 +379,14 @@ typedef struct eddy_msg {
         struct {
             char reason[EDDY_ERROR_MAX];     /* why it stops, for the coordinator's log */
         } leave;
+        /* Sent every heartbeat interval by the worker's liveness thread on
+         * a connection of its own: it counts for worker_id only with the
+         * token of that worker's current registration. */
+        struct {
+            uint32_t worker_id;
+            uint64_t token;
+            uint64_t loop_silent_ms;         /* since the worker's loop last turned */
+        } liveness;
         struct {
             uint32_t job, epoch, stage;      /* stage: the one whose groups move */
             uint64_t version;                /* routing version after the step */

@@ -4,7 +4,9 @@
  * graph rebuilt from the job's name and flags, the current epoch and its
  * tasks), the dispatch of data-plane messages to tasks, the application of
  * DEPLOY (fresh start, rescale keeping state, restore from a checkpoint) and
- * the heartbeat. Everything runs on one thread, so tasks need no locks. */
+ * the heartbeat. Everything runs on one thread, so tasks need no locks; the
+ * one other thread, runtime/liveness.h, only says that the process lives
+ * (on its own socket) and shares nothing with the tasks. */
 #include "runtime/worker.h"
 
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include "state/snapshot_store.h"
 #include "plan/plugin.h"
 #include "plan/registry.h"
+#include "runtime/liveness.h"
 #include "runtime/local_recovery.h"
 #include "runtime/peers.h"
 #include "runtime/task.h"
@@ -140,6 +143,16 @@ typedef struct worker {
     eddy_local_copies_t *local;
     bool local_corrupt; /* test hook EDDY_TEST_LOCAL_COPY_CORRUPT=1 */
     eddy_local_restore_stats_t restore_local;
+    /* The liveness thread (runtime/liveness.h) and the token of the
+     * current registration it sends (0: none, it sends nothing). */
+    eddy_liveness_t *liveness;
+    uint64_t liveness_token;
+    uint64_t last_turn_ms; /* when the loop last turned */
+    /* Test hook EDDY_TEST_STALL_LOOP_MS=N: the loop blocks once for N ms,
+     * right after the first completed checkpoint (mid-job), as a loop
+     * writing a large output would. 0: off; stall_armed: the time came. */
+    uint32_t stall_ms;
+    bool stall_armed;
 } worker_t;
 
 #define FIXED_ITEMS 3
@@ -882,6 +895,10 @@ static void switch_coordinator(worker_t *w, const char *endpoint, const char *wh
         if (!is_suspect(w, i, now) || k == w->n_coords)
             next = i;
     }
+    /* the coordinator left must stop hearing this process: no liveness
+     * until a registration here gives a new token */
+    w->liveness_token = 0;
+    eddy_liveness_target(w->liveness, NULL, w->id, 0, w->heartbeat_ms);
     if (next != w->cur) {
         eddy_info("coordinator %s: %s; trying %s", w->coords[w->cur], why, w->coords[next]);
         zmq_disconnect(w->ctrl, w->coords[w->cur]);
@@ -1242,6 +1259,16 @@ static void on_plugin(worker_t *w, const eddy_msg_t *m)
     }
 }
 
+/* A registration's (or a heartbeat answer's) token: the liveness thread
+ * speaks for this registration to the coordinator followed now. */
+static void follow_liveness(worker_t *w, uint64_t token)
+{
+    if (token == w->liveness_token)
+        return;
+    w->liveness_token = token;
+    eddy_liveness_target(w->liveness, w->coords[w->cur], w->id, token, w->heartbeat_ms);
+}
+
 static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
 {
     switch (m->type) {
@@ -1262,11 +1289,14 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
                 eddy_warn("coordinator: %s; registering again", m->u.registered.error);
                 send_register(w);
             }
-        } else if (m->u.registered.worker_id != w->id) {
-            eddy_info("registered again as worker %u", m->u.registered.worker_id);
-            w->id = m->u.registered.worker_id;
-            for (wjob_t *j = w->jobs; j; j = j->next)
-                j->env.self_worker_id = w->id;
+        } else {
+            if (m->u.registered.worker_id != w->id) {
+                eddy_info("registered again as worker %u", m->u.registered.worker_id);
+                w->id = m->u.registered.worker_id;
+                for (wjob_t *j = w->jobs; j; j = j->next)
+                    j->env.self_worker_id = w->id;
+            }
+            follow_liveness(w, m->u.registered.liveness_token);
         }
         break;
     case EDDY_MSG_DEPLOY: {
@@ -1371,6 +1401,8 @@ static void handle_ctrl(worker_t *w, const eddy_msg_t *m)
             break;
         if (w->local && m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
             eddy_local_copies_complete(w->local, j->job_id, m->u.complete.checkpoint);
+        if (w->stall_ms && m->u.complete.checkpoint != EDDY_FINAL_CHECKPOINT)
+            w->stall_armed = true;
         for (uint32_t i = 0; i < j->n_tasks; i++) {
             /* The commits' directory fsyncs run off the loop. */
             eddy_sync_list_t *sync = eddy_sync_list_new();
@@ -1465,6 +1497,8 @@ static uint64_t coordinator_silence_ms(const worker_t *w)
     return eddy_coordinator_silence_ms(w->heartbeat_ms);
 }
 
+static void follow_liveness(worker_t *w, uint64_t token);
+
 static int register_with_coordinator(worker_t *w, eddy_err_t *err)
 {
     uint64_t deadline = eddy_mono_ms() + w->opts->register_timeout_ms;
@@ -1521,6 +1555,7 @@ static int register_with_coordinator(worker_t *w, eddy_err_t *err)
         }
         w->id = m.u.registered.worker_id;
         w->heartbeat_ms = m.u.registered.heartbeat_ms ? m.u.registered.heartbeat_ms : 500;
+        follow_liveness(w, m.u.registered.liveness_token);
         eddy_msg_clear(&m);
         return 0;
     }
@@ -1617,6 +1652,7 @@ static void teardown(worker_t *w)
     eddy_plugin_dir_destroy(&w->plugins);
     free(w->items);
     free(w->waiting);
+    eddy_liveness_destroy(&w->liveness); /* closes its socket, before the context */
     if (w->ctrl)
         zmq_close(w->ctrl);
     if (w->inbox)
@@ -1671,6 +1707,26 @@ static long wait_ms(worker_t *w)
         return 0;
     uint64_t ms = (deadline - now + 999999u) / 1000000u;
     return ms > w->heartbeat_ms ? (long)w->heartbeat_ms : (long)ms;
+}
+
+/* Every loop turn: the liveness thread reports the time since. A turn
+ * after a block of half the coordinator's silence timeout or more also
+ * restarts that silence count: its answers could not be read meanwhile
+ * (an idle turn lasts at most a heartbeat interval). */
+static void note_turn(worker_t *w)
+{
+    if (w->stall_armed) { /* the test hook, once */
+        w->stall_armed = false;
+        uint32_t ms = w->stall_ms;
+        w->stall_ms = 0;
+        eddy_warn("test hook EDDY_TEST_STALL_LOOP_MS: blocking the loop for %u ms", ms);
+        eddy_sleep_ms(ms);
+    }
+    uint64_t now = eddy_mono_ms();
+    if (now - w->last_turn_ms > coordinator_silence_ms(w) / 2)
+        w->last_ctrl_ms = now;
+    w->last_turn_ms = now;
+    eddy_liveness_loop_turned(w->liveness, now);
 }
 
 static bool run_tasks(worker_t *w, uint64_t now)
@@ -1778,7 +1834,10 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     }
     const char *corrupt = getenv("EDDY_TEST_LOCAL_COPY_CORRUPT"); /* a test hook */
     w->local_corrupt = corrupt && !strcmp(corrupt, "1");
-    if (setup_sockets(w, err) < 0 || register_with_coordinator(w, err) < 0)
+    const char *stall = getenv("EDDY_TEST_STALL_LOOP_MS"); /* a test hook (worker_t) */
+    w->stall_ms = stall ? (uint32_t)strtoul(stall, NULL, 10) : 0;
+    if (setup_sockets(w, err) < 0 || !(w->liveness = eddy_liveness_new(w->zctx, opts->keys, err)) ||
+        register_with_coordinator(w, err) < 0)
         goto out;
     eddy_info("registered as worker %u with %s, data at %s", w->id, w->coords[w->cur], w->endpoint);
     w->last_ctrl_ms = eddy_mono_ms();
@@ -1793,7 +1852,9 @@ int eddy_worker_run(const eddy_worker_options_t *opts, volatile sig_atomic_t *st
     w->items[1] = (zmq_pollitem_t){w->inbox, 0, ZMQ_POLLIN, 0};
     w->items[2] = (zmq_pollitem_t){NULL, eddy_snapshot_writer_fd(w->snapshots), ZMQ_POLLIN, 0};
     bool busy = false;
+    w->last_turn_ms = eddy_mono_ms();
     while (!*stop) {
+        note_turn(w);
         /* No timed wake-ups for records: the loop sleeps until a message, a
          * source's descriptor or a deadline (heartbeat, tick, rate) needs it. */
         uint32_t n_items = build_poll_set(w);

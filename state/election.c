@@ -53,14 +53,7 @@ static void set_error(eddy_election_t *e, const char *msg)
 /* Waits ms or until destroy; returns true when stopping. */
 static bool rest(eddy_election_t *e, uint32_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = eddy_timespec_in(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&e->lock);
     while (!e->stopping && pthread_cond_timedwait(&e->wake, &e->lock, &ts) == 0)
         ;

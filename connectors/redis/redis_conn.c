@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/flags.h"
 
 int eddy_redis_id_parse(const char *text, size_t len, eddy_redis_id_t *out)
@@ -85,13 +86,6 @@ void eddy_redis_retry_ok(eddy_redis_retry_t *r, const char *what)
 
 void eddy_redis_wait(pthread_cond_t *cond, pthread_mutex_t *lock, uint32_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = eddy_timespec_in(CLOCK_REALTIME, ms);
     pthread_cond_timedwait(cond, lock, &ts);
 }

@@ -249,7 +249,7 @@ function renderWorkers() {
   if (!ws.length) { setHtml(el, html`<p class="muted">No workers registered.</p>`); return; }
   setHtml(el, html`<table id="worker-table"><tr><th>id</th><th>worker</th><th class="n">tasks</th></tr>${
     ws.map(w => html`<tr data-worker="${w.id}"><td>${w.id}</td>
-      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? 'alive' : 'dead'}</span> ${w.name}
+      <td><span class="badge ${w.alive ? 'running' : 'dead'}">${w.alive ? (w.busy ? 'busy' : 'alive') : 'dead'}</span> ${w.name}
         <div class="muted small">pid ${w.pid} · ${w.address}<br>heartbeat ${fmtMs(w.last_heartbeat_ms_ago)} ago</div></td>
       <td class="n">${w.tasks}</td></tr>`)}</table>`);
 }

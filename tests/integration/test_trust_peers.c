@@ -18,7 +18,10 @@
  *                    for source[0], and heartbeats source[0]'s metrics: the
  *                    job keeps running without a restore, its counters do
  *                    not take the forged records, {reason="not_placed"}
- *                    rises. Before: the job restored.
+ *                    rises. Before: the job restored. LIVENESS for the
+ *                    real workers with the forger's own token, none or a
+ *                    guess is rejected ({reason="liveness"}): a worker key
+ *                    cannot keep another worker alive.
  *  duplicate_done    eddy coordinator whose only worker is the fake one: it
  *                    confirms the DEPLOY and then sends TASK_DONE x5 for its
  *                    own source[0]: counted once ({reason="duplicate"} = 4),
@@ -199,6 +202,7 @@ static void expect_running_unrestored(const char *job)
 typedef struct fake {
     void *ctx, *sock;
     uint32_t id;
+    uint64_t liveness_token; /* its registration's (REGISTERED) */
 } fake_t;
 
 static void fake_connect_to(fake_t *f, const char *endpoint, const char *keys,
@@ -290,6 +294,7 @@ static void fake_register(fake_t *f, const char *name)
         while (eddy_mono_ms() < until && fake_recv(f, &m, 200)) {
             bool ok = m.type == EDDY_MSG_REGISTERED && !m.u.registered.error[0];
             f->id = m.u.registered.worker_id;
+            f->liveness_token = m.u.registered.liveness_token;
             eddy_msg_clear(&m);
             if (ok)
                 return;
@@ -518,6 +523,19 @@ Test(trust_peers, forged_tasks)
     long long in = eddy_test_scrape_sum(ports[1], "eddy_task_records_in_total{job=\"wordcount\"");
     cr_assert(in >= 0 && in < 1000000000000ll, "the forged metrics count: %lld records in", in);
     wait_rejected("not_placed", 7);
+    /* LIVENESS for the real workers (ids 1 and 2), with the forger's own
+     * token, none, or a guess: none counts (a stopped worker would still
+     * be declared dead), each is rejected */
+    cr_assert_neq(f.liveness_token, 0, "the registration carried no liveness token");
+    const uint64_t tokens[] = {f.liveness_token, 0, 12345};
+    for (uint32_t id = 1; id <= 2; id++)
+        for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+            eddy_msg_t live = {.type = EDDY_MSG_LIVENESS};
+            live.u.liveness.worker_id = id;
+            live.u.liveness.token = tokens[i];
+            fake_send(&f, &live);
+        }
+    wait_rejected("liveness", 6);
     fake_close(&f);
 }
 

@@ -79,6 +79,7 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.registered.worker_id = 4000000000u;
         m.u.registered.heartbeat_ms = 250;
         strcpy(m.u.registered.error, "name 'worker-7' already registered from 10.1.2.4");
+        m.u.registered.liveness_token = 0xfedcba9876543210ull;
         break;
     case EDDY_MSG_HEARTBEAT:
         m.u.heartbeat.worker_id = 12;
@@ -246,6 +247,11 @@ static eddy_msg_t make_msg(eddy_msg_type_t type)
         m.u.route_step.kgs[1] = 64;
         m.u.route_step.kgs[2] = 127;
         break;
+    case EDDY_MSG_LIVENESS:
+        m.u.liveness.worker_id = 4000000000u;
+        m.u.liveness.token = UINT64_MAX - 1;
+        m.u.liveness.loop_silent_ms = 61234;
+        break;
     case EDDY_MSG_STEP_DONE:
         m.u.step_done.job = 3;
         m.u.step_done.epoch = 9;
@@ -320,6 +326,7 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         cr_assert_eq(a->u.registered.worker_id, b->u.registered.worker_id);
         cr_assert_eq(a->u.registered.heartbeat_ms, b->u.registered.heartbeat_ms);
         cr_assert_str_eq(a->u.registered.error, b->u.registered.error);
+        cr_assert_eq(a->u.registered.liveness_token, b->u.registered.liveness_token);
         break;
     case EDDY_MSG_HEARTBEAT:
         cr_assert_eq(a->u.heartbeat.worker_id, b->u.heartbeat.worker_id);
@@ -481,6 +488,11 @@ static void assert_msg_eq(const eddy_msg_t *a, const eddy_msg_t *b)
         break;
     case EDDY_MSG_STEP_DONE:
         cr_assert_eq(memcmp(&a->u.step_done, &b->u.step_done, sizeof a->u.step_done), 0);
+        break;
+    case EDDY_MSG_LIVENESS:
+        cr_assert_eq(a->u.liveness.worker_id, b->u.liveness.worker_id);
+        cr_assert_eq(a->u.liveness.token, b->u.liveness.token);
+        cr_assert_eq(a->u.liveness.loop_silent_ms, b->u.liveness.loop_silent_ms);
         break;
     default:
         cr_assert_fail("unexpected type %d", a->type);
@@ -836,7 +848,7 @@ Test(proto, wrong_field_counts_rejected)
          * one without its optional last field; anything else is rejected. */
         if (t != EDDY_MSG_RELEASE && t != EDDY_MSG_REGISTER && t != EDDY_MSG_TRIGGER &&
             t != EDDY_MSG_ACK && t != EDDY_MSG_DEPLOY && t != EDDY_MSG_STEP_DONE &&
-            t != EDDY_MSG_DEPLOYED)
+            t != EDDY_MSG_DEPLOYED && t != EDDY_MSG_REGISTERED)
             expect_splice_rejected(t, REMOVE, n - 1, NULL, 0, expected);
         snprintf(expected, sizeof expected, "%u fields, expected %u", n, n - 1);
         expect_splice_rejected(t, INSERT, n, "\xc0", 1, expected);
@@ -922,7 +934,7 @@ Test(proto, wrong_field_types_rejected)
 Test(proto, unknown_types_rejected)
 {
     expect_reject("\x91\x00", 2, "unknown message type");
-    expect_reject("\x91\x13", 2, "unknown message type");
+    expect_reject("\x91\x14", 2, "unknown message type");
     expect_reject("\x91\x20", 2, "unknown message type"); /* a data-plane type */
     expect_reject("\x91\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 10, "unknown message type");
     expect_reject("\x91\xff", 2, "unknown message type");
@@ -1331,6 +1343,43 @@ Test(proto, deployed_local_loads_are_optional)
     cr_assert_eq(d.u.deployed.bytes_local, 64);
     cr_assert_eq(d.leader_epoch, 7);
     eddy_msg_clear(&d);
+}
+
+/* REGISTERED may end with the registration's liveness token (within
+ * protocol 9): absent (an older coordinator's), 0, and the worker's
+ * liveness thread sends nothing. LIVENESS has exactly its three fields, a
+ * 32-bit worker id and 64-bit integers, nothing else. */
+Test(proto, liveness_token_optional_and_liveness_bounded)
+{
+    /* [REGISTERED, 7, 500, "", false, "", false, epoch 9]: no token */
+    eddy_msg_t d = decode_ok("\x98\x02\x07\xcd\x01\xf4\xa0\xc2\xa0\xc2\x09", 11);
+    cr_assert_eq(d.u.registered.worker_id, 7);
+    cr_assert_eq(d.u.registered.liveness_token, 0, "absent: 0");
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    /* the same with a token */
+    d = decode_ok("\x99\x02\x07\xcd\x01\xf4\xa0\xc2\xa0\xc2\xcf\x01\x02\x03\x04\x05\x06\x07\x08\x09",
+                  20);
+    cr_assert_eq(d.u.registered.liveness_token, 0x0102030405060708ull);
+    cr_assert_eq(d.leader_epoch, 9);
+    eddy_msg_clear(&d);
+    /* [LIVENESS, worker 3, token, silent 0, epoch 0] */
+    unsigned char ok[] = {0x95, EDDY_MSG_LIVENESS, 0x03, 0x2a, 0x00, 0x00};
+    d = decode_ok(ok, sizeof ok);
+    cr_assert_eq(d.type, EDDY_MSG_LIVENESS);
+    cr_assert_eq(d.u.liveness.worker_id, 3);
+    cr_assert_eq(d.u.liveness.token, 42);
+    eddy_msg_clear(&d);
+    /* without its silence, or with a field more: rejected */
+    unsigned char short_form[] = {0x94, EDDY_MSG_LIVENESS, 0x03, 0x2a, 0x00};
+    expect_reject(short_form, sizeof short_form, "LIVENESS message: 3 fields, expected 4");
+    /* a worker id past 32 bits, a negative token, a string: rejected */
+    unsigned char wide_id[] = {0x95, EDDY_MSG_LIVENESS, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x2a, 0x00, 0x00};
+    expect_reject(wide_id, sizeof wide_id, NULL);
+    unsigned char negative[] = {0x95, EDDY_MSG_LIVENESS, 0x03, 0xff, 0x00, 0x00};
+    expect_reject(negative, sizeof negative, NULL);
+    unsigned char text[] = {0x95, EDDY_MSG_LIVENESS, 0x03, 0xa1, 'x', 0x00, 0x00};
+    expect_reject(text, sizeof text, NULL);
 }
 
 /* An ACK may end with what the checkpoint cost the task (protocol 9,
