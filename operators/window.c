@@ -31,6 +31,7 @@
 #include "net/partial.h"
 #include "operators/etl_record.h"
 #include "plan/registry.h"
+#include "state/group_freeze.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 #include "state/timers.h"
@@ -106,7 +107,22 @@ typedef struct window_op {
     void *prepared;         /* STORE_ACCUMULATOR: this instance's handle */
     void *max_by;           /* max_by's handle (api/window.h) */
     eddy_collector_t *out;  /* while timers fire */
+    eddy_group_freeze_t *frozen; /* a snapshot being written (see "asynchronous snapshots") */
 } window_op_t;
+
+/* Before any change to group kg: a snapshot still being written takes the
+ * group's bytes first (state/group_freeze.h). Every change to a group
+ * comes through process (the record's key's group), a timer firing (the
+ * timers' before_fire), read_group or drop_group. */
+static void touch(window_op_t *op, uint32_t kg)
+{
+    eddy_group_freeze_touch_slot(&op->frozen, kg);
+}
+
+static void touch_timer(void *ctx, uint32_t kg)
+{
+    touch(ctx, kg);
+}
 
 /* ---- windows ------------------------------------------------------------ */
 
@@ -845,6 +861,7 @@ static int window_partial(window_op_t *op, const eddy_record_t *rec, eddy_collec
         op->udf->accumulator.check(op->prepared, op->acc_tmp, err) < 0)
         return eddy_err_wrap(err, "window '%s': a partial record's accumulator", c->kind->name);
     uint32_t kg = eddy_key_group_of(key, klen, op->max_kg);
+    touch(op, kg);
     int64_t ts = rec->timestamp;
     bool skipped = true;
     if (c->panes) {
@@ -880,6 +897,7 @@ static int window_process(void *self, const eddy_record_t *rec, eddy_collector_t
     uint32_t klen = op->key_fn(rec, &key);
     uint64_t h = eddy_key_hash(key, klen);
     uint32_t kg = eddy_key_group_of_hash(h, op->max_kg);
+    touch(op, kg);
     int64_t ts = c->processing ? processing_time(op) : rec->timestamp;
     bool skipped = true;
 
@@ -1046,6 +1064,7 @@ static void window_close(void *self)
     window_op_t *op = self;
     if (!op)
         return;
+    eddy_group_freeze_detach(&op->frozen); /* a view being written needs the state */
     if (op->sessions)
         for (uint32_t kg = 0; kg < op->max_kg; kg++)
             eddy_keyed_state_foreach(op->sessions, kg, free_session, NULL);
@@ -1082,6 +1101,7 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->late_records = ctx->late_records;
     op->wm = EDDY_WATERMARK_MIN;
     op->timers = eddy_timers_new(op->max_kg);
+    eddy_timers_before_fire(op->timers, touch_timer, op);
     bool ok = op->timers != NULL;
     if (c->store == STORE_LIST) {
         ok = ok && (op->lists = eddy_list_state_new(op->max_kg)) != NULL;
@@ -1170,9 +1190,12 @@ static void write_part(eddy_mpw_t *w, const char *bytes, size_t len)
         msgpack_pack_nil(&w->pk);
 }
 
-static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+/* Group kg as of watermark wm. Reads only group kg's structures and the
+ * config, so a snapshot's thread may call it (see "asynchronous
+ * snapshots"). */
+static int write_group_at(window_op_t *op, int64_t wm, uint32_t kg, char **out, size_t *len,
+                          eddy_err_t *err)
 {
-    window_op_t *op = self;
     *out = NULL;
     *len = 0;
     if (kg >= op->max_kg)
@@ -1196,7 +1219,7 @@ static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, 
         eddy_mpw_u64(&w, op->c->assigner);
         eddy_mpw_u64(&w, op->c->store);
         eddy_mpw_u64(&w, op->c->acc_size);
-        eddy_mpw_i64(&w, op->wm);
+        eddy_mpw_i64(&w, wm);
         for (int i = 0; i < 3; i++)
             write_part(&w, parts[i], lens[i]);
         uint32_t n_keys = op->sessions ? (uint32_t)eddy_keyed_state_group_keys(op->sessions, kg) : 0;
@@ -1215,11 +1238,54 @@ static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, 
     return rc;
 }
 
+static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    return write_group_at(op, op->wm, kg, out, len, err);
+}
+
+/* ---- asynchronous snapshots ----------------------------------------------
+ * snapshot_view freezes the groups of a checkpoint in O(key groups):
+ * a state/group_freeze.h view whose write function is write_group_at with
+ * the watermark of the barrier. The snapshot writer's thread serialises
+ * each group from the live structures (accumulators, element lists,
+ * timers and session sets are all partitioned by key group, and writing a
+ * group reads only that group's), while touch() makes this thread take a
+ * pending group's bytes itself before it changes the group. A new view
+ * (the next checkpoint) or close detaches the older one first, which
+ * serialises whatever it has not taken yet. */
+
+typedef struct window_snap {
+    window_op_t *op;
+    int64_t wm;
+} window_snap_t;
+
+static int snap_write(void *arg, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    const window_snap_t *snap = arg;
+    return write_group_at(snap->op, snap->wm, kg, out, len, err);
+}
+
+static void *window_snapshot_view(void *self, const uint32_t *groups, uint32_t n, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    window_snap_t *snap = malloc(sizeof *snap);
+    if (snap)
+        *snap = (window_snap_t){op, op->wm};
+    eddy_group_freeze_t *view =
+        snap ? eddy_group_freeze_take(&op->frozen, op->max_kg, groups, n, snap_write, snap, free)
+             : NULL;
+    if (!view)
+        eddy_err_set(err, "out of memory");
+    return view; /* the reader's reference; op->frozen holds the owner's */
+}
+
 static void window_drop_group(void *self, uint32_t kg)
 {
     window_op_t *op = self;
     if (kg >= op->max_kg)
         return;
+    touch(op, kg);
     eddy_timers_drop_group(op->timers, kg);
     if (op->accs)
         eddy_keyed_state_drop_group(op->accs, kg);
@@ -1673,6 +1739,9 @@ static const eddy_operator_ops_t window_ops = {
     .write_group = window_write_group,
     .read_group = window_read_group,
     .drop_group = window_drop_group,
+    .snapshot_view = window_snapshot_view,
+    .view_write_group = eddy_group_freeze_view_write_group,
+    .view_release = eddy_group_freeze_view_release,
     .combiner = window_combiner,
 };
 
