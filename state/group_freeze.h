@@ -22,8 +22,7 @@
  * Lifetime: new returns a view with two references, the owner's and the
  * reader's. The owner gives up its reference with detach, which first
  * serialises every group still pending (so write is never called once the
- * live state is gone: detach before destroying it, and before taking the
- * next view) - unless the reader released the view already: then nothing
+ * live state is gone: detach before destroying it) - unless the reader released the view already: then nothing
  * is serialised any more. The reader gives up its reference with release; the last one
  * frees the view and calls arg_free(arg). Both may come in any order, from
  * their own threads. */
@@ -52,7 +51,8 @@ eddy_group_freeze_t *eddy_group_freeze_new(uint32_t max_key_groups, const uint32
  * or taken already). */
 void eddy_group_freeze_touch(eddy_group_freeze_t *self, uint32_t kg);
 /* Owner: serialises what is still pending, drops the owner's reference and
- * sets *self_p to NULL. NULL-safe. */
+ * sets *self_p to NULL; the same for the older views listed behind it
+ * (take, below). NULL-safe. */
 void eddy_group_freeze_detach(eddy_group_freeze_t **self_p);
 /* Reader: group kg's bytes as at the barrier, moved to the caller (a group
  * can be taken once). A write error (of the reader or of the owner's
@@ -61,15 +61,20 @@ int eddy_group_freeze_write_group(eddy_group_freeze_t *self, uint32_t kg, char *
                                   eddy_err_t *err);
 /* Reader: drops the reader's reference. NULL-safe. */
 void eddy_group_freeze_release(eddy_group_freeze_t **self_p);
+/* The arg the view was made with (either thread; it lives as long as the
+ * view). */
+void *eddy_group_freeze_arg(const eddy_group_freeze_t *self);
 /* Groups of the view not serialised yet (either thread; for tests). */
 uint32_t eddy_group_freeze_pending(const eddy_group_freeze_t *self);
 
-/* An owner's slot for its newest view (NULL: none), the way an operator
- * keeps it. take: detaches the view in *slot (if any), makes a new one
- * (NULL when out of memory: then arg_free(arg) was called) and keeps the
- * owner's reference in *slot; returns the reader's. touch: touches kg in
- * *slot's view, or detaches it once nothing is pending there (after that
- * a touch is a NULL check; also once the reader released it). */
+/* An owner's list of views (*slot: the newest, NULL: none), the way an
+ * operator keeps them: a checkpoint's view may still be written when the
+ * next is taken, and both stay frozen. take: makes a new view (NULL when
+ * out of memory: then arg_free(arg) was called), puts the owner's
+ * reference at the head of the list and returns the reader's. touch_slot:
+ * touches kg in every view of the list, and detaches the views whose groups
+ * were all taken or whose reader released them (with none left, a touch
+ * is a NULL check). detach (above) on the slot detaches the whole list. */
 eddy_group_freeze_t *eddy_group_freeze_take(eddy_group_freeze_t **slot, uint32_t max_key_groups,
                                             const uint32_t *groups, uint32_t n,
                                             eddy_group_freeze_write_fn write, void *arg,
