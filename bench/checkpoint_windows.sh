@@ -12,19 +12,24 @@
 # key, over a CSV of KEYS distinct keys (all in one window: each key holds
 # an accumulator and a timer, nothing fires before the end) followed by
 # rows of keys already seen, read at LOAD_RATE lines/s until LOAD_S
-# seconds, then at 20000 lines/s for MEASURE_S seconds, when the run is
-# stopped (before its end of input, whose firing of every window is not
-# what is measured); checkpoints every INTERVAL_MS.
-# From the worker's EDDY_LOG_LEVEL=debug line per checkpoint unit
-# ("checkpoint N of JOB/STAGE: G groups, MODE; barrier B ms, serialise S
-# ms, write W ms") of the window's stage it prints the number of
-# checkpoints, the task's mean and max time at the barrier, and the writer
-# thread's mean serialise ms; the ratio is keyed / async of the max barrier
-# time (the checkpoint with the most state).
+# seconds, then at 20000 lines/s; checkpoints every INTERVAL_MS. The run
+# is stopped MEASURE_S + 2 seconds after the coordinator counted KEYS
+# records read (before its end of input, whose firing of every window is
+# not what is measured).
+# From the worker's EDDY_LOG_LEVEL=debug lines it prints per phase -
+# "load" (new keys: every record makes a window) and "steady" (MEASURE_S
+# seconds from 3 s after loading: records only update accumulators) - the
+# window stage's checkpoints, the task's mean and max time at the barrier
+# ("checkpoint N of JOB/STAGE: ...; barrier B ms, serialise S ms"), the
+# writer thread's mean serialise ms, the ratio of the max barrier time to
+# the first mode's, and the task's time serialising groups it changed
+# before the snapshot thread took them (state/group_freeze.c's "snapshot
+# view: N of M key groups serialised by their owner (T ms)"): groups and
+# ms per checkpoint, and the largest T.
 #
 # Environment: BUILD (default <repo>/build; Release or RelWithDebInfo),
-# EDDY, KEYS, LOAD_RATE (400000), LOAD_S (15), MEASURE_S (10), INTERVAL_MS (1000),
-# MODES ("keyed async").
+# EDDY, KEYS, LOAD_RATE (400000), LOAD_S (15), MEASURE_S (10), INTERVAL_MS
+# (1000), MODES ("keyed async").
 set -uo pipefail
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 source "$HERE/common.sh"

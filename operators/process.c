@@ -31,7 +31,6 @@
 #include "common/clock.h"
 #include "net/mpcodec.h"
 #include "plan/registry.h"
-#include "state/group_freeze.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 
@@ -70,23 +69,11 @@ struct process_op {
     bool ticked;
     eddy_collector_t *out; /* during an advance */
     uint64_t *late_records; /* the task's eddy_late_records_total (may be NULL) */
-    /* A snapshot being written (api/operator.h snapshot_view): every change
-     * to a group is made for the current key (set_key), by a timer's
-     * removal (the timers' before_fire) or by read/drop_group, and each
-     * first lets the view take the group's bytes (state/group_freeze.h). */
-    eddy_group_freeze_t *frozen;
 };
-
-static void touch(void *arg, uint32_t kg)
-{
-    process_op_t *op = arg;
-    eddy_group_freeze_touch_slot(&op->frozen, kg);
-}
 
 static void set_key(process_op_t *op, const char *key, uint32_t key_len, uint32_t kg,
                     uint64_t hash)
 {
-    touch(op, kg);
     op->ctx.key = key_len ? key : "";
     op->ctx.key_len = key_len;
     op->ctx.kg = kg;
@@ -100,7 +87,6 @@ static void process_close(void *self)
     process_op_t *op = self;
     if (!op)
         return;
-    eddy_group_freeze_detach(&op->frozen); /* a view being written needs the state */
     eddy_keyed_state_destroy(&op->values);
     eddy_list_state_destroy(&op->lists);
     eddy_timers_destroy(&op->timers);
@@ -145,7 +131,6 @@ static void *process_open(const eddy_op_context_t *ctx, eddy_err_t *err)
         eddy_err_set(err, "out of memory");
         return NULL;
     }
-    eddy_timers_before_fire(op->timers, touch, op);
     set_key(op, "", 0, 0, 0);
     return op;
 }
@@ -217,7 +202,6 @@ static int process_finish(void *self, eddy_collector_t *out, eddy_err_t *err)
 static void process_drop_group(void *self, uint32_t kg)
 {
     process_op_t *op = self;
-    touch(op, kg);
     if (op->values)
         eddy_keyed_state_drop_group(op->values, kg);
     eddy_list_state_drop_group(op->lists, kg);
@@ -317,18 +301,6 @@ static int process_read_group(void *self, uint32_t kg, const void *data, size_t 
     return rc;
 }
 
-/* Frozen in O(key groups); the snapshot writer's thread serialises each
- * group with process_write_group, which reads only that group's tables. */
-static void *process_snapshot_view(void *self, const uint32_t *groups, uint32_t n, eddy_err_t *err)
-{
-    process_op_t *op = self;
-    eddy_group_freeze_t *view = eddy_group_freeze_take(&op->frozen, op->max_key_groups, groups, n,
-                                                       process_write_group, op, NULL);
-    if (!view)
-        eddy_err_set(err, "out of memory");
-    return view;
-}
-
 static const eddy_operator_ops_t process_ops = {
     .kind = "process",
     .open = process_open,
@@ -340,9 +312,6 @@ static const eddy_operator_ops_t process_ops = {
     .write_group = process_write_group,
     .read_group = process_read_group,
     .drop_group = process_drop_group,
-    .snapshot_view = process_snapshot_view,
-    .view_write_group = eddy_group_freeze_view_write_group,
-    .view_release = eddy_group_freeze_view_release,
 };
 
 /* ---- the context functions ---------------------------------------------- */
