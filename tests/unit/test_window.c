@@ -866,13 +866,12 @@ static void drive(win_t *w, big_out_t *o, const event_t *e)
         cr_assert_eq(w->kind->ops->watermark(w->op, e->wm, &o->base, &err), 0, "%s", err.msg);
 }
 
-static void random_run(const char *kind, const char *spec, unsigned seed)
+/* n events of 40 keys, disordered by up to 60 ms, a watermark every 25. */
+static void random_events(event_t *ev, int n, unsigned seed)
 {
-    enum { N = 3000, SPLIT = 1500 };
-    static event_t ev[N];
     srand(seed);
     int64_t wm = INT64_MIN;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         int key = rand() % 40;
         snprintf(ev[i].data, sizeof ev[i].data, "k%d:%d", key, i % 100);
         ev[i].value = rand() % 100;
@@ -881,7 +880,14 @@ static void random_run(const char *kind, const char *spec, unsigned seed)
         if (i % 25 == 24 && i * 3 - 40 > wm)
             ev[i].wm = wm = i * 3 - 40;
     }
-    ev[N - 1].wm = EDDY_WATERMARK_MAX;
+    ev[n - 1].wm = EDDY_WATERMARK_MAX;
+}
+
+static void random_run(const char *kind, const char *spec, unsigned seed)
+{
+    enum { N = 3000, SPLIT = 1500 };
+    static event_t ev[N];
+    random_events(ev, N, seed);
 
     /* uninterrupted */
     win_t a;
@@ -1219,17 +1225,7 @@ static void view_is_frozen(const char *kind, const char *spec, unsigned seed, bo
 {
     enum { N = 3000, SPLIT = 1500 };
     static event_t ev[N];
-    srand(seed);
-    int64_t wm = INT64_MIN;
-    for (int i = 0; i < N; i++) {
-        snprintf(ev[i].data, sizeof ev[i].data, "k%d:%d", rand() % 40, i % 100);
-        ev[i].value = rand() % 100;
-        ev[i].ts = i * 3 + rand() % 120 - 60;
-        ev[i].wm = INT64_MIN;
-        if (i % 25 == 24 && i * 3 - 40 > wm)
-            ev[i].wm = wm = i * 3 - 40;
-    }
-    ev[N - 1].wm = EDDY_WATERMARK_MAX;
+    random_events(ev, N, seed);
     win_t w;
     big_out_t o = {.base.emit = big_collect};
     win_open(&w, kind, spec);
