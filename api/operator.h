@@ -219,6 +219,18 @@ typedef struct eddy_operator_ops {
     bool sees_late;
     /* The job ended for good (cancelled or failed; see above; may be NULL). */
     void (*abort)(void *self);
+    /* Asynchronous snapshots of the state of write_group (all three, or
+     * none: then write_group runs at the barrier). snapshot_view freezes
+     * groups[0..n) in time independent of the state's size and returns a
+     * view (NULL with err on failure); view_write_group(view, kg) then gives,
+     * on another thread and while the operator goes on, the bytes
+     * write_group gave for kg when the view was taken, once per group;
+     * view_release frees the view (any thread; the view may outlive the
+     * operator, whose close must leave it readable). state/group_freeze.h
+     * does this for state serialised per group. */
+    void *(*snapshot_view)(void *self, const uint32_t *groups, uint32_t n, eddy_err_t *err);
+    int (*view_write_group)(void *view, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
+    void (*view_release)(void *view);
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

@@ -31,6 +31,7 @@
 #include "net/partial.h"
 #include "operators/etl_record.h"
 #include "plan/registry.h"
+#include "state/group_freeze.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 #include "state/timers.h"
@@ -106,7 +107,24 @@ typedef struct window_op {
     void *prepared;         /* STORE_ACCUMULATOR: this instance's handle */
     void *max_by;           /* max_by's handle (api/window.h) */
     eddy_collector_t *out;  /* while timers fire */
+    eddy_group_freeze_t *frozen; /* a snapshot being written (see "asynchronous snapshots") */
 } window_op_t;
+
+/* Before any change to group kg's timers, element lists or session sets:
+ * a snapshot still being written takes those first (state/group_freeze.h;
+ * accumulators have copy-on-write of their own). Every such change comes
+ * through timer_add/timer_del, a timer firing (the timers' before_fire),
+ * the list branches of state_add/state_clear/state_merge, session_slot,
+ * read_group or drop_group. */
+static void touch(window_op_t *op, uint32_t kg)
+{
+    eddy_group_freeze_touch_slot(&op->frozen, kg);
+}
+
+static void touch_timer(void *ctx, uint32_t kg)
+{
+    touch(ctx, kg);
+}
 
 /* ---- windows ------------------------------------------------------------ */
 
@@ -263,6 +281,7 @@ static int state_add(window_op_t *op, uint32_t kg, const char *key, uint32_t kle
                      eddy_window_t sw, const eddy_record_t *rec, bool *created, eddy_err_t *err)
 {
     if (op->c->store == STORE_LIST) {
+        touch(op, kg);
         unsigned char ns[WIN_NS];
         window_encode(ns, sw);
         eddy_record_t best;
@@ -290,6 +309,7 @@ static void state_clear(window_op_t *op, uint32_t kg, const char *key, uint32_t 
                         eddy_window_t sw)
 {
     if (op->c->store == STORE_LIST) {
+        touch(op, kg);
         unsigned char ns[WIN_NS];
         window_encode(ns, sw);
         eddy_list_state_clear(op->lists, kg, key, klen, ns, WIN_NS);
@@ -319,6 +339,7 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
                        eddy_window_t to, eddy_window_t from, eddy_err_t *err)
 {
     if (op->c->store == STORE_LIST) {
+        touch(op, kg);
         unsigned char a[WIN_NS], b[WIN_NS];
         window_encode(a, to);
         window_encode(b, from);
@@ -351,6 +372,7 @@ static int state_merge(window_op_t *op, uint32_t kg, const char *key, uint32_t k
 static int timer_add(window_op_t *op, int64_t time, uint32_t kg, const char *key, uint32_t klen,
                      eddy_window_t w, eddy_err_t *err)
 {
+    touch(op, kg);
     unsigned char ns[WIN_NS];
     window_encode(ns, w);
     if (eddy_timers_register(op->timers, domain(op), time, kg, key, klen, ns, WIN_NS) < 0)
@@ -361,6 +383,7 @@ static int timer_add(window_op_t *op, int64_t time, uint32_t kg, const char *key
 static void timer_del(window_op_t *op, int64_t time, uint32_t kg, const char *key, uint32_t klen,
                       eddy_window_t w)
 {
+    touch(op, kg);
     unsigned char ns[WIN_NS];
     window_encode(ns, w);
     eddy_timers_delete(op->timers, domain(op), time, kg, key, klen, ns, WIN_NS);
@@ -645,6 +668,7 @@ static int pane_timer(window_op_t *op, const eddy_timer_t *t, eddy_window_t w, e
 static session_set_t **session_slot(window_op_t *op, uint32_t kg, uint64_t h, const char *key,
                                     uint32_t klen, bool create)
 {
+    touch(op, kg); /* the caller may change the set in place */
     if (!create)
         return eddy_keyed_state_get(op->sessions, kg, h, key, klen);
     return eddy_keyed_state_upsert(op->sessions, kg, h, key, klen, NULL);
@@ -1046,6 +1070,7 @@ static void window_close(void *self)
     window_op_t *op = self;
     if (!op)
         return;
+    eddy_group_freeze_detach(&op->frozen); /* a view being written needs the state */
     if (op->sessions)
         for (uint32_t kg = 0; kg < op->max_kg; kg++)
             eddy_keyed_state_foreach(op->sessions, kg, free_session, NULL);
@@ -1082,6 +1107,7 @@ static void *window_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->late_records = ctx->late_records;
     op->wm = EDDY_WATERMARK_MIN;
     op->timers = eddy_timers_new(op->max_kg);
+    eddy_timers_before_fire(op->timers, touch_timer, op);
     bool ok = op->timers != NULL;
     if (c->store == STORE_LIST) {
         ok = ok && (op->lists = eddy_list_state_new(op->max_kg)) != NULL;
@@ -1150,18 +1176,6 @@ static void count_list(void *ctx, const void *key, uint32_t key_len, const void 
     *(size_t *)ctx += n;
 }
 
-static bool group_empty(window_op_t *op, uint32_t kg)
-{
-    if (op->accs && eddy_keyed_state_group_keys(op->accs, kg))
-        return false;
-    if (op->sessions && eddy_keyed_state_group_keys(op->sessions, kg))
-        return false;
-    size_t n = 0;
-    if (op->lists)
-        eddy_list_state_foreach(op->lists, kg, count_list, &n);
-    return n == 0;
-}
-
 static void write_part(eddy_mpw_t *w, const char *bytes, size_t len)
 {
     if (bytes && len)
@@ -1170,48 +1184,223 @@ static void write_part(eddy_mpw_t *w, const char *bytes, size_t len)
         msgpack_pack_nil(&w->pk);
 }
 
-static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+/* A group's bytes are composed of two halves, so that a snapshot can take
+ * each its own way (see "asynchronous snapshots"): the accumulators (an
+ * eddy_keyed_state_t, frozen by its own copy-on-write view) and the rest -
+ * timers, element lists and session sets - written by write_rest into one
+ * buffer: u8 "lists or sessions hold something", then three times u64
+ * length and bytes: the timers' group, the lists' group (0 bytes: no
+ * lists) and the session sets as packed into the group's array (their
+ * array header included). compose() makes the group's bytes of the two;
+ * what it needs of the operator is copied into a win_shape_t, since a
+ * snapshot may outlive the operator. */
+
+typedef struct win_shape {
+    uint64_t version, assigner, store, acc_size;
+} win_shape_t;
+
+static win_shape_t shape_of(const window_op_t *op)
 {
-    window_op_t *op = self;
+    return (win_shape_t){op->c->panes ? WIN_STATE_VERSION_PANES : WIN_STATE_VERSION,
+                         op->c->assigner, op->c->store, op->c->acc_size};
+}
+
+#define REST_PARTS 3
+
+static void put_u64le(char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t get_u64le(const char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)(unsigned char)p[i] << (8 * i);
+    return v;
+}
+
+/* Reads only group kg's timers, lists and session sets (and op's
+ * structure pointers), so a snapshot's thread may call it. */
+static int write_rest(window_op_t *op, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
     *out = NULL;
     *len = 0;
     if (kg >= op->max_kg)
         return eddy_err_set(err, "window: key group %u out of range", kg);
-    /* Timers exist only with state, so a group without state is empty. */
-    if (group_empty(op, kg))
-        return 0;
-    char *parts[3] = {NULL, NULL, NULL};
-    size_t lens[3] = {0, 0, 0};
+    char *parts[REST_PARTS] = {NULL, NULL, NULL};
+    size_t lens[REST_PARTS] = {0, 0, 0};
+    size_t entries = 0;
+    uint32_t n_keys = op->sessions ? (uint32_t)eddy_keyed_state_group_keys(op->sessions, kg) : 0;
     int rc = eddy_timers_write_group(op->timers, kg, &parts[0], &lens[0], err);
-    if (rc == 0 && op->accs && eddy_keyed_state_group_keys(op->accs, kg))
-        rc = eddy_keyed_state_write_group(op->accs, kg, &parts[1], &lens[1], err);
-    if (rc == 0 && op->lists)
-        rc = eddy_list_state_write_group(op->lists, kg, &parts[2], &lens[2], err);
+    if (rc == 0 && op->lists) {
+        eddy_list_state_foreach(op->lists, kg, count_list, &entries);
+        rc = eddy_list_state_write_group(op->lists, kg, &parts[1], &lens[1], err);
+    }
     if (rc == 0) {
         eddy_mpw_t w;
         eddy_mpw_init(&w);
-        eddy_mpw_array(&w, 10);
-        eddy_mpw_u64(&w, op->c->panes ? WIN_STATE_VERSION_PANES : WIN_STATE_VERSION);
-        eddy_mpw_u64(&w, kg);
-        eddy_mpw_u64(&w, op->c->assigner);
-        eddy_mpw_u64(&w, op->c->store);
-        eddy_mpw_u64(&w, op->c->acc_size);
-        eddy_mpw_i64(&w, op->wm);
-        for (int i = 0; i < 3; i++)
-            write_part(&w, parts[i], lens[i]);
-        uint32_t n_keys = op->sessions ? (uint32_t)eddy_keyed_state_group_keys(op->sessions, kg) : 0;
         eddy_mpw_array(&w, n_keys * 2);
         if (n_keys) {
             session_writer_t sw = {&w};
             eddy_keyed_state_foreach(op->sessions, kg, write_session, &sw);
         }
-        *out = eddy_mpw_release(&w, len);
+        parts[2] = eddy_mpw_release(&w, &lens[2]);
         eddy_mpw_free(&w);
-        if (!*out)
+        if (!parts[2])
             rc = eddy_err_set(err, "out of memory");
     }
-    for (int i = 0; i < 3; i++)
+    size_t total = 1 + 8 * REST_PARTS;
+    for (int i = 0; i < REST_PARTS; i++)
+        total += lens[i];
+    if (rc == 0 && !(*out = malloc(total)))
+        rc = eddy_err_set(err, "out of memory");
+    if (rc == 0) {
+        char *p = *out;
+        *p++ = (char)(n_keys > 0 || entries > 0);
+        for (int i = 0; i < REST_PARTS; i++) {
+            put_u64le(p, lens[i]);
+            p += 8;
+            if (lens[i])
+                memcpy(p, parts[i], lens[i]);
+            p += lens[i];
+        }
+        *len = total;
+    }
+    for (int i = 0; i < REST_PARTS; i++)
         free(parts[i]);
+    return rc;
+}
+
+/* Group kg's bytes from its accumulators' bytes (NULL: none) and
+ * write_rest's buffer, at watermark wm. Timers exist only with state, so
+ * a group without state is empty (NULL, 0). */
+static int compose(win_shape_t shape, int64_t wm, uint32_t kg, const char *accs, size_t accs_len,
+                   const char *rest, size_t rest_len, char **out, size_t *len, eddy_err_t *err)
+{
+    *out = NULL;
+    *len = 0;
+    const char *parts[REST_PARTS];
+    size_t lens[REST_PARTS];
+    const char *p = rest, *end = rest + rest_len;
+    if (rest_len < 1)
+        return eddy_err_set(err, "window: key group %u: a truncated snapshot part", kg);
+    bool holds = *p++ != 0;
+    for (int i = 0; i < REST_PARTS; i++) {
+        if ((size_t)(end - p) < 8 || get_u64le(p) > (size_t)(end - p) - 8)
+            return eddy_err_set(err, "window: key group %u: a truncated snapshot part", kg);
+        lens[i] = get_u64le(p);
+        parts[i] = p + 8;
+        p += 8 + lens[i];
+    }
+    if (!accs && !holds)
+        return 0;
+    eddy_mpw_t w;
+    eddy_mpw_init(&w);
+    eddy_mpw_array(&w, 10);
+    eddy_mpw_u64(&w, shape.version);
+    eddy_mpw_u64(&w, kg);
+    eddy_mpw_u64(&w, shape.assigner);
+    eddy_mpw_u64(&w, shape.store);
+    eddy_mpw_u64(&w, shape.acc_size);
+    eddy_mpw_i64(&w, wm);
+    write_part(&w, parts[0], lens[0]);
+    write_part(&w, accs, accs_len);
+    write_part(&w, parts[1], lens[1]);
+    msgpack_sbuffer_write(&w.buf, parts[2], lens[2]); /* the session sets, packed */
+    *out = eddy_mpw_release(&w, len);
+    eddy_mpw_free(&w);
+    return *out ? 0 : eddy_err_set(err, "out of memory");
+}
+
+static int window_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    char *rest = NULL, *accs = NULL;
+    size_t rest_len = 0, accs_len = 0;
+    int rc = write_rest(op, kg, &rest, &rest_len, err);
+    if (rc == 0 && op->accs && eddy_keyed_state_group_keys(op->accs, kg))
+        rc = eddy_keyed_state_write_group(op->accs, kg, &accs, &accs_len, err);
+    if (rc == 0)
+        rc = compose(shape_of(op), op->wm, kg, accs, accs_len, rest, rest_len, out, len, err);
+    free(rest);
+    free(accs);
+    return rc;
+}
+
+/* ---- asynchronous snapshots ----------------------------------------------
+ * snapshot_view freezes the groups of a checkpoint in O(key groups): the
+ * accumulators through keyed_state's copy-on-write view (a record that
+ * updates one copies that entry, once), the rest of each group through a
+ * state/group_freeze.h view of write_rest, and the watermark by value.
+ * The snapshot writer's thread serialises each group: the accumulators
+ * from their view, the rest from the live structures (timers, element
+ * lists and session sets are partitioned by key group, and write_rest
+ * reads only that group's), while touch() makes this thread take a
+ * pending group's rest itself before it changes the group's timers, lists
+ * or session sets - a new window, a firing, a list element, a session
+ * merge; a record that only updates an existing window's accumulator
+ * touches nothing. A view still being written when the next checkpoint
+ * takes one stays frozen beside it (touch settles both); close detaches
+ * them, serialising the rest they have not taken yet. */
+
+typedef struct window_snap {
+    window_op_t *op; /* for write_rest, only until the owner detaches */
+    win_shape_t shape;
+    int64_t wm;
+    eddy_keyed_state_view_t *accs; /* NULL: no accumulators */
+} window_snap_t;
+
+static int snap_write_rest(void *arg, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
+{
+    const window_snap_t *snap = arg;
+    return write_rest(snap->op, kg, out, len, err);
+}
+
+/* On the owner's thread (the last reference goes there: the owner's
+ * detach, or the unit's release on the worker's thread). */
+static void snap_free(void *arg)
+{
+    window_snap_t *snap = arg;
+    eddy_keyed_state_view_destroy(&snap->accs);
+    free(snap);
+}
+
+static void *window_snapshot_view(void *self, const uint32_t *groups, uint32_t n, eddy_err_t *err)
+{
+    window_op_t *op = self;
+    window_snap_t *snap = calloc(1, sizeof *snap);
+    if (snap) {
+        *snap = (window_snap_t){op, shape_of(op), op->wm, NULL};
+        if (op->accs && !(snap->accs = eddy_keyed_state_view_new(op->accs))) {
+            free(snap);
+            snap = NULL;
+        }
+    }
+    eddy_group_freeze_t *view =
+        snap ? eddy_group_freeze_take(&op->frozen, op->max_kg, groups, n, snap_write_rest, snap,
+                                      snap_free)
+             : NULL;
+    if (!view)
+        eddy_err_set(err, "out of memory");
+    return view; /* the reader's reference; op->frozen holds the owner's */
+}
+
+/* The snapshot writer's thread. */
+static int window_view_write_group(void *view, uint32_t kg, char **out, size_t *len,
+                                   eddy_err_t *err)
+{
+    const window_snap_t *snap = eddy_group_freeze_arg(view);
+    char *rest = NULL, *accs = NULL;
+    size_t rest_len = 0, accs_len = 0;
+    int rc = eddy_group_freeze_write_group(view, kg, &rest, &rest_len, err);
+    if (rc == 0 && snap->accs && eddy_keyed_state_view_group_keys(snap->accs, kg))
+        rc = eddy_keyed_state_view_write_group(snap->accs, kg, &accs, &accs_len, err);
+    if (rc == 0)
+        rc = compose(snap->shape, snap->wm, kg, accs, accs_len, rest, rest_len, out, len, err);
+    free(rest);
+    free(accs);
     return rc;
 }
 
@@ -1220,6 +1409,7 @@ static void window_drop_group(void *self, uint32_t kg)
     window_op_t *op = self;
     if (kg >= op->max_kg)
         return;
+    touch(op, kg);
     eddy_timers_drop_group(op->timers, kg);
     if (op->accs)
         eddy_keyed_state_drop_group(op->accs, kg);
@@ -1673,6 +1863,9 @@ static const eddy_operator_ops_t window_ops = {
     .write_group = window_write_group,
     .read_group = window_read_group,
     .drop_group = window_drop_group,
+    .snapshot_view = window_snapshot_view,
+    .view_write_group = window_view_write_group,
+    .view_release = eddy_group_freeze_view_release,
     .combiner = window_combiner,
 };
 

@@ -83,6 +83,11 @@ typedef struct eddy_task_env {
      * the barrier (false: EDDY_SNAPSHOT_MODE=sync, read by the worker).
      * Migration snapshots are always synchronous. */
     bool snapshot_async;
+    /* With snapshot_async, chained operators' own state (windows, timers)
+     * is still serialised at the barrier even where the operator has
+     * snapshot_view (EDDY_SNAPSHOT_MODE=keyed: the behaviour before
+     * operators had views, kept for bench/checkpoint_windows.sh). */
+    bool snapshot_ops_sync;
     /* --checkpoint-full-every (DEPLOY): every N-th checkpoint of a keyed
      * task is full, the others write only the key groups changed since its
      * last completed checkpoint (runtime/task_chain.c); 0 or 1: always full. */

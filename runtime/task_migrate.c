@@ -97,14 +97,20 @@ eddy_snapshot_unit_t *task_serialise_state(eddy_task_t *t, uint64_t checkpoint, 
  * At a barrier the task freezes its keyed state (a copy-on-write view,
  * state/keyed_state.h: O(key groups), not O(keys)) and hands the view to the
  * snapshot writer, whose thread serialises each group from it while records
- * keep flowing. Chained operators' own state of a group (window contents,
- * timers: api/operator.h write_group) has no view yet, so those bytes are
- * taken at the barrier, as in the synchronous path. The view is the unit's:
+ * keep flowing. A chained operator with state of its own (window contents,
+ * timers) that has snapshot_view (api/operator.h) is frozen the same way
+ * and serialised by that thread too; one without has its write_group bytes
+ * taken at the barrier, as in the synchronous path (EDDY_SNAPSHOT_MODE=keyed
+ * does that for every operator, for comparison). The views are the unit's:
  * released by eddy_snapshot_unit_free on the worker's thread, after the
  * writer thread handed the unit back. */
 
 typedef struct task_view {
     eddy_keyed_state_view_t *keyed;
+    void *op_views[EDDY_GROUP_MAX_OPS]; /* snapshot_view's, NULL: bytes in parts */
+    void (*op_release[EDDY_GROUP_MAX_OPS])(void *view);
+    int (*op_write[EDDY_GROUP_MAX_OPS])(void *view, uint32_t kg, char **out, size_t *len,
+                                        eddy_err_t *err);
     int64_t watermark;
     uint32_t n_ops;
     uint32_t n_groups;
@@ -120,6 +126,9 @@ static void view_release(void *arg)
     if (!v)
         return;
     eddy_keyed_state_view_destroy(&v->keyed);
+    for (uint32_t i = 0; i < EDDY_GROUP_MAX_OPS; i++)
+        if (v->op_views[i])
+            v->op_release[i](v->op_views[i]);
     for (size_t i = 0; v->parts && i < (size_t)v->n_groups * v->n_ops; i++)
         free(v->parts[i]);
     free(v->parts);
@@ -142,14 +151,48 @@ static int view_serialise(void *arg, uint32_t kg, char **out, size_t *len, eddy_
     if (eddy_keyed_state_view_write_group(v->keyed, kg, &keyed, &env.keyed_len, err) < 0)
         return -1;
     env.keyed = keyed;
+    char *taken[EDDY_GROUP_MAX_OPS] = {0};
+    int rc = 0;
     for (uint32_t i = 0; i < v->n_ops; i++) {
-        env.ops[i] = v->parts[(size_t)at * v->n_ops + i];
-        env.op_lens[i] = v->lens[(size_t)at * v->n_ops + i];
+        size_t cell = (size_t)at * v->n_ops + i;
+        if (v->op_views[i] && rc == 0) {
+            rc = v->op_write[i](v->op_views[i], kg, &taken[i], &env.op_lens[i], err);
+            env.ops[i] = taken[i];
+        } else {
+            env.ops[i] = v->parts[cell];
+            env.op_lens[i] = v->lens[cell];
+        }
         env.kinds[i] = v->kinds[i];
     }
-    *out = eddy_group_envelope_encode(&env, len);
+    if (rc == 0) {
+        *out = eddy_group_envelope_encode(&env, len);
+        rc = *out ? 0 : eddy_err_set(err, "out of memory");
+    }
     free(keyed);
-    return *out ? 0 : eddy_err_set(err, "out of memory");
+    for (uint32_t i = 0; i < EDDY_GROUP_MAX_OPS; i++)
+        free(taken[i]);
+    return rc;
+}
+
+/* Freezes each chained operator that can (its snapshot_view) over the
+ * unit's groups; the others' bytes are taken by the caller. */
+static int view_operators(eddy_task_t *t, task_view_t *v, const eddy_snapshot_unit_t *u,
+                          eddy_err_t *err)
+{
+    if (t->env->snapshot_ops_sync)
+        return 0;
+    for (uint32_t i = 0; i < v->n_ops && i < EDDY_GROUP_MAX_OPS; i++) {
+        const eddy_operator_ops_t *ops = t->def->ops[i].ops;
+        if (!ops->write_group || !ops->snapshot_view || !ops->view_write_group ||
+            !ops->view_release)
+            continue;
+        v->op_views[i] = ops->snapshot_view(t->ops[i], u->groups, u->n_groups, err);
+        if (!v->op_views[i])
+            return eddy_err_wrap(err, "%s[%u]: %s", t->def->name, t->instance, ops->kind);
+        v->op_release[i] = ops->view_release;
+        v->op_write[i] = ops->view_write_group;
+    }
+    return 0;
 }
 
 eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_err_t *err)
@@ -187,13 +230,19 @@ eddy_snapshot_unit_t *task_view_state(eddy_task_t *t, uint64_t checkpoint, eddy_
     for (uint32_t kg = 0; kg < k; kg++) {
         if (!t->held[kg] || !task_chain_writes(t, kg))
             continue;
-        uint32_t at = u->n_groups++;
-        u->groups[at] = kg;
-        v->n_groups = u->n_groups;
+        u->groups[u->n_groups++] = kg;
+    }
+    v->n_groups = u->n_groups;
+    if (view_operators(t, v, u, err) < 0) {
+        eddy_snapshot_unit_free(u);
+        return NULL;
+    }
+    for (uint32_t at = 0; at < u->n_groups; at++) {
+        uint32_t kg = u->groups[at];
         for (uint32_t i = 0; i < n_ops; i++) {
             const eddy_operator_ops_t *ops = t->def->ops[i].ops;
             size_t cell = (size_t)at * n_ops + i;
-            if (ops->write_group &&
+            if (ops->write_group && !v->op_views[i] &&
                 ops->write_group(t->ops[i], kg, &v->parts[cell], &v->lens[cell], err) < 0) {
                 eddy_err_wrap(err, "%s[%u]: %s: key group %u", t->def->name, t->instance,
                               ops->kind, kg);

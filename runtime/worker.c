@@ -524,8 +524,9 @@ static wjob_t *new_job(worker_t *w, const eddy_deploy_t *d, eddy_err_t *err)
                  d->restore_job[0] ? d->restore_job : d->job_id);
         j->env.restore_savepoint = d->restore_checkpoint;
     }
-    const char *mode = getenv("EDDY_SNAPSHOT_MODE"); /* sync|async (runtime/task.h) */
+    const char *mode = getenv("EDDY_SNAPSHOT_MODE"); /* sync|keyed|async (runtime/task.h) */
     j->env.snapshot_async = !mode || strcmp(mode, "sync") != 0;
+    j->env.snapshot_ops_sync = mode && strcmp(mode, "keyed") == 0;
     j->env.checkpoint_full_every = d->checkpoint_full_every;
     const char *hold = getenv("EDDY_TEST_FLUID_HOLD_MS"); /* a test hook (runtime/task.h) */
     j->env.fluid_hold_ms = hold ? (uint32_t)strtoul(hold, NULL, 10) : 0;

@@ -60,6 +60,8 @@ struct eddy_timers {
     size_t nbuckets; /* 0 or a power of two */
     size_t count;
     tm_entry_t **groups; /* list head per key group */
+    void (*before_fire)(void *ctx, uint32_t kg); /* eddy_timers_before_fire */
+    void *before_ctx;
 };
 
 static inline const unsigned char *tm_key(const tm_entry_t *e)
@@ -364,6 +366,8 @@ int eddy_timers_advance(eddy_timers_t *self, eddy_time_domain_t domain, int64_t 
     tm_heap_t *h = &self->heaps[domain];
     while (h->count > 0 && h->items[0]->time <= until) {
         tm_entry_t *e = h->items[0];
+        if (self->before_fire)
+            self->before_fire(self->before_ctx, e->kg);
         tm_unlink(self, e);
         eddy_timer_t t = {
             .domain = domain,
@@ -380,6 +384,15 @@ int eddy_timers_advance(eddy_timers_t *self, eddy_time_domain_t domain, int64_t 
             return -1;
     }
     return 0;
+}
+
+void eddy_timers_before_fire(eddy_timers_t *self, void (*before)(void *ctx, uint32_t kg),
+                             void *ctx)
+{
+    if (!self)
+        return;
+    self->before_fire = before;
+    self->before_ctx = ctx;
 }
 
 int64_t eddy_timers_next(const eddy_timers_t *self, eddy_time_domain_t domain)

@@ -58,6 +58,12 @@ bool eddy_timers_delete(eddy_timers_t *self, eddy_time_domain_t domain, int64_t 
 /* Fires (in order) and removes every timer of domain with time <= until. */
 int eddy_timers_advance(eddy_timers_t *self, eddy_time_domain_t domain, int64_t until,
                         eddy_timer_fire_fn fire, void *ctx, eddy_err_t *err);
+/* before(ctx, kg) runs in an advance before it removes a timer of key
+ * group kg (an owner that copies a group before changing it, as
+ * state/group_freeze.h, learns of the change the advance makes). NULL:
+ * none. */
+void eddy_timers_before_fire(eddy_timers_t *self, void (*before)(void *ctx, uint32_t kg),
+                             void *ctx);
 /* Earliest pending time of domain, or INT64_MAX when none. */
 int64_t eddy_timers_next(const eddy_timers_t *self, eddy_time_domain_t domain);
 size_t eddy_timers_count(const eddy_timers_t *self);

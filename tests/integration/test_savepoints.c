@@ -192,7 +192,7 @@ Test(savepoints, damaged_savepoints_are_refused_with_one_line)
 Test(savepoints, nexmark_q11_sessions_resume_like_an_uninterrupted_run)
 {
     eddy_err_t err = {{0}};
-    cr_assert_eq(eddy_test_nexmark_generate(path("ev.csv"), "20000", NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(eddy_test_nexmark_generate(path("ev.csv"), "40000", NULL, &err), 0, "%s", err.msg);
     int ports[3];
     cr_assert_eq(eddy_test_free_ports(3, ports, &err), 0, "%s", err.msg);
     char port[3][16], coord[64];

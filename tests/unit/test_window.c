@@ -5,6 +5,7 @@
  * are compared as text "key=value@timestamp" (a leading '!' marks a record
  * sent on as EDDY_LATE). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -865,13 +866,12 @@ static void drive(win_t *w, big_out_t *o, const event_t *e)
         cr_assert_eq(w->kind->ops->watermark(w->op, e->wm, &o->base, &err), 0, "%s", err.msg);
 }
 
-static void random_run(const char *kind, const char *spec, unsigned seed)
+/* n events of 40 keys, disordered by up to 60 ms, a watermark every 25. */
+static void random_events(event_t *ev, int n, unsigned seed)
 {
-    enum { N = 3000, SPLIT = 1500 };
-    static event_t ev[N];
     srand(seed);
     int64_t wm = INT64_MIN;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         int key = rand() % 40;
         snprintf(ev[i].data, sizeof ev[i].data, "k%d:%d", key, i % 100);
         ev[i].value = rand() % 100;
@@ -880,7 +880,14 @@ static void random_run(const char *kind, const char *spec, unsigned seed)
         if (i % 25 == 24 && i * 3 - 40 > wm)
             ev[i].wm = wm = i * 3 - 40;
     }
-    ev[N - 1].wm = EDDY_WATERMARK_MAX;
+    ev[n - 1].wm = EDDY_WATERMARK_MAX;
+}
+
+static void random_run(const char *kind, const char *spec, unsigned seed)
+{
+    enum { N = 3000, SPLIT = 1500 };
+    static event_t ev[N];
+    random_events(ev, N, seed);
 
     /* uninterrupted */
     win_t a;
@@ -1188,4 +1195,132 @@ Test(window, max_by_restores_lists_written_without_it_keeping_the_best)
     EXPECT(&m, "a[0,10):p2,p4,p6=3@9");
     win_close(&m);
     win_close(&l);
+}
+
+/* ---- asynchronous snapshots (snapshot_view) ---- */
+
+typedef struct view_reader {
+    const eddy_operator_ops_t *ops; /* the kind's (the instance may be closed) */
+    void *view;
+    char *bytes[K];
+    size_t lens[K];
+    int rc[K];
+} view_reader_t;
+
+static void *read_view(void *arg)
+{
+    view_reader_t *vr = arg;
+    for (uint32_t kg = 0; kg < K; kg++) {
+        eddy_err_t err = {{0}};
+        vr->rc[kg] = vr->ops->view_write_group(vr->view, kg, &vr->bytes[kg], &vr->lens[kg], &err);
+    }
+    return NULL;
+}
+
+/* A view taken at the split gives each group's bytes as write_group gave
+ * them there, while the instance goes on (records, watermarks firing and
+ * cleaning windows, a group dropped) on this thread and a second thread
+ * reads the view - and after the instance closed. */
+static void view_is_frozen(const char *kind, const char *spec, unsigned seed, bool close_first)
+{
+    enum { N = 3000, SPLIT = 1500 };
+    static event_t ev[N];
+    random_events(ev, N, seed);
+    win_t w;
+    big_out_t o = {.base.emit = big_collect};
+    win_open(&w, kind, spec);
+    for (int i = 0; i < SPLIT; i++)
+        drive(&w, &o, &ev[i]);
+    eddy_err_t err = {{0}};
+    char *want[K];
+    size_t want_len[K];
+    uint32_t groups[K];
+    for (uint32_t kg = 0; kg < K; kg++) {
+        groups[kg] = kg;
+        cr_assert_eq(w.kind->ops->write_group(w.op, kg, &want[kg], &want_len[kg], &err), 0, "%s",
+                     err.msg);
+    }
+    const eddy_operator_ops_t *ops = w.kind->ops; /* static: outlives the registry */
+    view_reader_t vr = {.ops = ops};
+    vr.view = w.kind->ops->snapshot_view(w.op, groups, K, &err);
+    cr_assert(vr.view, "%s", err.msg);
+    pthread_t reader;
+    if (!close_first)
+        cr_assert_eq(pthread_create(&reader, NULL, read_view, &vr), 0);
+    w.kind->ops->drop_group(w.op, kg_of("k7"));
+    for (int i = SPLIT; i < N; i++)
+        drive(&w, &o, &ev[i]);
+    if (close_first) {
+        win_close(&w);
+        read_view(&vr);
+    } else {
+        cr_assert_eq(pthread_join(reader, NULL), 0);
+    }
+    size_t nonempty = 0;
+    for (uint32_t kg = 0; kg < K; kg++) {
+        cr_assert_eq(vr.rc[kg], 0, "%s %s: group %u", kind, spec, kg);
+        cr_assert_eq(vr.lens[kg], want_len[kg], "%s %s: group %u", kind, spec, kg);
+        cr_assert(!want_len[kg] || !memcmp(vr.bytes[kg], want[kg], want_len[kg]),
+                  "%s %s: group %u differs from the barrier's bytes", kind, spec, kg);
+        nonempty += want_len[kg] > 0;
+        free(vr.bytes[kg]);
+        free(want[kg]);
+    }
+    cr_assert_gt(nonempty, 10, "%s %s: the view held state", kind, spec);
+    char *again = NULL;
+    size_t again_len = 0;
+    cr_assert_eq(ops->view_write_group(vr.view, 0, &again, &again_len, &err), -1,
+                 "a group is taken once");
+    ops->view_release(vr.view);
+    if (!close_first) {
+        assert_no_state(&w);
+        win_close(&w);
+    }
+    big_free(&o);
+}
+
+Test(window, a_snapshot_view_keeps_the_barriers_bytes_while_the_instance_goes_on)
+{
+    for (unsigned seed = 1; seed <= 2; seed++)
+        for (int close_first = 0; close_first <= 1; close_first++) {
+            view_is_frozen("sum", "assigner=tumbling size_ms=50 lateness_ms=20", seed, close_first);
+            view_is_frozen("avg", "assigner=sliding size_ms=60 slide_ms=20", seed, close_first);
+            view_is_frozen("avg", "assigner=session gap_ms=15 lateness_ms=25", seed, close_first);
+            view_is_frozen("list_max", "assigner=session gap_ms=15", seed, close_first);
+        }
+}
+
+Test(window, a_second_view_or_a_restore_never_changes_an_earlier_views_bytes)
+{
+    win_t w;
+    win_open(&w, "sum", "assigner=tumbling size_ms=10");
+    rec(&w, "a", 1, 1);
+    uint32_t kg = kg_of("a");
+    eddy_err_t err = {{0}};
+    char *at_first = NULL, *got = NULL;
+    size_t at_first_len = 0, got_len = 0;
+    cr_assert_eq(w.kind->ops->write_group(w.op, kg, &at_first, &at_first_len, &err), 0);
+    void *first = w.kind->ops->snapshot_view(w.op, &kg, 1, &err);
+    cr_assert(first);
+    rec(&w, "a", 5, 2);
+    void *second = w.kind->ops->snapshot_view(w.op, &kg, 1, &err); /* both stay frozen */
+    cr_assert(second);
+    w.kind->ops->read_group(w.op, kg, NULL, 0, &err); /* a restore empties the group */
+    cr_assert_eq(w.kind->ops->view_write_group(first, kg, &got, &got_len, &err), 0, "%s", err.msg);
+    cr_assert_eq(got_len, at_first_len);
+    cr_assert_eq(memcmp(got, at_first, got_len), 0);
+    free(got);
+    got = NULL;
+    cr_assert_eq(w.kind->ops->view_write_group(second, kg, &got, &got_len, &err), 0, "%s", err.msg);
+    cr_assert_gt(got_len, 0, "the second view has the group as it was before the restore");
+    free(got);
+    uint32_t other = (kg + 1) % K;
+    cr_assert_eq(w.kind->ops->view_write_group(second, other, &got, &got_len, &err), -1,
+                 "a group outside the view");
+    w.kind->ops->view_release(first);
+    w.kind->ops->view_release(second);
+    wm(&w, EDDY_WATERMARK_MAX);
+    EXPECT(&w, "");
+    free(at_first);
+    win_close(&w);
 }
