@@ -38,7 +38,7 @@
 #include "common/err.h"
 
 /* Bumped whenever a struct or function of api/ changes incompatibly. */
-#define EDDY_ABI_VERSION 6u
+#define EDDY_ABI_VERSION 7u
 #define EDDY_PLUGIN_ENTRY_SYMBOL "eddy_plugin_init"
 #define EDDY_PLUGIN_ABI_SYMBOL "eddy_plugin_abi_version"
 

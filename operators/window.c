@@ -31,6 +31,7 @@
 #include "net/partial.h"
 #include "operators/etl_record.h"
 #include "plan/registry.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 #include "state/timers.h"
