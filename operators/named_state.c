@@ -183,50 +183,30 @@ typedef struct walk {
     eddy_state_group_visit_fn group_visit;
     void *arg;
     size_t n;
-    /* remove: the user keys found, to clear after the walk */
-    char **found;
-    uint32_t *found_len;
-    size_t n_found, cap_found;
-    bool collect, oom;
 } walk_t;
+
+/* Whether (key, ns) is an entry of h (of the current key when only_key). */
+static bool is_entry_of(const eddy_state_t *h, bool only_key, const void *key, uint32_t key_len,
+                        const void *ns, uint32_t ns_len)
+{
+    const eddy_named_states_t *s = h->owner;
+    uint32_t prefix = h->name_len + 1;
+    if (ns_len < prefix || memcmp(ns, h->desc->name, prefix))
+        return false;
+    return !only_key || (key_len == s->key_len && (!key_len || !memcmp(key, s->key, key_len)));
+}
 
 static void walk_list(void *ctx, const void *key, uint32_t key_len, const void *ns,
                       uint32_t ns_len, size_t n)
 {
     walk_t *w = ctx;
     eddy_named_states_t *s = w->h->owner;
+    if (!is_entry_of(w->h, w->only_key, key, key_len, ns, ns_len))
+        return;
     uint32_t prefix = w->h->name_len + 1;
-    if (ns_len < prefix || memcmp(ns, w->h->desc->name, prefix))
-        return;
-    if (w->only_key && (key_len != s->key_len || (key_len && memcmp(key, s->key, key_len))))
-        return;
     const char *k = (const char *)ns + prefix;
     size_t k_len = ns_len - prefix;
     bool is_map = w->h->desc->kind == EDDY_STATE_MAP;
-    if (w->collect) {
-        if (w->n_found == w->cap_found) {
-            size_t cap = w->cap_found ? w->cap_found * 2 : 8;
-            char **f = realloc(w->found, cap * sizeof *f);
-            uint32_t *fl = f ? realloc(w->found_len, cap * sizeof *fl) : NULL;
-            if (f)
-                w->found = f;
-            if (!f || !fl) {
-                w->oom = true;
-                return;
-            }
-            w->found_len = fl;
-            w->cap_found = cap;
-        }
-        char *copy = malloc(ns_len ? ns_len : 1);
-        if (!copy) {
-            w->oom = true;
-            return;
-        }
-        memcpy(copy, ns, ns_len);
-        w->found[w->n_found] = copy;
-        w->found_len[w->n_found++] = ns_len;
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         eddy_record_t rec;
         if (!eddy_list_state_at(s->lists, s->kg, key, key_len, ns, ns_len, i, &rec))
@@ -238,27 +218,6 @@ static void walk_list(void *ctx, const void *key, uint32_t key_len, const void *
                            rec.len);
         w->n++;
     }
-}
-
-bool eddy_state_remove(eddy_state_t *h)
-{
-    if (!h)
-        return false;
-    eddy_named_states_t *s = h->owner;
-    if (h->desc->kind != EDDY_STATE_MAP) {
-        uint32_t ns_len;
-        const char *ns = ns_of(h, NULL, 0, &ns_len);
-        return ns && eddy_list_state_clear(s->lists, s->kg, s->key, s->key_len, ns, ns_len);
-    }
-    walk_t w = {.h = h, .only_key = true, .collect = true};
-    eddy_list_state_foreach(s->lists, s->kg, walk_list, &w);
-    for (size_t i = 0; i < w.n_found; i++) {
-        eddy_list_state_clear(s->lists, s->kg, s->key, s->key_len, w.found[i], w.found_len[i]);
-        free(w.found[i]);
-    }
-    free(w.found);
-    free(w.found_len);
-    return w.n_found > 0;
 }
 
 const void *eddy_state_map_get(eddy_state_t *h, const void *k, size_t k_len, size_t *len)
@@ -488,6 +447,39 @@ static void collect_ident(void *ctx, const void *key, uint32_t key_len, const vo
     ids->ns_len[ids->n++] = ns_len;
 }
 
+static void idents_free(idents_t *ids)
+{
+    for (size_t i = 0; i < ids->n; i++)
+        free(ids->ident[i]);
+    free(ids->ident);
+    free(ids->key_len);
+    free(ids->ns_len);
+}
+
+bool eddy_state_remove(eddy_state_t *h)
+{
+    if (!h)
+        return false;
+    eddy_named_states_t *s = h->owner;
+    if (h->desc->kind != EDDY_STATE_MAP) {
+        uint32_t ns_len;
+        const char *ns = ns_of(h, NULL, 0, &ns_len);
+        return ns && eddy_list_state_clear(s->lists, s->kg, s->key, s->key_len, ns, ns_len);
+    }
+    /* the map's entries are lists of the group: found first, then cleared */
+    idents_t ids = {0};
+    eddy_list_state_foreach(s->lists, s->kg, collect_ident, &ids);
+    bool removed = false;
+    for (size_t i = 0; i < ids.n; i++) {
+        const char *key = ids.ident[i], *ns = ids.ident[i] + ids.key_len[i];
+        if (is_entry_of(h, true, key, ids.key_len[i], ns, ids.ns_len[i]))
+            removed |= eddy_list_state_clear(s->lists, s->kg, key, ids.key_len[i], ns,
+                                             ids.ns_len[i]);
+    }
+    idents_free(&ids);
+    return removed;
+}
+
 /* After a load: migrate or drop what the declarations say (see the top). */
 static int settle(eddy_named_states_t *self, uint32_t kg, const saved_t *sv, eddy_err_t *err)
 {
@@ -505,11 +497,7 @@ static int settle(eddy_named_states_t *self, uint32_t kg, const saved_t *sv, edd
         else if (rc == 0 && fate == MIGRATE)
             rc = migrate_list(self, h, from, kg, key, ids.key_len[i], ns, ids.ns_len[i], err);
     }
-    for (size_t i = 0; i < ids.n; i++)
-        free(ids.ident[i]);
-    free(ids.ident);
-    free(ids.key_len);
-    free(ids.ns_len);
+    idents_free(&ids);
     return rc;
 }
 
