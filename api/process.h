@@ -69,7 +69,7 @@
 #include "api/plugin.h"
 #include "api/state.h"
 #include "common/err.h"
-#include "state/timers.h"
+#include "common/time_domain.h"
 
 /* The per-call context: the current key and the state behind it. */
 typedef struct eddy_process_context eddy_process_context_t;

@@ -40,6 +40,7 @@
 #include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
+#include "state/timers.h"
 
 #define PROCESS_FORMAT_VERSION 2u
 
