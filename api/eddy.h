@@ -15,6 +15,7 @@
 #include "api/operator.h"
 #include "api/plugin.h"
 #include "api/process.h"
+#include "api/state.h"
 #include "api/stream.h"
 #include "api/window.h"
 

@@ -5,8 +5,11 @@
  * may still emit (a batch-style aggregate emits its results there). It
  * emits through the collector it is handed; the runtime chains operators of
  * one stage by direct calls and routes the last one's output to the next
- * stage. Keyed operators find their state in ctx->keyed_state, already
- * restricted to (and restored for) the key groups the instance owns.
+ * stage. Built-in keyed operators find their per-key values in
+ * ctx->keyed_state (state/keyed_state.h, not part of the API), already
+ * restricted to (and restored for) the key groups the instance owns; a
+ * job's own keyed operators declare named state (api/state.h) in a process
+ * function (api/process.h).
  * Errors: return -1 with err filled; the task fails and the job recovers.
  *
  * Two-phase commit (transactional sinks, like Flink's TwoPhaseCommitSink /
@@ -94,12 +97,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/state.h"
 #include "common/err.h"
 #include "net/op_report.h"
 #include "net/record.h"
-#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/sync_list.h"
+
+/* eddy's own per-key values of built-in keyed operators (ctx->keyed_state):
+ * opaque here, a job's operators keep named state (api/state.h) instead. */
+typedef struct eddy_keyed_state eddy_keyed_state_t;
 
 typedef struct eddy_collector eddy_collector_t;
 struct eddy_collector {
@@ -231,6 +238,11 @@ typedef struct eddy_operator_ops {
     void *(*snapshot_view)(void *self, const uint32_t *groups, uint32_t n, eddy_err_t *err);
     int (*view_write_group)(void *view, uint32_t kg, char **out, size_t *len, eddy_err_t *err);
     void (*view_release)(void *view);
+    /* Named state (api/state.h) the operator declares for its config: the
+     * count, *descs pointing at the declarations (may be NULL: none). A
+     * savepoint records their names and schema versions, and a job started
+     * from one is checked against them before it starts. */
+    uint32_t (*states)(const void *config, const eddy_state_desc_t **descs);
 } eddy_operator_ops_t;
 
 #define EDDY_SOURCE_IDLE 2

@@ -20,7 +20,12 @@
  *  - lists of records under namespaces (any bytes: "left", a window's end),
  *    in insertion order, e.g. the buffered rows of one side of a join;
  *  - timers: (domain, time, namespace); registering the same timer twice
- *    keeps one, each fires once, in (time, key, namespace) order.
+ *    keeps one, each fires once, in (time, key, namespace) order;
+ *  - named state (api/state.h): value, map, list and aggregating states the
+ *    kind declares in udf.states, each with a schema version (and a
+ *    migrate callback for older ones), matched by name when a job resumes
+ *    from a savepoint of an older version. New functions should prefer
+ *    these to the value and lists above, which have no name or version.
  * All of it is keyed state in key groups: checkpointed with the job,
  * restored after a failure, and moved with its key groups on a rescale, so
  * a timer registered before a rescale fires on the instance that owns its
@@ -62,8 +67,9 @@
 #include "api/config.h"
 #include "api/operator.h"
 #include "api/plugin.h"
+#include "api/state.h"
 #include "common/err.h"
-#include "state/timers.h"
+#include "common/time_domain.h"
 
 /* The per-call context: the current key and the state behind it. */
 typedef struct eddy_process_context eddy_process_context_t;
@@ -78,6 +84,10 @@ typedef struct eddy_process_udf {
     /* May be NULL when the function registers no timers. */
     int (*on_timer)(eddy_process_context_t *ctx, eddy_time_domain_t domain, int64_t time,
                     const void *ns, uint32_t ns_len, eddy_collector_t *out, eddy_err_t *err);
+    /* Named state (api/state.h): n_states declarations (static storage),
+     * reached through eddy_process_state. May be NULL/0. */
+    const eddy_state_desc_t *states;
+    uint32_t n_states;
 } eddy_process_udf_t;
 
 /* Registers an operator kind `name` for eddy_process() steps; the registry
@@ -105,6 +115,11 @@ const eddy_config_t *eddy_process_config(const eddy_process_context_t *ctx);
  * the step's config has late = "emit" (see above). */
 void eddy_process_late(eddy_process_context_t *ctx, const eddy_record_t *rec,
                        eddy_collector_t *out);
+
+/* The handle of the state the kind declared as name (api/state.h), acting
+ * on the current key; NULL when no state of that name is declared. A
+ * lookup among the declarations: cheap, a function may call it per record. */
+eddy_state_t *eddy_process_state(eddy_process_context_t *ctx, const char *name);
 
 /* Timers of the current key. register: 0, or -1 when out of memory.
  * delete: true when such a timer was pending. */

@@ -78,6 +78,8 @@ static int inspect(const char *loc)
         if (o->keyed)
             printf("; key groups 0..%u", m.max_parallelism - 1);
         printf("\n");
+        for (uint32_t k = 0; k < o->n_states; k++)
+            printf("    state %s: schema version %u\n", o->states[k].name, o->states[k].version);
     }
     for (uint32_t i = 0; i < m.n_positions; i++)
         printf("  source %s[%u]: position %" PRId64 "%s\n", m.positions[i].op, m.positions[i].instance,

@@ -143,6 +143,20 @@ static void *seal(void *arg)
     return NULL;
 }
 
+/* The named states (api/state.h) the stage's operators declare, with
+ * their schema versions (as many as the manifest holds). */
+static void record_states(const eddy_stage_def_t *st, eddy_savepoint_operator_t *o)
+{
+    for (uint32_t i = 0; i < st->n_ops; i++) {
+        const eddy_state_desc_t *d = NULL;
+        uint32_t n = st->ops[i].ops->states ? st->ops[i].ops->states(st->ops[i].config, &d) : 0;
+        for (uint32_t k = 0; d && k < n && o->n_states < EDDY_SAVEPOINT_MAX_STATES; k++) {
+            snprintf(o->states[o->n_states].name, EDDY_SAVEPOINT_NAME_MAX, "%s", d[k].name);
+            o->states[o->n_states++].version = d[k].version;
+        }
+    }
+}
+
 /* The manifest of what the pending checkpoint covers, without its files. */
 static int build_manifest(const coord_job_t *j, const coord_pending_checkpoint_t *pc,
                           eddy_savepoint_manifest_t *m)
@@ -167,6 +181,7 @@ static int build_manifest(const coord_job_t *j, const coord_pending_checkpoint_t
         o->parallelism = j->placement[s].parallelism;
         for (uint32_t i = 0; i < st->n_ops && i < EDDY_SAVEPOINT_MAX_KINDS; i++)
             snprintf(o->kinds[o->n_kinds++], EDDY_SAVEPOINT_NAME_MAX, "%s", st->ops[i].ops->kind);
+        record_states(st, o);
         for (uint32_t i = 0; o->source && i < pc->parallelism[s] && k < pc->n_positions; i++, k++) {
             eddy_savepoint_position_t *p = &m->positions[m->n_positions++];
             snprintf(p->op, sizeof p->op, "%s", st->name);
@@ -267,6 +282,31 @@ static bool holds_state(const eddy_savepoint_operator_t *o)
     return o->keyed || o->source;
 }
 
+/* The named states of stage st against what the savepoint saved for its
+ * operator o: a state saved with a newer schema version, or an older one
+ * the operator has no migrate callback for, is refused. */
+static int check_states(const eddy_stage_def_t *st, const eddy_savepoint_operator_t *o,
+                        const char *location, eddy_err_t *err)
+{
+    for (uint32_t i = 0; i < st->n_ops; i++) {
+        const eddy_state_desc_t *d = NULL;
+        uint32_t n = st->ops[i].ops->states ? st->ops[i].ops->states(st->ops[i].config, &d) : 0;
+        for (uint32_t k = 0; d && k < n; k++)
+            for (uint32_t s = 0; s < o->n_states; s++) {
+                uint32_t saved = o->states[s].version;
+                if (strcmp(o->states[s].name, d[k].name) || saved == d[k].version ||
+                    (saved < d[k].version && d[k].migrate))
+                    continue;
+                return eddy_err_set(err, "%s: operator %s, state %s: schema version %u in the "
+                                    "savepoint, %u in the job (%s)", location, o->uid, d[k].name,
+                                    saved, d[k].version,
+                                    saved > d[k].version ? "the savepoint is newer than the code"
+                                                         : "no migrate callback for it");
+            }
+    }
+    return 0;
+}
+
 int eddy_savepoint_check_graph(const eddy_job_graph_t *g, const char *location,
                                const eddy_savepoint_manifest_t *m, bool allow_non_restored,
                                eddy_err_t *err)
@@ -286,6 +326,8 @@ int eddy_savepoint_check_graph(const eddy_job_graph_t *g, const char *location,
             return eddy_err_set(err, "%s: source %s had parallelism %u, the job has %u (a source "
                                 "resumes instance by instance)", location, o->uid, o->parallelism,
                                 g->stages[s].parallelism);
+        if (o && check_states(&g->stages[s], o, location, err) < 0)
+            return -1;
     }
     return 0;
 }

@@ -24,6 +24,7 @@
 #include "operators/etl_record.h"
 #include "operators/combiner_table.h"
 #include "operators/line_merge.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 
 /* ---- flat_map / filter -------------------------------------------------- */

@@ -6,14 +6,19 @@
  * state and a timer service, all partitioned by key group. The task's table
  * has one value size per stage and may belong to another keyed operator of
  * the same chain, so sharing it would tie the function's value to theirs.
- * The three are snapshotted, restored and moved together through the
+ * With the function's named states (api/state.h, operators/named_state.h)
+ * the four are snapshotted, restored and moved together through the
  * operator's write_group/read_group/drop_group, in one envelope per group:
  *
- *   [version=1, kg, value_size, values (bin), lists (bin), timers (bin)]
+ *   [version=2, kg, value_size, values (bin), lists (bin), timers (bin),
+ *    named (bin)]
  *
  * each bin the sub-structure's own group serialisation (keyed_state.h,
- * list_state.h, timers.h; an empty values bin when value_size is 0). A
- * restore with another value_size is refused: the function changed shape.
+ * list_state.h, timers.h, named_state.h; an empty values bin when
+ * value_size is 0, an empty named bin without named states). Version 1,
+ * written before named state, is the same without the named bin and still
+ * read. A restore with another value_size is refused: the function changed
+ * shape; named states change shape by schema version and migrate instead.
  *
  * State exists for whatever key groups the runtime gives the instance
  * records or read_group for; nothing is filtered by the ctx->key_groups of
@@ -30,11 +35,14 @@
 #include "api/process.h"
 #include "common/clock.h"
 #include "net/mpcodec.h"
+#include "operators/named_state.h"
 #include "plan/registry.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
+#include "state/timers.h"
 
-#define PROCESS_FORMAT_VERSION 1u
+#define PROCESS_FORMAT_VERSION 2u
 
 /* What a process step's task sees as its config. */
 typedef struct process_step {
@@ -64,6 +72,7 @@ struct process_op {
     eddy_keyed_state_t *values; /* NULL when value_size is 0 */
     eddy_list_state_t *lists;
     eddy_timers_t *timers;
+    eddy_named_states_t *named; /* NULL when the function declares none */
     int64_t watermark;
     int64_t now_ms;
     bool ticked;
@@ -78,6 +87,8 @@ static void set_key(process_op_t *op, const char *key, uint32_t key_len, uint32_
     op->ctx.key_len = key_len;
     op->ctx.kg = kg;
     op->ctx.hash = hash;
+    if (op->named)
+        eddy_named_states_set_key(op->named, op->ctx.key, key_len, kg);
 }
 
 /* ---- the operator ------------------------------------------------------- */
@@ -90,6 +101,7 @@ static void process_close(void *self)
     eddy_keyed_state_destroy(&op->values);
     eddy_list_state_destroy(&op->lists);
     eddy_timers_destroy(&op->timers);
+    eddy_named_states_destroy(&op->named);
     free(op);
 }
 
@@ -126,7 +138,11 @@ static void *process_open(const eddy_op_context_t *ctx, eddy_err_t *err)
     op->timers = eddy_timers_new(op->max_key_groups);
     if (step->udf->value_size)
         op->values = eddy_keyed_state_new(op->max_key_groups, step->udf->value_size);
-    if (!op->lists || !op->timers || (step->udf->value_size && !op->values)) {
+    if (step->udf->n_states)
+        op->named = eddy_named_states_new(step->udf->states, step->udf->n_states,
+                                          op->max_key_groups);
+    if (!op->lists || !op->timers || (step->udf->value_size && !op->values) ||
+        (step->udf->n_states && !op->named)) {
         process_close(op);
         eddy_err_set(err, "out of memory");
         return NULL;
@@ -206,6 +222,8 @@ static void process_drop_group(void *self, uint32_t kg)
         eddy_keyed_state_drop_group(op->values, kg);
     eddy_list_state_drop_group(op->lists, kg);
     eddy_timers_drop_group(op->timers, kg);
+    if (op->named)
+        eddy_named_states_drop_group(op->named, kg);
 }
 
 static int process_write_group(void *self, uint32_t kg, char **out, size_t *len, eddy_err_t *err)
@@ -214,23 +232,26 @@ static int process_write_group(void *self, uint32_t kg, char **out, size_t *len,
     if (kg >= op->max_key_groups)
         return eddy_err_set(err, "process: key group %u out of range (K = %u)", kg,
                             op->max_key_groups);
-    char *values = NULL, *lists = NULL, *timers = NULL;
-    size_t values_len = 0, lists_len = 0, timers_len = 0;
+    char *values = NULL, *lists = NULL, *timers = NULL, *named = NULL;
+    size_t values_len = 0, lists_len = 0, timers_len = 0, named_len = 0;
     int rc = -1;
     if (op->values && eddy_keyed_state_write_group(op->values, kg, &values, &values_len, err) < 0)
         goto done;
     if (eddy_list_state_write_group(op->lists, kg, &lists, &lists_len, err) < 0 ||
         eddy_timers_write_group(op->timers, kg, &timers, &timers_len, err) < 0)
         goto done;
+    if (op->named && eddy_named_states_write_group(op->named, kg, &named, &named_len, err) < 0)
+        goto done;
     eddy_mpw_t w;
     eddy_mpw_init(&w);
-    eddy_mpw_array(&w, 6);
+    eddy_mpw_array(&w, 7);
     eddy_mpw_u64(&w, PROCESS_FORMAT_VERSION);
     eddy_mpw_u64(&w, kg);
     eddy_mpw_u64(&w, op->step->udf->value_size);
     eddy_mpw_bin(&w, values, values_len);
     eddy_mpw_bin(&w, lists, lists_len);
     eddy_mpw_bin(&w, timers, timers_len);
+    eddy_mpw_bin(&w, named, named_len);
     *out = eddy_mpw_release(&w, len);
     if (!*out) {
         eddy_err_set(err, "process: out of memory writing key group %u", kg);
@@ -241,13 +262,14 @@ done:
     free(values);
     free(lists);
     free(timers);
+    free(named);
     return rc;
 }
 
 static int read_envelope(process_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_t *err)
 {
     uint64_t version = eddy_mpr_u64(r, UINT64_MAX);
-    if (r->ok && version != PROCESS_FORMAT_VERSION)
+    if (r->ok && version != PROCESS_FORMAT_VERSION && version != 1)
         return eddy_err_set(err, "process: key group %u: unsupported format version %llu "
                                  "(expected %u)",
                             kg, (unsigned long long)version, PROCESS_FORMAT_VERSION);
@@ -264,6 +286,8 @@ static int read_envelope(process_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_
     const char *values = eddy_mpr_bytes(r, UINT32_MAX, &values_len);
     const char *lists = eddy_mpr_bytes(r, UINT32_MAX, &lists_len);
     const char *timers = eddy_mpr_bytes(r, UINT32_MAX, &timers_len);
+    uint32_t named_len = 0;
+    const char *named = version == 1 ? NULL : eddy_mpr_bytes(r, UINT32_MAX, &named_len);
     if (eddy_mpr_finish(r, "process state", err) < 0)
         return eddy_err_wrap(err, "key group %u", kg);
     if (!op->values && values_len)
@@ -278,6 +302,10 @@ static int read_envelope(process_op_t *op, uint32_t kg, eddy_mpr_t *r, eddy_err_
         return eddy_err_wrap(err, "process: lists");
     if (eddy_timers_read_group(op->timers, kg, timers, timers_len, err) < 0)
         return eddy_err_wrap(err, "process: timers");
+    if (!op->named)
+        return 0; /* saved named state no state claims any more is dropped */
+    if (eddy_named_states_read_group(op->named, kg, named, named_len, err) < 0)
+        return eddy_err_wrap(err, "process");
     return 0;
 }
 
@@ -301,6 +329,13 @@ static int process_read_group(void *self, uint32_t kg, const void *data, size_t 
     return rc;
 }
 
+static uint32_t process_states(const void *config, const eddy_state_desc_t **descs)
+{
+    const process_step_t *step = config;
+    *descs = step && step->udf ? step->udf->states : NULL;
+    return *descs ? step->udf->n_states : 0;
+}
+
 static const eddy_operator_ops_t process_ops = {
     .kind = "process",
     .open = process_open,
@@ -312,6 +347,7 @@ static const eddy_operator_ops_t process_ops = {
     .write_group = process_write_group,
     .read_group = process_read_group,
     .drop_group = process_drop_group,
+    .states = process_states,
 };
 
 /* ---- the context functions ---------------------------------------------- */
@@ -352,6 +388,11 @@ void eddy_process_late(eddy_process_context_t *ctx, const eddy_record_t *rec,
     eddy_record_t r = *rec;
     r.kind = EDDY_LATE;
     eddy_emit(out, &r);
+}
+
+eddy_state_t *eddy_process_state(eddy_process_context_t *ctx, const char *name)
+{
+    return eddy_named_states_find(ctx->op->named, name);
 }
 
 int eddy_process_timer_register(eddy_process_context_t *ctx, eddy_time_domain_t domain,
@@ -442,6 +483,8 @@ int eddy_register_process(eddy_registry_t *r, const char *name, const eddy_proce
     if (!udf || !udf->process || udf->value_size > EDDY_PROCESS_MAX_VALUE)
         return eddy_err_set(err, "process '%s' needs process() and a value of 0..%u bytes",
                             name ? name : "", EDDY_PROCESS_MAX_VALUE);
+    if (eddy_state_descs_check(udf->states, udf->n_states, err) < 0)
+        return eddy_err_wrap(err, "process '%s'", name ? name : "");
     eddy_process_udf_t *copy = malloc(sizeof *copy);
     if (!copy)
         return eddy_err_set(err, "out of memory");

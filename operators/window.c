@@ -32,6 +32,7 @@
 #include "operators/etl_record.h"
 #include "plan/registry.h"
 #include "state/group_freeze.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/list_state.h"
 #include "state/timers.h"

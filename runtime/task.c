@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "runtime/task_internal.h"
 

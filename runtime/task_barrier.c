@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "state/source_time.h"
 #include "runtime/task_internal.h"

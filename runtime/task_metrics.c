@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/task_internal.h"
+#include "state/keyed_state.h"
 
 void eddy_task_account(eddy_task_t *self, uint64_t now_ns)
 {

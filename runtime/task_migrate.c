@@ -13,6 +13,7 @@
 
 #include "net/partial.h"
 #include "state/group_envelope.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "runtime/task_internal.h"
 

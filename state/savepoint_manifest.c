@@ -18,16 +18,19 @@
 
 static json_t *operator_json(const eddy_savepoint_operator_t *o, uint32_t max_parallelism)
 {
-    json_t *kinds = json_array(), *ranges = json_array();
+    json_t *kinds = json_array(), *ranges = json_array(), *states = json_array();
     for (uint32_t k = 0; k < o->n_kinds; k++)
         json_array_append_new(kinds, json_string(o->kinds[k]));
+    for (uint32_t k = 0; k < o->n_states; k++)
+        json_array_append_new(states, json_pack("{s:s, s:I}", "name", o->states[k].name, "version",
+                                                (json_int_t)o->states[k].version));
     for (uint32_t i = 0; o->keyed && i < o->parallelism; i++) {
         eddy_kg_range_t r = eddy_kg_range_for(i, o->parallelism, max_parallelism);
         json_array_append_new(ranges, json_pack("[II]", (json_int_t)r.start, (json_int_t)r.end));
     }
-    return json_pack("{s:s, s:b, s:b, s:I, s:o, s:o}", "uid", o->uid, "keyed", o->keyed, "source",
-                     o->source, "parallelism", (json_int_t)o->parallelism, "kinds", kinds,
-                     "key_groups", ranges);
+    return json_pack("{s:s, s:b, s:b, s:I, s:o, s:o, s:o}", "uid", o->uid, "keyed", o->keyed,
+                     "source", o->source, "parallelism", (json_int_t)o->parallelism, "kinds", kinds,
+                     "key_groups", ranges, "states", states);
 }
 
 static json_t *position_json(const eddy_savepoint_position_t *p)
@@ -122,6 +125,17 @@ static int decode_operator(json_t *o, uint32_t max_parallelism, eddy_savepoint_o
         if (!s || strlen(s) >= EDDY_SAVEPOINT_NAME_MAX)
             return eddy_err_set(err, "operator %s: a kind is not a short string", op->uid);
         snprintf(op->kinds[op->n_kinds++], EDDY_SAVEPOINT_NAME_MAX, "%s", s);
+    }
+    json_t *states = json_object_get(o, "states"), *st;
+    if (states && (!json_is_array(states) || json_array_size(states) > EDDY_SAVEPOINT_MAX_STATES))
+        return eddy_err_set(err, "operator %s: \"states\" is not an array of at most %d states",
+                            op->uid, EDDY_SAVEPOINT_MAX_STATES);
+    json_array_foreach(states, i, st) {
+        uint64_t v = 0;
+        if (!json_is_object(st) || name_of(st, "name", op->states[op->n_states].name, err) < 0 ||
+            uint_of(st, "version", UINT32_MAX, &v, err) < 0)
+            return eddy_err_wrap(err, "operator %s: state %zu", op->uid, i);
+        op->states[op->n_states++].version = (uint32_t)v;
     }
     json_t *ranges = json_object_get(o, "key_groups"), *r;
     if (ranges && !json_is_array(ranges))

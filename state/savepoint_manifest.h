@@ -19,7 +19,11 @@
  *                                      // committed up to (0: not committed)
  *    "operators": [{"uid": "count", "keyed": true, "parallelism": 2,
  *                   "kinds": ["count"], "source": false,
- *                   "key_groups": [[0, 64], [64, 128]]}],
+ *                   "key_groups": [[0, 64], [64, 128]],
+ *                   "states": [{"name": "seen", "version": 2}]}],
+ *                   // named states (api/state.h) of the stage's operators,
+ *                   // with their schema versions; absent in savepoints
+ *                   // written before named state (none recorded)
  *    "positions": [{"operator": "source", "instance": 0, "position": 1234,
  *                   "state": "BASE64"}],      // state absent when none
  *    "files": [{"key": "wordcount/chk-7/count/kg-0.snap", "size": 120}]}
@@ -45,6 +49,7 @@
 #define EDDY_SAVEPOINT_MAX_FILES 4194304
 #define EDDY_SAVEPOINT_KEY_MAX 512
 #define EDDY_SAVEPOINT_STATE_MAX 65536    /* a source's state bytes */
+#define EDDY_SAVEPOINT_MAX_STATES 32      /* named states of one stage */
 
 typedef struct eddy_savepoint_operator {
     char uid[EDDY_SAVEPOINT_NAME_MAX];
@@ -52,6 +57,11 @@ typedef struct eddy_savepoint_operator {
     uint32_t parallelism;
     uint32_t n_kinds;
     char kinds[EDDY_SAVEPOINT_MAX_KINDS][EDDY_SAVEPOINT_NAME_MAX];
+    uint32_t n_states;
+    struct {
+        char name[EDDY_SAVEPOINT_NAME_MAX];
+        uint32_t version;
+    } states[EDDY_SAVEPOINT_MAX_STATES];
 } eddy_savepoint_operator_t;
 
 typedef struct eddy_savepoint_position {

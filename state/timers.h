@@ -25,11 +25,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
-
-typedef enum eddy_time_domain {
-    EDDY_EVENT_TIME = 0,
-    EDDY_PROCESSING_TIME = 1,
-} eddy_time_domain_t;
+#include "common/time_domain.h"
 
 typedef struct eddy_timers eddy_timers_t;
 

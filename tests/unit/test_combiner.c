@@ -8,6 +8,7 @@
 #include "jobs/jobs.h"
 #include "operators/operators.h"
 #include "plan/registry.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 
 static bool registered;

@@ -23,6 +23,11 @@ static eddy_savepoint_manifest_t sample(eddy_savepoint_operator_t *ops,
     ops[1].n_kinds = 2;
     snprintf(ops[1].kinds[0], sizeof ops[1].kinds[0], "count");
     snprintf(ops[1].kinds[1], sizeof ops[1].kinds[1], "changelog");
+    ops[1].n_states = 2;
+    snprintf(ops[1].states[0].name, sizeof ops[1].states[0].name, "seen");
+    ops[1].states[0].version = 1;
+    snprintf(ops[1].states[1].name, sizeof ops[1].states[1].name, "count");
+    ops[1].states[1].version = 3;
     memset(pos, 0, sizeof *pos);
     snprintf(pos->op, sizeof pos->op, "source");
     pos->position = 4242;
@@ -69,6 +74,10 @@ Test(savepoint_manifest, round_trip)
     cr_assert_eq(count->parallelism, 3);
     cr_assert_eq(count->n_kinds, 2);
     cr_assert_str_eq(count->kinds[1], "changelog");
+    cr_assert_eq(count->n_states, 2, "named states and their schema versions");
+    cr_assert_str_eq(count->states[1].name, "count");
+    cr_assert_eq(count->states[1].version, 3);
+    cr_assert_eq(eddy_savepoint_manifest_operator(&out, "source")->n_states, 0);
     cr_assert_null(eddy_savepoint_manifest_operator(&out, "nope"));
     cr_assert_eq(out.n_positions, 1);
     cr_assert_eq(out.positions[0].position, 4242);
@@ -118,4 +127,27 @@ Test(savepoint_manifest, malformed_refused)
     refused("{\"format_version\": 1, \"job\": \"wc\", \"checkpoint\": 3, \"plan_fingerprint\": "
             "\"xyz\", \"max_parallelism\": 128, \"operators\": [], \"positions\": [], \"files\": []}",
             "plan_fingerprint");
+}
+
+/* A manifest written before named state has no "states": none recorded. A
+ * malformed one is refused. */
+Test(savepoint_manifest, states_are_optional_and_checked)
+{
+    const char *old = "{\"format_version\": 1, \"job\": \"j\", \"checkpoint\": 1, "
+                      "\"plan_fingerprint\": \"0000000000000001\", \"max_parallelism\": 8, "
+                      "\"created_ms\": 1, \"stopped\": false, \"sinks_committed\": 0, "
+                      "\"operators\": [{\"uid\": \"c\", \"keyed\": true, \"source\": false, "
+                      "\"parallelism\": 1, \"kinds\": [\"process\"]%s}], \"positions\": [], "
+                      "\"files\": []}";
+    char text[1024];
+    eddy_savepoint_manifest_t out;
+    eddy_err_t err = {{0}};
+    snprintf(text, sizeof text, old, "");
+    cr_assert_eq(eddy_savepoint_manifest_decode(text, strlen(text), &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out.operators[0].n_states, 0);
+    eddy_savepoint_manifest_clear(&out);
+    snprintf(text, sizeof text, old, ", \"states\": [{\"name\": \"s\"}]");
+    cr_assert_eq(eddy_savepoint_manifest_decode(text, strlen(text), &out, &err), -1);
+    cr_assert(strstr(err.msg, "operator c: state 0"), "%s", err.msg);
+    eddy_savepoint_manifest_clear(&out);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "plan/registry.h"
+#include "state/keyed_state.h"
 #include "state/keygroup.h"
 #include "tests/unit/leak_check.h"
 
