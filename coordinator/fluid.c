@@ -346,6 +346,15 @@ void coord_fluid_on_snapshot(coord_t *c, coord_job_t *j)
     coord_pending_checkpoint_t *pc = j->pending;
     j->pending = NULL;
     j->migration = pc->id;
+    if (coord_job_has_finished(j)) {
+        /* A task that ended during the steps sent its end of stream on the
+         * old epoch's channels: the new epoch's instances would wait for it
+         * forever (the compose test's hang). A restore deploys the tasks
+         * its checkpoint recorded finished at their end and replays the rest. */
+        coord_pending_checkpoint_destroy(&pc);
+        coord_restore_job(c, j, "tasks reached the end of their input during it", true);
+        return;
+    }
     /* the barrier went behind every queued record: the wait a marker sees */
     uint64_t now_ms = eddy_mono_ms();
     j->fluid_lag_ms = now_ms > pc->started_ms ? now_ms - pc->started_ms : 0;

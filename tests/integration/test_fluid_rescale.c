@@ -363,6 +363,31 @@ Test(fluid, kill_of_the_old_owner_with_steps_in_flight_restores_exactly, .fini =
     expect_correct_output();
 }
 
+/* The input ends while a scale-down's steps are held (4 s each, one at a
+ * time). When sources end but not the job, their end of stream went out on
+ * the old epoch's channels and SHRINK's deploy would leave count waiting for
+ * it forever (the compose test's hang): the rescale gives way to a restore.
+ * When the whole job ends first, the rescale says so. Either way the job
+ * ends, with exact output. */
+Test(fluid, input_ending_during_the_steps_restores_and_ends_exactly, .fini = teardown,
+     .timeout = 240)
+{
+    start_behind("4000", "1");
+    wait_running();
+    char *out = NULL, *errout = NULL;
+    int rc = rescale("1", &out, &errout);
+    expect_correct_output();
+    char *log = log_text();
+    /* done, given way to a restore, or outrun by the end of the job */
+    cr_assert(rc == 0 || strstr(log, "end of their input during it") ||
+                  (errout && strstr(errout, "finished during the rescale")),
+              "the rescale failed for another reason (exit %d: %s); log:\n%s", rc,
+              errout ? errout : "", log);
+    free(log);
+    free(out);
+    free(errout);
+}
+
 /* ---- other keys flow while a step is held --------------------------------- */
 
 #define WORDS 200
