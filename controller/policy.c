@@ -802,14 +802,14 @@ static uint32_t aligned_parallelism(uint32_t p, uint32_t upper)
 static void align_to_key_groups(const eddy_scaling_policy_t *self, const eddy_ds2_operator_t *op,
                                 eddy_scaling_decision_t *d)
 {
+    if (d->action == EDDY_SCALING_NO_CHANGE || d->infeasible)
+        return;
     const eddy_scaling_policy_config_t *c = &self->config;
     uint32_t upper = op->max_parallelism;
     if (c->core_limit && !c->allow_oversubscribe && c->core_limit < upper)
         upper = c->core_limit;
     if (d->action == EDDY_SCALING_SCALE_DOWN && d->old_parallelism - 1 < upper)
         upper = d->old_parallelism - 1;
-    if (d->action == EDDY_SCALING_NO_CHANGE || d->infeasible)
-        return;
     uint32_t p = aligned_parallelism(d->new_parallelism, upper);
     if (p == d->new_parallelism)
         return;
@@ -861,6 +861,15 @@ static void weigh_move_cost(const eddy_scaling_policy_t *self, const eddy_ds2_op
     d->new_parallelism = from;
 }
 
+/* What an applied decision's new parallelism is expected to process: its
+ * target, at most what its instances can (the effectiveness check and the
+ * reported effect compare the observed rate with it). */
+static double predicted_rate(const eddy_scaling_decision_t *d, const eddy_ds2_estimate_t *est)
+{
+    double capacity = (double)d->new_parallelism * est->true_rate_per_instance;
+    return est->target_input_rate < capacity ? est->target_input_rate : capacity;
+}
+
 /* policy.h, effect: reports the last applied rescale's effect once, in the
  * first evaluation past its warm-up; forgets it when the operator was
  * rescaled to something else meanwhile. */
@@ -896,9 +905,7 @@ static void expect_effect(operator_state_t *state, const eddy_scaling_decision_t
     state->effect.decided_ms = d->time_ms;
     state->effect.from = d->old_parallelism;
     state->effect.to = d->new_parallelism;
-    double capacity = (double)d->new_parallelism * est->true_rate_per_instance;
-    state->effect.predicted_rate =
-        est->target_input_rate < capacity ? est->target_input_rate : capacity;
+    state->effect.predicted_rate = predicted_rate(d, est);
     state->effect.predicted_utilisation = d->rates.projected_utilisation;
 }
 
@@ -934,8 +941,7 @@ static void note_scale_up(operator_state_t *state, const eddy_scaling_decision_t
     state->check_to = d->new_parallelism;
     state->rate_before = est->observed_input_rate;
     state->true_rate_before = est->true_rate_per_instance;
-    double capacity = (double)d->new_parallelism * est->true_rate_per_instance;
-    state->rate_predicted = est->target_input_rate < capacity ? est->target_input_rate : capacity;
+    state->rate_predicted = predicted_rate(d, est);
 }
 
 int eddy_scaling_policy_decide(eddy_scaling_policy_t *self, int64_t now_ms,
